@@ -1,0 +1,1 @@
+//! GBNF-compatible EBNF front end (being written).

@@ -1,0 +1,81 @@
+//! The grammar IR shared by every front end (regex, EBNF/GBNF, JSON Schema, choices).
+//!
+//! A [`Grammar`] is a set of named rules, each with one [`Expr`] body. Expressions are regular
+//! operators (sequence, alternation, bounded or unbounded repetition) over leaves that are
+//! either terminals (a literal string or a regex, as a `regex_syntax` HIR over bytes/UTF-8) or
+//! references to other rules. A rule reference is what makes the language context-free;
+//! a body with no reference is regular and the compiler may fold it into a single lexeme.
+//!
+//! Invariants:
+//! - `RuleId(i)` indexes `Grammar::rules`; every `Expr::Rule` names an existing rule.
+//! - `Grammar::start` is the rule the whole output must derive (the GBNF `root`).
+//! - Front ends attach a [`Span`] to each rule so later errors can point at the source.
+
+use regex_syntax::hir::Hir;
+
+/// Index of a rule in [`Grammar::rules`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+/// A 1-based position in the front end's source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub line: usize,
+    pub col: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// A literal byte string (UTF-8 text in practice).
+    Literal(String),
+    /// A regular language given as a regex HIR (character classes, `/regex/` terminals, ...).
+    /// Matched in full: no implicit `.*` around it.
+    Regex(Box<Hir>),
+    /// A reference to another rule.
+    Rule(RuleId),
+    /// Each part in order.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Alt(Vec<Expr>),
+    /// `min` to `max` (inclusive; `None` = unbounded) copies of the body.
+    Repeat { body: Box<Expr>, min: u32, max: Option<u32> },
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub name: String,
+    pub body: Expr,
+    /// Where the rule was defined in the source, if it came from text.
+    pub span: Option<Span>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Grammar {
+    pub rules: Vec<Rule>,
+    pub start: RuleId,
+}
+
+impl Grammar {
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.0 as usize]
+    }
+
+    /// A grammar with a single rule `root ::= body`.
+    pub fn single(body: Expr) -> Grammar {
+        Grammar { rules: vec![Rule { name: "root".into(), body, span: None }], start: RuleId(0) }
+    }
+}
+
+impl Expr {
+    /// Calls `f` on every rule this expression references directly.
+    pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
+        match self {
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) => {}
+            Expr::Rule(r) => f(*r),
+            Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| x.for_each_rule(f)),
+            Expr::Repeat { body, .. } => body.for_each_rule(f),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Grammar front ends and the shared IR.
+//!
+//! - [`ir`]: the IR every front end produces ([`Grammar`], [`Expr`], [`RuleId`]).
+//! - [`regex`]: regexes (the whole output must match), parsed with `regex-syntax`.
+//! - [`ebnf`]: GBNF-compatible EBNF (llama.cpp syntax plus `/regex/` terminals).
+//! - [`reference`]: a slow, independent recognizer over the IR, used as a test oracle.
+
+pub mod ebnf;
+pub mod ir;
+pub mod reference;
+pub mod regex;
+
+pub use ir::{Expr, Grammar, Rule, RuleId, Span};

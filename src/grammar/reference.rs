@@ -1,0 +1,1 @@
+//! Reference recognizer over the IR (being written).

@@ -1,0 +1,1 @@
+//! Regex front end (being written).

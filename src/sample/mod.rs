@@ -1,0 +1,1 @@
+//! Logits processors and samplers (being written: see issue 6).
