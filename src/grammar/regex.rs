@@ -1,1 +1,80 @@
-//! Regex front end (being written).
+//! Regex front end: a regex is a one-terminal grammar that the whole output must match.
+//!
+//! Parsed with `regex-syntax` (the full syntax of the `regex` crate: Unicode classes, counted
+//! repetition, alternation, flags). Anchors are implied: `abc` means the output is exactly
+//! `abc`, so `^`/`$`/`\A`/`\z` are accepted but change nothing. Laziness (`*?`) is irrelevant
+//! for a language and ignored. The result must only match valid UTF-8.
+
+use regex_syntax::hir::{Hir, Repetition};
+
+use crate::error::{Error, Location, Result};
+use crate::grammar::ir::Expr;
+
+/// The deepest nesting of groups/repetitions accepted.
+pub const NEST_LIMIT: u32 = 250;
+
+/// Parses a regex into a HIR, with errors that name the problem and its column.
+pub fn parse(pattern: &str) -> Result<Hir> {
+    let mut parser = regex_syntax::ParserBuilder::new().nest_limit(NEST_LIMIT).utf8(true).build();
+    parser.parse(pattern).map_err(|e| syntax_error(pattern, &e))
+}
+
+/// A one-line error for a regex-syntax error: the kind, the column and the text there.
+pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
+    let (msg, span) = match e {
+        regex_syntax::Error::Parse(e) => (e.kind().to_string(), Some(*e.span())),
+        regex_syntax::Error::Translate(e) => (e.kind().to_string(), Some(*e.span())),
+        other => (other.to_string(), None),
+    };
+    let Some(span) = span else {
+        return Error::Regex { at: Location::Column(1), msg };
+    };
+    let near: String = pattern.get(span.start.offset..span.end.offset.max(span.start.offset)).unwrap_or("").into();
+    let msg = if near.is_empty() { msg } else { format!("{msg} (at {near:?})") };
+    Error::Regex { at: Location::Column(span.start.column), msg }
+}
+
+/// The regex that matches exactly one of `options`.
+pub fn choice(options: &[String]) -> Expr {
+    Expr::Alt(options.iter().map(|o| Expr::Literal(o.clone())).collect())
+}
+
+/// Builds a HIR for a regular expression tree (no rule references; the caller inlines them).
+pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Result<Hir>) -> Result<Hir> {
+    Ok(match e {
+        Expr::Empty => Hir::empty(),
+        Expr::Literal(s) => Hir::literal(s.as_bytes()),
+        Expr::Regex(h) => (**h).clone(),
+        Expr::Rule(r) => rule(*r)?,
+        Expr::Seq(xs) => Hir::concat(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),
+        Expr::Alt(xs) => Hir::alternation(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),
+        Expr::Repeat { body, min, max } => Hir::repetition(Repetition {
+            min: *min,
+            max: *max,
+            greedy: true,
+            sub: Box::new(expr_to_hir(body, rule)?),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_column() {
+        let e = parse("ab(c").unwrap_err().to_string();
+        assert!(e.contains("column 3"), "{e}");
+        let e = parse("a{5,2}").unwrap_err().to_string();
+        assert!(e.contains("invalid regex"), "{e}");
+        let e = parse("[z-a]").unwrap_err().to_string();
+        assert!(e.contains("column 2"), "{e}");
+        // Matching a lone byte that is not UTF-8 is refused.
+        assert!(parse(r"(?-u:\xFF)").is_err());
+    }
+
+    #[test]
+    fn parses_unicode_and_counted_repetition() {
+        parse(r"\p{Greek}{2,5}[😀-🙏]+(foo|bar)?\d{3}").unwrap();
+    }
+}

@@ -1,0 +1,320 @@
+//! `Dfa`: a compact, fully-built byte DFA for one regular language, with the facts the matcher
+//! needs per state (accepting? how far to acceptance?).
+//!
+//! Built from a `regex-automata` dense DFA (anchored, `MatchKind::All` so no alternative is
+//! pruned, byte classes), then copied into our own table:
+//! - states are renumbered densely in breadth-first order from the start state;
+//! - every state from which no accepting state is reachable is merged into the dead state, so
+//!   "not dead" means "this prefix can still be completed" — exactly what a mask needs;
+//! - `accept[s]` says the bytes read so far are a complete match (regex-automata reports
+//!   matches one byte late, so we ask its end-of-input transition).
+//!
+//! Invariants: the dead state is always 0 and maps every class to 0; `start != 0` unless the
+//! language is empty; `dist[s]` is the fewest bytes from `s` to an accepting state
+//! (`u32::MAX` only for the dead state).
+
+use std::collections::{HashMap, VecDeque};
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{primitives::StateID, start},
+    Anchored, MatchKind,
+};
+use regex_syntax::hir::Hir;
+
+use crate::error::{Error, Result};
+
+/// Default limits for building one DFA. Exponential regexes hit these and return an error.
+#[derive(Debug, Clone, Copy)]
+pub struct DfaLimits {
+    /// Bytes of heap for the Thompson NFA.
+    pub nfa_bytes: usize,
+    /// Bytes of heap for the dense DFA and for determinization.
+    pub dfa_bytes: usize,
+    /// States in the final table.
+    pub states: usize,
+}
+
+impl Default for DfaLimits {
+    fn default() -> Self {
+        DfaLimits { nfa_bytes: 16 << 20, dfa_bytes: 32 << 20, states: 200_000 }
+    }
+}
+
+#[derive(Clone)]
+pub struct Dfa {
+    classes: [u8; 256],
+    stride: usize,
+    trans: Vec<u32>,
+    accept: Vec<bool>,
+    dist: Vec<u32>,
+    start: u32,
+}
+
+pub const DEAD: u32 = 0;
+
+impl Dfa {
+    pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        let too_big = |what: &str, limit: usize| Error::Limit {
+            what: format!("{what} for this regular expression"),
+            limit,
+            hint: Some("the regex expands to too many automaton states; simplify it or reduce repetition counts".into()),
+        };
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)).shrink(false))
+            .build_from_hir(hir)
+            .map_err(|e| {
+                if e.to_string().contains("exceeds") {
+                    too_big("NFA bytes", limits.nfa_bytes)
+                } else {
+                    Error::Regex { at: crate::error::Location::Column(1), msg: e.to_string() }
+                }
+            })?;
+        let dense = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .byte_classes(true)
+                    .minimize(false)
+                    .dfa_size_limit(Some(limits.dfa_bytes))
+                    .determinize_size_limit(Some(limits.dfa_bytes)),
+            )
+            .build_from_nfa(&nfa)
+            .map_err(|e| {
+                let s = e.to_string();
+                if s.contains("exceeded") || s.contains("limit") {
+                    too_big("DFA bytes", limits.dfa_bytes)
+                } else if s.contains("word boundary") || s.contains("quit") {
+                    Error::Regex {
+                        at: crate::error::Location::Column(1),
+                        msg: "Unicode word boundaries (\\b) are not supported; use (?-u:\\b) for ASCII".into(),
+                    }
+                } else {
+                    Error::Regex { at: crate::error::Location::Column(1), msg: s }
+                }
+            })?;
+        Self::from_dense(&dense, limits)
+    }
+
+    fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
+        // Our byte classes: the distinct class of each byte, with one representative byte each.
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut class_of_ra: HashMap<u8, u8> = HashMap::new();
+        for b in 0..=255u8 {
+            let c = bc.get(b);
+            let ours = *class_of_ra.entry(c).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
+            classes[b as usize] = ours;
+        }
+        let stride = reps.len();
+
+        let start_id = dfa
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| Error::invalid(format!("regex start state: {e}")))?;
+
+        // Breadth-first numbering; index 0 is our dead state.
+        let mut ids: HashMap<StateID, u32> = HashMap::new();
+        let mut order: Vec<StateID> = vec![StateID::ZERO]; // placeholder for dead
+        let mut queue = VecDeque::new();
+        let mut number = |s: StateID, order: &mut Vec<StateID>, queue: &mut VecDeque<StateID>| -> Result<u32> {
+            if dfa.is_dead_state(s) {
+                return Ok(DEAD);
+            }
+            if dfa.is_quit_state(s) {
+                return Err(Error::invalid("regex needs look-around that a DFA cannot do"));
+            }
+            if let Some(&i) = ids.get(&s) {
+                return Ok(i);
+            }
+            if order.len() >= limits.states {
+                return Err(Error::limit("DFA states for this regular expression", limits.states));
+            }
+            let i = order.len() as u32;
+            ids.insert(s, i);
+            order.push(s);
+            queue.push_back(s);
+            Ok(i)
+        };
+        let start = number(start_id, &mut order, &mut queue)?;
+        let mut trans = vec![DEAD; stride]; // the dead state's row
+        let mut accept = vec![false];
+        while let Some(s) = queue.pop_front() {
+            for &rep in &reps {
+                let next = number(dfa.next_state(s, rep), &mut order, &mut queue)?;
+                trans.push(next);
+            }
+            accept.push(dfa.is_match_state(dfa.next_eoi_state(s)));
+        }
+        let mut dfa = Dfa { classes, stride, trans, accept, dist: Vec::new(), start };
+        dfa.prune_dead_ends();
+        Ok(dfa)
+    }
+
+    /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
+    fn prune_dead_ends(&mut self) {
+        let n = self.accept.len();
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for s in 1..n {
+            for c in 0..self.stride {
+                let t = self.trans[s * self.stride + c] as usize;
+                if t != 0 {
+                    rev[t].push(s as u32);
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::new();
+        for s in 1..n {
+            if self.accept[s] {
+                dist[s] = 0;
+                queue.push_back(s);
+            }
+        }
+        while let Some(s) = queue.pop_front() {
+            for &p in &rev[s] {
+                if dist[p as usize] == u32::MAX {
+                    dist[p as usize] = dist[s] + 1;
+                    queue.push_back(p as usize);
+                }
+            }
+        }
+        for s in 1..n {
+            for c in 0..self.stride {
+                let t = &mut self.trans[s * self.stride + c];
+                if dist[*t as usize] == u32::MAX {
+                    *t = DEAD;
+                }
+            }
+        }
+        if dist[self.start as usize] == u32::MAX {
+            self.start = DEAD;
+        }
+        self.dist = dist;
+    }
+
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    #[inline(always)]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        debug_assert!((state as usize) < self.accept.len());
+        self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
+    }
+
+    /// Runs `bytes` from `state`; `DEAD` as soon as the prefix cannot be completed.
+    pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            state = self.next(state, b);
+            if state == DEAD {
+                break;
+            }
+        }
+        state
+    }
+
+    pub fn is_accepting(&self, state: u32) -> bool {
+        self.accept[state as usize]
+    }
+
+    /// Fewest bytes from `state` to a complete match (`u32::MAX` for the dead state).
+    pub fn dist(&self, state: u32) -> u32 {
+        self.dist[state as usize]
+    }
+
+    /// The number of states, the dead state included.
+    pub fn state_count(&self) -> usize {
+        self.accept.len()
+    }
+
+    /// The one byte that may follow `state`, if exactly one byte value keeps it alive.
+    pub fn only_byte(&self, state: u32) -> Option<u8> {
+        let row = &self.trans[state as usize * self.stride..][..self.stride];
+        let mut live = row.iter().enumerate().filter(|(_, &t)| t != DEAD);
+        let (class, _) = live.next()?;
+        if live.next().is_some() {
+            return None;
+        }
+        let mut bytes = (0..=255u8).filter(|&b| self.classes[b as usize] as usize == class);
+        let b = bytes.next()?;
+        bytes.next().is_none().then_some(b)
+    }
+
+    /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
+    /// exist as single-byte tokens): an upper bound on the tokens needed to finish.
+    pub fn dist_using(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let n = self.accept.len();
+        let usable_class: Vec<bool> =
+            (0..self.stride).map(|c| (0..256).any(|b| usable[b] && self.classes[b] as usize == c)).collect();
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for s in 1..n {
+            for c in (0..self.stride).filter(|&c| usable_class[c]) {
+                let t = self.trans[s * self.stride + c] as usize;
+                if t != 0 {
+                    rev[t].push(s as u32);
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut queue: VecDeque<usize> = (1..n).filter(|&s| self.accept[s]).collect();
+        queue.iter().for_each(|&s| dist[s] = 0);
+        while let Some(s) = queue.pop_front() {
+            for &p in &rev[s] {
+                if dist[p as usize] == u32::MAX {
+                    dist[p as usize] = dist[s] + 1;
+                    queue.push_back(p as usize);
+                }
+            }
+        }
+        dist
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dfa(re: &str) -> Dfa {
+        Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), DfaLimits::default()).unwrap()
+    }
+
+    #[test]
+    fn full_match_and_prefixes() {
+        let d = dfa("a|ab|abc");
+        let s = d.run(d.start(), b"ab");
+        assert!(d.is_accepting(s));
+        assert!(d.is_accepting(d.run(d.start(), b"abc")));
+        assert_eq!(d.run(d.start(), b"abcd"), DEAD);
+        assert_eq!(d.run(d.start(), b"b"), DEAD);
+    }
+
+    #[test]
+    fn unreachable_acceptance_is_dead() {
+        // `a` followed by a class with no members can never complete.
+        let d = dfa(r"x|a[^\s\S]");
+        assert_eq!(d.next(d.start(), b'a'), DEAD);
+        assert_eq!(d.only_byte(d.start()), Some(b'x'));
+    }
+
+    #[test]
+    fn distances() {
+        let d = dfa(r#"\{"a":[0-9]+\}"#);
+        assert_eq!(d.dist(d.start()), 7);
+        assert_eq!(d.only_byte(d.start()), Some(b'{'));
+    }
+
+    #[test]
+    fn exponential_regex_is_a_limit_error() {
+        let hir = crate::grammar::regex::parse("(a|b)*a(a|b){40}").unwrap();
+        let t = std::time::Instant::now();
+        let e = Dfa::from_hir(&hir, DfaLimits::default()).err().expect("must hit a limit");
+        assert!(matches!(e, Error::Limit { .. }), "{e}");
+        assert!(t.elapsed().as_secs() < 5);
+    }
+}

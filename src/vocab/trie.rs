@@ -1,0 +1,221 @@
+//! `TokenTrie`: every text token's bytes in one prefix tree, flattened for fast walks.
+//!
+//! Built once per vocabulary. The sorted, de-duplicated token byte strings go into an
+//! `fst::Map` (bytes → node index), which answers exact and longest-prefix lookups. The same
+//! sorted order is a depth-first pre-order of the trie, so we also lay the trie out as a flat
+//! array of nodes in that order, each knowing where its subtree ends. A mask computation walks
+//! that array front to back and, the moment the automaton dies on a node's byte, jumps to the
+//! end of its subtree: one comparison skips every token with that prefix.
+//!
+//! Invariants:
+//! - `nodes[0]` is the root (no byte, depth 0); node `i`'s subtree is `i..nodes[i].subtree_end`.
+//! - A node's parent is the nearest earlier node with depth one less.
+//! - Several ids may share the same bytes (e.g. `A` and the byte-fallback `<0x41>`): a node
+//!   owns the ids `token_ids[tok_start .. tok_start + tok_count]`.
+
+use fst::raw::Output;
+
+use super::TokenId;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    subtree_end: u32,
+    tok_start: u32,
+    depth: u16,
+    tok_count: u8,
+    byte: u8,
+}
+
+pub struct TokenTrie {
+    nodes: Vec<Node>,
+    token_ids: Vec<TokenId>,
+    /// Exact bytes → index of the node that owns them.
+    map: fst::Map<Vec<u8>>,
+    max_depth: usize,
+}
+
+impl TokenTrie {
+    /// Builds the trie over `(bytes, id)` pairs (bytes non-empty, at most 65,535 long).
+    pub fn build<'a>(tokens: impl Iterator<Item = (&'a [u8], TokenId)>) -> TokenTrie {
+        let mut pairs: Vec<(&[u8], TokenId)> =
+            tokens.filter(|(b, _)| !b.is_empty() && b.len() <= u16::MAX as usize).collect();
+        pairs.sort();
+        let mut nodes = vec![Node { subtree_end: 0, tok_start: 0, depth: 0, tok_count: 0, byte: 0 }];
+        let mut token_ids = Vec::with_capacity(pairs.len());
+        let mut map = fst::MapBuilder::memory();
+        // path[d] = index of the node at depth d on the current root-to-node path.
+        let mut path: Vec<usize> = vec![0];
+        let mut prev: &[u8] = &[];
+        let mut max_depth = 0;
+        for (bytes, id) in pairs {
+            if bytes == prev {
+                // Same bytes as the previous id: the node already exists.
+                let last = *path.last().unwrap();
+                if nodes[last].tok_count < u8::MAX {
+                    nodes[last].tok_count += 1;
+                    token_ids.push(id);
+                }
+                continue;
+            }
+            let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            // Close the nodes deeper than the common prefix.
+            while path.len() > common + 1 {
+                let done = path.pop().unwrap();
+                nodes[done].subtree_end = nodes.len() as u32;
+            }
+            for (d, &b) in bytes.iter().enumerate().skip(common) {
+                path.push(nodes.len());
+                nodes.push(Node {
+                    subtree_end: 0,
+                    tok_start: token_ids.len() as u32,
+                    depth: d as u16 + 1,
+                    tok_count: 0,
+                    byte: b,
+                });
+            }
+            let last = *path.last().unwrap();
+            nodes[last].tok_start = token_ids.len() as u32;
+            nodes[last].tok_count = 1;
+            token_ids.push(id);
+            map.insert(bytes, last as u64).expect("keys are sorted and unique");
+            max_depth = max_depth.max(bytes.len());
+            prev = bytes;
+        }
+        while let Some(done) = path.pop() {
+            nodes[done].subtree_end = nodes.len() as u32;
+        }
+        let map = fst::Map::new(map.into_inner().expect("in-memory fst")).expect("valid fst");
+        TokenTrie { nodes, token_ids, map, max_depth }
+    }
+
+    /// The number of nodes (root included).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The longest token, in bytes.
+    pub fn max_token_len(&self) -> usize {
+        self.max_depth
+    }
+
+    /// The ids whose bytes are exactly `bytes`.
+    pub fn lookup(&self, bytes: &[u8]) -> &[TokenId] {
+        match self.map.get(bytes) {
+            Some(i) => self.node_tokens(i as usize),
+            None => &[],
+        }
+    }
+
+    fn node_tokens(&self, i: usize) -> &[TokenId] {
+        let n = &self.nodes[i];
+        &self.token_ids[n.tok_start as usize..n.tok_start as usize + n.tok_count as usize]
+    }
+
+    /// The longest token that is a prefix of `text`: (its length, its lowest id).
+    pub fn longest_prefix(&self, text: &[u8]) -> Option<(usize, TokenId)> {
+        let fst = self.map.as_fst();
+        let mut node = fst.root();
+        let mut out = Output::zero();
+        let mut best = None;
+        for (i, &b) in text.iter().enumerate() {
+            let Some(t) = node.find_input(b) else { break };
+            let tr = node.transition(t);
+            out = out.cat(tr.out);
+            node = fst.node(tr.addr);
+            if node.is_final() {
+                let idx = out.cat(node.final_output()).value() as usize;
+                best = Some((i + 1, self.node_tokens(idx)[0]));
+            }
+        }
+        best
+    }
+
+    /// Greedy longest-match tokenization; `None` if some position starts no token.
+    pub fn greedy_encode(&self, mut text: &[u8]) -> Option<Vec<TokenId>> {
+        let mut out = Vec::new();
+        while !text.is_empty() {
+            let (len, id) = self.longest_prefix(text)?;
+            out.push(id);
+            text = &text[len..];
+        }
+        Some(out)
+    }
+
+    /// Walks every token reachable from `root`.
+    ///
+    /// `step(state, byte)` advances the automaton; `None` means dead, and the whole subtree
+    /// below that byte is skipped. For every node whose full byte path is alive, `on_tokens`
+    /// gets the state after its last byte and the ids spelled by that path.
+    #[inline]
+    pub fn walk<S: Copy>(
+        &self,
+        root: S,
+        mut step: impl FnMut(S, u8) -> Option<S>,
+        mut on_tokens: impl FnMut(S, &[TokenId]),
+    ) {
+        // states[d] = the state after the first d bytes of the current path.
+        let mut states = vec![root; self.max_depth + 1];
+        let nodes = &self.nodes;
+        let mut i = 1;
+        while i < nodes.len() {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            debug_assert!(d >= 1 && d <= self.max_depth);
+            match step(states[d - 1], n.byte) {
+                None => i = n.subtree_end as usize,
+                Some(s) => {
+                    states[d] = s;
+                    if n.tok_count > 0 {
+                        let start = n.tok_start as usize;
+                        on_tokens(s, &self.token_ids[start..start + n.tok_count as usize]);
+                    }
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trie(tokens: &[&str]) -> TokenTrie {
+        TokenTrie::build(tokens.iter().enumerate().map(|(i, t)| (t.as_bytes(), TokenId(i as u32))))
+    }
+
+    #[test]
+    fn walk_visits_every_token_once() {
+        let toks = ["a", "ab", "abc", "b", "ba", "c", "ab"];
+        let t = trie(&toks);
+        let mut seen = Vec::new();
+        t.walk((), |_, _| Some(()), |_, ids| seen.extend(ids.iter().map(|i| i.0)));
+        seen.sort();
+        assert_eq!(seen, (0..toks.len() as u32).collect::<Vec<_>>());
+        assert_eq!(t.lookup(b"ab"), &[TokenId(1), TokenId(6)]);
+        assert!(t.lookup(b"x").is_empty());
+    }
+
+    #[test]
+    fn dead_byte_skips_subtree() {
+        let t = trie(&["a", "ab", "abc", "b", "bab"]);
+        let mut seen = Vec::new();
+        // Dies on any 'b' directly after 'a'.
+        t.walk(
+            0u8,
+            |prev, b| if prev == b'a' && b == b'b' { None } else { Some(b) },
+            |_, ids| seen.extend(ids.iter().map(|i| i.0)),
+        );
+        seen.sort();
+        assert_eq!(seen, vec![0, 3]);
+    }
+
+    #[test]
+    fn greedy_longest_match() {
+        let t = trie(&["a", "ab", "abc", "c", "bc"]);
+        assert_eq!(t.greedy_encode(b"abcabc").unwrap(), vec![TokenId(2), TokenId(2)]);
+        assert_eq!(t.greedy_encode(b"abbc").unwrap(), vec![TokenId(1), TokenId(4)]);
+        assert!(t.greedy_encode(b"x").is_none());
+        assert_eq!(t.longest_prefix(b"ax"), Some((1, TokenId(0))));
+    }
+}

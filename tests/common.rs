@@ -1,0 +1,57 @@
+//! Helpers shared by the test tiers.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use strictly::Vocab;
+
+/// `../shared/data` (or `$STRICTLY_SHARED_DATA`), if present. Prints a loud notice if not.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("STRICTLY_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    if dir.join("tokenizers").is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("!!! SKIPPED: shared test data not found at {} (set STRICTLY_SHARED_DATA)", dir.display());
+        None
+    }
+}
+
+pub const TOKENIZERS: &[&str] = &["gpt2", "llama-3.2", "phi-2", "phi-3-mini", "qwen2.5", "tinyllama-1.1b-chat"];
+
+/// Every real tokenizer, loaded once per test binary: (name, vocab).
+pub fn real_vocabs() -> &'static [(String, Arc<Vocab>)] {
+    static V: OnceLock<Vec<(String, Arc<Vocab>)>> = OnceLock::new();
+    V.get_or_init(|| {
+        let Some(dir) = shared_data() else { return Vec::new() };
+        let mut names: Vec<String> = TOKENIZERS.iter().map(|s| s.to_string()).collect();
+        names.push("stories260K".into());
+        names
+            .into_iter()
+            .map(|name| {
+                let path = if name == "stories260K" {
+                    dir.join("models/stories260K/hf/tokenizer.json")
+                } else {
+                    dir.join("tokenizers").join(&name).join("tokenizer.json")
+                };
+                let v = Vocab::from_tokenizer_json(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+                (name, Arc::new(v))
+            })
+            .collect()
+    })
+}
+
+/// A small hand-made vocabulary: all single bytes a..e, some multi-byte tokens, a token that
+/// ends inside a UTF-8 character, and EOS.
+pub fn tiny_vocab() -> Arc<Vocab> {
+    let mut toks: Vec<Vec<u8>> = Vec::new();
+    for t in ["a", "b", "c", "d", "e", "ab", "abc", "ba", "\"", "{", "}", ":", " ", "1", "2", "12", "é", "\u{e9}a"] {
+        toks.push(t.as_bytes().to_vec());
+    }
+    toks.push(vec![0xC3]); // first byte of é
+    toks.push(vec![0xA9]); // second byte of é
+    toks.push(b"</s>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
+}

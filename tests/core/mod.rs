@@ -1,0 +1,2 @@
+mod mask;
+mod vocab;

@@ -1,0 +1,8 @@
+//! Integration tests: one binary, tiers as modules.
+//!
+//! - `core`: vocabularies from every real tokenizer, fast mask == reference mask.
+//!
+//! Tiers that need `../shared/data` say loudly when it is missing and skip.
+
+mod common;
+mod core;
