@@ -37,6 +37,7 @@
 //! are never produced by grammar text; limits surface as [`Error`]s, never as panics.
 
 pub mod automaton;
+pub mod decode;
 pub mod error;
 pub mod grammar;
 pub mod sample;

@@ -5,4 +5,5 @@
 //! Tiers that need `../shared/data` say loudly when it is missing and skip.
 
 mod common;
+mod cli;
 mod core;

@@ -46,14 +46,26 @@ const EOS_NAMES: &[&str] = &[
 pub(super) fn load(path: &Path) -> Result<Vocab> {
     let err = |msg: String| Error::Tokenizer { path: path.display().to_string(), msg };
     let text = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
-    let text = std::str::from_utf8(&text).map_err(|e| err(format!("not UTF-8: {e}")))?;
+    let configs = Configs::read(path.parent().unwrap_or(Path::new(".")));
+    load_bytes(&text, &path.display().to_string(), configs)
+}
+
+/// The embedded default vocabulary: the stories260K model's tokenizer (see assets/).
+pub(super) fn embedded() -> Vocab {
+    const TOKENIZER: &[u8] = include_bytes!("../../assets/stories260K/tokenizer.json");
+    let configs = Configs { eos_ids: vec![2], bos: Some("<s>".into()), ..Configs::default() };
+    load_bytes(TOKENIZER, "<embedded stories260K>", configs).expect("the embedded tokenizer loads")
+}
+
+fn load_bytes(text: &[u8], name: &str, configs: Configs) -> Result<Vocab> {
+    let err = |msg: String| Error::Tokenizer { path: name.to_string(), msg };
+    let text = std::str::from_utf8(text).map_err(|e| err(format!("not UTF-8: {e}")))?;
     let json: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
     let model = json.get("model").filter(|m| m.is_object()).ok_or_else(|| err("no \"model\" object".into()))?;
     if !model.get("vocab").is_some_and(|v| v.is_object() || v.is_array()) {
         return Err(err("\"model\" has no \"vocab\"".into()));
     }
     let spelling = spelling_of(&json);
-    let configs = Configs::read(path.parent().unwrap_or(Path::new(".")));
     let mut declared_special: Vec<&str> = configs.special_names();
     declared_special.extend(EOS_NAMES);
 

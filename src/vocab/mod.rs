@@ -55,6 +55,12 @@ impl Vocab {
         hf::load(path.as_ref())
     }
 
+    /// The embedded default: the 512-token vocabulary of the stories260K model built into the
+    /// binary, so nothing needs to be downloaded.
+    pub fn embedded() -> Vocab {
+        hf::embedded()
+    }
+
     /// A hand-made vocabulary: every entry is a text token, plus the given EOS ids (which are
     /// made special). Used by unit tests and by callers that bring their own tokenizer.
     pub fn from_byte_tokens(tokens: Vec<Vec<u8>>, eos: &[u32]) -> Vocab {

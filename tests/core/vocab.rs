@@ -87,3 +87,14 @@ fn expected_eos_ids() {
         assert!(!vocab.is_eos(TokenId(vocab.len() as u32 + 5)));
     }
 }
+
+#[test]
+fn embedded_vocab_is_stories260k() {
+    let v = strictly::Vocab::embedded();
+    assert_eq!(v.len(), 512);
+    assert_eq!(v.eos(), &[TokenId(2)]);
+    assert_eq!(v.bos(), Some(TokenId(1)));
+    let ids = v.encode_canonical("Once upon a time").unwrap();
+    assert_eq!(v.decode(&ids), b"Once upon a time");
+    assert_eq!(v.bytes(TokenId(3 + 0x0A)), b"\n"); // <0x0A>
+}

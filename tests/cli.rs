@@ -1,0 +1,120 @@
+//! The command line, used as a new user would: `strictly sample` over regexes with every real
+//! tokenizer (every sample must fully match, checked by the independent `regex` crate), and
+//! bad input exits 2 with a one-line message.
+
+use std::process::Command;
+
+use crate::common::{shared_data, TOKENIZERS};
+
+fn strictly(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strictly")).args(args).output().expect("run strictly");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    )
+}
+
+const SAMPLE_REGEXES: &[&str] = &[
+    r"[a-z]{1,8}( [a-z]{1,8}){0,3}",
+    r"\p{Greek}{1,6}|[ぁ-ゖ]{2,4}|[😀-🙏]",
+    r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
+    r"(red|green|blue|cyan|magenta|yellow)(, (red|green|blue)){0,2}",
+    r#"\{"id": [1-9][0-9]{0,5}, "ok": (true|false)\}"#,
+    r"(?i)hello|wörld",
+    r"[^\n]{0,10}\n?",
+];
+
+#[test]
+fn sampled_outputs_match_their_regex_for_every_tokenizer() {
+    let Some(data) = shared_data() else { return };
+    for name in TOKENIZERS {
+        let tok = data.join("tokenizers").join(name).join("tokenizer.json");
+        for re in SAMPLE_REGEXES {
+            let full = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+            let (code, out, err) =
+                strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--regex", re, "-n", "4", "--seed", "7", "--max-tokens", "24"]);
+            assert_eq!(code, 0, "{name} {re}: {err}");
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), 4, "{name} {re}: {out}");
+            for line in lines {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let text = v["text"].as_str().unwrap();
+                let reason = v["finish_reason"].as_str().unwrap();
+                assert!(reason == "stop" || reason == "length", "{line}");
+                assert!(v["tokens"].as_u64().unwrap() <= 24, "{line}");
+                // Never truncated: "length" samples are complete too.
+                assert!(full.is_match(text), "{name} {re}: {text:?} ({reason}) does not match");
+            }
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_samples() {
+    let Some(data) = shared_data() else { return };
+    let tok = data.join("tokenizers/gpt2/tokenizer.json");
+    let run = |seed: &str| strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--regex", "[a-z ]{5,20}", "-n", "3", "--seed", seed]).1;
+    assert_eq!(run("3"), run("3"));
+    assert_ne!(run("3"), run("4"));
+}
+
+#[test]
+fn choice_samples_are_options() {
+    let Some(data) = shared_data() else { return };
+    let tok = data.join("tokenizers/llama-3.2/tokenizer.json");
+    let (code, out, err) =
+        strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--choice", "yes", "no", "maybe so", "-n", "6"]);
+    assert_eq!(code, 0, "{err}");
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(["yes", "no", "maybe so"].contains(&v["text"].as_str().unwrap()), "{line}");
+        assert_eq!(v["finish_reason"], "stop");
+    }
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let tok = shared_data()
+        .map(|d| d.join("tokenizers/gpt2/tokenizer.json").to_string_lossy().into_owned())
+        .unwrap_or_else(|| "/nonexistent/tokenizer.json".into());
+    let not_json = std::env::temp_dir().join(format!("strictly-not-json-{}.json", std::process::id()));
+    std::fs::write(&not_json, "{ not json").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["sample", "--tokenizer", &tok, "--regex", "ab(c"], "column 3"),
+        (vec!["sample", "--tokenizer", &tok, "--regex", "a{3,1}"], "invalid regex"),
+        (vec!["check", "--tokenizer", &tok, "--regex", "(a|b)*a(a|b){40}"], "limit"),
+        (vec!["check", "--tokenizer", "/nonexistent/tokenizer.json", "--regex", "a"], "cannot read"),
+        (vec!["check", "--tokenizer", not_json.to_str().unwrap(), "--regex", "a"], "not JSON"),
+        (vec!["sample", "--tokenizer", &tok, "--regex", "a", "--bogus"], "--bogus"),
+        (vec!["sample", "--tokenizer", &tok], "required"),
+        (vec!["sample", "--tokenizer", &tok, "--regex", "a", "--temperature", "-1"], "temperature"),
+        (vec!["sample", "--tokenizer", &tok, "--regex", "[a-z]{50}", "--max-tokens", "3"], "max_tokens"),
+        (vec!["sample", "--tokenizer", &tok, "--regex", r"[^\s\S]"], "no output"),
+    ];
+    for (args, needle) in cases {
+        if shared_data().is_none() && args.contains(&"--regex") && !needle.contains("cannot read") {
+            continue;
+        }
+        let t = std::time::Instant::now();
+        let (code, _, err) = strictly(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+        assert!(t.elapsed().as_secs() < 10, "{args:?} took {:?}", t.elapsed());
+    }
+    let _ = std::fs::remove_file(not_json);
+}
+
+#[test]
+fn check_prints_facts() {
+    let Some(data) = shared_data() else { return };
+    let tok = data.join("tokenizers/qwen2.5/tokenizer.json");
+    let (code, out, err) = strictly(&["check", "--tokenizer", tok.to_str().unwrap(), "--regex", r#"\{"a": \d\}"#]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["forced_prefix"], "{\"a\": ");
+    assert_eq!(v["accepts_empty"], false);
+    assert_eq!(v["vocab_size"], 151665);
+}
