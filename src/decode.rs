@@ -142,7 +142,7 @@ pub fn generate(
         }
         model.forward(&pending, &mut logits)?;
         pending.clear();
-        let choice = match matcher.as_deref() {
+        let choice = match matcher.as_deref_mut() {
             Some(m) => {
                 m.fill_mask_within(&mut mask, remaining);
                 if mask.is_empty() {

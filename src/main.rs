@@ -143,6 +143,7 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
         let opts = GenerateOptions {
             max_tokens: a.max_tokens,
             sampling: SamplingParams { seed: Some(seed), ..sampling.clone() },
+            ..GenerateOptions::default()
         };
         let out = decode::generate(&mut model, &vocab, Some(&mut matcher), &[], &opts)?;
         let line = json!({"text": out.text(), "tokens": out.tokens.len(), "finish_reason": out.finish_reason});
@@ -158,7 +159,7 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let compiled = Compiled::new(vocab.clone(), &constraint)?;
     let compile_us = t0.elapsed().as_micros();
-    let m = compiled.matcher();
+    let mut m = compiled.matcher();
     let mut mask = TokenSet::new(vocab.len());
     let t1 = Instant::now();
     m.fill_mask(&mut mask);
@@ -168,12 +169,11 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         Constraint::Choice(_) => "choice",
         Constraint::Grammar(_) => "grammar",
     };
-    let facts = json!({
+    let mut facts = json!({
         "ok": true,
         "kind": kind,
         "vocab_size": vocab.len(),
         "eos_ids": vocab.eos().iter().map(|t| t.0).collect::<Vec<_>>(),
-        "dfa_states": compiled.dfa().state_count(),
         "empty_language": compiled.is_empty_language(),
         "accepts_empty": m.is_accepting(),
         "min_tokens": compiled.min_tokens(),
@@ -182,6 +182,9 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         "compile_us": compile_us,
         "first_mask_us": mask_us,
     });
+    if let (Some(f), serde_json::Value::Object(stats)) = (facts.as_object_mut(), compiled.stats()) {
+        f.extend(stats);
+    }
     println!("{facts}");
     Ok(())
 }

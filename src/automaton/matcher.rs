@@ -1,18 +1,23 @@
 //! `Matcher`: the per-sequence state of one constrained output.
 //!
-//! It keeps one automaton state per committed token (a stack), so `rollback(n)` is exact and
-//! O(n). The mask is "every token whose bytes keep the automaton alive, plus EOS exactly when
-//! the output so far is complete". A token whose bytes end inside a UTF-8 character is fine:
-//! the automaton runs on bytes.
+//! One public type over two engines: a DFA run (regular constraints: a stack of DFA states)
+//! and an Earley run (context-free grammars, see [`cfg_run`](super::cfg_run)). Both keep one
+//! state per committed token, so `rollback(n)` is exact. The mask is "every token whose bytes
+//! keep the output extendable, plus EOS exactly when the output so far is complete". A token
+//! whose bytes end inside a UTF-8 character is fine: the automata run on bytes.
+//!
+//! Masks take `&mut self` because the Earley engine builds rows speculatively while it walks
+//! the token trie (and removes them before returning): the matcher's observable state does not
+//! change.
 //!
 //! Invariants:
-//! - `stack` is never empty; `stack[0]` is the start state; `stack.last()` is the current state.
-//! - `ENDED` on top means EOS was committed: nothing more is allowed until it is rolled back.
-//! - A committed state is never the dead state.
+//! - After EOS is committed nothing is allowed until it is rolled back.
+//! - A committed state is never dead.
 
 use std::sync::Arc;
 
-use super::{dfa::DEAD, Compiled};
+use super::cfg_run::CfgRun;
+use super::{dfa::DEAD, Compiled, Engine};
 use crate::error::{Error, Result};
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
@@ -22,100 +27,157 @@ const ENDED: u32 = u32::MAX;
 const MAX_FORCED_BYTES: usize = 4096;
 
 #[derive(Clone)]
+enum Run {
+    /// DFA states, one per committed token after the start; `ENDED` after EOS.
+    Dfa(Vec<u32>),
+    Cfg(Box<CfgRun>),
+}
+
+#[derive(Clone)]
 pub struct Matcher {
     compiled: Arc<Compiled>,
-    stack: Vec<u32>,
+    run: Run,
 }
 
 impl Matcher {
     pub fn new(compiled: Arc<Compiled>) -> Matcher {
-        let start = compiled.dfa.start();
-        Matcher { compiled, stack: vec![start] }
+        let run = match &compiled.engine {
+            Engine::Dfa { dfa, .. } => Run::Dfa(vec![dfa.start()]),
+            Engine::Cfg(cfg) => Run::Cfg(Box::new(CfgRun::new(cfg))),
+        };
+        Matcher { compiled, run }
     }
 
     pub fn compiled(&self) -> &Arc<Compiled> {
         &self.compiled
     }
 
-    fn state(&self) -> u32 {
-        *self.stack.last().expect("stack is never empty")
-    }
-
     /// The number of tokens committed (EOS included).
     pub fn len(&self) -> usize {
-        self.stack.len() - 1
+        match &self.run {
+            Run::Dfa(stack) => stack.len() - 1,
+            Run::Cfg(c) => c.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.stack.len() == 1
+        self.len() == 0
     }
 
     /// Has EOS been committed?
     pub fn is_ended(&self) -> bool {
-        self.state() == ENDED
+        match &self.run {
+            Run::Dfa(stack) => stack.last() == Some(&ENDED),
+            Run::Cfg(c) => c.is_ended(),
+        }
     }
 
     /// Is the output so far complete (EOS allowed now)?
     pub fn is_accepting(&self) -> bool {
-        let s = self.state();
-        s != ENDED && s != DEAD && self.compiled.dfa.is_accepting(s)
+        match (&self.run, &self.compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+                let s = *stack.last().expect("never empty");
+                s != ENDED && s != DEAD && dfa.is_accepting(s)
+            }
+            (Run::Cfg(c), _) => c.is_accepting(),
+            _ => unreachable!("run matches engine"),
+        }
     }
 
     /// Is no continuation possible except EOS (the output is complete and cannot grow)?
     pub fn is_finished(&self) -> bool {
-        let s = self.state();
-        s == ENDED || (self.is_accepting() && (0..=255u8).all(|b| self.compiled.dfa.next(s, b) == DEAD))
+        match (&self.run, &self.compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+                let s = *stack.last().expect("never empty");
+                s == ENDED || (self.is_accepting() && (0..=255u8).all(|b| dfa.next(s, b) == DEAD))
+            }
+            (Run::Cfg(c), _) => c.is_finished(),
+            _ => unreachable!("run matches engine"),
+        }
     }
 
     /// Fills `mask` with the allowed tokens (cleared first). `mask.width()` may exceed the
     /// vocabulary: ids past it stay unset.
-    pub fn fill_mask(&self, mask: &mut TokenSet) {
-        self.fill(mask, u32::MAX);
+    pub fn fill_mask(&mut self, mask: &mut TokenSet) {
+        self.fill(mask, u32::MAX, false);
     }
 
     /// Like [`fill_mask`](Self::fill_mask), but only tokens after which the output can still be
     /// completed within `remaining - 1` more tokens, so that an output limited to `remaining`
     /// tokens (this one included) always ends complete. With `remaining == 0` nothing is allowed.
-    pub fn fill_mask_within(&self, mask: &mut TokenSet, remaining: usize) {
+    pub fn fill_mask_within(&mut self, mask: &mut TokenSet, remaining: usize) {
         if remaining == 0 {
             mask.clear();
             return;
         }
-        self.fill(mask, (remaining - 1).min(u32::MAX as usize - 1) as u32);
+        self.fill(mask, budget_after(remaining), false);
     }
 
-    fn fill(&self, mask: &mut TokenSet, after_budget: u32) {
-        mask.clear();
-        let s = self.state();
-        if s == ENDED || s == DEAD {
+    /// The slow reference: tries every token id byte by byte. Must equal `fill_mask`.
+    pub fn reference_mask(&mut self, mask: &mut TokenSet) {
+        self.fill(mask, u32::MAX, true);
+    }
+
+    /// The slow reference for [`fill_mask_within`](Self::fill_mask_within).
+    pub fn reference_mask_within(&mut self, mask: &mut TokenSet, remaining: usize) {
+        if remaining == 0 {
+            mask.clear();
             return;
         }
-        let c = &*self.compiled;
-        let dfa = &c.dfa;
-        let width = mask.width();
-        let budgeted = after_budget != u32::MAX;
-        c.vocab.trie().walk(
-            s,
-            |s, b| {
-                let t = dfa.next(s, b);
-                (t != DEAD).then_some(t)
-            },
-            |s, ids| {
-                if !budgeted || c.finish_tokens[s as usize] <= after_budget {
-                    for &id in ids {
-                        if (id.0 as usize) < width {
-                            mask.insert(id);
-                        }
-                    }
-                }
-            },
-        );
-        self.add_eos(mask);
+        self.fill(mask, budget_after(remaining), true);
     }
 
-    fn add_eos(&self, mask: &mut TokenSet) {
+    fn fill(&mut self, mask: &mut TokenSet, after_budget: u32, reference: bool) {
+        mask.clear();
+        let compiled = self.compiled.clone();
+        let vocab = &compiled.vocab;
+        match (&mut self.run, &compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { dfa, finish_tokens }) => {
+                let s = *stack.last().expect("never empty");
+                if s == ENDED || s == DEAD {
+                    return;
+                }
+                let width = mask.width();
+                if reference {
+                    for id in (0..vocab.len().min(width) as u32).map(TokenId) {
+                        let bytes = vocab.bytes(id);
+                        if vocab.kind(id) == TokenKind::Text && !bytes.is_empty() {
+                            let t = dfa.run(s, bytes);
+                            if t != DEAD && finish_tokens[t as usize] <= after_budget {
+                                mask.insert(id);
+                            }
+                        }
+                    }
+                } else {
+                    vocab.trie().walk(
+                        s,
+                        |s, b| {
+                            let t = dfa.next(s, b);
+                            (t != DEAD).then_some(t)
+                        },
+                        |s, ids| {
+                            if finish_tokens[s as usize] <= after_budget {
+                                for &id in ids {
+                                    if (id.0 as usize) < width {
+                                        mask.insert(id);
+                                    }
+                                }
+                            }
+                        },
+                    );
+                }
+            }
+            (Run::Cfg(c), Engine::Cfg(cfg)) => {
+                if reference {
+                    c.reference(cfg, vocab, mask, after_budget);
+                } else {
+                    c.fill(cfg, vocab.trie(), mask, after_budget);
+                }
+            }
+            _ => unreachable!("run matches engine"),
+        }
         if self.is_accepting() {
-            for &e in self.compiled.vocab.eos() {
+            for &e in vocab.eos() {
                 if (e.0 as usize) < mask.width() {
                     mask.insert(e);
                 }
@@ -123,75 +185,71 @@ impl Matcher {
         }
     }
 
-    /// The slow reference: tries every token id byte by byte. Must equal `fill_mask`.
-    pub fn reference_mask(&self, mask: &mut TokenSet) {
-        self.reference_mask_within(mask, usize::MAX);
-    }
-
-    /// The slow reference for [`fill_mask_within`](Self::fill_mask_within).
-    pub fn reference_mask_within(&self, mask: &mut TokenSet, remaining: usize) {
-        mask.clear();
-        let s = self.state();
-        if s == ENDED || remaining == 0 {
-            return;
-        }
-        let c = &*self.compiled;
-        let limit = n_minus_one(remaining);
-        let n = c.vocab.len().min(mask.width());
-        for id in (0..n as u32).map(TokenId) {
-            let bytes = c.vocab.bytes(id);
-            if c.is_text(id) && !bytes.is_empty() {
-                let t = c.dfa.run(s, bytes);
-                if t != DEAD && c.finish_tokens[t as usize] as usize <= limit {
-                    mask.insert(id);
-                }
-            }
-        }
-        self.add_eos(mask);
-    }
-
     /// Is `token` allowed now?
-    pub fn allows(&self, token: TokenId) -> bool {
-        let s = self.state();
-        if s == ENDED {
+    pub fn allows(&mut self, token: TokenId) -> bool {
+        let compiled = self.compiled.clone();
+        let vocab = &compiled.vocab;
+        match vocab.kind(token) {
+            TokenKind::Text => self.allows_bytes(vocab.bytes(token)),
+            TokenKind::Special => vocab.is_eos(token) && self.is_accepting(),
+            TokenKind::Unused => false,
+        }
+    }
+
+    fn allows_bytes(&mut self, bytes: &[u8]) -> bool {
+        if bytes.is_empty() {
             return false;
         }
-        let c = &*self.compiled;
-        match c.vocab.kind(token) {
-            TokenKind::Text => {
-                let b = c.vocab.bytes(token);
-                !b.is_empty() && c.dfa.run(s, b) != DEAD
+        match (&mut self.run, &self.compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+                let s = *stack.last().expect("never empty");
+                s != ENDED && dfa.run(s, bytes) != DEAD
             }
-            TokenKind::Special => c.vocab.is_eos(token) && self.is_accepting(),
-            TokenKind::Unused => false,
+            (Run::Cfg(c), Engine::Cfg(cfg)) => c.allows_bytes(cfg, bytes),
+            _ => unreachable!("run matches engine"),
         }
     }
 
     /// Appends `token`. Errors (and changes nothing) if it is not allowed.
     pub fn commit(&mut self, token: TokenId) -> Result<()> {
-        if !self.allows(token) {
-            let text = String::from_utf8_lossy(self.compiled.vocab.bytes(token)).into_owned();
-            return Err(Error::TokenNotAllowed { token: token.0, text });
-        }
-        let next = if self.compiled.vocab.is_eos(token) {
-            ENDED
-        } else {
-            self.compiled.dfa.run(self.state(), self.compiled.vocab.bytes(token))
+        let vocab = self.compiled.vocab.clone();
+        let not_allowed = || Error::TokenNotAllowed {
+            token: token.0,
+            text: String::from_utf8_lossy(vocab.bytes(token)).into_owned(),
         };
-        debug_assert_ne!(next, DEAD);
-        self.stack.push(next);
-        Ok(())
+        match vocab.kind(token) {
+            TokenKind::Special if vocab.is_eos(token) && self.is_accepting() => {
+                match &mut self.run {
+                    Run::Dfa(stack) => stack.push(ENDED),
+                    Run::Cfg(c) => c.commit_eos(),
+                }
+                Ok(())
+            }
+            TokenKind::Text => self.commit_bytes(vocab.bytes(token)).map_err(|_| not_allowed()),
+            _ => Err(not_allowed()),
+        }
     }
 
     /// Appends raw bytes as if a token spelled them (for forced text). Errors if not allowed.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let s = self.state();
-        let next = if s == ENDED { DEAD } else { self.compiled.dfa.run(s, bytes) };
-        if next == DEAD {
-            return Err(Error::invalid(format!("text {:?} is not allowed here", String::from_utf8_lossy(bytes))));
+        let ok = !bytes.is_empty()
+            && match (&mut self.run, &self.compiled.engine) {
+                (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+                    let s = *stack.last().expect("never empty");
+                    let t = if s == ENDED { DEAD } else { dfa.run(s, bytes) };
+                    if t != DEAD {
+                        stack.push(t);
+                    }
+                    t != DEAD
+                }
+                (Run::Cfg(c), Engine::Cfg(cfg)) => c.commit_bytes(cfg, bytes),
+                _ => unreachable!("run matches engine"),
+            };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("text {:?} is not allowed here", String::from_utf8_lossy(bytes))))
         }
-        self.stack.push(next);
-        Ok(())
     }
 
     /// Undoes the last `n` commits. Errors if fewer than `n` were made.
@@ -199,53 +257,82 @@ impl Matcher {
         if n > self.len() {
             return Err(Error::invalid(format!("cannot roll back {n} tokens: only {} committed", self.len())));
         }
-        self.stack.truncate(self.stack.len() - n);
+        match &mut self.run {
+            Run::Dfa(stack) => stack.truncate(stack.len() - n),
+            Run::Cfg(c) => c.rollback(n),
+        }
         Ok(())
     }
 
     /// Back to the start of the output.
     pub fn reset(&mut self) {
-        self.stack.truncate(1);
+        let n = self.len();
+        self.rollback(n).expect("n == len");
+    }
+
+    /// Fewest tokens (counting single-byte tokens) that finish the output from here: an upper
+    /// bound on what a budget must leave. `None` if it cannot be finished (after EOS: `Some(0)`).
+    pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
+        let d = match (&mut self.run, &self.compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { finish_tokens, .. }) => {
+                let s = *stack.last().expect("never empty");
+                if s == ENDED {
+                    0
+                } else {
+                    finish_tokens[s as usize]
+                }
+            }
+            (Run::Cfg(c), Engine::Cfg(cfg)) => c.finish_cost(cfg),
+            _ => unreachable!("run matches engine"),
+        };
+        (d != u32::MAX).then_some(d)
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if
     /// the output may end here).
-    pub fn forced_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut s = self.state();
-        if s == ENDED {
-            return out;
+    pub fn forced_bytes(&mut self) -> Vec<u8> {
+        match (&mut self.run, &self.compiled.engine) {
+            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+                let mut out = Vec::new();
+                let mut s = *stack.last().expect("never empty");
+                if s == ENDED {
+                    return out;
+                }
+                while out.len() < MAX_FORCED_BYTES && !dfa.is_accepting(s) {
+                    let Some(b) = dfa.only_byte(s) else { break };
+                    out.push(b);
+                    s = dfa.next(s, b);
+                }
+                out
+            }
+            (Run::Cfg(c), Engine::Cfg(cfg)) => c.forced_bytes(cfg, MAX_FORCED_BYTES),
+            _ => unreachable!("run matches engine"),
         }
-        let dfa = &self.compiled.dfa;
-        while out.len() < MAX_FORCED_BYTES && !dfa.is_accepting(s) {
-            let Some(b) = dfa.only_byte(s) else { break };
-            out.push(b);
-            s = dfa.next(s, b);
-        }
-        out
     }
 
     /// Tokens that are the only sensible continuation: the forced bytes, tokenized canonically.
     /// The last token is held back unless the forced text finishes the output, since the text
     /// after it might merge with it into a longer token.
-    pub fn forced_tokens(&self) -> Vec<TokenId> {
+    pub fn forced_tokens(&mut self) -> Vec<TokenId> {
         let bytes = self.forced_bytes();
         if bytes.is_empty() {
             return Vec::new();
         }
         let Some(mut tokens) = self.compiled.vocab.encode(&bytes) else { return Vec::new() };
-        let mut probe = self.clone();
-        if probe.commit_bytes(&bytes).is_err() || !probe.is_finished() {
+        let finishes = self.commit_bytes(&bytes).is_ok() && {
+            let f = self.is_finished();
+            self.rollback(1).expect("just committed");
+            f
+        };
+        if !finishes {
             tokens.pop();
         }
         tokens
     }
 }
 
-fn n_minus_one(remaining: usize) -> usize {
-    if remaining == usize::MAX {
-        u32::MAX as usize
-    } else {
-        remaining - 1
-    }
+/// Usable bytes allowed to finish after a token, when `remaining` tokens (this one included)
+/// are left.
+fn budget_after(remaining: usize) -> u32 {
+    (remaining - 1).min(u32::MAX as usize - 1) as u32
 }

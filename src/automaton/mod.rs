@@ -9,17 +9,21 @@
 //! the automaton, skipping every subtree whose prefix is dead. A slow reference mask that tries
 //! every token byte by byte is kept beside it; tests check the two agree on random states.
 
+pub mod cfg;
+mod cfg_run;
 pub mod dfa;
+mod earley;
 mod matcher;
 
 use std::sync::Arc;
 
+pub use cfg::CfgLimits;
 pub use dfa::{Dfa, DfaLimits};
 pub use matcher::Matcher;
 
 use crate::error::{Error, Result};
-use crate::grammar::{self, Expr, Grammar, RuleId};
-use crate::vocab::{TokenKind, Vocab};
+use crate::grammar::{self, Grammar};
+use crate::vocab::Vocab;
 
 /// What the output must match.
 #[derive(Debug, Clone)]
@@ -32,46 +36,72 @@ pub enum Constraint {
     Grammar(Grammar),
 }
 
+/// Which engine to compile to. `Auto` uses the DFA whenever the language is regular.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    /// Always the Earley engine (for tests that compare the two).
+    Earley,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompileOptions {
+    pub limits: CfgLimits,
+    pub engine: EngineChoice,
+}
+
+pub(crate) enum Engine {
+    /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
+    /// `s` to acceptance (an upper bound on the tokens needed to finish).
+    Dfa { dfa: Dfa, finish_tokens: Vec<u32> },
+    /// A context-free grammar for the Earley engine.
+    Cfg(cfg::Cfg),
+}
+
 /// A constraint compiled for one vocabulary. Immutable; matchers share it.
 pub struct Compiled {
     vocab: Arc<Vocab>,
-    dfa: Dfa,
-    /// Per DFA state: the fewest single-byte tokens that reach acceptance — an upper bound
-    /// on the tokens needed to finish, used to steer into a complete output before max_tokens.
-    finish_tokens: Vec<u32>,
+    engine: Engine,
 }
 
 impl Compiled {
     pub fn new(vocab: Arc<Vocab>, constraint: &Constraint) -> Result<Arc<Compiled>> {
-        Self::with_limits(vocab, constraint, DfaLimits::default())
+        Self::with_options(vocab, constraint, &CompileOptions::default())
     }
 
-    pub fn with_limits(vocab: Arc<Vocab>, constraint: &Constraint, limits: DfaLimits) -> Result<Arc<Compiled>> {
-        let hir = match constraint {
-            Constraint::Regex(r) => grammar::regex::parse(r)?,
-            Constraint::Choice(options) => {
-                if options.is_empty() {
-                    return Err(Error::invalid("a choice needs at least one option"));
-                }
-                grammar::regex::expr_to_hir(&grammar::regex::choice(options), &mut |_| unreachable!())?
-            }
-            Constraint::Grammar(g) => regular_grammar_hir(g)?,
-        };
-        let dfa = Dfa::from_hir(&hir, limits)?;
+    pub fn with_options(vocab: Arc<Vocab>, constraint: &Constraint, opts: &CompileOptions) -> Result<Arc<Compiled>> {
         let mut usable = [false; 256];
         for b in 0..=255u8 {
             usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
         }
-        let finish_tokens = dfa.dist_using(&usable);
-        Ok(Arc::new(Compiled { vocab, dfa, finish_tokens }))
+        let grammar = match constraint {
+            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(Box::new(grammar::regex::parse(r)?))),
+            Constraint::Choice(options) => {
+                if options.is_empty() {
+                    return Err(Error::invalid("a choice needs at least one option"));
+                }
+                Grammar::single(grammar::regex::choice(options))
+            }
+            Constraint::Grammar(g) => g.clone(),
+        };
+        let regular = match opts.engine {
+            EngineChoice::Auto => cfg::Cfg::regular_hir(&grammar)?,
+            EngineChoice::Earley => None,
+        };
+        let engine = match regular {
+            Some(hir) => {
+                let dfa = Dfa::from_hir(&hir, opts.limits.dfa)?;
+                let finish_tokens = dfa.dist_using(&usable);
+                Engine::Dfa { dfa, finish_tokens }
+            }
+            None => Engine::Cfg(cfg::Cfg::lower(&grammar, &usable, opts.limits)?),
+        };
+        Ok(Arc::new(Compiled { vocab, engine }))
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
         &self.vocab
-    }
-
-    pub fn dfa(&self) -> &Dfa {
-        &self.dfa
     }
 
     /// A fresh matcher at the start of the output.
@@ -79,38 +109,35 @@ impl Compiled {
         Matcher::new(self.clone())
     }
 
-    /// Can the empty output be extended to a complete one at all?
+    /// Does the constraint match no output at all?
     pub fn is_empty_language(&self) -> bool {
-        self.dfa.start() == dfa::DEAD
+        match &self.engine {
+            Engine::Dfa { dfa, .. } => dfa.start() == dfa::DEAD,
+            // Lowering rejects grammars whose start derives nothing.
+            Engine::Cfg(_) => false,
+        }
     }
 
-    /// Fewest tokens (using single-byte tokens) from the start to a complete output, if any.
+    /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
     pub fn min_tokens(&self) -> Option<u32> {
-        let d = self.finish_tokens[self.dfa.start() as usize];
+        let d = match &self.engine {
+            Engine::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start() as usize],
+            Engine::Cfg(cfg) => cfg.nts[cfg::TOP as usize].minlen,
+        };
         (d != u32::MAX).then_some(d)
     }
 
-    fn is_text(&self, id: crate::TokenId) -> bool {
-        self.vocab.kind(id) == TokenKind::Text
-    }
-}
-
-/// Inlines every rule of a non-recursive grammar into one HIR.
-fn regular_grammar_hir(g: &Grammar) -> Result<regex_syntax::hir::Hir> {
-    fn inline(g: &Grammar, id: RuleId, visiting: &mut Vec<RuleId>) -> Result<regex_syntax::hir::Hir> {
-        if visiting.contains(&id) {
-            let rule = g.rule(id);
-            let at = rule.span.map(|s| crate::error::Location::LineCol { line: s.line, col: s.col });
-            return Err(Error::Grammar {
-                at: at.unwrap_or(crate::error::Location::LineCol { line: 1, col: 1 }),
-                msg: format!("rule `{}` is recursive; recursive grammars need the context-free engine, which is not built yet", rule.name),
-            });
+    /// Facts about the compiled form, for `strictly check`.
+    pub fn stats(&self) -> serde_json::Value {
+        match &self.engine {
+            Engine::Dfa { dfa, .. } => serde_json::json!({"engine": "dfa", "dfa_states": dfa.state_count()}),
+            Engine::Cfg(cfg) => serde_json::json!({
+                "engine": "earley",
+                "terminals": cfg.terms.len(),
+                "nonterminals": cfg.nts.len(),
+                "productions": cfg.prods.len(),
+                "lexer_states": cfg.terms.iter().map(|t| t.dfa.state_count()).sum::<usize>(),
+            }),
         }
-        visiting.push(id);
-        let body: &Expr = &g.rule(id).body;
-        let h = grammar::regex::expr_to_hir(body, &mut |r| inline(g, r, visiting));
-        visiting.pop();
-        h
     }
-    inline(g, g.start, &mut Vec::new())
 }

@@ -1,1 +1,945 @@
-//! GBNF-compatible EBNF front end (being written).
+//! GBNF-compatible EBNF front end: grammar text in, [`Grammar`] IR out.
+//!
+//! The syntax is llama.cpp's GBNF, plus `/regex/` terminals:
+//!
+//! ```text
+//! # a comment runs to the end of the line
+//! root   ::= greeting ws name "!"?        # `root` is the start rule (required)
+//! greeting ::= "hello" | "hi"             # literals, with \n \r \t \\ \" \' \[ \] \xHH \uHHHH \UHHHHHHHH
+//! name   ::= [A-Z] [a-z]{1,15}            # classes [...] / [^...], ranges, postfix * + ? {m} {m,} {m,n} {,n}
+//! ws     ::= ( " " | "\t" )*              # grouping, alternation, `.` = any character
+//! id     ::= /[a-z_][a-z0-9_]*/i          # regex terminal (regex-syntax), flags i s x
+//! ```
+//!
+//! Key entry points: [`parse`] (default [`Limits`]) and [`parse_with`].
+//!
+//! Semantics and decisions:
+//! - Rule names are `[A-Za-z0-9_-]+`. A rule body may span lines: a new rule starts where a
+//!   line begins with `name ::=`. This reads every llama.cpp grammar the same way llama.cpp
+//!   does, and accepts more: llama.cpp ends a top-level rule at a newline unless the line ends
+//!   in `|` or sits inside parentheses. A `name ::=` that does not start a line is an error.
+//!   Stricter than llama.cpp: the checks below (duplicates, unreachable rules, raw control
+//!   characters and raw newlines in literals) reject some grammars llama.cpp would take.
+//! - Literals become [`Expr::Literal`] (`""` becomes [`Expr::Empty`]); classes, `.` and
+//!   regexes become [`Expr::Regex`] over Unicode scalar values, UTF-8 encoded: `[^"]` matches
+//!   any scalar except `"`. `\xHH` is the code point U+00HH (as in llama.cpp), not a raw byte.
+//!   Inside classes `\-` and `\^` are also accepted. An empty class (`[]`, or a negation of
+//!   everything) is an error: it would match nothing.
+//! - Regex terminals run to the first unescaped `/`; write `\/` for a slash, also inside a
+//!   class. Flags right after the closing slash: `i` (case-insensitive), `s` (`.` matches
+//!   `\n`), `x` (verbose). Anchors and word boundaries are rejected: a lexeme has no context.
+//!   The regex is matched in full, like every terminal.
+//! - Postfix operators bind to the last element and may be stacked: `a+?` is `(a+)?`.
+//! - Duplicate rule definitions are an error (llama.cpp silently keeps the last one, which is
+//!   almost always a mistake), pointing at the second definition.
+//! - Undefined references are an error pointing at the first reference; a missing `root` is an
+//!   error at 1:1; a rule not reachable from `root` is an error at its definition (no grammar
+//!   shipped with llama.cpp has one).
+//! - Control characters (other than tab, newline, carriage return) and NUL are errors, in
+//!   literals too: use escapes. A raw newline inside a literal is an unterminated literal.
+//!
+//! Invariants: parsing never panics (a property test feeds it random text and mutations of
+//! real grammars); every error is [`Error::Grammar`] with a `line:col` (1-based, columns count
+//! characters) or [`Error::Limit`]. The output satisfies the IR invariants: every
+//! [`Expr::Rule`] names an existing rule, rules are in definition order, `start` is `root`.
+
+use std::collections::HashMap;
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
+
+use crate::error::{Error, Location, Result};
+use crate::grammar::ir::{Expr, Grammar, Rule, RuleId, Span};
+
+/// Default limit on parenthesis nesting (also the nest limit of regex terminals).
+pub const DEFAULT_MAX_DEPTH: usize = 200;
+/// Default limit on a repetition bound: `x{10001}` is an error.
+pub const DEFAULT_MAX_REPEAT: u32 = 10_000;
+
+/// Limits applied while parsing; hitting one returns [`Error::Limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest allowed nesting of `(` (stacked postfix operators such as `a+?` count as one
+    /// level each; regex terminals get it as their nest limit), default [`DEFAULT_MAX_DEPTH`].
+    pub max_depth: usize,
+    /// Largest allowed `m` or `n` in `{m,n}`, default [`DEFAULT_MAX_REPEAT`].
+    pub max_repeat: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_depth: DEFAULT_MAX_DEPTH, max_repeat: DEFAULT_MAX_REPEAT }
+    }
+}
+
+/// Parses GBNF text with the default [`Limits`].
+///
+/// ```
+/// use strictly::grammar::{ebnf, reference};
+/// let g = ebnf::parse("root ::= \"id-\" [0-9]+ # a comment").unwrap();
+/// assert!(reference::accepts(&g, b"id-42"));
+/// assert!(reference::is_prefix(&g, b"id"));
+/// ```
+pub fn parse(src: &str) -> Result<Grammar> {
+    parse_with(src, &Limits::default())
+}
+
+/// Parses GBNF text with the given limits.
+pub fn parse_with(src: &str, limits: &Limits) -> Result<Grammar> {
+    let mut p = Parser::new(src, *limits);
+    p.grammar()?;
+    p.finish()
+}
+
+struct Parser {
+    chars: Vec<char>,
+    /// Char index of the first character of each line.
+    line_starts: Vec<usize>,
+    pos: usize,
+    limits: Limits,
+    /// Names by provisional id (order of first appearance, definition or reference).
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+    /// Per provisional id: the definition (body and where its name stands).
+    defs: Vec<Option<(Expr, usize)>>,
+    /// Per provisional id: where it was first referenced.
+    first_ref: Vec<Option<usize>>,
+    /// Provisional ids in definition order.
+    def_order: Vec<u32>,
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
+}
+
+impl Parser {
+    fn new(src: &str, limits: Limits) -> Parser {
+        let mut chars: Vec<char> = src.chars().collect();
+        if chars.first() == Some(&'\u{feff}') {
+            chars[0] = ' '; // a byte order mark counts as a blank, keeping columns honest
+        }
+        let mut line_starts = vec![0];
+        for (i, &c) in chars.iter().enumerate() {
+            if c == '\n' {
+                line_starts.push(i + 1);
+            }
+        }
+        Parser {
+            chars,
+            line_starts,
+            pos: 0,
+            limits,
+            names: Vec::new(),
+            ids: HashMap::new(),
+            defs: Vec::new(),
+            first_ref: Vec::new(),
+            def_order: Vec::new(),
+        }
+    }
+
+    // ---- positions and errors -------------------------------------------------------------
+
+    fn line_col(&self, pos: usize) -> (usize, usize) {
+        let line = self.line_starts.partition_point(|&s| s <= pos); // >= 1: line_starts[0] == 0
+        (line, pos - self.line_starts[line - 1] + 1)
+    }
+
+    fn err_at(&self, pos: usize, msg: impl Into<String>) -> Error {
+        let (line, col) = self.line_col(pos);
+        Error::Grammar { at: Location::LineCol { line, col }, msg: msg.into() }
+    }
+
+    fn limit_at(&self, pos: usize, what: &str, limit: usize, hint: &str) -> Error {
+        let (line, col) = self.line_col(pos);
+        Error::Limit { what: format!("{what} at {line}:{col}"), limit, hint: Some(hint.to_string()) }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, k: usize) -> Option<char> {
+        self.chars.get(self.pos + k).copied()
+    }
+
+    fn describe(c: char) -> String {
+        if c.is_control() {
+            format!("control character U+{:04X}", c as u32)
+        } else {
+            format!("`{c}`")
+        }
+    }
+
+    /// Skips blanks, newlines and comments. Returns whether a newline was crossed.
+    fn skip_space(&mut self) -> Result<bool> {
+        let mut newline = false;
+        while let Some(c) = self.peek() {
+            match c {
+                ' ' | '\t' => self.pos += 1,
+                '\n' | '\r' => {
+                    newline = true;
+                    self.pos += 1;
+                }
+                '#' => {
+                    while let Some(c) = self.peek() {
+                        if c == '\n' || c == '\r' {
+                            break;
+                        }
+                        if c.is_control() && c != '\t' {
+                            return Err(self.err_at(self.pos, format!("{} in a comment", Self::describe(c))));
+                        }
+                        self.pos += 1;
+                    }
+                }
+                c if c.is_control() => return Err(self.err_at(self.pos, format!("unexpected {}", Self::describe(c)))),
+                _ => break,
+            }
+        }
+        Ok(newline)
+    }
+
+    /// If a rule definition `name ::=` starts here, returns the name's end position.
+    fn rule_start_here(&self) -> Option<usize> {
+        let mut i = self.pos;
+        while self.chars.get(i).is_some_and(|&c| is_name_char(c)) {
+            i += 1;
+        }
+        if i == self.pos {
+            return None;
+        }
+        let end = i;
+        while matches!(self.chars.get(i), Some(' ' | '\t')) {
+            i += 1;
+        }
+        let op: String = self.chars.get(i..i + 3)?.iter().collect();
+        (op == "::=").then_some(end)
+    }
+
+    fn id_of(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        self.defs.push(None);
+        self.first_ref.push(None);
+        id
+    }
+
+    // ---- grammar structure ----------------------------------------------------------------
+
+    fn grammar(&mut self) -> Result<()> {
+        self.skip_space()?;
+        while self.pos < self.chars.len() {
+            let start = self.pos;
+            let Some(name_end) = self.rule_start_here() else {
+                let c = self.chars[self.pos];
+                let msg = if is_name_char(c) {
+                    "expected `::=` after the rule name".to_string()
+                } else {
+                    format!("expected a rule definition `name ::= ...`, found {}", Self::describe(c))
+                };
+                let at = if is_name_char(c) {
+                    let mut i = self.pos;
+                    while self.chars.get(i).is_some_and(|&c| is_name_char(c)) {
+                        i += 1;
+                    }
+                    while matches!(self.chars.get(i), Some(' ' | '\t')) {
+                        i += 1;
+                    }
+                    i
+                } else {
+                    self.pos
+                };
+                return Err(self.err_at(at, msg));
+            };
+            let name: String = self.chars[start..name_end].iter().collect();
+            self.pos = name_end;
+            while matches!(self.peek(), Some(' ' | '\t')) {
+                self.pos += 1;
+            }
+            self.pos += 3; // "::=", checked by rule_start_here
+            let id = self.id_of(&name);
+            if let Some((_, prev)) = &self.defs[id as usize] {
+                let (l, c) = self.line_col(*prev);
+                return Err(self.err_at(start, format!("rule `{name}` is already defined at {l}:{c}")));
+            }
+            let body = self.alternates(0)?;
+            match self.peek() {
+                None => {}
+                Some(_) if self.rule_start_here().is_some() => {}
+                Some(')') => return Err(self.err_at(self.pos, "unmatched `)`")),
+                Some(c) => return Err(self.err_at(self.pos, format!("unexpected {}", Self::describe(c)))),
+            }
+            self.defs[id as usize] = Some((body, start));
+            self.def_order.push(id);
+        }
+        Ok(())
+    }
+
+    /// `seq ('|' seq)*`. Stops before `)`, at end of input, or before a new rule.
+    fn alternates(&mut self, depth: usize) -> Result<Expr> {
+        let mut alts = vec![self.sequence(depth)?];
+        while self.peek() == Some('|') {
+            self.pos += 1;
+            alts.push(self.sequence(depth)?);
+        }
+        Ok(if alts.len() == 1 { alts.pop().unwrap_or(Expr::Empty) } else { Expr::Alt(alts) })
+    }
+
+    fn sequence(&mut self, depth: usize) -> Result<Expr> {
+        let mut items: Vec<Expr> = Vec::new();
+        // Postfix operators stacked on the last item (`a+?*`): each one nests, like a group.
+        let mut stacked = 0;
+        loop {
+            let newline = self.skip_space()?;
+            let Some(c) = self.peek() else { break };
+            let item = match c {
+                '"' => self.literal()?,
+                '[' => self.class()?,
+                '/' => self.regex()?,
+                '.' => {
+                    self.pos += 1;
+                    Expr::Regex(Box::new(any_char()))
+                }
+                '(' => {
+                    let open = self.pos;
+                    if depth >= self.limits.max_depth {
+                        return Err(self.limit_at(
+                            open,
+                            "parenthesis nesting depth",
+                            self.limits.max_depth,
+                            "raise ebnf::Limits::max_depth or flatten the grammar",
+                        ));
+                    }
+                    self.pos += 1;
+                    let inner = self.alternates(depth + 1)?;
+                    if self.peek() != Some(')') {
+                        return Err(match self.peek() {
+                            Some(c) if self.rule_start_here().is_none() => {
+                                self.err_at(self.pos, format!("unexpected {} inside `(`", Self::describe(c)))
+                            }
+                            _ => self.err_at(open, "unclosed `(`"),
+                        });
+                    }
+                    self.pos += 1;
+                    inner
+                }
+                '*' | '+' | '?' | '{' => {
+                    let at = self.pos;
+                    let (min, max) = self.repetition()?;
+                    let Some(last) = items.pop() else {
+                        return Err(self.err_at(at, format!("`{c}` has nothing to repeat")));
+                    };
+                    stacked += 1;
+                    if depth + stacked > self.limits.max_depth {
+                        return Err(self.limit_at(
+                            at,
+                            "nesting depth (stacked repetition operators)",
+                            self.limits.max_depth,
+                            "raise ebnf::Limits::max_depth",
+                        ));
+                    }
+                    items.push(Expr::Repeat { body: Box::new(last), min, max });
+                    continue;
+                }
+                c if is_name_char(c) => {
+                    if self.rule_start_here().is_some() {
+                        if !newline {
+                            return Err(self.err_at(self.pos, "a new rule must start on its own line"));
+                        }
+                        break;
+                    }
+                    let start = self.pos;
+                    while self.peek().is_some_and(is_name_char) {
+                        self.pos += 1;
+                    }
+                    let name: String = self.chars[start..self.pos].iter().collect();
+                    let id = self.id_of(&name);
+                    self.first_ref[id as usize].get_or_insert(start);
+                    Expr::Rule(RuleId(id))
+                }
+                _ => break,
+            };
+            stacked = 0;
+            items.push(item);
+        }
+        Ok(match items.len() {
+            0 => Expr::Empty,
+            1 => items.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Seq(items),
+        })
+    }
+
+    /// Parses `*`, `+`, `?` or `{m}`, `{m,}`, `{m,n}`, `{,n}` at `self.pos`.
+    fn repetition(&mut self) -> Result<(u32, Option<u32>)> {
+        let at = self.pos;
+        let c = self.chars[at];
+        self.pos += 1;
+        match c {
+            '*' => return Ok((0, None)),
+            '+' => return Ok((1, None)),
+            '?' => return Ok((0, Some(1))),
+            _ => {}
+        }
+        // `{` ... `}`; blanks allowed around the numbers.
+        self.blanks();
+        let min = self.number();
+        self.blanks();
+        let (min, max) = match self.peek() {
+            Some('}') => {
+                let Some(m) = min else { return Err(self.err_at(self.pos, "expected a number")) };
+                (m, Some(m))
+            }
+            Some(',') => {
+                self.pos += 1;
+                self.blanks();
+                let max = self.number();
+                self.blanks();
+                if min.is_none() && max.is_none() {
+                    return Err(self.err_at(self.pos, "expected a number"));
+                }
+                (min.unwrap_or(0), max)
+            }
+            _ => return Err(self.err_at(self.pos, "expected a number, `,` or `}`")),
+        };
+        if self.peek() != Some('}') {
+            return Err(self.err_at(self.pos, "expected `}`"));
+        }
+        self.pos += 1;
+        let limit = self.limits.max_repeat as u64;
+        if min > limit || max.is_some_and(|n| n > limit) {
+            return Err(self.limit_at(at, "repetition count", limit as usize, "raise ebnf::Limits::max_repeat"));
+        }
+        if let Some(n) = max {
+            if min > n {
+                return Err(self.err_at(at, format!("repetition bounds {{{min},{n}}}: minimum exceeds maximum")));
+            }
+        }
+        // Both fit in u32: they are at most `limit`, a u32.
+        Ok((min as u32, max.map(|n| n as u32)))
+    }
+
+    fn blanks(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.pos += 1;
+        }
+    }
+
+    /// An optional decimal number, saturating at u64::MAX.
+    fn number(&mut self) -> Option<u64> {
+        let mut n: Option<u64> = None;
+        while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
+            n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(d as u64));
+            self.pos += 1;
+        }
+        n
+    }
+
+    // ---- terminals ------------------------------------------------------------------------
+
+    /// One character of a literal or class, decoding escapes. `self.pos` is at it.
+    fn char_or_escape(&mut self, in_class: bool, what: &str) -> Result<char> {
+        let at = self.pos;
+        let c = self.chars[at];
+        self.pos += 1;
+        if c != '\\' {
+            if c.is_control() && c != '\t' {
+                return Err(self.err_at(at, format!("raw {} in {what}; use an escape", Self::describe(c))));
+            }
+            return Ok(c);
+        }
+        let Some(e) = self.peek() else { return Err(self.err_at(at, format!("unterminated {what}"))) };
+        self.pos += 1;
+        let digits = match e {
+            'n' => return Ok('\n'),
+            'r' => return Ok('\r'),
+            't' => return Ok('\t'),
+            '\\' | '"' | '\'' | '[' | ']' => return Ok(e),
+            '-' | '^' if in_class => return Ok(e),
+            'x' => 2,
+            'u' => 4,
+            'U' => 8,
+            _ => return Err(self.err_at(at, format!("unknown escape `\\{}`", e.escape_debug()))),
+        };
+        let mut v: u32 = 0;
+        for _ in 0..digits {
+            let Some(d) = self.peek().and_then(|c| c.to_digit(16)) else {
+                return Err(self.err_at(at, format!("`\\{e}` needs {digits} hex digits")));
+            };
+            v = v * 16 + d;
+            self.pos += 1;
+        }
+        char::from_u32(v).ok_or_else(|| self.err_at(at, format!("`\\{e}{v:X}` is not a Unicode scalar value")))
+    }
+
+    fn literal(&mut self) -> Result<Expr> {
+        let open = self.pos;
+        self.pos += 1;
+        let mut s = String::new();
+        loop {
+            match self.peek() {
+                None | Some('\n' | '\r') => return Err(self.err_at(open, "unterminated string literal")),
+                Some('"') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(_) => s.push(self.char_or_escape(false, "string literal")?),
+            }
+        }
+        Ok(if s.is_empty() { Expr::Empty } else { Expr::Literal(s) })
+    }
+
+    fn class(&mut self) -> Result<Expr> {
+        let open = self.pos;
+        self.pos += 1;
+        let negated = self.peek() == Some('^');
+        if negated {
+            self.pos += 1;
+        }
+        let mut ranges = Vec::new();
+        loop {
+            match self.peek() {
+                None | Some('\n' | '\r') => return Err(self.err_at(open, "unterminated character class")),
+                Some(']') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(_) => {
+                    let at = self.pos;
+                    let lo = self.char_or_escape(true, "character class")?;
+                    let mut hi = lo;
+                    if self.peek() == Some('-') && !matches!(self.peek_at(1), Some(']') | None) {
+                        self.pos += 1;
+                        if matches!(self.peek(), Some('\n' | '\r')) {
+                            return Err(self.err_at(open, "unterminated character class"));
+                        }
+                        hi = self.char_or_escape(true, "character class")?;
+                        if hi < lo {
+                            return Err(self.err_at(at, format!("reversed range {lo:?}-{hi:?}")));
+                        }
+                    }
+                    ranges.push(ClassUnicodeRange::new(lo, hi));
+                }
+            }
+        }
+        let mut class = ClassUnicode::new(ranges);
+        if negated {
+            class.negate();
+        }
+        if class.ranges().is_empty() {
+            return Err(self.err_at(open, "character class matches nothing"));
+        }
+        Ok(Expr::Regex(Box::new(Hir::class(Class::Unicode(class)))))
+    }
+
+    fn regex(&mut self) -> Result<Expr> {
+        let open = self.pos;
+        self.pos += 1;
+        let mut pattern = String::new();
+        // Source char index of each byte of `pattern`, to map regex-syntax errors back.
+        let mut origin: Vec<usize> = Vec::new();
+        let mut push = |pattern: &mut String, c: char, at: usize| {
+            pattern.push(c);
+            origin.extend(std::iter::repeat_n(at, c.len_utf8()));
+        };
+        loop {
+            let at = self.pos;
+            match self.peek() {
+                None | Some('\n' | '\r') => return Err(self.err_at(open, "unterminated regex")),
+                Some('/') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some('\\') if self.peek_at(1) == Some('/') => {
+                    self.pos += 2;
+                    push(&mut pattern, '/', at);
+                }
+                Some('\\') if self.peek_at(1).is_some_and(|c| c != '\n' && c != '\r') => {
+                    let e = self.chars[at + 1];
+                    if e.is_control() && e != '\t' {
+                        return Err(self.err_at(at + 1, format!("raw {} in regex", Self::describe(e))));
+                    }
+                    self.pos += 2;
+                    push(&mut pattern, '\\', at);
+                    push(&mut pattern, e, at + 1);
+                }
+                Some(c) if c.is_control() && c != '\t' => {
+                    return Err(self.err_at(at, format!("raw {} in regex; use an escape", Self::describe(c))))
+                }
+                Some(c) => {
+                    self.pos += 1;
+                    push(&mut pattern, c, at);
+                }
+            }
+        }
+        if pattern.is_empty() {
+            return Err(self.err_at(open, "empty regex `//`"));
+        }
+        let mut builder = regex_syntax::ParserBuilder::new();
+        builder.utf8(true).unicode(true).nest_limit(self.limits.max_depth.min(u32::MAX as usize) as u32);
+        while let Some(f) = self.peek().filter(|c| c.is_ascii_alphabetic()) {
+            match f {
+                'i' => builder.case_insensitive(true),
+                's' => builder.dot_matches_new_line(true),
+                'x' => builder.ignore_whitespace(true),
+                _ => return Err(self.err_at(self.pos, format!("unknown regex flag `{f}` (allowed: i, s, x)"))),
+            };
+            self.pos += 1;
+        }
+        let hir = builder.build().parse(&pattern).map_err(|e| {
+            let (offset, msg) = match &e {
+                regex_syntax::Error::Parse(e) => (e.span().start.offset, e.kind().to_string()),
+                regex_syntax::Error::Translate(e) => (e.span().start.offset, e.kind().to_string()),
+                _ => (0, e.to_string()),
+            };
+            self.err_at(origin.get(offset).copied().unwrap_or(open), format!("invalid regex: {msg}"))
+        })?;
+        if !hir.properties().look_set().is_empty() {
+            return Err(self.err_at(open, "anchors and word boundaries are not supported in regex terminals"));
+        }
+        Ok(Expr::Regex(Box::new(hir)))
+    }
+
+    // ---- resolution -----------------------------------------------------------------------
+
+    fn finish(self) -> Result<Grammar> {
+        // Undefined references, reported at the earliest reference in the text.
+        let undefined = (0..self.names.len())
+            .filter(|&i| self.defs[i].is_none())
+            .filter_map(|i| self.first_ref[i].map(|at| (at, i)))
+            .min();
+        if let Some((at, i)) = undefined {
+            return Err(self.err_at(at, format!("undefined rule `{}`", self.names[i])));
+        }
+        let Some(&root) = self.ids.get("root") else {
+            return Err(self.err_at(0, "no `root` rule (the start rule must be called `root`)"));
+        };
+        // Final ids: definition order.
+        let mut new_id = vec![0u32; self.names.len()];
+        for (k, &old) in self.def_order.iter().enumerate() {
+            new_id[old as usize] = k as u32;
+        }
+        let mut defs = self.defs;
+        let mut rules = Vec::with_capacity(self.def_order.len());
+        for &old in &self.def_order {
+            let (mut body, at) = defs[old as usize].take().unwrap_or((Expr::Empty, 0));
+            remap(&mut body, &new_id);
+            let (line, col) = {
+                let line = self.line_starts.partition_point(|&s| s <= at);
+                (line, at - self.line_starts[line - 1] + 1)
+            };
+            rules.push(Rule { name: self.names[old as usize].clone(), body, span: Some(Span { line, col }) });
+        }
+        let g = Grammar { rules, start: RuleId(new_id[root as usize]) };
+        // Reachability from root.
+        let mut seen = vec![false; g.rules.len()];
+        let mut stack = vec![g.start];
+        seen[g.start.0 as usize] = true;
+        while let Some(r) = stack.pop() {
+            g.rule(r).body.for_each_rule(&mut |s| {
+                if !seen[s.0 as usize] {
+                    seen[s.0 as usize] = true;
+                    stack.push(s);
+                }
+            });
+        }
+        if let Some(i) = seen.iter().position(|&s| !s) {
+            let span = g.rules[i].span.unwrap_or_default();
+            return Err(Error::Grammar {
+                at: Location::LineCol { line: span.line, col: span.col },
+                msg: format!("rule `{}` is not reachable from `root`", g.rules[i].name),
+            });
+        }
+        Ok(g)
+    }
+}
+
+fn remap(e: &mut Expr, new_id: &[u32]) {
+    match e {
+        Expr::Empty | Expr::Literal(_) | Expr::Regex(_) => {}
+        Expr::Rule(r) => r.0 = new_id[r.0 as usize],
+        Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| remap(x, new_id)),
+        Expr::Repeat { body, .. } => remap(body, new_id),
+    }
+}
+
+/// `.`: any Unicode scalar value.
+fn any_char() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::reference::Reference;
+    use proptest::prelude::*;
+
+    const LLAMA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/grammars/llama.cpp");
+
+    fn llama_grammars() -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let Ok(dir) = std::fs::read_dir(LLAMA_DIR) else { return out };
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "gbnf") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path.file_name().unwrap().to_string_lossy().into_owned(), text));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn err(src: &str) -> (usize, usize, String) {
+        match parse(src) {
+            Err(Error::Grammar { at: Location::LineCol { line, col }, msg }) => (line, col, msg),
+            other => panic!("expected a grammar error for {src:?}, got {other:?}"),
+        }
+    }
+
+    fn check(src: &str, accept: &[&str], reject: &[&str]) {
+        let g = parse(src).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+        let r = Reference::new(&g);
+        for a in accept {
+            assert!(r.accepts(a.as_bytes()), "{src:?} should accept {a:?}");
+        }
+        for x in reject {
+            assert!(!r.accepts(x.as_bytes()), "{src:?} should reject {x:?}");
+        }
+    }
+
+    #[test]
+    fn every_llama_cpp_grammar_parses() {
+        let all = llama_grammars();
+        if all.is_empty() {
+            eprintln!("skipping: {LLAMA_DIR} not found");
+            return;
+        }
+        for (name, text) in &all {
+            let g = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(g.rule(g.start).name, "root", "{name}");
+        }
+    }
+
+    #[test]
+    fn llama_cpp_grammars_mean_what_they_say() {
+        let all: HashMap<String, String> = llama_grammars().into_iter().collect();
+        let Some(json) = all.get("json.gbnf") else { return };
+        check(json, &[r#"{"a": [1, 2.5e3, "x\u00e9", true, null]}"#, "{}"], &["[]", r#"{"a" 1}"#]);
+        check(&all["list.gbnf"], &["- one\n- two\n"], &["- one", "-  \u{2028}\n"]);
+        check(&all["japanese.gbnf"], &["こんにちは 世界"], &["hello"]);
+        check(&all["english.gbnf"], &["Hi, there! [ok] \\o/"], &["héllo"]);
+        check(&all["arithmetic.gbnf"], &["1+2=3\n", "(a *b)= c\n"], &["1+2=3"]);
+        check(&all["chess.gbnf"], &["1. e4 e5\n2. Nf3 Nc6\n"], &["1. e4 e5\n"]);
+    }
+
+    /// A rough check that a grammar uses only what llama.cpp's parser accepts: no regex
+    /// terminals, no `{,n}`, no `\-`/`\^` escapes, and (llama.cpp ends a top-level rule at a
+    /// newline) a line that continues a rule only after `|`, `::=` or an open `(`.
+    fn llama_cpp_compatible(src: &str) -> std::result::Result<(), String> {
+        let (mut depth, mut last, mut in_lit, mut in_class, mut comment) = (0, '=', false, false, false);
+        let mut chars = src.chars().peekable();
+        let mut line = 1;
+        while let Some(c) = chars.next() {
+            match c {
+                '\n' => {
+                    line += 1;
+                    comment = false;
+                    if depth == 0 && !matches!(last, '|' | '=') {
+                        let rest: String = src
+                            .lines()
+                            .skip(line - 1)
+                            .find(|l| {
+                                let t = l.trim_start();
+                                !t.is_empty() && !t.starts_with('#')
+                            })
+                            .unwrap_or("x ::=")
+                            .to_string();
+                        let t = rest.trim_start();
+                        let name_end = t.find(|c: char| !is_name_char(c)).unwrap_or(t.len());
+                        if name_end == 0 || !t[name_end..].trim_start().starts_with("::=") {
+                            return Err(format!("line {line} continues a rule: {rest:?}"));
+                        }
+                        last = '=';
+                    }
+                }
+                _ if comment => {}
+                '\\' if in_lit || in_class => {
+                    let e = chars.next().unwrap_or(' ');
+                    if e == '-' || e == '^' || e == '\'' {
+                        return Err(format!("line {line}: escape `\\{e}`"));
+                    }
+                }
+                '"' if !in_class => in_lit = !in_lit,
+                _ if in_lit => {}
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                _ if in_class => {}
+                '#' => comment = true,
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '/' => return Err(format!("line {line}: regex terminal")),
+                '{' if chars.peek() == Some(&',') => return Err(format!("line {line}: `{{,n}}`")),
+                ' ' | '\t' | '\r' => {}
+                c => last = c,
+            }
+            // Characters of literals and classes are never `|` or `::=` for this purpose.
+            if !comment && (in_lit || in_class || c == '"' || c == ']') {
+                last = 'x';
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn shipped_grammars_parse_and_suit_llama_cpp() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/grammars");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            parse(&text).unwrap_or_else(|e| panic!("{:?}: {e}", entry.path()));
+            llama_cpp_compatible(&text).unwrap_or_else(|e| panic!("{:?}: {e}", entry.path()));
+            n += 1;
+        }
+        assert!(n >= 5);
+        for (name, text) in llama_grammars() {
+            llama_cpp_compatible(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(llama_cpp_compatible("root ::= a\n  | b").is_err());
+        assert!(llama_cpp_compatible("root ::= a |\n  b\nb ::= (\n\"x\"\n)").is_ok());
+        assert!(llama_cpp_compatible("root ::= /a/").is_err());
+        assert!(llama_cpp_compatible("root ::= \"a|\"\n \"b\"").is_err());
+    }
+
+    #[test]
+    fn syntax_features() {
+        check(r#"root ::= "a\n\t\\\"\'\[\]\x41\u00e9\U0001F600""#, &["a\n\t\\\"'[]Aé😀"], &["a"]);
+        check(r#"root ::= [^"\\] [a-c\-x] [\]] ."#, &["é-]\n", "xa]z", "😀x]\u{10FFFF}"], &["\"a]a", "a?]a"]);
+        check("root ::= \"a\"{2} \"b\"{1,} \"c\"{,2} \"d\"{0,1}", &["aab", "aabbbccd"], &["ab", "aabccc"]);
+        check("root ::= (\"x\" | \"y\")+? \"!\"", &["!", "xyx!"], &["xy"]);
+        check("root ::= ws | \"a\" ws\nws ::= | \" \"", &["", " ", "a", "a "], &["  "]);
+        check("root ::= /[a-z]+[0-9]?/ \"-\" /abc/i /x.y/s", &["ab1-ABcx\ny", "a-abcxzy"], &["a-abdx\ny", "1-abcxy"]);
+        check(r#"root ::= /a\/b/ [/]"#, &["a/b/"], &["ab/"]);
+        // A rule body may span lines; a new rule starts at `name ::=`.
+        check("root ::= a\n  b # comment\n  | c\na ::= \"a\"\nb ::= \"b\"\nc ::= \"c\"", &["ab", "c"], &["a"]);
+        check("\u{feff}# only a comment\r\nroot ::= \"x\"\r\n", &["x"], &[""]);
+    }
+
+    #[test]
+    fn rules_are_in_definition_order() {
+        let g = parse("root ::= b a\na ::= \"a\"\nb ::= \"b\"").unwrap();
+        let names: Vec<&str> = g.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["root", "a", "b"]);
+        assert_eq!(g.rules[1].span, Some(Span { line: 2, col: 1 }));
+        match &g.rules[0].body {
+            Expr::Seq(xs) => assert!(matches!(xs[..], [Expr::Rule(RuleId(2)), Expr::Rule(RuleId(1))])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_point_at_the_problem() {
+        assert_eq!(err("a ::= \"x\"").2, "no `root` rule (the start rule must be called `root`)");
+        assert_eq!(err("root ::= x\n  y"), (1, 10, "undefined rule `x`".into()));
+        let (l, c, m) = err("root ::= \"a\"\nroot ::= \"b\"");
+        assert_eq!((l, c), (2, 1));
+        assert!(m.contains("already defined at 1:1"), "{m}");
+        let (l, c, m) = err("root ::= \"a\"\nunused ::= \"b\"");
+        assert_eq!((l, c), (2, 1));
+        assert!(m.contains("not reachable"), "{m}");
+        assert_eq!(err("root ::= \"a\"{3,2}").0, 1);
+        assert!(err("root ::= \"a\"{3,2}").2.contains("minimum exceeds maximum"));
+        assert_eq!(err("root ::= \"abc").1, 10);
+        assert_eq!(err("root ::= \"ab\ncd\"").1, 10);
+        assert_eq!(err("root ::= [abc").1, 10);
+        assert_eq!(err("root ::= [c-a]").1, 11);
+        assert_eq!(err("root ::= []").2, "character class matches nothing");
+        assert_eq!(err("root ::= (\"a\" | \"b\"").1, 10);
+        assert_eq!(err("root ::= \"a\")").2, "unmatched `)`");
+        assert_eq!(err("root ::= * \"a\"").2, "`*` has nothing to repeat");
+        assert_eq!(err(r#"root ::= "\q""#).2, "unknown escape `\\q`");
+        assert!(err(r#"root ::= "\uD800""#).2.contains("not a Unicode scalar"));
+        assert!(err(r#"root ::= "\x4""#).2.contains("hex digits"));
+        assert_eq!(err("root ::= \"a\" b ::= \"b\"").2, "a new rule must start on its own line");
+        assert_eq!(err("root \"a\"").2, "expected `::=` after the rule name");
+        assert_eq!(err("root ::= \"a\"\n= \"b\"").0, 2);
+        assert_eq!(err("root ::= \"a\u{0}\"").1, 12);
+        assert_eq!(err("root ::= \"a\"\u{1}").1, 13);
+        assert_eq!(err("root ::= /a^/").2, "anchors and word boundaries are not supported in regex terminals");
+        assert_eq!(err("root ::= /a(/").1, 12);
+        assert_eq!(err("root ::= /a/q").2, "unknown regex flag `q` (allowed: i, s, x)");
+        assert_eq!(err("root ::= //").2, "empty regex `//`");
+        assert_eq!(err("root ::= \"a\"{}").2, "expected a number");
+        assert_eq!(err("root ::= \"a\"{1;}").2, "expected a number, `,` or `}`");
+    }
+
+    #[test]
+    fn limits_are_errors() {
+        let deep = format!("root ::= {}\"a\"{}", "(".repeat(201), ")".repeat(201));
+        assert!(matches!(parse(&deep), Err(Error::Limit { limit: 200, .. })));
+        let ok = format!("root ::= {}\"a\"{}", "(".repeat(200), ")".repeat(200));
+        assert!(parse(&ok).is_ok());
+        let very_deep = format!("root ::= {}", "(".repeat(100_000));
+        assert!(matches!(parse(&very_deep), Err(Error::Limit { .. })));
+        let stacked = format!("root ::= \"a\"{}", "?".repeat(100_000));
+        assert!(matches!(parse(&stacked), Err(Error::Limit { .. })));
+        assert!(matches!(parse("root ::= \"a\"{10001}"), Err(Error::Limit { limit: 10_000, .. })));
+        assert!(matches!(parse("root ::= \"a\"{0,99999999999999999999999}"), Err(Error::Limit { .. })));
+        assert!(parse("root ::= \"a\"{10000}").is_ok());
+        let small = Limits { max_depth: 2, max_repeat: 3 };
+        assert!(parse_with("root ::= ((\"a\"))", &small).is_ok());
+        assert!(parse_with("root ::= (((\"a\")))", &small).is_err());
+        assert!(parse_with("root ::= \"a\"{4}", &small).is_err());
+        assert!(parse_with(&format!("root ::= /{}a{}/", "(".repeat(5), ")".repeat(5)), &small).is_err());
+    }
+
+    fn mutate(text: &str, edits: &[(usize, u8, char)]) -> String {
+        let mut chars: Vec<char> = text.chars().collect();
+        for &(at, kind, c) in edits {
+            let at = at % (chars.len() + 1);
+            match kind % 3 {
+                0 => chars.insert(at, c),
+                1 if at < chars.len() => {
+                    chars.remove(at);
+                }
+                _ if at < chars.len() => chars[at] = c,
+                _ => chars.push(c),
+            }
+        }
+        chars.into_iter().collect()
+    }
+
+    fn interesting_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            proptest::sample::select("\"[]()/\\|*+?{},.-^#:=\n\r\t x0aZ_\u{0}\u{1}é😀".chars().collect::<Vec<_>>()),
+            any::<char>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        #[test]
+        fn never_panics_on_random_text(src in "\\PC{0,80}|[\"\\[\\]()/\\\\|*+?{},.^#:= \na-c0-9\\-]{0,80}") {
+            let _ = parse(&src);
+            let _ = parse(&format!("root ::= {src}"));
+        }
+
+        #[test]
+        fn never_panics_on_mutated_grammars(
+            which in 0usize..16,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), interesting_char()), 1..6),
+        ) {
+            let mut all = llama_grammars();
+            all.push(("x".into(), "root ::= /[a-z]+\\/x/i (a | \"\\u00e9\"){2,3}\na ::= [^\\]x-z] .*".into()));
+            let (_, text) = &all[which % all.len()];
+            let src = mutate(text, &edits);
+            if let Ok(g) = parse(&src) {
+                // Whatever parses must satisfy the IR invariants and be usable by the oracle.
+                let r = Reference::new(&g);
+                let _ = r.is_prefix(b"1. e4");
+            }
+        }
+    }
+}

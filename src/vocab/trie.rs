@@ -176,6 +176,48 @@ impl TokenTrie {
     }
 }
 
+/// A stateful automaton for [`TokenTrie::walk_visitor`]: it keeps its own stack of states.
+pub trait TrieVisitor {
+    /// Advances by `byte` and pushes the new state; `false` (nothing pushed) if it is dead.
+    fn push(&mut self, byte: u8) -> bool;
+    /// Pops the state pushed last.
+    fn pop(&mut self);
+    /// The ids spelled by the current path (all pushes alive).
+    fn tokens(&mut self, ids: &[TokenId]);
+}
+
+impl TokenTrie {
+    /// Like [`walk`](Self::walk), for automata whose state is not `Copy` (the visitor keeps a
+    /// stack: one `push` per byte of the current path, `pop` when the walk backs up).
+    pub fn walk_visitor(&self, v: &mut impl TrieVisitor) {
+        let nodes = &self.nodes;
+        let mut depth = 0usize;
+        let mut i = 1;
+        while i < nodes.len() {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            while depth >= d {
+                v.pop();
+                depth -= 1;
+            }
+            if v.push(n.byte) {
+                depth += 1;
+                if n.tok_count > 0 {
+                    let start = n.tok_start as usize;
+                    v.tokens(&self.token_ids[start..start + n.tok_count as usize]);
+                }
+                i += 1;
+            } else {
+                i = n.subtree_end as usize;
+            }
+        }
+        while depth > 0 {
+            v.pop();
+            depth -= 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +250,39 @@ mod tests {
         );
         seen.sort();
         assert_eq!(seen, vec![0, 3]);
+    }
+
+    #[test]
+    fn visitor_walk_matches_copy_walk() {
+        struct V {
+            path: Vec<u8>,
+            seen: Vec<(Vec<u8>, u32)>,
+        }
+        impl TrieVisitor for V {
+            fn push(&mut self, b: u8) -> bool {
+                // Dies on "ab" anywhere in the path.
+                if self.path.last() == Some(&b'a') && b == b'b' {
+                    return false;
+                }
+                self.path.push(b);
+                true
+            }
+            fn pop(&mut self) {
+                self.path.pop();
+            }
+            fn tokens(&mut self, ids: &[TokenId]) {
+                for id in ids {
+                    self.seen.push((self.path.clone(), id.0));
+                }
+            }
+        }
+        let t = trie(&["a", "ab", "abc", "b", "ba", "bab", "c", "cc"]);
+        let mut v = V { path: vec![], seen: vec![] };
+        t.walk_visitor(&mut v);
+        assert!(v.path.is_empty(), "every push is popped");
+        let got: Vec<u32> = v.seen.iter().map(|s| s.1).collect();
+        assert_eq!(got, vec![0, 3, 4, 6, 7]);
+        assert!(v.seen.iter().all(|(p, id)| p == [&b"a"[..], b"ab", b"abc", b"b", b"ba", b"bab", b"c", b"cc"][*id as usize]));
     }
 
     #[test]

@@ -135,13 +135,13 @@ fn rollback_is_exact() {
 
 #[test]
 fn forced_tokens_hold_back_the_last_token() {
-    let (v, m) = tiny(r#"\{"a":[12]+\}"#);
+    let (v, mut m) = tiny(r#"\{"a":[12]+\}"#);
     assert_eq!(m.forced_bytes(), br#"{"a":"#.to_vec());
     // `{"a":` has no single token; greedy split is { " a " : and the last one is held back.
     let forced: Vec<Vec<u8>> = m.forced_tokens().iter().map(|&t| v.bytes(t).to_vec()).collect();
     assert_eq!(forced, vec![b"{".to_vec(), b"\"".to_vec(), b"a".to_vec(), b"\"".to_vec()]);
     // When the forced text finishes the output, every token is forced.
-    let (v, m) = tiny("abcab");
+    let (v, mut m) = tiny("abcab");
     let forced: Vec<Vec<u8>> = m.forced_tokens().iter().map(|&t| v.bytes(t).to_vec()).collect();
     assert_eq!(forced, vec![b"abc".to_vec(), b"ab".to_vec()]);
 }
@@ -150,7 +150,7 @@ fn forced_tokens_hold_back_the_last_token() {
 fn budget_steers_into_a_complete_output() {
     // With 3 tokens left, "a" leaves "bc" (2 tokens) to finish: fine; with 2 left it is not
     // (b, c needed after it... "ab" then "c" still fits), with 1 left only "abc" finishes.
-    let (v, m) = tiny("abc");
+    let (v, mut m) = tiny("abc");
     let mut mask = TokenSet::new(v.len());
     m.fill_mask_within(&mut mask, 1);
     assert_eq!(ids(&mask), vec![token(&v, b"abc").0]);

@@ -1,2 +1,3 @@
+mod grammar;
 mod mask;
 mod vocab;

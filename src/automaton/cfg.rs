@@ -1,0 +1,445 @@
+//! `Cfg`: a grammar lowered for the Earley engine — productions over nonterminals and
+//! terminals, where each terminal is a regular language (a lexeme) with its own [`Dfa`].
+//!
+//! Lowering from the IR:
+//! - A rule that is not recursive and references only such rules is *regular*: it is inlined
+//!   wherever it is used, as part of a terminal.
+//! - In a sequence, every maximal run of regular parts becomes one terminal (`"{" ws` is one
+//!   lexeme). This is exact: the lexer considers every split, not just the longest match.
+//! - Alternations with a non-regular branch become alternative productions; repetitions of a
+//!   non-regular body become left-recursive helper nonterminals (`H → ε | H x`), and counted
+//!   ones are unrolled (bounded by [`CfgLimits::max_unrolled`]).
+//! - Non-productive nonterminals (those that derive no finite string, e.g. `a ::= a "x"`) and
+//!   terminals with an empty language are removed with every production that uses them, so
+//!   every item the parser builds can still be completed: a live prefix is always extendable.
+//!
+//! Invariants: production 0 is `⊤ → start` (the augmented start); `minlen` counts *usable*
+//! bytes (those that are single tokens), so it is an upper bound on the tokens needed.
+
+use std::collections::HashMap;
+
+use regex_syntax::hir::Hir;
+
+use super::dfa::{Dfa, DfaLimits, DEAD};
+use crate::error::{Error, Location, Result};
+use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
+
+/// A grammar symbol: a terminal or a nonterminal index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sym {
+    T(u32),
+    N(u32),
+}
+
+pub struct Term {
+    pub dfa: Dfa,
+    /// Per DFA state: fewest usable bytes to acceptance.
+    pub dist: Vec<u32>,
+    pub nullable: bool,
+    pub name: String,
+}
+
+pub struct Nt {
+    pub name: String,
+    pub prods: Vec<u32>,
+    pub nullable: bool,
+    /// Fewest usable bytes this nonterminal derives.
+    pub minlen: u32,
+}
+
+pub struct Prod {
+    pub lhs: u32,
+    pub rhs: Vec<Sym>,
+    /// `rest[d]` = fewest usable bytes that `rhs[d..]` derives.
+    pub rest: Vec<u32>,
+}
+
+/// Limits for lowering; each surfaces as [`Error::Limit`].
+#[derive(Debug, Clone, Copy)]
+pub struct CfgLimits {
+    pub dfa: DfaLimits,
+    /// Most terminals (distinct lexemes).
+    pub max_terminals: usize,
+    /// Most productions.
+    pub max_productions: usize,
+    /// Most copies a counted repetition of a non-regular body unrolls to.
+    pub max_unrolled: u32,
+}
+
+impl Default for CfgLimits {
+    fn default() -> Self {
+        CfgLimits { dfa: DfaLimits::default(), max_terminals: 10_000, max_productions: 100_000, max_unrolled: 2_000 }
+    }
+}
+
+pub struct Cfg {
+    pub terms: Vec<Term>,
+    pub nts: Vec<Nt>,
+    pub prods: Vec<Prod>,
+}
+
+/// Nonterminal 0 is the augmented start ⊤; production 0 is `⊤ → start`.
+pub const TOP: u32 = 0;
+pub const TOP_PROD: u32 = 0;
+
+impl Cfg {
+    /// Is the grammar regular (its start rule inlines into one regex)? Then it returns the HIR.
+    pub fn regular_hir(g: &Grammar) -> Result<Option<Hir>> {
+        let regular = regular_rules(g);
+        if !regular[g.start.0 as usize] {
+            return Ok(None);
+        }
+        Ok(Some(inline(g, &Expr::Rule(g.start))?))
+    }
+
+    pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Cfg> {
+        let mut l = Lowering {
+            g,
+            regular: regular_rules(g),
+            limits,
+            usable,
+            terms: Vec::new(),
+            term_ids: HashMap::new(),
+            nts: Vec::new(),
+            rule_nt: HashMap::new(),
+            prods: Vec::new(),
+        };
+        l.new_nt("⊤".into());
+        let start = l.rule_sym(g.start)?;
+        l.add_prod(TOP, vec![start])?;
+        // Rules are lowered on first reference; keep going until none is pending.
+        let mut done = 0;
+        while done < l.nts.len() {
+            if let Some(&rule) = l.rule_nt.iter().find(|(_, &nt)| nt as usize == done).map(|(r, _)| r) {
+                let body = g.rule(rule).body.clone();
+                for alt in l.alts(&body)? {
+                    l.add_prod(done as u32, alt)?;
+                }
+            }
+            done += 1;
+        }
+        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods };
+        cfg.clean(g)?;
+        cfg.analyse();
+        Ok(cfg)
+    }
+
+    /// Removes non-productive symbols and the productions that use them.
+    fn clean(&mut self, g: &Grammar) -> Result<()> {
+        let mut productive = vec![false; self.nts.len()];
+        let term_ok: Vec<bool> = self.terms.iter().map(|t| t.dfa.start() != DEAD).collect();
+        let sym_ok = |s: &Sym, productive: &[bool]| match *s {
+            Sym::T(t) => term_ok[t as usize],
+            Sym::N(n) => productive[n as usize],
+        };
+        loop {
+            let mut changed = false;
+            for p in &self.prods {
+                if !productive[p.lhs as usize] && p.rhs.iter().all(|s| sym_ok(s, &productive)) {
+                    productive[p.lhs as usize] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !productive[TOP as usize] {
+            let span = g.rule(g.start).span;
+            return Err(Error::Grammar {
+                at: Location::LineCol { line: span.map_or(1, |s| s.line), col: span.map_or(1, |s| s.col) },
+                msg: format!("rule `{}` derives no finite string (every alternative recurses forever or matches nothing)", g.rule(g.start).name),
+            });
+        }
+        let keep: Vec<bool> = self.prods.iter().map(|p| p.rhs.iter().all(|s| sym_ok(s, &productive))).collect();
+        // Renumber kept productions; production 0 (⊤ → start) is productive, so it stays 0.
+        let mut new_index = vec![u32::MAX; self.prods.len()];
+        let mut kept = Vec::new();
+        for (i, p) in std::mem::take(&mut self.prods).into_iter().enumerate() {
+            if keep[i] {
+                new_index[i] = kept.len() as u32;
+                kept.push(p);
+            }
+        }
+        self.prods = kept;
+        for nt in &mut self.nts {
+            nt.prods = nt.prods.iter().map(|&p| new_index[p as usize]).filter(|&p| p != u32::MAX).collect();
+        }
+        Ok(())
+    }
+
+    /// Nullable sets and minimal lengths (fixpoints), then `rest` per production.
+    fn analyse(&mut self) {
+        loop {
+            let mut changed = false;
+            for p in &self.prods {
+                let nullable = p.rhs.iter().all(|s| self.nullable(*s));
+                let len = p.rhs.iter().fold(0u32, |acc, s| acc.saturating_add(self.minlen(*s)));
+                let nt = &mut self.nts[p.lhs as usize];
+                if nullable && !nt.nullable {
+                    nt.nullable = true;
+                    changed = true;
+                }
+                if len < nt.minlen {
+                    nt.minlen = len;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for i in 0..self.prods.len() {
+            let rhs = &self.prods[i].rhs;
+            let mut rest = vec![0u32; rhs.len() + 1];
+            for d in (0..rhs.len()).rev() {
+                rest[d] = rest[d + 1].saturating_add(self.minlen(rhs[d]));
+            }
+            self.prods[i].rest = rest;
+        }
+    }
+
+    pub fn nullable(&self, s: Sym) -> bool {
+        match s {
+            Sym::T(t) => self.terms[t as usize].nullable,
+            Sym::N(n) => self.nts[n as usize].nullable,
+        }
+    }
+
+    pub fn minlen(&self, s: Sym) -> u32 {
+        match s {
+            Sym::T(t) => {
+                let term = &self.terms[t as usize];
+                term.dist.get(term.dfa.start() as usize).copied().unwrap_or(u32::MAX)
+            }
+            Sym::N(n) => self.nts[n as usize].minlen,
+        }
+    }
+}
+
+/// Which rules are regular: not on a cycle, and referencing only regular rules.
+fn regular_rules(g: &Grammar) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Regular,
+        NotRegular,
+    }
+    fn visit(g: &Grammar, r: usize, marks: &mut [Mark]) -> bool {
+        match marks[r] {
+            Mark::Regular => return true,
+            Mark::NotRegular | Mark::Active => return false,
+            Mark::New => {}
+        }
+        marks[r] = Mark::Active;
+        let mut ok = true;
+        g.rules[r].body.for_each_rule(&mut |c| ok &= visit(g, c.0 as usize, marks));
+        marks[r] = if ok { Mark::Regular } else { Mark::NotRegular };
+        ok
+    }
+    // A rule on a cycle is seen `Active` by its own descendants and so is not regular; a rule
+    // reached through it may have been marked regular wrongly only if it is itself acyclic,
+    // which is right. Rules on a cycle are all marked NotRegular when their visit ends.
+    let mut marks = vec![Mark::New; g.rules.len()];
+    (0..g.rules.len()).map(|r| visit(g, r, &mut marks)).collect()
+}
+
+/// The HIR of a regular expression tree, inlining (regular) rules. Recursion here is bounded by
+/// the rule graph being acyclic for regular rules.
+fn inline(g: &Grammar, e: &Expr) -> Result<Hir> {
+    expr_to_hir(e, &mut |r: RuleId| inline(g, &g.rule(r).body))
+}
+
+struct Lowering<'a> {
+    g: &'a Grammar,
+    regular: Vec<bool>,
+    limits: CfgLimits,
+    usable: &'a [bool; 256],
+    terms: Vec<Term>,
+    term_ids: HashMap<String, u32>,
+    nts: Vec<Nt>,
+    rule_nt: HashMap<RuleId, u32>,
+    prods: Vec<Prod>,
+}
+
+impl Lowering<'_> {
+    fn is_regular(&self, e: &Expr) -> bool {
+        let mut ok = true;
+        e.for_each_rule(&mut |r| ok &= self.regular[r.0 as usize]);
+        ok
+    }
+
+    fn new_nt(&mut self, name: String) -> u32 {
+        self.nts.push(Nt { name, prods: vec![], nullable: false, minlen: u32::MAX });
+        self.nts.len() as u32 - 1
+    }
+
+    fn add_prod(&mut self, lhs: u32, rhs: Vec<Sym>) -> Result<()> {
+        if self.prods.len() >= self.limits.max_productions {
+            return Err(Error::limit("grammar productions", self.limits.max_productions));
+        }
+        self.nts[lhs as usize].prods.push(self.prods.len() as u32);
+        self.prods.push(Prod { lhs, rhs, rest: Vec::new() });
+        Ok(())
+    }
+
+    /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
+    fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
+        if self.regular[r.0 as usize] {
+            return self.term(inline(self.g, &Expr::Rule(r))?, &self.g.rule(r).name.clone());
+        }
+        if let Some(&nt) = self.rule_nt.get(&r) {
+            return Ok(Sym::N(nt));
+        }
+        let nt = self.new_nt(self.g.rule(r).name.clone());
+        self.rule_nt.insert(r, nt);
+        Ok(Sym::N(nt))
+    }
+
+    fn term(&mut self, hir: Hir, name: &str) -> Result<Sym> {
+        let key = hir.to_string();
+        if let Some(&t) = self.term_ids.get(&key) {
+            return Ok(Sym::T(t));
+        }
+        if self.terms.len() >= self.limits.max_terminals {
+            return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
+        }
+        let dfa = Dfa::from_hir(&hir, self.limits.dfa).map_err(|e| match e {
+            Error::Limit { what, limit, hint } => Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint },
+            other => other,
+        })?;
+        let dist = dfa.dist_using(self.usable);
+        let nullable = dfa.is_accepting(dfa.start());
+        let id = self.terms.len() as u32;
+        self.terms.push(Term { dfa, dist, nullable, name: name.to_string() });
+        self.term_ids.insert(key, id);
+        Ok(Sym::T(id))
+    }
+
+    /// The alternatives an expression lowers to.
+    fn alts(&mut self, e: &Expr) -> Result<Vec<Vec<Sym>>> {
+        if let Expr::Empty = e {
+            return Ok(vec![vec![]]);
+        }
+        if self.is_regular(e) {
+            return Ok(vec![vec![self.term(inline(self.g, e)?, "lexeme")?]]);
+        }
+        Ok(match e {
+            Expr::Alt(xs) => {
+                let mut out = Vec::new();
+                for x in xs {
+                    out.extend(self.alts(x)?);
+                }
+                out
+            }
+            Expr::Seq(xs) => vec![self.seq(xs)?],
+            _ => vec![vec![self.sym(e)?]],
+        })
+    }
+
+    /// A sequence: runs of regular parts merge into one terminal each.
+    fn seq(&mut self, xs: &[Expr]) -> Result<Vec<Sym>> {
+        let mut flat = Vec::new();
+        flatten_seq(xs, &mut flat);
+        let mut out = Vec::new();
+        let mut run: Vec<&Expr> = Vec::new();
+        for x in flat {
+            if self.is_regular(x) {
+                run.push(x);
+            } else {
+                self.flush(&mut run, &mut out)?;
+                out.push(self.sym(x)?);
+            }
+        }
+        self.flush(&mut run, &mut out)?;
+        Ok(out)
+    }
+
+    fn flush(&mut self, run: &mut Vec<&Expr>, out: &mut Vec<Sym>) -> Result<()> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let hirs = run.iter().map(|x| inline(self.g, x)).collect::<Result<Vec<_>>>()?;
+        run.clear();
+        let hir = Hir::concat(hirs);
+        // A run that can only match the empty string adds nothing.
+        if hir.properties().maximum_len() == Some(0) {
+            return Ok(());
+        }
+        out.push(self.term(hir, "lexeme")?);
+        Ok(())
+    }
+
+    /// One symbol standing for a non-regular expression.
+    fn sym(&mut self, e: &Expr) -> Result<Sym> {
+        match e {
+            Expr::Rule(r) => self.rule_sym(*r),
+            Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
+            _ => {
+                let nt = self.new_nt("group".into());
+                for alt in self.alts(e)? {
+                    self.add_prod(nt, alt)?;
+                }
+                Ok(Sym::N(nt))
+            }
+        }
+    }
+
+    fn repeat(&mut self, body: &Expr, min: u32, max: Option<u32>) -> Result<Sym> {
+        let copies = max.unwrap_or(min);
+        if copies > self.limits.max_unrolled {
+            return Err(Error::Limit {
+                what: "copies of a repeated non-regular expression".into(),
+                limit: self.limits.max_unrolled as usize,
+                hint: Some(format!("{{{min},{}}} unrolls to {copies}", max.map_or(String::new(), |m| m.to_string()))),
+            });
+        }
+        let b = self.sym_or_seq(body)?;
+        // star → ε | star b   (left recursion suits Earley)
+        let tail = match max {
+            None => {
+                let star = self.new_nt("repeat*".into());
+                self.add_prod(star, vec![])?;
+                self.add_prod(star, vec![Sym::N(star), b])?;
+                Some(Sym::N(star))
+            }
+            Some(max) if max > min => {
+                // opt_k → ε | b opt_{k-1}
+                let mut next: Option<Sym> = None;
+                for _ in 0..(max - min) {
+                    let opt = self.new_nt("repeat?".into());
+                    self.add_prod(opt, vec![])?;
+                    let mut rhs = vec![b];
+                    rhs.extend(next);
+                    self.add_prod(opt, rhs)?;
+                    next = Some(Sym::N(opt));
+                }
+                next
+            }
+            _ => None,
+        };
+        let h = self.new_nt("repeat".into());
+        let mut rhs = vec![b; min as usize];
+        rhs.extend(tail);
+        self.add_prod(h, rhs)?;
+        Ok(Sym::N(h))
+    }
+
+    fn sym_or_seq(&mut self, e: &Expr) -> Result<Sym> {
+        if self.is_regular(e) {
+            return self.term(inline(self.g, e)?, "lexeme");
+        }
+        self.sym(e)
+    }
+}
+
+fn flatten_seq<'e>(xs: &'e [Expr], out: &mut Vec<&'e Expr>) {
+    for x in xs {
+        match x {
+            Expr::Seq(ys) => flatten_seq(ys, out),
+            Expr::Empty => {}
+            _ => out.push(x),
+        }
+    }
+}

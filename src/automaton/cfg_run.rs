@@ -1,0 +1,257 @@
+//! `CfgRun`: the per-sequence state of a context-free constraint (see [`earley`](super::earley)).
+//!
+//! One [`Pos`] per committed token (plus the start), so rollback is exact: truncate the
+//! positions and cut the chart back to the size the last kept position recorded.
+//!
+//! The fast mask walks the token trie with a [`TrieVisitor`] that keeps the scans of every
+//! depth in one flat buffer and builds rows speculatively as lexemes end inside tokens;
+//! backing up a level truncates both. The reference mask runs every token on its own.
+
+use super::cfg::Cfg;
+use super::earley::{Chart, ChartLen, Scan};
+use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+
+#[derive(Clone)]
+struct Pos {
+    scans: Vec<Scan>,
+    boundary: Option<u32>,
+    chart: ChartLen,
+    ended: bool,
+}
+
+#[derive(Clone)]
+pub(super) struct CfgRun {
+    chart: Chart,
+    positions: Vec<Pos>,
+}
+
+impl CfgRun {
+    pub fn new(cfg: &Cfg) -> CfgRun {
+        let chart = Chart::new(cfg);
+        let mut scans = Vec::new();
+        chart.start_scans(cfg, 0, &mut scans);
+        let start = Pos { scans, boundary: Some(0), chart: chart.len(), ended: false };
+        CfgRun { chart, positions: vec![start] }
+    }
+
+    fn pos(&self) -> &Pos {
+        self.positions.last().expect("positions are never empty")
+    }
+
+    pub fn len(&self) -> usize {
+        self.positions.len() - 1
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.pos().ended
+    }
+
+    pub fn is_accepting(&self) -> bool {
+        let p = self.pos();
+        !p.ended && p.boundary.is_some_and(|r| self.chart.accepting(r))
+    }
+
+    /// Accepting, and no lexeme can continue.
+    pub fn is_finished(&self) -> bool {
+        self.is_ended() || (self.is_accepting() && self.pos().scans.is_empty())
+    }
+
+    /// Runs `bytes` from the current position; the new position, or `None` if it dies. Rows it
+    /// builds stay in the chart (the caller truncates on failure or keeps them).
+    fn run(&mut self, cfg: &Cfg, bytes: &[u8]) -> Option<Pos> {
+        let p = self.pos();
+        if p.ended {
+            return None;
+        }
+        let mut cur = p.scans.clone();
+        let mut boundary = p.boundary;
+        for &b in bytes {
+            let n = cur.len();
+            boundary = self.chart.advance(cfg, &mut cur, 0..n, b);
+            cur.drain(..n);
+            if cur.is_empty() && !boundary.is_some_and(|r| self.chart.accepting(r)) {
+                return None;
+            }
+        }
+        Some(Pos { scans: cur, boundary, chart: self.chart.len(), ended: false })
+    }
+
+    pub fn allows_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> bool {
+        let mark = self.chart.len();
+        let ok = !bytes.is_empty() && self.run(cfg, bytes).is_some();
+        self.chart.truncate(mark);
+        ok
+    }
+
+    /// Commits `bytes` (non-empty); `false` and no change if they are not allowed.
+    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> bool {
+        let mark = self.chart.len();
+        match self.run(cfg, bytes) {
+            Some(p) if !bytes.is_empty() => {
+                self.positions.push(p);
+                true
+            }
+            _ => {
+                self.chart.truncate(mark);
+                false
+            }
+        }
+    }
+
+    pub fn commit_eos(&mut self) {
+        let mut p = self.pos().clone();
+        p.ended = true;
+        p.scans.clear();
+        self.positions.push(p);
+    }
+
+    pub fn rollback(&mut self, n: usize) {
+        self.positions.truncate(self.positions.len() - n);
+        let to = self.pos().chart;
+        self.chart.truncate(to);
+    }
+
+    /// Fewest usable bytes to finish from the current position.
+    pub fn finish_cost(&mut self, cfg: &Cfg) -> u32 {
+        let p = self.positions.last().expect("never empty");
+        if p.ended {
+            return 0;
+        }
+        let (scans, boundary) = (p.scans.clone(), p.boundary);
+        self.chart.finish_cost(cfg, &scans, boundary)
+    }
+
+    /// The one byte every continuation starts with, if there is exactly one and the output
+    /// cannot end here.
+    pub fn only_byte(&self, cfg: &Cfg) -> Option<u8> {
+        if self.is_accepting() || self.is_ended() {
+            return None;
+        }
+        let mut found: Option<u8> = None;
+        for b in 0..=255u8 {
+            if self.pos().scans.iter().any(|sc| cfg.terms[sc.term as usize].dfa.next(sc.state, b) != super::dfa::DEAD) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(b);
+            }
+        }
+        found
+    }
+
+    /// The forced bytes from here (see `Matcher::forced_bytes`).
+    pub fn forced_bytes(&mut self, cfg: &Cfg, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let depth = self.positions.len();
+        while out.len() < max {
+            let Some(b) = self.only_byte(cfg) else { break };
+            if !self.commit_bytes(cfg, &[b]) {
+                break;
+            }
+            out.push(b);
+        }
+        self.rollback(self.positions.len() - depth);
+        out
+    }
+
+    /// The fast mask: a trie walk. `after_budget` = most usable bytes allowed to finish after
+    /// a token (`u32::MAX`: no budget).
+    pub fn fill(&mut self, cfg: &Cfg, trie: &crate::vocab::TokenTrie, mask: &mut TokenSet, after_budget: u32) {
+        let p = self.positions.last().expect("never empty");
+        if p.ended {
+            return;
+        }
+        let mark = self.chart.len();
+        let mut w = Walker {
+            cfg,
+            chart: &mut self.chart,
+            buf: p.scans.clone(),
+            levels: vec![Level { start: 0, end: p.scans.len() as u32, boundary: p.boundary, chart: mark }],
+            mask,
+            after_budget,
+        };
+        trie.walk_visitor(&mut w);
+        self.chart.truncate(mark);
+    }
+
+    /// The slow reference mask: every token on its own, byte by byte.
+    pub fn reference(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
+        if self.is_ended() {
+            return;
+        }
+        let n = vocab.len().min(mask.width());
+        for id in (0..n as u32).map(TokenId) {
+            let bytes = vocab.bytes(id);
+            if vocab.kind(id) != crate::vocab::TokenKind::Text || bytes.is_empty() {
+                continue;
+            }
+            let mark = self.chart.len();
+            if let Some(p) = self.run(cfg, bytes) {
+                let ok = after_budget == u32::MAX || self.chart.finish_cost(cfg, &p.scans, p.boundary) <= after_budget;
+                if ok {
+                    mask.insert(id);
+                }
+            }
+            self.chart.truncate(mark);
+        }
+    }
+}
+
+struct Level {
+    start: u32,
+    end: u32,
+    boundary: Option<u32>,
+    /// The chart size before this level's byte was read.
+    chart: ChartLen,
+}
+
+struct Walker<'a> {
+    cfg: &'a Cfg,
+    chart: &'a mut Chart,
+    buf: Vec<Scan>,
+    levels: Vec<Level>,
+    mask: &'a mut TokenSet,
+    after_budget: u32,
+}
+
+impl TrieVisitor for Walker<'_> {
+    #[inline]
+    fn push(&mut self, byte: u8) -> bool {
+        let top = self.levels.last().expect("base level");
+        let (start, end) = (top.start as usize, top.end as usize);
+        debug_assert_eq!(end, self.buf.len());
+        let mark = self.chart.len();
+        let boundary = self.chart.advance(self.cfg, &mut self.buf, start..end, byte);
+        let alive = self.buf.len() > end || boundary.is_some_and(|r| self.chart.accepting(r));
+        if !alive {
+            self.buf.truncate(end);
+            self.chart.truncate(mark);
+            return false;
+        }
+        self.levels.push(Level { start: end as u32, end: self.buf.len() as u32, boundary, chart: mark });
+        true
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        let lv = self.levels.pop().expect("pushed level");
+        self.buf.truncate(lv.start as usize);
+        self.chart.truncate(lv.chart);
+    }
+
+    fn tokens(&mut self, ids: &[TokenId]) {
+        if self.after_budget != u32::MAX {
+            let top = self.levels.last().expect("level");
+            let scans = &self.buf[top.start as usize..top.end as usize];
+            if self.chart.finish_cost(self.cfg, scans, top.boundary) > self.after_budget {
+                return;
+            }
+        }
+        let width = self.mask.width();
+        for &id in ids {
+            if (id.0 as usize) < width {
+                self.mask.insert(id);
+            }
+        }
+    }
+}

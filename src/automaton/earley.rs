@@ -1,0 +1,292 @@
+//! The Earley chart and the per-byte step of the lexer/parser pair.
+//!
+//! Rows are Earley sets at *lexeme boundaries* only. Between boundaries the state of a parse
+//! is a list of [`Scan`]s: a terminal being lexed, its DFA state, and the row it started in.
+//! A byte advances every scan's DFA; scans that die are dropped. When a scan's DFA accepts, the
+//! lexeme may end here: the items of its origin row that expected that terminal advance into a
+//! new row (all lexemes ending at the same byte go into the same row), which is closed under
+//! prediction and completion; the new row then starts fresh scans for every terminal it expects.
+//! The scan also continues, since the lexeme may go on: every split is considered, so the
+//! language is exactly the grammar's.
+//!
+//! Invariants:
+//! - Row 0 is the initial row (prediction of `⊤ → • start`); a row only refers to earlier rows.
+//! - The chart is a stack: speculative rows (built while walking the token trie) are removed by
+//!   [`Chart::truncate`] to a [`ChartLen`] taken before them, cost tables included.
+//! - A row is accepting iff it holds `⊤ → start •` with origin 0.
+//! - With a cleaned grammar (see [`cfg`](super::cfg)) every live scan and every row reached by a
+//!   live prefix can be completed, so "some scan alive or the row accepts" means "extendable".
+
+use std::collections::HashSet;
+
+use super::cfg::{Cfg, Sym, TOP, TOP_PROD};
+use super::dfa::DEAD;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Item {
+    pub prod: u32,
+    pub dot: u32,
+    pub origin: u32,
+}
+
+/// A terminal being lexed: its DFA state and the row where the lexeme started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scan {
+    pub term: u32,
+    pub state: u32,
+    pub origin: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    items_start: u32,
+    expects_start: u32,
+    accepting: bool,
+}
+
+/// A chart size to truncate back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChartLen {
+    rows: u32,
+    items: u32,
+    expects: u32,
+}
+
+#[derive(Clone)]
+pub struct Chart {
+    items: Vec<Item>,
+    expects: Vec<u32>,
+    rows: Vec<Row>,
+    /// Per row, lazily: (symbol, fewest usable bytes to finish after that symbol completes).
+    costs: Vec<Option<Vec<(Sym, u32)>>>,
+    seen: HashSet<Item>,
+    accepted: Vec<(u32, u32)>,
+    seeds: Vec<Item>,
+}
+
+impl Chart {
+    /// A chart holding the initial row.
+    pub fn new(cfg: &Cfg) -> Chart {
+        let mut c = Chart {
+            items: Vec::new(),
+            expects: Vec::new(),
+            rows: Vec::new(),
+            costs: Vec::new(),
+            seen: HashSet::new(),
+            accepted: Vec::new(),
+            seeds: Vec::new(),
+        };
+        c.seeds.push(Item { prod: TOP_PROD, dot: 0, origin: 0 });
+        c.close_row(cfg);
+        c
+    }
+
+    pub fn len(&self) -> ChartLen {
+        ChartLen { rows: self.rows.len() as u32, items: self.items.len() as u32, expects: self.expects.len() as u32 }
+    }
+
+    pub fn truncate(&mut self, to: ChartLen) {
+        self.rows.truncate(to.rows as usize);
+        self.costs.truncate(to.rows as usize);
+        self.items.truncate(to.items as usize);
+        self.expects.truncate(to.expects as usize);
+    }
+
+    fn row_items(&self, r: u32) -> &[Item] {
+        let start = self.rows[r as usize].items_start as usize;
+        let end = self.rows.get(r as usize + 1).map_or(self.items.len(), |n| n.items_start as usize);
+        &self.items[start..end]
+    }
+
+    /// The terminals row `r` expects next.
+    pub fn expects(&self, r: u32) -> &[u32] {
+        let start = self.rows[r as usize].expects_start as usize;
+        let end = self.rows.get(r as usize + 1).map_or(self.expects.len(), |n| n.expects_start as usize);
+        &self.expects[start..end]
+    }
+
+    pub fn accepting(&self, r: u32) -> bool {
+        self.rows[r as usize].accepting
+    }
+
+    /// Fresh scans for every terminal row `r` expects, appended to `out`.
+    pub fn start_scans(&self, cfg: &Cfg, r: u32, out: &mut Vec<Scan>) {
+        for &t in self.expects(r) {
+            let start = cfg.terms[t as usize].dfa.start();
+            if start != DEAD {
+                out.push(Scan { term: t, state: start, origin: r });
+            }
+        }
+    }
+
+    /// Builds a row from `self.seeds` (consumed), closed under prediction and completion.
+    fn close_row(&mut self, cfg: &Cfg) -> u32 {
+        let row = self.rows.len() as u32;
+        let items_start = self.items.len();
+        self.rows.push(Row { items_start: items_start as u32, expects_start: self.expects.len() as u32, accepting: false });
+        self.costs.push(None);
+        self.seen.clear();
+        let mut seeds = std::mem::take(&mut self.seeds);
+        for s in seeds.drain(..) {
+            self.add(s);
+        }
+        self.seeds = seeds;
+        let mut k = items_start;
+        while k < self.items.len() {
+            let it = self.items[k];
+            k += 1;
+            let p = &cfg.prods[it.prod as usize];
+            let Some(&next) = p.rhs.get(it.dot as usize) else {
+                // Complete. Same-row completions are nullable derivations, already advanced
+                // at prediction time (Aycock–Horspool).
+                if it.origin != row {
+                    let lhs = p.lhs;
+                    let (os, oe) = self.row_range(it.origin);
+                    for j in os..oe {
+                        let w = self.items[j];
+                        if cfg.prods[w.prod as usize].rhs.get(w.dot as usize) == Some(&Sym::N(lhs)) {
+                            self.add(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
+                        }
+                    }
+                }
+                continue;
+            };
+            let advanced = Item { prod: it.prod, dot: it.dot + 1, origin: it.origin };
+            match next {
+                Sym::N(n) => {
+                    for &q in &cfg.nts[n as usize].prods {
+                        self.add(Item { prod: q, dot: 0, origin: row });
+                    }
+                    if cfg.nts[n as usize].nullable {
+                        self.add(advanced);
+                    }
+                }
+                Sym::T(t) => {
+                    let es = self.rows[row as usize].expects_start as usize;
+                    if !self.expects[es..].contains(&t) {
+                        self.expects.push(t);
+                    }
+                    if cfg.terms[t as usize].nullable {
+                        self.add(advanced);
+                    }
+                }
+            }
+        }
+        let accepting = self.row_items(row).contains(&Item { prod: TOP_PROD, dot: 1, origin: 0 });
+        self.rows[row as usize].accepting = accepting;
+        row
+    }
+
+    fn row_range(&self, r: u32) -> (usize, usize) {
+        let start = self.rows[r as usize].items_start as usize;
+        let end = self.rows.get(r as usize + 1).map_or(self.items.len(), |n| n.items_start as usize);
+        (start, end)
+    }
+
+    #[inline]
+    fn add(&mut self, it: Item) {
+        if self.seen.insert(it) {
+            self.items.push(it);
+        }
+    }
+
+    /// Advances the scans `buf[range]` by `byte`, appending the survivors to `buf`; if a lexeme
+    /// may end here, builds the new row and appends its fresh scans too. Returns that row.
+    pub fn advance(&mut self, cfg: &Cfg, buf: &mut Vec<Scan>, range: std::ops::Range<usize>, byte: u8) -> Option<u32> {
+        self.accepted.clear();
+        for i in range {
+            let sc = buf[i];
+            let dfa = &cfg.terms[sc.term as usize].dfa;
+            let next = dfa.next(sc.state, byte);
+            if next != DEAD {
+                buf.push(Scan { state: next, ..sc });
+                if dfa.is_accepting(next) {
+                    self.accepted.push((sc.term, sc.origin));
+                }
+            }
+        }
+        if self.accepted.is_empty() {
+            return None;
+        }
+        debug_assert!(self.seeds.is_empty());
+        let accepted = std::mem::take(&mut self.accepted);
+        for &(t, o) in &accepted {
+            let (os, oe) = self.row_range(o);
+            for j in os..oe {
+                let w = self.items[j];
+                if cfg.prods[w.prod as usize].rhs.get(w.dot as usize) == Some(&Sym::T(t)) {
+                    self.seeds.push(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
+                }
+            }
+        }
+        self.accepted = accepted;
+        let row = self.close_row(cfg);
+        self.start_scans(cfg, row, buf);
+        Some(row)
+    }
+
+    /// Fewest usable bytes that finish the parse from a position with these scans and
+    /// boundary row (`u32::MAX` if none): an upper bound on the tokens still needed.
+    pub fn finish_cost(&mut self, cfg: &Cfg, scans: &[Scan], boundary: Option<u32>) -> u32 {
+        let mut best = u32::MAX;
+        if boundary.is_some_and(|r| self.accepting(r)) {
+            return 0;
+        }
+        for sc in scans {
+            let d = cfg.terms[sc.term as usize].dist[sc.state as usize];
+            let w = self.wait_cost(cfg, sc.origin, Sym::T(sc.term));
+            best = best.min(d.saturating_add(w));
+        }
+        best
+    }
+
+    /// Fewest usable bytes to finish after `sym` completes, for items of row `r` waiting on it.
+    fn wait_cost(&mut self, cfg: &Cfg, r: u32, sym: Sym) -> u32 {
+        for o in 0..=r {
+            if self.costs[o as usize].is_none() {
+                let table = self.row_costs(cfg, o);
+                self.costs[o as usize] = Some(table);
+            }
+        }
+        lookup(self.costs[r as usize].as_ref().unwrap(), sym)
+    }
+
+    /// The cost table of row `r` (earlier rows' tables must exist): a small fixpoint, since
+    /// items predicted in `r` wait on nonterminals that other items of `r` wait on too.
+    fn row_costs(&self, cfg: &Cfg, r: u32) -> Vec<(Sym, u32)> {
+        let mut table: Vec<(Sym, u32)> = Vec::new();
+        loop {
+            let mut changed = false;
+            for it in self.row_items(r) {
+                let p = &cfg.prods[it.prod as usize];
+                let Some(&x) = p.rhs.get(it.dot as usize) else { continue };
+                let after_lhs = if p.lhs == TOP {
+                    0
+                } else if it.origin == r {
+                    lookup(&table, Sym::N(p.lhs))
+                } else {
+                    lookup(self.costs[it.origin as usize].as_ref().expect("earlier rows first"), Sym::N(p.lhs))
+                };
+                let cost = p.rest[it.dot as usize + 1].saturating_add(after_lhs);
+                match table.iter_mut().find(|(s, _)| *s == x) {
+                    Some(e) if e.1 <= cost => {}
+                    Some(e) => {
+                        e.1 = cost;
+                        changed = true;
+                    }
+                    None => {
+                        table.push((x, cost));
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return table;
+            }
+        }
+    }
+}
+
+fn lookup(table: &[(Sym, u32)], s: Sym) -> u32 {
+    table.iter().find(|(x, _)| *x == s).map_or(u32::MAX, |e| e.1)
+}

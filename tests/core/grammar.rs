@@ -1,0 +1,236 @@
+//! The context-free engine: the shared corpus through both engines and every tokenizer; fast
+//! mask == reference mask on random reachable states of every shipped grammar; and agreement
+//! with the independent reference recognizer (`strictly::grammar::reference`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use strictly::{
+    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, Matcher},
+    grammar::{ebnf, reference::Reference, Grammar},
+    TokenId, TokenSet, Vocab,
+};
+
+use crate::common::{real_vocabs, tiny_vocab};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn shipped_grammar(name: &str) -> Grammar {
+    let text = std::fs::read_to_string(root().join("grammars").join(name)).unwrap();
+    ebnf::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn corpus() -> Vec<(String, Constraint, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "corpus files missing");
+    files
+        .into_iter()
+        .map(|p| {
+            let case: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let c = if let Some(f) = case["grammar_file"].as_str() {
+                Constraint::Grammar(ebnf::parse(&std::fs::read_to_string(root().join(f)).unwrap()).unwrap())
+            } else if let Some(g) = case["grammar"].as_str() {
+                Constraint::Grammar(ebnf::parse(g).unwrap())
+            } else {
+                Constraint::Regex(case["regex"].as_str().unwrap().into())
+            };
+            (p.file_name().unwrap().to_string_lossy().into_owned(), c, case)
+        })
+        .collect()
+}
+
+/// Feeds `text` as tokens; `Some(accepting at the end)` or `None` if a token was refused.
+fn run_text(m: &mut Matcher, vocab: &Vocab, text: &str) -> Option<bool> {
+    m.reset();
+    let tokens = vocab.encode(text.as_bytes()).expect("encodable");
+    for t in tokens {
+        if !m.allows(t) {
+            assert!(m.commit(t).is_err());
+            return None;
+        }
+        m.commit(t).unwrap();
+    }
+    Some(m.is_accepting())
+}
+
+fn check_corpus(vocab: &Arc<Vocab>, engine: EngineChoice) {
+    for (name, constraint, case) in corpus() {
+        let opts = CompileOptions { engine, ..CompileOptions::default() };
+        let c = Compiled::with_options(vocab.clone(), &constraint, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut m = c.matcher();
+        for s in case["accept"].as_array().unwrap() {
+            let s = s.as_str().unwrap();
+            assert_eq!(run_text(&mut m, vocab, s), Some(true), "{name} ({engine:?}): must accept {s:?}");
+        }
+        for s in case["reject"].as_array().unwrap() {
+            let s = s.as_str().unwrap();
+            assert_ne!(run_text(&mut m, vocab, s), Some(true), "{name} ({engine:?}): must reject {s:?}");
+        }
+    }
+}
+
+#[test]
+fn corpus_on_tiny_vocab_both_engines() {
+    // Single bytes only: every text splits into one token per byte.
+    let bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([b"</s>".to_vec()]).collect();
+    let v = Arc::new(Vocab::from_byte_tokens(bytes, &[256]));
+    check_corpus(&v, EngineChoice::Auto);
+    check_corpus(&v, EngineChoice::Earley);
+}
+
+#[test]
+fn corpus_on_real_tokenizers() {
+    for (_, vocab) in real_vocabs() {
+        check_corpus(vocab, EngineChoice::Auto);
+    }
+}
+
+const SHIPPED: &[&str] = &["json.gbnf", "arithmetic.gbnf", "sql-select.gbnf", "csv.gbnf", "tool-call.gbnf"];
+
+/// Random walk from the start: fast == reference at every state (plain and budgeted), with
+/// rollbacks; `oracle` (if given) checks text tokens and EOS against the reference recognizer.
+fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, oracle: Option<&Reference>) {
+    let mut m = c.matcher();
+    let width = vocab.len() + 3;
+    let (mut fast, mut slow) = (TokenSet::new(width), TokenSet::new(width));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut text: Vec<u8> = Vec::new();
+    for step in 0..steps {
+        m.fill_mask(&mut fast);
+        m.reference_mask(&mut slow);
+        assert_eq!(fast, slow, "seed {seed} step {step} after {:?}", String::from_utf8_lossy(&text));
+        if let Some(r) = oracle {
+            for id in (0..vocab.len() as u32).map(TokenId) {
+                let want = if vocab.is_eos(id) {
+                    r.accepts(&text)
+                } else if vocab.kind(id) == strictly::vocab::TokenKind::Text {
+                    let mut t = text.clone();
+                    t.extend_from_slice(vocab.bytes(id));
+                    r.is_prefix(&t)
+                } else {
+                    false
+                };
+                assert_eq!(fast.contains(id), want, "oracle: token {:?} after {:?}", vocab.name(id), String::from_utf8_lossy(&text));
+            }
+        }
+        let budget = rng.random_range(1..40);
+        m.fill_mask_within(&mut fast, budget);
+        m.reference_mask_within(&mut slow, budget);
+        assert_eq!(fast, slow, "budget {budget} seed {seed} step {step}");
+        let allowed: Vec<TokenId> = fast.iter().filter(|t| !vocab.is_eos(*t)).collect();
+        if allowed.is_empty() {
+            break;
+        }
+        // Prefer short tokens sometimes so walks go deep into the structure.
+        let t = allowed[rng.random_range(0..allowed.len())];
+        m.commit(t).unwrap();
+        text.extend_from_slice(vocab.bytes(t));
+        if rng.random_bool(0.1) {
+            m.rollback(1).unwrap();
+            text.truncate(text.len() - vocab.bytes(t).len());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_mask_equals_reference_for_shipped_grammars(seed in any::<u64>(), which in 0..SHIPPED.len()) {
+        let g = shipped_grammar(SHIPPED[which]);
+        for (_, vocab) in real_vocabs() {
+            let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
+            walk(vocab, &c, seed, 8, None);
+        }
+    }
+
+    #[test]
+    fn earley_agrees_with_the_reference_recognizer(seed in any::<u64>(), which in 0..SHIPPED.len()) {
+        let g = shipped_grammar(SHIPPED[which]);
+        let v = tiny_vocab();
+        let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
+        let r = Reference::new(&g);
+        walk(&v, &c, seed, 12, Some(&r));
+    }
+}
+
+#[test]
+fn hand_written_grammars_agree_with_the_reference() {
+    let grammars = [
+        // left recursion, nullable rules, nested repetition, ambiguity
+        r#"root ::= e
+           e ::= e "+" t | t
+           t ::= t "*" f | f
+           f ::= "(" e ")" | [0-9]+"#,
+        r#"root ::= a b a
+           a ::= "a"* | "ab"
+           b ::= ("b" | a)?"#,
+        r#"root ::= "{" (pair ("," pair)*)? "}"
+           pair ::= "\"" [a-c]* "\"" ":" root | "\"e\":" [0-9]"#,
+        r#"root ::= x{2,4} "c"
+           x ::= "a" root? | "b""#,
+    ];
+    let v = tiny_vocab();
+    for (i, text) in grammars.iter().enumerate() {
+        let g = ebnf::parse(text).unwrap();
+        let r = Reference::new(&g);
+        let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
+        for seed in 0..6 {
+            walk(&v, &c, seed * 31 + i as u64, 14, Some(&r));
+        }
+    }
+}
+
+#[test]
+fn non_productive_and_recursive_errors() {
+    let v = tiny_vocab();
+    let g = ebnf::parse("root ::= a\na ::= a \"x\"").unwrap();
+    let e = Compiled::new(v.clone(), &Constraint::Grammar(g)).err().unwrap().to_string();
+    assert!(e.contains("derives no finite string") && e.contains("1:1"), "{e}");
+    // A non-productive alternative is dropped; the rest still works.
+    let g = ebnf::parse("root ::= \"a\" | b\nb ::= b \"c\"").unwrap();
+    let c = Compiled::new(v.clone(), &Constraint::Grammar(g)).unwrap();
+    let mut mask = TokenSet::new(v.len());
+    c.matcher().fill_mask(&mut mask);
+    let got: Vec<&[u8]> = mask.iter().map(|t| v.bytes(t)).collect();
+    assert_eq!(got, vec![&b"a"[..]]);
+}
+
+#[test]
+fn grammar_outputs_are_complete_under_a_budget() {
+    let v = tiny_vocab();
+    let g = ebnf::parse(r#"root ::= "{" (root ("," root)*)? "}" | "a""#).unwrap();
+    let c = Compiled::new(v.clone(), &Constraint::Grammar(g.clone())).unwrap();
+    let r = Reference::new(&g);
+    for seed in 0..20u64 {
+        let mut m = c.matcher();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut mask = TokenSet::new(v.len());
+        let max = 6 + seed as usize % 10;
+        let mut text = Vec::new();
+        for used in 0..max {
+            m.fill_mask_within(&mut mask, max - used);
+            let ids: Vec<TokenId> = mask.iter().filter(|t| !v.is_eos(*t)).collect();
+            if ids.is_empty() {
+                break;
+            }
+            let t = ids[rng.random_range(0..ids.len())];
+            m.commit(t).unwrap();
+            text.extend_from_slice(v.bytes(t));
+        }
+        assert!(m.is_accepting(), "seed {seed}: {:?} is not complete", String::from_utf8_lossy(&text));
+        assert!(r.accepts(&text));
+    }
+}
+
