@@ -168,3 +168,9 @@ pub fn generate(
     }
     Ok(out)
 }
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions { max_tokens: 256, sampling: SamplingParams::default() }
+    }
+}
