@@ -64,11 +64,14 @@ pub struct CfgLimits {
     pub max_productions: usize,
     /// Most copies a counted repetition of a non-regular body unrolls to.
     pub max_unrolled: u32,
+    /// Most Earley items in one parser row (one lexeme boundary). A row past it is treated as
+    /// dead (so masks only get stricter, never wrong) and `commit` reports the limit.
+    pub max_row_items: usize,
 }
 
 impl Default for CfgLimits {
     fn default() -> Self {
-        CfgLimits { dfa: DfaLimits::default(), max_terminals: 10_000, max_productions: 100_000, max_unrolled: 2_000 }
+        CfgLimits { dfa: DfaLimits::default(), max_terminals: 10_000, max_productions: 100_000, max_unrolled: 2_000, max_row_items: 200_000 }
     }
 }
 
@@ -76,7 +79,12 @@ pub struct Cfg {
     pub terms: Vec<Term>,
     pub nts: Vec<Nt>,
     pub prods: Vec<Prod>,
+    pub max_row_items: usize,
 }
+
+/// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
+/// nonterminals instead (which also bounds the recursion depth of inlining).
+pub const MAX_INLINE_DEPTH: usize = 200;
 
 /// Nonterminal 0 is the augmented start ⊤; production 0 is `⊤ → start`.
 pub const TOP: u32 = 0;
@@ -118,7 +126,7 @@ impl Cfg {
             }
             done += 1;
         }
-        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods };
+        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods, max_row_items: limits.max_row_items };
         cfg.clean(g)?;
         cfg.analyse();
         Ok(cfg)
@@ -226,23 +234,28 @@ fn regular_rules(g: &Grammar) -> Vec<bool> {
         Regular,
         NotRegular,
     }
-    fn visit(g: &Grammar, r: usize, marks: &mut [Mark]) -> bool {
+    fn visit(g: &Grammar, r: usize, marks: &mut [Mark], depth: usize) -> bool {
         match marks[r] {
             Mark::Regular => return true,
             Mark::NotRegular | Mark::Active => return false,
             Mark::New => {}
         }
+        if depth > MAX_INLINE_DEPTH {
+            // Too deep a chain to inline (and to recurse on): lower it as a nonterminal.
+            marks[r] = Mark::NotRegular;
+            return false;
+        }
         marks[r] = Mark::Active;
         let mut ok = true;
-        g.rules[r].body.for_each_rule(&mut |c| ok &= visit(g, c.0 as usize, marks));
+        g.rules[r].body.for_each_rule(&mut |c| ok &= visit(g, c.0 as usize, marks, depth + 1));
         marks[r] = if ok { Mark::Regular } else { Mark::NotRegular };
         ok
     }
-    // A rule on a cycle is seen `Active` by its own descendants and so is not regular; a rule
-    // reached through it may have been marked regular wrongly only if it is itself acyclic,
-    // which is right. Rules on a cycle are all marked NotRegular when their visit ends.
+    // A rule that reaches a rule still `Active` (on the visit stack) is on a cycle with it, so
+    // it is not regular; so is every rule that reaches a non-regular one. Rules are only ever
+    // marked not regular too eagerly (the depth bound), which is safe: they become nonterminals.
     let mut marks = vec![Mark::New; g.rules.len()];
-    (0..g.rules.len()).map(|r| visit(g, r, &mut marks)).collect()
+    (0..g.rules.len()).map(|r| visit(g, r, &mut marks, 0)).collect()
 }
 
 /// The HIR of a regular expression tree, inlining (regular) rules. Recursion here is bounded by

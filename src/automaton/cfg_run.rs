@@ -83,17 +83,22 @@ impl CfgRun {
         ok
     }
 
-    /// Commits `bytes` (non-empty); `false` and no change if they are not allowed.
-    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> bool {
+    /// Commits `bytes` (non-empty); `Ok(false)` and no change if they are not allowed, an
+    /// error if the parser hit its row limit on the way.
+    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::Result<bool> {
         let mark = self.chart.len();
+        self.chart.take_overflow();
         match self.run(cfg, bytes) {
             Some(p) if !bytes.is_empty() => {
                 self.positions.push(p);
-                true
+                Ok(true)
             }
             _ => {
                 self.chart.truncate(mark);
-                false
+                if self.chart.take_overflow() {
+                    return Err(crate::Error::limit("Earley items in one parser row", cfg.max_row_items));
+                }
+                Ok(false)
             }
         }
     }
@@ -145,7 +150,7 @@ impl CfgRun {
         let depth = self.positions.len();
         while out.len() < max {
             let Some(b) = self.only_byte(cfg) else { break };
-            if !self.commit_bytes(cfg, &[b]) {
+            if !self.commit_bytes(cfg, &[b]).unwrap_or(false) {
                 break;
             }
             out.push(b);

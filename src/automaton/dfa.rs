@@ -48,6 +48,8 @@ pub struct Dfa {
     stride: usize,
     trans: Vec<u32>,
     accept: Vec<bool>,
+    /// `open[s]`: some byte leads from `s` to a live state.
+    open: Vec<bool>,
     dist: Vec<u32>,
     start: u32,
 }
@@ -151,7 +153,7 @@ impl Dfa {
             }
             accept.push(dfa.is_match_state(dfa.next_eoi_state(s)));
         }
-        let mut dfa = Dfa { classes, stride, trans, accept, dist: Vec::new(), start };
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
         dfa.prune_dead_ends();
         Ok(dfa)
     }
@@ -195,6 +197,7 @@ impl Dfa {
         if dist[self.start as usize] == u32::MAX {
             self.start = DEAD;
         }
+        self.open = (0..n).map(|s| self.trans[s * self.stride..][..self.stride].iter().any(|&t| t != DEAD)).collect();
         self.dist = dist;
     }
 
@@ -221,6 +224,12 @@ impl Dfa {
 
     pub fn is_accepting(&self, state: u32) -> bool {
         self.accept[state as usize]
+    }
+
+    /// Can `state` read another byte (is some transition live)?
+    #[inline]
+    pub fn can_continue(&self, state: u32) -> bool {
+        self.open[state as usize]
     }
 
     /// Fewest bytes from `state` to a complete match (`u32::MAX` for the dead state).

@@ -14,6 +14,9 @@
 //! - The chart is a stack: speculative rows (built while walking the token trie) are removed by
 //!   [`Chart::truncate`] to a [`ChartLen`] taken before them, cost tables included.
 //! - A row is accepting iff it holds `⊤ → start •` with origin 0.
+//! - Every scan can read another byte (its DFA state has a live transition): a lexeme that can
+//!   only end here lives on in the row its end built, not as a scan. So an empty scan list at
+//!   an accepting row means the output is finished.
 //! - With a cleaned grammar (see [`cfg`](super::cfg)) every live scan and every row reached by a
 //!   live prefix can be completed, so "some scan alive or the row accepts" means "extendable".
 
@@ -62,6 +65,8 @@ pub struct Chart {
     seen: HashSet<Item>,
     accepted: Vec<(u32, u32)>,
     seeds: Vec<Item>,
+    /// Set when a row hit `Cfg::max_row_items` (and was made dead); see `take_overflow`.
+    overflow: bool,
 }
 
 impl Chart {
@@ -75,6 +80,7 @@ impl Chart {
             seen: HashSet::new(),
             accepted: Vec::new(),
             seeds: Vec::new(),
+            overflow: false,
         };
         c.seeds.push(Item { prod: TOP_PROD, dot: 0, origin: 0 });
         c.close_row(cfg);
@@ -112,8 +118,9 @@ impl Chart {
     /// Fresh scans for every terminal row `r` expects, appended to `out`.
     pub fn start_scans(&self, cfg: &Cfg, r: u32, out: &mut Vec<Scan>) {
         for &t in self.expects(r) {
-            let start = cfg.terms[t as usize].dfa.start();
-            if start != DEAD {
+            let dfa = &cfg.terms[t as usize].dfa;
+            let start = dfa.start();
+            if start != DEAD && dfa.can_continue(start) {
                 out.push(Scan { term: t, state: start, origin: r });
             }
         }
@@ -133,6 +140,12 @@ impl Chart {
         self.seeds = seeds;
         let mut k = items_start;
         while k < self.items.len() {
+            if self.items.len() - items_start > cfg.max_row_items {
+                // Fail closed: the row is dead (no expectations, not accepting).
+                self.overflow = true;
+                self.expects.truncate(self.rows[row as usize].expects_start as usize);
+                return row;
+            }
             let it = self.items[k];
             k += 1;
             let p = &cfg.prods[it.prod as usize];
@@ -190,6 +203,11 @@ impl Chart {
         }
     }
 
+    /// Did a row hit the item limit since the last call?
+    pub fn take_overflow(&mut self) -> bool {
+        std::mem::take(&mut self.overflow)
+    }
+
     /// Advances the scans `buf[range]` by `byte`, appending the survivors to `buf`; if a lexeme
     /// may end here, builds the new row and appends its fresh scans too. Returns that row.
     pub fn advance(&mut self, cfg: &Cfg, buf: &mut Vec<Scan>, range: std::ops::Range<usize>, byte: u8) -> Option<u32> {
@@ -199,7 +217,10 @@ impl Chart {
             let dfa = &cfg.terms[sc.term as usize].dfa;
             let next = dfa.next(sc.state, byte);
             if next != DEAD {
-                buf.push(Scan { state: next, ..sc });
+                // A scan that cannot read another byte has no future but the lexeme's end.
+                if dfa.can_continue(next) {
+                    buf.push(Scan { state: next, ..sc });
+                }
                 if dfa.is_accepting(next) {
                     self.accepted.push((sc.term, sc.origin));
                 }

@@ -225,7 +225,10 @@ impl Matcher {
                 }
                 Ok(())
             }
-            TokenKind::Text => self.commit_bytes(vocab.bytes(token)).map_err(|_| not_allowed()),
+            TokenKind::Text => self.commit_bytes(vocab.bytes(token)).map_err(|e| match e {
+                Error::Limit { .. } => e,
+                _ => not_allowed(),
+            }),
             _ => Err(not_allowed()),
         }
     }
@@ -242,7 +245,7 @@ impl Matcher {
                     }
                     t != DEAD
                 }
-                (Run::Cfg(c), Engine::Cfg(cfg)) => c.commit_bytes(cfg, bytes),
+                (Run::Cfg(c), Engine::Cfg(cfg)) => c.commit_bytes(cfg, bytes)?,
                 _ => unreachable!("run matches engine"),
             };
         if ok {

@@ -234,3 +234,33 @@ fn grammar_outputs_are_complete_under_a_budget() {
     }
 }
 
+
+#[test]
+fn limits_surface_as_errors() {
+    use strictly::automaton::CfgLimits;
+    let v = tiny_vocab();
+    // A chain of 5,000 rules (each one regular) must neither overflow the stack nor fail.
+    let mut text = String::from("root ::= r0 \"a\"\n");
+    for i in 0..5000 {
+        text.push_str(&format!("r{i} ::= r{} | \"b\"\n", i + 1));
+    }
+    text.push_str("r5000 ::= \"c\"\n");
+    let g = ebnf::parse(&text).unwrap();
+    let c = Compiled::new(v.clone(), &Constraint::Grammar(g)).unwrap();
+    let mut m = c.matcher();
+    m.commit(v.trie().lookup(b"c")[0]).unwrap();
+    m.commit(v.trie().lookup(b"a")[0]).unwrap();
+    assert!(m.is_accepting());
+    // A highly ambiguous grammar under a tiny row limit: commit reports the limit.
+    let g = ebnf::parse("root ::= x\nx ::= x x | x x x | \"a\"").unwrap();
+    let opts = CompileOptions { limits: CfgLimits { max_row_items: 40, ..CfgLimits::default() }, engine: EngineChoice::Earley };
+    let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g), &opts).unwrap();
+    let mut m = c.matcher();
+    let a = v.trie().lookup(b"a")[0];
+    let err = (0..50).find_map(|_| m.commit(a).err()).expect("the row limit is hit");
+    assert!(err.to_string().contains("Earley items"), "{err}");
+    // Counted repetition of a recursive rule beyond the unroll limit.
+    let g = ebnf::parse("root ::= x{5000}\nx ::= \"(\" x \")\" | \"a\"").unwrap();
+    let e = Compiled::new(v, &Constraint::Grammar(g)).err().unwrap().to_string();
+    assert!(e.contains("limit exceeded"), "{e}");
+}
