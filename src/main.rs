@@ -124,7 +124,10 @@ fn read_constraint(c: &ConstraintArgs) -> anyhow::Result<Constraint> {
         return Ok(Constraint::Grammar(g));
     }
     if let Some(path) = &c.schema {
-        return Err(anyhow!("JSON Schema constraints ({}) are not supported yet", path.display()));
+        let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
+        let schema: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
+        return Ok(Constraint::JsonSchema(schema, Default::default()));
     }
     Err(anyhow!("no constraint given"))
 }
@@ -168,6 +171,7 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         Constraint::Regex(_) => "regex",
         Constraint::Choice(_) => "choice",
         Constraint::Grammar(_) => "grammar",
+        Constraint::JsonSchema(..) => "json_schema",
     };
     let mut facts = json!({
         "ok": true,

@@ -34,6 +34,8 @@ pub enum Constraint {
     Choice(Vec<String>),
     /// A grammar in the shared IR.
     Grammar(Grammar),
+    /// JSON that validates against a JSON Schema.
+    JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
 }
 
 /// Which engine to compile to. `Auto` uses the DFA whenever the language is regular.
@@ -84,6 +86,7 @@ impl Compiled {
                 Grammar::single(grammar::regex::choice(options))
             }
             Constraint::Grammar(g) => g.clone(),
+            Constraint::JsonSchema(schema, o) => grammar::json_schema::compile(schema, o)?.grammar,
         };
         let regular = match opts.engine {
             EngineChoice::Auto => cfg::Cfg::regular_hir(&grammar)?,
