@@ -1,0 +1,170 @@
+//! [`Generation`]: the sampling loop as an iterator of [`Event`]s; [`generate`] and
+//! [`generate_stream`] drive it to the end.
+//!
+//! One call to the iterator's `next` runs at most one step: the forced tokens and the
+//! no-choice cases ([`prepare`]), then, if the model must choose, one forward pass and one
+//! draw. The events a step produces are queued and handed out one at a time, so a server can
+//! pull them at its own pace and cancel by dropping the `Generation`.
+
+use std::collections::VecDeque;
+
+use super::seq::{append, prepare, Ctx, End, Next, Sequence};
+use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output};
+use crate::automaton::Matcher;
+use crate::error::Result;
+use crate::sample::Sampler;
+use crate::vocab::{TokenId, TokenSet, Vocab};
+
+/// Generates one output. `prompt` is fed to the model first; `matcher` (if any) constrains
+/// every token and is left holding exactly the output's tokens.
+///
+/// Errors up front for a logits row narrower than the vocabulary, bad sampling parameters or
+/// stop strings, and a constraint with no complete output within `max_tokens`; later only if
+/// the model fails.
+pub fn generate(
+    model: &mut dyn LanguageModel,
+    vocab: &Vocab,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    opts: &GenerateOptions,
+) -> Result<Output> {
+    generate_stream(model, vocab, matcher, prompt, opts, |_| {})
+}
+
+/// [`generate`], calling `on_event` with every [`Event`] as it happens.
+pub fn generate_stream(
+    model: &mut dyn LanguageModel,
+    vocab: &Vocab,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    opts: &GenerateOptions,
+    mut on_event: impl FnMut(&Event),
+) -> Result<Output> {
+    let mut g = Generation::new(model, vocab, matcher, prompt, opts)?;
+    for ev in &mut g {
+        on_event(&ev?);
+    }
+    Ok(g.into_output().expect("the events ran to Finish"))
+}
+
+/// One generation in progress: an iterator of [`Event`]s, ending with [`Event::Finish`] (or
+/// with the first error, after which it yields nothing).
+///
+/// ```
+/// use strictly::decode::{Event, GenerateOptions, Generation, ScriptedModel};
+/// use strictly::{TokenId, Vocab};
+/// let vocab = Vocab::from_byte_tokens(vec![b"Us".to_vec(), b"er".to_vec(), b" said".to_vec(), b"</s>".to_vec()], &[3]);
+/// // Says "Us", "er", " said", then EOS.
+/// let mut model = ScriptedModel::new(4, |h, l| l[h.len().min(3)] = 10.0);
+/// let opts = GenerateOptions { stop: vec!["User:".into()], ..GenerateOptions::default() };
+/// let mut g = Generation::new(&mut model, &vocab, None, &[], &opts).unwrap();
+/// let texts: Vec<String> = g.by_ref().filter_map(|e| match e.unwrap() {
+///     Event::Text(t) => Some(t),
+///     _ => None,
+/// }).collect();
+/// // "Us" and "er" are held back while they could start "User:", then released together.
+/// assert_eq!(texts, vec!["User said"]);
+/// assert_eq!(g.into_output().unwrap().text(), "User said");
+/// ```
+pub struct Generation<'a> {
+    model: &'a mut dyn LanguageModel,
+    matcher: Option<&'a mut Matcher>,
+    ctx: Ctx<'a>,
+    sampler: Sampler,
+    /// `None` once the output has ended.
+    seq: Option<Sequence>,
+    logits: Vec<f32>,
+    mask: TokenSet,
+    events: VecDeque<Event>,
+    output: Option<Output>,
+    failed: bool,
+}
+
+impl<'a> Generation<'a> {
+    /// Validates everything (see [`generate`]) and sets up; the model is not called yet.
+    pub fn new(
+        model: &'a mut dyn LanguageModel,
+        vocab: &'a Vocab,
+        mut matcher: Option<&'a mut Matcher>,
+        prompt: &[TokenId],
+        opts: &GenerateOptions,
+    ) -> Result<Generation<'a>> {
+        let width = model.logits_width();
+        let (ctx, stops) = Ctx::new(vocab, width, opts)?;
+        let sampler = Sampler::new(opts.sampling.clone())?;
+        let mut mask = TokenSet::new(width);
+        if let Some(m) = matcher.as_deref_mut() {
+            ctx.check_completable(m, &mut mask)?;
+        }
+        Ok(Generation {
+            model,
+            matcher,
+            ctx,
+            sampler,
+            seq: Some(Sequence::new(prompt, stops)),
+            logits: vec![0.0; width],
+            mask,
+            events: VecDeque::new(),
+            output: None,
+            failed: false,
+        })
+    }
+
+    /// The output, once the [`Event::Finish`] event has been produced.
+    pub fn output(&self) -> Option<&Output> {
+        self.output.as_ref()
+    }
+
+    /// The output, once the [`Event::Finish`] event has been produced.
+    pub fn into_output(self) -> Option<Output> {
+        self.output
+    }
+
+    /// One step; its events go to the queue.
+    fn step(&mut self) -> Result<()> {
+        let seq = self.seq.as_mut().expect("step after the end");
+        let events = &mut self.events;
+        let mut emit = |e: Event| events.push_back(e);
+        let end = match prepare(&self.ctx, self.matcher.as_deref_mut(), seq, &mut self.mask, &mut emit)? {
+            Next::End(end) => Some(end),
+            Next::Choose => {
+                seq.forward(&mut *self.model, &mut self.logits)?;
+                let mask = self.matcher.is_some().then_some(&self.mask);
+                let c = self.sampler.sample(&mut self.logits, mask, &seq.counts)?;
+                let g =
+                    GeneratedToken { token: c.token, logprob: c.logprob, top_logprobs: c.top_logprobs, forced: false };
+                append(&self.ctx, self.matcher.as_deref_mut(), seq, g, &mut emit)?
+            }
+        };
+        if let Some(end) = end {
+            self.end(end);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, end: End) {
+        let seq = self.seq.take().expect("ends once");
+        let events = &mut self.events;
+        self.output = Some(seq.finish(end, &mut |e| events.push_back(e)));
+    }
+}
+
+impl Iterator for Generation<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        loop {
+            if let Some(e) = self.events.pop_front() {
+                return Some(Ok(e));
+            }
+            if self.seq.is_none() || self.failed {
+                return None;
+            }
+            if let Err(e) = self.step() {
+                self.failed = true;
+                self.events.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}

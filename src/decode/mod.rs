@@ -1,0 +1,214 @@
+//! The generation loop: logits → mask → sampling chain → commit, until a stop.
+//!
+//! Model-independent: it drives any [`LanguageModel`] (logits for the next position given new
+//! tokens; the model keeps its own cache; [`LanguageModel::fork`] copies it for beam search).
+//! [`RandomLogits`] is a "model" whose logits are seeded random numbers, which turns the loop
+//! into a grammar fuzzer (`strictly sample`); [`ScriptedModel`] computes logits from the token
+//! history, for exact tests.
+//!
+//! ```text
+//!            ┌─ forced tokens? ── append them, no forward pass (fast-forward) ───────────┐
+//!  matcher ──┤                                                                           │
+//!            └─ mask within the remaining budget ── only one token / only EOS? ── append │
+//!                   │ otherwise                                      or stop, no forward │
+//!                   ▼                                                                    │
+//!  model.forward(new tokens) ─▶ Sampler (mask first, penalties, temperature, top-k/p...) │
+//!                   │ Choice: token, logprob, top logprobs                               │
+//!                   ▼                                                                    ▼
+//!  stop token? ─▶ end   else matcher.commit ─▶ StreamDetokenizer (stop strings, UTF-8) ─▶ Events
+//! ```
+//!
+//! # Key types
+//!
+//! - [`generate`] runs to the end and returns an [`Output`]; [`generate_stream`] does the same
+//!   and calls back with every [`Event`]; [`Generation`] is the loop itself as an iterator of
+//!   events, for a server that pulls (drop it to cancel).
+//! - [`GenerateOptions`]: `max_tokens`, the [`SamplingParams`], stop strings, extra stop token ids.
+//! - [`Output`]: tokens, the text's exact bytes, [`FinishReason`], what stopped it
+//!   ([`StoppedBy`]), per-token logprobs ([`GeneratedToken`]), and how many tokens were forced.
+//! - [`beam_search`] with [`BeamOptions`]: length-normalised beam search, each beam with its own
+//!   matcher and its own fork of the model; returns [`Hypothesis`]es, best first.
+//! - [`StopStrings`], [`Utf8Stream`], [`StreamDetokenizer`]: the streaming text stages, usable alone.
+//!
+//! # Stops
+//!
+//! The output ends at the first of:
+//! - a stop token: any of the vocabulary's EOS ids ([`Vocab::eos`], gathered from the
+//!   tokenizer's and the generation config's declarations) or of
+//!   [`GenerateOptions::stop_token_ids`]. The stop token is not part of the output.
+//! - a stop string completing in the decoded text, across token boundaries (see [`StopStrings`]
+//!   for which one wins). The text stops just before it; the stop string and anything after it in
+//!   the same token are never emitted. [`Output::tokens`] still holds every generated token,
+//!   including the ones the stop string is made of, so `tokens` may decode to more than `text`.
+//! - the constraint: nothing but a stop token is allowed (the output is complete and cannot
+//!   grow). The loop stops without asking the model, since the choice is already made.
+//! - `max_tokens` generated tokens: [`FinishReason::Length`].
+//!
+//! All but the last give [`FinishReason::Stop`].
+//!
+//! With a constraint, stop tokens (the extra ids too) are allowed exactly when the output is
+//! complete, so a stop token never cuts a constrained output short. A stop string is text
+//! matching, applied after the constraint: if one occurs inside constrained text, the output
+//! ends there (as with any OpenAI-style server), and may then be a prefix of a match.
+//!
+//! # Never truncated
+//!
+//! With a constraint, each step's mask is [`Matcher::fill_mask_within`] the remaining budget:
+//! only tokens after which the output can still be completed in time. So a constrained output
+//! that reaches `max_tokens` is complete all the same; if no complete output fits at all,
+//! [`generate`] says so up front with an error. Unconstrained output simply stops at `max_tokens`.
+//!
+//! # Fast-forward
+//!
+//! When the matcher forces the next tokens ([`Matcher::forced_tokens`]), or its mask allows a
+//! single token, they are appended without a forward pass; the model sees them with the next
+//! forward call, in one batch. [`Output::forced`] counts them (forward passes saved) and
+//! [`Output::forward_passes`] counts the passes made. Forced tokens go through the same stop
+//! checks (stop strings, `max_tokens`) as sampled ones. Their [`GeneratedToken::logprob`] is
+//! `0.0` (probability 1: there was no choice) and they list no alternatives.
+//!
+//! # Logprobs
+//!
+//! Every generated token carries its logprob and the `sampling.top_logprobs` most likely
+//! alternatives, under the distribution it was drawn from: after the mask, the penalties, the
+//! temperature and the truncation filters (see [`crate::sample`]). A stop token is not a
+//! generated token, so its logprob is not reported.
+//!
+//! # Determinism
+//!
+//! The loop adds no randomness of its own: with `sampling.seed` set, the same model, prompt,
+//! matcher state and options give the same tokens, events and output.
+//!
+//! # Invariants
+//!
+//! - Every committed token was allowed by the matcher; stop tokens are never committed, so
+//!   afterwards the matcher holds exactly the output's tokens.
+//! - With a constraint, a `Length` finish leaves the matcher accepting.
+//! - Text deltas are complete UTF-8 and concatenate to [`Output::text`].
+
+mod beam;
+mod detok;
+mod generate;
+mod model;
+mod seq;
+mod stops;
+
+pub use beam::{beam_search, BeamOptions, Hypothesis, MAX_BEAM_WIDTH};
+pub use detok::{StreamDetokenizer, Utf8Stream};
+pub use generate::{generate, generate_stream, Generation};
+pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
+pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
+
+use crate::sample::{SamplingParams, TokenLogprob};
+use crate::vocab::TokenId;
+#[cfg(doc)]
+use crate::{automaton::Matcher, Vocab};
+
+/// The `max_tokens` of [`GenerateOptions::default`].
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// Why the output ended (OpenAI's `finish_reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A stop token or stop string, or the constraint allows nothing more.
+    Stop,
+    /// `max_tokens` was reached.
+    Length,
+}
+
+/// What exactly ended a [`FinishReason::Stop`] output (vLLM's `stop_reason`, and more).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoppedBy {
+    /// This stop token was chosen (an EOS id or one of the extra stop ids).
+    Token(TokenId),
+    /// This stop string completed.
+    String(String),
+    /// The constraint allowed nothing but a stop token (or nothing at all).
+    Constraint,
+}
+
+/// Options of one generation.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    /// The most tokens to generate (stop tokens not counted). Default [`DEFAULT_MAX_TOKENS`].
+    pub max_tokens: usize,
+    /// The sampling chain's knobs (and the seed).
+    pub sampling: SamplingParams,
+    /// Stop strings, matched on the decoded text; see [`StopStrings`] for limits and which one
+    /// wins. Default none.
+    pub stop: Vec<String>,
+    /// Stop token ids in addition to the vocabulary's EOS ids. Default none.
+    pub stop_token_ids: Vec<TokenId>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> GenerateOptions {
+        GenerateOptions {
+            max_tokens: DEFAULT_MAX_TOKENS,
+            sampling: SamplingParams::default(),
+            stop: Vec::new(),
+            stop_token_ids: Vec::new(),
+        }
+    }
+}
+
+/// One generated token, with its logprobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedToken {
+    pub token: TokenId,
+    /// `ln P(token)` under the distribution it was drawn from; `0.0` for a forced token.
+    pub logprob: f32,
+    /// The most likely tokens of that distribution, most likely first
+    /// (`sampling.top_logprobs` of them); empty for a forced token.
+    pub top_logprobs: Vec<TokenLogprob>,
+    /// Appended without sampling (fast-forward, or the only token the constraint allowed).
+    pub forced: bool,
+}
+
+impl GeneratedToken {
+    /// A token appended without a choice: probability 1, no alternatives.
+    pub fn forced(token: TokenId) -> GeneratedToken {
+        GeneratedToken { token, logprob: 0.0, top_logprobs: Vec::new(), forced: true }
+    }
+}
+
+/// What [`Generation`] reports as it goes. For each token: a `Token` event, then a `Text` event
+/// if that token made text final. The last event is always `Finish`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A token was appended to the output. Its text may come later (held back while it could
+    /// be part of a stop string or of an unfinished character), or never (a stop string).
+    Token(GeneratedToken),
+    /// Final text: complete UTF-8, never empty, never part of a stop string. All of them
+    /// together are [`Output::text`].
+    Text(String),
+    /// The end.
+    Finish { reason: FinishReason, stopped_by: Option<StoppedBy> },
+}
+
+/// One finished output.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// Every generated token, stop tokens excluded (tokens of a stop string included).
+    pub tokens: Vec<TokenId>,
+    /// The text's exact bytes: special tokens skipped, cut before a stop string.
+    pub bytes: Vec<u8>,
+    pub finish_reason: FinishReason,
+    /// What ended a `Stop` output; `None` for `Length`.
+    pub stopped_by: Option<StoppedBy>,
+    /// Per token of `tokens`: its logprob and alternatives.
+    pub logprobs: Vec<GeneratedToken>,
+    /// Tokens appended without sampling (fast-forward): forward passes saved.
+    pub forced: usize,
+    /// Forward passes made.
+    pub forward_passes: usize,
+}
+
+impl Output {
+    /// The text: `bytes` as UTF-8, an unfinished last character (unconstrained output only)
+    /// as U+FFFD. Equal to the concatenated [`Event::Text`] deltas.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+}

@@ -1,0 +1,193 @@
+//! [`LanguageModel`]: what the loop needs from a model, and two models that need no weights.
+//!
+//! A model is a stateful next-token scorer: [`forward`](LanguageModel::forward) appends tokens to
+//! its sequence (a real model keeps a KV cache) and writes the logits for the next position.
+//! [`fork`](LanguageModel::fork) copies that state, cache included, so that beam search can
+//! extend one prefix in several ways without re-running it.
+//!
+//! Why `fork` and not `Clone` or "re-run from scratch": `Clone` would make the trait unusable
+//! as `dyn LanguageModel`, and re-running every beam's whole history at every step costs
+//! O(length²) forward tokens. A candle KV cache is a list of reference-counted tensors, so a
+//! fork is cheap until the copies diverge. `fork` returns a `Result` so that a model can refuse
+//! (out of memory, a backend that cannot copy its cache); beam search then fails with that
+//! error, and plain generation, which never forks, is unaffected.
+//!
+//! - [`RandomLogits`]: seeded standard-normal logits, fresh each step, whatever the tokens:
+//!   with a constraint this turns the loop into a grammar fuzzer (`strictly sample`).
+//! - [`ScriptedModel`]: logits are a fixed function of the token history (prompt included),
+//!   the right tool to test stops, streaming and beam search with exact expectations.
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::Result;
+use crate::vocab::TokenId;
+
+/// Anything that produces next-token logits.
+pub trait LanguageModel {
+    /// The width of a logits row (may exceed the tokenizer's vocabulary; ids past the
+    /// vocabulary are never allowed by a matcher).
+    fn logits_width(&self) -> usize;
+
+    /// Appends `tokens` to the sequence and writes the logits for the next position into
+    /// `logits` (length [`logits_width`](Self::logits_width); every entry must be written).
+    ///
+    /// The loop calls it with the prompt (plus any forced tokens) first, then with the tokens
+    /// appended since the previous call: one sampled token, or a run of fast-forwarded ones.
+    /// `tokens` is empty only on the first call, when the prompt is empty and nothing is forced.
+    fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()>;
+
+    /// An independent copy of this model with the same sequence so far (KV cache included):
+    /// forwarding one afterwards does not affect the other. Beam search forks a model once per
+    /// extra beam and step; nothing else does.
+    fn fork(&self) -> Result<Box<dyn LanguageModel>>;
+}
+
+/// Seeded random logits: a fuzzer's "model". Standard-normal logits, fresh each step.
+///
+/// The tokens are ignored: step `n` always gets the `n`-th row of the seed's stream. A fork
+/// continues the same stream, so forked beams see the same rows at the same steps.
+#[derive(Debug, Clone)]
+pub struct RandomLogits {
+    width: usize,
+    rng: ChaCha8Rng,
+}
+
+impl RandomLogits {
+    pub fn new(width: usize, seed: u64) -> RandomLogits {
+        RandomLogits { width, rng: ChaCha8Rng::seed_from_u64(seed) }
+    }
+}
+
+impl LanguageModel for RandomLogits {
+    fn logits_width(&self) -> usize {
+        self.width
+    }
+
+    fn forward(&mut self, _tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
+        use rand::Rng;
+        for pair in logits.chunks_mut(2) {
+            // Box–Muller: two standard normals from two uniforms.
+            let u1: f32 = self.rng.random::<f32>().max(f32::MIN_POSITIVE);
+            let u2: f32 = self.rng.random();
+            let r = (-2.0 * u1.ln()).sqrt();
+            let t = std::f32::consts::TAU * u2;
+            pair[0] = r * t.cos();
+            if pair.len() > 1 {
+                pair[1] = r * t.sin();
+            }
+        }
+        Ok(())
+    }
+
+    fn fork(&self) -> Result<Box<dyn LanguageModel>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+/// The function behind a [`ScriptedModel`]: `(history, logits)`, where `logits` arrives
+/// filled with `0.0`.
+pub type ScriptFn = dyn Fn(&[TokenId], &mut [f32]) + Send + Sync;
+
+/// A model whose logits are a fixed function of the whole token history (prompt included).
+///
+/// Deterministic and cheap to fork (the function is shared; the history is copied), so tests
+/// can state exact expectations for stops, streaming and beam search.
+///
+/// ```
+/// use strictly::decode::{LanguageModel, ScriptedModel};
+/// use strictly::TokenId;
+/// // Always prefers the token after the last one, modulo 4.
+/// let mut m = ScriptedModel::new(4, |h, logits| {
+///     let next = h.last().map_or(0, |t| (t.0 as usize + 1) % 4);
+///     logits[next] = 5.0;
+/// });
+/// let mut row = [0.0; 4];
+/// m.forward(&[TokenId(2)], &mut row).unwrap();
+/// assert_eq!(row, [0.0, 0.0, 0.0, 5.0]);
+/// assert_eq!(m.history(), &[TokenId(2)]);
+/// ```
+#[derive(Clone)]
+pub struct ScriptedModel {
+    width: usize,
+    history: Vec<TokenId>,
+    /// How many times `forward` was called.
+    calls: usize,
+    f: Arc<ScriptFn>,
+}
+
+impl ScriptedModel {
+    pub fn new(width: usize, f: impl Fn(&[TokenId], &mut [f32]) + Send + Sync + 'static) -> ScriptedModel {
+        ScriptedModel { width, history: Vec::new(), calls: 0, f: Arc::new(f) }
+    }
+
+    /// Every token fed so far, in order.
+    pub fn history(&self) -> &[TokenId] {
+        &self.history
+    }
+
+    /// How many times [`forward`](LanguageModel::forward) ran (on this copy, forks included
+    /// from the moment they were made).
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScriptedModel(width {}, {} tokens fed, {} calls)", self.width, self.history.len(), self.calls)
+    }
+}
+
+impl LanguageModel for ScriptedModel {
+    fn logits_width(&self) -> usize {
+        self.width
+    }
+
+    fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
+        self.history.extend_from_slice(tokens);
+        self.calls += 1;
+        logits.fill(0.0);
+        (self.f)(&self.history, logits);
+        Ok(())
+    }
+
+    fn fork(&self) -> Result<Box<dyn LanguageModel>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_logits_fork_continues_the_same_stream() {
+        let mut a = RandomLogits::new(5, 7);
+        let mut row = vec![0.0; 5];
+        a.forward(&[], &mut row).unwrap();
+        let mut b = a.fork().unwrap();
+        let (mut ra, mut rb) = (vec![0.0; 5], vec![0.0; 5]);
+        a.forward(&[TokenId(1)], &mut ra).unwrap();
+        b.forward(&[TokenId(2)], &mut rb).unwrap();
+        assert_eq!(ra, rb);
+        assert_ne!(ra, row);
+        assert!(ra.iter().all(|x| x.is_finite()));
+    }
+
+    #[test]
+    fn scripted_fork_is_independent() {
+        let mut a = ScriptedModel::new(3, |h, l| l[h.len() % 3] = 1.0);
+        let mut row = [0.0; 3];
+        a.forward(&[TokenId(0)], &mut row).unwrap();
+        let mut b = a.fork().unwrap();
+        b.forward(&[TokenId(1), TokenId(2)], &mut row).unwrap();
+        assert_eq!(row, [1.0, 0.0, 0.0]); // history length 3
+        a.forward(&[TokenId(1)], &mut row).unwrap();
+        assert_eq!(row, [0.0, 0.0, 1.0]); // a's history is still its own: length 2
+        assert_eq!(a.history(), &[TokenId(0), TokenId(1)]);
+        assert_eq!(a.calls(), 2);
+    }
+}
