@@ -37,9 +37,12 @@
 //! are never produced by grammar text; limits surface as [`Error`]s, never as panics.
 
 pub mod automaton;
+pub mod bench;
 pub mod decode;
 pub mod error;
 pub mod grammar;
+#[cfg(feature = "model")]
+pub mod model;
 pub mod sample;
 pub mod vocab;
 

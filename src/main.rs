@@ -27,6 +27,13 @@ enum Command {
     Sample(SampleArgs),
     /// Compile a constraint and print one JSON line of facts about it.
     Check(CheckArgs),
+    /// JSON Schema benchmark (peer-bench's inputs, method and output): one JSON line per case,
+    /// a summary on stderr.
+    Bench(BenchArgs),
+    /// Generate text with a real model (default: the embedded stories260K), optionally
+    /// constrained by a regex, grammar, schema or choice. stdout: the generated text only.
+    #[cfg(feature = "model")]
+    Generate(GenerateArgs),
 }
 
 #[derive(Args)]
@@ -92,6 +99,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sample(a) => sample(a),
         Command::Check(a) => check(a),
+        Command::Bench(a) => bench(a),
+        #[cfg(feature = "model")]
+        Command::Generate(a) => generate(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,6 +111,128 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// A Hugging Face tokenizer.json [default: the embedded stories260K tokenizer].
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    /// A directory (searched recursively for .json / .jsonl) or one file of cases.
+    #[arg(long)]
+    cases: PathBuf,
+    /// Only the first N cases (after sorting by path and the filters).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Only the first N cases of each group, applied before --limit.
+    #[arg(long)]
+    per_group_limit: Option<usize>,
+    /// Only cases whose id contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Skip cases whose id contains this.
+    #[arg(long)]
+    exclude: Option<String>,
+    /// Serialize instances indented (serde_json pretty) instead of compact.
+    #[arg(long)]
+    pretty: bool,
+    /// Skip instances marked "valid": false.
+    #[arg(long)]
+    only_valid: bool,
+    /// Compile schemas even where a keyword cannot be enforced (listed as `unenforced`).
+    #[arg(long)]
+    lenient: bool,
+    /// Whitespace the JSON Schema grammar allows between tokens.
+    #[arg(long, value_enum, default_value_t = BenchWhitespace::Bounded)]
+    whitespace: BenchWhitespace,
+    /// Force the Earley engine even for regular schemas.
+    #[arg(long)]
+    earley: bool,
+    /// Worker processes, each single-threaded (take timings with 1).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Clock for compile / mask / commit timings.
+    #[arg(long, value_enum, default_value_t = strictly::bench::Clock::Wall)]
+    clock: strictly::bench::Clock,
+    /// Per-case wall-clock limit (compile and all instances), seconds.
+    #[arg(long, default_value_t = 120.0)]
+    timeout_s: f64,
+    /// Per-worker address-space limit, GiB (0 = none).
+    #[arg(long, default_value_t = 8.0)]
+    mem_limit_gb: f64,
+    /// Run cases in this process (no timeout, memory limit or crash isolation).
+    #[arg(long)]
+    no_isolate: bool,
+    /// A fresh worker process for every case, so each case's peak RSS is its own.
+    #[arg(long, conflicts_with = "no_isolate")]
+    worker_per_case: bool,
+    /// Skip the untimed warm-up case.
+    #[arg(long)]
+    no_warmup: bool,
+    /// Add every step's mask µs to the JSON lines.
+    #[arg(long)]
+    per_step: bool,
+    /// Also write the summary as JSON to this file.
+    #[arg(long)]
+    summary_json: Option<PathBuf>,
+    /// Print at most this many failing cases / instances to stderr.
+    #[arg(long, default_value_t = 0)]
+    show_failures: usize,
+    /// Internal: run as a worker process (case indices on stdin, results on stdout).
+    #[arg(long, hide = true)]
+    worker: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BenchWhitespace {
+    Bounded,
+    Compact,
+    Pretty,
+}
+
+fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    use strictly::automaton::{CompileOptions, EngineChoice};
+    use strictly::bench::{run::RunSettings, BenchOptions};
+    use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
+    let whitespace = match a.whitespace {
+        BenchWhitespace::Bounded => Whitespace::Bounded,
+        BenchWhitespace::Compact => Whitespace::Compact,
+        BenchWhitespace::Pretty => Whitespace::Pretty,
+    };
+    let engine = if a.earley { EngineChoice::Earley } else { EngineChoice::Auto };
+    let mut worker_argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    worker_argv.push("--worker".into());
+    let opts = BenchOptions {
+        tokenizer: a.tokenizer,
+        cases: a.cases,
+        limit: a.limit,
+        per_group_limit: a.per_group_limit,
+        filter: a.filter,
+        exclude: a.exclude,
+        only_valid: a.only_valid,
+        threads: a.threads.max(1),
+        settings: RunSettings {
+            pretty: a.pretty,
+            clock: a.clock,
+            schema: JsonSchemaOptions { whitespace, lenient: a.lenient },
+            compile: CompileOptions { engine, ..CompileOptions::default() },
+        },
+        per_step: a.per_step,
+        timeout_s: a.timeout_s,
+        mem_limit_gb: a.mem_limit_gb,
+        isolate: !a.no_isolate,
+        worker_per_case: a.worker_per_case,
+        warmup: !a.no_warmup,
+        summary_json: a.summary_json,
+        show_failures: a.show_failures,
+        worker_argv,
+    };
+    if a.worker {
+        strictly::bench::worker_main(&opts)?;
+    } else {
+        strictly::bench::run(&opts)?;
+    }
+    Ok(())
 }
 
 fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
@@ -190,5 +322,242 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         f.extend(stats);
     }
     println!("{facts}");
+    Ok(())
+}
+
+// ---- generate: a real model (src/model), constrained or not ----
+
+/// The constraint of `generate`: at most one, or none for free text.
+#[cfg(feature = "model")]
+#[derive(Args)]
+#[group(required = false, multiple = false)]
+struct GenerateConstraintArgs {
+    /// A regex the whole output must match.
+    #[arg(long)]
+    regex: Option<String>,
+    /// An EBNF/GBNF grammar file (start rule `root`).
+    #[arg(long)]
+    grammar: Option<PathBuf>,
+    /// A JSON Schema file.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// The output is exactly one of these strings.
+    #[arg(long, num_args = 1..)]
+    choice: Option<Vec<String>>,
+}
+
+#[cfg(feature = "model")]
+#[derive(Args)]
+struct GenerateArgs {
+    /// A Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...)
+    /// [default: the embedded stories260K model].
+    #[arg(long)]
+    model: Option<PathBuf>,
+    #[command(flatten)]
+    constraint: GenerateConstraintArgs,
+    /// The prompt: BOS (where the model wants one) + the prompt's tokens; with --chat, the
+    /// user message of a chat.
+    #[arg(long)]
+    prompt: String,
+    /// Render the prompt with the model's chat template (or, for a model without one, the
+    /// plain `role: content` template) and generate the assistant's reply.
+    #[arg(long)]
+    chat: bool,
+    /// A system message (with --chat).
+    #[arg(long, requires = "chat")]
+    system: Option<String>,
+    /// Most tokens to generate; a constrained output cut here is still complete.
+    #[arg(long, default_value_t = strictly::decode::DEFAULT_MAX_TOKENS)]
+    max_tokens: usize,
+    /// Seed for sampling (same seed, same output).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Softmax temperature (0 = greedy) [default: generation_config.json's, else 1].
+    #[arg(long, allow_negative_numbers = true)]
+    temperature: Option<f32>,
+    /// Greedy decoding (temperature 0).
+    #[arg(long)]
+    greedy: bool,
+    #[arg(long)]
+    top_k: Option<usize>,
+    #[arg(long, allow_negative_numbers = true)]
+    top_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    min_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    top_n_sigma: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    repetition_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    frequency_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    presence_penalty: Option<f32>,
+    /// A stop string (repeatable); the output ends just before it.
+    #[arg(long = "stop")]
+    stop: Vec<String>,
+    /// Beam search with this many beams (deterministic; prints the best output).
+    #[arg(long)]
+    beam_width: Option<usize>,
+    /// Print text as it is generated.
+    #[arg(long)]
+    stream: bool,
+    /// cpu, cuda or cuda:N (cuda needs a binary built with the `cuda` feature).
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda].
+    #[arg(long)]
+    dtype: Option<String>,
+    /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[cfg(feature = "model")]
+fn generate(a: GenerateArgs) -> anyhow::Result<()> {
+    use std::io::{IsTerminal, Write};
+    use strictly::decode::{BeamOptions, Event};
+    use strictly::model::{ChatMessage, DeviceSpec, LoadOptions, LoadedModel, Precision};
+
+    let device: DeviceSpec = a.device.parse()?;
+    let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
+    let load_opts = LoadOptions { device, precision };
+    // Read the constraint before loading, so bad input fails fast.
+    let c = &a.constraint;
+    let constraint = if c.regex.is_some() || c.grammar.is_some() || c.schema.is_some() || c.choice.is_some() {
+        Some(read_constraint(&ConstraintArgs {
+            regex: c.regex.clone(),
+            grammar: c.grammar.clone(),
+            schema: c.schema.clone(),
+            choice: c.choice.clone(),
+        })?)
+    } else {
+        None
+    };
+
+    let t_load = Instant::now();
+    let spinner = a.model.as_ref().map(|dir| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(format!("loading {}", dir.display()));
+        pb.enable_steady_tick(std::time::Duration::from_millis(100));
+        pb
+    });
+    let loaded = LoadedModel::load(a.model.as_deref(), &load_opts);
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    let loaded = loaded?;
+    let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
+
+    let prompt = if a.chat {
+        let mut messages = Vec::new();
+        if let Some(s) = &a.system {
+            messages.push(ChatMessage::new("system", s.as_str()));
+        }
+        messages.push(ChatMessage::new("user", a.prompt.as_str()));
+        loaded.prompt.encode_chat(&messages, true)?
+    } else {
+        loaded.prompt.encode(&a.prompt)?
+    };
+    let vocab = loaded.vocab.clone();
+    let t_compile = Instant::now();
+    let compiled = constraint.map(|c| Compiled::new(vocab.clone(), &c)).transpose()?;
+    let compile_ms = t_compile.elapsed().as_secs_f64() * 1e3;
+    let mut matcher = compiled.as_ref().map(|c| c.matcher());
+
+    let mut s = loaded.defaults.sampling();
+    let set = |slot: &mut f32, v: Option<f32>| {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    };
+    set(&mut s.temperature, a.temperature);
+    set(&mut s.top_p, a.top_p);
+    set(&mut s.min_p, a.min_p);
+    set(&mut s.repetition_penalty, a.repetition_penalty);
+    set(&mut s.frequency_penalty, a.frequency_penalty);
+    set(&mut s.presence_penalty, a.presence_penalty);
+    if a.top_k.is_some() {
+        s.top_k = a.top_k;
+    }
+    if a.top_n_sigma.is_some() {
+        s.top_n_sigma = a.top_n_sigma;
+    }
+    if a.greedy {
+        s.temperature = 0.0;
+    }
+    s.seed = a.seed;
+    s.validate()?;
+    let opts = GenerateOptions {
+        max_tokens: a.max_tokens,
+        sampling: s,
+        stop: a.stop.clone(),
+        stop_token_ids: loaded.defaults.eos.clone(),
+    };
+
+    let mut model = loaded.model;
+    let mut stdout = std::io::stdout().lock();
+    let t_gen = Instant::now();
+    let out = if let Some(width) = a.beam_width {
+        let beam = BeamOptions { width, ..BeamOptions::default() };
+        let hyps = decode::beam_search(&model, &vocab, matcher.as_mut(), &prompt, &opts, &beam)?;
+        let best = hyps.into_iter().next().ok_or_else(|| anyhow!("beam search finished no output"))?;
+        stdout.write_all(best.output.text().as_bytes())?;
+        best.output
+    } else if a.stream {
+        let mut werr = None;
+        let out = decode::generate_stream(&mut model, &vocab, matcher.as_mut(), &prompt, &opts, |ev| {
+            if let (Event::Text(t), None) = (ev, &werr) {
+                if let Err(e) = stdout.write_all(t.as_bytes()).and_then(|_| stdout.flush()) {
+                    werr = Some(e);
+                }
+            }
+        })?;
+        if let Some(e) = werr {
+            return Err(e.into());
+        }
+        out
+    } else {
+        let out = decode::generate(&mut model, &vocab, matcher.as_mut(), &prompt, &opts)?;
+        stdout.write_all(out.text().as_bytes())?;
+        out
+    };
+    let gen_s = t_gen.elapsed().as_secs_f64();
+    if std::io::stdout().is_terminal() {
+        writeln!(stdout)?;
+    }
+    stdout.flush()?;
+
+    if a.verbose {
+        let i = &loaded.info;
+        eprintln!(
+            "strictly: model {} ({}, {:.2}M parameters, {} on {}) loaded in {load_ms:.1} ms",
+            i.name,
+            i.arch,
+            i.parameters as f64 / 1e6,
+            i.precision,
+            i.device
+        );
+        if compiled.is_some() {
+            eprintln!("strictly: constraint compiled in {compile_ms:.1} ms");
+        }
+        let st = model.stats();
+        let n = out.tokens.len();
+        if a.beam_width.is_none() {
+            let decode_s = gen_s - st.prefill.as_secs_f64();
+            eprintln!(
+                "strictly: prompt {} tokens, prefill {:.1} ms; {n} tokens in {:.1} ms: {:.1} tokens/s after the prefill",
+                prompt.len(),
+                st.prefill.as_secs_f64() * 1e3,
+                gen_s * 1e3,
+                if decode_s > 0.0 { n.saturating_sub(1) as f64 / decode_s } else { 0.0 },
+            );
+        } else {
+            eprintln!("strictly: prompt {} tokens; best beam {n} tokens in {:.1} ms", prompt.len(), gen_s * 1e3);
+        }
+        eprintln!(
+            "strictly: {} forward passes, {} tokens forced (forward passes saved by fast-forward); finish: {:?}",
+            out.forward_passes, out.forced, out.finish_reason
+        );
+    }
     Ok(())
 }

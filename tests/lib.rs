@@ -9,3 +9,6 @@ mod cli;
 mod core;
 mod fuzz;
 mod decode;
+mod bench;
+#[cfg(feature = "model")]
+mod model;

@@ -93,7 +93,7 @@ pub const TOP_PROD: u32 = 0;
 impl Cfg {
     /// Is the grammar regular (its start rule inlines into one regex)? Then it returns the HIR.
     pub fn regular_hir(g: &Grammar) -> Result<Option<Hir>> {
-        let regular = regular_rules(g);
+        let (regular, _) = regular_rules(g);
         if !regular[g.start.0 as usize] {
             return Ok(None);
         }
@@ -101,9 +101,11 @@ impl Cfg {
     }
 
     pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Cfg> {
+        let (regular, sizes) = regular_rules(g);
         let mut l = Lowering {
             g,
-            regular: regular_rules(g),
+            regular,
+            sizes,
             limits,
             usable,
             terms: Vec::new(),
@@ -225,8 +227,77 @@ impl Cfg {
     }
 }
 
-/// Which rules are regular: not on a cycle, and referencing only regular rules.
-fn regular_rules(g: &Grammar) -> Vec<bool> {
+/// The largest inlined size (see [`weight`]) folded into one lexeme. Bigger regular parts stay
+/// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
+/// a regular grammar with many optional parts would expand exponentially into one DFA.
+pub const MAX_LEXEME_WEIGHT: u64 = 400;
+
+/// A rough size of the automaton an expression inlines to: literal bytes, class ranges,
+/// repetition copies; rules count their inlined size (`sizes`).
+fn weight(e: &Expr, sizes: &[u64]) -> u64 {
+    match e {
+        Expr::Empty => 1,
+        Expr::Literal(s) => s.len().max(1) as u64,
+        Expr::Regex(h) => hir_weight(h),
+        Expr::Rule(r) => sizes[r.0 as usize],
+        Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
+        Expr::Repeat { body, min, max } => weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1)),
+    }
+}
+
+fn hir_weight(h: &Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind};
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(l) => l.0.len().max(1) as u64,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
+        HirKind::Repetition(r) => hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1)),
+        HirKind::Capture(c) => hir_weight(&c.sub),
+        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
+    }
+}
+
+/// Which rules are regular *and small*: not on a cycle, referencing only such rules, and
+/// inlining to at most [`MAX_LEXEME_WEIGHT`]. Returns (regular, inlined sizes).
+fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
+    let acyclic = acyclic_rules(g);
+    let n = g.rules.len();
+    let mut sizes = vec![u64::MAX; n];
+    let mut regular = vec![false; n];
+    // Sizes bottom-up over the acyclic rules: iterate until no size changes (a DAG settles
+    // in at most its depth rounds; MAX_INLINE_DEPTH bounds that).
+    for _ in 0..=MAX_INLINE_DEPTH + 1 {
+        let mut changed = false;
+        for r in 0..n {
+            if !acyclic[r] || sizes[r] != u64::MAX {
+                continue;
+            }
+            let mut ready = true;
+            g.rules[r].body.for_each_rule(&mut |c| ready &= sizes[c.0 as usize] != u64::MAX || !acyclic[c.0 as usize]);
+            let mut refs_ok = true;
+            g.rules[r].body.for_each_rule(&mut |c| refs_ok &= acyclic[c.0 as usize]);
+            if ready && refs_ok {
+                sizes[r] = weight(&g.rules[r].body, &sizes);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for r in 0..n {
+        if acyclic[r] && sizes[r] <= MAX_LEXEME_WEIGHT {
+            let mut ok = true;
+            g.rules[r].body.for_each_rule(&mut |c| ok &= sizes[c.0 as usize] <= MAX_LEXEME_WEIGHT);
+            regular[r] = ok;
+        }
+    }
+    (regular, sizes)
+}
+
+/// Which rules are regular in the language sense: not on a cycle, referencing only such rules.
+fn acyclic_rules(g: &Grammar) -> Vec<bool> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -267,6 +338,7 @@ fn inline(g: &Grammar, e: &Expr) -> Result<Hir> {
 struct Lowering<'a> {
     g: &'a Grammar,
     regular: Vec<bool>,
+    sizes: Vec<u64>,
     limits: CfgLimits,
     usable: &'a [bool; 256],
     terms: Vec<Term>,
@@ -277,10 +349,11 @@ struct Lowering<'a> {
 }
 
 impl Lowering<'_> {
+    /// Regular and small enough to be one lexeme.
     fn is_regular(&self, e: &Expr) -> bool {
         let mut ok = true;
         e.for_each_rule(&mut |r| ok &= self.regular[r.0 as usize]);
-        ok
+        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
     }
 
     fn new_nt(&mut self, name: String) -> u32 {
@@ -357,10 +430,18 @@ impl Lowering<'_> {
         flatten_seq(xs, &mut flat);
         let mut out = Vec::new();
         let mut run: Vec<&Expr> = Vec::new();
+        let mut run_weight = 0u64;
         for x in flat {
             if self.is_regular(x) {
+                let w = weight(x, &self.sizes);
+                if !run.is_empty() && run_weight.saturating_add(w) > MAX_LEXEME_WEIGHT {
+                    self.flush(&mut run, &mut out)?;
+                    run_weight = 0;
+                }
                 run.push(x);
+                run_weight = run_weight.saturating_add(w);
             } else {
+                run_weight = 0;
                 self.flush(&mut run, &mut out)?;
                 out.push(self.sym(x)?);
             }

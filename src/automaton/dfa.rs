@@ -38,7 +38,7 @@ pub struct DfaLimits {
 
 impl Default for DfaLimits {
     fn default() -> Self {
-        DfaLimits { nfa_bytes: 16 << 20, dfa_bytes: 32 << 20, states: 200_000 }
+        DfaLimits { nfa_bytes: 8 << 20, dfa_bytes: 8 << 20, states: 200_000 }
     }
 }
 

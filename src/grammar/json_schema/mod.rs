@@ -1,21 +1,49 @@
-//! JSON Schema → grammar IR (being written).
+//! JSON Schema → grammar IR: the language of JSON texts that validate against a schema.
+//!
+//! The promise is exactness: every text the grammar accepts validates. Where a keyword cannot be
+//! enforced exactly, compilation fails naming the keyword and its JSON pointer (or, with
+//! [`JsonSchemaOptions::lenient`], compiles without it and lists it in
+//! [`JsonGrammar::unenforced`]). The grammar may be *stricter* than the schema in documented
+//! ways, which never lets an invalid text through:
+//! - strings are produced in canonical JSON encoding (the one `serde_json` writes): `"`, `\` and
+//!   control characters escaped (`\b \f \n \r \t`, else `\u00XX`), nothing else escaped. So
+//!   every string value has one spelling, which makes `pattern` and property names exact;
+//! - numbers are written as JSON numbers in the usual forms (no `-0` tricks are needed), and
+//!   bounded numbers without exponents;
+//! - object properties come in the order of `properties` (additional ones may come between);
+//! - formats are checked by a regular subset of the format (e.g. no leap seconds).
+//!
+//! Layout: [`object`], [`array`], [`string`] (strings, patterns, formats, keys), [`number`],
+//! [`combine`] (enum/const, anyOf/oneOf/allOf), [`refs`] ($ref, $defs, anchors).
+//!
+//! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
+//! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it.
 
-use serde_json::Value;
+mod array;
+mod combine;
+mod number;
+mod object;
+mod refs;
+mod string;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Location, Result};
-use crate::grammar::Grammar;
+use crate::grammar::{Expr, Grammar, Rule, RuleId};
 
 /// Whitespace the output may contain between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Whitespace {
-    /// Bounded: at most one space, or one newline plus limited indentation, between tokens
-    /// (accepts both compact and pretty-printed JSON; no runaway newlines).
+    /// Bounded: at most one space, or one newline plus up to 64 spaces/tabs of indentation,
+    /// between tokens. Accepts compact and pretty-printed JSON; no runaway newlines.
     #[default]
     Bounded,
     /// No whitespace at all.
     Compact,
-    /// Newlines and indentation only where a pretty printer puts them.
+    /// Like `Bounded`, for pretty-printed output: a newline plus up to 128 spaces/tabs.
     Pretty,
 }
 
@@ -41,9 +69,246 @@ pub struct JsonGrammar {
     pub unenforced: Vec<Unenforced>,
 }
 
-/// Compiles a schema into a grammar whose language is exactly the JSON texts (in the chosen
+/// Deepest schema nesting (through subschemas, not through `$ref`) accepted.
+pub const MAX_DEPTH: usize = 128;
+/// Most `enum` values accepted.
+pub const MAX_ENUM: usize = 10_000;
+/// Largest length/count bound unrolled into the grammar (`maxLength`, `maxItems`, ...).
+pub const MAX_COUNT: u64 = 10_000;
+
+/// Compiles a schema into a grammar whose language is the JSON texts (in the chosen
 /// whitespace) that validate against it, or fails naming what cannot be enforced.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> {
-    let _ = (schema, opts);
-    Err(Error::Schema { at: Location::Pointer(String::new()), msg: "JSON Schema compilation is not built yet".into() })
+    let mut c = Compiler::new(schema, opts);
+    let root = c.new_rule("root");
+    let body = c.schema(schema, "")?;
+    c.rules[root.0 as usize].body = body;
+    Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
 }
+
+pub(crate) struct Compiler<'s> {
+    root: &'s Value,
+    opts: JsonSchemaOptions,
+    rules: Vec<Rule>,
+    /// `$ref` targets already compiled (or being compiled): pointer → rule.
+    ref_rules: HashMap<String, RuleId>,
+    /// Shared helper rules by name (any value, any object, ...).
+    named: HashMap<&'static str, RuleId>,
+    unenforced: Vec<Unenforced>,
+    depth: usize,
+    /// `$anchor` / `$id` → JSON pointer, collected up front.
+    anchors: HashMap<String, String>,
+}
+
+impl<'s> Compiler<'s> {
+    fn new(root: &'s Value, opts: &JsonSchemaOptions) -> Compiler<'s> {
+        let mut c = Compiler {
+            root,
+            opts: opts.clone(),
+            rules: Vec::new(),
+            ref_rules: HashMap::new(),
+            named: HashMap::new(),
+            unenforced: Vec::new(),
+            depth: 0,
+            anchors: HashMap::new(),
+        };
+        refs::collect_anchors(root, "", &mut c.anchors, 0);
+        c
+    }
+
+    fn new_rule(&mut self, name: &str) -> RuleId {
+        self.rules.push(Rule { name: name.to_string(), body: Expr::Empty, span: None });
+        RuleId(self.rules.len() as u32 - 1)
+    }
+
+    /// A helper rule built once per grammar.
+    fn shared(&mut self, name: &'static str, build: impl FnOnce(&mut Self, RuleId) -> Expr) -> Expr {
+        if let Some(&r) = self.named.get(name) {
+            return Expr::Rule(r);
+        }
+        let r = self.new_rule(name);
+        self.named.insert(name, r);
+        let body = build(self, r);
+        self.rules[r.0 as usize].body = body;
+        Expr::Rule(r)
+    }
+
+    /// A schema error (malformed schema): always an error, even when lenient.
+    fn bad(&self, pointer: &str, msg: impl Into<String>) -> Error {
+        Error::Schema { at: Location::Pointer(pointer.to_string()), msg: msg.into() }
+    }
+
+    /// Something valid that cannot be enforced: an error, or (lenient) noted and skipped.
+    fn unenforced(&mut self, pointer: &str, keyword: &str, reason: impl Into<String>) -> Result<()> {
+        let reason = reason.into();
+        let at = join(pointer, keyword);
+        if self.opts.lenient {
+            self.unenforced.push(Unenforced { pointer: at, keyword: keyword.to_string(), reason });
+            Ok(())
+        } else {
+            Err(Error::Schema { at: Location::Pointer(at), msg: format!("`{keyword}` cannot be enforced: {reason}") })
+        }
+    }
+
+    /// Whitespace between tokens.
+    fn ws(&self) -> Expr {
+        let re = match self.opts.whitespace {
+            Whitespace::Compact => return Expr::Empty,
+            Whitespace::Bounded => r"(?: ?|\n[ \t]{0,64})",
+            Whitespace::Pretty => r"(?: ?|\n[ \t]{0,128})",
+        };
+        Expr::Regex(Box::new(crate::grammar::regex::parse(re).expect("valid whitespace regex")))
+    }
+
+    /// `ws lit ws`: a structural token with whitespace around it.
+    fn punct(&self, lit: &str) -> Expr {
+        Expr::Seq(vec![self.ws(), Expr::Literal(lit.into()), self.ws()])
+    }
+
+    /// The value expression for `schema` at `pointer`.
+    fn schema(&mut self, schema: &Value, pointer: &str) -> Result<Expr> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.depth -= 1;
+            let shown: String = pointer.chars().take(80).collect();
+            let more = if shown.len() < pointer.len() { "…" } else { "" };
+            return Err(Error::Limit {
+                what: format!("schema nesting depth at {shown}{more}"),
+                limit: MAX_DEPTH,
+                hint: None,
+            });
+        }
+        let r = self.schema_inner(schema, pointer);
+        self.depth -= 1;
+        r
+    }
+
+    fn schema_inner(&mut self, schema: &Value, pointer: &str) -> Result<Expr> {
+        let obj = match schema {
+            Value::Bool(true) => return Ok(self.any_value()),
+            Value::Bool(false) => return Ok(nothing()),
+            Value::Object(o) => o,
+            _ => return Err(self.bad(pointer, "a schema must be an object or a boolean")),
+        };
+        // allOf (and $ref with siblings) merge into one schema first.
+        if let Some(merged) = combine::merge_all_of(self, obj, pointer)? {
+            return self.schema(&merged, pointer);
+        }
+        if let Some(r) = obj.get("$ref") {
+            let r = r.as_str().ok_or_else(|| self.bad(&join(pointer, "$ref"), "`$ref` must be a string"))?;
+            return self.reference(r, pointer);
+        }
+        for kw in ["not", "if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
+            if let Some(v) = obj.get(kw) {
+                if !trivially_true(kw, v) {
+                    self.unenforced(pointer, kw, "not supported yet")?;
+                }
+            }
+        }
+        if let Some(e) = combine::enum_const(self, obj, pointer)? {
+            return Ok(e);
+        }
+        if let Some(e) = combine::any_one_of(self, obj, pointer)? {
+            return Ok(e);
+        }
+        let types = self.types(obj, pointer)?;
+        let mut alts = Vec::new();
+        for t in types {
+            let e = match t {
+                "null" => Expr::Literal("null".into()),
+                "boolean" => Expr::Alt(vec![Expr::Literal("true".into()), Expr::Literal("false".into())]),
+                "string" => string::string(self, obj, pointer)?,
+                "integer" => number::integer(self, obj, pointer)?,
+                "number" => number::number(self, obj, pointer)?,
+                "array" => array::array(self, obj, pointer)?,
+                "object" => object::object(self, obj, pointer)?,
+                _ => unreachable!("types() checks names"),
+            };
+            alts.push(e);
+        }
+        Ok(alt(alts))
+    }
+
+    /// The JSON types a schema allows: `type` if given, else every type.
+    fn types(&self, obj: &Map<String, Value>, pointer: &str) -> Result<Vec<&'static str>> {
+        const ALL: [&str; 7] = ["null", "boolean", "object", "array", "string", "integer", "number"];
+        let names: Vec<&str> = match obj.get("type") {
+            None => return Ok(vec!["null", "boolean", "object", "array", "string", "number"]),
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(a)) => a.iter().map(|v| v.as_str().unwrap_or("?")).collect(),
+            Some(_) => return Err(self.bad(&join(pointer, "type"), "`type` must be a string or an array of strings")),
+        };
+        let mut out = Vec::new();
+        for n in names {
+            let Some(t) = ALL.iter().find(|t| **t == n) else {
+                return Err(self.bad(&join(pointer, "type"), format!("unknown type {n:?}")));
+            };
+            if !out.contains(t) {
+                out.push(*t);
+            }
+        }
+        // "number" already includes every integer.
+        if out.contains(&"number") {
+            out.retain(|t| *t != "integer");
+        }
+        Ok(out)
+    }
+
+    /// Any JSON value.
+    fn any_value(&mut self) -> Expr {
+        self.shared("any_value", |c, me| {
+            let ws = c.ws();
+            let sep = c.punct(",");
+            let colon = c.punct(":");
+            let string = string::any_string();
+            let member = Expr::Seq(vec![string.clone(), colon, Expr::Rule(me)]);
+            let members = Expr::Seq(vec![member.clone(), Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), member])), min: 0, max: None }]);
+            let object = Expr::Seq(vec![Expr::Literal("{".into()), ws.clone(), opt(members), ws.clone(), Expr::Literal("}".into())]);
+            let items = Expr::Seq(vec![Expr::Rule(me), Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, Expr::Rule(me)])), min: 0, max: None }]);
+            let array = Expr::Seq(vec![Expr::Literal("[".into()), ws.clone(), opt(items), ws, Expr::Literal("]".into())]);
+            Expr::Alt(vec![
+                object,
+                array,
+                string,
+                number::any_number(),
+                Expr::Literal("true".into()),
+                Expr::Literal("false".into()),
+                Expr::Literal("null".into()),
+            ])
+        })
+    }
+}
+
+/// The empty language (a schema nothing validates against).
+fn nothing() -> Expr {
+    Expr::Alt(vec![])
+}
+
+fn alt(mut xs: Vec<Expr>) -> Expr {
+    if xs.len() == 1 {
+        xs.pop().unwrap()
+    } else {
+        Expr::Alt(xs)
+    }
+}
+
+fn opt(e: Expr) -> Expr {
+    Expr::Repeat { body: Box::new(e), min: 0, max: Some(1) }
+}
+
+/// `pointer/key` with JSON-pointer escaping.
+pub(crate) fn join(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// Keywords whose value makes them no constraint at all.
+fn trivially_true(kw: &str, v: &Value) -> bool {
+    match kw {
+        "unevaluatedProperties" | "unevaluatedItems" => v == &Value::Bool(true),
+        "dependentSchemas" | "dependentRequired" | "dependencies" => v.as_object().is_some_and(|o| o.is_empty()),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

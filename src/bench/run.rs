@@ -1,0 +1,448 @@
+//! Running one case: compile, then every instance token by token through a fresh matcher.
+//!
+//! The method is peer-bench's (its README, "Per case"), step for step:
+//!
+//! 1. Every instance is serialized with serde_json (compact, or pretty with `--pretty`; key
+//!    order as written in the input) and tokenized once with [`Vocab::encode_canonical`]
+//!    (Hugging Face `encode(text, add_special_tokens=false)`, prefix-space normalizers
+//!    removed). Not timed.
+//! 2. `compile_us`: schema → ready [`Compiled`]. `ttfm_us`: compile + fresh matcher + first
+//!    mask.
+//! 3. For each token: [`Matcher::fill_mask`](crate::automaton::Matcher::fill_mask) over the whole vocabulary (only this call is in
+//!    `mask_us`); the token must be in that mask, else the instance is `rejected` at that step;
+//!    then [`Matcher::commit`](crate::automaton::Matcher::commit) (timed apart, `commit_us_mean`). A commit that fails for a token
+//!    the mask allowed is an `engine_error`.
+//! 4. After the last token the matcher must accept (EOS allowed), else `not_accepting`.
+//!
+//! Valid instances must end `accepted`; invalid ones `rejected` or `not_accepting`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::cases::{Case, Instance};
+use super::stats::{summarize_ns_as_us, us, Clock, Summary};
+use crate::automaton::{CompileOptions, Compiled, Constraint};
+use crate::grammar::json_schema::{self, JsonSchemaOptions};
+use crate::vocab::{TokenId, TokenSet, Vocab};
+
+/// How cases are run (everything but the inputs).
+#[derive(Debug, Clone, Default)]
+pub struct RunSettings {
+    /// Serialize instances indented (serde_json's pretty printer) instead of compact.
+    pub pretty: bool,
+    pub clock: Clock,
+    pub schema: JsonSchemaOptions,
+    pub compile: CompileOptions,
+}
+
+/// One instance's result. Field names and order are peer-bench's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InstanceResult {
+    pub idx: usize,
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub description: String,
+    pub expected_valid: bool,
+    pub n_tokens: usize,
+    /// accepted | rejected | not_accepting | engine_error
+    pub outcome: String,
+    /// The step (0-based token index) where the token was rejected or the error happened.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub step: Option<usize>,
+    pub agree: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub detail: Option<String>,
+    /// JSON lexical context of the rejected token: key / string / number / literal /
+    /// structure / whitespace / end / other.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rejected_in: Option<String>,
+    /// The tokens do not spell the instance text exactly.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub tokenization_mismatch: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mask_us: Option<Summary>,
+    /// Every step's mask time; travels from workers, cleared before a line is printed.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub mask_ns: Vec<u64>,
+    /// Every step's mask time in µs (with `--per-step`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub step_mask_us: Vec<f64>,
+    #[serde(default)]
+    pub commit_ns_total: u64,
+}
+
+/// One case's result: one JSON line on stdout. Fields up to `commit_us_mean`, and
+/// `instances`, are peer-bench's; the ones between are strictly's additions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub engine: String,
+    pub idx: usize,
+    pub id: String,
+    pub group: String,
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub description: String,
+    /// ok | compile_error | rejected_valid | accepted_invalid | engine_error | timeout |
+    /// crash | panic
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub compile_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ttfm_us: Option<f64>,
+    pub n_instances: usize,
+    pub n_valid: usize,
+    pub n_valid_accepted: usize,
+    pub n_invalid: usize,
+    pub n_invalid_rejected: usize,
+    pub n_tokens: usize,
+    pub n_masks: usize,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mask_us: Option<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub commit_us_mean: Option<f64>,
+    /// Peak resident memory of the process while it ran this case (MiB).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_rss_mib: Option<f64>,
+    /// Resident memory when the case started (MiB); `peak_rss_mib` minus this is what the
+    /// case added at its peak (compiled constraint, matchers, masks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rss_before_mib: Option<f64>,
+    /// Facts about the compiled automaton ([`Compiled::stats`]: engine dfa | earley, sizes).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub automaton: Option<Value>,
+    /// With `--lenient`: what the schema asks that is not enforced (keyword and pointer).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub unenforced: Vec<Value>,
+    pub instances: Vec<InstanceResult>,
+}
+
+impl CaseResult {
+    /// A result with the case's identity and instance counts filled in.
+    pub fn for_case(case: &Case, idx: usize) -> CaseResult {
+        CaseResult {
+            idx,
+            id: case.id.clone(),
+            group: case.group.clone(),
+            description: case.description.clone(),
+            n_instances: case.instances.len(),
+            n_valid: case.instances.iter().filter(|i| i.valid).count(),
+            n_invalid: case.instances.iter().filter(|i| !i.valid).count(),
+            ..CaseResult::default()
+        }
+    }
+
+    /// A case that produced no measurements (timeout, crash, panic).
+    pub fn failed(case: &Case, idx: usize, status: &str, error: String) -> CaseResult {
+        CaseResult { status: status.into(), error: Some(error), ..CaseResult::for_case(case, idx) }
+    }
+}
+
+/// `s` cut to at most `n` bytes (on a character boundary), with `...` if cut.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_string();
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+fn serialize(v: &Value, pretty: bool) -> String {
+    let r = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
+    // A `Value` with string keys always serializes.
+    r.expect("serde_json::Value serializes")
+}
+
+/// Runs `case` (the `idx`-th of the run) and measures it.
+pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
+    let mut res = CaseResult::for_case(case, idx);
+    let clock = settings.clock;
+    // 1. Serialize and tokenize (not timed).
+    let prepared: Vec<(String, Vec<TokenId>)> = case
+        .instances
+        .iter()
+        .map(|inst| {
+            let text = serialize(&inst.data, settings.pretty);
+            let toks = vocab.encode_canonical(&text).or_else(|| vocab.encode(text.as_bytes())).unwrap_or_default();
+            (text, toks)
+        })
+        .collect();
+    let memory = MemoryProbe::start();
+
+    // 2. Compile and first mask.
+    let constraint = Constraint::JsonSchema(case.schema.clone(), settings.schema.clone());
+    let mut mask = TokenSet::new(vocab.len());
+    let t0 = clock.now_ns();
+    let compiled = Compiled::with_options(vocab.clone(), &constraint, &settings.compile);
+    res.compile_us = Some(us(clock.now_ns() - t0));
+    let compiled = match compiled {
+        Ok(c) => c,
+        Err(e) => {
+            res.status = "compile_error".into();
+            res.error = Some(truncate(&e.to_string(), 500));
+            return res;
+        }
+    };
+    let mut first = compiled.matcher();
+    first.fill_mask(&mut mask);
+    res.ttfm_us = Some(us(clock.now_ns() - t0));
+    drop(first);
+    res.automaton = Some(compiled.stats());
+    if settings.schema.lenient {
+        // Compiled once more, untimed, only to list what the lenient compile let through.
+        if let Ok(g) = json_schema::compile(&case.schema, &settings.schema) {
+            res.unenforced = g.unenforced.iter().filter_map(|u| serde_json::to_value(u).ok()).collect();
+        }
+    }
+
+    // 3-4. Every instance, token by token.
+    let mut all_mask_ns = Vec::new();
+    let mut commit_total = 0u64;
+    for (i, (inst, (text, toks))) in case.instances.iter().zip(prepared).enumerate() {
+        let mut ir = run_instance(vocab, &compiled, &mut mask, inst, &text, &toks, clock);
+        ir.idx = i;
+        if inst.valid {
+            res.n_valid_accepted += usize::from(ir.outcome == "accepted");
+        } else {
+            res.n_invalid_rejected += usize::from(ir.agree);
+        }
+        res.n_tokens += ir.n_tokens;
+        res.n_masks += ir.mask_ns.len();
+        commit_total += ir.commit_ns_total;
+        ir.mask_us = summarize_ns_as_us(&ir.mask_ns);
+        all_mask_ns.extend_from_slice(&ir.mask_ns);
+        res.instances.push(ir);
+    }
+    res.mask_us = summarize_ns_as_us(&all_mask_ns);
+    if res.n_masks > 0 {
+        res.commit_us_mean = Some((commit_total as f64 / res.n_masks as f64 / 100.0).round() / 10.0);
+    }
+    let engine_error = res.instances.iter().any(|i| i.outcome == "engine_error");
+    res.status = if res.n_valid_accepted < res.n_valid {
+        if engine_error {
+            "engine_error"
+        } else {
+            "rejected_valid"
+        }
+    } else if res.n_invalid_rejected < res.n_invalid {
+        if engine_error {
+            "engine_error"
+        } else {
+            "accepted_invalid"
+        }
+    } else {
+        "ok"
+    }
+    .into();
+    drop(compiled);
+    (res.peak_rss_mib, res.rss_before_mib) = memory.finish();
+    res
+}
+
+fn run_instance(
+    vocab: &Vocab,
+    compiled: &Arc<Compiled>,
+    mask: &mut TokenSet,
+    inst: &Instance,
+    text: &str,
+    toks: &[TokenId],
+    clock: Clock,
+) -> InstanceResult {
+    let mut ir = InstanceResult {
+        description: inst.description.clone(),
+        expected_valid: inst.valid,
+        n_tokens: toks.len(),
+        tokenization_mismatch: vocab.decode(toks) != text.as_bytes(),
+        ..InstanceResult::default()
+    };
+    let text = text.as_bytes();
+    let mut m = compiled.matcher();
+    let mut off = 0usize;
+    // (outcome, step, detail) of an instance that did not end accepted.
+    let mut outcome: Option<(&str, usize, String)> = None;
+    for (k, &t) in toks.iter().enumerate() {
+        let ts = clock.now_ns();
+        m.fill_mask(mask);
+        ir.mask_ns.push(clock.now_ns() - ts);
+        let bytes = vocab.bytes(t);
+        if !mask.contains(t) {
+            ir.rejected_in = Some(json_context(text, off).to_string());
+            let shown = String::from_utf8_lossy(bytes);
+            let at = context_snippet(text, off, bytes.len());
+            outcome = Some(("rejected", k, format!("token {} {shown:?} at byte {off}: {at}", t.0)));
+            break;
+        }
+        let tc = clock.now_ns();
+        let r = m.commit(t);
+        ir.commit_ns_total += clock.now_ns() - tc;
+        if let Err(e) = r {
+            let detail = truncate(&format!("commit of allowed token {}: {e}", t.0), 300);
+            outcome = Some(("engine_error", k, detail));
+            break;
+        }
+        off += bytes.len();
+    }
+    if outcome.is_none() && !m.is_accepting() {
+        outcome = Some(("not_accepting", toks.len(), "all tokens consumed but EOS not allowed".into()));
+    }
+    match outcome {
+        None => ir.outcome = "accepted".into(),
+        Some((o, k, d)) => {
+            ir.outcome = o.into();
+            ir.step = Some(k);
+            ir.detail = Some(d);
+        }
+    }
+    ir.agree = match (inst.valid, ir.outcome.as_str()) {
+        (true, o) => o == "accepted",
+        (false, o) => o == "rejected" || o == "not_accepting",
+    };
+    ir
+}
+
+/// `text` around bytes `off..off+len`, the token marked `⟦…⟧`: 40 bytes before, 20 after.
+pub fn context_snippet(text: &[u8], off: usize, len: usize) -> String {
+    let off = off.min(text.len());
+    let (a, b) = (off.saturating_sub(40), (off + len).min(text.len()));
+    let c = (b + 20).min(text.len());
+    let s = |r: &[u8]| String::from_utf8_lossy(r).into_owned();
+    format!("{}⟦{}⟧{}", s(&text[a..off]), s(&text[off..b]), s(&text[b..c]))
+}
+
+/// The lexical JSON context at byte `off` of `text` (where a token was rejected): `key`
+/// (inside or opening an object key), `string`, `number`, `literal`, `structure` (`{}[],:`),
+/// `whitespace`, `end` or `other`.
+pub fn json_context(text: &[u8], off: usize) -> &'static str {
+    // Containers open before `off`; `expect_key`: the next string would be a key.
+    let mut stack: Vec<u8> = Vec::new();
+    let (mut expect_key, mut in_str, mut in_key, mut esc) = (false, false, false, false);
+    for &b in &text[..off.min(text.len())] {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                (in_str, in_key) = (false, false);
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                (in_str, in_key, expect_key) = (true, expect_key, false);
+            }
+            b'{' => {
+                stack.push(b'{');
+                expect_key = true;
+            }
+            b'[' => stack.push(b'['),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => expect_key = stack.last() == Some(&b'{'),
+            b':' => expect_key = false,
+            _ => {}
+        }
+    }
+    if in_str {
+        return if in_key { "key" } else { "string" };
+    }
+    let prev_digit = off > 0 && text.get(off - 1).is_some_and(u8::is_ascii_digit);
+    match text.get(off) {
+        None => "end",
+        Some(b'"') if expect_key => "key",
+        Some(b'"') => "string",
+        Some(c) if c.is_ascii_digit() || *c == b'-' => "number",
+        Some(b'.' | b'e' | b'E' | b'+') if prev_digit => "number",
+        Some(b't' | b'f' | b'n') => "literal",
+        Some(b'{' | b'}' | b'[' | b']' | b',' | b':') => "structure",
+        Some(c) if c.is_ascii_whitespace() => "whitespace",
+        Some(_) => "other",
+    }
+}
+
+/// The untimed warm-up case (peer-bench's), run three times before the first real case.
+pub fn warm_up(vocab: &Arc<Vocab>, settings: &RunSettings) -> CaseResult {
+    let case = Case {
+        id: "warmup".into(),
+        group: "warmup".into(),
+        description: String::new(),
+        schema: serde_json::json!({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"},"c":{"type":"array","items":{"type":"number"}}},"required":["a"]}),
+        instances: vec![Instance {
+            description: String::new(),
+            data: serde_json::json!({"a":"hello world","b":42,"c":[1.5,2,-3e5]}),
+            valid: true,
+        }],
+        file: std::path::PathBuf::new(),
+    };
+    let settings = RunSettings { pretty: false, clock: Clock::Wall, ..settings.clone() };
+    let mut last = CaseResult::default();
+    for _ in 0..3 {
+        last = run_case(vocab, &case, 0, &settings);
+    }
+    last
+}
+
+/// Peak resident memory over a stretch of work, from `/proc/self/status` (Linux). The
+/// high-water mark is reset at the start through `/proc/self/clear_refs`; where that is not
+/// possible nothing is reported.
+struct MemoryProbe {
+    before_kib: Option<u64>,
+}
+
+impl MemoryProbe {
+    fn start() -> MemoryProbe {
+        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        MemoryProbe { before_kib: if reset { status_kib("VmRSS") } else { None } }
+    }
+
+    /// (peak, before) in MiB.
+    fn finish(self) -> (Option<f64>, Option<f64>) {
+        let Some(before) = self.before_kib else { return (None, None) };
+        let mib = |k: u64| (k as f64 / 1024.0 * 10.0).round() / 10.0;
+        (status_kib("VmHWM").map(mib), Some(mib(before)))
+    }
+}
+
+fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_context_classifies_positions() {
+        let t = br#"{"name":"x","n":12e3,"a":[true,{"k":1}]}"#;
+        let at = |needle: &str| json_context(t, String::from_utf8_lossy(t).find(needle).unwrap());
+        assert_eq!(json_context(t, 1), "key");
+        assert_eq!(json_context(t, 2), "key");
+        assert_eq!(at("\"x\""), "string");
+        assert_eq!(at("12e3"), "number");
+        assert_eq!(at("e3"), "number");
+        assert_eq!(at("true"), "literal");
+        assert_eq!(at("\"k\""), "key");
+        assert_eq!(at(",\"n\""), "structure");
+        assert_eq!(json_context(t, t.len()), "end");
+    }
+
+    #[test]
+    fn snippet_marks_the_token() {
+        assert_eq!(context_snippet(b"[1,2,3]", 3, 1), "[1,⟦2⟧,3]");
+        assert_eq!(context_snippet(b"ab", 2, 3), "ab⟦⟧");
+    }
+
+    #[test]
+    fn memory_probe_reads_proc() {
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(status_kib("VmRSS").is_some_and(|k| k > 0));
+        }
+    }
+}

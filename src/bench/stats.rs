@@ -1,0 +1,285 @@
+//! Clocks, percentiles and the per-group tallies of a benchmark run.
+//!
+//! Percentiles are nearest-rank over integer nanoseconds, reported in µs with one decimal
+//! (ms with two), the same rounding as peer-bench, so equal samples print equal numbers.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::run::CaseResult;
+
+/// The clock every engine timing is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Clock {
+    /// Monotonic wall clock.
+    #[default]
+    Wall,
+    /// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): robust to other load on a
+    /// shared machine, but blind to waiting, and each reading costs a system call.
+    ThreadCpu,
+}
+
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+impl Clock {
+    /// Nanoseconds since an arbitrary fixed point of this clock.
+    #[inline]
+    pub fn now_ns(self) -> u64 {
+        match self {
+            Clock::Wall => EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64,
+            Clock::ThreadCpu => cpu_clock::thread_cpu_ns().unwrap_or(0),
+        }
+    }
+
+    /// Can this clock be read on this platform?
+    pub fn is_available(self) -> bool {
+        match self {
+            Clock::Wall => true,
+            Clock::ThreadCpu => cpu_clock::thread_cpu_ns().is_some(),
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+mod cpu_clock {
+    use std::os::raw::{c_int, c_long};
+
+    /// `struct timespec` on 64-bit Linux.
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: c_long,
+        tv_nsec: c_long,
+    }
+
+    extern "C" {
+        // From the C library std already links; no extra crate.
+        fn clock_gettime(clock: c_int, tp: *mut Timespec) -> c_int;
+    }
+
+    const CLOCK_THREAD_CPUTIME_ID: c_int = 3;
+
+    pub fn thread_cpu_ns() -> Option<u64> {
+        let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec; clock_gettime writes only into it.
+        let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+mod cpu_clock {
+    pub fn thread_cpu_ns() -> Option<u64> {
+        None
+    }
+}
+
+/// Distribution of a list of timings, in µs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Nearest-rank percentile of an ascending slice (`q` in 0..=1); 0 for an empty slice.
+pub fn pct_sorted(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Nanoseconds as µs rounded to one decimal.
+pub fn us(ns: u64) -> f64 {
+    (ns as f64 / 100.0).round() / 10.0
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Summary in µs of nanosecond samples; `None` if there are none.
+pub fn summarize_ns_as_us(samples: &[u64]) -> Option<Summary> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut v = samples.to_vec();
+    v.sort_unstable();
+    let sum: u128 = v.iter().map(|&x| x as u128).sum();
+    Some(Summary {
+        n: v.len(),
+        mean: round1(sum as f64 / v.len() as f64 / 1000.0),
+        p50: us(pct_sorted(&v, 0.50)),
+        p95: us(pct_sorted(&v, 0.95)),
+        p99: us(pct_sorted(&v, 0.99)),
+        max: us(*v.last().expect("not empty")),
+    })
+}
+
+/// Tallies over a set of cases (one group, or all). The serialized fields up to `ttfm_ms_max`
+/// are peer-bench's, in its order; the `peak_rss_*` ones are strictly's additions.
+#[derive(Debug, Default, Serialize)]
+pub struct GroupSummary {
+    pub cases: usize,
+    /// Cases whose schema compiled and gave a first mask.
+    pub compiled: usize,
+    pub ok: usize,
+    pub statuses: BTreeMap<String, usize>,
+    pub valid: usize,
+    pub valid_accepted: usize,
+    pub invalid: usize,
+    pub invalid_rejected: usize,
+    /// Valid / invalid instances of schemas that compiled.
+    pub valid_compiled: usize,
+    pub invalid_compiled: usize,
+    /// Compiled schemas with at least one valid instance, and those with all of them accepted.
+    pub schemas_with_valid: usize,
+    pub schemas_all_valid_accepted: usize,
+    /// Valid instances not accepted, by the JSON context where the token was rejected (or the
+    /// outcome, when it was not a rejection).
+    pub valid_rejected_in: BTreeMap<String, usize>,
+    pub tests_agree: usize,
+    pub tests_total_compiled: usize,
+    pub tests_total_all: usize,
+    pub tokens: usize,
+    pub masks: usize,
+    pub mask_us: Option<Summary>,
+    pub mask_us_p999: Option<f64>,
+    pub compile_ms_median: Option<f64>,
+    pub compile_ms_p90: Option<f64>,
+    pub compile_ms_max: Option<f64>,
+    pub ttfm_ms_median: Option<f64>,
+    pub ttfm_ms_p90: Option<f64>,
+    pub ttfm_ms_max: Option<f64>,
+    /// Peak resident memory of a worker while it ran one compiled case (MiB), median and max
+    /// over compiled cases; and the same minus the resident memory when the case started.
+    pub peak_rss_mib_median: Option<f64>,
+    pub peak_rss_mib_max: Option<f64>,
+    pub peak_rss_delta_mib_median: Option<f64>,
+    pub peak_rss_delta_mib_max: Option<f64>,
+    #[serde(skip)]
+    pub mask_ns: Vec<u64>,
+    #[serde(skip)]
+    compile_ns: Vec<u64>,
+    #[serde(skip)]
+    ttfm_ns: Vec<u64>,
+    #[serde(skip)]
+    peak_kib: Vec<u64>,
+    #[serde(skip)]
+    delta_kib: Vec<u64>,
+}
+
+impl GroupSummary {
+    pub fn add(&mut self, r: &CaseResult) {
+        self.cases += 1;
+        *self.statuses.entry(r.status.clone()).or_default() += 1;
+        if r.ttfm_us.is_some() {
+            self.compiled += 1;
+            self.compile_ns.push((r.compile_us.unwrap_or(0.0) * 1000.0) as u64);
+            self.ttfm_ns.push((r.ttfm_us.unwrap_or(0.0) * 1000.0) as u64);
+            self.tests_total_compiled += r.n_valid + r.n_invalid;
+            self.valid_compiled += r.n_valid;
+            self.invalid_compiled += r.n_invalid;
+            if r.n_valid > 0 {
+                self.schemas_with_valid += 1;
+                if r.n_valid_accepted == r.n_valid {
+                    self.schemas_all_valid_accepted += 1;
+                }
+            }
+            if let Some(peak) = r.peak_rss_mib {
+                let kib = (peak * 1024.0).round() as u64;
+                self.peak_kib.push(kib);
+                let before = (r.rss_before_mib.unwrap_or(peak) * 1024.0).round() as u64;
+                self.delta_kib.push(kib.saturating_sub(before));
+            }
+        }
+        if r.status == "ok" {
+            self.ok += 1;
+        }
+        self.tests_total_all += r.n_valid + r.n_invalid;
+        self.valid += r.n_valid;
+        self.valid_accepted += r.n_valid_accepted;
+        self.invalid += r.n_invalid;
+        self.invalid_rejected += r.n_invalid_rejected;
+        self.tests_agree += r.instances.iter().filter(|i| i.agree).count();
+        self.tokens += r.n_tokens;
+        self.masks += r.n_masks;
+        for i in &r.instances {
+            self.mask_ns.extend_from_slice(&i.mask_ns);
+            if i.expected_valid && !i.agree {
+                let k = i.rejected_in.clone().unwrap_or_else(|| i.outcome.clone());
+                *self.valid_rejected_in.entry(k).or_default() += 1;
+            }
+        }
+    }
+
+    /// Computes the distributions from the collected samples.
+    pub fn finish(&mut self) {
+        self.mask_us = summarize_ns_as_us(&self.mask_ns);
+        if !self.mask_ns.is_empty() {
+            self.mask_ns.sort_unstable();
+            self.mask_us_p999 = Some(us(pct_sorted(&self.mask_ns, 0.999)));
+        }
+        let ms = |v: &mut Vec<u64>, q: f64| -> Option<f64> {
+            (!v.is_empty()).then(|| {
+                v.sort_unstable();
+                (pct_sorted(v, q) as f64 / 1e4).round() / 100.0
+            })
+        };
+        self.compile_ms_median = ms(&mut self.compile_ns, 0.5);
+        self.compile_ms_p90 = ms(&mut self.compile_ns, 0.9);
+        self.compile_ms_max = ms(&mut self.compile_ns, 1.0);
+        self.ttfm_ms_median = ms(&mut self.ttfm_ns, 0.5);
+        self.ttfm_ms_p90 = ms(&mut self.ttfm_ns, 0.9);
+        self.ttfm_ms_max = ms(&mut self.ttfm_ns, 1.0);
+        let mib = |v: &mut Vec<u64>, q: f64| -> Option<f64> {
+            (!v.is_empty()).then(|| {
+                v.sort_unstable();
+                (pct_sorted(v, q) as f64 / 1024.0 * 10.0).round() / 10.0
+            })
+        };
+        self.peak_rss_mib_median = mib(&mut self.peak_kib, 0.5);
+        self.peak_rss_mib_max = mib(&mut self.peak_kib, 1.0);
+        self.peak_rss_delta_mib_median = mib(&mut self.delta_kib, 0.5);
+        self.peak_rss_delta_mib_max = mib(&mut self.delta_kib, 1.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(pct_sorted(&v, 0.5), 50);
+        assert_eq!(pct_sorted(&v, 0.99), 99);
+        assert_eq!(pct_sorted(&v, 1.0), 100);
+        assert_eq!(pct_sorted(&[7], 0.5), 7);
+        assert_eq!(pct_sorted(&[], 0.5), 0);
+        let s = summarize_ns_as_us(&[1000, 3000]).unwrap();
+        assert_eq!((s.n, s.mean, s.p50, s.max), (2, 2.0, 1.0, 3.0));
+        assert_eq!(us(1549), 1.5);
+    }
+
+    #[test]
+    fn thread_cpu_clock_advances() {
+        if !Clock::ThreadCpu.is_available() {
+            return;
+        }
+        let a = Clock::ThreadCpu.now_ns();
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(Clock::ThreadCpu.now_ns() > a);
+    }
+}

@@ -1,0 +1,98 @@
+//! Arrays: `prefixItems` (and draft-07 array-form `items`), `items` / `additionalItems`,
+//! `minItems` / `maxItems`, and `contains` when the other items are unconstrained.
+//!
+//! `B(j)` is "the items from position j on": `sep? P_j B(j+1)`, or the end once `j ≥ minItems`;
+//! after the prefix, the rest repeats `(sep R){a,b}`.
+
+use serde_json::{Map, Value};
+
+use super::{join, string, Compiler, MAX_COUNT};
+use crate::error::Result;
+use crate::grammar::Expr;
+
+pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let t = Value::Bool(true);
+    // The prefix schemas and the schema for the rest.
+    let (prefix, prefix_kw, rest, rest_kw): (Vec<&Value>, &str, &Value, &str) = match (obj.get("prefixItems"), obj.get("items")) {
+        (Some(Value::Array(p)), items) => (p.iter().collect(), "prefixItems", items.unwrap_or(&t), "items"),
+        (None, Some(Value::Array(p))) => (p.iter().collect(), "items", obj.get("additionalItems").unwrap_or(&t), "additionalItems"),
+        (None, items) => (Vec::new(), "", items.unwrap_or(&t), "items"),
+        (Some(_), _) => return Err(c.bad(&join(pointer, "prefixItems"), "`prefixItems` must be an array")),
+    };
+    let min = string::count(c, obj, pointer, "minItems")?.unwrap_or(0);
+    let mut max = string::count(c, obj, pointer, "maxItems")?;
+    if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
+        c.unenforced(pointer, "uniqueItems", "not supported yet (except with maxItems ≤ 1)")?;
+    }
+    let p = prefix.len() as u64;
+    if rest == &Value::Bool(false) {
+        max = Some(max.map_or(p, |m| m.min(p)));
+    }
+    if max.is_some_and(|m| m < min) {
+        return Ok(super::nothing());
+    }
+    if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT && m > p) {
+        c.unenforced(pointer, "maxItems", format!("item-count bounds above {MAX_COUNT} are not unrolled"))?;
+    }
+    let contains = obj.get("contains").filter(|v| **v != Value::Bool(true) || min == 0);
+    if let Some(cs) = contains {
+        let unconstrained = prefix.is_empty() && rest == &t && max.is_none();
+        if !unconstrained {
+            c.unenforced(pointer, "contains", "supported only when the other items are unconstrained")?;
+        } else {
+            for kw in ["minContains", "maxContains"] {
+                if obj.contains_key(kw) {
+                    c.unenforced(pointer, kw, "not supported yet")?;
+                }
+            }
+            // [ (any ,)* C (, any)* ]
+            let any = c.any_value();
+            let sep = c.punct(",");
+            let cexpr = c.schema(cs, &join(pointer, "contains"))?;
+            let before = Expr::Repeat { body: Box::new(Expr::Seq(vec![any.clone(), sep.clone()])), min: 0, max: None };
+            let after = Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, any])), min: 0, max: None };
+            let body = Expr::Seq(vec![before, cexpr, after]);
+            return Ok(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())]));
+        }
+    }
+    let mut pexprs = Vec::new();
+    for (j, s) in prefix.iter().enumerate() {
+        pexprs.push(c.schema(s, &join(&join(pointer, prefix_kw), &j.to_string()))?);
+    }
+    let rexpr = if max.is_some_and(|m| m <= p) { None } else { Some(c.schema(rest, &join(pointer, rest_kw))?) };
+    let sep = c.punct(",");
+    // The rest after the prefix: a = min - p (≥ 0), b = max - p.
+    let rest_part = |first: bool| -> Expr {
+        let Some(r) = &rexpr else { return Expr::Empty };
+        let a = min.saturating_sub(p).min(MAX_COUNT) as u32;
+        let b = max.map(|m| (m.saturating_sub(p)).min(MAX_COUNT) as u32);
+        if first {
+            // No item yet: (R (sep R){a-1, b-1})?  with at least one when a ≥ 1.
+            let tail = Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])), min: a.saturating_sub(1), max: b.map(|b| b.saturating_sub(1)) };
+            let one = Expr::Seq(vec![r.clone(), tail]);
+            if a == 0 {
+                if b == Some(0) {
+                    Expr::Empty
+                } else {
+                    super::opt(one)
+                }
+            } else {
+                one
+            }
+        } else {
+            Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])), min: a, max: b }
+        }
+    };
+    // Build B(j) from the end of the prefix back to the start.
+    let np = match max {
+        Some(m) => (m.min(p)) as usize,
+        None => p as usize,
+    };
+    let mut tail = rest_part(np == 0);
+    for j in (0..np).rev() {
+        let item = if j == 0 { pexprs[j].clone() } else { Expr::Seq(vec![sep.clone(), pexprs[j].clone()]) };
+        let take = Expr::Seq(vec![item, tail]);
+        tail = if (j as u64) >= min { Expr::Alt(vec![take, Expr::Empty]) } else { take };
+    }
+    Ok(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), tail, c.ws(), Expr::Literal("]".into())]))
+}

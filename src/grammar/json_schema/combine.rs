@@ -1,0 +1,476 @@
+//! `enum`/`const`, `anyOf`/`oneOf`, and `allOf` (merged into one schema).
+//!
+//! - `enum`/`const`: each allowed value becomes a literal (whitespace allowed inside arrays and
+//!   objects); values that the schema's other keywords reject are dropped, checked by a small
+//!   validator for the keywords it knows (anything else: not enforceable).
+//! - `anyOf` is a union: exact. `oneOf` is exact only when its branches are provably disjoint:
+//!   different JSON types, or a shared required property whose `const`/`enum` values differ
+//!   (a discriminator); otherwise it is reported.
+//! - `allOf` merges keyword by keyword (types intersect, bounds tighten, required unions,
+//!   properties merge with each side's `additionalProperties` applied to the other's keys).
+//!   A pair of keywords that cannot be merged exactly (two different patterns, ...) is reported.
+
+use serde_json::{Map, Value};
+
+use super::{join, string, Compiler, MAX_ENUM};
+use crate::error::Result;
+use crate::grammar::Expr;
+
+/// Keywords with no effect on validation.
+const ANNOTATIONS: &[&str] = &[
+    "title", "description", "default", "examples", "$comment", "readOnly", "writeOnly", "deprecated", "$schema", "$id", "id",
+    "$anchor", "$defs", "definitions", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary", "$dynamicAnchor",
+    "$recursiveAnchor", "discriminator", "nullable", "xml", "externalDocs", "example",
+];
+
+pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
+    let (values, kw): (Vec<&Value>, &str) = if let Some(v) = obj.get("const") {
+        (vec![v], "const")
+    } else if let Some(e) = obj.get("enum") {
+        let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
+        if a.len() > MAX_ENUM {
+            return Err(crate::Error::Limit { what: format!("`enum` values at {}", join(pointer, "enum")), limit: MAX_ENUM, hint: None });
+        }
+        (a.iter().collect(), "enum")
+    } else {
+        return Ok(None);
+    };
+    // Other constraining keywords filter the values.
+    let mut rest = obj.clone();
+    rest.remove("enum");
+    rest.remove("const");
+    let rest = Value::Object(rest);
+    let mut alts = Vec::new();
+    for v in values {
+        match simple_validate(v, &rest) {
+            Some(true) => alts.push(literal(c, v)),
+            Some(false) => {}
+            None => {
+                c.unenforced(pointer, kw, "the other keywords beside it cannot be checked against its values")?;
+                alts.push(literal(c, v));
+            }
+        }
+    }
+    Ok(Some(Expr::Alt(alts)))
+}
+
+/// A JSON value as a literal, with whitespace allowed between the tokens of arrays/objects.
+pub(super) fn literal(c: &Compiler, v: &Value) -> Expr {
+    match v {
+        Value::Array(a) => {
+            let mut parts = vec![Expr::Literal("[".into()), c.ws()];
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    parts.push(c.punct(","));
+                }
+                parts.push(literal(c, x));
+            }
+            parts.extend([c.ws(), Expr::Literal("]".into())]);
+            Expr::Seq(parts)
+        }
+        Value::Object(o) => {
+            let mut parts = vec![Expr::Literal("{".into()), c.ws()];
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    parts.push(c.punct(","));
+                }
+                parts.push(Expr::Literal(format!("\"{}\"", string::encode_str(k))));
+                parts.push(c.punct(":"));
+                parts.push(literal(c, x));
+            }
+            parts.extend([c.ws(), Expr::Literal("}".into())]);
+            Expr::Seq(parts)
+        }
+        other => Expr::Literal(serde_json::to_string(other).expect("JSON serializes")),
+    }
+}
+
+pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
+    let (kw, branches) = match (obj.get("anyOf"), obj.get("oneOf")) {
+        (Some(_), Some(_)) => {
+            // Both: anyOf ∧ oneOf — split into allOf of the two.
+            let mut a = obj.clone();
+            let one = a.remove("oneOf").unwrap();
+            let any = a.remove("anyOf").unwrap();
+            let merged = serde_json::json!({"allOf": [Value::Object(a), {"anyOf": any}, {"oneOf": one}]});
+            return Ok(Some(c.schema(&merged, pointer)?));
+        }
+        (Some(b), None) => ("anyOf", b),
+        (None, Some(b)) => ("oneOf", b),
+        (None, None) => return Ok(None),
+    };
+    let branches = branches.as_array().filter(|a| !a.is_empty()).ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
+    let mut siblings = obj.clone();
+    siblings.remove(kw);
+    let constraining = siblings.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()));
+    // Each branch, intersected with the sibling keywords.
+    let full: Vec<Value> = branches
+        .iter()
+        .map(|b| if constraining { serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]}) } else { b.clone() })
+        .collect();
+    if kw == "oneOf" && branches.len() > 1 && !disjoint(c, branches) {
+        c.unenforced(pointer, "oneOf", "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine")?;
+    }
+    let mut alts = Vec::new();
+    for (i, b) in full.iter().enumerate() {
+        alts.push(c.schema(b, &join(&join(pointer, kw), &i.to_string()))?);
+    }
+    Ok(Some(Expr::Alt(alts)))
+}
+
+/// Are the branches pairwise disjoint (by type, or by a discriminating required property)?
+fn disjoint(c: &Compiler, branches: &[Value]) -> bool {
+    let resolved: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    let types: Vec<Option<Vec<&str>>> = resolved.iter().map(type_set).collect();
+    let by_type = (0..types.len()).all(|i| {
+        (i + 1..types.len()).all(|j| match (&types[i], &types[j]) {
+            (Some(a), Some(b)) => !a.iter().any(|t| b.contains(t) || (*t == "integer" && b.contains(&"number")) || (*t == "number" && b.contains(&"integer"))),
+            _ => false,
+        })
+    });
+    if by_type {
+        return true;
+    }
+    // Finite value sets (const/enum) that do not intersect.
+    let values: Vec<Option<Vec<&Value>>> = resolved.iter().map(value_set).collect();
+    if values.iter().all(Option::is_some) {
+        let sets: Vec<&Vec<&Value>> = values.iter().map(|v| v.as_ref().unwrap()).collect();
+        if (0..sets.len()).all(|i| (i + 1..sets.len()).all(|j| !sets[i].iter().any(|v| sets[j].contains(v)))) {
+            return true;
+        }
+    }
+    // A discriminator: a property required by every branch, with disjoint const/enum values.
+    let Some(first) = resolved[0].get("required").and_then(Value::as_array) else { return false };
+    'key: for key in first.iter().filter_map(Value::as_str) {
+        let mut sets = Vec::new();
+        for b in &resolved {
+            let req = b.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x == key));
+            let Some(set) = b.get("properties").and_then(|p| p.get(key)).map(|s| c.resolve_shallow(s)).and_then(|s| value_set(&s).map(|v| v.into_iter().cloned().collect::<Vec<_>>())) else {
+                continue 'key;
+            };
+            if !req {
+                continue 'key;
+            }
+            sets.push(set);
+        }
+        if (0..sets.len()).all(|i| (i + 1..sets.len()).all(|j| !sets[i].iter().any(|v| sets[j].contains(v)))) {
+            return true;
+        }
+    }
+    false
+}
+
+fn type_set(s: &Value) -> Option<Vec<&str>> {
+    match s.get("type")? {
+        Value::String(t) => Some(vec![t.as_str()]),
+        Value::Array(a) => a.iter().map(Value::as_str).collect(),
+        _ => None,
+    }
+}
+
+fn value_set(s: &Value) -> Option<Vec<&Value>> {
+    if let Some(v) = s.get("const") {
+        return Some(vec![v]);
+    }
+    s.get("enum")?.as_array().map(|a| a.iter().collect())
+}
+
+/// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
+/// nothing to merge.
+pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
+    let has_all_of = obj.contains_key("allOf");
+    let ref_with_siblings = obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()));
+    if !has_all_of && !ref_with_siblings {
+        return Ok(None);
+    }
+    let mut base = obj.clone();
+    let mut parts: Vec<Value> = Vec::new();
+    if let Some(all) = base.remove("allOf") {
+        let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
+        parts.extend(a.iter().cloned());
+    }
+    if ref_with_siblings {
+        let r = base.remove("$ref").unwrap();
+        parts.push(serde_json::json!({"$ref": r}));
+    }
+    let mut merged = Value::Object(base);
+    for part in parts {
+        let part = c.resolve_shallow(&part);
+        match merge(&merged, &part) {
+            Ok(m) => merged = m,
+            Err(why) => {
+                c.unenforced(pointer, "allOf", why)?;
+            }
+        }
+    }
+    Ok(Some(merged))
+}
+
+/// The intersection of two schemas as one schema, or why it cannot be written exactly.
+fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
+    let (a, b) = match (a, b) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
+        (Value::Bool(true), x) | (x, Value::Bool(true)) => return Ok(x.clone()),
+        (Value::Object(a), Value::Object(b)) => (a, b),
+        _ => return Err("a subschema is neither an object nor a boolean".into()),
+    };
+    if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
+        // Nested references/allOf: wrap and let the caller resolve level by level.
+        if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf")) {
+            let (with, without) = if a.contains_key("$ref") || a.contains_key("allOf") { (a, b) } else { (b, a) };
+            let mut out = without.clone();
+            let mut all = vec![];
+            let mut w = with.clone();
+            if let Some(x) = w.remove("allOf") {
+                all.extend(x.as_array().cloned().unwrap_or_default());
+            }
+            if let Some(r) = w.remove("$ref") {
+                all.push(serde_json::json!({"$ref": r}));
+            }
+            all.push(Value::Object(w));
+            out.insert("allOf".into(), Value::Array(all));
+            return Ok(Value::Object(out));
+        }
+        return Err("nested `$ref`/`allOf` on both sides".into());
+    }
+    let mut out = a.clone();
+    for (k, bv) in b {
+        let Some(av) = a.get(k) else {
+            out.insert(k.clone(), bv.clone());
+            continue;
+        };
+        if av == bv {
+            continue;
+        }
+        let merged = match k.as_str() {
+            "type" => {
+                let ta: Vec<&str> = type_list(av);
+                let tb: Vec<&str> = type_list(bv);
+                let mut t: Vec<Value> = Vec::new();
+                for x in &ta {
+                    for y in &tb {
+                        let m = if x == y { Some(*x) } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") { Some("integer") } else { None };
+                        if let Some(m) = m {
+                            if !t.iter().any(|v| v == m) {
+                                t.push(Value::String(m.into()));
+                            }
+                        }
+                    }
+                }
+                Value::Array(t)
+            }
+            "required" => {
+                let mut r = av.as_array().cloned().unwrap_or_default();
+                for x in bv.as_array().into_iter().flatten() {
+                    if !r.contains(x) {
+                        r.push(x.clone());
+                    }
+                }
+                Value::Array(r)
+            }
+            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum" if av.is_number() && bv.is_number() => {
+                if av.as_f64() >= bv.as_f64() { av.clone() } else { bv.clone() }
+            }
+            "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum" if av.is_number() && bv.is_number() => {
+                if av.as_f64() <= bv.as_f64() { av.clone() } else { bv.clone() }
+            }
+            "enum" | "const" => {
+                let ea = value_set_of(k, av);
+                let eb = value_set_of(k, bv);
+                let both: Vec<Value> = ea.into_iter().filter(|v| eb.contains(v)).collect();
+                out.remove(k);
+                out.insert("enum".into(), Value::Array(both));
+                continue;
+            }
+            "properties" => {
+                let (pa, pb) = (av.as_object().cloned().unwrap_or_default(), bv.as_object().cloned().unwrap_or_default());
+                let add_a = a.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+                let add_b = b.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+                if a.contains_key("patternProperties") || b.contains_key("patternProperties") {
+                    return Err("merging `properties` with `patternProperties` is not supported yet".into());
+                }
+                let mut p = Map::new();
+                for key in pa.keys().chain(pb.keys()) {
+                    if p.contains_key(key) {
+                        continue;
+                    }
+                    let sa = pa.get(key).cloned().unwrap_or_else(|| add_a.clone());
+                    let sb = pb.get(key).cloned().unwrap_or_else(|| add_b.clone());
+                    p.insert(key.clone(), both(sa, sb));
+                }
+                Value::Object(p)
+            }
+            "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
+            "items" | "prefixItems" | "additionalItems" => continue, // merged below
+            // not A ∧ not B = not (A ∨ B)
+            "not" => serde_json::json!({"anyOf": [av, bv]}),
+            "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
+            _ if ANNOTATIONS.contains(&k.as_str()) => continue,
+            "multipleOf" => match (av.as_u64(), bv.as_u64()) {
+                (Some(x), Some(y)) => Value::from(lcm(x, y)),
+                _ => return Err("two different non-integer `multipleOf` values".into()),
+            },
+            "$defs" | "definitions" => continue,
+            _ => return Err(format!("two different `{k}` values cannot be merged exactly")),
+        };
+        out.insert(k.clone(), merged);
+    }
+    // Array items: each side as (prefix schemas, schema for the rest); position by position.
+    let arrays = |o: &Map<String, Value>| o.contains_key("items") || o.contains_key("prefixItems") || o.contains_key("additionalItems");
+    if arrays(a) && arrays(b) {
+        let (pa, ra) = item_schemas(a);
+        let (pb, rb) = item_schemas(b);
+        let n = pa.len().max(pb.len());
+        let prefix: Vec<Value> = (0..n)
+            .map(|i| both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone())))
+            .collect();
+        for k in ["items", "prefixItems", "additionalItems"] {
+            out.remove(k);
+        }
+        if n > 0 {
+            out.insert("prefixItems".into(), Value::Array(prefix));
+        }
+        out.insert("items".into(), both(ra, rb));
+    }
+    // One side's `properties` against the other's `additionalProperties`.
+    for (side, other) in [(a, b), (b, a)] {
+        if side.contains_key("properties") && !other.contains_key("properties") {
+            if let Some(add) = other.get("additionalProperties") {
+                let mut p = Map::new();
+                for (key, s) in side["properties"].as_object().into_iter().flatten() {
+                    p.insert(key.clone(), both(s.clone(), add.clone()));
+                }
+                out.insert("properties".into(), Value::Object(p));
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// An array schema's (prefix item schemas, schema for the other items), either draft.
+fn item_schemas(o: &Map<String, Value>) -> (Vec<Value>, Value) {
+    let t = Value::Bool(true);
+    match (o.get("prefixItems"), o.get("items")) {
+        (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(t)),
+        (None, Some(Value::Array(p))) => (p.clone(), o.get("additionalItems").cloned().unwrap_or(t)),
+        (_, items) => (Vec::new(), items.cloned().unwrap_or(t)),
+    }
+}
+
+fn both(a: Value, b: Value) -> Value {
+    match (&a, &b) {
+        (Value::Bool(true), _) => b,
+        (_, Value::Bool(true)) => a,
+        _ if a == b => a,
+        _ => serde_json::json!({"allOf": [a, b]}),
+    }
+}
+
+fn type_list(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    }
+}
+
+fn value_set_of(k: &str, v: &Value) -> Vec<Value> {
+    if k == "const" {
+        vec![v.clone()]
+    } else {
+        v.as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    a / gcd(a, b).max(1) * b
+}
+
+/// Validates `v` against the keywords of `schema` that it knows; `None` if the schema uses a
+/// keyword it does not know (then the caller cannot decide).
+pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
+    let obj = match schema {
+        Value::Bool(b) => return Some(*b),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    for (k, s) in obj {
+        let ok = match k.as_str() {
+            _ if ANNOTATIONS.contains(&k.as_str()) => true,
+            "type" => type_list(s).iter().any(|t| match *t {
+                "null" => v.is_null(),
+                "boolean" => v.is_boolean(),
+                "string" => v.is_string(),
+                "number" => v.is_number(),
+                "integer" => v.as_f64().is_some_and(|f| f.fract() == 0.0),
+                "array" => v.is_array(),
+                "object" => v.is_object(),
+                _ => false,
+            }),
+            "enum" => s.as_array()?.iter().any(|x| json_eq(x, v)),
+            "const" => json_eq(s, v),
+            "minLength" | "maxLength" => match v.as_str() {
+                None => true,
+                Some(st) => {
+                    let n = st.chars().count() as u64;
+                    if k == "minLength" { n >= s.as_u64()? } else { n <= s.as_u64()? }
+                }
+            },
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => match (v.as_f64(), s.as_f64()) {
+                (None, _) => true,
+                (Some(x), Some(b)) => match k.as_str() {
+                    "minimum" => x >= b,
+                    "maximum" => x <= b,
+                    "exclusiveMinimum" => x > b,
+                    _ => x < b,
+                },
+                _ => return None,
+            },
+            "pattern" => match v.as_str() {
+                None => true,
+                Some(st) => pattern_matches(s.as_str()?, st)?,
+            },
+            _ => return None,
+        };
+        if !ok {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// Does `pattern` match `text`? The compiled pattern runs over the canonical encoding, as the
+/// grammar does. Compiled patterns are cached per thread (enums check many values).
+fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Option<std::rc::Rc<crate::automaton::Dfa>>>> = RefCell::new(HashMap::new());
+    }
+    let dfa = CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 256 {
+            c.clear();
+        }
+        c.entry(pattern.to_string())
+            .or_insert_with(|| {
+                let h = string::pattern_content(pattern).ok()?;
+                crate::automaton::Dfa::from_hir(&h, Default::default()).ok().map(std::rc::Rc::new)
+            })
+            .clone()
+    })?;
+    Some(dfa.is_accepting(dfa.run(dfa.start(), string::encode_str(text).as_bytes())))
+}
+
+/// JSON equality as JSON Schema defines it (1 == 1.0).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q))),
+        _ => a == b,
+    }
+}

@@ -1,0 +1,332 @@
+//! Numbers and integers: ranges (`minimum`, `maximum`, `exclusive*`, draft-04 boolean
+//! exclusives too) and `multipleOf`, as exact regexes.
+//!
+//! Integers are written without fraction or exponent (`1.0` is an integer to JSON Schema, but
+//! we never produce it). Bounded numbers are written without exponent. Integer ranges become
+//! digit-by-digit regexes; a number range with integer bounds splits on the integer part
+//! (`I.F ≤ 5` ⇔ `I ≤ 4`, or `I = 5` with an all-zero fraction). Fractional bounds and
+//! `multipleOf` together with bounds are reported as not enforceable.
+
+use serde_json::{Map, Value};
+
+use super::{join, Compiler};
+use crate::error::Result;
+use crate::grammar::Expr;
+
+const INT: &str = r"-?(?:0|[1-9][0-9]*)";
+const FRAC: &str = r"(?:\.[0-9]+)?";
+const EXP: &str = r"(?:[eE][+-]?[0-9]+)?";
+
+fn re(s: &str) -> Expr {
+    Expr::Regex(Box::new(crate::grammar::regex::parse(s).expect("built-in regex parses")))
+}
+
+pub(super) fn any_number() -> Expr {
+    re(&format!("{INT}{FRAC}{EXP}"))
+}
+
+/// Bounds in a form we can use: inclusive/exclusive integer bounds, or "not representable".
+struct Bounds {
+    /// (value, exclusive)
+    lo: Option<(f64, bool)>,
+    hi: Option<(f64, bool)>,
+}
+
+fn bounds(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Bounds> {
+    let num = |kw: &str| -> Result<Option<f64>> {
+        match obj.get(kw) {
+            None => Ok(None),
+            Some(Value::Number(n)) => Ok(n.as_f64()),
+            Some(Value::Bool(_)) if kw.starts_with("exclusive") => Ok(None),
+            Some(_) => Err(c.bad(&join(pointer, kw), format!("`{kw}` must be a number"))),
+        }
+    };
+    // draft-04: exclusiveMinimum/Maximum are booleans modifying minimum/maximum.
+    let draft4 = |kw: &str| obj.get(kw).and_then(Value::as_bool).unwrap_or(false);
+    let mut lo = num("minimum")?.map(|v| (v, draft4("exclusiveMinimum")));
+    let mut hi = num("maximum")?.map(|v| (v, draft4("exclusiveMaximum")));
+    if let Some(x) = num("exclusiveMinimum")? {
+        if lo.is_none_or(|(v, _)| x >= v) {
+            lo = Some((x, true));
+        }
+    }
+    if let Some(x) = num("exclusiveMaximum")? {
+        if hi.is_none_or(|(v, _)| x <= v) {
+            hi = Some((x, true));
+        }
+    }
+    Ok(Bounds { lo, hi })
+}
+
+fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<f64>> {
+    match obj.get("multipleOf") {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
+            _ => Err(c.bad(&join(pointer, "multipleOf"), "`multipleOf` must be a number greater than 0")),
+        },
+    }
+}
+
+pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let b = bounds(c, obj, pointer)?;
+    // Integer bounds: tighten fractional and exclusive bounds to inclusive integers.
+    let lo = b.lo.map(|(v, ex)| if ex { (v + 1.0).floor().max(v.floor() + 1.0) } else { v.ceil() });
+    let hi = b.hi.map(|(v, ex)| if ex { (v - 1.0).ceil().min(v.ceil() - 1.0) } else { v.floor() });
+    let fits = |v: f64| v.abs() < 9.0e15;
+    if lo.is_some_and(|v| !fits(v)) || hi.is_some_and(|v| !fits(v)) {
+        c.unenforced(pointer, "minimum", "bounds beyond ±9e15 are not supported")?;
+        return Ok(re(INT));
+    }
+    let (lo, hi) = (lo.map(|v| v as i64), hi.map(|v| v as i64));
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return Ok(super::nothing());
+        }
+    }
+    if let Some(m) = multiple_of(c, obj, pointer)? {
+        let inv = 1.0 / m;
+        if m == 1.0 || (m < 1.0 && (inv - inv.round()).abs() < 1e-9) {
+            // Every integer is a multiple of 1, 0.5, 0.25, 0.1, ...
+        } else if m.fract() != 0.0 {
+            c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on integers is not supported yet"))?;
+        } else if lo.is_some() || hi.is_some() {
+            c.unenforced(pointer, "multipleOf", "`multipleOf` together with bounds is not supported yet")?;
+        } else {
+            return match divisible_regex(m) {
+                Some(r) => Ok(re(&r)),
+                None => {
+                    c.unenforced(pointer, "multipleOf", format!("divisibility by {m} is not supported yet"))?;
+                    Ok(re(INT))
+                }
+            };
+        }
+    }
+    Ok(re(&int_range(lo, hi)))
+}
+
+pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let b = bounds(c, obj, pointer)?;
+    let mult = multiple_of(c, obj, pointer)?;
+    let frac = match mult {
+        None => FRAC.to_string(),
+        Some(m) => match decimal_places(m) {
+            // multipleOf 10^-k: at most k decimals (then only zeros).
+            Some(k) if k > 0 && (m * 10f64.powi(k as i32) - 1.0).abs() < 1e-9 => format!(r"(?:\.[0-9]{{1,{k}}}0*)?"),
+            _ if m.fract() == 0.0 => {
+                // An integer multiple: the value is an integer.
+                let mut o = obj.clone();
+                o.remove("type");
+                return integer(c, &o, pointer);
+            }
+            _ => {
+                c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on numbers is not supported yet"))?;
+                FRAC.to_string()
+            }
+        },
+    };
+    if b.lo.is_none() && b.hi.is_none() {
+        let exp = if mult.is_some() { "" } else { EXP };
+        return Ok(re(&format!("{INT}{frac}{exp}")));
+    }
+    let integral = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
+    if b.lo.is_some_and(|(v, _)| !integral(v)) || b.hi.is_some_and(|(v, _)| !integral(v)) {
+        c.unenforced(pointer, "minimum", "number bounds that are not whole numbers are not supported yet")?;
+        return Ok(re(&format!("{INT}{frac}{EXP}")));
+    }
+    let lo = b.lo.map(|(v, ex)| (v as i64, ex));
+    let hi = b.hi.map(|(v, ex)| (v as i64, ex));
+    if let (Some((l, lex)), Some((h, hex))) = (lo, hi) {
+        if l > h || (l == h && (lex || hex)) {
+            return Ok(super::nothing());
+        }
+    }
+    Ok(re(&decimal_range(lo, hi, &frac)))
+}
+
+fn decimal_places(m: f64) -> Option<u32> {
+    (0..=12u32).find(|&k| {
+        let x = m * 10f64.powi(k as i32);
+        (x - x.round()).abs() < 1e-9
+    })
+}
+
+/// Numbers in [lo, hi] (each bound integer, maybe exclusive), fraction syntax `frac` (optional
+/// `.digits`), no exponent. Splits on sign and on the integer part.
+fn decimal_range(lo: Option<(i64, bool)>, hi: Option<(i64, bool)>, frac: &str) -> String {
+    let nonzero_frac = r"\.[0-9]*[1-9][0-9]*";
+    let zero_frac = r"(?:\.0+)?";
+    let mut alts: Vec<String> = Vec::new();
+    // Non-negative values I.F (I ≥ 0).
+    let pos_ok = hi.is_none_or(|(h, ex)| h > 0 || (h == 0 && !ex));
+    if pos_ok {
+        // Integer parts with any fraction: I ≥ lo_i, I ≤ hi - 1 (any F), plus I == hi with zero F.
+        let lo_i = match lo {
+            Some((l, ex)) if l >= 0 => {
+                // I == l: F nonzero if exclusive; any F otherwise. I > l: any F.
+                if ex {
+                    alts.push(format!("{}{nonzero_frac}", int_lit(l)));
+                    Some(l + 1)
+                } else {
+                    Some(l)
+                }
+            }
+            _ => Some(0),
+        };
+        let hi_i = hi.map(|(h, _)| h - 1);
+        if lo_i.zip(hi_i).is_none_or(|(a, b)| a <= b) {
+            alts.push(format!("{}{frac}", nonneg_range(lo_i.unwrap_or(0), hi_i)));
+        }
+        if let Some((h, false)) = hi {
+            if h >= 0 && lo.is_none_or(|(l, ex)| h > l || (h == l && !ex)) {
+                alts.push(format!("{}{zero_frac}", int_lit(h)));
+            }
+        }
+    }
+    // Negative values -I.F (I.F > 0).
+    let neg_ok = lo.is_none_or(|(l, ex)| l < 0 || (l == 0 && false && !ex));
+    if neg_ok {
+        // -I.F ≥ lo ⇔ I.F ≤ |lo|; -I.F ≤ hi (hi < 0) ⇔ I.F ≥ |hi|.
+        let max_mag = lo.map(|(l, ex)| (-l, ex)); // I.F ≤ m (or < m)
+        let min_mag = match hi {
+            Some((h, ex)) if h < 0 => Some((-h, ex)), // I.F ≥ m (or > m)
+            _ => None,
+        };
+        // Magnitude ranges: I in [a, b] with any F, plus edge cases.
+        let a = match min_mag {
+            Some((m, ex)) => {
+                if ex {
+                    alts.push(format!("-{}{nonzero_frac}", int_lit(m)));
+                    m + 1
+                } else {
+                    m
+                }
+            }
+            None => 0,
+        };
+        let b = max_mag.map(|(m, _)| m - 1);
+        if b.is_none_or(|b| a <= b) {
+            // I.F > 0: for I = 0 the fraction must be nonzero.
+            if a == 0 {
+                alts.push(format!("-0{nonzero_frac}"));
+                if b.is_none_or(|b| b >= 1) {
+                    alts.push(format!("-{}{frac}", nonneg_range(1, b)));
+                }
+            } else {
+                alts.push(format!("-{}{frac}", nonneg_range(a, b)));
+            }
+        }
+        if let Some((m, false)) = max_mag {
+            if m > 0 && min_mag.is_none_or(|(n, ex)| m > n || (m == n && !ex)) {
+                alts.push(format!("-{}{zero_frac}", int_lit(m)));
+            }
+        }
+    }
+    if alts.is_empty() {
+        return "[^\\s\\S]".into();
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+fn int_lit(v: i64) -> String {
+    v.to_string()
+}
+
+/// Integers in [lo, hi] (inclusive, unbounded where `None`).
+pub(super) fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
+    let mut alts = Vec::new();
+    // Negative part: -m for m in [max(1, -hi), -lo].
+    let neg_hi = lo.map(|l| -l); // largest magnitude
+    let neg_lo = match hi {
+        Some(h) if h < 0 => -h,
+        _ => 1,
+    };
+    if lo.is_none_or(|l| l < 0) && neg_hi.is_none_or(|m| m >= neg_lo) {
+        alts.push(format!("-{}", nonneg_range(neg_lo, neg_hi)));
+    }
+    // Non-negative part.
+    let pos_lo = lo.map_or(0, |l| l.max(0));
+    if hi.is_none_or(|h| h >= pos_lo) {
+        alts.push(nonneg_range(pos_lo, hi));
+    }
+    if alts.is_empty() {
+        return "[^\\s\\S]".into();
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+/// Non-negative integers in [lo, hi] without leading zeros (`hi = None`: unbounded).
+fn nonneg_range(lo: i64, hi: Option<i64>) -> String {
+    debug_assert!(lo >= 0);
+    let mut alts = Vec::new();
+    let lo_digits = lo.to_string().len();
+    match hi {
+        Some(h) => {
+            let hi_digits = h.to_string().len();
+            for d in lo_digits..=hi_digits {
+                let a = if d == lo_digits { lo } else { 10i64.pow(d as u32 - 1) };
+                let b = if d == hi_digits { h } else { 10i64.pow(d as u32) - 1 };
+                if a <= b {
+                    alts.push(same_len_range(&a.to_string(), &b.to_string()));
+                }
+            }
+        }
+        None => {
+            let b = 10i64.saturating_pow(lo_digits as u32) - 1;
+            alts.push(same_len_range(&lo.to_string(), &b.to_string()));
+            alts.push(format!("[1-9][0-9]{{{lo_digits},}}"));
+        }
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+/// Digit strings of equal length in [a, b] (a ≤ b, no leading zeros unless the number is 0).
+fn same_len_range(a: &str, b: &str) -> String {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    debug_assert_eq!(a.len(), b.len());
+    fn go(a: &[u8], b: &[u8]) -> String {
+        if a.is_empty() {
+            return String::new();
+        }
+        if a[0] == b[0] {
+            return format!("{}{}", a[0] as char, go(&a[1..], &b[1..]));
+        }
+        let rest = a.len() - 1;
+        let all_zero = a[1..].iter().all(|&c| c == b'0');
+        let all_nine = b[1..].iter().all(|&c| c == b'9');
+        let mut alts = Vec::new();
+        let (mut lo_d, mut hi_d) = (a[0], b[0]);
+        if !all_zero {
+            // a[0] followed by ≥ a[1..]
+            let nines: Vec<u8> = vec![b'9'; rest];
+            alts.push(format!("{}{}", a[0] as char, go(&a[1..], &nines)));
+            lo_d += 1;
+        }
+        if !all_nine {
+            let zeros: Vec<u8> = vec![b'0'; rest];
+            alts.push(format!("{}{}", b[0] as char, go(&zeros, &b[1..])));
+            hi_d -= 1;
+        }
+        if lo_d <= hi_d {
+            let class = if lo_d == hi_d { (lo_d as char).to_string() } else { format!("[{}-{}]", lo_d as char, hi_d as char) };
+            alts.push(format!("{class}{}", if rest > 0 { format!("[0-9]{{{rest}}}") } else { String::new() }));
+        }
+        format!("(?:{})", alts.join("|"))
+    }
+    go(a, b)
+}
+
+/// Integers divisible by `m` when that depends on the last few digits only (m divides 10^k,
+/// k ≤ 3); `None` otherwise.
+fn divisible_regex(m: f64) -> Option<String> {
+    if m.fract() != 0.0 || !(1.0..=1000.0).contains(&m) {
+        return None;
+    }
+    let m = m as i64;
+    let k = (1..=3).find(|&k| 10i64.pow(k) % m == 0)?;
+    let modulus = 10i64.pow(k);
+    let tails: Vec<String> = (0..modulus).step_by(m as usize).map(|t| format!("{t:0width$}", width = k as usize)).collect();
+    // Multiples below 10^k written without padding, or longer numbers ending in a tail.
+    let small: Vec<String> = (0..modulus).step_by(m as usize).map(|t| t.to_string()).collect();
+    Some(format!("-?(?:{}|[1-9][0-9]*(?:{}))", small.join("|"), tails.join("|")))
+}

@@ -1,0 +1,352 @@
+//! Strings: canonical JSON encoding, `minLength`/`maxLength`, `pattern`, `format`, and the
+//! key language for additional properties.
+//!
+//! Every string is produced in canonical encoding (what `serde_json` writes): any character but
+//! `"`, `\` and U+0000–U+001F stands for itself; those are escaped as `\"`, `\\`, `\b \f \n \r
+//! \t`, or `\u00xx` (lower-case hex). So each decoded string has exactly one encoding, and a
+//! regex over *decoded* characters (a `pattern`, a format) maps onto the encoded text by
+//! replacing every character class with the encodings of its members. Each encoded unit is one
+//! code point, so `minLength`/`maxLength` count units.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+use serde_json::{Map, Value};
+
+use super::{join, Compiler, MAX_COUNT};
+use crate::error::Result;
+use crate::grammar::Expr;
+
+/// One encoded character (canonical).
+const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u000[0-7]|\\u000[be-f]|\\u001[0-9a-f])"#;
+
+fn hir(re: &str) -> Hir {
+    crate::grammar::regex::parse(re).expect("built-in regex parses")
+}
+
+/// Any string, quotes included.
+pub(super) fn any_string() -> Expr {
+    Expr::Regex(Box::new(hir(&format!("\"{UNIT}*\""))))
+}
+
+pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let min = count(c, obj, pointer, "minLength")?.unwrap_or(0);
+    let max = count(c, obj, pointer, "maxLength")?;
+    if max.is_some_and(|m| m < min) {
+        return Ok(super::nothing());
+    }
+    let mut content: Option<Hir> = None;
+    if let Some(p) = obj.get("pattern") {
+        let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
+        match pattern_content(p) {
+            Ok(h) => content = Some(h),
+            Err(why) => c.unenforced(pointer, "pattern", why)?,
+        }
+    }
+    if let Some(f) = obj.get("format") {
+        let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
+        match format_regex(f) {
+            Some(Ok(re)) => {
+                if content.is_some() {
+                    c.unenforced(pointer, "format", "`format` together with `pattern` needs an intersection of regexes (not supported yet)")?;
+                } else {
+                    content = Some(encode(&hir(re)).expect("built-in formats encode"));
+                }
+            }
+            Some(Err(why)) => c.unenforced(pointer, "format", why)?,
+            // Unknown formats are annotations for every validator: nothing to enforce.
+            None => {}
+        }
+    }
+    let bounded = min > 0 || max.is_some();
+    let content = match content {
+        Some(h) => {
+            if bounded {
+                c.unenforced(pointer, if max.is_some() { "maxLength" } else { "minLength" }, "a length bound together with `pattern`/`format` needs an intersection of regexes (not supported yet)")?;
+            }
+            h
+        }
+        None => {
+            if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
+                c.unenforced(pointer, "maxLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
+                hir(&format!("{UNIT}*"))
+            } else {
+                Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })
+            }
+        }
+    };
+    Ok(Expr::Regex(Box::new(Hir::concat(vec![Hir::literal(*b"\""), content, Hir::literal(*b"\"")]))))
+}
+
+/// A non-negative integer keyword (`minLength`, `maxItems`, ...).
+pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &str) -> Result<Option<u64>> {
+    match obj.get(kw) {
+        None => Ok(None),
+        Some(v) => match v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)) {
+            Some(n) => Ok(Some(n)),
+            None => Err(c.bad(&join(pointer, kw), format!("`{kw}` must be a non-negative integer"))),
+        },
+    }
+}
+
+/// The encoded content (between the quotes) of strings that a JSON Schema `pattern` matches:
+/// ECMA-262 syntax, "contains" semantics unless anchored.
+pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String> {
+    let translated = ecma_to_rust(pattern)?;
+    let h = crate::grammar::regex::parse(&translated).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
+    anchored_branches(&h)
+}
+
+/// Splits top-level alternatives, handles `^`/`$` at their edges, and wraps unanchored ends
+/// with "any units".
+fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
+    match h.kind() {
+        HirKind::Capture(cap) => anchored_branches(&cap.sub),
+        HirKind::Alternation(xs) => Ok(Hir::alternation(xs.iter().map(anchored_branches).collect::<std::result::Result<_, _>>()?)),
+        _ => {
+            let mut parts: Vec<Hir> = match h.kind() {
+                HirKind::Concat(xs) => xs.clone(),
+                _ => vec![h.clone()],
+            };
+            let start = matches!(parts.first().map(Hir::kind), Some(HirKind::Look(Look::Start)));
+            if start {
+                parts.remove(0);
+            }
+            let end = matches!(parts.last().map(Hir::kind), Some(HirKind::Look(Look::End)));
+            if end {
+                parts.pop();
+            }
+            let any = hir(&format!("{UNIT}*"));
+            let mut out = Vec::new();
+            if !start {
+                out.push(any.clone());
+            }
+            out.push(encode(&Hir::concat(parts))?);
+            if !end {
+                out.push(any);
+            }
+            Ok(Hir::concat(out))
+        }
+    }
+}
+
+/// Maps a regex over decoded characters onto canonical encoded text.
+fn encode(h: &Hir) -> std::result::Result<Hir, String> {
+    Ok(match h.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => {
+            let s = std::str::from_utf8(&lit.0).map_err(|_| "a pattern literal is not UTF-8".to_string())?;
+            Hir::literal(encode_str(s).into_bytes())
+        }
+        HirKind::Class(Class::Unicode(cls)) => encode_class(cls),
+        HirKind::Class(Class::Bytes(_)) => return Err("byte-oriented classes are not supported in patterns".into()),
+        HirKind::Look(l) => return Err(format!("anchors and word boundaries inside a pattern ({l:?}) are not supported")),
+        HirKind::Repetition(r) => Hir::repetition(Repetition { sub: Box::new(encode(&r.sub)?), ..r.clone() }),
+        HirKind::Capture(c) => encode(&c.sub)?,
+        HirKind::Concat(xs) => Hir::concat(xs.iter().map(encode).collect::<std::result::Result<_, _>>()?),
+        HirKind::Alternation(xs) => Hir::alternation(xs.iter().map(encode).collect::<std::result::Result<_, _>>()?),
+    })
+}
+
+/// The canonical JSON encoding of a string's content (no quotes).
+pub(super) fn encode_str(s: &str) -> String {
+    let quoted = serde_json::to_string(s).expect("strings serialize");
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// A class of decoded characters → the alternation of their encodings.
+fn encode_class(cls: &ClassUnicode) -> Hir {
+    let specials: Vec<char> = ('\0'..='\x1f').chain(['"', '\\']).collect();
+    let mut plain = cls.clone();
+    let mut special = ClassUnicode::new(specials.iter().map(|&c| ClassUnicodeRange::new(c, c)));
+    plain.difference(&special);
+    special.intersect(cls);
+    let mut alts = Vec::new();
+    if plain.ranges().first().is_some() {
+        alts.push(Hir::class(Class::Unicode(plain)));
+    }
+    for r in special.ranges() {
+        for c in r.start()..=r.end() {
+            alts.push(Hir::literal(encode_str(&c.to_string()).into_bytes()));
+        }
+    }
+    Hir::alternation(alts)
+}
+
+/// Translates ECMA-262 regex syntax to `regex-syntax`: `\d \w \s` are ASCII/ECMA sets, `.`
+/// excludes ECMA line terminators.
+pub(super) fn ecma_to_rust(p: &str) -> std::result::Result<String, String> {
+    const S: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut in_class = false;
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(e) = chars.next() else { return Err("pattern ends with a lone backslash".into()) };
+                let set = match e {
+                    'd' => Some(("0-9", false)),
+                    'D' => Some(("0-9", true)),
+                    'w' => Some(("A-Za-z0-9_", false)),
+                    'W' => Some(("A-Za-z0-9_", true)),
+                    's' => Some((S, false)),
+                    'S' => Some((S, true)),
+                    _ => None,
+                };
+                match set {
+                    Some((body, neg)) => {
+                        if in_class && !neg {
+                            out.push_str(body);
+                        } else {
+                            out.push('[');
+                            if neg {
+                                out.push('^');
+                            }
+                            out.push_str(body);
+                            out.push(']');
+                        }
+                    }
+                    None if e == 'b' && !in_class => return Err("word boundaries (\\b) are not supported".into()),
+                    None if e == 'B' && !in_class => return Err("\\B is not supported".into()),
+                    None if e == 'c' => return Err("control escapes (\\cX) are not supported".into()),
+                    None => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next().unwrap());
+                }
+                // A leading `]` is a literal in ECMA; regex-syntax agrees.
+                if chars.peek() == Some(&']') {
+                    return Err("empty classes `[]` / `[^]` are not supported".into());
+                }
+            }
+            '[' if in_class => out.push_str("\\["),
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '.' if !in_class => out.push_str(r"[^\n\r\u2028\u2029]"),
+            '&' | '~' | '-' if in_class && chars.peek() == Some(&c) => {
+                // regex-syntax reads `&&`, `~~`, `--` in classes as set operations.
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// Regexes over decoded characters for the formats we enforce (a regular subset of each).
+/// `None` for formats no validator knows (annotations only); `Some(Err)` for known formats we
+/// cannot enforce.
+fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
+    const DATE: &str = r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)";
+    const TIME: &str = r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))";
+    Some(Ok(match f {
+        "date" => DATE,
+        "time" => TIME,
+        "date-time" => {
+            const DT: &str = concat!(
+                r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)",
+                "T",
+                r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))"
+            );
+            DT
+        }
+        "duration" => r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)",
+        // Host labels: letters/digits, single hyphens inside (never `--`, so no `xn--` A-labels
+        // whose punycode would need checking), at most 29 characters.
+        "email" => r"[A-Za-z0-9_+-]{1,20}(?:\.[A-Za-z0-9_+-]{1,20}){0,2}@[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}){0,2}\.[A-Za-z]{2,6}",
+        "hostname" => r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4}",
+        "ipv4" => r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}",
+        "ipv6" => concat!(
+            r"(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|(?:[0-9a-fA-F]{1,4}:){1,7}:|(?:[0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}",
+            r"|(?:[0-9a-fA-F]{1,4}:){1,5}(?::[0-9a-fA-F]{1,4}){1,2}|(?:[0-9a-fA-F]{1,4}:){1,4}(?::[0-9a-fA-F]{1,4}){1,3}",
+            r"|(?:[0-9a-fA-F]{1,4}:){1,3}(?::[0-9a-fA-F]{1,4}){1,4}|(?:[0-9a-fA-F]{1,4}:){1,2}(?::[0-9a-fA-F]{1,4}){1,5}",
+            r"|[0-9a-fA-F]{1,4}:(?::[0-9a-fA-F]{1,4}){1,6}|:(?:(?::[0-9a-fA-F]{1,4}){1,7}|:))"
+        ),
+        "uuid" => r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+        "uri" | "iri" => r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4}(?:/[A-Za-z0-9._~-]*)*(?:\?[A-Za-z0-9._~=&-]*)?",
+        "uri-reference" | "iri-reference" => r"(?:[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?:/[A-Za-z0-9._~-]*)*(?:\?[A-Za-z0-9._~=&-]*)?",
+        "json-pointer" => r"(?:/(?:[^/~]|~[01])*)*",
+        "relative-json-pointer" => r"(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^/~]|~[01])*)*)",
+        "idn-email" | "idn-hostname" | "uri-template" | "regex" => {
+            return Some(Err(format!("format {f:?} is not supported yet")));
+        }
+        _ => return None,
+    }))
+}
+
+/// The encoded content of keys that are *not* any of `names` (each given decoded).
+pub(super) fn key_not_in(names: &[&str]) -> Hir {
+    // A trie over the names' encoded units; the complement, built recursively:
+    // not_in(node) = (ε unless a name ends here) | Σ_{u in children} u · not_in(child)
+    //              | (any unit not a child) · any*.
+    #[derive(Default)]
+    struct Node {
+        end: bool,
+        kids: Vec<(String, Node)>,
+    }
+    let mut root = Node::default();
+    for n in names {
+        let mut node = &mut root;
+        for ch in n.chars() {
+            let u = encode_str(&ch.to_string());
+            let i = match node.kids.iter().position(|(k, _)| *k == u) {
+                Some(i) => i,
+                None => {
+                    node.kids.push((u, Node::default()));
+                    node.kids.len() - 1
+                }
+            };
+            node = &mut node.kids[i].1;
+        }
+        node.end = true;
+    }
+    fn build(node: &Node) -> Hir {
+        let any = hir(&format!("{UNIT}*"));
+        let mut alts = Vec::new();
+        if !node.end {
+            alts.push(Hir::empty());
+        }
+        // Units that are not a child: every unit minus the children's units.
+        let kid_units: Vec<&str> = node.kids.iter().map(|(u, _)| u.as_str()).collect();
+        alts.push(Hir::concat(vec![unit_except(&kid_units), any]));
+        for (u, kid) in &node.kids {
+            alts.push(Hir::concat(vec![Hir::literal(u.clone().into_bytes()), build(kid)]));
+        }
+        Hir::alternation(alts)
+    }
+    build(&root)
+}
+
+/// One encoded unit other than the given ones.
+fn unit_except(units: &[&str]) -> Hir {
+    let mut plain = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
+    let specials = ClassUnicode::new(('\0'..='\x1f').chain(['"', '\\']).map(|c| ClassUnicodeRange::new(c, c)));
+    plain.difference(&specials);
+    let mut alts = Vec::new();
+    let mut excluded = ClassUnicode::empty();
+    let mut escapes = Vec::new();
+    for u in units {
+        let mut cs = u.chars();
+        match (cs.next(), cs.next()) {
+            (Some(c), None) => excluded.push(ClassUnicodeRange::new(c, c)),
+            _ => escapes.push(*u),
+        }
+    }
+    plain.difference(&excluded);
+    alts.push(Hir::class(Class::Unicode(plain)));
+    for c in ('\0'..='\x1f').chain(['"', '\\']) {
+        let e = encode_str(&c.to_string());
+        if !escapes.contains(&e.as_str()) {
+            alts.push(Hir::literal(e.into_bytes()));
+        }
+    }
+    Hir::alternation(alts)
+}

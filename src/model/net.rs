@@ -1,0 +1,327 @@
+//! [`CandleModel`]: a candle-transformers network with its KV cache, as a [`LanguageModel`].
+//!
+//! One forward pass takes every token appended since the last one (the whole prompt on the
+//! first call: the prefill; then one sampled token, or a run of fast-forwarded ones) and
+//! returns the logits of the last position only. The network's KV cache grows by exactly those
+//! tokens, so the sequence so far is never re-run.
+//!
+//! Invariants:
+//! - `pos` is the number of tokens in the KV cache; it never exceeds `max_positions` (a longer
+//!   sequence is an [`Error::Limit`], checked before the network runs).
+//! - A fork is a clone: weights and cache tensors are reference-counted, and the networks only
+//!   ever replace their cache tensors (concatenation makes new ones), never write into them,
+//!   so two forks never see each other's tokens.
+//! - After a failed forward pass the cache may hold part of the batch; the model then refuses
+//!   every later call instead of predicting from a corrupt state.
+
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Device, Tensor};
+use candle_transformers::models::{llama, mistral, phi3, qwen2};
+
+use super::config::{Arch, ArchConfig};
+use super::weights::Weights;
+use crate::decode::LanguageModel;
+use crate::error::{Error, Result};
+use crate::vocab::TokenId;
+
+/// Timing of a model's forward passes (this copy; forks start from their parent's figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ForwardStats {
+    /// Forward passes made.
+    pub calls: usize,
+    /// Tokens fed, prompt included.
+    pub tokens: usize,
+    /// Tokens of the first pass (the prefill).
+    pub prefill_tokens: usize,
+    /// Wall time of the first pass.
+    pub prefill: Duration,
+    /// Wall time of all passes, the prefill included.
+    pub total: Duration,
+}
+
+impl ForwardStats {
+    /// Forward passes per second after the prefill (each yields one sampled token).
+    pub fn decode_passes_per_sec(&self) -> f64 {
+        let t = (self.total - self.prefill).as_secs_f64();
+        if self.calls > 1 && t > 0.0 {
+            (self.calls - 1) as f64 / t
+        } else {
+            0.0
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Net {
+    Llama { model: llama::Llama, cache: llama::Cache, empty: llama::Cache },
+    Qwen2(qwen2::ModelForCausalLM),
+    Mistral(mistral::Model),
+    Phi3(phi3::Model),
+}
+
+impl Net {
+    fn forward(&mut self, input: &Tensor, pos: usize) -> candle_core::Result<Tensor> {
+        match self {
+            Net::Llama { model, cache, .. } => model.forward(input, pos, cache),
+            Net::Qwen2(m) => m.forward(input, pos),
+            Net::Mistral(m) => m.forward(input, pos),
+            Net::Phi3(m) => m.forward(input, pos),
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Net::Llama { cache, empty, .. } => *cache = empty.clone(),
+            Net::Qwen2(m) => m.clear_kv_cache(),
+            Net::Mistral(m) => m.clear_kv_cache(),
+            Net::Phi3(m) => m.clear_kv_cache(),
+        }
+    }
+}
+
+/// A loaded network and its sequence state. Cheap to [`fork`](LanguageModel::fork) and to
+/// [`restart`](CandleModel::restart).
+#[derive(Clone)]
+pub struct CandleModel {
+    net: Net,
+    arch: Arch,
+    /// Tokens in the KV cache.
+    pos: usize,
+    width: usize,
+    max_positions: usize,
+    device: Device,
+    dtype: DType,
+    /// Whether a multi-token pass after the prefill works (candle's qwen2 builds a mask of
+    /// mixed dtypes for it unless it runs in f32; we then feed such runs one token at a time).
+    batch_after_prefill: bool,
+    broken: bool,
+    stats: ForwardStats,
+}
+
+fn candle_err(what: &str) -> impl Fn(candle_core::Error) -> Error + '_ {
+    move |e| Error::invalid(format!("{what}: {}", candle_msg(&e)))
+}
+
+/// A candle error on one line (with `RUST_BACKTRACE` set, candle appends a backtrace).
+pub(crate) fn candle_msg(e: &candle_core::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// Fills `key` with `value` where config.json leaves it out (or null), so that candle's config
+/// structs, which require some fields that Hugging Face treats as optional, deserialize.
+fn fill(raw: &mut serde_json::Value, key: &str, value: serde_json::Value) {
+    if let Some(obj) = raw.as_object_mut() {
+        if obj.get(key).is_none_or(|v| v.is_null()) {
+            obj.insert(key.to_string(), value);
+        }
+    }
+}
+
+impl CandleModel {
+    /// Builds the network for `cfg` from checked `weights` on `device` in `dtype`.
+    pub(crate) fn build(cfg: &ArchConfig, weights: Weights, device: &Device, dtype: DType) -> Result<CandleModel> {
+        weights.check(cfg)?;
+        let name = weights.name.clone();
+        let cfg_err = |e: serde_json::Error| Error::invalid(format!("config for {name}: {e}"));
+        let mut raw = cfg.raw.clone();
+        use serde_json::json;
+        let aliases: &[(&str, &str)] = if cfg.arch == Arch::Mistral && cfg.tied && !weights.contains("lm_head.weight") {
+            &[("lm_head.weight", "model.embed_tokens.weight")]
+        } else {
+            &[]
+        };
+        let vb = weights.into_var_builder(dtype, device, aliases);
+        // Candle's loaders assume what `check` verified; catch_unwind is a second line of
+        // defence so that a loader panic we did not foresee still surfaces as an error.
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Net> {
+            let load_err = candle_err(&name);
+            Ok(match cfg.arch {
+                Arch::Llama => {
+                    let lc: llama::LlamaConfig = serde_json::from_value(raw.clone()).map_err(cfg_err)?;
+                    let c = lc.into_config(false);
+                    let model = llama::Llama::load(vb, &c).map_err(&load_err)?;
+                    let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
+                    Net::Llama { model, cache: empty.clone(), empty }
+                }
+                Arch::Qwen2 => {
+                    fill(&mut raw, "sliding_window", json!(cfg.max_positions));
+                    fill(&mut raw, "max_window_layers", json!(cfg.num_layers));
+                    fill(&mut raw, "use_sliding_window", json!(false));
+                    fill(&mut raw, "tie_word_embeddings", json!(false));
+                    fill(&mut raw, "rope_theta", json!(10000.0));
+                    fill(&mut raw, "hidden_act", json!("silu"));
+                    let c: qwen2::Config = serde_json::from_value(raw).map_err(cfg_err)?;
+                    Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb).map_err(&load_err)?)
+                }
+                Arch::Mistral => {
+                    fill(&mut raw, "rope_theta", json!(10000.0));
+                    fill(&mut raw, "num_key_value_heads", json!(cfg.num_kv_heads));
+                    let c: mistral::Config = serde_json::from_value(raw).map_err(cfg_err)?;
+                    Net::Mistral(mistral::Model::new(&c, vb).map_err(&load_err)?)
+                }
+                Arch::Phi3 => {
+                    fill(&mut raw, "rope_theta", json!(10000.0));
+                    fill(&mut raw, "hidden_act", json!("silu"));
+                    fill(&mut raw, "num_key_value_heads", json!(cfg.num_kv_heads));
+                    fill(&mut raw, "tie_word_embeddings", json!(false));
+                    if let Some(o) = raw.as_object_mut() {
+                        // Not used by the network; candle wants single ids where configs may list several.
+                        o.remove("bos_token_id");
+                        o.remove("eos_token_id");
+                    }
+                    let c: phi3::Config = serde_json::from_value(raw).map_err(cfg_err)?;
+                    Net::Phi3(phi3::Model::new(&c, vb).map_err(&load_err)?)
+                }
+            })
+        }));
+        let net = match built {
+            Ok(net) => net?,
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown error".into());
+                return Err(Error::invalid(format!("{name}: the {} loader failed: {msg}", cfg.arch)));
+            }
+        };
+        Ok(CandleModel {
+            net,
+            arch: cfg.arch,
+            pos: 0,
+            width: cfg.vocab_size,
+            max_positions: cfg.max_positions,
+            device: device.clone(),
+            dtype,
+            batch_after_prefill: !(cfg.arch == Arch::Qwen2 && dtype != DType::F32),
+            broken: false,
+            stats: ForwardStats::default(),
+        })
+    }
+
+    /// The same network with an empty sequence (KV cache cleared, statistics reset).
+    pub fn restart(&self) -> CandleModel {
+        let mut m = self.clone();
+        m.net.clear();
+        m.pos = 0;
+        m.broken = false;
+        m.stats = ForwardStats::default();
+        m
+    }
+
+    /// Tokens in the sequence so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The longest sequence the network takes (`max_position_embeddings`).
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn stats(&self) -> ForwardStats {
+        self.stats
+    }
+
+    /// One pass over `ids` at the current position; the last position's logits as f32.
+    fn pass(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
+        let err = candle_err("forward pass");
+        let input = Tensor::new(ids, &self.device).and_then(|t| t.unsqueeze(0)).map_err(&err)?;
+        let out = self.net.forward(&input, self.pos).map_err(|e| {
+            self.broken = true;
+            err(e)
+        })?;
+        self.pos += ids.len();
+        let row =
+            out.flatten_all().and_then(|t| t.to_dtype(DType::F32)).and_then(|t| t.to_vec1::<f32>()).map_err(&err)?;
+        Ok(row)
+    }
+}
+
+impl LanguageModel for CandleModel {
+    fn logits_width(&self) -> usize {
+        self.width
+    }
+
+    fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
+        if self.broken {
+            return Err(Error::invalid("the model's state is unusable after a failed forward pass; restart it"));
+        }
+        if tokens.is_empty() {
+            return Err(Error::invalid(
+                "the model needs at least one input token (a BOS or a prompt) before it can predict",
+            ));
+        }
+        if let Some(t) = tokens.iter().find(|t| t.0 as usize >= self.width) {
+            return Err(Error::invalid(format!("token id {} is outside the model's vocabulary ({})", t.0, self.width)));
+        }
+        let end = self.pos + tokens.len();
+        if end > self.max_positions {
+            return Err(Error::Limit {
+                what: format!("context length ({} tokens so far + {} new)", self.pos, tokens.len()),
+                limit: self.max_positions,
+                hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
+            });
+        }
+        let t0 = Instant::now();
+        let ids: Vec<u32> = tokens.iter().map(|t| t.0).collect();
+        let row = if self.pos > 0 && !self.batch_after_prefill {
+            let mut row = Vec::new();
+            for &id in &ids {
+                row = self.pass(&[id])?;
+            }
+            row
+        } else {
+            self.pass(&ids)?
+        };
+        if row.len() != self.width || logits.len() != self.width {
+            self.broken = true;
+            return Err(Error::invalid(format!(
+                "logits row has {} entries, expected {} (buffer {})",
+                row.len(),
+                self.width,
+                logits.len()
+            )));
+        }
+        logits.copy_from_slice(&row);
+        let dt = t0.elapsed();
+        if self.stats.calls == 0 {
+            self.stats.prefill = dt;
+            self.stats.prefill_tokens = tokens.len();
+        }
+        self.stats.calls += 1;
+        self.stats.tokens += tokens.len();
+        self.stats.total += dt;
+        Ok(())
+    }
+
+    fn fork(&self) -> Result<Box<dyn LanguageModel>> {
+        if self.broken {
+            return Err(Error::invalid("cannot fork a model whose last forward pass failed"));
+        }
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl std::fmt::Debug for CandleModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CandleModel({}, {:?} on {:?}, {} of {} positions used)",
+            self.arch, self.dtype, self.device, self.pos, self.max_positions
+        )
+    }
+}
