@@ -57,9 +57,17 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     }
     let mut pexprs = Vec::new();
     for (j, s) in prefix.iter().enumerate() {
-        pexprs.push(c.schema(s, &join(&join(pointer, prefix_kw), &j.to_string()))?);
+        let ptr = join(&join(pointer, prefix_kw), &j.to_string());
+        let e = c.schema(s, &ptr)?;
+        pexprs.push(c.share(&ptr, e));
     }
-    let rexpr = if max.is_some_and(|m| m <= p) { None } else { Some(c.schema(rest, &join(pointer, rest_kw))?) };
+    let rexpr = if max.is_some_and(|m| m <= p) {
+        None
+    } else {
+        let ptr = join(pointer, rest_kw);
+        let e = c.schema(rest, &ptr)?;
+        Some(c.share(&ptr, e))
+    };
     let sep = c.punct(",");
     // The rest after the prefix: a = min - p (≥ 0), b = max - p.
     let rest_part = |first: bool| -> Expr {

@@ -121,6 +121,21 @@ impl<'s> Compiler<'s> {
         RuleId(self.rules.len() as u32 - 1)
     }
 
+    /// `e` as something cheap to copy: leaves stay as they are, anything else becomes a rule
+    /// of its own. The IR is a tree, so an expression used in several places (an object's
+    /// member in every member-list rule, an array's item schema) must be shared this way, or
+    /// nesting would multiply its copies at every level.
+    fn share(&mut self, name: &str, e: Expr) -> Expr {
+        match e {
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Rule(_) => e,
+            _ => {
+                let r = self.new_rule(name);
+                self.rules[r.0 as usize].body = e;
+                Expr::Rule(r)
+            }
+        }
+    }
+
     /// A helper rule built once per grammar.
     fn shared(&mut self, name: &'static str, build: impl FnOnce(&mut Self, RuleId) -> Expr) -> Expr {
         if let Some(&r) = self.named.get(name) {

@@ -78,9 +78,11 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         .into_iter()
         .map(|(k, v, req)| {
             let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
-            (Expr::Seq(vec![key, c.punct(":"), v]), req)
+            let member = Expr::Seq(vec![key, c.punct(":"), v]);
+            (c.share(&format!("{pointer}/member:{k}"), member), req)
         })
         .collect();
+    let additional_member = additional_member.map(|m| c.share(&format!("{pointer}/additional"), m));
 
     let n = members.len() as u64;
     let n_req = members.iter().filter(|(_, r)| *r).count() as u64;
