@@ -6,6 +6,7 @@
 
 mod common;
 mod cli;
+mod conformance;
 mod core;
 mod fuzz;
 mod decode;

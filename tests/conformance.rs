@@ -1,0 +1,175 @@
+//! Conformance tier: the official JSON Schema Test Suite (draft 2020-12, `optional/` included)
+//! and the shared JSONSchemaBench split, through the real Llama-3.2 tokenizer.
+//!
+//! Each instance is serialized compactly (serde_json, key order kept), tokenized canonically,
+//! and committed token by token; it is accepted if every token is allowed and the matcher ends
+//! accepting. Counts are printed; the checked-in ratchet (`tests/conformance-baseline.json`)
+//! fails the test if agreement or the number of compiled schemas drops, and there must never be
+//! a false accept. Set `STRICTLY_UPDATE_BASELINE=1` to record improvements.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use strictly::{
+    automaton::{Compiled, Constraint},
+    grammar::json_schema::JsonSchemaOptions,
+    Vocab,
+};
+
+use crate::common::{real_vocabs, shared_data};
+
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize, PartialEq)]
+struct Counts {
+    schemas: u64,
+    compiled: u64,
+    tests: u64,
+    agree: u64,
+    false_accept: u64,
+    false_reject: u64,
+    /// Tests whose schema did not compile.
+    not_compiled: u64,
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// (schema, [(instance, valid)]) groups of a test-suite or JSONSchemaBench file.
+fn groups(file: &Path) -> Vec<(Value, Vec<(Value, bool)>)> {
+    let Ok(d) = serde_json::from_str::<Value>(&std::fs::read_to_string(file).unwrap()) else { return Vec::new() };
+    let tests = |t: &Value| -> Vec<(Value, bool)> {
+        t.as_array().into_iter().flatten().filter_map(|t| Some((t.get("data")?.clone(), t.get("valid")?.as_bool()?))).collect()
+    };
+    match &d {
+        Value::Array(a) => a.iter().map(|g| (g["schema"].clone(), tests(&g["tests"]))).collect(),
+        Value::Object(o) if o.contains_key("schema") => vec![(o["schema"].clone(), o.get("tests").map(tests).unwrap_or_default())],
+        _ => Vec::new(),
+    }
+}
+
+fn accepts(c: &Arc<Compiled>, vocab: &Vocab, text: &str) -> bool {
+    let Some(tokens) = vocab.encode_canonical(text) else { return false };
+    let mut m = c.matcher();
+    tokens.iter().all(|&t| m.commit(t).is_ok()) && m.is_accepting()
+}
+
+/// Runs every file on `threads` threads; returns the counts and the false accepts found.
+fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize) -> (Counts, Vec<String>) {
+    let chunks: Vec<&[PathBuf]> = files.chunks(files.len().div_ceil(threads).max(1)).collect();
+    let results: Vec<(Counts, Vec<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let vocab = vocab.clone();
+                std::thread::Builder::new()
+                    .stack_size(16 << 20)
+                    .spawn_scoped(s, move || {
+                        let mut n = Counts::default();
+                        let mut bad = Vec::new();
+                        for f in *chunk {
+                            for (schema, tests) in groups(f) {
+                                n.schemas += 1;
+                                let compiled = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()));
+                                let Ok(c) = compiled else {
+                                    n.not_compiled += tests.len() as u64;
+                                    n.tests += tests.len() as u64;
+                                    continue;
+                                };
+                                n.compiled += 1;
+                                for (data, valid) in tests {
+                                    n.tests += 1;
+                                    let text = serde_json::to_string(&data).unwrap();
+                                    match (accepts(&c, &vocab, &text), valid) {
+                                        (a, v) if a == v => n.agree += 1,
+                                        (true, false) => {
+                                            n.false_accept += 1;
+                                            bad.push(format!("{}: schema {schema} accepted invalid {text}", f.display()));
+                                        }
+                                        _ => n.false_reject += 1,
+                                    }
+                                }
+                            }
+                        }
+                        (n, bad)
+                    })
+                    .unwrap()
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut total = Counts::default();
+    let mut bad = Vec::new();
+    for (c, b) in results {
+        total.schemas += c.schemas;
+        total.compiled += c.compiled;
+        total.tests += c.tests;
+        total.agree += c.agree;
+        total.false_accept += c.false_accept;
+        total.false_reject += c.false_reject;
+        total.not_compiled += c.not_compiled;
+        bad.extend(b);
+    }
+    (total, bad)
+}
+
+fn baseline_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance-baseline.json")
+}
+
+fn ratchet(name: &str, got: Counts, bad: &[String]) {
+    eprintln!("conformance {name}: {got:?}");
+    println!(
+        "conformance {name}: schemas {} compiled {} | tests {} agree {} false_accept {} false_reject {} not_compiled {}",
+        got.schemas, got.compiled, got.tests, got.agree, got.false_accept, got.false_reject, got.not_compiled
+    );
+    assert!(bad.is_empty(), "{name}: {} false accepts, e.g.:\n{}", bad.len(), bad.iter().take(5).cloned().collect::<Vec<_>>().join("\n"));
+    let path = baseline_path();
+    let mut all: Value = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| json!({}));
+    let base: Option<Counts> = all.get(name).and_then(|v| serde_json::from_value(v.clone()).ok());
+    if std::env::var_os("STRICTLY_UPDATE_BASELINE").is_some() {
+        all[name] = serde_json::to_value(got).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&all).unwrap() + "\n").unwrap();
+        return;
+    }
+    let base = base.unwrap_or_else(|| panic!("no baseline for {name} in {}: run with STRICTLY_UPDATE_BASELINE=1", path.display()));
+    assert!(got.agree >= base.agree, "{name}: agreement regressed {} → {} (baseline {base:?})", base.agree, got.agree);
+    assert!(got.compiled >= base.compiled, "{name}: compiled schemas regressed {} → {}", base.compiled, got.compiled);
+    if got.agree > base.agree || got.compiled > base.compiled {
+        eprintln!("{name}: improved over the baseline; record it with STRICTLY_UPDATE_BASELINE=1");
+    }
+}
+
+fn llama3() -> Option<Arc<Vocab>> {
+    real_vocabs().iter().find(|(n, _)| n == "llama-3.2").map(|(_, v)| v.clone())
+}
+
+#[test]
+fn json_schema_test_suite_draft2020_12() {
+    let (Some(data), Some(vocab)) = (shared_data(), llama3()) else { return };
+    let files = json_files(&data.join("json-schema-test-suite/tests/draft2020-12"));
+    assert!(files.len() > 40);
+    let (counts, bad) = run(&files, &vocab, 2);
+    ratchet("draft2020-12", counts, &bad);
+}
+
+#[test]
+fn jsonschemabench() {
+    let (Some(data), Some(vocab)) = (shared_data(), llama3()) else { return };
+    let files = json_files(&data.join("jsonschemabench"));
+    assert!(files.len() > 7000);
+    let (counts, bad) = run(&files, &vocab, 2);
+    ratchet("jsonschemabench", counts, &bad);
+}
