@@ -23,6 +23,102 @@ const ANNOTATIONS: &[&str] = &[
     "$recursiveAnchor", "discriminator", "nullable", "xml", "externalDocs", "example",
 ];
 
+/// Every keyword that affects validation (drafts 4 to 2020-12); anything else is an annotation.
+const VALIDATION: &[&str] = &[
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
+    "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+    "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
+    "propertyNames", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then",
+    "else", "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef",
+    "$recursiveRef", string::EXCLUDE_STRINGS,
+];
+
+pub(super) fn is_validation_keyword(k: &str) -> bool {
+    VALIDATION.contains(&k)
+}
+
+/// The JSON type a keyword constrains (`None`: any value).
+fn keyword_type(k: &str) -> Option<&'static str> {
+    Some(match k {
+        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" => "number",
+        "maxLength" | "minLength" | "pattern" | "format" => "string",
+        "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems" | "additionalItems"
+        | "contains" | "unevaluatedItems" => "array",
+        "maxProperties" | "minProperties" | "required" | "dependentRequired" | "properties" | "patternProperties"
+        | "additionalProperties" | "propertyNames" | "dependentSchemas" | "dependencies" | "unevaluatedProperties" => "object",
+        _ => return None,
+    })
+}
+
+/// Rewrites `not` into plain keywords where that is exact; `None` if it cannot.
+/// Handled: `not: {type}`, `not: {required: [k]}` (k is forbidden), and `not: {const/enum}`
+/// whose values are strings, booleans or null.
+pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let not = obj.get("not")?.as_object()?;
+    let keys: Vec<&str> = not.keys().map(String::as_str).filter(|k| VALIDATION.contains(k)).collect();
+    let mut out = obj.clone();
+    out.remove("not");
+    const ALL: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
+    let current: Vec<String> = match obj.get("type") {
+        None => ALL.iter().map(|s| s.to_string()).collect(),
+        Some(t) => type_list(t).iter().map(|s| s.to_string()).collect(),
+    };
+    match keys.as_slice() {
+        ["type"] => {
+            let ex = type_list(&not["type"]);
+            let mut keep: Vec<Value> = Vec::new();
+            for t in &current {
+                if ex.contains(&t.as_str()) || (t == "integer" && ex.contains(&"number")) {
+                    continue;
+                }
+                if t == "number" && ex.contains(&"integer") {
+                    return None; // "non-integer numbers" is not a type
+                }
+                keep.push(Value::String(t.clone()));
+            }
+            out.insert("type".into(), Value::Array(keep));
+            Some(out)
+        }
+        ["required"] => {
+            let req = not["required"].as_array()?;
+            let [Value::String(k)] = req.as_slice() else { return None };
+            // Objects must lack `k`; other types are unaffected.
+            let mut props = out.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            props.insert(k.clone(), Value::Bool(false));
+            out.insert("properties".into(), Value::Object(props));
+            Some(out)
+        }
+        ["const"] | ["enum"] => {
+            let values: Vec<&Value> = match not.get("const") {
+                Some(v) => vec![v],
+                None => not["enum"].as_array()?.iter().collect(),
+            };
+            let mut strings = Vec::new();
+            let mut types: Vec<String> = current.clone();
+            for v in values {
+                match v {
+                    Value::String(s) => strings.push(Value::String(s.clone())),
+                    Value::Null => types.retain(|t| t != "null"),
+                    Value::Bool(_) => {
+                        let both = not.get("enum").and_then(Value::as_array).is_some_and(|a| a.contains(&Value::Bool(true)) && a.contains(&Value::Bool(false)));
+                        if !both {
+                            return None;
+                        }
+                        types.retain(|t| t != "boolean");
+                    }
+                    _ => return None,
+                }
+            }
+            out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
+            if !strings.is_empty() {
+                out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(strings));
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
     let (values, kw): (Vec<&Value>, &str) = if let Some(v) = obj.get("const") {
         (vec![v], "const")
@@ -311,6 +407,8 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
                 _ => return Err("two different non-integer `multipleOf` values".into()),
             },
             "$defs" | "definitions" => continue,
+            // Unknown keywords are annotations: no effect on validation.
+            _ if !VALIDATION.contains(&k.as_str()) => continue,
             _ => return Err(format!("two different `{k}` values cannot be merged exactly")),
         };
         out.insert(k.clone(), merged);
@@ -398,6 +496,17 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
         _ => return None,
     };
     for (k, s) in obj {
+        // Keywords for another JSON type, and unknown keywords, have no effect on `v`.
+        let applies = match keyword_type(k) {
+            Some("number") => v.is_number(),
+            Some("string") => v.is_string(),
+            Some("array") => v.is_array(),
+            Some("object") => v.is_object(),
+            _ => true,
+        };
+        if !applies || !VALIDATION.contains(&k.as_str()) {
+            continue;
+        }
         let ok = match k.as_str() {
             _ if ANNOTATIONS.contains(&k.as_str()) => true,
             "type" => type_list(s).iter().any(|t| match *t {

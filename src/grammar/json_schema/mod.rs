@@ -213,7 +213,23 @@ impl<'s> Compiler<'s> {
             let r = r.as_str().ok_or_else(|| self.bad(&join(pointer, "$ref"), "`$ref` must be a string"))?;
             return self.reference(r, pointer);
         }
-        for kw in ["not", "if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
+        if let Some(n) = obj.get("not") {
+            // `not: false` constrains nothing; `not: true` / `not: {}` (no validation keyword)
+            // rejects everything.
+            if n == &Value::Bool(false) {
+                let mut rest = obj.clone();
+                rest.remove("not");
+                return self.schema(&Value::Object(rest), pointer);
+            }
+            if n == &Value::Bool(true) || n.as_object().is_some_and(|o| !o.keys().any(|k| combine::is_validation_keyword(k))) {
+                return Ok(nothing());
+            }
+            match combine::rewrite_not(obj) {
+                Some(rewritten) => return self.schema(&Value::Object(rewritten), pointer),
+                None => self.unenforced(pointer, "not", "only `not` of a type, one required key, or string/boolean/null values is supported")?,
+            }
+        }
+        for kw in ["if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
             if let Some(v) = obj.get(kw) {
                 if !trivially_true(kw, v) {
                     self.unenforced(pointer, kw, "not supported yet")?;

@@ -20,39 +20,45 @@ pub(super) fn collect_anchors(v: &Value, pointer: &str, out: &mut HashMap<String
     if depth > 256 {
         return;
     }
-    match v {
-        Value::Object(o) => {
-            if let Some(a) = o.get("$anchor").and_then(Value::as_str) {
-                // The same anchor in two resources would need base-URI tracking to tell
-                // apart: mark it ambiguous (an empty target), which `ref_target` refuses.
-                let key = format!("#{a}");
-                match out.get(&key) {
-                    Some(p) if p != pointer => {
-                        out.insert(key, AMBIGUOUS.into());
-                    }
-                    _ => {
-                        out.insert(key, pointer.to_string());
-                    }
-                }
-            }
-            for key in ["$id", "id"] {
-                if let Some(id) = o.get(key).and_then(Value::as_str) {
-                    out.entry(id.trim_end_matches('#').to_string()).or_insert_with(|| pointer.to_string());
-                }
-            }
-            for (k, x) in o {
-                // Values of `enum`/`const` are data, not schemas.
-                if k != "enum" && k != "const" {
-                    collect_anchors(x, &join(pointer, k), out, depth + 1);
-                }
-            }
+    let Value::Object(o) = v else { return };
+    let mut record = |key: String| match out.get(&key) {
+        Some(p) if p != pointer => {
+            out.insert(key, AMBIGUOUS.into());
         }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                collect_anchors(x, &join(pointer, &i.to_string()), out, depth + 1);
-            }
+        _ => {
+            out.insert(key, pointer.to_string());
         }
-        _ => {}
+    };
+    if let Some(a) = o.get("$anchor").and_then(Value::as_str) {
+        // The same anchor in two resources would need base-URI tracking to tell them apart:
+        // it is marked ambiguous, which `ref_target` refuses.
+        record(format!("#{a}"));
+    }
+    for key in ["$id", "id"] {
+        if let Some(id) = o.get(key).and_then(Value::as_str) {
+            record(id.trim_end_matches('#').to_string());
+        }
+    }
+    // Only keywords that hold subschemas: an `$id` inside an unknown keyword is data.
+    for (k, x) in o {
+        let here = join(pointer, k);
+        match k.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
+                for (name, sub) in x.as_object().into_iter().flatten() {
+                    collect_anchors(sub, &join(&here, name), out, depth + 1);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" if x.is_array() => {
+                for (i, sub) in x.as_array().into_iter().flatten().enumerate() {
+                    collect_anchors(sub, &join(&here, &i.to_string()), out, depth + 1);
+                }
+            }
+            "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
+            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" | "contentSchema" => {
+                collect_anchors(x, &here, out, depth + 1);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -67,9 +73,10 @@ impl<'s> Compiler<'s> {
         };
         let base_pointer = if base.is_empty() || Some(base) == root_id {
             String::new()
-        } else if let Some(p) = self.anchors.get(base) {
-            p.clone()
-        } else if let Some(p) = root_id.and_then(|id| self.anchors.get(&resolve_relative(id, base))) {
+        } else if let Some(p) = self.anchors.get(base).or_else(|| root_id.and_then(|id| self.anchors.get(&resolve_relative(id, base)))) {
+            if p == AMBIGUOUS {
+                return Err(err(format!("$ref {r:?}: that $id is declared in several places; such references are not supported")));
+            }
             p.clone()
         } else {
             return Err(err(format!("cannot resolve $ref {r:?}: remote references are not fetched")));

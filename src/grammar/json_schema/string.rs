@@ -15,6 +15,13 @@ use super::{join, Compiler, MAX_COUNT};
 use crate::error::Result;
 use crate::grammar::Expr;
 
+/// An internal keyword (set by the `not` rewrite): string values that are excluded.
+pub(super) const EXCLUDE_STRINGS: &str = "x-strictly-exclude-strings";
+
+/// Strings whose `maxLength` is above [`MAX_COUNT`] are produced with at most this many
+/// characters (a documented, stricter subset).
+pub const LONG_STRING_CAP: u64 = 1000;
+
 /// One encoded character (canonical).
 const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u000[0-7]|\\u000[be-f]|\\u001[0-9a-f])"#;
 
@@ -56,6 +63,14 @@ pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
             None => {}
         }
     }
+    if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
+        let names: Vec<&str> = ex.iter().filter_map(Value::as_str).collect();
+        if content.is_some() || min > 0 || max.is_some() {
+            c.unenforced(pointer, "not", "excluding values from a constrained string needs a regex intersection (not supported yet)")?;
+        } else {
+            content = Some(key_not_in(&names));
+        }
+    }
     let bounded = min > 0 || max.is_some();
     let content = match content {
         Some(h) => {
@@ -65,8 +80,11 @@ pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
             h
         }
         None => {
+            // A huge maxLength means "no practical limit": produce at most LONG_STRING_CAP
+            // characters (stricter, so still exact). A huge minLength cannot be met that way.
+            let max = max.map(|m| if m > MAX_COUNT && min <= LONG_STRING_CAP { LONG_STRING_CAP } else { m });
             if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
-                c.unenforced(pointer, "maxLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
+                c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
                 hir(&format!("{UNIT}*"))
             } else {
                 Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })

@@ -129,3 +129,31 @@ fn bad_schemas_are_clear_errors() {
     assert!(e.contains("nesting depth"), "{e}");
     std::mem::forget(deep); // dropping a 10,000-deep Value recurses; not what this test is about
 }
+
+#[test]
+fn not_rewrites_and_annotations() {
+    for nothing in [json!({"not": {}}), json!({"not": true}), json!({"not": {"description": "x"}})] {
+        assert!(!accepts(&nothing, "1") && !accepts(&nothing, "null") && !accepts(&nothing, "{}"), "{nothing}");
+    }
+    assert!(accepts(&json!({"not": false}), "[1]"));
+    let s = json!({"not": {"type": "string"}});
+    assert!(accepts(&s, "1") && accepts(&s, "null") && !accepts(&s, r#""x""#));
+    let s = json!({"type": "object", "not": {"required": ["secret"]}});
+    assert!(accepts(&s, r#"{"a":1}"#) && !accepts(&s, r#"{"secret":1}"#) && !accepts(&s, r#"{"a":1,"secret":2}"#));
+    let s = json!({"type": "string", "not": {"enum": ["no", "never"]}});
+    assert!(accepts(&s, r#""yes""#) && accepts(&s, r#""n""#) && accepts(&s, r#""nos""#));
+    assert!(!accepts(&s, r#""no""#) && !accepts(&s, r#""never""#));
+    let s = json!({"not": {"const": null}, "type": ["string", "null"]});
+    assert!(accepts(&s, r#""a""#) && !accepts(&s, "null"));
+    // Numbers are not handled: reported, not approximated.
+    assert!(compile(&json!({"not": {"const": 3}}), &JsonSchemaOptions::default()).is_err());
+    // Unknown keywords are annotations, also inside allOf.
+    let s = json!({"allOf": [{"type": "integer", "x-doc": "a"}, {"x-doc": "b", "minimum": 2}]});
+    assert!(accepts(&s, "2") && !accepts(&s, "1"));
+    // enum values are checked only against keywords for their own type.
+    let s = json!({"type": ["string", "integer"], "enum": ["a", 5, "toolong"], "maxLength": 3, "minimum": 2});
+    assert!(accepts(&s, r#""a""#) && accepts(&s, "5") && !accepts(&s, r#""toolong""#));
+    // A huge maxLength is capped (stricter), not refused.
+    let s = json!({"type": "string", "maxLength": 1_000_000});
+    assert!(accepts(&s, r#""short""#));
+}
