@@ -44,6 +44,8 @@ pub mod grammar;
 #[cfg(feature = "model")]
 pub mod model;
 pub mod sample;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod vocab;
 
 pub use error::{Error, Result};

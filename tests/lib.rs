@@ -13,3 +13,5 @@ mod decode;
 mod bench;
 #[cfg(feature = "model")]
 mod model;
+#[cfg(feature = "server")]
+mod server;

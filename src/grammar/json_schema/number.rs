@@ -184,7 +184,8 @@ fn decimal_range(lo: Option<(i64, bool)>, hi: Option<(i64, bool)>, frac: &str) -
         }
     }
     // Negative values -I.F (I.F > 0).
-    let neg_ok = lo.is_none_or(|(l, ex)| l < 0 || (l == 0 && false && !ex));
+    // With lo ≥ 0 no negative value qualifies (we never write "-0").
+    let neg_ok = lo.is_none_or(|(l, _)| l < 0);
     if neg_ok {
         // -I.F ≥ lo ⇔ I.F ≤ |lo|; -I.F ≤ hi (hi < 0) ⇔ I.F ≥ |hi|.
         let max_mag = lo.map(|(l, ex)| (-l, ex)); // I.F ≤ m (or < m)

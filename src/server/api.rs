@@ -1,0 +1,533 @@
+//! The request bodies of the OpenAI API as serde types, and the checks that turn one into
+//! [`GenerateOptions`] and a [`Spec`] (the constraint).
+//!
+//! Unknown fields are ignored (clients send `user`, `metadata`, `store`, ...); fields that
+//! would change the output but are not supported (`logit_bias`, `functions`, `suffix`, image
+//! content, ...) are a 400 naming them, never silently dropped.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::constraint::{Spec, Tool, ToolMode, ToolSpec, UserConstraint, MAX_PARALLEL_TOOL_CALLS};
+use super::error::ApiError;
+use crate::decode::GenerateOptions;
+use crate::model::GenerationDefaults;
+use crate::sample::{SamplingParams, MAX_TOP_LOGPROBS};
+use crate::vocab::TokenId;
+
+/// Most choices per request (`n`).
+pub const MAX_N: usize = 16;
+/// Most stop strings (OpenAI's limit).
+pub const MAX_STOP: usize = 4;
+
+/// A seed: OpenAI's is a signed 64-bit integer; unsigned ones are taken too.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+pub enum Seed {
+    U(u64),
+    I(i64),
+}
+
+impl Seed {
+    fn value(self) -> u64 {
+        match self {
+            Seed::U(u) => u,
+            Seed::I(i) => i as u64,
+        }
+    }
+}
+
+/// `stop`: one string or a list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+/// `response_format`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema { json_schema: JsonSchemaFormat },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct JsonSchemaFormat {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Absent: any JSON value.
+    #[serde(default)]
+    pub schema: Option<Value>,
+    /// Accepted and ignored: the schema is always enforced exactly (or refused).
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// The knobs `/v1/chat/completions` and `/v1/completions` share, with the extension fields
+/// (`regex`, `grammar`, `choice`; vLLM's `guided_*` spellings are aliases).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Common {
+    pub model: Option<String>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    /// vLLM's: `-1` or `0` is off.
+    pub top_k: Option<i64>,
+    pub min_p: Option<f32>,
+    pub top_n_sigma: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+    pub presence_penalty: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub seed: Option<Seed>,
+    pub stop: Option<Stop>,
+    pub max_tokens: Option<i64>,
+    pub n: Option<i64>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub response_format: Option<ResponseFormat>,
+    #[serde(alias = "guided_regex")]
+    pub regex: Option<String>,
+    #[serde(alias = "guided_grammar")]
+    pub grammar: Option<String>,
+    #[serde(alias = "guided_choice")]
+    pub choice: Option<Vec<String>>,
+    pub guided_json: Option<Value>,
+    pub logit_bias: Option<HashMap<String, f32>>,
+}
+
+/// A message's content: a string or a list of parts (text parts only).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContentPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MessageIn {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<Content>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCallIn>>,
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolCallIn {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub function: FunctionCallIn,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FunctionCallIn {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolIn {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: FunctionDef,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FunctionDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<Value>,
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// `tool_choice`: `"none"`, `"auto"`, `"required"` or `{"type": "function", "function": {"name"}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    Mode(String),
+    Named { function: NamedFunction },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NamedFunction {
+    pub name: String,
+}
+
+/// `POST /v1/chat/completions`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<MessageIn>,
+    #[serde(flatten)]
+    pub common: Common,
+    pub max_completion_tokens: Option<i64>,
+    pub logprobs: Option<bool>,
+    pub top_logprobs: Option<i64>,
+    pub tools: Option<Vec<ToolIn>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub functions: Option<Value>,
+    pub function_call: Option<Value>,
+}
+
+/// `prompt` of `/v1/completions`: text, texts, token ids, or lists of token ids.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PromptIn {
+    Text(String),
+    Texts(Vec<String>),
+    Ids(Vec<u32>),
+    IdLists(Vec<Vec<u32>>),
+}
+
+/// `POST /v1/completions`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CompletionRequest {
+    pub prompt: PromptIn,
+    #[serde(flatten)]
+    pub common: Common,
+    /// The legacy API's: how many top alternatives per token (0..=20 here).
+    pub logprobs: Option<i64>,
+    pub echo: Option<bool>,
+    pub best_of: Option<i64>,
+    pub suffix: Option<String>,
+}
+
+/// What every request turns into before it is run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub n: usize,
+    pub stream: bool,
+    pub include_usage: bool,
+    /// `max_tokens` as asked (None: up to the context's end).
+    pub max_tokens: Option<usize>,
+    pub opts: GenerateOptions,
+    pub logprobs: bool,
+}
+
+fn nonneg(name: &str, v: i64) -> Result<usize, ApiError> {
+    usize::try_from(v).map_err(|_| ApiError::bad_request(format!("{name} must be >= 0, got {v}")).param(name))
+}
+
+impl Common {
+    /// The sampling knobs over the model's defaults, checked (OpenAI's ranges where OpenAI
+    /// has the knob: temperature in [0, 2]).
+    pub fn plan(
+        &self,
+        defaults: &GenerationDefaults,
+        max_tokens: Option<i64>,
+        (logprobs, top_logprobs): (bool, usize),
+    ) -> Result<Plan, ApiError> {
+        if let Some(b) = &self.logit_bias {
+            if !b.is_empty() {
+                return Err(ApiError::bad_request("logit_bias is not supported").param("logit_bias"));
+            }
+        }
+        let mut s: SamplingParams = defaults.sampling();
+        if let Some(t) = self.temperature {
+            if !(0.0..=2.0).contains(&t) {
+                return Err(
+                    ApiError::bad_request(format!("temperature must be in [0, 2], got {t}")).param("temperature")
+                );
+            }
+            s.temperature = t;
+        }
+        let set = |slot: &mut f32, v: Option<f32>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut s.top_p, self.top_p);
+        set(&mut s.min_p, self.min_p);
+        set(&mut s.frequency_penalty, self.frequency_penalty);
+        set(&mut s.presence_penalty, self.presence_penalty);
+        set(&mut s.repetition_penalty, self.repetition_penalty);
+        if let Some(k) = self.top_k {
+            s.top_k = (k > 0).then_some(k as usize);
+        }
+        if self.top_n_sigma.is_some() {
+            s.top_n_sigma = self.top_n_sigma;
+        }
+        s.seed = self.seed.map(Seed::value);
+        s.top_logprobs = top_logprobs;
+        if let Err(e) = s.validate() {
+            let msg = e.to_string();
+            let param = msg.split_whitespace().next().unwrap_or("").to_string();
+            return Err(ApiError::bad_request(msg).param(param));
+        }
+        let n = match self.n {
+            None => 1,
+            Some(n) if n >= 1 && n as usize <= MAX_N => n as usize,
+            Some(n) => return Err(ApiError::bad_request(format!("n must be in [1, {MAX_N}], got {n}")).param("n")),
+        };
+        let max_tokens = match max_tokens.or(self.max_tokens) {
+            None => None,
+            Some(m) if m < 1 => {
+                return Err(ApiError::bad_request(format!("max_tokens must be at least 1, got {m}")).param("max_tokens"))
+            }
+            Some(m) => Some(nonneg("max_tokens", m)?),
+        };
+        let stop = match &self.stop {
+            None => Vec::new(),
+            Some(Stop::One(s)) => vec![s.clone()],
+            Some(Stop::Many(v)) => v.clone(),
+        };
+        if stop.len() > MAX_STOP {
+            return Err(
+                ApiError::bad_request(format!("at most {MAX_STOP} stop strings, got {}", stop.len())).param("stop")
+            );
+        }
+        if stop.iter().any(String::is_empty) {
+            return Err(ApiError::bad_request("stop strings must not be empty").param("stop"));
+        }
+        let stream = self.stream.unwrap_or(false);
+        let include_usage = self.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false);
+        if self.stream_options.is_some() && !stream {
+            return Err(
+                ApiError::bad_request("stream_options is only allowed with stream: true").param("stream_options")
+            );
+        }
+        let opts = GenerateOptions {
+            max_tokens: max_tokens.unwrap_or(0),
+            sampling: s,
+            stop,
+            stop_token_ids: defaults.eos.clone(),
+        };
+        Ok(Plan { n, stream, include_usage, max_tokens, opts, logprobs })
+    }
+
+    /// The user's own constraint, if any: at most one of `response_format` (json_object or
+    /// json_schema), `regex`, `grammar`, `choice`, `guided_json`.
+    pub fn user_constraint(&self) -> Result<Option<(UserConstraint, &'static str)>, ApiError> {
+        let mut found: Vec<(UserConstraint, &'static str)> = Vec::new();
+        match &self.response_format {
+            None | Some(ResponseFormat::Text) => {}
+            Some(ResponseFormat::JsonObject) => {
+                found.push((UserConstraint::JsonSchema(serde_json::json!({"type": "object"})), "response_format"))
+            }
+            Some(ResponseFormat::JsonSchema { json_schema }) => {
+                if let Some(name) = &json_schema.name {
+                    check_name(name, "response_format.json_schema.name")?;
+                }
+                let schema = json_schema.schema.clone().unwrap_or(Value::Bool(true));
+                found.push((UserConstraint::JsonSchema(schema), "response_format.json_schema.schema"));
+            }
+        }
+        if let Some(r) = &self.regex {
+            found.push((UserConstraint::Regex(r.clone()), "regex"));
+        }
+        if let Some(g) = &self.grammar {
+            found.push((UserConstraint::Grammar(g.clone()), "grammar"));
+        }
+        if let Some(c) = &self.choice {
+            if c.is_empty() {
+                return Err(ApiError::bad_request("choice needs at least one option").param("choice"));
+            }
+            found.push((UserConstraint::Choice(c.clone()), "choice"));
+        }
+        if let Some(s) = &self.guided_json {
+            let schema = match s {
+                Value::String(text) => serde_json::from_str(text).map_err(|e| {
+                    ApiError::bad_request(format!("guided_json is not valid JSON: {e}")).param("guided_json")
+                })?,
+                v => v.clone(),
+            };
+            found.push((UserConstraint::JsonSchema(schema), "guided_json"));
+        }
+        if found.len() > 1 {
+            let names: Vec<&str> = found.iter().map(|f| f.1.split('.').next().unwrap_or(f.1)).collect();
+            return Err(ApiError::bad_request(format!(
+                "at most one constraint per request; got {}",
+                names.join(" and ")
+            )));
+        }
+        Ok(found.pop())
+    }
+}
+
+/// OpenAI's rule for function and schema names: `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn check_name(name: &str, param: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "invalid name {name:?}: names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -"
+        ))
+        .param(param))
+    }
+}
+
+impl ChatRequest {
+    /// The tools part of the constraint: `None` when no tool may be called.
+    pub fn tool_spec(&self) -> Result<Option<ToolSpec>, ApiError> {
+        if self.functions.as_ref().is_some_and(|v| !v.is_null())
+            || self.function_call.as_ref().is_some_and(|v| !v.is_null())
+        {
+            return Err(ApiError::bad_request(
+                "`functions` and `function_call` are deprecated and not supported; use `tools` and `tool_choice`",
+            )
+            .param("functions"));
+        }
+        let tools = self.tools.as_deref().unwrap_or(&[]);
+        let mode = match &self.tool_choice {
+            None if tools.is_empty() => return Ok(None),
+            None => ToolMode::Auto,
+            Some(ToolChoice::Mode(m)) => match m.as_str() {
+                "none" => return Ok(None),
+                "auto" => ToolMode::Auto,
+                "required" => ToolMode::Required,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got {other:?}"
+                    ))
+                    .param("tool_choice"))
+                }
+            },
+            Some(ToolChoice::Named { function }) => ToolMode::Named(function.name.clone()),
+        };
+        if tools.is_empty() {
+            return Err(ApiError::bad_request("tool_choice needs tools").param("tool_choice"));
+        }
+        let mut out = Vec::new();
+        for (i, t) in tools.iter().enumerate() {
+            if t.kind != "function" {
+                return Err(ApiError::bad_request(format!("tools[{i}].type must be \"function\", got {:?}", t.kind))
+                    .param(format!("tools[{i}].type")));
+            }
+            check_name(&t.function.name, &format!("tools[{i}].function.name"))?;
+            if out.iter().any(|o: &Tool| o.name == t.function.name) {
+                return Err(ApiError::bad_request(format!("two tools are named {:?}", t.function.name))
+                    .param(format!("tools[{i}].function.name")));
+            }
+            // No parameters: a function with an empty parameter list (OpenAI's rule).
+            let parameters = t.function.parameters.clone().unwrap_or_else(
+                || serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            );
+            out.push(Tool { name: t.function.name.clone(), parameters });
+        }
+        if let ToolMode::Named(name) = &mode {
+            if !out.iter().any(|t| &t.name == name) {
+                return Err(ApiError::bad_request(format!("tool_choice names {name:?}, which is not in tools"))
+                    .param("tool_choice"));
+            }
+        }
+        let max_calls = if self.parallel_tool_calls == Some(false) { 1 } else { MAX_PARALLEL_TOOL_CALLS };
+        Ok(Some(ToolSpec { tools: out, mode, max_calls }))
+    }
+
+    /// The whole constraint of a chat request.
+    pub fn spec(&self) -> Result<Option<Spec>, ApiError> {
+        let user = self.common.user_constraint()?;
+        let tools = self.tool_spec()?;
+        Ok(match (user, tools) {
+            (None, None) => None,
+            (user, tools) => {
+                let param = user.as_ref().map(|u| u.1);
+                Some(Spec { user: user.map(|u| u.0), user_param: param.map(str::to_string), tools })
+            }
+        })
+    }
+
+    /// `top_logprobs` when `logprobs` is on; errors for the combinations OpenAI refuses.
+    pub fn top_logprobs(&self) -> Result<(bool, usize), ApiError> {
+        let on = self.logprobs.unwrap_or(false);
+        let k = match self.top_logprobs {
+            None => 0,
+            Some(k) => nonneg("top_logprobs", k)?,
+        };
+        if k > MAX_TOP_LOGPROBS {
+            return Err(ApiError::bad_request(format!("top_logprobs must be in [0, {MAX_TOP_LOGPROBS}], got {k}"))
+                .param("top_logprobs"));
+        }
+        if k > 0 && !on {
+            return Err(ApiError::bad_request("top_logprobs needs logprobs: true").param("top_logprobs"));
+        }
+        Ok((on, k))
+    }
+}
+
+impl CompletionRequest {
+    /// The prompts: texts (encoded with the model's BOS rule) or token ids, checked against
+    /// the vocabulary width.
+    pub fn prompts(
+        &self,
+        encode: impl Fn(&str) -> Result<Vec<TokenId>, ApiError>,
+        width: usize,
+    ) -> Result<Vec<(String, Vec<TokenId>)>, ApiError> {
+        let ids = |v: &[u32]| -> Result<Vec<TokenId>, ApiError> {
+            if let Some(t) = v.iter().find(|&&t| t as usize >= width) {
+                return Err(
+                    ApiError::bad_request(format!("token id {t} is outside the vocabulary ({width})")).param("prompt")
+                );
+            }
+            Ok(v.iter().map(|&t| TokenId(t)).collect())
+        };
+        let out: Vec<(String, Vec<TokenId>)> = match &self.prompt {
+            PromptIn::Text(t) => vec![(t.clone(), encode(t)?)],
+            PromptIn::Texts(ts) => ts.iter().map(|t| Ok((t.clone(), encode(t)?))).collect::<Result<_, ApiError>>()?,
+            PromptIn::Ids(v) => vec![(String::new(), ids(v)?)],
+            PromptIn::IdLists(vs) => {
+                vs.iter().map(|v| Ok((String::new(), ids(v)?))).collect::<Result<_, ApiError>>()?
+            }
+        };
+        if out.is_empty() {
+            return Err(ApiError::bad_request("prompt must not be an empty list").param("prompt"));
+        }
+        if out.iter().any(|p| p.1.is_empty()) {
+            return Err(ApiError::bad_request(
+                "the prompt is empty (and the model adds no BOS): give it at least one token",
+            )
+            .param("prompt"));
+        }
+        Ok(out)
+    }
+
+    pub fn spec(&self) -> Result<Option<Spec>, ApiError> {
+        Ok(self.common.user_constraint()?.map(|(u, p)| Spec {
+            user: Some(u),
+            user_param: Some(p.to_string()),
+            tools: None,
+        }))
+    }
+
+    pub fn top_logprobs(&self) -> Result<(bool, usize), ApiError> {
+        match self.logprobs {
+            None => Ok((false, 0)),
+            Some(k) => {
+                let k = nonneg("logprobs", k)?;
+                if k > MAX_TOP_LOGPROBS {
+                    return Err(ApiError::bad_request(format!("logprobs must be in [0, {MAX_TOP_LOGPROBS}], got {k}"))
+                        .param("logprobs"));
+                }
+                Ok((true, k))
+            }
+        }
+    }
+}

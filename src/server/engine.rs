@@ -1,0 +1,268 @@
+//! Running generations for the HTTP side: admission (a bounded queue), generation slots (a
+//! fair semaphore), and the generation loop on a blocking thread, talking to the request's
+//! task through a channel of [`Msg`]s.
+//!
+//! ```text
+//! request ─ admit (≤ max_concurrent + max_queue, else 429) ─ compile ─ wait for a slot
+//!   (FIFO; past the request timeout: 503) ─ spawn_blocking: for each choice, a fresh model
+//!   sequence (ModelSource::fresh) + a fresh matcher ─ Generation ─ Msg ─▶ channel ─▶ handler
+//! ```
+//!
+//! Cancellation: the handler (or the SSE body) owns the receiver. When the client goes away
+//! axum drops it, the next send fails, and the loop returns, dropping its slot and admission
+//! ticket. A send that waits (the client stopped reading) gives up at the request's deadline.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use super::error::ApiError;
+use super::metrics::Metrics;
+use super::AppState;
+use crate::automaton::Compiled;
+use crate::decode::{Event, GenerateOptions, Generation, Output, StoppedBy};
+use crate::error::Error;
+use crate::vocab::TokenId;
+
+/// What the generation thread reports.
+#[derive(Debug)]
+pub enum Msg {
+    /// Choice `index` started (its generation was set up without error).
+    Begin {
+        index: usize,
+    },
+    Event {
+        index: usize,
+        event: Event,
+    },
+    /// Choice `index` finished; its output satisfies the constraint (checked).
+    Done {
+        index: usize,
+        output: Output,
+    },
+    /// The request failed; nothing follows.
+    Error(ApiError),
+}
+
+/// One request's work: `n` choices for each prompt, choice index = prompt · n + j.
+pub struct Job {
+    pub prompts: Vec<Vec<TokenId>>,
+    /// Per prompt.
+    pub max_tokens: Vec<usize>,
+    pub n: usize,
+    pub compiled: Option<Arc<Compiled>>,
+    pub opts: GenerateOptions,
+}
+
+/// A place among the admitted requests (running or queued); given back on drop.
+pub struct Ticket {
+    state: AppState,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.state.inner.admitted.fetch_sub(1, Relaxed);
+    }
+}
+
+impl AppState {
+    /// Admits a request, or 429 when `max_concurrent + max_queue` are already in.
+    pub(crate) fn admit(&self) -> Result<Ticket, ApiError> {
+        let i = &self.inner;
+        let limit = i.config.max_concurrent + i.config.max_queue;
+        if i.admitted.fetch_add(1, Relaxed) >= limit {
+            i.admitted.fetch_sub(1, Relaxed);
+            Metrics::add(&i.metrics.rejected, 1);
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!(
+                    "the server is busy: {} generations running and {} queued; retry later",
+                    i.config.max_concurrent, i.config.max_queue
+                ),
+            )
+            .code("server_busy"));
+        }
+        Ok(Ticket { state: self.clone() })
+    }
+
+    /// Generations running now.
+    pub fn running(&self) -> usize {
+        self.inner.config.max_concurrent - self.inner.slots.available_permits()
+    }
+
+    /// Requests admitted but not running (compiling or waiting for a slot).
+    pub fn queued(&self) -> usize {
+        self.inner.admitted.load(Relaxed).saturating_sub(self.running())
+    }
+
+    async fn slot(&self, deadline: Instant) -> Result<OwnedSemaphorePermit, ApiError> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(wait, self.inner.slots.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(ApiError::internal("the generation slots are closed")),
+            Err(_) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "timed out waiting for a free generation slot",
+            )
+            .code("queue_timeout")),
+        }
+    }
+
+    /// Waits for a slot, starts the job on a blocking thread and returns its channel once the
+    /// first choice has begun (or the error that kept it from beginning).
+    pub(crate) async fn start(&self, job: Job, ticket: Ticket, deadline: Instant) -> Result<Started, ApiError> {
+        let permit = self.slot(deadline).await?;
+        let (tx, mut rx) = mpsc::channel(64);
+        let st = self.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let _ticket = ticket;
+            let _permit = permit;
+            run(&st, job, deadline, &Sender { tx, handle, deadline });
+        });
+        match rx.recv().await {
+            Some(Msg::Begin { index }) => Ok(Started { rx, first: index }),
+            Some(Msg::Error(e)) => Err(e),
+            Some(other) => Err(ApiError::internal(format!("unexpected first message {other:?}"))),
+            None => Err(ApiError::internal("the generation ended before it began")),
+        }
+    }
+}
+
+/// A job whose first choice has begun.
+pub struct Started {
+    pub rx: mpsc::Receiver<Msg>,
+    /// The index of the choice that began (0).
+    pub first: usize,
+}
+
+struct Sender {
+    tx: mpsc::Sender<Msg>,
+    handle: tokio::runtime::Handle,
+    deadline: Instant,
+}
+
+impl Sender {
+    /// False when the receiver is gone or did not take the message before the deadline.
+    fn send(&self, m: Msg) -> bool {
+        match self.tx.try_send(m) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(m)) => {
+                let wait = self.deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+                matches!(self.handle.block_on(tokio::time::timeout(wait, self.tx.send(m))), Ok(Ok(())))
+            }
+        }
+    }
+}
+
+fn timeout_error() -> ApiError {
+    ApiError::new(StatusCode::GATEWAY_TIMEOUT, "timeout_error", "the request ran past the server's request timeout")
+        .code("timeout")
+}
+
+/// An error from inside the loop: the context running out is the request's fault, anything
+/// else (a failing model) the server's.
+fn loop_error(e: Error) -> ApiError {
+    match e {
+        Error::Limit { .. } => ApiError::from_lib(e, None).code("context_length_exceeded"),
+        e => ApiError::internal(format!("generation failed: {}", super::error::one_line(&e.to_string()))),
+    }
+}
+
+fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
+    let inner = &st.inner;
+    let m = &inner.metrics;
+    let vocab = inner.vocab.clone();
+    let mut index = 0;
+    for (p, prompt) in job.prompts.iter().enumerate() {
+        for _ in 0..job.n {
+            let mut opts = job.opts.clone();
+            opts.max_tokens = job.max_tokens[p];
+            if let Some(s) = opts.sampling.seed {
+                opts.sampling.seed = Some(s.wrapping_add(index as u64));
+            }
+            let mut model = match inner.source.fresh() {
+                Ok(model) => model,
+                Err(e) => {
+                    tx.send(Msg::Error(ApiError::internal(format!("cannot start a sequence: {e}"))));
+                    return;
+                }
+            };
+            let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
+            let t0 = Instant::now();
+            let mut g = match Generation::new(&mut *model, &vocab, matcher.as_mut(), prompt, &opts) {
+                Ok(g) => g,
+                Err(e) => {
+                    let mut err = ApiError::from_lib(e, None);
+                    if err.message.starts_with("max_tokens") {
+                        err.param = Some("max_tokens".into());
+                    }
+                    tx.send(Msg::Error(err));
+                    return;
+                }
+            };
+            if !tx.send(Msg::Begin { index }) {
+                Metrics::add(&m.cancelled, 1);
+                return;
+            }
+            loop {
+                if Instant::now() >= deadline {
+                    tx.send(Msg::Error(timeout_error()));
+                    return;
+                }
+                match g.next() {
+                    None => break,
+                    Some(Ok(event)) => {
+                        if !tx.send(Msg::Event { index, event }) {
+                            if Instant::now() >= deadline {
+                                tx.send(Msg::Error(timeout_error()));
+                            } else {
+                                Metrics::add(&m.cancelled, 1);
+                            }
+                            return;
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tx.send(Msg::Error(loop_error(e)));
+                        return;
+                    }
+                }
+            }
+            let Some(output) = g.into_output() else {
+                tx.send(Msg::Error(ApiError::internal("the generation ended without an output")));
+                return;
+            };
+            Metrics::add(&m.generate_micros, t0.elapsed().as_micros() as u64);
+            Metrics::add(&m.completion_tokens, output.tokens.len() as u64);
+            Metrics::add(&m.forced_tokens, output.forced as u64);
+            Metrics::add(&m.forward_passes, output.forward_passes as u64);
+            // The engine guarantees this; checking costs one pass over the bytes, and is the
+            // only way to catch a stop string that cut a structured output short.
+            if let Some(c) = &job.compiled {
+                let mut check = c.matcher();
+                if check.commit_bytes(&output.bytes).is_err() || !check.is_accepting() {
+                    let e = match &output.stopped_by {
+                        Some(StoppedBy::String(s)) => ApiError::bad_request(format!(
+                            "the stop string {s:?} ended the output before its constraint was complete; \
+                             choose stop strings the constrained output cannot contain"
+                        ))
+                        .param("stop"),
+                        _ => ApiError::internal("the output does not satisfy its constraint (a bug: please report it)"),
+                    };
+                    tx.send(Msg::Error(e));
+                    return;
+                }
+            }
+            if !tx.send(Msg::Done { index, output }) {
+                return;
+            }
+            index += 1;
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Counters for `GET /metrics`, in Prometheus' text format.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub chat_requests: AtomicU64,
+    pub completion_requests: AtomicU64,
+    /// Requests answered with an error (any status >= 400).
+    pub errors: AtomicU64,
+    /// Requests refused because the queue was full.
+    pub rejected: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub completion_tokens: AtomicU64,
+    /// Tokens appended without a forward pass (fast-forward).
+    pub forced_tokens: AtomicU64,
+    pub forward_passes: AtomicU64,
+    pub compile_micros: AtomicU64,
+    pub compiles: AtomicU64,
+    pub cache_hits: AtomicU64,
+    /// Wall time inside generation loops (mask, sampling and model), microseconds.
+    pub generate_micros: AtomicU64,
+    /// Generations stopped because the client went away.
+    pub cancelled: AtomicU64,
+}
+
+impl Metrics {
+    pub fn add(c: &AtomicU64, v: u64) {
+        c.fetch_add(v, Relaxed);
+    }
+
+    /// The text exposition; `running` and `queued` are gauges read by the caller.
+    pub fn render(&self, running: usize, queued: usize, cached: usize) -> String {
+        let mut s = String::new();
+        let l = |c: &AtomicU64| c.load(Relaxed) as f64;
+        metric(
+            &mut s,
+            "requests_total",
+            "counter",
+            "Completion requests received.",
+            &[("{route=\"chat\"}", l(&self.chat_requests)), ("{route=\"completions\"}", l(&self.completion_requests))],
+        );
+        let plain: [(&str, &str, &str, f64); 14] = [
+            ("request_errors_total", "counter", "Requests answered with an error.", l(&self.errors)),
+            ("requests_rejected_total", "counter", "Requests refused: queue full.", l(&self.rejected)),
+            (
+                "generations_cancelled_total",
+                "counter",
+                "Generations stopped by a client disconnect.",
+                l(&self.cancelled),
+            ),
+            ("prompt_tokens_total", "counter", "Prompt tokens processed.", l(&self.prompt_tokens)),
+            ("completion_tokens_total", "counter", "Tokens generated.", l(&self.completion_tokens)),
+            ("forced_tokens_total", "counter", "Tokens appended without a forward pass.", l(&self.forced_tokens)),
+            ("forward_passes_total", "counter", "Model forward passes.", l(&self.forward_passes)),
+            ("generate_seconds_total", "counter", "Time in generation loops.", l(&self.generate_micros) / 1e6),
+            ("compiles_total", "counter", "Constraints compiled.", l(&self.compiles)),
+            ("compile_seconds_total", "counter", "Time compiling constraints.", l(&self.compile_micros) / 1e6),
+            ("compile_cache_hits_total", "counter", "Constraints found in the compile cache.", l(&self.cache_hits)),
+            ("compile_cache_entries", "gauge", "Compiled constraints cached.", cached as f64),
+            ("generations_running", "gauge", "Generations running now.", running as f64),
+            ("requests_queued", "gauge", "Requests waiting for a generation slot.", queued as f64),
+        ];
+        for (name, kind, help, v) in plain {
+            metric(&mut s, name, kind, help, &[("", v)]);
+        }
+        s
+    }
+}
+
+fn metric(s: &mut String, name: &str, kind: &str, help: &str, values: &[(&str, f64)]) {
+    let _ = writeln!(s, "# HELP strictly_{name} {help}\n# TYPE strictly_{name} {kind}");
+    for (labels, v) in values {
+        let _ = writeln!(s, "strictly_{name}{labels} {v}");
+    }
+}

@@ -1,0 +1,429 @@
+//! An OpenAI-compatible HTTP server (axum on tokio) whose structured outputs are guaranteed.
+//!
+//! ```text
+//! GET  /health                 {"status": "ok", "model", "running", "queued", ...}
+//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, compile time, cache hits
+//! GET  /v1/models              {"object": "list", "data": [{"id", "object": "model", "owned_by", "max_model_len"}]}
+//! GET  /v1/models/{id}
+//! POST /v1/chat/completions    messages → the model's chat template (or the plain one) → generate
+//! POST /v1/completions         prompt (text, texts, token ids) → generate
+//! ```
+//!
+//! The official `openai` client works unchanged. What a request may constrain, beyond OpenAI:
+//! `response_format` (`text`, `json_object` = any JSON object, `json_schema` = exactly that
+//! schema, `strict` or not), `tools` + `tool_choice` (`none`, `auto`, `required`, named; see
+//! [`constraint`] for the grammar: the arguments of every call validate against the tool's
+//! `parameters`, under `auto` too), and the extension fields `regex`, `grammar` (EBNF/GBNF
+//! text) and `choice` (a list of strings), also spelled `guided_regex`, `guided_grammar`,
+//! `guided_choice` (and `guided_json`) as vLLM does. At most one of them, plus tools.
+//! Sampling: `temperature` (0..=2), `top_p`, `top_k`, `min_p`, `top_n_sigma`,
+//! `frequency_penalty`, `presence_penalty`, `repetition_penalty`, `seed`, `stop` (≤ 4),
+//! `max_tokens` / `max_completion_tokens`, `n` (≤ 16), `logprobs` + `top_logprobs` (≤ 20),
+//! over the model's `generation_config.json` defaults.
+//!
+//! # Key types
+//!
+//! - [`AppState`]: the loaded model, its [`ModelSource`] (a fresh sequence per choice), the
+//!   [`ServerConfig`] limits, generation slots, the compile cache and the metrics; [`app`] turns
+//!   it into the `Router`.
+//! - [`ApiError`]: every failure as `{"error": {"message", "type", "param", "code"}}`.
+//!
+//! # Behaviour worth knowing
+//!
+//! - **Never truncated, never invalid.** A structured output (any constraint but `auto` tools
+//!   over free text) is complete even when it reaches `max_tokens` (the budget closes it), so it
+//!   reports `finish_reason: "stop"`, with the extension `stop_reason: "max_tokens"`; the
+//!   output is checked against its constraint before it is sent, and one that cannot fit at all
+//!   is a 400 up front. A stop string that cuts a structured output short is an error, not a
+//!   broken success.
+//! - **Chats** use the model's chat template; a model without one (the embedded default) gets
+//!   [`crate::model::chat::PLAIN_TEMPLATE`]. With tools and a chat template, the tools are
+//!   described in a system message in the Hermes format (the models that know `<tool_call>`
+//!   were trained on it); with the plain template they are not described (the grammar still
+//!   forces the call's shape), to leave a small model's context to the conversation.
+//!   Assistant `tool_calls` in the history are rendered as `<tool_call>` blocks.
+//! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
+//!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. At most
+//!   `max_concurrent` generations run; `max_queue` more wait in FIFO order; beyond that, 429.
+//!   Each request has `request_timeout` (queueing included: 503 while waiting, 504 once
+//!   running). A client that disconnects stops its generation at the next token.
+//!   The `n` choices of a request (and the prompts of a completions request) run one after
+//!   another in the request's slot, so `n` never takes more than one slot.
+//! - **Compiles** run on a blocking thread with `compile_timeout`, and are cached (LRU,
+//!   `cache_capacity` entries) by the constraint's canonical JSON.
+//! - Bodies over `max_body_bytes` are a 413; malformed JSON, unknown or mistyped fields'
+//!   values, out-of-range knobs, schemas and grammars that do not compile (the message names
+//!   the keyword and its JSON pointer, or the grammar's line:column) are 400s; an unknown
+//!   model is a 404. Panics are caught and answered with a 500 body.
+//!
+//! Not done: batching several sequences into one forward pass; `logit_bias`; `echo` with
+//! `logprobs`; prompt logprobs; images.
+
+pub mod api;
+mod chat;
+mod completions;
+pub mod constraint;
+mod engine;
+mod error;
+mod metrics;
+pub mod toolparse;
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+pub use error::{ApiError, ApiJson};
+
+use crate::automaton::Compiled;
+use crate::decode::{GeneratedToken, LanguageModel};
+use crate::error::Result;
+use crate::model::{CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
+use crate::vocab::Vocab;
+use constraint::{CompileCache, Spec};
+use metrics::Metrics;
+
+/// Limits and names; every one has a default.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The model id clients use [default: the model's name, e.g. `stories260K`]. `default`
+    /// is always accepted as well, and a request without `model` gets this one.
+    pub served_model_name: Option<String>,
+    /// Generations running at once [default 4].
+    pub max_concurrent: usize,
+    /// Requests waiting beyond those [default 1024]; more get 429.
+    pub max_queue: usize,
+    /// Largest request body [default 10 MiB]; larger is 413.
+    pub max_body_bytes: usize,
+    /// Per request, queueing included [default 600 s].
+    pub request_timeout: Duration,
+    /// Per constraint compile [default 60 s].
+    pub compile_timeout: Duration,
+    /// Compiled constraints kept [default 64].
+    pub cache_capacity: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            served_model_name: None,
+            max_concurrent: 4,
+            max_queue: 1024,
+            max_body_bytes: 10 << 20,
+            request_timeout: Duration::from_secs(600),
+            compile_timeout: Duration::from_secs(60),
+            cache_capacity: 64,
+        }
+    }
+}
+
+/// Where each generation's model sequence comes from.
+pub trait ModelSource: Send + Sync + 'static {
+    /// A model with an empty sequence, sharing weights with every other.
+    fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>>;
+}
+
+impl ModelSource for CandleModel {
+    fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>> {
+        Ok(Box::new(self.restart()))
+    }
+}
+
+/// The server's shared state (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    info: ModelInfo,
+    vocab: Arc<Vocab>,
+    prompt: PromptFormat,
+    defaults: GenerationDefaults,
+    source: Arc<dyn ModelSource>,
+    config: ServerConfig,
+    slots: Arc<Semaphore>,
+    admitted: AtomicUsize,
+    cache: CompileCache,
+    metrics: Metrics,
+    created: u64,
+}
+
+impl AppState {
+    /// Serves `loaded`: each generation starts from `loaded.model.restart()`.
+    pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
+        let LoadedModel { model, vocab, prompt, defaults, info } = loaded;
+        AppState::with_source(Arc::new(model), vocab, prompt, defaults, info, config)
+    }
+
+    /// Serves a model given by parts, with any [`ModelSource`] (tests wrap the real model to
+    /// slow it down or count its calls).
+    pub fn with_source(
+        source: Arc<dyn ModelSource>,
+        vocab: Arc<Vocab>,
+        prompt: PromptFormat,
+        defaults: GenerationDefaults,
+        info: ModelInfo,
+        mut config: ServerConfig,
+    ) -> AppState {
+        config.max_concurrent = config.max_concurrent.max(1);
+        let name = config.served_model_name.clone().unwrap_or_else(|| info.name.clone());
+        let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        AppState {
+            inner: Arc::new(Inner {
+                name,
+                info,
+                vocab,
+                prompt,
+                defaults,
+                source,
+                slots: Arc::new(Semaphore::new(config.max_concurrent)),
+                admitted: AtomicUsize::new(0),
+                cache: CompileCache::new(config.cache_capacity),
+                metrics: Metrics::default(),
+                created,
+                config,
+            }),
+        }
+    }
+
+    /// The model id clients use.
+    pub fn model_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// Checks a request's `model` (absent is fine).
+    fn check_model(&self, model: Option<&str>) -> Result<(), ApiError> {
+        match model {
+            None => Ok(()),
+            Some(m) if m == self.inner.name || m == "default" || m.is_empty() => Ok(()),
+            Some(m) => Err(ApiError::not_found(format!(
+                "the model {m:?} does not exist; this server serves {:?}",
+                self.inner.name
+            ))
+            .param("model")
+            .code("model_not_found")),
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.inner.config.request_timeout
+    }
+
+    /// The compiled constraint for `spec`, from the cache or compiled on a blocking thread
+    /// within the compile timeout.
+    async fn compile(&self, spec: Option<Spec>) -> Result<Option<Arc<Compiled>>, ApiError> {
+        let Some(spec) = spec else { return Ok(None) };
+        let m = &self.inner.metrics;
+        if let Some(c) = self.inner.cache.get(&spec) {
+            Metrics::add(&m.cache_hits, 1);
+            return Ok(Some(c));
+        }
+        let st = self.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let t0 = Instant::now();
+            let r = constraint::compile(&st.inner.vocab, &spec);
+            if let Ok(c) = &r {
+                st.inner.cache.insert(&spec, c.clone());
+                Metrics::add(&st.inner.metrics.compiles, 1);
+                Metrics::add(&st.inner.metrics.compile_micros, t0.elapsed().as_micros() as u64);
+            }
+            r
+        });
+        let limit = self.inner.config.compile_timeout;
+        match tokio::time::timeout(limit, task).await {
+            Ok(Ok(r)) => r.map(Some),
+            Ok(Err(e)) => Err(ApiError::internal(format!("the constraint compiler failed: {e}"))),
+            Err(_) => Err(ApiError::bad_request(format!(
+                "the constraint did not compile within {} s; simplify it",
+                limit.as_secs_f64()
+            ))
+            .code("compile_timeout")),
+        }
+    }
+
+    /// Runs `f` on a blocking thread (prompt rendering and tokenizing can be slow).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let st = self.clone();
+        tokio::task::spawn_blocking(move || f(&st))
+            .await
+            .map_err(|e| ApiError::internal(format!("a worker failed: {e}")))?
+    }
+
+    /// `max_tokens` for a prompt: as asked, or up to the context's end; 400 when it does not fit.
+    fn budget(&self, prompt_len: usize, asked: Option<usize>) -> Result<usize, ApiError> {
+        let ctx = self.inner.info.max_positions;
+        let room = ctx.saturating_sub(prompt_len);
+        match asked {
+            Some(m) if prompt_len + m <= ctx => Ok(m),
+            None if room > 0 => Ok(room),
+            _ => Err(ApiError::bad_request(format!(
+                "this model's maximum context length is {ctx} tokens; the prompt has {prompt_len}{}",
+                asked.map(|m| format!(" and max_tokens asks for {m} more")).unwrap_or_default()
+            ))
+            .param(if asked.is_some() { "max_tokens" } else { "messages" })
+            .code("context_length_exceeded")),
+        }
+    }
+}
+
+/// The router: every route of the module docs, the body limit, JSON 404/405, panics as 500s.
+pub fn app(state: AppState) -> Router {
+    let limit = state.inner.config.max_body_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_text))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/v1/chat/completions", post(chat::handle))
+        .route("/v1/completions", post(completions::handle))
+        .fallback(|| async { ApiError::not_found("no such route").code("not_found") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "invalid_request_error", "method not allowed for this route")
+                .code("method_not_allowed")
+        })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    ApiError::internal("the server hit an internal error (a bug: please report it)").into_response()
+}
+
+async fn health(State(st): State<AppState>) -> Json<Value> {
+    let c = &st.inner.config;
+    Json(json!({
+        "status": "ok",
+        "model": st.inner.name,
+        "running": st.running(),
+        "queued": st.queued(),
+        "max_concurrent": c.max_concurrent,
+        "max_queue": c.max_queue,
+    }))
+}
+
+async fn metrics_text(State(st): State<AppState>) -> Response {
+    let body = st.inner.metrics.render(st.running(), st.queued(), st.inner.cache.len());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+fn model_card(st: &AppState) -> Value {
+    let i = &st.inner.info;
+    json!({
+        "id": st.inner.name,
+        "object": "model",
+        "created": st.inner.created,
+        "owned_by": "strictly",
+        "max_model_len": i.max_positions,
+        "architecture": i.arch.to_string(),
+        "parameters": i.parameters,
+    })
+}
+
+async fn models(State(st): State<AppState>) -> Json<Value> {
+    Json(json!({"object": "list", "data": [model_card(&st)]}))
+}
+
+async fn model(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    st.check_model(Some(&id))?;
+    Ok(Json(model_card(&st)))
+}
+
+// ---- helpers shared by the two completion routes ----
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// `prefix-` and 24 random letters and digits.
+fn response_id(prefix: &str) -> String {
+    let call = toolparse::call_id();
+    format!("{prefix}-{}", &call["call_".len()..])
+}
+
+/// A token as OpenAI's chat logprobs show one: its text and exact bytes.
+fn token_text(vocab: &Vocab, t: crate::TokenId) -> (String, Vec<u8>) {
+    let bytes = vocab.bytes(t).to_vec();
+    (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+}
+
+/// The alternatives of one token (the token itself, at logprob 0, for a forced one).
+fn alternatives(vocab: &Vocab, g: &GeneratedToken, k: usize) -> Vec<(String, Vec<u8>, f32)> {
+    if k == 0 {
+        return Vec::new();
+    }
+    if g.forced || g.top_logprobs.is_empty() {
+        let (t, b) = token_text(vocab, g.token);
+        return vec![(t, b, g.logprob)];
+    }
+    g.top_logprobs
+        .iter()
+        .filter(|a| a.logprob.is_finite())
+        .take(k)
+        .map(|a| {
+            let (t, b) = token_text(vocab, a.token);
+            (t, b, a.logprob)
+        })
+        .collect()
+}
+
+/// Chat-style logprobs entries (`{"token", "logprob", "bytes", "top_logprobs"}`).
+fn chat_logprobs(vocab: &Vocab, tokens: &[GeneratedToken], k: usize) -> Vec<Value> {
+    tokens
+        .iter()
+        .map(|g| {
+            let (t, b) = token_text(vocab, g.token);
+            let tops: Vec<Value> = alternatives(vocab, g, k)
+                .into_iter()
+                .map(|(t, b, lp)| json!({"token": t, "logprob": lp, "bytes": b}))
+                .collect();
+            json!({"token": t, "logprob": g.logprob, "bytes": b, "top_logprobs": tops})
+        })
+        .collect()
+}
+
+/// `finish_reason` and the extension `stop_reason` of an output.
+fn finish(out: &crate::decode::Output, structured: bool, tool_calls: bool) -> (&'static str, Value) {
+    use crate::decode::{FinishReason, StoppedBy};
+    let stop_reason = match (&out.stopped_by, out.finish_reason) {
+        (Some(StoppedBy::String(s)), _) => json!(s),
+        (_, FinishReason::Length) if structured => json!("max_tokens"),
+        _ => Value::Null,
+    };
+    let reason = if tool_calls {
+        "tool_calls"
+    } else {
+        match out.finish_reason {
+            FinishReason::Stop => "stop",
+            FinishReason::Length if structured => "stop",
+            FinishReason::Length => "length",
+        }
+    };
+    (reason, stop_reason)
+}
+
+/// Counts a request that ended in an error.
+fn count_error<T>(st: &AppState, r: Result<T, ApiError>) -> Result<T, ApiError> {
+    if let Err(e) = &r {
+        Metrics::add(&st.inner.metrics.errors, 1);
+        tracing::info!(status = e.status.as_u16(), "request failed: {}", e.message);
+    }
+    r
+}
