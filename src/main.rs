@@ -40,8 +40,9 @@ enum Command {
     Serve(ServeArgs),
 }
 
+/// The constraint flags; at most one. `sample`/`check` need one, `generate` may have none.
 #[derive(Args)]
-#[group(required = true, multiple = false)]
+#[group(required = false, multiple = false)]
 struct ConstraintArgs {
     /// A regex the whole output must match.
     #[arg(long)]
@@ -249,6 +250,18 @@ fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
 }
 
 fn read_constraint(c: &ConstraintArgs) -> anyhow::Result<Constraint> {
+    read_optional_constraint(c)?.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
+}
+
+/// The constraint given on the command line, if any.
+fn read_optional_constraint(c: &ConstraintArgs) -> anyhow::Result<Option<Constraint>> {
+    if c.regex.is_none() && c.grammar.is_none() && c.schema.is_none() && c.choice.is_none() {
+        return Ok(None);
+    }
+    read_given_constraint(c).map(Some)
+}
+
+fn read_given_constraint(c: &ConstraintArgs) -> anyhow::Result<Constraint> {
     if let Some(r) = &c.regex {
         return Ok(Constraint::Regex(r.clone()));
     }
@@ -333,25 +346,6 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
 
 // ---- generate: a real model (src/model), constrained or not ----
 
-/// The constraint of `generate`: at most one, or none for free text.
-#[cfg(feature = "model")]
-#[derive(Args)]
-#[group(required = false, multiple = false)]
-struct GenerateConstraintArgs {
-    /// A regex the whole output must match.
-    #[arg(long)]
-    regex: Option<String>,
-    /// An EBNF/GBNF grammar file (start rule `root`).
-    #[arg(long)]
-    grammar: Option<PathBuf>,
-    /// A JSON Schema file.
-    #[arg(long)]
-    schema: Option<PathBuf>,
-    /// The output is exactly one of these strings.
-    #[arg(long, num_args = 1..)]
-    choice: Option<Vec<String>>,
-}
-
 #[cfg(feature = "model")]
 #[derive(Args)]
 struct GenerateArgs {
@@ -360,7 +354,7 @@ struct GenerateArgs {
     #[arg(long)]
     model: Option<PathBuf>,
     #[command(flatten)]
-    constraint: GenerateConstraintArgs,
+    constraint: ConstraintArgs,
     /// The prompt: BOS (where the model wants one) + the prompt's tokens; with --chat, the
     /// user message of a chat.
     #[arg(long)]
@@ -428,17 +422,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
     let load_opts = LoadOptions { device, precision };
     // Read the constraint before loading, so bad input fails fast.
-    let c = &a.constraint;
-    let constraint = if c.regex.is_some() || c.grammar.is_some() || c.schema.is_some() || c.choice.is_some() {
-        Some(read_constraint(&ConstraintArgs {
-            regex: c.regex.clone(),
-            grammar: c.grammar.clone(),
-            schema: c.schema.clone(),
-            choice: c.choice.clone(),
-        })?)
-    } else {
-        None
-    };
+    let constraint = read_optional_constraint(&a.constraint)?;
 
     let t_load = Instant::now();
     let spinner = a.model.as_ref().map(|dir| {
