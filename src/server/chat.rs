@@ -17,7 +17,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
@@ -307,19 +307,7 @@ impl Reply {
             ended: false,
         };
         s.begin(first);
-        let stream = futures_util::stream::unfold(s, |mut s| async move {
-            loop {
-                if let Some(e) = s.pending.pop_front() {
-                    return Some((Ok(e), s));
-                }
-                if s.ended {
-                    return None;
-                }
-                let msg = s.rx.recv().await;
-                s.handle(msg);
-            }
-        });
-        Sse::new(stream).keep_alive(KeepAlive::default())
+        super::engine::sse(s)
     }
 }
 
@@ -338,6 +326,24 @@ struct ChatStream {
     completion: usize,
     include_usage: bool,
     ended: bool,
+}
+
+impl super::engine::Pump for ChatStream {
+    fn pop(&mut self) -> Option<SseEvent> {
+        self.pending.pop_front()
+    }
+
+    fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn receiver(&mut self) -> &mut mpsc::Receiver<Msg> {
+        &mut self.rx
+    }
+
+    fn on_message(&mut self, msg: Option<Msg>) {
+        self.handle(msg);
+    }
 }
 
 impl ChatStream {

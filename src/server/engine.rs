@@ -266,3 +266,33 @@ fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
         }
     }
 }
+
+/// The state of one streamed response: SSE events queued from the engine's messages.
+pub(super) trait Pump: Send + 'static {
+    /// The next queued event, if any.
+    fn pop(&mut self) -> Option<axum::response::sse::Event>;
+    /// No more events will come.
+    fn ended(&self) -> bool;
+    fn receiver(&mut self) -> &mut mpsc::Receiver<Msg>;
+    /// Turns one engine message (`None`: the engine hung up) into queued events.
+    fn on_message(&mut self, msg: Option<Msg>);
+}
+
+/// An SSE response that drains `pump`: queued events first, then the next engine message.
+pub(super) fn sse<P: Pump>(
+    pump: P,
+) -> axum::response::sse::Sse<impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>> {
+    let stream = futures_util::stream::unfold(pump, |mut p| async move {
+        loop {
+            if let Some(e) = p.pop() {
+                return Some((Ok(e), p));
+            }
+            if p.ended() {
+                return None;
+            }
+            let msg = p.receiver().recv().await;
+            p.on_message(msg);
+        }
+    });
+    axum::response::sse::Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default())
+}
