@@ -9,6 +9,7 @@
 //! - Alternations with a non-regular branch become alternative productions; repetitions of a
 //!   non-regular body become left-recursive helper nonterminals (`H → ε | H x`), and counted
 //!   ones are unrolled (bounded by [`CfgLimits::max_unrolled`]).
+//! - A [`Expr::Lexeme`] (an intersection/complement of regexes) is always a terminal of its own.
 //! - Non-productive nonterminals (those that derive no finite string, e.g. `a ::= a "x"`) and
 //!   terminals with an empty language are removed with every production that uses them, so
 //!   every item the parser builds can still be completed: a live prefix is always extendable.
@@ -22,7 +23,7 @@ use regex_syntax::hir::Hir;
 
 use super::dfa::{Dfa, DfaLimits, DEAD};
 use crate::error::{Error, Location, Result};
-use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
+use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Lexeme, RuleId};
 
 /// A grammar symbol: a terminal or a nonterminal index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,13 +92,22 @@ pub const TOP: u32 = 0;
 pub const TOP_PROD: u32 = 0;
 
 impl Cfg {
-    /// Is the grammar regular (its start rule inlines into one regex)? Then it returns the HIR.
-    pub fn regular_hir(g: &Grammar) -> Result<Option<Hir>> {
+    /// Is the grammar regular: does its start rule inline into one regex, or is it one
+    /// [`Lexeme`]? Then it returns that lexeme (for a single [`Dfa`]).
+    pub fn regular_lexeme(g: &Grammar) -> Result<Option<Lexeme>> {
         let (regular, _) = regular_rules(g);
-        if !regular[g.start.0 as usize] {
-            return Ok(None);
+        if regular[g.start.0 as usize] {
+            return Ok(Some(Lexeme::Regex(inline(g, &Expr::Rule(g.start))?)));
         }
-        Ok(Some(inline(g, &Expr::Rule(g.start))?))
+        let mut body = &g.rule(g.start).body;
+        for _ in 0..MAX_INLINE_DEPTH {
+            match body {
+                Expr::Rule(r) => body = &g.rule(*r).body,
+                Expr::Lexeme(l) => return Ok(Some((**l).clone())),
+                _ => break,
+            }
+        }
+        Ok(None)
     }
 
     pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Cfg> {
@@ -239,6 +249,8 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
         Expr::Empty => 1,
         Expr::Literal(s) => s.len().max(1) as u64,
         Expr::Regex(h) => hir_weight(h),
+        // Never inlined: a lexeme is a terminal of its own.
+        Expr::Lexeme(_) => u64::MAX,
         Expr::Rule(r) => sizes[r.0 as usize],
         Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
         Expr::Repeat { body, min, max } => weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1)),
@@ -264,21 +276,23 @@ fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
     let acyclic = acyclic_rules(g);
     let n = g.rules.len();
     let mut sizes = vec![u64::MAX; n];
+    let mut sized = vec![false; n];
     let mut regular = vec![false; n];
     // Sizes bottom-up over the acyclic rules: iterate until no size changes (a DAG settles
     // in at most its depth rounds; MAX_INLINE_DEPTH bounds that).
     for _ in 0..=MAX_INLINE_DEPTH + 1 {
         let mut changed = false;
         for r in 0..n {
-            if !acyclic[r] || sizes[r] != u64::MAX {
+            if !acyclic[r] || sized[r] {
                 continue;
             }
             let mut ready = true;
-            g.rules[r].body.for_each_rule(&mut |c| ready &= sizes[c.0 as usize] != u64::MAX || !acyclic[c.0 as usize]);
+            g.rules[r].body.for_each_rule(&mut |c| ready &= sized[c.0 as usize] || !acyclic[c.0 as usize]);
             let mut refs_ok = true;
             g.rules[r].body.for_each_rule(&mut |c| refs_ok &= acyclic[c.0 as usize]);
             if ready && refs_ok {
                 sizes[r] = weight(&g.rules[r].body, &sizes);
+                sized[r] = true;
                 changed = true;
             }
         }
@@ -373,7 +387,7 @@ impl Lowering<'_> {
     /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
     fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
         if self.regular[r.0 as usize] {
-            return self.term(inline(self.g, &Expr::Rule(r))?, &self.g.rule(r).name.clone());
+            return self.term(Lexeme::Regex(inline(self.g, &Expr::Rule(r))?), &self.g.rule(r).name.clone());
         }
         if let Some(&nt) = self.rule_nt.get(&r) {
             return Ok(Sym::N(nt));
@@ -383,15 +397,15 @@ impl Lowering<'_> {
         Ok(Sym::N(nt))
     }
 
-    fn term(&mut self, hir: Hir, name: &str) -> Result<Sym> {
-        let key = hir.to_string();
+    fn term(&mut self, lexeme: Lexeme, name: &str) -> Result<Sym> {
+        let key = lexeme.key();
         if let Some(&t) = self.term_ids.get(&key) {
             return Ok(Sym::T(t));
         }
         if self.terms.len() >= self.limits.max_terminals {
             return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
         }
-        let dfa = Dfa::from_hir(&hir, self.limits.dfa).map_err(|e| match e {
+        let dfa = Dfa::from_lexeme(&lexeme, self.limits.dfa).map_err(|e| match e {
             Error::Limit { what, limit, hint } => Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint },
             other => other,
         })?;
@@ -409,7 +423,7 @@ impl Lowering<'_> {
             return Ok(vec![vec![]]);
         }
         if self.is_regular(e) {
-            return Ok(vec![vec![self.term(inline(self.g, e)?, "lexeme")?]]);
+            return Ok(vec![vec![self.term(Lexeme::Regex(inline(self.g, e)?), "lexeme")?]]);
         }
         Ok(match e {
             Expr::Alt(xs) => {
@@ -461,7 +475,7 @@ impl Lowering<'_> {
         if hir.properties().maximum_len() == Some(0) {
             return Ok(());
         }
-        out.push(self.term(hir, "lexeme")?);
+        out.push(self.term(Lexeme::Regex(hir), "lexeme")?);
         Ok(())
     }
 
@@ -470,6 +484,7 @@ impl Lowering<'_> {
         match e {
             Expr::Rule(r) => self.rule_sym(*r),
             Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
+            Expr::Lexeme(l) => self.term((**l).clone(), "lexeme"),
             _ => {
                 let nt = self.new_nt("group".into());
                 for alt in self.alts(e)? {
@@ -522,7 +537,7 @@ impl Lowering<'_> {
 
     fn sym_or_seq(&mut self, e: &Expr) -> Result<Sym> {
         if self.is_regular(e) {
-            return self.term(inline(self.g, e)?, "lexeme");
+            return self.term(Lexeme::Regex(inline(self.g, e)?), "lexeme");
         }
         self.sym(e)
     }

@@ -24,6 +24,7 @@ use regex_automata::{
 use regex_syntax::hir::Hir;
 
 use crate::error::{Error, Result};
+use crate::grammar::Lexeme;
 
 /// Default limits for building one DFA. Exponential regexes hit these and return an error.
 #[derive(Debug, Clone, Copy)]
@@ -98,6 +99,86 @@ impl Dfa {
                 }
             })?;
         Self::from_dense(&dense, limits)
+    }
+
+    /// The DFA of a boolean combination of regexes: each regex built as above, then
+    /// intersections and complements as products of our own tables ([`Dfa::product`]).
+    pub fn from_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
+        let part = |x: &Lexeme| -> Result<(Dfa, bool)> {
+            match x {
+                Lexeme::Not(y) => Ok((Dfa::from_lexeme(y, limits)?, true)),
+                _ => Ok((Dfa::from_lexeme(x, limits)?, false)),
+            }
+        };
+        match lexeme {
+            Lexeme::Regex(h) => Dfa::from_hir(h, limits),
+            Lexeme::Not(_) => Dfa::product(&[part(lexeme)?], limits),
+            Lexeme::And(xs) => Dfa::product(&xs.iter().map(part).collect::<Result<Vec<_>>>()?, limits),
+        }
+    }
+
+    /// The product of `parts`: it accepts a string when every part accepts it, or, for a part
+    /// flagged `true` (negated), does *not* accept it. States are the reachable tuples of part
+    /// states, numbered breadth-first; byte classes are the common refinement of the parts'.
+    ///
+    /// A negated part in its dead state accepts every continuation, which is exactly the
+    /// complement of "no continuation matches": the parts' dead-end pruning is what makes
+    /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
+    pub fn product(parts: &[(Dfa, bool)], limits: DfaLimits) -> Result<Dfa> {
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
+        for b in 0..=255u8 {
+            let key: Vec<u8> = parts.iter().map(|(d, _)| d.classes[b as usize]).collect();
+            classes[b as usize] = *class_of.entry(key).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
+        }
+        let stride = reps.len();
+        let k = parts.len();
+        // Tuples live in `tuples` (k states each); index 0 is the dead state's placeholder.
+        let mut tuples: Vec<u32> = vec![DEAD; k];
+        let mut ids: HashMap<Box<[u32]>, u32> = HashMap::new();
+        let mut number = |t: &[u32], tuples: &mut Vec<u32>| -> Result<u32> {
+            if parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD) {
+                return Ok(DEAD);
+            }
+            if let Some(&i) = ids.get(t) {
+                return Ok(i);
+            }
+            let i = (tuples.len() / k) as u32;
+            if i as usize >= limits.states {
+                return Err(Error::Limit {
+                    what: "DFA states for an intersection or complement of regexes".into(),
+                    limit: limits.states,
+                    hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
+                });
+            }
+            ids.insert(t.into(), i);
+            tuples.extend_from_slice(t);
+            Ok(i)
+        };
+        let start: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
+        let start = number(&start, &mut tuples)?;
+        let mut trans = vec![DEAD; stride];
+        let mut accept = vec![false];
+        let mut next = vec![DEAD; k];
+        let mut s = 1;
+        while s * k < tuples.len() {
+            for &rep in &reps {
+                for (j, (d, _)) in parts.iter().enumerate() {
+                    next[j] = d.next(tuples[s * k + j], rep);
+                }
+                let t = number(&next, &mut tuples)?;
+                trans.push(t);
+            }
+            accept.push(parts.iter().enumerate().all(|(j, (d, neg))| d.accept[tuples[s * k + j] as usize] != *neg));
+            s += 1;
+        }
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
+        dfa.prune_dead_ends();
+        Ok(dfa)
     }
 
     fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
@@ -316,6 +397,64 @@ mod tests {
         let d = dfa(r#"\{"a":[0-9]+\}"#);
         assert_eq!(d.dist(d.start()), 7);
         assert_eq!(d.only_byte(d.start()), Some(b'{'));
+    }
+
+    fn lexeme(parts: &[(&str, bool)]) -> Dfa {
+        let parts = parts
+            .iter()
+            .map(|(re, neg)| {
+                let l = Lexeme::Regex(crate::grammar::regex::parse(re).unwrap());
+                if *neg {
+                    Lexeme::Not(Box::new(l))
+                } else {
+                    l
+                }
+            })
+            .collect();
+        Dfa::from_lexeme(&Lexeme::And(parts), DfaLimits::default()).unwrap()
+    }
+
+    fn accepts(d: &Dfa, s: &str) -> bool {
+        d.is_accepting(d.run(d.start(), s.as_bytes()))
+    }
+
+    #[test]
+    fn intersection_and_complement() {
+        // Contains "ab", at most 4 letters, not exactly "abab".
+        let d = lexeme(&[("[a-z]*ab[a-z]*", false), ("[a-z]{0,4}", false), ("abab", true)]);
+        for (s, ok) in [("ab", true), ("xaby", true), ("abab", false), ("aabb", true), ("xyz", false), ("abcde", false), ("", false)] {
+            assert_eq!(accepts(&d, s), ok, "{s:?}");
+        }
+        // Dead as soon as no completion exists: after 4 letters without "ab".
+        assert_eq!(d.run(d.start(), b"xyzw"), DEAD);
+        assert_eq!(d.dist(d.start()), 2);
+        assert_eq!(d.dist(d.run(d.start(), b"x")), 2);
+        // "abab" itself is rejected but "abab" + nothing else cannot grow (max 4): dead.
+        assert_eq!(d.run(d.start(), b"abab"), DEAD);
+        // An empty intersection has a dead start.
+        assert_eq!(lexeme(&[("a+", false), ("b+", false)]).start(), DEAD);
+        // A complement alone accepts everything else, including what extends the excluded word.
+        let d = lexeme(&[("abc", true)]);
+        assert!(accepts(&d, "") && accepts(&d, "ab") && accepts(&d, "abcd") && !accepts(&d, "abc"));
+    }
+
+    #[test]
+    fn product_agrees_with_the_regexes() {
+        // Every string over a small alphabet up to length 6, against the `regex` crate.
+        let parts = [("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)];
+        let d = lexeme(&parts);
+        let res: Vec<(regex::bytes::Regex, bool)> =
+            parts.iter().map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg)).collect();
+        let mut words = vec![Vec::new()];
+        for _ in 0..6 {
+            words = words.iter().flat_map(|w: &Vec<u8>| b"abc".iter().map(move |&c| [w.clone(), vec![c]].concat())).chain(words.clone()).collect();
+            words.sort();
+            words.dedup();
+        }
+        for w in &words {
+            let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
+            assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{:?}", String::from_utf8_lossy(w));
+        }
     }
 
     #[test]

@@ -89,12 +89,12 @@ impl Compiled {
             Constraint::JsonSchema(schema, o) => grammar::json_schema::compile(schema, o)?.grammar,
         };
         let regular = match opts.engine {
-            EngineChoice::Auto => cfg::Cfg::regular_hir(&grammar)?,
+            EngineChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
             EngineChoice::Earley => None,
         };
         let engine = match regular {
-            Some(hir) => {
-                let dfa = Dfa::from_hir(&hir, opts.limits.dfa)?;
+            Some(lexeme) => {
+                let dfa = Dfa::from_lexeme(&lexeme, opts.limits.dfa)?;
                 let finish_tokens = dfa.dist_using(&usable);
                 Engine::Dfa { dfa, finish_tokens }
             }

@@ -657,7 +657,7 @@ impl Parser {
 
 fn remap(e: &mut Expr, new_id: &[u32]) {
     match e {
-        Expr::Empty | Expr::Literal(_) | Expr::Regex(_) => {}
+        Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
         Expr::Rule(r) => r.0 = new_id[r.0 as usize],
         Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| remap(x, new_id)),
         Expr::Repeat { body, .. } => remap(body, new_id),

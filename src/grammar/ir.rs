@@ -33,6 +33,10 @@ pub enum Expr {
     /// A regular language given as a regex HIR (character classes, `/regex/` terminals, ...).
     /// Matched in full: no implicit `.*` around it.
     Regex(Box<Hir>),
+    /// A regular language built from regexes by intersection and complement: what one regex
+    /// cannot say directly ("matches `pattern` *and* has at most 20 characters", "any key
+    /// *except* these"). Always a terminal of its own, never merged with its neighbours.
+    Lexeme(Box<Lexeme>),
     /// A reference to another rule.
     Rule(RuleId),
     /// Each part in order.
@@ -41,6 +45,45 @@ pub enum Expr {
     Alt(Vec<Expr>),
     /// `min` to `max` (inclusive; `None` = unbounded) copies of the body.
     Repeat { body: Box<Expr>, min: u32, max: Option<u32> },
+}
+
+/// A boolean combination of regular languages, each given as a regex HIR matched in full.
+#[derive(Debug, Clone)]
+pub enum Lexeme {
+    Regex(Hir),
+    /// The strings in every part.
+    And(Vec<Lexeme>),
+    /// The byte strings *not* in the part: a complement over all byte strings, so it is only
+    /// useful inside an [`Lexeme::And`] with a positive part (the universe, e.g. JSON strings).
+    Not(Box<Lexeme>),
+}
+
+impl Lexeme {
+    /// A text naming the language exactly (equal keys, equal languages): the regexes in
+    /// `regex-syntax` notation, `&(a, b)` for intersection, `!(a)` for complement.
+    pub fn key(&self) -> String {
+        match self {
+            Lexeme::Regex(h) => h.to_string(),
+            Lexeme::And(xs) => format!("&({})", xs.iter().map(|x| x.key()).collect::<Vec<_>>().join(", ")),
+            Lexeme::Not(x) => format!("!({})", x.key()),
+        }
+    }
+
+    /// `a ∧ b`, flattening nested intersections.
+    pub fn and(parts: Vec<Lexeme>) -> Lexeme {
+        let mut flat = Vec::new();
+        for p in parts {
+            match p {
+                Lexeme::And(xs) => flat.extend(xs),
+                other => flat.push(other),
+            }
+        }
+        if flat.len() == 1 {
+            flat.pop().unwrap()
+        } else {
+            Lexeme::And(flat)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +115,7 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) => {}
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
             Expr::Rule(r) => f(*r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| x.for_each_rule(f)),
             Expr::Repeat { body, .. } => body.for_each_rule(f),

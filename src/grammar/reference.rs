@@ -38,6 +38,12 @@
 //! `min` stops as soon as the set is empty or stops changing. Polynomial, about `O(|G|²·n³)` in
 //! the worst case; milliseconds for the short inputs (< 200 bytes) tests use. Not for production.
 //!
+//! A [`Lexeme`] (intersection/complement of regexes) runs the anchored DFAs of all its regexes
+//! side by side: a position `j` is an end when the boolean combination of their matches holds,
+//! and the input may continue while some reachable tuple of states satisfies it, found by a
+//! breadth-first search over tuples (pruned where a regex that the combination requires
+//! positively can no longer match). This shares no code with the engine's product automaton.
+//!
 //! Regex leaves are matched on their own: look-around assertions in a leaf (`^`, `$`, `\b`)
 //! see the leaf's span as the whole haystack. Panics if a regex leaf cannot be compiled into
 //! a DFA (for example, a Unicode word boundary): the oracle has no error channel, and such a
@@ -52,7 +58,7 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
-use crate::grammar::ir::{Expr, Grammar};
+use crate::grammar::ir::{Expr, Grammar, Lexeme};
 
 /// Does `input`, in full, derive from `g.start`?
 pub fn accepts(g: &Grammar, input: &[u8]) -> bool {
@@ -139,6 +145,13 @@ impl<'g> Reference<'g> {
                 Expr::Regex(h) => {
                     leaves.entry(&**h as *const Hir as usize).or_insert_with(|| Leaf::new(h));
                 }
+                Expr::Lexeme(l) => {
+                    let mut hirs = Vec::new();
+                    lexeme_leaves(l, true, &mut hirs);
+                    for (h, _) in hirs {
+                        leaves.entry(h as *const Hir as usize).or_insert_with(|| Leaf::new(h));
+                    }
+                }
                 Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| collect(x, leaves)),
                 Expr::Repeat { body, .. } => collect(body, leaves),
                 Expr::Empty | Expr::Literal(_) | Expr::Rule(_) => {}
@@ -161,7 +174,7 @@ impl<'g> Reference<'g> {
             match e {
                 Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| record(me, x, p, out)),
                 Expr::Repeat { body, .. } => record(me, body, p, out),
-                Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Rule(_) => {}
+                Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Rule(_) => {}
             }
         }
         g.rules.iter().for_each(|r| record(&me, &r.body, &productive, &mut nonempty));
@@ -177,6 +190,10 @@ impl<'g> Reference<'g> {
                 let leaf = &self.leaves[&(&**h as *const Hir as usize)];
                 leaf.live.contains(&leaf.start)
             }
+            Expr::Lexeme(l) => {
+                let start = self.lexeme_start(l);
+                self.lexeme_live(l, &start)
+            }
             Expr::Rule(r) => productive[r.0 as usize],
             Expr::Seq(xs) => xs.iter().all(|x| self.lang_nonempty(x, productive)),
             Expr::Alt(xs) => xs.iter().any(|x| self.lang_nonempty(x, productive)),
@@ -184,6 +201,57 @@ impl<'g> Reference<'g> {
                 max.is_none_or(|m| m >= *min) && (*min == 0 || self.lang_nonempty(body, productive))
             }
         }
+    }
+
+    /// The start tuple of a lexeme: its regexes' start states, in pre-order.
+    fn lexeme_start(&self, l: &Lexeme) -> Vec<StateID> {
+        let mut hirs = Vec::new();
+        lexeme_leaves(l, true, &mut hirs);
+        hirs.iter().map(|(h, _)| self.leaves[&(*h as *const Hir as usize)].start).collect()
+    }
+
+    /// Does the tuple `states` (one per regex of `l`, pre-order) satisfy `l` as it stands?
+    fn lexeme_matches(&self, l: &Lexeme, states: &[StateID]) -> bool {
+        fn eval(r: &Reference, l: &Lexeme, states: &[StateID], k: &mut usize) -> bool {
+            match l {
+                Lexeme::Regex(h) => {
+                    let leaf = &r.leaves[&(h as *const Hir as usize)];
+                    let s = states[*k];
+                    *k += 1;
+                    leaf.dfa.is_match_state(leaf.dfa.next_eoi_state(s))
+                }
+                // Every part is evaluated (in order) so `k` stays in step.
+                Lexeme::And(xs) => xs.iter().map(|x| eval(r, x, states, k)).fold(true, |a, b| a && b),
+                Lexeme::Not(x) => !eval(r, x, states, k),
+            }
+        }
+        eval(self, l, states, &mut 0)
+    }
+
+    /// Can the tuple `states` still reach one that satisfies `l`? Breadth-first over tuples.
+    fn lexeme_live(&self, l: &Lexeme, states: &[StateID]) -> bool {
+        let mut hirs = Vec::new();
+        lexeme_leaves(l, true, &mut hirs);
+        let leaves: Vec<(&Leaf, bool)> = hirs.iter().map(|(h, req)| (&self.leaves[&(*h as *const Hir as usize)], *req)).collect();
+        let hopeless = |t: &[StateID]| leaves.iter().zip(t).any(|((leaf, req), s)| *req && !leaf.live.contains(s));
+        let mut seen = std::collections::HashSet::from([states.to_vec()]);
+        let mut queue = VecDeque::from([states.to_vec()]);
+        while let Some(t) = queue.pop_front() {
+            if hopeless(&t) {
+                continue;
+            }
+            if self.lexeme_matches(l, &t) {
+                return true;
+            }
+            assert!(seen.len() < 2_000_000, "reference: lexeme product too large to explore");
+            for b in 0..=255u8 {
+                let next: Vec<StateID> = leaves.iter().zip(&t).map(|((leaf, _), &s)| leaf.dfa.next_state(s, b)).collect();
+                if seen.insert(next.clone()) {
+                    queue.push_back(next);
+                }
+            }
+        }
+        false
     }
 
     /// Does `input`, in full, derive from the start rule?
@@ -194,6 +262,16 @@ impl<'g> Reference<'g> {
     /// Can `input` be extended (possibly by nothing) to a member of the language?
     pub fn is_prefix(&self, input: &[u8]) -> bool {
         Solver::new(self, input).run().contains(input.len() + 1)
+    }
+}
+
+/// The regexes of a lexeme in pre-order, each with whether the lexeme *requires* it to match
+/// (reached through intersections only, never through a complement).
+fn lexeme_leaves<'l>(l: &'l Lexeme, required: bool, out: &mut Vec<(&'l Hir, bool)>) {
+    match l {
+        Lexeme::Regex(h) => out.push((h, required)),
+        Lexeme::And(xs) => xs.iter().for_each(|x| lexeme_leaves(x, required, out)),
+        Lexeme::Not(x) => lexeme_leaves(x, false, out),
     }
 }
 
@@ -246,6 +324,7 @@ struct Solver<'r, 'g> {
     queue: VecDeque<usize>,
     queued: Vec<bool>,
     leaf_memo: HashMap<(usize, usize), PosSet>,
+    lexeme_memo: HashMap<(usize, usize), PosSet>,
 }
 
 impl<'r, 'g> Solver<'r, 'g> {
@@ -261,6 +340,7 @@ impl<'r, 'g> Solver<'r, 'g> {
             queue: VecDeque::new(),
             queued: vec![false; pairs],
             leaf_memo: HashMap::new(),
+            lexeme_memo: HashMap::new(),
         }
     }
 
@@ -345,6 +425,11 @@ impl<'r, 'g> Solver<'r, 'g> {
                     out.union_with(&self.regex_ends(h, i));
                 }
             }
+            Expr::Lexeme(l) => {
+                for i in real.iter() {
+                    out.union_with(&self.lexeme_ends(l, i));
+                }
+            }
             Expr::Rule(r) => {
                 for i in real.iter() {
                     let p = r.0 as usize * (n + 1) + i;
@@ -404,6 +489,35 @@ impl<'r, 'g> Solver<'r, 'g> {
     }
 
     /// `ends` of a regex leaf from the real position `i`.
+    /// Like [`Self::regex_ends`], for all of a lexeme's regexes in step.
+    fn lexeme_ends(&mut self, l: &'g Lexeme, i: usize) -> PosSet {
+        let key = (l as *const Lexeme as usize, i);
+        if let Some(set) = self.lexeme_memo.get(&key) {
+            return set.clone();
+        }
+        let mut hirs = Vec::new();
+        lexeme_leaves(l, true, &mut hirs);
+        let leaves: Vec<&Leaf> = hirs.iter().map(|(h, _)| &self.r.leaves[&(*h as *const Hir as usize)]).collect();
+        let mut states = self.r.lexeme_start(l);
+        let mut out = PosSet::empty(self.n);
+        let mut j = i;
+        while self.r.lexeme_live(l, &states) {
+            if self.r.lexeme_matches(l, &states) {
+                out.insert(j);
+            }
+            if j == self.n {
+                out.insert(self.top());
+                break;
+            }
+            for (s, leaf) in states.iter_mut().zip(&leaves) {
+                *s = leaf.dfa.next_state(*s, self.input[j]);
+            }
+            j += 1;
+        }
+        self.lexeme_memo.insert(key, out.clone());
+        out
+    }
+
     fn regex_ends(&mut self, h: &'g Hir, i: usize) -> PosSet {
         let key = (h as *const Hir as usize, i);
         if let Some(set) = self.leaf_memo.get(&key) {
@@ -774,6 +888,7 @@ mod tests {
             match e {
                 Expr::Empty | Expr::Literal(_) => true,
                 Expr::Regex(h) => !self.regex_words[&format!("{h:?}")].1.is_empty(),
+                Expr::Lexeme(_) => unreachable!("the brute-force enumerator is not given lexemes"),
                 Expr::Rule(r) => self.nonempty[r.0 as usize],
                 Expr::Seq(xs) => xs.iter().all(|x| self.ne(x)),
                 Expr::Alt(xs) => xs.iter().any(|x| self.ne(x)),
@@ -792,6 +907,7 @@ mod tests {
                     (words, (0..=s.len().min(MAX_LEN)).map(|k| s[..k].to_vec()).collect())
                 }
                 Expr::Regex(h) => self.regex_words[&format!("{h:?}")].clone(),
+                Expr::Lexeme(_) => unreachable!("the brute-force enumerator is not given lexemes"),
                 Expr::Rule(r) => (self.words[r.0 as usize].clone(), self.prefixes[r.0 as usize].clone()),
                 Expr::Seq(xs) => {
                     let (mut w, mut p) = (eps(), eps());

@@ -45,6 +45,10 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         Expr::Empty => Hir::empty(),
         Expr::Literal(s) => Hir::literal(s.as_bytes()),
         Expr::Regex(h) => (**h).clone(),
+        Expr::Lexeme(l) => match &**l {
+            crate::grammar::Lexeme::Regex(h) => h.clone(),
+            _ => return Err(Error::invalid("an intersection or complement of regexes is not one regex")),
+        },
         Expr::Rule(r) => rule(*r)?,
         Expr::Seq(xs) => Hir::concat(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),
         Expr::Alt(xs) => Hir::alternation(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),

@@ -264,3 +264,39 @@ fn limits_surface_as_errors() {
     let e = Compiled::new(v, &Constraint::Grammar(g)).err().unwrap().to_string();
     assert!(e.contains("limit exceeded"), "{e}");
 }
+
+/// JSON Schemas whose strings and keys compile to lexemes (intersections and complements of
+/// regexes): the engine's product automata against the reference recognizer, which runs the
+/// regexes side by side on its own; and the fast mask against the slow one on real tokenizers.
+#[test]
+fn lexeme_schemas_agree_with_the_reference() {
+    use strictly::grammar::json_schema::{compile, JsonSchemaOptions};
+    let schemas = [
+        serde_json::json!({"type": "string", "pattern": "^[a-c]+$", "minLength": 2, "maxLength": 4}),
+        serde_json::json!({"type": "string", "pattern": "b", "maxLength": 3, "not": {"enum": ["abc", "b"]}}),
+        serde_json::json!({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"type": "boolean"}},
+                           "properties": {"ab": {}}, "additionalProperties": {"type": "null"}}),
+        serde_json::json!({"type": "object", "propertyNames": {"pattern": "^[a-c]{1,2}$"}, "additionalProperties": {"enum": [1, 2]}}),
+        serde_json::json!({"type": "array", "items": {"not": {"pattern": "^a"}}}),
+    ];
+    let opts = JsonSchemaOptions { whitespace: strictly::grammar::json_schema::Whitespace::Compact, ..Default::default() };
+    // The tiny vocabulary plus what JSON structure needs.
+    let mut toks: Vec<Vec<u8>> = (0..tiny_vocab().len() as u32 - 1).map(|i| tiny_vocab().bytes(TokenId(i)).to_vec()).collect();
+    toks.extend(["[", "]", ",", "n", "u", "l", "t", "r", "f", "s", "0", "null", "\"a", "\","].map(|t| t.as_bytes().to_vec()));
+    toks.push(b"</s>".to_vec());
+    let v = Arc::new(Vocab::from_byte_tokens(toks.clone(), &[toks.len() as u32 - 1]));
+    for (i, s) in schemas.iter().enumerate() {
+        let g = compile(s, &opts).unwrap_or_else(|e| panic!("{s}: {e}")).grammar;
+        let r = Reference::new(&g);
+        for engine in [EngineChoice::Auto, EngineChoice::Earley] {
+            let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine, ..Default::default() }).unwrap();
+            for seed in 0..4 {
+                walk(&v, &c, seed * 17 + i as u64, 14, Some(&r));
+            }
+        }
+        for (_, vocab) in real_vocabs() {
+            let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
+            walk(vocab, &c, i as u64, 6, None);
+        }
+    }
+}

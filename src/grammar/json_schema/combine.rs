@@ -3,9 +3,13 @@
 //! - `enum`/`const`: each allowed value becomes a literal (whitespace allowed inside arrays and
 //!   objects); values that the schema's other keywords reject are dropped, checked by a small
 //!   validator for the keywords it knows (anything else: not enforceable).
-//! - `anyOf` is a union: exact. `oneOf` is exact only when its branches are provably disjoint:
-//!   different JSON types, or a shared required property whose `const`/`enum` values differ
-//!   (a discriminator); otherwise it is reported.
+//! - `anyOf` is a union: exact. `oneOf` becomes a union of branches made pairwise disjoint
+//!   ([`disjoint_branches`]): provably disjoint pairs stay, overlapping ones get `not` of the
+//!   other branch where that rewrites exactly, else a declared discriminator is made required
+//!   (stricter); otherwise it is reported.
+//! - `not` is rewritten into plain keywords where exact ([`rewrite_not`]); `if`/`then`/`else`
+//!   and `dependentRequired`/`dependentSchemas`/`dependencies` become `anyOf`s
+//!   ([`rewrite_conditionals`]); two `anyOf`s in one `allOf` multiply out.
 //! - `allOf` merges keyword by keyword (types intersect, bounds tighten, required unions,
 //!   properties merge with each side's `additionalProperties` applied to the other's keys).
 //!   A pair of keywords that cannot be merged exactly (two different patterns, ...) is reported.
@@ -30,7 +34,7 @@ const VALIDATION: &[&str] = &[
     "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
     "propertyNames", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then",
     "else", "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef",
-    "$recursiveRef", string::EXCLUDE_STRINGS,
+    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING,
 ];
 
 pub(super) fn is_validation_keyword(k: &str) -> bool {
@@ -41,7 +45,7 @@ pub(super) fn is_validation_keyword(k: &str) -> bool {
 fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
         "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" => "number",
-        "maxLength" | "minLength" | "pattern" | "format" => "string",
+        "maxLength" | "minLength" | "pattern" | "format" | string::NOT_STRING | string::EXCLUDE_STRINGS => "string",
         "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems" | "additionalItems"
         | "contains" | "unevaluatedItems" => "array",
         "maxProperties" | "minProperties" | "required" | "dependentRequired" | "properties" | "patternProperties"
@@ -51,8 +55,10 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 }
 
 /// Rewrites `not` into plain keywords where that is exact; `None` if it cannot.
-/// Handled: `not: {type}`, `not: {required: [k]}` (k is forbidden), and `not: {const/enum}`
-/// whose values are strings, booleans or null.
+/// Handled: `not: {type}`, `not: {required: [k]}` (k is forbidden), `not: {const/enum}`
+/// whose values are strings, booleans or null, and `not` of string keywords only
+/// (`pattern`, `format`, `minLength`, `maxLength`, optionally with `type: "string"`), whose
+/// complement is regular: it becomes [`string::NOT_STRING`].
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
     let keys: Vec<&str> = not.keys().map(String::as_str).filter(|k| VALIDATION.contains(k)).collect();
@@ -63,8 +69,15 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
         None => ALL.iter().map(|s| s.to_string()).collect(),
         Some(t) => type_list(t).iter().map(|s| s.to_string()).collect(),
     };
-    match keys.as_slice() {
-        ["type"] => {
+    let has_type = keys.contains(&"type");
+    let others: Vec<&str> = keys.iter().copied().filter(|k| *k != "type").collect();
+    match others.as_slice() {
+        // `not {}`: nothing is valid.
+        [] if !has_type => {
+            out.insert("type".into(), Value::Array(Vec::new()));
+            Some(out)
+        }
+        [] => {
             let ex = type_list(&not["type"]);
             let mut keep: Vec<Value> = Vec::new();
             for t in &current {
@@ -82,13 +95,45 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
         ["required"] => {
             let req = not["required"].as_array()?;
             let [Value::String(k)] = req.as_slice() else { return None };
-            // Objects must lack `k`; other types are unaffected.
+            // Objects must lack `k`. Without `type` in `not`, every non-object satisfies
+            // `required`, so `not` rejects it; with `type: "object"`, non-objects pass.
+            match not.get("type") {
+                None => {
+                    let keep: Vec<Value> = current.iter().filter(|t| *t == "object").map(|t| Value::String(t.clone())).collect();
+                    out.insert("type".into(), Value::Array(keep));
+                }
+                Some(t) if type_list(t) == ["object"] => {}
+                Some(_) => return None,
+            }
             let mut props = out.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
             props.insert(k.clone(), Value::Bool(false));
             out.insert("properties".into(), Value::Object(props));
             Some(out)
         }
-        ["const"] | ["enum"] => {
+        _ if others.iter().all(|k| matches!(*k, "required" | "properties")) => {
+            // not (required R ∧ properties P) on objects: some key of R is missing, or some
+            // key of P is present with a value its schema rejects.
+            match not.get("type") {
+                None => {
+                    let keep: Vec<Value> = current.iter().filter(|t| *t == "object").map(|t| Value::String(t.clone())).collect();
+                    out.insert("type".into(), Value::Array(keep));
+                }
+                Some(t) if type_list(t) == ["object"] => {}
+                Some(_) => return None,
+            }
+            let mut alts: Vec<Value> = Vec::new();
+            for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
+                alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
+            }
+            for (k, s) in not.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                alts.push(serde_json::json!({"required": [k], "properties": {k: {"not": s}}}));
+            }
+            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+            all.push(serde_json::json!({ "anyOf": alts }));
+            out.insert("allOf".into(), Value::Array(all));
+            Some(out)
+        }
+        ["const"] | ["enum"] if !has_type => {
             let values: Vec<&Value> = match not.get("const") {
                 Some(v) => vec![v],
                 None => not["enum"].as_array()?.iter().collect(),
@@ -111,12 +156,81 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             }
             out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
             if !strings.is_empty() {
-                out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(strings));
+                let mut all = out.get(string::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
+                all.extend(strings);
+                out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(all));
             }
+            Some(out)
+        }
+        _ if others.iter().all(|k| matches!(*k, "pattern" | "format" | "minLength" | "maxLength")) => {
+            // Without `type`, the keywords hold for every non-string, so `not` rejects them all;
+            // with `type: "string"`, non-strings pass `not` untouched.
+            match not.get("type") {
+                None => {
+                    let keep: Vec<Value> = current.iter().filter(|t| *t == "string").map(|t| Value::String(t.clone())).collect();
+                    out.insert("type".into(), Value::Array(keep));
+                }
+                Some(t) if type_list(t) == ["string"] => {}
+                Some(_) => return None,
+            }
+            let mut excluded = not.clone();
+            excluded.remove("type");
+            let mut all = out.get(string::NOT_STRING).and_then(Value::as_array).cloned().unwrap_or_default();
+            all.push(Value::Object(excluded));
+            out.insert(string::NOT_STRING.into(), Value::Array(all));
             Some(out)
         }
         _ => None,
     }
+}
+
+/// Rewrites the conditional keywords into `allOf` parts, exactly:
+/// - `dependentRequired {k: [a, b]}` (and `dependencies` with an array): `k` absent, or `k`,
+///   `a` and `b` all present;
+/// - `dependentSchemas {k: S}` (and `dependencies` with a schema): `k` absent, or present and
+///   `S` holds;
+/// - `if I then T else E`: `(I ∧ T) ∨ (not I ∧ E)`, where `not I` must rewrite exactly
+///   ([`rewrite_not`]); otherwise `if` is reported.
+///
+/// `None` when the schema has none of them.
+pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Map<String, Value>>> {
+    const KEYWORDS: [&str; 6] = ["dependentRequired", "dependentSchemas", "dependencies", "if", "then", "else"];
+    if !KEYWORDS.iter().any(|k| obj.contains_key(*k)) {
+        return Ok(None);
+    }
+    let mut out = obj.clone();
+    let mut parts: Vec<Value> = Vec::new();
+    for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
+        let Some(v) = out.remove(kw) else { continue };
+        let deps = v.as_object().ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be an object")))?;
+        for (k, dep) in deps {
+            let absent = serde_json::json!({"properties": {k: false}});
+            let present = match dep {
+                Value::Array(names) => {
+                    let mut req = vec![Value::String(k.clone())];
+                    req.extend(names.iter().cloned());
+                    serde_json::json!({ "required": req })
+                }
+                schema => serde_json::json!({"allOf": [{"required": [k]}, schema]}),
+            };
+            parts.push(serde_json::json!({"anyOf": [absent, present]}));
+        }
+    }
+    let (then, els) = (out.remove("then"), out.remove("else"));
+    if let Some(cond) = out.remove("if") {
+        let then = then.unwrap_or(Value::Bool(true));
+        let els = els.unwrap_or(Value::Bool(true));
+        match with_not(&Value::Bool(true), &c.resolve_shallow(&cond)) {
+            Some(not_cond) => parts.push(serde_json::json!({"anyOf": [{"allOf": [cond, then]}, {"allOf": [not_cond, els]}]})),
+            None => c.unenforced(pointer, "if", "the negation of this `if` schema cannot be written exactly")?,
+        }
+    }
+    if !parts.is_empty() {
+        let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+        all.extend(parts);
+        out.insert("allOf".into(), Value::Array(all));
+    }
+    Ok(Some(out))
 }
 
 pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
@@ -204,56 +318,176 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         .iter()
         .map(|b| if constraining { serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]}) } else { b.clone() })
         .collect();
-    if kw == "oneOf" && branches.len() > 1 && !disjoint(c, branches) {
+    let compile_all = |c: &mut Compiler, full: &[Value]| -> Result<Expr> {
+        let mut alts = Vec::new();
+        for (i, b) in full.iter().enumerate() {
+            alts.push(c.schema(b, &join(&join(pointer, kw), &i.to_string()))?);
+        }
+        Ok(Expr::Alt(alts))
+    };
+    if kw == "oneOf" && branches.len() > 1 {
+        // Each way of making the branches disjoint, best first; the first that compiles wins.
+        for rewritten in disjoint_branches(c, branches) {
+            let full: Vec<Value> = if constraining {
+                rewritten.into_iter().map(|b| serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]})).collect()
+            } else {
+                rewritten
+            };
+            if let Ok(e) = c.attempt(|c| compile_all(c, &full)) {
+                return Ok(Some(e));
+            }
+        }
         c.unenforced(pointer, "oneOf", "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine")?;
     }
-    let mut alts = Vec::new();
-    for (i, b) in full.iter().enumerate() {
-        alts.push(c.schema(b, &join(&join(pointer, kw), &i.to_string()))?);
-    }
-    Ok(Some(Expr::Alt(alts)))
+    Ok(Some(compile_all(c, &full)?))
 }
 
-/// Are the branches pairwise disjoint (by type, or by a discriminating required property)?
-fn disjoint(c: &Compiler, branches: &[Value]) -> bool {
-    let resolved: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
-    let types: Vec<Option<Vec<&str>>> = resolved.iter().map(type_set).collect();
-    let by_type = (0..types.len()).all(|i| {
-        (i + 1..types.len()).all(|j| match (&types[i], &types[j]) {
-            (Some(a), Some(b)) => !a.iter().any(|t| b.contains(t) || (*t == "integer" && b.contains(&"number")) || (*t == "number" && b.contains(&"integer"))),
-            _ => false,
-        })
-    });
-    if by_type {
-        return true;
-    }
-    // Finite value sets (const/enum) that do not intersect.
-    let values: Vec<Option<Vec<&Value>>> = resolved.iter().map(value_set).collect();
-    if values.iter().all(Option::is_some) {
-        let sets: Vec<&Vec<&Value>> = values.iter().map(|v| v.as_ref().unwrap()).collect();
-        if (0..sets.len()).all(|i| (i + 1..sets.len()).all(|j| !sets[i].iter().any(|v| sets[j].contains(v)))) {
-            return true;
+/// Ways to rewrite `oneOf` branches to be pairwise disjoint, so that "exactly one" is their
+/// union, best first (none if no way is known):
+/// 1. (exact) A JSON type that two branches accept in full (no `type`, no keyword for it) has
+///    no valid value under `oneOf`: it is removed from every branch.
+/// 2. (exact) A pair that is provably disjoint (types, `const`/`enum` values, a discriminating
+///    required property) is left alone; otherwise `not <other>` is added to the branch where
+///    that `not` rewrites exactly ([`rewrite_not`]).
+/// 3. (stricter, documented) A property that every branch declares with pairwise disjoint
+///    `const`/`enum` values is made required in every branch: outputs always name their
+///    branch, and only instances that omit the property are lost.
+fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
+    let mut resolved: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
+    let shared: Vec<&str> = TYPES.into_iter().filter(|t| resolved.iter().filter(|b| accepts_every(b, t)).count() >= 2).collect();
+    for t in shared {
+        for b in resolved.iter_mut() {
+            remove_type(b, t);
         }
     }
-    // A discriminator: a property required by every branch, with disjoint const/enum values.
-    let Some(first) = resolved[0].get("required").and_then(Value::as_array) else { return false };
-    'key: for key in first.iter().filter_map(Value::as_str) {
-        let mut sets = Vec::new();
-        for b in &resolved {
-            let req = b.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x == key));
-            let Some(set) = b.get("properties").and_then(|p| p.get(key)).map(|s| c.resolve_shallow(s)).and_then(|s| value_set(&s).map(|v| v.into_iter().cloned().collect::<Vec<_>>())) else {
-                continue 'key;
-            };
-            if !req {
-                continue 'key;
+    let n = resolved.len();
+    let overlapping = |r: &[Value], i: usize, j: usize| !pair_disjoint(c, &r[i], &r[j]);
+    let mut exact = resolved.clone();
+    let mut ok = true;
+    for i in 0..n {
+        for j in (0..n).filter(|&j| j != i && overlapping(&resolved, i, j)) {
+            match with_not(&exact[i], &resolved[j]) {
+                Some(v) => exact[i] = v,
+                None => ok = false,
             }
-            sets.push(set);
         }
-        if (0..sets.len()).all(|i| (i + 1..sets.len()).all(|j| !sets[i].iter().any(|v| sets[j].contains(v)))) {
+    }
+    let mut out = Vec::new();
+    if ok {
+        out.push(exact);
+    }
+    // A discriminator that is declared but not required: require it.
+    let Some(first) = resolved[0].get("properties").and_then(Value::as_object) else { return out };
+    'key: for key in first.keys() {
+        let mut strict = resolved.clone();
+        for b in strict.iter_mut() {
+            let Value::Object(o) = b else { break 'key };
+            let mut req = o.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+            if !req.iter().any(|r| r == key.as_str()) {
+                req.push(Value::String(key.clone()));
+            }
+            o.insert("required".into(), Value::Array(req));
+        }
+        if (0..n).all(|i| (i + 1..n).all(|j| !overlapping(&strict, i, j))) {
+            out.push(strict);
+            break;
+        }
+    }
+    out
+}
+
+/// Does schema `b` accept every value of JSON type `t` (it has no `type` and no keyword that
+/// could reject such a value)?
+fn accepts_every(b: &Value, t: &str) -> bool {
+    match b {
+        Value::Bool(v) => *v,
+        Value::Object(o) => o.iter().all(|(k, v)| {
+            (k == "type" && type_list(v).contains(&t))
+                || ANNOTATIONS.contains(&k.as_str())
+                || !VALIDATION.contains(&k.as_str())
+                || matches!(keyword_type(k), Some(kt) if kt != t && !(kt == "number" && t == "integer"))
+        }),
+        _ => false,
+    }
+}
+
+/// Narrows schema `b` to values that are not of type `t` (`number` takes `integer` with it).
+fn remove_type(b: &mut Value, t: &str) {
+    const ALL: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
+    if let Value::Bool(true) = b {
+        *b = Value::Object(Map::new());
+    }
+    let Value::Object(o) = b else { return };
+    let current: Vec<String> = match o.get("type") {
+        None => ALL.iter().map(|s| s.to_string()).collect(),
+        Some(v) => type_list(v).iter().map(|s| s.to_string()).collect(),
+    };
+    let keep: Vec<Value> = current.into_iter().filter(|x| x != t && !(t == "number" && x == "integer")).map(Value::String).collect();
+    o.insert("type".into(), Value::Array(keep));
+}
+
+/// `b ∧ not other` as one schema, where the `not` rewrites exactly.
+fn with_not(b: &Value, other: &Value) -> Option<Value> {
+    match (b, other) {
+        (Value::Bool(false), _) | (_, Value::Bool(true)) => Some(Value::Bool(false)),
+        (_, Value::Bool(false)) => Some(b.clone()),
+        (Value::Bool(true), _) => rewrite_not(&Map::from_iter([("not".to_string(), other.clone())])).map(Value::Object),
+        (Value::Object(o), _) if o.contains_key("not") => None,
+        (Value::Object(o), _) => {
+            let mut m = o.clone();
+            m.insert("not".into(), other.clone());
+            rewrite_not(&m).map(Value::Object)
+        }
+        _ => None,
+    }
+}
+
+/// Are two schemas provably disjoint: no shared type, disjoint `const`/`enum` values, values of
+/// one that the other rejects, or (both objects only) a discriminating property that both
+/// require with disjoint values, or a key that one requires and the other forbids?
+fn pair_disjoint(c: &Compiler, a: &Value, b: &Value) -> bool {
+    pair_disjoint_within(c, a, b, 8)
+}
+
+fn pair_disjoint_within(c: &Compiler, a: &Value, b: &Value, depth: usize) -> bool {
+    let (ta, tb) = (type_set(a), type_set(b));
+    if let (Some(x), Some(y)) = (&ta, &tb) {
+        let shared = x.iter().any(|t| y.contains(t) || (*t == "integer" && y.contains(&"number")) || (*t == "number" && y.contains(&"integer")));
+        if !shared {
             return true;
         }
     }
-    false
+    for (p, q) in [(a, b), (b, a)] {
+        if let Some(values) = value_set(p) {
+            if values.iter().all(|v| simple_validate(v, q) == Some(false)) {
+                return true;
+            }
+        }
+    }
+    // Object keywords only separate objects: both must be objects only.
+    let objects_only = |t: &Option<Vec<&str>>| t.as_ref().is_some_and(|t| t.iter().all(|x| *x == "object"));
+    if !objects_only(&ta) || !objects_only(&tb) {
+        return false;
+    }
+    let required = |s: &Value| -> Vec<String> {
+        s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
+    };
+    let prop = |s: &Value, k: &str| s.get("properties").and_then(|p| p.get(k)).map(|p| c.resolve_shallow(p));
+    let (ra, rb) = (required(a), required(b));
+    for k in ra.iter().filter(|k| rb.contains(k)) {
+        if let (Some(pa), Some(pb)) = (prop(a, k), prop(b, k)) {
+            if depth > 0 && pair_disjoint_within(c, &pa, &pb, depth - 1) {
+                return true;
+            }
+        }
+    }
+    // A key one side requires and the other forbids (`false`, or closed without it).
+    let forbids = |s: &Value, k: &str| match prop(s, k) {
+        Some(p) => p == Value::Bool(false),
+        None => s.get("additionalProperties") == Some(&Value::Bool(false)) && s.get("patternProperties").is_none(),
+    };
+    ra.iter().any(|k| forbids(b, k)) || rb.iter().any(|k| forbids(a, k))
 }
 
 fn type_set(s: &Value) -> Option<Vec<&str>> {
@@ -290,8 +524,34 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
         parts.push(serde_json::json!({"$ref": r}));
     }
     let mut merged = Value::Object(base);
-    for part in parts {
-        let part = c.resolve_shallow(&part);
+    // A worklist: a part's own conditionals and `allOf` are flattened into further parts.
+    let mut queue: std::collections::VecDeque<Value> = parts.into();
+    let mut taken = 0;
+    while let Some(part) = queue.pop_front() {
+        taken += 1;
+        if taken > 1000 {
+            return Err(c.bad(pointer, "`allOf` expands to more than 1000 parts (a cycle of `$ref`s through `allOf`?)"));
+        }
+        let mut part = c.resolve_shallow(&part);
+        if let Value::Object(o) = &part {
+            // A part's own `unevaluated*` sees only that part: close it before merging.
+            let mut o = c.unevaluated(o, pointer)?.unwrap_or_else(|| o.clone());
+            for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+                if o.get(kw).is_some_and(|v| v != &Value::Bool(true)) {
+                    c.unenforced(pointer, kw, "inside an `allOf` part with conditional applicators beside it")?;
+                }
+                o.remove(kw);
+            }
+            let o = rewrite_conditionals(c, &o, pointer)?.unwrap_or_else(|| o.clone());
+            let mut o = o;
+            if let Some(all) = o.remove("allOf") {
+                queue.extend(all.as_array().cloned().unwrap_or_default());
+            }
+            if o.contains_key("$ref") {
+                queue.push_back(serde_json::json!({"$ref": o.remove("$ref").unwrap()}));
+            }
+            part = Value::Object(o);
+        }
         match merge(&merged, &part) {
             Ok(m) => merged = m,
             Err(why) => {
@@ -397,10 +657,23 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
                 Value::Object(p)
             }
             "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
+            string::NOT_STRING | string::EXCLUDE_STRINGS => {
+                let mut all = av.as_array().cloned().unwrap_or_default();
+                all.extend(bv.as_array().into_iter().flatten().cloned());
+                Value::Array(all)
+            }
             "items" | "prefixItems" | "additionalItems" => continue, // merged below
             // not A ∧ not B = not (A ∨ B)
             "not" => serde_json::json!({"anyOf": [av, bv]}),
             "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
+            // (a1 ∨ a2) ∧ (b1 ∨ b2) = ∨ (ai ∧ bj)
+            "anyOf" => {
+                let (xa, xb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
+                if xa.len() * xb.len() > 64 {
+                    return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
+                }
+                Value::Array(xa.iter().flat_map(|x| xb.iter().map(move |y| serde_json::json!({"allOf": [x, y]}))).collect())
+            }
             _ if ANNOTATIONS.contains(&k.as_str()) => continue,
             "multipleOf" => match (av.as_u64(), bv.as_u64()) {
                 (Some(x), Some(y)) => Value::from(lcm(x, y)),
@@ -541,6 +814,45 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
             "pattern" => match v.as_str() {
                 None => true,
                 Some(st) => pattern_matches(s.as_str()?, st)?,
+            },
+            "not" => !simple_validate(v, s)?,
+            string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
+            string::NOT_STRING => {
+                let mut ok = true;
+                for x in s.as_array()? {
+                    ok &= !simple_validate(v, x)?;
+                }
+                ok
+            }
+            "anyOf" => {
+                let mut any = false;
+                for b in s.as_array()? {
+                    any |= simple_validate(v, b)?;
+                }
+                any
+            }
+            "allOf" => {
+                let mut all = true;
+                for b in s.as_array()? {
+                    all &= simple_validate(v, b)?;
+                }
+                all
+            }
+            "required" => match v.as_object() {
+                None => true,
+                Some(o) => s.as_array()?.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k))),
+            },
+            "properties" => match v.as_object() {
+                None => true,
+                Some(o) => {
+                    let mut ok = true;
+                    for (k, ps) in s.as_object()? {
+                        if let Some(x) = o.get(k) {
+                            ok &= simple_validate(x, ps)?;
+                        }
+                    }
+                    ok
+                }
             },
             _ => return None,
         };

@@ -11,7 +11,15 @@
 //! - numbers are written as JSON numbers in the usual forms (no `-0` tricks are needed), and
 //!   bounded numbers without exponents;
 //! - object properties come in the order of `properties` (additional ones may come between);
-//! - formats are checked by a regular subset of the format (e.g. no leap seconds).
+//! - formats are checked by a regular subset of the format (e.g. no leap seconds);
+//! - a `oneOf` whose branches overlap, when the exact rewrite (each branch minus the others)
+//!   cannot be written, but the branches declare a property with disjoint `const`/`enum`
+//!   values: that property is required, so every output names its branch.
+//!
+//! Regular combinations that one regex cannot say (a `pattern` with a length bound or a
+//! `format`, excluded values, `not` of string keywords, `patternProperties` and
+//! `propertyNames` key regions) become [`crate::grammar::Lexeme`]s: intersections and
+//! complements that the automaton layer builds as product DFAs.
 //!
 //! Layout: [`object`], [`array`], [`string`] (strings, patterns, formats, keys), [`number`],
 //! [`combine`] (enum/const, anyOf/oneOf/allOf), [`refs`] ($ref, $defs, anchors).
@@ -136,6 +144,22 @@ impl<'s> Compiler<'s> {
         }
     }
 
+    /// Runs `f`; if it fails, undoes what it did to the compiler (rules, caches, notes), so the
+    /// caller can try another way.
+    fn attempt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let (rules, ref_rules, named, unenforced, depth) =
+            (self.rules.len(), self.ref_rules.clone(), self.named.clone(), self.unenforced.len(), self.depth);
+        let r = f(self);
+        if r.is_err() {
+            self.rules.truncate(rules);
+            self.ref_rules = ref_rules;
+            self.named = named;
+            self.unenforced.truncate(unenforced);
+            self.depth = depth;
+        }
+        r
+    }
+
     /// A helper rule built once per grammar.
     fn shared(&mut self, name: &'static str, build: impl FnOnce(&mut Self, RuleId) -> Expr) -> Expr {
         if let Some(&r) = self.named.get(name) {
@@ -205,7 +229,13 @@ impl<'s> Compiler<'s> {
             Value::Object(o) => o,
             _ => return Err(self.bad(pointer, "a schema must be an object or a boolean")),
         };
-        // allOf (and $ref with siblings) merge into one schema first.
+        if let Some(rewritten) = self.unevaluated(obj, pointer)? {
+            return self.schema(&Value::Object(rewritten), pointer);
+        }
+        // Conditionals become allOf parts; allOf (and $ref with siblings) merge into one schema.
+        if let Some(rewritten) = combine::rewrite_conditionals(self, obj, pointer)? {
+            return self.schema(&Value::Object(rewritten), pointer);
+        }
         if let Some(merged) = combine::merge_all_of(self, obj, pointer)? {
             return self.schema(&merged, pointer);
         }
@@ -229,7 +259,7 @@ impl<'s> Compiler<'s> {
                 None => self.unenforced(pointer, "not", "only `not` of a type, one required key, or string/boolean/null values is supported")?,
             }
         }
-        for kw in ["if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
+        for kw in ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
             if let Some(v) = obj.get(kw) {
                 if !trivially_true(kw, v) {
                     self.unenforced(pointer, kw, "not supported yet")?;
@@ -258,6 +288,59 @@ impl<'s> Compiler<'s> {
             alts.push(e);
         }
         Ok(alt(alts))
+    }
+
+    /// `unevaluatedProperties` / `unevaluatedItems` where what is evaluated is known statically,
+    /// rewritten to plain keywords (exact); `None` if there is neither.
+    /// - Properties: with no in-place applicator that evaluates conditionally (`anyOf`, `oneOf`,
+    ///   `if`, `dependentSchemas`, `dependencies`, dynamic refs), the evaluated keys are those
+    ///   of `properties`/`patternProperties` (of this schema and, once merged, its `allOf`/`$ref`
+    ///   parts), or all of them if some `additionalProperties` is present. So the keyword *is*
+    ///   `additionalProperties` of the merged schema, or has no effect. The merge happens first
+    ///   with the keyword set aside.
+    /// - Items: only with no in-place applicator at all: `items` (2020-12) or `additionalItems`
+    ///   (after an `items` array), or no effect if those are present.
+    fn unevaluated(&mut self, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Map<String, Value>>> {
+        const CONDITIONAL: [&str; 7] = ["anyOf", "oneOf", "if", "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef"];
+        // (Cloning only when needed: a schema may be nested deeper than a clone can recurse.)
+        if !obj.contains_key("unevaluatedProperties") && !obj.contains_key("unevaluatedItems") {
+            return Ok(None);
+        }
+        let mut out = obj.clone();
+        let mut changed = false;
+        if let Some(u) = obj.get("unevaluatedProperties") {
+            if !CONDITIONAL.iter().any(|k| obj.contains_key(*k)) {
+                out.remove("unevaluatedProperties");
+                if obj.contains_key("allOf") || obj.contains_key("$ref") {
+                    if let Some(r) = out.remove("$ref") {
+                        let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+                        all.push(serde_json::json!({ "$ref": r }));
+                        out.insert("allOf".into(), Value::Array(all));
+                    }
+                    // Merge the parts first, then apply the keyword to the merged schema.
+                    if let Some(Value::Object(mut merged)) = combine::merge_all_of(self, &out, pointer)? {
+                        if !CONDITIONAL.iter().any(|k| merged.contains_key(*k)) && !merged.contains_key("unevaluatedProperties") {
+                            merged.entry("additionalProperties").or_insert_with(|| u.clone());
+                            return Ok(Some(merged));
+                        }
+                    }
+                    out = obj.clone();
+                } else {
+                    out.entry("additionalProperties").or_insert_with(|| u.clone());
+                    changed = true;
+                }
+            }
+        }
+        if let Some(u) = obj.get("unevaluatedItems") {
+            const APPLICATORS: [&str; 10] = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains", "dependentSchemas", "$dynamicRef", "$recursiveRef"];
+            if !APPLICATORS.iter().any(|k| obj.contains_key(*k)) {
+                out.remove("unevaluatedItems");
+                let key = if obj.get("items").is_some_and(Value::is_array) { "additionalItems" } else { "items" };
+                out.entry(key).or_insert_with(|| u.clone());
+                changed = true;
+            }
+        }
+        Ok(changed.then_some(out))
     }
 
     /// The JSON types a schema allows: `type` if given, else every type.

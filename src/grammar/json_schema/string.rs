@@ -13,10 +13,14 @@ use serde_json::{Map, Value};
 
 use super::{join, Compiler, MAX_COUNT};
 use crate::error::Result;
-use crate::grammar::Expr;
+use crate::grammar::{Expr, Lexeme};
 
 /// An internal keyword (set by the `not` rewrite): string values that are excluded.
 pub(super) const EXCLUDE_STRINGS: &str = "x-strictly-exclude-strings";
+
+/// An internal keyword (set by the `not` rewrite): schemas of string keywords that string
+/// values must *not* satisfy.
+pub(super) const NOT_STRING: &str = "x-strictly-not-string";
 
 /// Strings whose `maxLength` is above [`MAX_COUNT`] are produced with at most this many
 /// characters (a documented, stricter subset).
@@ -35,63 +39,118 @@ pub(super) fn any_string() -> Expr {
 }
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    Ok(match string_lexeme(c, obj, pointer)? {
+        None => super::nothing(),
+        Some(Lexeme::Regex(h)) => Expr::Regex(Box::new(h)),
+        Some(l) => Expr::Lexeme(Box::new(l)),
+    })
+}
+
+/// `"` + content + `"`.
+pub(super) fn quoted(content: Hir) -> Lexeme {
+    Lexeme::Regex(Hir::concat(vec![Hir::literal(*b"\""), content, Hir::literal(*b"\"")]))
+}
+
+/// Every string (quoted, canonical), as a lexeme.
+pub(super) fn any_string_lexeme() -> Lexeme {
+    quoted(hir(&format!("{UNIT}*")))
+}
+
+/// The quoted strings that a string schema's own keywords allow, as one lexeme: the
+/// intersection of one quoted regex per keyword (`pattern`, `format`, `minLength`/`maxLength`)
+/// minus the excluded values. A single keyword stays a plain regex. `None`: no string is valid.
+pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Lexeme>> {
     let min = count(c, obj, pointer, "minLength")?.unwrap_or(0);
     let max = count(c, obj, pointer, "maxLength")?;
     if max.is_some_and(|m| m < min) {
-        return Ok(super::nothing());
+        return Ok(None);
     }
-    let mut content: Option<Hir> = None;
+    let mut parts: Vec<Lexeme> = Vec::new();
     if let Some(p) = obj.get("pattern") {
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
         match pattern_content(p) {
-            Ok(h) => content = Some(h),
+            Ok(h) => parts.push(quoted(h)),
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
     }
     if let Some(f) = obj.get("format") {
         let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
         match format_regex(f) {
-            Some(Ok(re)) => {
-                if content.is_some() {
-                    c.unenforced(pointer, "format", "`format` together with `pattern` needs an intersection of regexes (not supported yet)")?;
-                } else {
-                    content = Some(encode(&hir(re)).expect("built-in formats encode"));
-                }
-            }
+            Some(Ok(re)) => parts.push(quoted(encode(&hir(re)).expect("built-in formats encode"))),
             Some(Err(why)) => c.unenforced(pointer, "format", why)?,
             // Unknown formats are annotations for every validator: nothing to enforce.
             None => {}
         }
     }
-    if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
-        let names: Vec<&str> = ex.iter().filter_map(Value::as_str).collect();
-        if content.is_some() || min > 0 || max.is_some() {
-            c.unenforced(pointer, "not", "excluding values from a constrained string needs a regex intersection (not supported yet)")?;
+    // The length bound; also the universe (every string) when nothing else is positive.
+    if parts.is_empty() || min > 0 || max.is_some() {
+        // A huge maxLength means "no practical limit": produce at most LONG_STRING_CAP
+        // characters (stricter, so still exact). A huge minLength cannot be met that way.
+        let max = max.map(|m| if m > MAX_COUNT && min <= LONG_STRING_CAP { LONG_STRING_CAP } else { m });
+        let units = if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
+            c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
+            hir(&format!("{UNIT}*"))
         } else {
-            content = Some(key_not_in(&names));
+            Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })
+        };
+        parts.push(quoted(units));
+    }
+    if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
+        let names: Vec<Hir> = ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(encode_str(n).into_bytes())).collect();
+        parts.push(Lexeme::Not(Box::new(quoted(Hir::alternation(names)))));
+    }
+    for not in obj.get(NOT_STRING).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object) {
+        if let Some(excluded) = string_lexeme(c, not, &join(pointer, "not"))? {
+            parts.push(Lexeme::Not(Box::new(excluded)));
         }
     }
-    let bounded = min > 0 || max.is_some();
-    let content = match content {
-        Some(h) => {
-            if bounded {
-                c.unenforced(pointer, if max.is_some() { "maxLength" } else { "minLength" }, "a length bound together with `pattern`/`format` needs an intersection of regexes (not supported yet)")?;
-            }
-            h
-        }
-        None => {
-            // A huge maxLength means "no practical limit": produce at most LONG_STRING_CAP
-            // characters (stricter, so still exact). A huge minLength cannot be met that way.
-            let max = max.map(|m| if m > MAX_COUNT && min <= LONG_STRING_CAP { LONG_STRING_CAP } else { m });
-            if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
-                c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
-                hir(&format!("{UNIT}*"))
+    Ok(Some(Lexeme::and(parts)))
+}
+
+/// The lexeme of a compiled string-only expression (literals, regexes, lexemes, their
+/// alternatives and concatenations, through rule references): `None` if it is anything else.
+pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme> {
+    if depth > 64 {
+        return None;
+    }
+    Some(match e {
+        Expr::Empty => Lexeme::Regex(Hir::empty()),
+        Expr::Literal(s) => Lexeme::Regex(Hir::literal(s.as_bytes())),
+        Expr::Regex(h) => Lexeme::Regex((**h).clone()),
+        Expr::Lexeme(l) => (**l).clone(),
+        Expr::Rule(r) => expr_lexeme(c, &c.rules[r.0 as usize].body, depth + 1)?,
+        Expr::Alt(xs) => {
+            let parts = xs.iter().map(|x| expr_lexeme(c, x, depth + 1)).collect::<Option<Vec<_>>>()?;
+            if parts.iter().all(|p| matches!(p, Lexeme::Regex(_))) {
+                Lexeme::Regex(Hir::alternation(parts.into_iter().map(|p| match p {
+                    Lexeme::Regex(h) => h,
+                    _ => unreachable!(),
+                }).collect()))
             } else {
-                Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })
+                // a ∨ b = ¬(¬a ∧ ¬b)
+                Lexeme::Not(Box::new(Lexeme::And(parts.into_iter().map(|p| Lexeme::Not(Box::new(p))).collect())))
             }
         }
-    };
-    Ok(Expr::Regex(Box::new(Hir::concat(vec![Hir::literal(*b"\""), content, Hir::literal(*b"\"")]))))
+        Expr::Seq(xs) => {
+            let parts = xs.iter().map(|x| match expr_lexeme(c, x, depth + 1)? {
+                Lexeme::Regex(h) => Some(h),
+                _ => None,
+            }).collect::<Option<Vec<_>>>()?;
+            Lexeme::Regex(Hir::concat(parts))
+        }
+        Expr::Repeat { .. } => return None,
+    })
+}
+
+/// Does `lexeme` accept the JSON string `s` (quoted, canonical)?
+pub(super) fn lexeme_accepts_str(lexeme: &Lexeme, s: &str) -> Result<bool> {
+    let dfa = crate::automaton::Dfa::from_lexeme(lexeme, Default::default())?;
+    Ok(dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes())))
+}
+
+/// Is the lexeme's language empty?
+pub(super) fn lexeme_is_empty(lexeme: &Lexeme) -> Result<bool> {
+    Ok(crate::automaton::Dfa::from_lexeme(lexeme, Default::default())?.start() == crate::automaton::dfa::DEAD)
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).

@@ -12,7 +12,7 @@ fn bytes_vocab() -> std::sync::Arc<Vocab> {
 
 fn accepts(schema: &Value, text: &str) -> bool {
     let v = bytes_vocab();
-    let c = Compiled::new(v, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap();
+    let c = Compiled::new(v, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap_or_else(|e| panic!("{schema}: {e}"));
     let mut m = c.matcher();
     m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
@@ -74,7 +74,7 @@ fn combinators_and_refs() {
     assert!(accepts(&s, r#""x""#) && accepts(&s, "7") && !accepts(&s, "3"));
     let s = json!({"oneOf": [{"type": "string"}, {"type": "null"}]});
     assert!(accepts(&s, "null"));
-    let overlapping = json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]});
+    let overlapping = json!({"oneOf": [{"type": "array", "minItems": 1}, {"type": "array", "maxItems": 2}]});
     let e = compile(&overlapping, &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("/oneOf") && e.contains("overlap"), "{e}");
     let lenient = compile(&overlapping, &JsonSchemaOptions { lenient: true, ..Default::default() }).unwrap();
@@ -156,4 +156,207 @@ fn not_rewrites_and_annotations() {
     // A huge maxLength is capped (stricter), not refused.
     let s = json!({"type": "string", "maxLength": 1_000_000});
     assert!(accepts(&s, r#""short""#));
+}
+
+#[test]
+fn intersected_string_keywords() {
+    // pattern + length: both hold.
+    let s = json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4});
+    for (t, ok) in [(r#""ab""#, true), (r#""abcd""#, true), (r#""a""#, false), (r#""abcde""#, false), (r#""aB""#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // An unanchored pattern means "contains", and length counts code points.
+    let s = json!({"type": "string", "pattern": "x", "maxLength": 3});
+    for (t, ok) in [(r#""x""#, true), (r#""éxé""#, true), (r#""\nx\t""#, true), (r#""abcx""#, false), (r#""ab""#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // format + pattern.
+    let s = json!({"type": "string", "format": "date", "pattern": "^2024-"});
+    assert!(accepts(&s, r#""2024-02-29""#));
+    assert!(!accepts(&s, r#""2023-02-28""#) && !accepts(&s, r#""2024-02-30""#));
+    // An empty intersection: nothing validates.
+    let s = json!({"type": ["string", "null"], "pattern": "^a+$", "maxLength": 0});
+    assert!(accepts(&s, "null") && !accepts(&s, r#""""#) && !accepts(&s, r#""a""#));
+    // Excluded values together with a length bound (from `not: {enum}`).
+    let s = json!({"type": "string", "maxLength": 3, "not": {"enum": ["abc", "x"]}});
+    for (t, ok) in [(r#""ab""#, true), (r#""abc""#, false), (r#""x""#, false), (r#""xy""#, true), (r#""abcd""#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn not_of_string_keywords() {
+    // Without `type` in `not`, every non-string satisfies the inner schema, so none is valid.
+    let s = json!({"not": {"pattern": "^a"}});
+    for (t, ok) in [(r#""ba""#, true), (r#""""#, true), (r#""ab""#, false), ("1", false), ("null", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // With `type: "string"`, non-strings pass.
+    let s = json!({"type": ["string", "integer"], "not": {"type": "string", "maxLength": 2}});
+    for (t, ok) in [(r#""abc""#, true), (r#""ab""#, false), ("12", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn pattern_properties() {
+    let s = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "s_fixed": {"type": "string"}},
+        "patternProperties": {"^s_": {"type": "string"}, "_n$": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    for (t, ok) in [
+        (r#"{"id":1}"#, true),
+        (r#"{"s_a":"x","b_n":3}"#, true),
+        (r#"{"s_a":1}"#, false),
+        (r#"{"b_n":"x"}"#, false),
+        (r#"{"other":1}"#, false),
+        // Matches both patterns: must be a string and an integer, so nothing is valid.
+        (r#"{"s_n":"x"}"#, false),
+        (r#"{"s_n":1}"#, false),
+        // A declared key must satisfy its own schema and every matching pattern.
+        (r#"{"s_fixed":"x"}"#, true),
+        (r#"{"id":1,"s_b":"y","c_n":2}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "object", "patternProperties": {"^x-": true}, "additionalProperties": {"type": "integer"}});
+    for (t, ok) in [(r#"{"x-a":"s","b":2}"#, true), (r#"{"b":"s"}"#, false), (r#"{"x-":[1]}"#, true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // A required key that a pattern matches takes the pattern's schema.
+    let s = json!({"type": "object", "required": ["n_1"], "patternProperties": {"^n_": {"type": "integer"}}});
+    assert!(accepts(&s, r#"{"n_1":1}"#) && !accepts(&s, r#"{"n_1":"a"}"#) && !accepts(&s, r#"{}"#));
+}
+
+#[test]
+fn property_names() {
+    let s = json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}});
+    for (t, ok) in [(r#"{}"#, true), (r#"{"ab":1,"xyz":[]}"#, true), (r#"{"abcd":1}"#, false), (r#"{"aB":1}"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Declared keys that fail propertyNames cannot appear; a required one makes the schema empty.
+    let s = json!({"type": "object", "properties": {"Bad": {}, "ok": {}}, "propertyNames": {"enum": ["ok", "fine"]}});
+    for (t, ok) in [(r#"{"ok":1,"fine":2}"#, true), (r#"{"Bad":1}"#, false), (r#"{"other":1}"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": ["object", "null"], "required": ["Bad"], "propertyNames": {"maxLength": 2}});
+    assert!(accepts(&s, "null") && !accepts(&s, r#"{"Bad":1}"#));
+}
+
+#[test]
+fn one_of_made_disjoint() {
+    // Two bare `required` branches: objects with exactly one of the keys; non-objects satisfy
+    // both branches, so none is valid.
+    let s = json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    for (t, ok) in [(r#"{"a":1}"#, true), (r#"{"b":1}"#, true), (r#"{"a":1,"b":2}"#, false), (r#"{}"#, false), ("1", false), (r#""s""#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // `not: {required}` rejects non-objects too.
+    let s = json!({"not": {"required": ["a"]}});
+    for (t, ok) in [(r#"{"b":1}"#, true), (r#"{"a":1}"#, false), ("1", false), ("null", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Overlapping where the discriminator is missing: exact by `not` of each other branch
+    // ({"v":1} fits only the first branch; {} fits both).
+    let s = json!({"oneOf": [
+        {"properties": {"kind": {"const": "x"}, "v": {"type": "integer"}}},
+        {"properties": {"kind": {"const": "y"}, "v": {"type": "string"}}}
+    ]});
+    for (t, ok) in [(r#"{"kind":"x","v":1}"#, true), (r#"{"kind":"y","v":"s"}"#, true), (r#"{"kind":"x","v":"s"}"#, false), (r#"{"v":1}"#, true), (r#"{}"#, false), ("3", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Integers satisfy both branches: only non-integers are valid numbers.
+    let s = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err(), "non-integer numbers are not a type: reported");
+    // A string branch minus a narrower one: exact by complement.
+    let s = json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]});
+    assert!(accepts(&s, r#""abc""#) && !accepts(&s, r#""ab""#) && !accepts(&s, "1"));
+    // A discriminator that both require, with objects only.
+    let s = json!({"oneOf": [
+        {"type": "object", "required": ["t"], "properties": {"t": {"enum": [1, 2]}}},
+        {"type": "object", "required": ["t"], "properties": {"t": {"enum": [3]}}}
+    ]});
+    assert!(accepts(&s, r#"{"t":2}"#) && accepts(&s, r#"{"t":3}"#) && !accepts(&s, r#"{"t":4}"#));
+    // Without types, the same branches overlap on every non-object: those are rejected.
+    let s = json!({"oneOf": [
+        {"required": ["t"], "properties": {"t": {"enum": [1, 2]}}},
+        {"required": ["t"], "properties": {"t": {"enum": [3]}}}
+    ]});
+    assert!(accepts(&s, r#"{"t":3}"#) && !accepts(&s, "5") && !accepts(&s, r#""x""#));
+}
+
+#[test]
+fn conditionals() {
+    let s = json!({"type": "object", "dependentRequired": {"card": ["billing"]}, "dependencies": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}});
+    for (t, ok) in [
+        (r#"{}"#, true),
+        (r#"{"card":1,"billing":2}"#, true),
+        (r#"{"card":1}"#, false),
+        // (keys in the order the grammar generates: declared, then required-only ones)
+        (r#"{"b":2,"a":1}"#, true),
+        (r#"{"b":"x","a":1}"#, false),
+        (r#"{"a":1}"#, false),
+        (r#"{"b":"x"}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({
+        "type": "object",
+        "properties": {"country": {"type": "string"}, "zip": {"type": "string"}},
+        "if": {"properties": {"country": {"const": "US"}}},
+        "then": {"properties": {"zip": {"pattern": "^[0-9]{5}$"}}},
+        "else": {"properties": {"zip": {"maxLength": 3}}}
+    });
+    for (t, ok) in [
+        (r#"{"country":"US","zip":"12345"}"#, true),
+        (r#"{"country":"US","zip":"1234"}"#, false),
+        (r#"{"country":"CA","zip":"K1A"}"#, true),
+        (r#"{"country":"CA","zip":"12345"}"#, false),
+        // No country: `if` holds (properties only checks present keys), so `then` applies.
+        (r#"{"zip":"12345"}"#, true),
+        (r#"{"zip":"K1A"}"#, false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // An `if` whose negation cannot be written is reported.
+    let s = json!({"if": {"minItems": 2}, "then": {"maxItems": 3}});
+    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("`if`"));
+    // A cycle of `$ref`s through `allOf` is an error, not a hang.
+    let s = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn one_of_discriminator_made_required() {
+    // The exact rewrite needs `not {maxItems: 1}` (not expressible): the declared
+    // discriminator becomes required instead (stricter; outputs name their branch).
+    let s = json!({"oneOf": [
+        {"properties": {"kind": {"const": "x"}, "v": {"type": "array", "minItems": 2}}},
+        {"properties": {"kind": {"const": "y"}, "v": {"type": "array", "maxItems": 1}}}
+    ]});
+    for (t, ok) in [(r#"{"kind":"x","v":[1,2]}"#, true), (r#"{"kind":"y","v":[]}"#, true), (r#"{"kind":"y","v":[1,2]}"#, false), (r#"{"v":[1,2]}"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn unevaluated_keywords() {
+    let s = json!({"properties": {"a": {}}, "unevaluatedProperties": false});
+    assert!(accepts(&s, r#"{"a":1}"#) && !accepts(&s, r#"{"b":1}"#));
+    // Parts of `allOf` evaluate their properties for the parent.
+    let s = json!({"allOf": [{"properties": {"a": {}}}, {"$ref": "#/$defs/b"}], "$defs": {"b": {"properties": {"b": {"type": "integer"}}}},
+                   "unevaluatedProperties": false});
+    assert!(accepts(&s, r#"{"a":1,"b":2}"#) && !accepts(&s, r#"{"a":1,"b":"x"}"#) && !accepts(&s, r#"{"a":1,"c":3}"#));
+    let s = json!({"$ref": "#/$defs/b", "$defs": {"b": {"properties": {"b": {}}}}, "unevaluatedProperties": {"type": "string"}});
+    assert!(accepts(&s, r#"{"b":1,"c":"s"}"#) && !accepts(&s, r#"{"b":1,"c":2}"#));
+    // A part's own unevaluatedProperties does not see its siblings' properties.
+    let s = json!({"allOf": [{"properties": {"a": {}}, "unevaluatedProperties": false}, {"properties": {"b": {}}}]});
+    assert!(accepts(&s, r#"{"a":1}"#) && !accepts(&s, r#"{"a":1,"b":2}"#));
+    let s = json!({"prefixItems": [{"type": "integer"}], "unevaluatedItems": false});
+    assert!(accepts(&s, "[1]") && !accepts(&s, "[1,2]"));
+    // Conditional applicators make the evaluated set dynamic: reported.
+    let s = json!({"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}], "unevaluatedProperties": false});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
 }
