@@ -334,11 +334,15 @@ impl<'s> Compiler<'s> {
         if let Some(u) = obj.get("unevaluatedItems") {
             const APPLICATORS: [&str; 10] = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains", "dependentSchemas", "$dynamicRef", "$recursiveRef"];
             if !APPLICATORS.iter().any(|k| obj.contains_key(*k)) {
-                out.remove("unevaluatedItems");
                 let key = if obj.get("items").is_some_and(Value::is_array) { "additionalItems" } else { "items" };
                 out.entry(key).or_insert_with(|| u.clone());
-                changed = true;
+            } else if u != &Value::Bool(true) {
+                // Reported here: merging `allOf`/`$ref` parts would otherwise hide which items
+                // the parts evaluate.
+                self.unenforced(pointer, "unevaluatedItems", "supported only without in-place applicators beside it")?;
             }
+            out.remove("unevaluatedItems");
+            changed = true;
         }
         Ok(changed.then_some(out))
     }

@@ -4,14 +4,15 @@
 //! Integers are written without fraction or exponent (`1.0` is an integer to JSON Schema, but
 //! we never produce it). Bounded numbers are written without exponent. Integer ranges become
 //! digit-by-digit regexes; a number range with integer bounds splits on the integer part
-//! (`I.F ≤ 5` ⇔ `I ≤ 4`, or `I = 5` with an all-zero fraction). Fractional bounds and
-//! `multipleOf` together with bounds are reported as not enforceable.
+//! (`I.F ≤ 5` ⇔ `I ≤ 4`, or `I = 5` with an all-zero fraction). A fractional bound splits at
+//! the whole numbers around it (`x ≥ 2.25` ⇔ `x ≥ 3`, or `2.F` with `F ≥ 25` digit-wise), and
+//! the two sides and the syntax intersect as a [`Lexeme`].
 
 use serde_json::{Map, Value};
 
 use super::{join, Compiler};
 use crate::error::Result;
-use crate::grammar::Expr;
+use crate::grammar::{Expr, Lexeme};
 
 const INT: &str = r"-?(?:0|[1-9][0-9]*)";
 const FRAC: &str = r"(?:\.[0-9]+)?";
@@ -131,8 +132,22 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     }
     let integral = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
     if b.lo.is_some_and(|(v, _)| !integral(v)) || b.hi.is_some_and(|(v, _)| !integral(v)) {
-        c.unenforced(pointer, "minimum", "number bounds that are not whole numbers are not supported yet")?;
-        return Ok(re(&format!("{INT}{frac}{EXP}")));
+        // Fractional bounds: the intersection of one regex per side (and the syntax).
+        let mut parts = vec![Lexeme::Regex(crate::grammar::regex::parse(&format!("{INT}{frac}")).expect("built-in regex"))];
+        for (bound, upper) in [(b.lo, false), (b.hi, true)] {
+            let Some((v, ex)) = bound else { continue };
+            let side = if integral(v) {
+                let v = v as i64;
+                Some(if upper { decimal_range(None, Some((v, ex)), FRAC) } else { decimal_range(Some((v, ex)), None, FRAC) })
+            } else {
+                fractional_side(v, ex, upper)
+            };
+            match side {
+                Some(r) => parts.push(Lexeme::Regex(crate::grammar::regex::parse(&r).expect("built-in regex"))),
+                None => c.unenforced(pointer, if upper { "maximum" } else { "minimum" }, format!("the bound {v} is out of the supported range"))?,
+            }
+        }
+        return Ok(Expr::Lexeme(Box::new(Lexeme::and(parts))));
     }
     let lo = b.lo.map(|(v, ex)| (v as i64, ex));
     let hi = b.hi.map(|(v, ex)| (v as i64, ex));
@@ -142,6 +157,64 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         }
     }
     Ok(re(&decimal_range(lo, hi, &frac)))
+}
+
+/// Numbers (no exponent) on one side of the fractional bound `b`: `x ≥ b` (`x ≤ b` when
+/// `upper`), strict when `exclusive`. The whole numbers past the bound, plus the numbers that
+/// share its integer part, compared digit by digit on the fraction.
+fn fractional_side(b: f64, exclusive: bool, upper: bool) -> Option<String> {
+    if !b.is_finite() || b.abs() >= 9.0e15 {
+        return None;
+    }
+    let text = format!("{}", b.abs());
+    let (int, digits) = text.split_once('.')?;
+    let whole = if upper { decimal_range(None, Some((b.floor() as i64, false)), FRAC) } else { decimal_range(Some((b.ceil() as i64, false)), None, FRAC) };
+    let sign = if b < 0.0 { "-" } else { "" };
+    // Away from zero on the bound's integer part the fraction must grow (`ge`), toward zero
+    // it must shrink but stay nonzero (`le_nonzero`, as `I.0` is the whole number `I`).
+    let edge = if upper == (b < 0.0) { frac_ge(digits, exclusive) } else { frac_le_nonzero(digits, exclusive) };
+    Some(format!("(?:{whole}|{sign}{int}\\.(?:{edge}))"))
+}
+
+/// Fraction digit strings (after the point) whose value is ≥ `.d` (> when `strict`).
+fn frac_ge(d: &str, strict: bool) -> String {
+    let d = d.as_bytes();
+    let mut alts = Vec::new();
+    for i in 0..d.len() {
+        if d[i] < b'9' {
+            alts.push(format!("{}[{}-9][0-9]*", std::str::from_utf8(&d[..i]).unwrap(), (d[i] + 1) as char));
+        }
+    }
+    let d = std::str::from_utf8(d).unwrap();
+    alts.push(if strict { format!("{d}[0-9]*[1-9][0-9]*") } else { format!("{d}[0-9]*") });
+    alts.join("|")
+}
+
+/// Fraction digit strings with a nonzero value ≤ `.d` (< when `strict`); `d` has a nonzero digit.
+fn frac_le_nonzero(d: &str, strict: bool) -> String {
+    let b = d.as_bytes();
+    let mut alts = Vec::new();
+    for i in 0..b.len() {
+        let prefix = &d[..i];
+        let nonzero_prefix = prefix.bytes().any(|c| c != b'0');
+        if b[i] > b'0' {
+            if nonzero_prefix {
+                alts.push(format!("{prefix}[0-{}][0-9]*", (b[i] - 1) as char));
+            } else {
+                if b[i] > b'1' {
+                    alts.push(format!("{prefix}[1-{}][0-9]*", (b[i] - 1) as char));
+                }
+                alts.push(format!("{prefix}0[0-9]*[1-9][0-9]*"));
+            }
+        }
+        if i > 0 && nonzero_prefix {
+            alts.push(prefix.to_string());
+        }
+    }
+    if !strict {
+        alts.push(format!("{d}0*"));
+    }
+    alts.join("|")
 }
 
 fn decimal_places(m: f64) -> Option<u32> {

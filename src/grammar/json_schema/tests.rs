@@ -360,3 +360,51 @@ fn unevaluated_keywords() {
     let s = json!({"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}], "unevaluatedProperties": false});
     assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
 }
+
+#[test]
+fn unevaluated_items_beside_applicators_is_reported() {
+    let s = json!({"prefixItems": [{"type": "string"}], "allOf": [{"prefixItems": [true, {"type": "number"}]}], "unevaluatedItems": false});
+    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("unevaluatedItems"));
+}
+
+#[test]
+fn fractional_bounds_against_f64() {
+    let mut xs = Vec::new();
+    for i in -12i32..=12 {
+        for f in ["", ".0", ".5", ".05", ".25", ".2500", ".249", ".251", ".75", ".9", ".001", ".999", ".5001", ".0001"] {
+            if i < 0 || !f.is_empty() || i >= 0 {
+                xs.push(format!("{i}{f}"));
+            }
+        }
+        if i == 0 {
+            for f in [".5", ".25", ".05", ".001", ".75"] {
+                xs.push(format!("-0{f}"));
+            }
+        }
+    }
+    for b in [0.5, -0.5, 2.25, -2.25, 0.05, -0.001, 1.75, -10.5, 0.999] {
+        for kw in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+            let s = json!({"type": "number", kw: b});
+            let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s, JsonSchemaOptions::default())).unwrap();
+            let accepts = |_: &Value, text: &str| {
+                let mut m = c.matcher();
+                m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+            };
+            for x in &xs {
+                let v: f64 = x.parse().unwrap();
+                let want = match kw {
+                    "minimum" => v >= b,
+                    "maximum" => v <= b,
+                    "exclusiveMinimum" => v > b,
+                    _ => v < b,
+                };
+                assert_eq!(accepts(&Value::Null, x), want, "{kw} {b}: {x}");
+            }
+        }
+    }
+    // Both sides, with a decimal multipleOf.
+    let s = json!({"type": "number", "minimum": 0.5, "exclusiveMaximum": 2, "multipleOf": 0.01});
+    for (t, ok) in [("0.5", true), ("0.49", false), ("1.99", true), ("2", false), ("1.995", false), ("1", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
