@@ -112,6 +112,13 @@ impl Dfa {
         };
         match lexeme {
             Lexeme::Regex(h) => Dfa::from_hir(h, limits),
+            Lexeme::Counted { open, unit, min, max, close, full } => {
+                let unit = Dfa::from_hir(unit, limits)?;
+                match Dfa::counted(open, &unit, *min, *max, close, limits)? {
+                    Some(d) => Ok(d),
+                    None => Dfa::from_hir(full, limits),
+                }
+            }
             Lexeme::Not(_) => Dfa::product(&[part(lexeme)?], limits),
             Lexeme::And(xs) => Dfa::product(&xs.iter().map(part).collect::<Result<Vec<_>>>()?, limits),
         }
@@ -179,6 +186,112 @@ impl Dfa {
         let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
         dfa.prune_dead_ends();
         Ok(dfa)
+    }
+
+    /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
+    /// about `max × |unit|` of them, built directly instead of determinizing `max` copies.
+    /// `None` (use the regex) unless the unit is prefix-free (an accepting state has no way
+    /// on, so a unit ends exactly where it is complete), non-empty, and `close` cannot start
+    /// a unit (so the end of the repetition is never in doubt).
+    pub fn counted(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], limits: DfaLimits) -> Result<Option<Dfa>> {
+        let n_unit = unit.accept.len();
+        let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
+        let u0 = unit.start;
+        if u0 == DEAD || unit.accept[u0 as usize] || !prefix_free || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD) {
+            return Ok(None);
+        }
+        if max.is_some_and(|m| m < min) {
+            return Ok(None);
+        }
+        // Byte classes: the unit's, with every byte of `open`/`close` set apart.
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
+        for b in 0..=255u8 {
+            let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
+            classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
+        }
+        let stride = reps.len();
+        // Positions: Open(i) for i < |open|; Unit(k, s); Close(i) for 1 ≤ i ≤ |close|.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+        enum Pos {
+            Open(u32),
+            Unit(u32, u32),
+            Close(u32),
+        }
+        let cap = max.unwrap_or(min); // unbounded: the count saturates at `min`
+        let step = |p: Pos, b: u8| -> Option<Pos> {
+            let in_unit = |k: u32, s: u32| -> Option<Pos> {
+                let t = unit.next(s, b);
+                if t == DEAD {
+                    return None;
+                }
+                if unit.accept[t as usize] {
+                    Some(Pos::Unit((k + 1).min(cap), u0))
+                } else {
+                    Some(Pos::Unit(k, t))
+                }
+            };
+            let enter = |k: u32| (k >= min).then_some(Pos::Close(1));
+            match p {
+                Pos::Open(i) => {
+                    (open.get(i as usize) == Some(&b)).then(|| if i as usize + 1 == open.len() { Pos::Unit(0, u0) } else { Pos::Open(i + 1) })
+                }
+                Pos::Unit(k, s) if s == u0 => {
+                    if close.first() == Some(&b) {
+                        return enter(k);
+                    }
+                    if max.is_some_and(|m| k >= m) {
+                        return None;
+                    }
+                    in_unit(k, s)
+                }
+                Pos::Unit(k, s) => in_unit(k, s),
+                Pos::Close(i) => (close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
+            }
+        };
+        let accepting = |p: Pos| match p {
+            Pos::Close(i) => i as usize == close.len(),
+            Pos::Unit(k, s) => close.is_empty() && s == u0 && k >= min,
+            Pos::Open(_) => false,
+        };
+        let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
+        let mut ids: HashMap<Pos, u32> = HashMap::new();
+        let mut order: Vec<Pos> = vec![Pos::Open(u32::MAX)]; // placeholder for dead
+        let mut trans = vec![DEAD; stride];
+        let mut accept = vec![false];
+        let mut number = |p: Pos, order: &mut Vec<Pos>| -> Result<u32> {
+            if let Some(&i) = ids.get(&p) {
+                return Ok(i);
+            }
+            if order.len() >= limits.states {
+                return Err(Error::limit("DFA states for a counted repetition", limits.states));
+            }
+            let i = order.len() as u32;
+            ids.insert(p, i);
+            order.push(p);
+            Ok(i)
+        };
+        let start = number(start_pos, &mut order)?;
+        let mut i = 1;
+        while i < order.len() {
+            let p = order[i];
+            for &rep in &reps {
+                let t = match step(p, rep) {
+                    Some(q) => number(q, &mut order)?,
+                    None => DEAD,
+                };
+                trans.push(t);
+            }
+            accept.push(accepting(p));
+            i += 1;
+        }
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
+        dfa.prune_dead_ends();
+        Ok(Some(dfa))
     }
 
     fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
@@ -455,6 +568,35 @@ mod tests {
             let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
             assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{:?}", String::from_utf8_lossy(w));
         }
+    }
+
+    #[test]
+    fn counted_equals_the_regex() {
+        let unit = r#"(?:[^"\\]|\\["\\n]|\\u00[0-9a-f]{2})"#;
+        let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
+        for (min, max) in [(0, Some(3)), (2, Some(2)), (1, None), (0, None), (3, Some(5))] {
+            let l = Lexeme::counted(b"\"", hir(unit), min, max, b"\"");
+            let Lexeme::Counted { full, .. } = &l else { unreachable!() };
+            let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
+            let fast = Dfa::counted(b"\"", &unit_dfa, min, max, b"\"", DfaLimits::default()).unwrap().expect("prefix-free unit");
+            let slow = Dfa::from_hir(full, DfaLimits::default()).unwrap();
+            // Every string over a small alphabet up to length 7: same acceptance, same liveness.
+            let alphabet: &[u8] = b"\"\\anu0f";
+            let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+            for len in 0..7 {
+                let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
+                words.extend(next);
+            }
+            for w in &words {
+                let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
+                assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{min} {max:?} {:?}", String::from_utf8_lossy(w));
+                assert_eq!(a == DEAD, b == DEAD, "{min} {max:?} {:?}", String::from_utf8_lossy(w));
+                assert_eq!(fast.dist(a), slow.dist(b));
+            }
+        }
+        // A unit that is not prefix-free is refused (the caller falls back to the regex).
+        let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
+        assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
     }
 
     #[test]

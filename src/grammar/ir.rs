@@ -56,6 +56,11 @@ pub enum Lexeme {
     /// The byte strings *not* in the part: a complement over all byte strings, so it is only
     /// useful inside an [`Lexeme::And`] with a positive part (the universe, e.g. JSON strings).
     Not(Box<Lexeme>),
+    /// `open · unit{min,max} · close`, e.g. a JSON string of at most 4,096 characters: built
+    /// with a counter instead of thousands of regex copies when `unit` allows it (prefix-free,
+    /// and `close` cannot start a unit). `full` is the same language as one regex, for the
+    /// reference recognizer and as the fallback.
+    Counted { open: Vec<u8>, unit: Hir, min: u32, max: Option<u32>, close: Vec<u8>, full: Box<Hir> },
 }
 
 impl Lexeme {
@@ -66,7 +71,16 @@ impl Lexeme {
             Lexeme::Regex(h) => h.to_string(),
             Lexeme::And(xs) => format!("&({})", xs.iter().map(|x| x.key()).collect::<Vec<_>>().join(", ")),
             Lexeme::Not(x) => format!("!({})", x.key()),
+            Lexeme::Counted { full, .. } => full.to_string(),
         }
+    }
+
+    /// `open · unit{min,max} · close`.
+    pub fn counted(open: &[u8], unit: Hir, min: u32, max: Option<u32>, close: &[u8]) -> Lexeme {
+        use regex_syntax::hir::Repetition;
+        let rep = Hir::repetition(Repetition { min, max, greedy: true, sub: Box::new(unit.clone()) });
+        let full = Box::new(Hir::concat(vec![Hir::literal(open), rep, Hir::literal(close)]));
+        Lexeme::Counted { open: open.to_vec(), unit, min, max, close: close.to_vec(), full }
     }
 
     /// `a ∧ b`, flattening nested intersections.

@@ -223,6 +223,12 @@ impl<'g> Reference<'g> {
                 // Every part is evaluated (in order) so `k` stays in step.
                 Lexeme::And(xs) => xs.iter().map(|x| eval(r, x, states, k)).fold(true, |a, b| a && b),
                 Lexeme::Not(x) => !eval(r, x, states, k),
+                Lexeme::Counted { full, .. } => {
+                    let leaf = &r.leaves[&(&**full as *const Hir as usize)];
+                    let s = states[*k];
+                    *k += 1;
+                    leaf.dfa.is_match_state(leaf.dfa.next_eoi_state(s))
+                }
             }
         }
         eval(self, l, states, &mut 0)
@@ -272,6 +278,7 @@ fn lexeme_leaves<'l>(l: &'l Lexeme, required: bool, out: &mut Vec<(&'l Hir, bool
         Lexeme::Regex(h) => out.push((h, required)),
         Lexeme::And(xs) => xs.iter().for_each(|x| lexeme_leaves(x, required, out)),
         Lexeme::Not(x) => lexeme_leaves(x, false, out),
+        Lexeme::Counted { full, .. } => out.push((full, required)),
     }
 }
 

@@ -47,6 +47,7 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         Expr::Regex(h) => (**h).clone(),
         Expr::Lexeme(l) => match &**l {
             crate::grammar::Lexeme::Regex(h) => h.clone(),
+            crate::grammar::Lexeme::Counted { full, .. } => (**full).clone(),
             _ => return Err(Error::invalid("an intersection or complement of regexes is not one regex")),
         },
         Expr::Rule(r) => rule(*r)?,

@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{join, string, Compiler, MAX_ENUM};
+use super::{join, number, string, Compiler, MAX_ENUM};
 use crate::error::Result;
 use crate::grammar::Expr;
 
@@ -34,7 +34,7 @@ const VALIDATION: &[&str] = &[
     "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
     "propertyNames", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then",
     "else", "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef",
-    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING,
+    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING, number::EXCLUDE_NUMBERS,
 ];
 
 pub(super) fn is_validation_keyword(k: &str) -> bool {
@@ -44,7 +44,7 @@ pub(super) fn is_validation_keyword(k: &str) -> bool {
 /// The JSON type a keyword constrains (`None`: any value).
 fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
-        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" => "number",
+        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | number::EXCLUDE_NUMBERS => "number",
         "maxLength" | "minLength" | "pattern" | "format" | string::NOT_STRING | string::EXCLUDE_STRINGS => "string",
         "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems" | "additionalItems"
         | "contains" | "unevaluatedItems" => "array",
@@ -55,10 +55,12 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 }
 
 /// Rewrites `not` into plain keywords where that is exact; `None` if it cannot.
-/// Handled: `not: {type}`, `not: {required: [k]}` (k is forbidden), `not: {const/enum}`
-/// whose values are strings, booleans or null, and `not` of string keywords only
-/// (`pattern`, `format`, `minLength`, `maxLength`, optionally with `type: "string"`), whose
-/// complement is regular: it becomes [`string::NOT_STRING`].
+/// Handled: `not: {type}`; `not: {const/enum}` of strings, numbers, booleans or null
+/// (excluded values); `not` of the keywords of one JSON type, with or without `type`
+/// ([`negate_family`]): object keywords `required`/`properties` (some key missing, or present
+/// with a value that fails), number bounds (flipped), string keywords (`pattern`, `format`,
+/// lengths; a regular complement, [`string::NOT_STRING`]); `not` of `anyOf`/`allOf`
+/// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
     let keys: Vec<&str> = not.keys().map(String::as_str).filter(|k| VALIDATION.contains(k)).collect();
@@ -92,35 +94,9 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             out.insert("type".into(), Value::Array(keep));
             Some(out)
         }
-        ["required"] => {
-            let req = not["required"].as_array()?;
-            let [Value::String(k)] = req.as_slice() else { return None };
-            // Objects must lack `k`. Without `type` in `not`, every non-object satisfies
-            // `required`, so `not` rejects it; with `type: "object"`, non-objects pass.
-            match not.get("type") {
-                None => {
-                    let keep: Vec<Value> = current.iter().filter(|t| *t == "object").map(|t| Value::String(t.clone())).collect();
-                    out.insert("type".into(), Value::Array(keep));
-                }
-                Some(t) if type_list(t) == ["object"] => {}
-                Some(_) => return None,
-            }
-            let mut props = out.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-            props.insert(k.clone(), Value::Bool(false));
-            out.insert("properties".into(), Value::Object(props));
-            Some(out)
-        }
         _ if others.iter().all(|k| matches!(*k, "required" | "properties")) => {
             // not (required R ∧ properties P) on objects: some key of R is missing, or some
             // key of P is present with a value its schema rejects.
-            match not.get("type") {
-                None => {
-                    let keep: Vec<Value> = current.iter().filter(|t| *t == "object").map(|t| Value::String(t.clone())).collect();
-                    out.insert("type".into(), Value::Array(keep));
-                }
-                Some(t) if type_list(t) == ["object"] => {}
-                Some(_) => return None,
-            }
             let mut alts: Vec<Value> = Vec::new();
             for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
                 alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
@@ -128,21 +104,60 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             for (k, s) in not.get("properties").and_then(Value::as_object).into_iter().flatten() {
                 alts.push(serde_json::json!({"required": [k], "properties": {k: {"not": s}}}));
             }
+            negate_family(out, &current, not, "object", |out| {
+                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+                all.push(serde_json::json!({ "anyOf": alts }));
+                out.insert("allOf".into(), Value::Array(all));
+            })
+        }
+        _ if others.iter().all(|k| matches!(*k, "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum")) => {
+            // not (x ≥ a ∧ x ≤ b) on numbers: x < a or x > b.
+            let mut alts: Vec<Value> = Vec::new();
+            for k in &others {
+                let v = not[*k].as_f64()?; // draft-04 boolean exclusives: not handled
+                let flipped = match *k {
+                    "minimum" => "exclusiveMaximum",
+                    "exclusiveMinimum" => "maximum",
+                    "maximum" => "exclusiveMinimum",
+                    _ => "minimum",
+                };
+                alts.push(serde_json::json!({ flipped: v }));
+            }
+            negate_family(out, &current, not, "number", |out| {
+                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+                all.push(serde_json::json!({ "anyOf": alts }));
+                out.insert("allOf".into(), Value::Array(all));
+            })
+        }
+        // not (A ∨ B) = not A ∧ not B; not (A ∧ B) = not A ∨ not B.
+        ["anyOf"] | ["allOf"] if !has_type => {
+            let parts: Vec<Value> = not[others[0]].as_array()?.iter().map(|p| serde_json::json!({ "not": p })).collect();
             let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-            all.push(serde_json::json!({ "anyOf": alts }));
+            if others[0] == "anyOf" {
+                all.extend(parts);
+            } else {
+                all.push(serde_json::json!({ "anyOf": parts }));
+            }
             out.insert("allOf".into(), Value::Array(all));
             Some(out)
         }
-        ["const"] | ["enum"] if !has_type => {
+        ["const"] | ["enum"] => {
+            // With `type` beside, only the values of that type are excluded.
             let values: Vec<&Value> = match not.get("const") {
                 Some(v) => vec![v],
                 None => not["enum"].as_array()?.iter().collect(),
             };
+            let values: Vec<&Value> = match not.get("type") {
+                Some(t) => values.into_iter().filter(|v| simple_validate(v, &serde_json::json!({ "type": t })) == Some(true)).collect(),
+                None => values,
+            };
             let mut strings = Vec::new();
+            let mut numbers = Vec::new();
             let mut types: Vec<String> = current.clone();
             for v in values {
                 match v {
                     Value::String(s) => strings.push(Value::String(s.clone())),
+                    Value::Number(_) => numbers.push(v.clone()),
                     Value::Null => types.retain(|t| t != "null"),
                     Value::Bool(_) => {
                         let both = not.get("enum").and_then(Value::as_array).is_some_and(|a| a.contains(&Value::Bool(true)) && a.contains(&Value::Bool(false)));
@@ -160,28 +175,66 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                 all.extend(strings);
                 out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(all));
             }
+            if !numbers.is_empty() {
+                let mut all = out.get(number::EXCLUDE_NUMBERS).and_then(Value::as_array).cloned().unwrap_or_default();
+                all.extend(numbers);
+                out.insert(number::EXCLUDE_NUMBERS.into(), Value::Array(all));
+            }
             Some(out)
         }
         _ if others.iter().all(|k| matches!(*k, "pattern" | "format" | "minLength" | "maxLength")) => {
-            // Without `type`, the keywords hold for every non-string, so `not` rejects them all;
-            // with `type: "string"`, non-strings pass `not` untouched.
-            match not.get("type") {
-                None => {
-                    let keep: Vec<Value> = current.iter().filter(|t| *t == "string").map(|t| Value::String(t.clone())).collect();
-                    out.insert("type".into(), Value::Array(keep));
-                }
-                Some(t) if type_list(t) == ["string"] => {}
-                Some(_) => return None,
-            }
             let mut excluded = not.clone();
             excluded.remove("type");
-            let mut all = out.get(string::NOT_STRING).and_then(Value::as_array).cloned().unwrap_or_default();
-            all.push(Value::Object(excluded));
-            out.insert(string::NOT_STRING.into(), Value::Array(all));
+            negate_family(out, &current, not, "string", |out| {
+                let mut all = out.get(string::NOT_STRING).and_then(Value::as_array).cloned().unwrap_or_default();
+                all.push(Value::Object(excluded));
+                out.insert(string::NOT_STRING.into(), Value::Array(all));
+            })
+        }
+        // not not Y = Y
+        ["not"] if !has_type => {
+            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+            all.push(not["not"].clone());
+            out.insert("allOf".into(), Value::Array(all));
             Some(out)
         }
-        _ => None,
+        // not (A ∧ B ∧ ...) = not A ∨ not B ∨ ..., over independent groups of keywords.
+        _ => {
+            let parts = conjuncts(not)?;
+            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+            all.push(serde_json::json!({ "anyOf": parts.into_iter().map(|p| serde_json::json!({ "not": p })).collect::<Vec<_>>() }));
+            out.insert("allOf".into(), Value::Array(all));
+            Some(out)
+        }
     }
+}
+
+/// A schema as the conjunction of independent parts: keywords that read each other stay
+/// together (`properties` with `additionalProperties`/`patternProperties`/
+/// `unevaluatedProperties`, the item keywords, `contains` with its counts, `if`/`then`/
+/// `else`); every other validation keyword is a part of its own. `None` if fewer than two.
+fn conjuncts(schema: &Map<String, Value>) -> Option<Vec<Value>> {
+    const GROUPS: [&[&str]; 4] = [
+        &["properties", "additionalProperties", "patternProperties", "unevaluatedProperties"],
+        &["items", "prefixItems", "additionalItems", "unevaluatedItems"],
+        &["contains", "minContains", "maxContains"],
+        &["if", "then", "else"],
+    ];
+    let mut parts: Vec<Map<String, Value>> = Vec::new();
+    let mut grouped: Vec<Option<usize>> = vec![None; GROUPS.len()];
+    for (k, v) in schema.iter().filter(|(k, _)| VALIDATION.contains(&k.as_str())) {
+        match GROUPS.iter().position(|g| g.contains(&k.as_str())) {
+            Some(g) => {
+                let at = *grouped[g].get_or_insert_with(|| {
+                    parts.push(Map::new());
+                    parts.len() - 1
+                });
+                parts[at].insert(k.clone(), v.clone());
+            }
+            None => parts.push(Map::from_iter([(k.clone(), v.clone())])),
+        }
+    }
+    (parts.len() >= 2).then(|| parts.into_iter().map(Value::Object).collect())
 }
 
 /// Rewrites the conditional keywords into `allOf` parts, exactly:
@@ -231,6 +284,43 @@ pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, p
         out.insert("allOf".into(), Value::Array(all));
     }
     Ok(Some(out))
+}
+
+/// `not (T ∧ K)` where the keywords `K` constrain only values of the JSON type `family` and `T`
+/// is the `not`'s `type` (all types if absent): values of the other types in `T` satisfy the
+/// inner schema vacuously, so they are rejected; values of `family` must fail `K`, which
+/// `negate` adds to `out` (only if `T` includes `family`); values outside `T` pass.
+fn negate_family(
+    mut out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+    family: &str,
+    negate: impl FnOnce(&mut Map<String, Value>),
+) -> Option<Map<String, Value>> {
+    const ALL: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
+    let t: Vec<&str> = match not.get("type") {
+        None => ALL.to_vec(),
+        Some(t) => type_list(t),
+    };
+    if family == "number" && t.contains(&"integer") && !t.contains(&"number") {
+        return None; // the complement would be "non-integer numbers, or ..."
+    }
+    let mut keep: Vec<Value> = Vec::new();
+    for c in current {
+        let in_t = t.contains(&c.as_str()) || (c == "integer" && t.contains(&"number"));
+        let rejected = c != family && in_t && !(family == "number" && c == "integer");
+        if c == "number" && family != "number" && t.contains(&"integer") && !t.contains(&"number") {
+            return None; // integers rejected, other numbers not: not a type
+        }
+        if !rejected {
+            keep.push(Value::String(c.clone()));
+        }
+    }
+    out.insert("type".into(), Value::Array(keep));
+    if t.contains(&family) {
+        negate(&mut out);
+    }
+    Some(out)
 }
 
 pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
@@ -333,7 +423,16 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
             } else {
                 rewritten
             };
-            if let Ok(e) = c.attempt(|c| compile_all(c, &full)) {
+            // (Lenient compiles too: a way that leaves something unenforced does not count.)
+            let exact = c.attempt(|c| {
+                let before = c.unenforced.len();
+                let e = compile_all(c, &full)?;
+                if c.unenforced.len() > before {
+                    return Err(crate::error::Error::invalid("not exact"));
+                }
+                Ok(e)
+            });
+            if let Ok(e) = exact {
                 return Ok(Some(e));
             }
         }
@@ -433,9 +532,8 @@ fn with_not(b: &Value, other: &Value) -> Option<Value> {
         (Value::Bool(false), _) | (_, Value::Bool(true)) => Some(Value::Bool(false)),
         (_, Value::Bool(false)) => Some(b.clone()),
         (Value::Bool(true), _) => rewrite_not(&Map::from_iter([("not".to_string(), other.clone())])).map(Value::Object),
-        (Value::Object(o), _) if o.contains_key("not") => None,
         (Value::Object(o), _) => {
-            let mut m = o.clone();
+            let mut m = if o.contains_key("not") { rewrite_not(o)? } else { o.clone() };
             m.insert("not".into(), other.clone());
             rewrite_not(&m).map(Value::Object)
         }
@@ -543,7 +641,7 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
                 o.remove(kw);
             }
             let o = rewrite_conditionals(c, &o, pointer)?.unwrap_or_else(|| o.clone());
-            let mut o = o;
+            let mut o = if o.contains_key("not") { rewrite_not(&o).unwrap_or(o) } else { o };
             if let Some(all) = o.remove("allOf") {
                 queue.extend(all.as_array().cloned().unwrap_or_default());
             }
@@ -657,14 +755,15 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
                 Value::Object(p)
             }
             "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
-            string::NOT_STRING | string::EXCLUDE_STRINGS => {
+            string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
                 let mut all = av.as_array().cloned().unwrap_or_default();
                 all.extend(bv.as_array().into_iter().flatten().cloned());
                 Value::Array(all)
             }
             "items" | "prefixItems" | "additionalItems" => continue, // merged below
-            // not A ∧ not B = not (A ∨ B)
-            "not" => serde_json::json!({"anyOf": [av, bv]}),
+            // Each part's `not` is rewritten before merging where it can be; two that cannot
+            // would need `not (A ∨ B)`, which could only be rewritten back into the same two.
+            "not" => return Err("two `not` keywords that cannot be rewritten cannot be merged".into()),
             "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
             // (a1 ∨ a2) ∧ (b1 ∨ b2) = ∨ (ai ∧ bj)
             "anyOf" => {
@@ -817,6 +916,7 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
             },
             "not" => !simple_validate(v, s)?,
             string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
+            number::EXCLUDE_NUMBERS => !s.as_array()?.iter().any(|x| json_eq(x, v)),
             string::NOT_STRING => {
                 let mut ok = true;
                 for x in s.as_array()? {

@@ -69,7 +69,49 @@ fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<
     }
 }
 
+/// An internal keyword (set by the `not` rewrite): numbers that are excluded.
+pub(super) const EXCLUDE_NUMBERS: &str = "x-strictly-exclude-numbers";
+
 pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let e = integer_inner(c, obj, pointer)?;
+    excluding(c, obj, pointer, e)
+}
+
+pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let e = number_inner(c, obj, pointer)?;
+    excluding(c, obj, pointer, e)
+}
+
+/// `e` without the numbers listed in [`EXCLUDE_NUMBERS`]: every spelling of an excluded value
+/// without exponent (`5`, `5.0`, `-0`) is removed, and the rest is written without exponent
+/// (stricter), so no spelling slips through.
+fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr) -> Result<Expr> {
+    let Some(ex) = obj.get(EXCLUDE_NUMBERS).and_then(Value::as_array) else { return Ok(e) };
+    let mut spellings = Vec::new();
+    for v in ex.iter().filter_map(Value::as_f64) {
+        if !v.is_finite() || v.abs() >= 9.0e15 {
+            c.unenforced(pointer, "not", format!("excluding {v} is not supported"))?;
+            continue;
+        }
+        spellings.push(if v == 0.0 {
+            r"-?0(?:\.0+)?".to_string()
+        } else if v.fract() == 0.0 {
+            format!(r"{}(?:\.0+)?", v as i64)
+        } else {
+            let sign = if v < 0.0 { "-" } else { "" };
+            format!(r"{sign}{}0*", format!("{}", v.abs()).replace('.', r"\."))
+        });
+    }
+    let Some(lexeme) = super::string::expr_lexeme(c, &e, 0) else {
+        c.unenforced(pointer, "not", "excluding numbers from this number schema is not supported")?;
+        return Ok(e);
+    };
+    let parse = |r: &str| Lexeme::Regex(crate::grammar::regex::parse(r).expect("built-in regex"));
+    let excluded = Lexeme::Not(Box::new(parse(&format!("(?:{})", spellings.join("|")))));
+    Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
+}
+
+fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let b = bounds(c, obj, pointer)?;
     // Integer bounds: tighten fractional and exclusive bounds to inclusive integers.
     let lo = b.lo.map(|(v, ex)| if ex { (v + 1.0).floor().max(v.floor() + 1.0) } else { v.ceil() });
@@ -106,7 +148,7 @@ pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str)
     Ok(re(&int_range(lo, hi)))
 }
 
-pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let b = bounds(c, obj, pointer)?;
     let mult = multiple_of(c, obj, pointer)?;
     let frac = match mult {
@@ -118,7 +160,7 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
                 // An integer multiple: the value is an integer.
                 let mut o = obj.clone();
                 o.remove("type");
-                return integer(c, &o, pointer);
+                return integer_inner(c, &o, pointer);
             }
             _ => {
                 c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on numbers is not supported yet"))?;

@@ -87,13 +87,15 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         // A huge maxLength means "no practical limit": produce at most LONG_STRING_CAP
         // characters (stricter, so still exact). A huge minLength cannot be met that way.
         let max = max.map(|m| if m > MAX_COUNT && min <= LONG_STRING_CAP { LONG_STRING_CAP } else { m });
-        let units = if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
+        if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
             c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
-            hir(&format!("{UNIT}*"))
+            parts.push(any_string_lexeme());
+        } else if max.unwrap_or(min) > 32 {
+            // Long bounds: a counter, not thousands of copies of the unit.
+            parts.push(Lexeme::counted(b"\"", hir(UNIT), min as u32, max.map(|m| m as u32), b"\""));
         } else {
-            Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })
-        };
-        parts.push(quoted(units));
+            parts.push(quoted(Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })));
+        }
     }
     if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
         let names: Vec<Hir> = ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(encode_str(n).into_bytes())).collect();

@@ -145,8 +145,11 @@ fn not_rewrites_and_annotations() {
     assert!(!accepts(&s, r#""no""#) && !accepts(&s, r#""never""#));
     let s = json!({"not": {"const": null}, "type": ["string", "null"]});
     assert!(accepts(&s, r#""a""#) && !accepts(&s, "null"));
-    // Numbers are not handled: reported, not approximated.
-    assert!(compile(&json!({"not": {"const": 3}}), &JsonSchemaOptions::default()).is_err());
+    // Numbers are excluded in every spelling; other types pass.
+    let s = json!({"not": {"const": 3}});
+    assert!(accepts(&s, "4") && !accepts(&s, "3") && !accepts(&s, "3.0") && accepts(&s, r#""3""#));
+    // Arrays and objects as excluded values are not handled: reported, not approximated.
+    assert!(compile(&json!({"not": {"const": [1]}}), &JsonSchemaOptions::default()).is_err());
     // Unknown keywords are annotations, also inside allOf.
     let s = json!({"allOf": [{"type": "integer", "x-doc": "a"}, {"x-doc": "b", "minimum": 2}]});
     assert!(accepts(&s, "2") && !accepts(&s, "1"));
@@ -407,4 +410,48 @@ fn fractional_bounds_against_f64() {
     for (t, ok) in [("0.5", true), ("0.49", false), ("1.99", true), ("2", false), ("1.995", false), ("1", true)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
+}
+
+#[test]
+fn more_not_rewrites() {
+    // Not all of several keys (at least one missing), on objects only.
+    let s = json!({"not": {"required": ["a", "b"]}});
+    for (t, ok) in [(r#"{"a":1}"#, true), (r#"{"b":1}"#, true), (r#"{}"#, true), (r#"{"a":1,"b":2}"#, false), ("1", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "object", "not": {"allOf": [{"required": ["cmd"]}, {"required": ["args"]}]}});
+    assert!(accepts(&s, r#"{"cmd":1}"#) && !accepts(&s, r#"{"cmd":1,"args":2}"#));
+    let s = json!({"type": "object", "not": {"anyOf": [{"required": ["x"]}, {"required": ["y"]}]}});
+    assert!(accepts(&s, r#"{"z":1}"#) && !accepts(&s, r#"{"x":1}"#) && !accepts(&s, r#"{"y":1}"#));
+    // Excluded numbers, in every spelling.
+    let s = json!({"type": "number", "not": {"enum": [6379, 0, -1.5]}});
+    for (t, ok) in [("6380", true), ("6379", false), ("6379.00", false), ("0", false), ("-0", false), ("0.0", false), ("-1.5", false), ("-1.50", false), ("-1.25", true), ("63790", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "integer", "minimum": 1, "maximum": 5, "not": {"const": 3}});
+    for (t, ok) in [("1", true), ("3", false), ("5", true), ("6", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn not_of_one_type_family() {
+    let s = json!({"not": {"type": ["string", "null"], "minLength": 2}});
+    for (t, ok) in [(r#""a""#, true), (r#""ab""#, false), ("null", false), ("1", true), ("[]", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "number", "not": {"minimum": 900}});
+    assert!(accepts(&s, "899.5") && !accepts(&s, "900") && !accepts(&s, "1000"));
+    let s = json!({"not": {"type": "number", "minimum": 1, "maximum": 2}});
+    for (t, ok) in [("0.5", true), ("1", false), ("2", false), ("2.5", true), (r#""x""#, true), ("null", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": ["string", "integer"], "not": {"type": "string", "enum": ["a", "b"]}});
+    assert!(accepts(&s, r#""c""#) && !accepts(&s, r#""a""#) && accepts(&s, "3"));
+    // A branch that already has a `not` can take another one (oneOf made disjoint).
+    let s = json!({"oneOf": [
+        {"not": {"required": ["base", "height"]}, "required": ["length", "width"]},
+        {"not": {"required": ["length", "width"]}, "required": ["base", "height"]}
+    ]});
+    assert!(accepts(&s, r#"{"length":1,"width":2}"#) && !accepts(&s, r#"{"length":1,"width":2,"base":1,"height":2}"#));
 }
