@@ -169,6 +169,21 @@ async fn health_models_metrics_and_unknown_routes() {
     let text = String::from_utf8(bytes).unwrap();
     assert!(text.contains("strictly_requests_total{route=\"chat\"} 1"), "{text}");
     assert!(text.contains("# TYPE strictly_completion_tokens_total counter"), "{text}");
+    // An unconstrained request computes no mask; a constrained one does, and its time counts.
+    assert_eq!(metric_value(&text, "strictly_masks_total"), 0.0, "{text}");
+    assert_eq!(metric_value(&text, "strictly_mask_seconds_total"), 0.0, "{text}");
+    chat_ok(&app, json!({"max_tokens": 20, "response_format": {"type": "json_object"}})).await;
+    let (_, bytes) = call_raw(&app, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains("# TYPE strictly_mask_seconds_total counter"), "{text}");
+    assert!(metric_value(&text, "strictly_masks_total") >= 2.0, "{text}");
+    assert!(metric_value(&text, "strictly_mask_seconds_total") > 0.0, "{text}");
+}
+
+/// The value of an unlabelled metric in Prometheus text.
+fn metric_value(text: &str, name: &str) -> f64 {
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("no {name}: {text}"));
+    line[name.len()..].trim().parse().unwrap()
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! GET  /health                 {"status": "ok", "model", "running", "queued", ...}
-//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, compile time, cache hits
+//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits
 //! GET  /v1/models              {"object": "list", "data": [{"id", "object": "model", "owned_by", "max_model_len"}]}
 //! GET  /v1/models/{id}
 //! POST /v1/chat/completions    messages → the model's chat template (or the plain one) → generate
