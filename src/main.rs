@@ -298,7 +298,7 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
             max_tokens: a.max_tokens,
             sampling: SamplingParams { seed: Some(seed), ..sampling.clone() },
             // Random logits cost nothing: there is no forward pass worth a thread to overlap.
-            overlap: false,
+            overlap: decode::Overlap::Off,
             ..GenerateOptions::default()
         };
         let out = decode::generate(&mut model, &vocab, Some(&mut matcher), &[], &opts)?;
@@ -412,10 +412,10 @@ struct GenerateArgs {
     /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward, mask time.
     #[arg(long)]
     verbose: bool,
-    /// Compute each mask after the forward pass instead of during it (for measuring; the
-    /// output is the same).
-    #[arg(long)]
-    no_overlap: bool,
+    /// When to compute the mask during the forward pass, on a second thread: off, on, or auto
+    /// (when the previous mask took 100 µs or more). The output is the same either way.
+    #[arg(long, default_value = "auto")]
+    overlap: decode::Overlap,
 }
 
 #[cfg(feature = "model")]
@@ -488,7 +488,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
         sampling: s,
         stop: a.stop.clone(),
         stop_token_ids: loaded.defaults.eos.clone(),
-        overlap: !a.no_overlap,
+        overlap: a.overlap,
     };
 
     let mut model = loaded.model;

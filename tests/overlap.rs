@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use strictly::automaton::{Compiled, Constraint};
 use strictly::decode::{
-    generate, generate_stream, Event, GenerateOptions, LanguageModel, Output, RandomLogits, ScriptedModel, StoppedBy,
+    generate, generate_stream, Event, GenerateOptions, LanguageModel, Output, Overlap, RandomLogits, ScriptedModel,
+    StoppedBy,
 };
 use strictly::model::{CandleModel, LoadOptions, LoadedModel};
 use strictly::sample::SamplingParams;
@@ -34,7 +35,7 @@ fn cases() -> Vec<(&'static str, Constraint, Vec<String>)> {
     ]
 }
 
-fn opts(seed: u64, max_tokens: usize, stop: &[String], overlap: bool) -> GenerateOptions {
+fn opts(seed: u64, max_tokens: usize, stop: &[String], overlap: Overlap) -> GenerateOptions {
     GenerateOptions {
         max_tokens,
         sampling: SamplingParams {
@@ -107,8 +108,8 @@ fn overlap_gives_identical_output_on_the_embedded_model() {
             let what = format!("{what}, seed {seed}");
             let mut on_model = m.model.restart();
             let mut off_model = m.model.restart();
-            let on = run(&mut on_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, true));
-            let off = run(&mut off_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, false));
+            let on = run(&mut on_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, Overlap::On));
+            let off = run(&mut off_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, Overlap::Off));
             assert_same(&on, &off, &what);
             // The model is left where it would be without overlap: every kept pass, nothing more.
             assert_eq!(on_model.position(), off_model.position(), "{what}: model position");
@@ -126,8 +127,8 @@ fn overlap_gives_identical_output_with_random_logits() {
         let compiled = Compiled::new(vocab.clone(), &constraint).unwrap();
         for seed in 0..16 {
             let what = format!("{what}, seed {seed}");
-            let on = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, true));
-            let off = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, false));
+            let on = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::On));
+            let off = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::Off));
             assert_same(&on, &off, &what);
             seen.add(&on.0);
         }
@@ -148,7 +149,7 @@ fn a_pass_the_mask_makes_unneeded_is_rewound() {
     let (vocab, compiled) = abc();
     let mut models = Vec::new();
     let mut outs = Vec::new();
-    for overlap in [true, false] {
+    for overlap in [Overlap::On, Overlap::Off] {
         let mut model = ScriptedModel::new(4, |h, l| l[2] = h.len() as f32);
         let mut matcher = compiled.matcher();
         let o = GenerateOptions { overlap, sampling: SamplingParams::greedy(), ..GenerateOptions::default() };
@@ -193,19 +194,39 @@ fn a_failed_pass_that_was_not_needed_is_no_error() {
     let vocab = Arc::new(Vocab::from_byte_tokens(vec![b"ab".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[2]));
     // "ab" is forced and completes the output: no pass is needed, so none may fail it.
     let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("ab".into())).unwrap();
-    for overlap in [true, false] {
+    for overlap in [Overlap::On, Overlap::Off] {
         let mut model = Failing(0);
         let mut matcher = compiled.matcher();
         let o = GenerateOptions { overlap, ..GenerateOptions::default() };
         let out = generate(&mut model, &vocab, Some(&mut matcher), &[], &o).unwrap();
         assert_eq!((out.text().as_str(), out.forward_passes), ("ab", 0));
-        assert_eq!(model.0, overlap as usize, "the speculative pass ran (and was undone) only with overlap");
+        assert_eq!(model.0, (overlap == Overlap::On) as usize, "the speculative pass ran (and was undone) only with overlap");
     }
     // A pass that is needed still fails the generation.
     let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("ab(c)?".into())).unwrap();
     let mut matcher = compiled.matcher();
     let err = generate(&mut Failing(0), &vocab, Some(&mut matcher), &[], &GenerateOptions::default()).unwrap_err();
     assert!(err.to_string().contains("out of context"), "{err}");
+}
+
+/// `IfMaskTakes` decides on the previous mask's time: a threshold no mask reaches never
+/// overlaps, a zero one always does, and the output is the same.
+#[test]
+fn overlap_if_the_mask_takes_long_enough() {
+    let m = embedded();
+    let compiled = Compiled::new(m.vocab.clone(), &story_schema()).unwrap();
+    let prompt = m.prompt.encode("Once upon a time").unwrap();
+    let hour = std::time::Duration::from_secs(3600);
+    let mut outs = Vec::new();
+    for overlap in [Overlap::IfMaskTakes(hour), Overlap::IfMaskTakes(std::time::Duration::ZERO), Overlap::Off] {
+        outs.push(run(&mut m.model.restart(), &m.vocab, &compiled, &prompt, &opts(5, 64, &[], overlap)));
+    }
+    assert_eq!(outs[0].0.masks.overlapped, 0);
+    assert_same(&outs[1], &outs[0], "a zero threshold is always");
+    assert_same(&outs[1], &outs[2], "a zero threshold is always");
+    assert_eq!("auto".parse::<Overlap>().unwrap(), Overlap::DEFAULT);
+    assert_eq!(GenerateOptions::default().overlap, Overlap::DEFAULT);
+    assert!("sometimes".parse::<Overlap>().is_err());
 }
 
 #[test]

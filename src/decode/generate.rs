@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
 #[cfg(doc)]
 use super::seq::prepare;
-use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output};
+use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output, Overlap};
 use crate::automaton::Matcher;
 use crate::error::Result;
 use crate::sample::Sampler;
@@ -81,7 +81,9 @@ pub struct Generation<'a> {
     ctx: Ctx<'a>,
     sampler: Sampler,
     /// [`GenerateOptions::overlap`].
-    overlap: bool,
+    overlap: Overlap,
+    /// How long the last mask took (the up-front one, at first): what `overlap` decides on.
+    last_mask: Duration,
     /// `None` once the output has ended.
     seq: Option<Sequence>,
     logits: Vec<f32>,
@@ -108,12 +110,14 @@ impl<'a> Generation<'a> {
         if let Some(m) = matcher.as_deref_mut() {
             ctx.check_completable(m, &mut mask, &mut seq.masks)?;
         }
+        let last_mask = seq.masks.time;
         Ok(Generation {
             model,
             matcher,
             ctx,
             sampler,
             overlap: opts.overlap,
+            last_mask,
             seq: Some(seq),
             logits: vec![0.0; width],
             mask,
@@ -151,17 +155,18 @@ impl<'a> Generation<'a> {
             };
             let m = self.matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
             // The pass over `seq.pending` is speculative: kept only if the mask leaves a choice.
-            let speculative = self.overlap && model.checkpoint();
+            let speculative = self.overlap.wants(self.last_mask) && model.checkpoint();
             let pass = if speculative {
                 let (took, pass) =
                     mask_during_forward(&self.ctx, m, &mut self.mask, remaining, model, &seq.pending, &mut self.logits);
-                seq.masks.add(took);
+                self.last_mask = took;
                 seq.masks.overlapped += 1;
                 Some(pass)
             } else {
-                seq.masks.add(fill_mask(&self.ctx, m, &mut self.mask, remaining));
+                self.last_mask = fill_mask(&self.ctx, m, &mut self.mask, remaining);
                 None
             };
+            seq.masks.add(self.last_mask);
             let verdict = judge(&self.ctx, &self.mask);
             if let Verdict::Choose = verdict {
                 match pass {

@@ -71,8 +71,9 @@
 //! # Overlap
 //!
 //! The mask for the next position does not depend on the model, and the model's forward pass
-//! does not depend on the mask, so with [`GenerateOptions::overlap`] (the default) the loop
-//! computes the mask on a second thread while the forward pass runs on the caller's. The tokens
+//! does not depend on the mask, so with [`GenerateOptions::overlap`] the loop computes the mask
+//! on a second thread while the forward pass runs on the caller's (by default only where the
+//! mask is slow enough for that to pay: [`Overlap::DEFAULT`]). The tokens
 //! the pass must see are known first: the sampled token and the forced run
 //! ([`Matcher::forced_tokens`], committed before the mask is computed). Only the mask can
 //! show that the pass was not needed yet: when it allows a single token (appended without a
@@ -163,9 +164,59 @@ pub struct GenerateOptions {
     pub stop: Vec<String>,
     /// Stop token ids in addition to the vocabulary's EOS ids. Default none.
     pub stop_token_ids: Vec<TokenId>,
-    /// Compute each constrained mask on a second thread while the model's forward pass runs
-    /// (see [overlap](self#overlap)). Never changes the output; off is for measuring. Default on.
-    pub overlap: bool,
+    /// When to compute a constrained mask on a second thread while the model's forward pass
+    /// runs (see [overlap](self#overlap)). Never changes the output, only the time. Default
+    /// [`Overlap::DEFAULT`].
+    pub overlap: Overlap,
+}
+
+/// When [`Generation`] computes a mask during the forward pass ([overlap](self#overlap)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// Never: the mask, then the pass.
+    Off,
+    /// At every constrained step (with a model that can rewind).
+    On,
+    /// At a step whose previous mask took at least this long. A second thread costs tens of
+    /// microseconds to start and join, more when the cores are busy (as they are while a CPU
+    /// model runs), so overlapping a cheaper mask loses more than it hides.
+    IfMaskTakes(Duration),
+}
+
+impl Overlap {
+    /// `IfMaskTakes(100 µs)`: small vocabularies' masks (stories260K's take about 10 µs) stay
+    /// on the loop's thread, large ones' (a 128k vocabulary's JSON mask takes hundreds of
+    /// microseconds) overlap.
+    pub const DEFAULT: Overlap = Overlap::IfMaskTakes(Duration::from_micros(100));
+
+    /// Whether to overlap a step whose previous mask took `last`.
+    pub fn wants(self, last: Duration) -> bool {
+        match self {
+            Overlap::Off => false,
+            Overlap::On => true,
+            Overlap::IfMaskTakes(min) => last >= min,
+        }
+    }
+}
+
+impl Default for Overlap {
+    fn default() -> Overlap {
+        Overlap::DEFAULT
+    }
+}
+
+impl std::str::FromStr for Overlap {
+    type Err = crate::Error;
+
+    /// `off`, `on`, or `auto` ([`Overlap::DEFAULT`]).
+    fn from_str(s: &str) -> crate::Result<Overlap> {
+        match s {
+            "off" => Ok(Overlap::Off),
+            "on" => Ok(Overlap::On),
+            "auto" => Ok(Overlap::DEFAULT),
+            _ => Err(crate::Error::invalid(format!("overlap must be off, on or auto, got {s:?}"))),
+        }
+    }
 }
 
 impl Default for GenerateOptions {
@@ -175,7 +226,7 @@ impl Default for GenerateOptions {
             sampling: SamplingParams::default(),
             stop: Vec::new(),
             stop_token_ids: Vec::new(),
-            overlap: true,
+            overlap: Overlap::DEFAULT,
         }
     }
 }
