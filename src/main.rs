@@ -450,7 +450,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             messages.push(ChatMessage::new("system", s.as_str()));
         }
         messages.push(ChatMessage::new("user", a.prompt.as_str()));
-        loaded.prompt.encode_chat(&messages, true)?
+        loaded.prompt.encode_chat(&messages, &[], true)?
     } else {
         loaded.prompt.encode(&a.prompt)?
     };

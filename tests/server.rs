@@ -415,6 +415,22 @@ async fn tool_calls_required_named_auto_and_none() {
     chat_ok(&app, json!({"messages": history, "tools": tools, "max_tokens": 10})).await;
 }
 
+/// The embedded model has no chat template: the plain one lists the offered tools (names and
+/// parameter names), so the prompt is longer with tools than with `tool_choice: none`.
+#[tokio::test]
+async fn the_plain_template_lists_the_tools() {
+    let app = app(state(ServerConfig::default()));
+    let tools = json!([weather_tool(), time_tool()]);
+    let prompt_tokens = |v: &Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let none = chat_ok(&app, json!({"max_tokens": 1, "tools": tools, "tool_choice": "none"})).await;
+    let auto = chat_ok(&app, json!({"max_tokens": 1, "tools": tools})).await;
+    let listed = "tools: get_weather(city, unit), get_time(zone); to call one, write \
+                  <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>\n\n";
+    let loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let extra = loaded.prompt.encode_raw(listed).unwrap().len() as u64;
+    assert!(prompt_tokens(&auto) >= prompt_tokens(&none) + extra - 2, "{auto} vs {none}");
+}
+
 #[tokio::test]
 async fn logprobs_chat_and_completions() {
     let app = app(state(ServerConfig::default()));
