@@ -556,7 +556,8 @@ fn chat_templates_render_as_transformers_does() {
     }
     // A system message, and the Qwen default replaced by it.
     let p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
-    let s = p.render_chat(&[ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")], &[], true).unwrap();
+    let s =
+        p.render_chat(&[ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")], &[], true).unwrap();
     assert!(s.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi"), "{s}");
     // BOS policy: Llama 3's post-processor adds <|begin_of_text|>; Qwen has no BOS.
     let llama = PromptFormat::from_dir(&data.join("tokenizers/llama-3.2")).unwrap();

@@ -127,8 +127,10 @@ fn overlap_gives_identical_output_with_random_logits() {
         let compiled = Compiled::new(vocab.clone(), &constraint).unwrap();
         for seed in 0..16 {
             let what = format!("{what}, seed {seed}");
-            let on = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::On));
-            let off = run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::Off));
+            let on =
+                run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::On));
+            let off =
+                run(&mut RandomLogits::new(512, seed), &vocab, &compiled, &[], &opts(seed, 48, &stop, Overlap::Off));
             assert_same(&on, &off, &what);
             seen.add(&on.0);
         }
@@ -139,7 +141,8 @@ fn overlap_gives_identical_output_with_random_logits() {
 /// `a`, `b`, `c` and EOS only: after `a` is forced by the regex `a[bc]`, the mask allows `a`
 /// alone (no token spans `a` and what follows), then `b` or `c`, then only EOS.
 fn abc() -> (Arc<Vocab>, Arc<Compiled>) {
-    let vocab = Arc::new(Vocab::from_byte_tokens(vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[3]));
+    let vocab =
+        Arc::new(Vocab::from_byte_tokens(vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[3]));
     let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("a[bc]".into())).unwrap();
     (vocab, compiled)
 }
@@ -200,7 +203,11 @@ fn a_failed_pass_that_was_not_needed_is_no_error() {
         let o = GenerateOptions { overlap, ..GenerateOptions::default() };
         let out = generate(&mut model, &vocab, Some(&mut matcher), &[], &o).unwrap();
         assert_eq!((out.text().as_str(), out.forward_passes), ("ab", 0));
-        assert_eq!(model.0, (overlap == Overlap::On) as usize, "the speculative pass ran (and was undone) only with overlap");
+        assert_eq!(
+            model.0,
+            (overlap == Overlap::On) as usize,
+            "the speculative pass ran (and was undone) only with overlap"
+        );
     }
     // A pass that is needed still fails the generation.
     let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("ab(c)?".into())).unwrap();

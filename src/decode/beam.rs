@@ -135,12 +135,7 @@ pub fn beam_search(
         (hyp, matcher)
     };
 
-    let mut live = vec![Beam {
-        model: model.fork()?,
-        matcher: matcher.as_deref().cloned(),
-        seq: root,
-        sum: 0.0,
-    }];
+    let mut live = vec![Beam { model: model.fork()?, matcher: matcher.as_deref().cloned(), seq: root, sum: 0.0 }];
     let mut finished: Vec<(Hypothesis, Option<Matcher>)> = Vec::new();
     loop {
         // 1-2: fast-forward, stop checks, then one forward pass and the scores of each beam.

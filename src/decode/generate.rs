@@ -15,9 +15,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
 #[cfg(doc)]
 use super::seq::prepare;
+use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
 use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output, Overlap};
 use crate::automaton::Matcher;
 use crate::error::Result;

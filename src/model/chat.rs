@@ -213,13 +213,19 @@ fn tojson(value: &JinjaValue, kwargs: Kwargs) -> std::result::Result<JinjaValue,
     let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
     kwargs.assert_all_used()?;
     if ensure_ascii == Some(true) || sort_keys == Some(true) {
-        return Err(minijinja::Error::new(ErrorKind::InvalidOperation, "tojson: ensure_ascii and sort_keys are not supported"));
+        return Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            "tojson: ensure_ascii and sort_keys are not supported",
+        ));
     }
     let mut out = Vec::new();
     let written = match indent {
         Some(n) => {
             let pad = " ".repeat(n);
-            let mut ser = serde_json::Serializer::with_formatter(&mut out, serde_json::ser::PrettyFormatter::with_indent(pad.as_bytes()));
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut out,
+                serde_json::ser::PrettyFormatter::with_indent(pad.as_bytes()),
+            );
             value.serialize(&mut ser)
         }
         None => value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, PythonFormatter)),
@@ -315,7 +321,8 @@ mod tests {
 
     #[test]
     fn tojson_is_pythons_json_dumps() {
-        let t2 = ChatTemplate::new("{% for t in tools %}{{ t.function.parameters | tojson }}{% endfor %}", "t2").unwrap();
+        let t2 =
+            ChatTemplate::new("{% for t in tools %}{{ t.function.parameters | tojson }}{% endfor %}", "t2").unwrap();
         let p = serde_json::json!({"b": [1, 2.5, null], "a": {}});
         let s = t2.render(&[], &[ChatTool::function("f", None, p)], false, "", "").unwrap();
         assert_eq!(s, r#"{"b": [1, 2.5, null], "a": {}}"#);

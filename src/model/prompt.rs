@@ -154,7 +154,12 @@ impl PromptFormat {
 
     /// The chat rendered as text with `tools` (none if empty): the model's template, or the
     /// plain one.
-    pub fn render_chat(&self, messages: &[ChatMessage], tools: &[ChatTool], add_generation_prompt: bool) -> Result<String> {
+    pub fn render_chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+    ) -> Result<String> {
         self.chat_template().render(messages, tools, add_generation_prompt, &self.bos_text, &self.eos_text)
     }
 

@@ -554,7 +554,10 @@ mod tests {
 
     /// A tool, a system turn, a question, `calls` calls to it and their results.
     fn tool_request(calls: &[&str], tool_choice: &str) -> ChatRequest {
-        let mut msgs = vec![json!({"role": "system", "content": "You help."}), json!({"role": "user", "content": "Weather in Oslo?"})];
+        let mut msgs = vec![
+            json!({"role": "system", "content": "You help."}),
+            json!({"role": "user", "content": "Weather in Oslo?"}),
+        ];
         let call = |i: usize, city: &str| {
             json!({"id": format!("call_{i}"), "type": "function",
                    "function": {"name": "get_weather", "arguments": format!("{{\"city\": \"{city}\"}}")}})
@@ -627,7 +630,10 @@ mod tests {
         let Some(p) = template("qwen2.5") else { return };
         let text = rendered(&p, &tool_request(&["Oslo"], "none"));
         assert!(!text.contains("<tools>") && !text.contains("You must call"), "{text}");
-        assert!(text.contains("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"), "{text}");
+        assert!(
+            text.contains("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"),
+            "{text}"
+        );
         assert!(text.contains("<tool_response>\n-3 C\n</tool_response>"), "{text}");
     }
 }
