@@ -15,8 +15,9 @@
 //!   every later call instead of predicting from a corrupt state (until a
 //!   [`rewind`](LanguageModel::rewind) to a checkpoint taken before it).
 //! - A checkpoint is a fork kept aside (the network, `pos`, `broken`), so it is as cheap as a
-//!   fork and shares the cache tensors it saved; [`ForwardStats`] are not rewound: they count
-//!   every pass made.
+//!   fork; it keeps the cache tensors it saved alive until the next checkpoint, a rewind or a
+//!   restart (at most one cache's worth of memory more). [`ForwardStats`] are not rewound: they
+//!   count every pass made.
 
 use std::time::{Duration, Instant};
 
