@@ -297,6 +297,8 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
         let opts = GenerateOptions {
             max_tokens: a.max_tokens,
             sampling: SamplingParams { seed: Some(seed), ..sampling.clone() },
+            // Random logits cost nothing: there is no forward pass worth a thread to overlap.
+            overlap: decode::Overlap::Off,
             ..GenerateOptions::default()
         };
         let out = decode::generate(&mut model, &vocab, Some(&mut matcher), &[], &opts)?;
@@ -407,9 +409,13 @@ struct GenerateArgs {
     /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda].
     #[arg(long)]
     dtype: Option<String>,
-    /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward.
+    /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward, mask time.
     #[arg(long)]
     verbose: bool,
+    /// When to compute the mask during the forward pass, on a second thread: off, on, or auto
+    /// (when the previous mask took 100 µs or more). The output is the same either way.
+    #[arg(long, default_value = "auto")]
+    overlap: decode::Overlap,
 }
 
 #[cfg(feature = "model")]
@@ -444,7 +450,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             messages.push(ChatMessage::new("system", s.as_str()));
         }
         messages.push(ChatMessage::new("user", a.prompt.as_str()));
-        loaded.prompt.encode_chat(&messages, true)?
+        loaded.prompt.encode_chat(&messages, &[], true)?
     } else {
         loaded.prompt.encode(&a.prompt)?
     };
@@ -482,6 +488,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
         sampling: s,
         stop: a.stop.clone(),
         stop_token_ids: loaded.defaults.eos.clone(),
+        overlap: a.overlap,
     };
 
     let mut model = loaded.model;
@@ -548,6 +555,17 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
             "strictly: {} forward passes, {} tokens forced (forward passes saved by fast-forward); finish: {:?}",
             out.forward_passes, out.forced, out.finish_reason
         );
+        if compiled.is_some() {
+            let m = &out.masks;
+            eprintln!(
+                "strictly: {} masks in {:.1} ms ({:.1} us each); {} overlapped with a forward pass, {} passes rewound",
+                m.count,
+                m.time.as_secs_f64() * 1e3,
+                m.time.as_secs_f64() * 1e6 / m.count.max(1) as f64,
+                m.overlapped,
+                m.rewound
+            );
+        }
     }
     Ok(())
 }

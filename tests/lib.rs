@@ -13,5 +13,7 @@ mod decode;
 mod bench;
 #[cfg(feature = "model")]
 mod model;
+#[cfg(feature = "model")]
+mod overlap;
 #[cfg(feature = "server")]
 mod server;

@@ -115,8 +115,8 @@ fn prompts_encode_as_the_tokenizer_does() {
     assert!(!m.prompt.has_chat_template());
     // The plain template for models without one.
     let chat = [ChatMessage::new("user", "Tell a story")];
-    assert_eq!(m.prompt.render_chat(&chat, true).unwrap(), "<s>user: Tell a story\n\nassistant:");
-    let toks = m.prompt.encode_chat(&chat, true).unwrap();
+    assert_eq!(m.prompt.render_chat(&chat, &[], true).unwrap(), "<s>user: Tell a story\n\nassistant:");
+    let toks = m.prompt.encode_chat(&chat, &[], true).unwrap();
     assert_eq!(toks[0], TokenId(1), "<s> in the template text is the BOS token");
 }
 
@@ -543,10 +543,10 @@ fn chat_templates_render_as_transformers_does() {
     for &(name, expected, add_bos) in cases {
         let p = PromptFormat::from_dir(&data.join("tokenizers").join(name)).unwrap();
         assert!(p.has_chat_template(), "{name}");
-        assert_eq!(p.render_chat(&chat, true).unwrap(), expected, "{name}");
+        assert_eq!(p.render_chat(&chat, &[], true).unwrap(), expected, "{name}");
         assert_eq!(p.add_bos, add_bos, "{name}: add_bos");
         // Special-token spellings in the rendered text become the special tokens.
-        let toks = p.encode_chat(&chat, true).unwrap();
+        let toks = p.encode_chat(&chat, &[], true).unwrap();
         // (TinyLlama's `<|user|>` is plain text, not a special token.)
         let first_marker = expected.split('>').next().unwrap().to_string() + ">";
         match p.tokenizer().token_to_id(&first_marker) {
@@ -556,7 +556,8 @@ fn chat_templates_render_as_transformers_does() {
     }
     // A system message, and the Qwen default replaced by it.
     let p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
-    let s = p.render_chat(&[ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")], true).unwrap();
+    let s =
+        p.render_chat(&[ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")], &[], true).unwrap();
     assert!(s.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi"), "{s}");
     // BOS policy: Llama 3's post-processor adds <|begin_of_text|>; Qwen has no BOS.
     let llama = PromptFormat::from_dir(&data.join("tokenizers/llama-3.2")).unwrap();

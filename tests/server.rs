@@ -169,6 +169,21 @@ async fn health_models_metrics_and_unknown_routes() {
     let text = String::from_utf8(bytes).unwrap();
     assert!(text.contains("strictly_requests_total{route=\"chat\"} 1"), "{text}");
     assert!(text.contains("# TYPE strictly_completion_tokens_total counter"), "{text}");
+    // An unconstrained request computes no mask; a constrained one does, and its time counts.
+    assert_eq!(metric_value(&text, "strictly_masks_total"), 0.0, "{text}");
+    assert_eq!(metric_value(&text, "strictly_mask_seconds_total"), 0.0, "{text}");
+    chat_ok(&app, json!({"max_tokens": 20, "response_format": {"type": "json_object"}})).await;
+    let (_, bytes) = call_raw(&app, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains("# TYPE strictly_mask_seconds_total counter"), "{text}");
+    assert!(metric_value(&text, "strictly_masks_total") >= 2.0, "{text}");
+    assert!(metric_value(&text, "strictly_mask_seconds_total") > 0.0, "{text}");
+}
+
+/// The value of an unlabelled metric in Prometheus text.
+fn metric_value(text: &str, name: &str) -> f64 {
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("no {name}: {text}"));
+    line[name.len()..].trim().parse().unwrap()
 }
 
 #[tokio::test]
@@ -398,6 +413,22 @@ async fn tool_calls_required_named_auto_and_none() {
         {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]}
     ]);
     chat_ok(&app, json!({"messages": history, "tools": tools, "max_tokens": 10})).await;
+}
+
+/// The embedded model has no chat template: the plain one lists the offered tools (names and
+/// parameter names), so the prompt is longer with tools than with `tool_choice: none`.
+#[tokio::test]
+async fn the_plain_template_lists_the_tools() {
+    let app = app(state(ServerConfig::default()));
+    let tools = json!([weather_tool(), time_tool()]);
+    let prompt_tokens = |v: &Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let none = chat_ok(&app, json!({"max_tokens": 1, "tools": tools, "tool_choice": "none"})).await;
+    let auto = chat_ok(&app, json!({"max_tokens": 1, "tools": tools})).await;
+    let listed = "tools: get_weather(city, unit), get_time(zone); to call one, write \
+                  <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>\n\n";
+    let loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let extra = loaded.prompt.encode_raw(listed).unwrap().len() as u64;
+    assert!(prompt_tokens(&auto) >= prompt_tokens(&none) + extra - 2, "{auto} vs {none}");
 }
 
 #[tokio::test]

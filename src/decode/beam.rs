@@ -115,8 +115,9 @@ pub fn beam_search(
     // Nothing is drawn, so a fixed seed spares the operating system's entropy source.
     let mut sampler = Sampler::new(SamplingParams { seed: Some(0), ..opts.sampling.clone() })?;
     let mut mask = TokenSet::new(width);
+    let mut root = Sequence::new(prompt, stops);
     if let Some(m) = matcher.as_deref_mut() {
-        ctx.check_completable(m, &mut mask)?;
+        ctx.check_completable(m, &mut mask, &mut root.masks)?;
     }
     let mut logits = vec![0f32; width];
     let n_top = opts.sampling.top_logprobs;
@@ -134,12 +135,7 @@ pub fn beam_search(
         (hyp, matcher)
     };
 
-    let mut live = vec![Beam {
-        model: model.fork()?,
-        matcher: matcher.as_deref().cloned(),
-        seq: Sequence::new(prompt, stops),
-        sum: 0.0,
-    }];
+    let mut live = vec![Beam { model: model.fork()?, matcher: matcher.as_deref().cloned(), seq: root, sum: 0.0 }];
     let mut finished: Vec<(Hypothesis, Option<Matcher>)> = Vec::new();
     loop {
         // 1-2: fast-forward, stop checks, then one forward pass and the scores of each beam.

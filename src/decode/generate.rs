@@ -2,14 +2,23 @@
 //! [`generate_stream`] drive it to the end.
 //!
 //! One call to the iterator's `next` runs at most one step: the forced tokens and the
-//! no-choice cases ([`prepare`]), then, if the model must choose, one forward pass and one
-//! draw. The events a step produces are queued and handed out one at a time, so a server can
-//! pull them at its own pace and cancel by dropping the `Generation`.
+//! no-choice cases, then, if the model must choose, one forward pass and one draw. The events
+//! a step produces are queued and handed out one at a time, so a server can pull them at its
+//! own pace and cancel by dropping the `Generation`.
+//!
+//! A constrained step is [`fast_forward`], then the mask ([`fill_mask`]) and the forward pass
+//! at once ([`mask_during_forward`], the pass speculative), then [`judge`]: if the mask leaves
+//! a choice the pass is kept and the model draws; otherwise the pass is rewound and the step
+//! goes on as [`prepare`] would (see [overlap](super#overlap)). Without overlap, the step is
+//! exactly [`prepare`], then the pass.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
-use super::seq::{append, prepare, Ctx, End, Next, Sequence};
-use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output};
+#[cfg(doc)]
+use super::seq::prepare;
+use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
+use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output, Overlap};
 use crate::automaton::Matcher;
 use crate::error::Result;
 use crate::sample::Sampler;
@@ -71,6 +80,10 @@ pub struct Generation<'a> {
     matcher: Option<&'a mut Matcher>,
     ctx: Ctx<'a>,
     sampler: Sampler,
+    /// [`GenerateOptions::overlap`].
+    overlap: Overlap,
+    /// How long the last mask took (the up-front one, at first): what `overlap` decides on.
+    last_mask: Duration,
     /// `None` once the output has ended.
     seq: Option<Sequence>,
     logits: Vec<f32>,
@@ -93,15 +106,19 @@ impl<'a> Generation<'a> {
         let (ctx, stops) = Ctx::new(vocab, width, opts)?;
         let sampler = Sampler::new(opts.sampling.clone())?;
         let mut mask = TokenSet::new(width);
+        let mut seq = Sequence::new(prompt, stops);
         if let Some(m) = matcher.as_deref_mut() {
-            ctx.check_completable(m, &mut mask)?;
+            ctx.check_completable(m, &mut mask, &mut seq.masks)?;
         }
+        let last_mask = seq.masks.time;
         Ok(Generation {
             model,
             matcher,
             ctx,
             sampler,
-            seq: Some(Sequence::new(prompt, stops)),
+            overlap: opts.overlap,
+            last_mask,
+            seq: Some(seq),
             logits: vec![0.0; width],
             mask,
             events: VecDeque::new(),
@@ -125,10 +142,60 @@ impl<'a> Generation<'a> {
         let seq = self.seq.as_mut().expect("step after the end");
         let events = &mut self.events;
         let mut emit = |e: Event| events.push_back(e);
-        let end = match prepare(&self.ctx, self.matcher.as_deref_mut(), seq, &mut self.mask, &mut emit)? {
-            Next::End(end) => Some(end),
-            Next::Choose => {
-                seq.forward(&mut *self.model, &mut self.logits)?;
+        let model = &mut *self.model;
+        // Until the model must draw (`None`, its pass made) or the output is over.
+        let over: Option<End> = loop {
+            let remaining = match fast_forward(&self.ctx, self.matcher.as_deref_mut(), seq, &mut emit)? {
+                Ahead::End(end) => break Some(end),
+                Ahead::Choose => {
+                    seq.forward(model, &mut self.logits)?;
+                    break None;
+                }
+                Ahead::Mask { remaining } => remaining,
+            };
+            let m = self.matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
+            // The pass over `seq.pending` is speculative: kept only if the mask leaves a choice.
+            let speculative = self.overlap.wants(self.last_mask) && model.checkpoint();
+            let pass = if speculative {
+                let (took, pass) =
+                    mask_during_forward(&self.ctx, m, &mut self.mask, remaining, model, &seq.pending, &mut self.logits);
+                self.last_mask = took;
+                seq.masks.overlapped += 1;
+                Some(pass)
+            } else {
+                self.last_mask = fill_mask(&self.ctx, m, &mut self.mask, remaining);
+                None
+            };
+            seq.masks.add(self.last_mask);
+            let verdict = judge(&self.ctx, &self.mask);
+            if let Verdict::Choose = verdict {
+                match pass {
+                    Some(pass) => {
+                        pass?;
+                        seq.forwarded();
+                    }
+                    None => seq.forward(model, &mut self.logits)?,
+                }
+                break None;
+            }
+            if speculative {
+                // Without overlap this pass would not have run (yet): undo it, failed or not.
+                model.rewind()?;
+                seq.masks.rewound += 1;
+            }
+            match verdict {
+                Verdict::End(end) => break Some(end),
+                Verdict::Only(t) => {
+                    if let Some(end) = append_forced(&self.ctx, m, seq, t, &mut emit)? {
+                        break Some(end);
+                    }
+                }
+                Verdict::Choose => unreachable!("handled above"),
+            }
+        };
+        let end = match over {
+            Some(end) => Some(end),
+            None => {
                 let mask = self.matcher.is_some().then_some(&self.mask);
                 let c = self.sampler.sample(&mut self.logits, mask, &seq.counts)?;
                 let g =
@@ -167,4 +234,25 @@ impl Iterator for Generation<'_> {
             }
         }
     }
+}
+
+/// Computes the mask ([`fill_mask`]) on a scoped thread while `model` runs its forward pass
+/// over `pending` on this one; returns the mask's time and the pass's result once both are
+/// done. Only the matcher and the mask cross to the other thread, so the model need not be
+/// `Send`. A panic in the mask thread is resumed here.
+fn mask_during_forward(
+    ctx: &Ctx,
+    m: &mut Matcher,
+    mask: &mut TokenSet,
+    remaining: usize,
+    model: &mut dyn LanguageModel,
+    pending: &[TokenId],
+    logits: &mut [f32],
+) -> (Duration, Result<()>) {
+    std::thread::scope(|s| {
+        let masking = s.spawn(|| fill_mask(ctx, m, mask, remaining));
+        let pass = model.forward(pending, logits);
+        let took = masking.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (took, pass)
+    })
 }

@@ -25,7 +25,8 @@
 //!   events, for a server that pulls (drop it to cancel).
 //! - [`GenerateOptions`]: `max_tokens`, the [`SamplingParams`], stop strings, extra stop token ids.
 //! - [`Output`]: tokens, the text's exact bytes, [`FinishReason`], what stopped it
-//!   ([`StoppedBy`]), per-token logprobs ([`GeneratedToken`]), and how many tokens were forced.
+//!   ([`StoppedBy`]), per-token logprobs ([`GeneratedToken`]), how many tokens were forced, and
+//!   the masks' cost ([`MaskStats`]).
 //! - [`beam_search`] with [`BeamOptions`]: length-normalised beam search, each beam with its own
 //!   matcher and its own fork of the model; returns [`Hypothesis`]es, best first.
 //! - [`StopStrings`], [`Utf8Stream`], [`StreamDetokenizer`]: the streaming text stages, usable alone.
@@ -67,6 +68,27 @@
 //! checks (stop strings, `max_tokens`) as sampled ones. Their [`GeneratedToken::logprob`] is
 //! `0.0` (probability 1: there was no choice) and they list no alternatives.
 //!
+//! # Overlap
+//!
+//! The mask for the next position does not depend on the model, and the model's forward pass
+//! does not depend on the mask, so with [`GenerateOptions::overlap`] the loop computes the mask
+//! on a second thread while the forward pass runs on the caller's (by default only where the
+//! mask is slow enough for that to pay: [`Overlap::DEFAULT`]). The tokens
+//! the pass must see are known first: the sampled token and the forced run
+//! ([`Matcher::forced_tokens`], committed before the mask is computed). Only the mask can
+//! show that the pass was not needed yet: when it allows a single token (appended without a
+//! choice, and to be fed in the same batch as the tokens before it) or only a stop token. The
+//! pass was then speculative, and the loop undoes it with [`LanguageModel::rewind`] to the
+//! [`LanguageModel::checkpoint`] taken just before. So every forward pass the model keeps sees
+//! exactly the batch it would see without overlap, and the output (tokens, logprobs, events,
+//! [`Output::forward_passes`]; all but the [`Output::masks`] figures) is identical either way,
+//! as is the model's state afterwards; only the time differs. A model whose
+//! `checkpoint` returns `false` is never run speculatively (no overlap). Unconstrained output
+//! has no mask to overlap; beam search does not overlap.
+//!
+//! [`Output::masks`] says how many masks were computed, how long they took, how many ran
+//! during a forward pass and how many speculative passes were undone.
+//!
 //! # Logprobs
 //!
 //! Every generated token carries its logprob and the `sampling.top_logprobs` most likely
@@ -98,6 +120,8 @@ pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
+
+use std::time::Duration;
 
 use crate::sample::{SamplingParams, TokenLogprob};
 use crate::vocab::TokenId;
@@ -140,6 +164,59 @@ pub struct GenerateOptions {
     pub stop: Vec<String>,
     /// Stop token ids in addition to the vocabulary's EOS ids. Default none.
     pub stop_token_ids: Vec<TokenId>,
+    /// When to compute a constrained mask on a second thread while the model's forward pass
+    /// runs (see [overlap](self#overlap)). Never changes the output, only the time. Default
+    /// [`Overlap::DEFAULT`].
+    pub overlap: Overlap,
+}
+
+/// When [`Generation`] computes a mask during the forward pass ([overlap](self#overlap)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// Never: the mask, then the pass.
+    Off,
+    /// At every constrained step (with a model that can rewind).
+    On,
+    /// At a step whose previous mask took at least this long. A second thread costs tens of
+    /// microseconds to start and join, more when the cores are busy (as they are while a CPU
+    /// model runs), so overlapping a cheaper mask loses more than it hides.
+    IfMaskTakes(Duration),
+}
+
+impl Overlap {
+    /// `IfMaskTakes(100 µs)`: small vocabularies' masks (stories260K's take about 10 µs) stay
+    /// on the loop's thread, large ones' (a 128k vocabulary's JSON mask takes hundreds of
+    /// microseconds) overlap.
+    pub const DEFAULT: Overlap = Overlap::IfMaskTakes(Duration::from_micros(100));
+
+    /// Whether to overlap a step whose previous mask took `last`.
+    pub fn wants(self, last: Duration) -> bool {
+        match self {
+            Overlap::Off => false,
+            Overlap::On => true,
+            Overlap::IfMaskTakes(min) => last >= min,
+        }
+    }
+}
+
+impl Default for Overlap {
+    fn default() -> Overlap {
+        Overlap::DEFAULT
+    }
+}
+
+impl std::str::FromStr for Overlap {
+    type Err = crate::Error;
+
+    /// `off`, `on`, or `auto` ([`Overlap::DEFAULT`]).
+    fn from_str(s: &str) -> crate::Result<Overlap> {
+        match s {
+            "off" => Ok(Overlap::Off),
+            "on" => Ok(Overlap::On),
+            "auto" => Ok(Overlap::DEFAULT),
+            _ => Err(crate::Error::invalid(format!("overlap must be off, on or auto, got {s:?}"))),
+        }
+    }
 }
 
 impl Default for GenerateOptions {
@@ -149,6 +226,7 @@ impl Default for GenerateOptions {
             sampling: SamplingParams::default(),
             stop: Vec::new(),
             stop_token_ids: Vec::new(),
+            overlap: Overlap::DEFAULT,
         }
     }
 }
@@ -201,8 +279,33 @@ pub struct Output {
     pub logprobs: Vec<GeneratedToken>,
     /// Tokens appended without sampling (fast-forward): forward passes saved.
     pub forced: usize,
-    /// Forward passes made.
+    /// Forward passes made (undone speculative ones not counted: see [`MaskStats::rewound`]).
     pub forward_passes: usize,
+    /// The masks computed for this output and their cost.
+    pub masks: MaskStats,
+}
+
+/// What the masks of one output cost. All zero for unconstrained output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MaskStats {
+    /// Masks computed, the up-front check that a complete output fits in `max_tokens`
+    /// included.
+    pub count: usize,
+    /// Wall time spent computing them, on whichever thread computed them (with overlap, this
+    /// time was spent while the model ran, not added to it).
+    pub time: Duration,
+    /// Of `count`, the masks computed while a forward pass ran ([overlap](self#overlap)).
+    pub overlapped: usize,
+    /// Speculative forward passes undone because the mask they overlapped left no choice.
+    pub rewound: usize,
+}
+
+impl MaskStats {
+    /// Counts one mask computed in `time`.
+    pub(crate) fn add(&mut self, time: Duration) {
+        self.count += 1;
+        self.time += time;
+    }
 }
 
 impl Output {

@@ -12,6 +12,12 @@
 //! (out of memory, a backend that cannot copy its cache); beam search then fails with that
 //! error, and plain generation, which never forks, is unaffected.
 //!
+//! [`checkpoint`](LanguageModel::checkpoint) and [`rewind`](LanguageModel::rewind) undo
+//! forward passes: the loop runs a pass speculatively while it computes the mask on another
+//! thread, and undoes it when the mask shows the pass was not needed (see
+//! [overlap](super#overlap)). Both have defaults that opt out (`checkpoint` returns `false`), so
+//! a model that cannot undo is simply never asked to speculate.
+//!
 //! - [`RandomLogits`]: seeded standard-normal logits, fresh each step, whatever the tokens:
 //!   with a constraint this turns the loop into a grammar fuzzer (`strictly sample`).
 //! - [`ScriptedModel`]: logits are a fixed function of the token history (prompt included),
@@ -22,7 +28,7 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
 /// Anything that produces next-token logits.
@@ -43,6 +49,21 @@ pub trait LanguageModel {
     /// forwarding one afterwards does not affect the other. Beam search forks a model once per
     /// extra beam and step; nothing else does.
     fn fork(&self) -> Result<Box<dyn LanguageModel>>;
+
+    /// Remembers the sequence state (KV cache included) so that [`rewind`](Self::rewind) can
+    /// return to it, replacing any earlier checkpoint; returns whether it did. The default
+    /// remembers nothing and returns `false`.
+    fn checkpoint(&mut self) -> bool {
+        false
+    }
+
+    /// Returns to the state of the last [`checkpoint`](Self::checkpoint) and uses it up,
+    /// undoing every forward pass since, a failed one included: afterwards the model behaves
+    /// exactly as if those passes had never run. Errors if there is no checkpoint to return to
+    /// (always, by default).
+    fn rewind(&mut self) -> Result<()> {
+        Err(Error::invalid("this model has no checkpoint to rewind to"))
+    }
 }
 
 /// Seeded random logits: a fuzzer's "model". Standard-normal logits, fresh each step.
@@ -53,11 +74,13 @@ pub trait LanguageModel {
 pub struct RandomLogits {
     width: usize,
     rng: ChaCha8Rng,
+    /// The stream's position at the last checkpoint.
+    saved: Option<ChaCha8Rng>,
 }
 
 impl RandomLogits {
     pub fn new(width: usize, seed: u64) -> RandomLogits {
-        RandomLogits { width, rng: ChaCha8Rng::seed_from_u64(seed) }
+        RandomLogits { width, rng: ChaCha8Rng::seed_from_u64(seed), saved: None }
     }
 }
 
@@ -84,6 +107,16 @@ impl LanguageModel for RandomLogits {
 
     fn fork(&self) -> Result<Box<dyn LanguageModel>> {
         Ok(Box::new(self.clone()))
+    }
+
+    fn checkpoint(&mut self) -> bool {
+        self.saved = Some(self.rng.clone());
+        true
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        self.rng = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        Ok(())
     }
 }
 
@@ -113,14 +146,16 @@ pub type ScriptFn = dyn Fn(&[TokenId], &mut [f32]) + Send + Sync;
 pub struct ScriptedModel {
     width: usize,
     history: Vec<TokenId>,
-    /// How many times `forward` was called.
+    /// How many times `forward` was called (rewound calls not counted).
     calls: usize,
+    /// `(history length, calls)` at the last checkpoint.
+    saved: Option<(usize, usize)>,
     f: Arc<ScriptFn>,
 }
 
 impl ScriptedModel {
     pub fn new(width: usize, f: impl Fn(&[TokenId], &mut [f32]) + Send + Sync + 'static) -> ScriptedModel {
-        ScriptedModel { width, history: Vec::new(), calls: 0, f: Arc::new(f) }
+        ScriptedModel { width, history: Vec::new(), calls: 0, saved: None, f: Arc::new(f) }
     }
 
     /// Every token fed so far, in order.
@@ -129,7 +164,7 @@ impl ScriptedModel {
     }
 
     /// How many times [`forward`](LanguageModel::forward) ran (on this copy, forks included
-    /// from the moment they were made).
+    /// from the moment they were made; rewound passes not counted).
     pub fn calls(&self) -> usize {
         self.calls
     }
@@ -156,6 +191,18 @@ impl LanguageModel for ScriptedModel {
 
     fn fork(&self) -> Result<Box<dyn LanguageModel>> {
         Ok(Box::new(self.clone()))
+    }
+
+    fn checkpoint(&mut self) -> bool {
+        self.saved = Some((self.history.len(), self.calls));
+        true
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        let (len, calls) = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        self.history.truncate(len);
+        self.calls = calls;
+        Ok(())
     }
 }
 
@@ -189,5 +236,28 @@ mod tests {
         assert_eq!(row, [0.0, 0.0, 1.0]); // a's history is still its own: length 2
         assert_eq!(a.history(), &[TokenId(0), TokenId(1)]);
         assert_eq!(a.calls(), 2);
+    }
+
+    #[test]
+    fn rewind_undoes_the_passes_since_the_checkpoint() {
+        let mut r = RandomLogits::new(4, 3);
+        let mut s = ScriptedModel::new(4, |h, l| l[h.len() % 4] = 1.0);
+        let models: [&mut dyn LanguageModel; 2] = [&mut r, &mut s];
+        for m in models {
+            assert!(m.rewind().is_err(), "no checkpoint yet");
+            let mut row = [0.0; 4];
+            m.forward(&[TokenId(0)], &mut row).unwrap();
+            assert!(m.checkpoint());
+            let mut first = [0.0; 4];
+            m.forward(&[TokenId(1), TokenId(2)], &mut first).unwrap();
+            m.forward(&[TokenId(3)], &mut row).unwrap();
+            m.rewind().unwrap();
+            assert!(m.rewind().is_err(), "a checkpoint is used once");
+            let mut again = [0.0; 4];
+            m.forward(&[TokenId(1), TokenId(2)], &mut again).unwrap();
+            assert_eq!(first, again);
+        }
+        assert_eq!(s.history(), &[TokenId(0), TokenId(1), TokenId(2)]);
+        assert_eq!(s.calls(), 2);
     }
 }

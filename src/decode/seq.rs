@@ -1,11 +1,14 @@
 //! Per-sequence bookkeeping shared by [`generate`](super::generate) and
 //! [`beam_search`](super::beam_search): the tokens, their logprobs, penalty counts, the tokens
 //! the model has not seen yet, and the streaming detokenizer; plus the constrained
-//! fast-forward ([`prepare`]) and the handling of one chosen token ([`append`]).
+//! fast-forward ([`prepare`], in steps: [`fast_forward`], [`fill_mask`], [`judge`]) and the
+//! handling of one chosen token ([`append`]).
 
 use super::detok::StreamDetokenizer;
 use super::stops::StopStrings;
-use super::{Event, FinishReason, GenerateOptions, GeneratedToken, LanguageModel, Output, StoppedBy};
+use std::time::{Duration, Instant};
+
+use super::{Event, FinishReason, GenerateOptions, GeneratedToken, LanguageModel, MaskStats, Output, StoppedBy};
 use crate::automaton::Matcher;
 use crate::error::{Error, Result};
 use crate::sample::TokenCounts;
@@ -78,14 +81,17 @@ impl<'v> Ctx<'v> {
         Ok((ctx, stops))
     }
 
-    /// Errors unless the matcher can reach a complete output within `max_tokens`.
-    pub fn check_completable(&self, m: &mut Matcher, mask: &mut TokenSet) -> Result<()> {
+    /// Errors unless the matcher can reach a complete output within `max_tokens`. The mask it
+    /// computes for that counts in `stats`.
+    pub fn check_completable(&self, m: &mut Matcher, mask: &mut TokenSet, stats: &mut MaskStats) -> Result<()> {
         if self.max_tokens == 0 {
             if m.is_accepting() {
                 return Ok(());
             }
         } else {
+            let t0 = Instant::now();
             m.fill_mask_within(mask, self.max_tokens);
+            stats.add(t0.elapsed());
             if !mask.is_empty() || m.is_accepting() {
                 return Ok(());
             }
@@ -116,6 +122,7 @@ pub(crate) struct Sequence {
     pub detok: StreamDetokenizer,
     pub forced: usize,
     pub forward_passes: usize,
+    pub masks: MaskStats,
 }
 
 impl Sequence {
@@ -128,15 +135,21 @@ impl Sequence {
             detok: StreamDetokenizer::new(stops),
             forced: 0,
             forward_passes: 0,
+            masks: MaskStats::default(),
         }
     }
 
     /// Feeds the pending tokens to the model; `logits` gets the next position's row.
     pub fn forward(&mut self, model: &mut dyn LanguageModel, logits: &mut [f32]) -> Result<()> {
         model.forward(&self.pending, logits)?;
+        self.forwarded();
+        Ok(())
+    }
+
+    /// Records that the model has seen the pending tokens (a pass made by the caller).
+    pub fn forwarded(&mut self) {
         self.pending.clear();
         self.forward_passes += 1;
-        Ok(())
     }
 
     /// Appends a (committed) token and reports it; returns the index of a stop string that
@@ -173,6 +186,7 @@ impl Sequence {
             logprobs: self.logprobs,
             forced: self.forced,
             forward_passes: self.forward_passes,
+            masks: self.masks,
         }
     }
 }
@@ -185,9 +199,10 @@ pub(crate) enum Next {
     Choose,
 }
 
-/// Everything before the model is asked: the budget, then (with a matcher) forced tokens,
-/// the mask, and the cases where the mask leaves no choice. Forced tokens are committed and
-/// pushed (with logprob 0) through the same stop checks as chosen ones.
+/// Everything before the model is asked: [`fast_forward`], then (with a matcher) the mask and
+/// the cases where it leaves no choice ([`judge`]), until the model must choose or the output
+/// is over. The serial composition of the steps [`Generation`](super::Generation) overlaps
+/// with the forward pass.
 pub(crate) fn prepare(
     ctx: &Ctx,
     mut matcher: Option<&mut Matcher>,
@@ -196,41 +211,110 @@ pub(crate) fn prepare(
     emit: &mut dyn FnMut(Event),
 ) -> Result<Next> {
     loop {
-        let len = seq.tokens.len();
-        if len >= ctx.max_tokens {
-            return Ok(Next::End((FinishReason::Length, None)));
-        }
-        let remaining = ctx.max_tokens - len;
-        let Some(m) = matcher.as_deref_mut() else { return Ok(Next::Choose) };
-        let mut forced = m.forced_tokens();
-        if !forced.is_empty() {
-            // The budget rule keeps the forced run within `remaining`; the cut is a safety net.
-            forced.truncate(remaining);
-            for t in forced {
-                m.commit(t)?;
-                if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
-                    return Ok(Next::End(ctx.stopped_by_string(i)));
+        let remaining = match fast_forward(ctx, matcher.as_deref_mut(), seq, emit)? {
+            Ahead::End(end) => return Ok(Next::End(end)),
+            Ahead::Choose => return Ok(Next::Choose),
+            Ahead::Mask { remaining } => remaining,
+        };
+        let m = matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
+        seq.masks.add(fill_mask(ctx, m, mask, remaining));
+        match judge(ctx, mask) {
+            Verdict::End(end) => return Ok(Next::End(end)),
+            Verdict::Choose => return Ok(Next::Choose),
+            Verdict::Only(t) => {
+                if let Some(end) = append_forced(ctx, m, seq, t, emit)? {
+                    return Ok(Next::End(end));
                 }
             }
-            continue;
         }
-        m.fill_mask_within(mask, remaining);
-        ctx.stop_tokens.apply_to_mask(mask, m.is_accepting());
-        let allowed = mask.len();
-        if allowed == 0 || ctx.stop_tokens.count_in(mask) == allowed {
-            // Nothing, or nothing but a stop token, may come next: the choice is made.
-            return Ok(Next::End((FinishReason::Stop, Some(StoppedBy::Constraint))));
-        }
-        if allowed == 1 {
-            let t = mask.iter().next().expect("one token allowed");
-            m.commit(t)?;
-            if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
-                return Ok(Next::End(ctx.stopped_by_string(i)));
-            }
-            continue;
-        }
-        return Ok(Next::Choose);
     }
+}
+
+/// What comes next after [`fast_forward`].
+pub(crate) enum Ahead {
+    /// The output is over.
+    End(End),
+    /// Unconstrained: the model chooses among all tokens.
+    Choose,
+    /// Constrained: the next step needs the mask within `remaining` tokens ([`fill_mask`]).
+    Mask { remaining: usize },
+}
+
+/// The budget, then (with a matcher) the forced run: every token of
+/// [`Matcher::forced_tokens`] is committed and pushed (with logprob 0) through the same stop
+/// checks as chosen ones. Needs no mask, so afterwards `seq.pending` is what the next forward
+/// pass sees unless the mask leaves no choice.
+pub(crate) fn fast_forward(
+    ctx: &Ctx,
+    mut matcher: Option<&mut Matcher>,
+    seq: &mut Sequence,
+    emit: &mut dyn FnMut(Event),
+) -> Result<Ahead> {
+    loop {
+        let len = seq.tokens.len();
+        if len >= ctx.max_tokens {
+            return Ok(Ahead::End((FinishReason::Length, None)));
+        }
+        let remaining = ctx.max_tokens - len;
+        let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
+        let mut forced = m.forced_tokens();
+        if forced.is_empty() {
+            return Ok(Ahead::Mask { remaining });
+        }
+        // The budget rule keeps the forced run within `remaining`; the cut is a safety net.
+        forced.truncate(remaining);
+        for t in forced {
+            if let Some(end) = append_forced(ctx, m, seq, t, emit)? {
+                return Ok(Ahead::End(end));
+            }
+        }
+    }
+}
+
+/// Fills `mask` with the tokens allowed next within `remaining` tokens, stop tokens exactly
+/// when the output is complete; returns the time it took. Touches nothing but `m` (whose
+/// observable state it leaves as it was) and `mask`, so it may run on another thread while
+/// the model runs.
+pub(crate) fn fill_mask(ctx: &Ctx, m: &mut Matcher, mask: &mut TokenSet, remaining: usize) -> Duration {
+    let t0 = Instant::now();
+    m.fill_mask_within(mask, remaining);
+    ctx.stop_tokens.apply_to_mask(mask, m.is_accepting());
+    t0.elapsed()
+}
+
+/// What a mask leaves.
+pub(crate) enum Verdict {
+    /// Nothing, or nothing but a stop token, may come next: the output is over.
+    End(End),
+    /// Exactly one token, not a stop token: it is appended without a choice.
+    Only(TokenId),
+    /// A choice for the model.
+    Choose,
+}
+
+/// Reads a mask filled by [`fill_mask`].
+pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet) -> Verdict {
+    let allowed = mask.len();
+    if allowed == 0 || ctx.stop_tokens.count_in(mask) == allowed {
+        Verdict::End((FinishReason::Stop, Some(StoppedBy::Constraint)))
+    } else if allowed == 1 {
+        Verdict::Only(mask.iter().next().expect("one token allowed"))
+    } else {
+        Verdict::Choose
+    }
+}
+
+/// Commits and pushes a token appended without a choice; returns the end if a stop string
+/// completed.
+pub(crate) fn append_forced(
+    ctx: &Ctx,
+    m: &mut Matcher,
+    seq: &mut Sequence,
+    t: TokenId,
+    emit: &mut dyn FnMut(Event),
+) -> Result<Option<End>> {
+    m.commit(t)?;
+    Ok(seq.push(ctx.vocab, GeneratedToken::forced(t), emit).map(|i| ctx.stopped_by_string(i)))
 }
 
 /// Applies the model's choice: a stop token ends the output (uncommitted); any other token is

@@ -4,49 +4,142 @@
 //!
 //! The environment matches transformers': `trim_blocks` and `lstrip_blocks` on, Python string
 //! methods (`.strip()`, `.startswith()`, ...) through minijinja-contrib's pycompat, a
-//! `raise_exception(msg)` function, and the variables `messages`, `add_generation_prompt`,
-//! `bos_token` and `eos_token`. `strftime_now` is deliberately left undefined, so templates that
-//! print today's date fall back to their fixed default and rendering stays deterministic.
+//! `raise_exception(msg)` function, transformers' `tojson` (Python's `json.dumps`: `", "` and
+//! `": "` separators, keys in their given order, non-ASCII and `<>&'` as they are, `indent=`),
+//! and the variables `messages`, `tools`, `add_generation_prompt`, `bos_token` and `eos_token`.
+//! `strftime_now` is deliberately left undefined, so templates that print today's date fall back
+//! to their fixed default and rendering stays deterministic.
+//!
+//! Tools come the way transformers passes them (Qwen 2.5, Llama 3.x and Hermes templates read
+//! them): `tools` is a list of [`ChatTool`]s, `{"type": "function", "function": {"name",
+//! "description", "parameters"}}`, or none (never an empty list) when there are none; an
+//! assistant [`ChatMessage`] may carry `tool_calls` ([`ToolCall`]: `{"id", "type": "function",
+//! "function": {"name", "arguments"}}`, the arguments a JSON value, not a string), and a `tool`
+//! message the `tool_call_id` it answers. Absent fields are left out of the message, so templates
+//! that test `'tool_calls' in message` or `message.tool_calls is defined` see them only where
+//! they are. Not every template reads them: [`ChatTemplate::takes_tools`] says whether this one
+//! does.
 //!
 //! A model without a template (the embedded stories260K model, base models) gets
-//! [`PLAIN_TEMPLATE`]: the BOS, then one `role: content` paragraph per message, then
+//! [`PLAIN_TEMPLATE`]: the BOS, a `tools:` paragraph when there are tools, then one
+//! `role: content` paragraph per message (an assistant's tool calls in `<tool_call>` tags), then
 //! `assistant:` when a reply is wanted.
 
+use minijinja::value::{Kwargs, Value as JinjaValue};
 use minijinja::{context, Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 
 /// One chat message (OpenAI's shape, text content only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
-    /// `system`, `user`, `assistant`, ...
+    /// `system`, `user`, `assistant`, `tool`, ...
     pub role: String,
+    /// The text; empty for an assistant turn that only calls tools.
     pub content: String,
+    /// The calls an assistant turn made (left out of the template's message when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a `tool` message answers (left out when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
-        ChatMessage { role: role.into(), content: content.into() }
+        ChatMessage { role: role.into(), content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
 }
 
-/// The template used for models that have none:
+/// A tool the model may call, as chat templates read `tools`:
+/// `{"type": "function", "function": {"name", "description", "parameters"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatTool {
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: ToolFunction,
+}
+
+/// The function of a [`ChatTool`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFunction {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+impl ChatTool {
+    /// A function tool.
+    pub fn function(name: impl Into<String>, description: Option<String>, parameters: Value) -> ChatTool {
+        ChatTool { kind: "function".into(), function: ToolFunction { name: name.into(), description, parameters } }
+    }
+}
+
+/// One call in an assistant message: `{"id", "type": "function", "function": {"name", "arguments"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: CalledFunction,
+}
+
+/// The function of a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalledFunction {
+    pub name: String,
+    /// The arguments as JSON (an object, for a well-formed call), as templates expect them.
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A function call.
+    pub fn function(id: Option<String>, name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall { id, kind: "function".into(), function: CalledFunction { name: name.into(), arguments } }
+    }
+}
+
+/// The template used for models that have none. Tools are listed by name and parameter names
+/// only, to leave a small model's context to the conversation (a constraint forces the exact
+/// shape of a call anyway); calls are written in the format the server's tool constraint
+/// enforces:
 ///
 /// ```text
-/// <bos>system: You write stories.
+/// <bos>tools: get_weather(city, unit), get_time(); to call one, write <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+///
+/// system: You write stories.
 ///
 /// user: Once upon a time
 ///
+/// assistant: <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>
+///
+/// tool: -3 C
+///
 /// assistant:
 /// ```
-pub const PLAIN_TEMPLATE: &str = "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n\n{% endfor %}\
+pub const PLAIN_TEMPLATE: &str = "{{ bos_token }}\
+{% if tools %}tools: {% for t in tools %}{{ t.function.name }}(\
+{% for p in t.function.parameters.properties %}{{ p }}{% if not loop.last %}, {% endif %}{% endfor %})\
+{% if not loop.last %}, {% endif %}{% endfor %}\
+; to call one, write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>{{ \"\\n\\n\" }}{% endif %}\
+{% for m in messages %}{{ m.role }}: {{ m.content }}\
+{% for c in m.tool_calls %}{% if m.content or not loop.first %} {% endif %}\
+<tool_call>{{ {\"name\": c.function.name, \"arguments\": c.function.arguments} | tojson }}</tool_call>\
+{% endfor %}{{ \"\\n\\n\" }}{% endfor %}\
 {% if add_generation_prompt %}assistant:{% endif %}";
 
 /// A compiled chat template.
 pub struct ChatTemplate {
     env: Environment<'static>,
     source: String,
+    takes_tools: bool,
 }
 
 impl ChatTemplate {
@@ -60,9 +153,12 @@ impl ChatTemplate {
         env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
         });
+        env.add_filter("tojson", tojson);
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| Error::invalid(format!("chat template in {name}: {}", one_line(&e))))?;
-        Ok(ChatTemplate { env, source: source.to_string() })
+        let mut t = ChatTemplate { env, source: source.to_string(), takes_tools: false };
+        t.takes_tools = t.probe_tools();
+        Ok(t)
     }
 
     /// [`PLAIN_TEMPLATE`].
@@ -74,17 +170,92 @@ impl ChatTemplate {
         &self.source
     }
 
-    /// Renders `messages`; with `add_generation_prompt`, ends where the assistant's reply begins.
+    /// Whether the template renders `tools` and assistants' `tool_calls`: a probe chat with a
+    /// tool and a call renders without error and shows both names. A template that does not
+    /// (TinyLlama's, Phi-3's) silently drops them, so callers describe tools in the text
+    /// themselves.
+    pub fn takes_tools(&self) -> bool {
+        self.takes_tools
+    }
+
+    fn probe_tools(&self) -> bool {
+        let tool = ChatTool::function("probe_tool_fn", None, serde_json::json!({"type": "object"}));
+        let mut call = ChatMessage::new("assistant", "");
+        call.tool_calls.push(ToolCall::function(None, "probe_call_fn", serde_json::json!({})));
+        let chat = [ChatMessage::new("user", "hi"), call, ChatMessage::new("user", "ok")];
+        self.render(&chat, &[tool], true, "", "")
+            .is_ok_and(|s| s.contains("probe_tool_fn") && s.contains("probe_call_fn"))
+    }
+
+    /// Renders `messages` with `tools` (none if empty); with `add_generation_prompt`, ends where
+    /// the assistant's reply begins.
     pub fn render(
         &self,
         messages: &[ChatMessage],
+        tools: &[ChatTool],
         add_generation_prompt: bool,
         bos_token: &str,
         eos_token: &str,
     ) -> Result<String> {
         let t = self.env.get_template("chat").expect("added in new");
-        t.render(context! { messages, add_generation_prompt, bos_token, eos_token })
+        let tools = (!tools.is_empty()).then_some(tools);
+        t.render(context! { messages, tools, add_generation_prompt, bos_token, eos_token })
             .map_err(|e| Error::invalid(format!("chat template: {}", one_line(&e))))
+    }
+}
+
+/// transformers' `tojson` filter: `json.dumps(x, ensure_ascii=False, indent=indent)`, keys in
+/// their given order, nothing HTML-escaped. `ensure_ascii` and `sort_keys` are accepted only at
+/// transformers' defaults.
+fn tojson(value: &JinjaValue, kwargs: Kwargs) -> std::result::Result<JinjaValue, minijinja::Error> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    kwargs.assert_all_used()?;
+    if ensure_ascii == Some(true) || sort_keys == Some(true) {
+        return Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            "tojson: ensure_ascii and sort_keys are not supported",
+        ));
+    }
+    let mut out = Vec::new();
+    let written = match indent {
+        Some(n) => {
+            let pad = " ".repeat(n);
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut out,
+                serde_json::ser::PrettyFormatter::with_indent(pad.as_bytes()),
+            );
+            value.serialize(&mut ser)
+        }
+        None => value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, PythonFormatter)),
+    };
+    written.map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    Ok(JinjaValue::from_safe_string(String::from_utf8(out).expect("serde_json writes UTF-8")))
+}
+
+/// Python's `json.dumps` layout without indent: `", "` between items, `": "` after keys.
+struct PythonFormatter;
+
+impl serde_json::ser::Formatter for PythonFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
     }
 }
 
@@ -113,10 +284,51 @@ mod tests {
     #[test]
     fn plain_template() {
         let m = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")];
-        let s = ChatTemplate::plain().render(&m, true, "<s>", "</s>").unwrap();
+        let s = ChatTemplate::plain().render(&m, &[], true, "<s>", "</s>").unwrap();
         assert_eq!(s, "<s>system: Be brief.\n\nuser: Hi\n\nassistant:");
-        let s = ChatTemplate::plain().render(&m[1..], false, "", "").unwrap();
+        let s = ChatTemplate::plain().render(&m[1..], &[], false, "", "").unwrap();
         assert_eq!(s, "user: Hi\n\n");
+    }
+
+    #[test]
+    fn plain_template_with_tools_calls_and_results() {
+        let tools = [
+            ChatTool::function(
+                "get_weather",
+                Some("Weather".into()),
+                serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {}}}),
+            ),
+            ChatTool::function("get_time", None, serde_json::json!({"type": "object"})),
+        ];
+        let mut call = ChatMessage::new("assistant", "");
+        call.tool_calls.push(ToolCall::function(Some("c1".into()), "get_weather", serde_json::json!({"city": "Oslo"})));
+        call.tool_calls.push(ToolCall::function(None, "get_weather", serde_json::json!({"city": "Bergen"})));
+        let mut result = ChatMessage::new("tool", "-3 C");
+        result.tool_call_id = Some("c1".into());
+        let chat = [ChatMessage::new("user", "Weather in Oslo?"), call, result];
+        let s = ChatTemplate::plain().render(&chat, &tools, true, "<s>", "").unwrap();
+        assert_eq!(
+            s,
+            "<s>tools: get_weather(city, unit), get_time(); to call one, write \
+             <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>\n\n\
+             user: Weather in Oslo?\n\n\
+             assistant: <tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call> \
+             <tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Bergen\"}}</tool_call>\n\n\
+             tool: -3 C\n\nassistant:"
+        );
+        assert!(ChatTemplate::plain().takes_tools());
+    }
+
+    #[test]
+    fn tojson_is_pythons_json_dumps() {
+        let t2 =
+            ChatTemplate::new("{% for t in tools %}{{ t.function.parameters | tojson }}{% endfor %}", "t2").unwrap();
+        let p = serde_json::json!({"b": [1, 2.5, null], "a": {}});
+        let s = t2.render(&[], &[ChatTool::function("f", None, p)], false, "", "").unwrap();
+        assert_eq!(s, r#"{"b": [1, 2.5, null], "a": {}}"#);
+        let t3 = ChatTemplate::new("{{ {'k': [1, 'é<']} | tojson(indent=2) }}", "t3").unwrap();
+        assert_eq!(t3.render(&[], &[], false, "", "").unwrap(), "{\n  \"k\": [\n    1,\n    \"é<\"\n  ]\n}");
+        assert!(!t3.takes_tools());
     }
 
     #[test]
@@ -127,8 +339,8 @@ mod tests {
             "t",
         )
         .unwrap();
-        assert_eq!(t.render(&[ChatMessage::new("user", "  hi ")], true, "", "").unwrap(), "HI|\n");
-        let e = t.render(&[], false, "", "").unwrap_err().to_string();
+        assert_eq!(t.render(&[ChatMessage::new("user", "  hi ")], &[], true, "", "").unwrap(), "HI|\n");
+        let e = t.render(&[], &[], false, "", "").unwrap_err().to_string();
         assert!(e.contains("need a prompt"), "{e}");
         assert!(ChatTemplate::new("{% if %}", "bad.json").unwrap_err().to_string().contains("bad.json"));
     }

@@ -70,7 +70,7 @@ pub mod weights;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use chat::{ChatMessage, ChatTemplate};
+pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};
 pub use device::{DeviceSpec, LoadOptions, Precision};
 pub use net::{CandleModel, ForwardStats};

@@ -12,7 +12,12 @@
 //!   ever replace their cache tensors (concatenation makes new ones), never write into them,
 //!   so two forks never see each other's tokens.
 //! - After a failed forward pass the cache may hold part of the batch; the model then refuses
-//!   every later call instead of predicting from a corrupt state.
+//!   every later call instead of predicting from a corrupt state (until a
+//!   [`rewind`](LanguageModel::rewind) to a checkpoint taken before it).
+//! - A checkpoint is a fork kept aside (the network, `pos`, `broken`), so it is as cheap as a
+//!   fork; it keeps the cache tensors it saved alive until the next checkpoint, a rewind or a
+//!   restart (at most one cache's worth of memory more). [`ForwardStats`] are not rewound: they
+//!   count every pass made.
 
 use std::time::{Duration, Instant};
 
@@ -97,6 +102,8 @@ pub struct CandleModel {
     batch_after_prefill: bool,
     broken: bool,
     stats: ForwardStats,
+    /// The sequence state at the last checkpoint: the network (its KV cache), `pos`, `broken`.
+    saved: Option<Box<(Net, usize, bool)>>,
 }
 
 fn candle_err(what: &str) -> impl Fn(candle_core::Error) -> Error + '_ {
@@ -197,6 +204,7 @@ impl CandleModel {
             batch_after_prefill: !(cfg.arch == Arch::Qwen2 && dtype != DType::F32),
             broken: false,
             stats: ForwardStats::default(),
+            saved: None,
         })
     }
 
@@ -207,6 +215,7 @@ impl CandleModel {
         m.pos = 0;
         m.broken = false;
         m.stats = ForwardStats::default();
+        m.saved = None;
         m
     }
 
@@ -312,7 +321,20 @@ impl LanguageModel for CandleModel {
         if self.broken {
             return Err(Error::invalid("cannot fork a model whose last forward pass failed"));
         }
-        Ok(Box::new(self.clone()))
+        let mut fork = self.clone();
+        fork.saved = None;
+        Ok(Box::new(fork))
+    }
+
+    fn checkpoint(&mut self) -> bool {
+        self.saved = Some(Box::new((self.net.clone(), self.pos, self.broken)));
+        true
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        let saved = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        (self.net, self.pos, self.broken) = *saved;
+        Ok(())
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::chat::{ChatMessage, ChatTemplate};
+use super::chat::{ChatMessage, ChatTemplate, ChatTool};
 use super::config::token_ids;
 use super::read_file;
 use crate::error::{Error, Result};
@@ -146,15 +146,35 @@ impl PromptFormat {
         self.template.is_some()
     }
 
-    /// The chat rendered as text: the model's template, or the plain one.
-    pub fn render_chat(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String> {
-        let t = self.template.as_ref().unwrap_or(&self.plain);
-        t.render(messages, add_generation_prompt, &self.bos_text, &self.eos_text)
+    /// Whether the chat template in use renders tools and tool calls
+    /// ([`ChatTemplate::takes_tools`]; the plain one does).
+    pub fn chat_takes_tools(&self) -> bool {
+        self.chat_template().takes_tools()
+    }
+
+    /// The chat rendered as text with `tools` (none if empty): the model's template, or the
+    /// plain one.
+    pub fn render_chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+    ) -> Result<String> {
+        self.chat_template().render(messages, tools, add_generation_prompt, &self.bos_text, &self.eos_text)
     }
 
     /// The chat's tokens: [`render_chat`](Self::render_chat), encoded with nothing added.
-    pub fn encode_chat(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<Vec<TokenId>> {
-        self.encode_raw(&self.render_chat(messages, add_generation_prompt)?)
+    pub fn encode_chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+    ) -> Result<Vec<TokenId>> {
+        self.encode_raw(&self.render_chat(messages, tools, add_generation_prompt)?)
+    }
+
+    fn chat_template(&self) -> &ChatTemplate {
+        self.template.as_ref().unwrap_or(&self.plain)
     }
 
     /// The tokenizer, for callers that need more of it.

@@ -316,6 +316,7 @@ impl Common {
             sampling: s,
             stop,
             stop_token_ids: defaults.eos.clone(),
+            ..GenerateOptions::default()
         };
         Ok(Plan { n, stream, include_usage, max_tokens, opts, logprobs })
     }

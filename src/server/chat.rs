@@ -23,7 +23,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::api::{ChatRequest, Content, ToolIn};
+use super::api::{ChatRequest, Content};
 use super::constraint::{Spec, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 use super::engine::{Job, Msg};
 use super::error::{ApiError, ApiJson};
@@ -31,7 +31,7 @@ use super::metrics::Metrics;
 use super::toolparse::{OutputParser, Piece};
 use super::{chat_logprobs, count_error, finish, now_secs, response_id, AppState};
 use crate::decode::{Event, GeneratedToken};
-use crate::model::ChatMessage;
+use crate::model::{ChatMessage, ChatTool, PromptFormat, ToolCall};
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest>, ApiError>) -> Response {
     Metrics::add(&st.inner.metrics.chat_requests, 1);
@@ -45,31 +45,99 @@ pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest
     }
 }
 
-/// The Hermes-style description of the tools (what Qwen 2.5's template writes).
-fn tools_block(tools: &[ToolIn], mode: &ToolMode) -> String {
+/// The chat as templates take it: the messages (text content, OpenAI roles, tool calls and
+/// results kept structured), the tools to offer (the request's, unless `tool_choice` is `none`),
+/// and what `tool_choice` demands.
+#[derive(Debug, Clone)]
+struct Chat {
+    messages: Vec<ChatMessage>,
+    tools: Vec<ChatTool>,
+    mode: Option<ToolMode>,
+}
+
+impl Chat {
+    /// For a template that takes tools: the messages with what `tool_choice` demands added to
+    /// the system turn (templates only list the tools).
+    fn native(&self) -> Vec<ChatMessage> {
+        let mut out = self.messages.clone();
+        if let Some(note) = self.mode.as_ref().and_then(mode_note) {
+            add_to_system(&mut out, &note);
+        }
+        out
+    }
+
+    /// For a template that does not take tools (and most such templates know no `tool` role
+    /// either, and drop what they do not know): what Qwen 2.5's template would write, as plain
+    /// turns. The tools are described in the system turn, each assistant's calls are written
+    /// into its text in the format the tool constraint enforces, and each run of tool results
+    /// becomes one user turn of `<tool_response>` blocks.
+    fn inlined(&self) -> Vec<ChatMessage> {
+        let mut out: Vec<ChatMessage> = Vec::with_capacity(self.messages.len() + 1);
+        let mut in_results = false;
+        for m in &self.messages {
+            if m.role == "tool" {
+                let block = format!("<tool_response>\n{}\n</tool_response>", m.content);
+                match out.last_mut() {
+                    Some(last) if in_results => last.content = format!("{}\n{block}", last.content),
+                    _ => out.push(ChatMessage::new("user", block)),
+                }
+                in_results = true;
+                continue;
+            }
+            in_results = false;
+            let mut text = m.content.clone();
+            for call in &m.tool_calls {
+                let call = json!({"name": call.function.name, "arguments": call.function.arguments});
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&format!("{TOOL_CALL_OPEN}\n{call}\n{TOOL_CALL_CLOSE}"));
+            }
+            out.push(ChatMessage::new(m.role.clone(), text));
+        }
+        if let Some(mode) = &self.mode {
+            add_to_system(&mut out, &tools_block(&self.tools, mode));
+        }
+        out
+    }
+}
+
+/// Appends `text` to the first message if it is a system turn, else puts a system turn first.
+fn add_to_system(msgs: &mut Vec<ChatMessage>, text: &str) {
+    match msgs.first_mut() {
+        Some(first) if first.role == "system" => first.content = format!("{}\n\n{text}", first.content),
+        _ => msgs.insert(0, ChatMessage::new("system", text)),
+    }
+}
+
+/// What `tool_choice` demands, in words (nothing for `auto`).
+fn mode_note(mode: &ToolMode) -> Option<String> {
+    match mode {
+        ToolMode::Required => Some("You must call at least one function.".into()),
+        ToolMode::Named(n) => Some(format!("You must call the function {n:?}.")),
+        ToolMode::Auto => None,
+    }
+}
+
+/// The Hermes-style description of the tools (what Qwen 2.5's template writes), for templates
+/// that do not take tools.
+fn tools_block(tools: &[ChatTool], mode: &ToolMode) -> String {
     let mut s = String::from(
         "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
          You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
     );
     for t in tools {
-        let f = &t.function;
-        let mut def = json!({"name": f.name});
-        if let Some(d) = &f.description {
-            def["description"] = json!(d);
-        }
-        def["parameters"] = f.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
         s.push('\n');
-        s.push_str(&json!({"type": "function", "function": def}).to_string());
+        s.push_str(&serde_json::to_string(t).expect("a tool serializes"));
     }
     s.push_str(
         "\n</tools>\n\nFor each function call, return a json object with function name and arguments \
          within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \
          \"arguments\": <args-json-object>}\n</tool_call>",
     );
-    match mode {
-        ToolMode::Required => s.push_str("\n\nYou must call at least one function."),
-        ToolMode::Named(n) => s.push_str(&format!("\n\nYou must call the function {n:?}.")),
-        ToolMode::Auto => {}
+    if let Some(note) = mode_note(mode) {
+        s.push_str("\n\n");
+        s.push_str(&note);
     }
     s
 }
@@ -96,12 +164,13 @@ fn content_text(c: &Option<Content>, i: usize) -> Result<String, ApiError> {
     }
 }
 
-/// The messages as the chat template takes them (text content, OpenAI roles).
-fn messages(req: &ChatRequest, spec: Option<&Spec>, describe_tools: bool) -> Result<Vec<ChatMessage>, ApiError> {
+/// The chat of a request: its messages (text content, OpenAI roles, tool calls with their
+/// arguments parsed as JSON where they parse) and, when `spec` offers tools, the tools.
+fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<Chat, ApiError> {
     if req.messages.is_empty() {
         return Err(ApiError::bad_request("messages must not be empty").param("messages"));
     }
-    let mut out = Vec::with_capacity(req.messages.len() + 1);
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
     for (i, m) in req.messages.iter().enumerate() {
         let role = match m.role.as_str() {
             "system" | "developer" => "system",
@@ -115,33 +184,38 @@ fn messages(req: &ChatRequest, spec: Option<&Spec>, describe_tools: bool) -> Res
                 .param(format!("messages[{i}].role")))
             }
         };
-        let mut text = content_text(&m.content, i)?;
+        let mut msg = ChatMessage::new(role, content_text(&m.content, i)?);
         if role == "assistant" {
             for call in m.tool_calls.iter().flatten() {
                 let args = call.function.arguments.as_deref().unwrap_or("{}");
                 let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
-                let call = json!({"name": call.function.name, "arguments": args});
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&format!("{TOOL_CALL_OPEN}\n{call}\n{TOOL_CALL_CLOSE}"));
+                msg.tool_calls.push(ToolCall::function(call.id.clone(), call.function.name.clone(), args));
             }
         }
-        out.push(ChatMessage::new(role, text));
-    }
-    let tools = spec.and_then(|s| s.tools.as_ref());
-    if let (Some(t), true) = (tools, describe_tools) {
-        let block = tools_block(req.tools.as_deref().unwrap_or(&[]), &t.mode);
-        match out.first_mut() {
-            Some(first) if first.role == "system" => first.content = format!("{}\n\n{block}", first.content),
-            _ => out.insert(0, ChatMessage::new("system", block)),
+        if role == "tool" {
+            msg.tool_call_id = m.tool_call_id.clone();
         }
+        messages.push(msg);
     }
-    Ok(out)
+    let mode = spec.and_then(|s| s.tools.as_ref()).map(|t| t.mode.clone());
+    let tools = match mode {
+        Some(_) => req
+            .tools
+            .iter()
+            .flatten()
+            .map(|t| {
+                let f = &t.function;
+                let params = f.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+                ChatTool::function(f.name.clone(), f.description.clone(), params)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Chat { messages, tools, mode })
 }
 
-/// The same chat for templates that refuse `tool` and `system` roles: tool results become
-/// user turns in `<tool_response>` tags, system text goes in front of the next user turn.
+/// The same chat for templates that refuse a `system` role: system text goes in front of the
+/// next user turn.
 fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::new();
     let mut system = String::new();
@@ -151,7 +225,6 @@ fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
                 system.push_str(&m.content);
                 system.push_str("\n\n");
             }
-            "tool" => out.push(ChatMessage::new("user", format!("<tool_response>\n{}\n</tool_response>", m.content))),
             "user" if !system.is_empty() => {
                 out.push(ChatMessage::new("user", format!("{}{}", std::mem::take(&mut system), m.content)))
             }
@@ -164,16 +237,31 @@ fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
     out
 }
 
-fn render(st: &AppState, msgs: &[ChatMessage]) -> Result<Vec<crate::TokenId>, ApiError> {
-    let p = &st.inner.prompt;
-    let text = match p.render_chat(msgs, true) {
-        Ok(t) => t,
-        Err(first) => p.render_chat(&plainer(msgs), true).map_err(|_| {
-            ApiError::bad_request(format!("the model's chat template refused these messages: {first}"))
-                .param("messages")
-        })?,
-    };
-    p.encode_raw(&text).map_err(|e| ApiError::from_lib(e, Some("messages")))
+/// The prompt's tokens. A template that takes tools gets them as they are ([`Chat::native`]);
+/// one that does not, or that fails on them, gets them written into the text
+/// ([`Chat::inlined`]), and if it still refuses (no `system` role), the [`plainer`] chat.
+/// The error reported is the first one.
+fn render(p: &PromptFormat, chat: &Chat) -> Result<Vec<crate::TokenId>, ApiError> {
+    p.encode_raw(&render_text(p, chat)?).map_err(|e| ApiError::from_lib(e, Some("messages")))
+}
+
+/// The prompt's text (see [`render`]).
+fn render_text(p: &PromptFormat, chat: &Chat) -> Result<String, ApiError> {
+    let inlined = chat.inlined();
+    let plain = plainer(&inlined);
+    let native = p.chat_takes_tools().then(|| (chat.native(), &chat.tools[..]));
+    let attempts = native.into_iter().chain([(inlined, &[][..]), (plain, &[][..])]);
+    let mut first = None;
+    for (msgs, tools) in attempts {
+        match p.render_chat(&msgs, tools, true) {
+            Ok(text) => return Ok(text),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    let e = first.expect("at least one attempt");
+    Err(ApiError::bad_request(format!("the model's chat template refused these messages: {e}")).param("messages"))
 }
 
 async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
@@ -181,11 +269,10 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let spec = req.spec()?;
     let lp = req.top_logprobs()?;
     let plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp)?;
-    let describe = st.inner.prompt.has_chat_template();
-    let msgs = messages(&req, spec.as_ref(), describe)?;
+    let chat = chat(&req, spec.as_ref())?;
     let deadline = st.deadline();
     let ticket = st.admit()?;
-    let prompt = st.blocking(move |st| render(st, &msgs)).await?;
+    let prompt = st.blocking(move |st| render(&st.inner.prompt, &chat)).await?;
     let max_tokens = st.budget(prompt.len(), plan.max_tokens)?;
     let structured = spec.as_ref().is_some_and(Spec::structured);
     let tools = spec.as_ref().is_some_and(Spec::has_tools);
@@ -451,51 +538,102 @@ impl ChatStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::PromptFormat;
 
     fn request(v: Value) -> ChatRequest {
         serde_json::from_value(v).unwrap()
     }
 
-    /// With a real chat template (Qwen 2.5's, from ../shared/data when present), the tools
-    /// are described in the system turn and a history with calls and results renders.
-    #[test]
-    fn tools_render_with_a_real_chat_template() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/tokenizers/qwen2.5");
+    fn template(name: &str) -> Option<PromptFormat> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/tokenizers").join(name);
         if !dir.join("tokenizer_config.json").is_file() {
             eprintln!("!!! SKIPPED: {} not found", dir.display());
-            return;
+            return None;
         }
-        let p = PromptFormat::from_dir(&dir).unwrap();
-        assert!(p.has_chat_template());
-        let req = request(json!({
-            "messages": [
-                {"role": "system", "content": "You help."},
-                {"role": "user", "content": "Weather in Oslo?"},
-                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
-                    "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
-                {"role": "tool", "tool_call_id": "call_1", "content": "-3 C"}
-            ],
+        Some(PromptFormat::from_dir(&dir).unwrap())
+    }
+
+    /// A tool, a system turn, a question, `calls` calls to it and their results.
+    fn tool_request(calls: &[&str], tool_choice: &str) -> ChatRequest {
+        let mut msgs = vec![
+            json!({"role": "system", "content": "You help."}),
+            json!({"role": "user", "content": "Weather in Oslo?"}),
+        ];
+        let call = |i: usize, city: &str| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "get_weather", "arguments": format!("{{\"city\": \"{city}\"}}")}})
+        };
+        let list: Vec<Value> = calls.iter().enumerate().map(|(i, c)| call(i + 1, c)).collect();
+        msgs.push(json!({"role": "assistant", "content": null, "tool_calls": list}));
+        for (i, c) in calls.iter().enumerate() {
+            let temp = if *c == "Oslo" { "-3 C" } else { "2 C" };
+            msgs.push(json!({"role": "tool", "tool_call_id": format!("call_{}", i + 1), "content": temp}));
+        }
+        request(json!({
+            "messages": msgs,
             "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
-            "tool_choice": "required"
-        }));
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+            "tool_choice": tool_choice
+        }))
+    }
+
+    fn rendered(p: &PromptFormat, req: &ChatRequest) -> String {
         let spec = req.spec().unwrap();
-        let msgs = messages(&req, spec.as_ref(), true).unwrap();
-        let text = p.render_chat(&msgs, true).unwrap();
-        assert!(text.starts_with("<|im_start|>system\nYou help.\n\n# Tools"), "{text}");
-        assert!(text.contains("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"get_weather\""), "{text}");
-        assert!(text.contains("You must call at least one function."), "{text}");
+        render_text(p, &chat(req, spec.as_ref()).unwrap()).unwrap()
+    }
+
+    /// Templates that take tools get them natively: the prompt equals what transformers'
+    /// `apply_chat_template` renders (computed with Python's jinja2 in transformers' environment)
+    /// for the same messages, tools and `tool_choice` note.
+    #[test]
+    fn tools_and_calls_go_into_templates_that_take_them() {
+        let cases = [
+            ("qwen2.5", "<|im_start|>system\nYou help.\n\nYou must call at least one function.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n-3 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
+            ("llama-3.2", "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou help.\n\nYou must call at least one function.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"get_weather\",\n        \"description\": \"Weather\",\n        \"parameters\": {\n            \"type\": \"object\",\n            \"properties\": {\n                \"city\": {\n                    \"type\": \"string\"\n                }\n            },\n            \"required\": [\n                \"city\"\n            ]\n        }\n    }\n}\n\nWeather in Oslo?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n\"-3 C\"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
+        ];
+        for (name, expected) in cases {
+            let Some(p) = template(name) else { return };
+            assert!(p.chat_takes_tools(), "{name}");
+            assert_eq!(rendered(&p, &tool_request(&["Oslo"], "required")), expected, "{name}");
+        }
+    }
+
+    /// A template that does not take tools (TinyLlama's), or fails on them (Llama 3.2's allows
+    /// one call per turn), gets them written into the text: the tools in the system turn, the
+    /// calls in the assistant's text, the results as one user turn.
+    #[test]
+    fn tools_are_written_into_the_text_for_other_templates() {
+        for (name, takes) in [("tinyllama-1.1b-chat", false), ("llama-3.2", true)] {
+            let Some(p) = template(name) else { return };
+            assert_eq!(p.chat_takes_tools(), takes, "{name}");
+            let text = rendered(&p, &tool_request(&["Oslo", "Bergen"], "required"));
+            for part in [
+                "You help.\n\n# Tools",
+                "<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":{\"type\":\"object\"",
+                "You must call at least one function.",
+                "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Bergen\"}}\n</tool_call>",
+                "<tool_response>\n-3 C\n</tool_response>\n<tool_response>\n2 C\n</tool_response>",
+            ] {
+                assert!(text.contains(part), "{name}: {part:?} not in {text:?}");
+            }
+        }
+        // The plain fallback keeps every message's text.
+        let req = tool_request(&["Oslo"], "auto");
+        let plain = plainer(&chat(&req, req.spec().unwrap().as_ref()).unwrap().inlined());
+        assert!(plain.iter().all(|m| m.role == "user" || m.role == "assistant"));
+        assert!(plain[0].content.starts_with("You help.\n\n# Tools"), "{plain:?}");
+        assert!(plain.iter().any(|m| m.content.ends_with("<tool_response>\n-3 C\n</tool_response>")), "{plain:?}");
+    }
+
+    /// `tool_choice: none` offers no tools; the history's calls and results still render.
+    #[test]
+    fn no_tools_with_tool_choice_none() {
+        let Some(p) = template("qwen2.5") else { return };
+        let text = rendered(&p, &tool_request(&["Oslo"], "none"));
+        assert!(!text.contains("<tools>") && !text.contains("You must call"), "{text}");
         assert!(
-            text.contains("<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}\n</tool_call>"),
+            text.contains("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"),
             "{text}"
         );
-        assert!(text.contains("-3 C"), "{text}");
-        assert!(text.ends_with("<|im_start|>assistant\n"), "{text}");
-        // The plain fallback keeps every message's text.
-        let plain = plainer(&msgs);
-        assert!(plain.iter().all(|m| m.role == "user" || m.role == "assistant"));
-        assert!(plain[0].content.starts_with("You help."));
-        assert!(plain.iter().any(|m| m.content == "<tool_response>\n-3 C\n</tool_response>"));
+        assert!(text.contains("<tool_response>\n-3 C\n</tool_response>"), "{text}");
     }
 }

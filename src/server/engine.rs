@@ -242,6 +242,8 @@ fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
             Metrics::add(&m.completion_tokens, output.tokens.len() as u64);
             Metrics::add(&m.forced_tokens, output.forced as u64);
             Metrics::add(&m.forward_passes, output.forward_passes as u64);
+            Metrics::add(&m.masks, output.masks.count as u64);
+            Metrics::add(&m.mask_micros, output.masks.time.as_micros() as u64);
             // The engine guarantees this; checking costs one pass over the bytes, and is the
             // only way to catch a stop string that cut a structured output short.
             if let Some(c) = &job.compiled {

@@ -1,7 +1,13 @@
 //! Counters for `GET /metrics`, in Prometheus' text format.
+//!
+//! Generation figures are added when a generation finishes, from its [`Output`]: the loop
+//! measures them (a cancelled or failed generation adds nothing).
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[cfg(doc)]
+use crate::decode::{MaskStats, Output};
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -21,6 +27,11 @@ pub struct Metrics {
     pub cache_hits: AtomicU64,
     /// Wall time inside generation loops (mask, sampling and model), microseconds.
     pub generate_micros: AtomicU64,
+    /// Masks computed by generation loops ([`MaskStats::count`]).
+    pub masks: AtomicU64,
+    /// Time spent computing them, microseconds ([`MaskStats::time`]): with overlap, much of it
+    /// ran during forward passes, so it is not a share of `generate_micros`.
+    pub mask_micros: AtomicU64,
     /// Generations stopped because the client went away.
     pub cancelled: AtomicU64,
 }
@@ -41,7 +52,7 @@ impl Metrics {
             "Completion requests received.",
             &[("{route=\"chat\"}", l(&self.chat_requests)), ("{route=\"completions\"}", l(&self.completion_requests))],
         );
-        let plain: [(&str, &str, &str, f64); 14] = [
+        let plain: [(&str, &str, &str, f64); 16] = [
             ("request_errors_total", "counter", "Requests answered with an error.", l(&self.errors)),
             ("requests_rejected_total", "counter", "Requests refused: queue full.", l(&self.rejected)),
             (
@@ -55,6 +66,8 @@ impl Metrics {
             ("forced_tokens_total", "counter", "Tokens appended without a forward pass.", l(&self.forced_tokens)),
             ("forward_passes_total", "counter", "Model forward passes.", l(&self.forward_passes)),
             ("generate_seconds_total", "counter", "Time in generation loops.", l(&self.generate_micros) / 1e6),
+            ("masks_total", "counter", "Token masks computed.", l(&self.masks)),
+            ("mask_seconds_total", "counter", "Time computing token masks.", l(&self.mask_micros) / 1e6),
             ("compiles_total", "counter", "Constraints compiled.", l(&self.compiles)),
             ("compile_seconds_total", "counter", "Time compiling constraints.", l(&self.compile_micros) / 1e6),
             ("compile_cache_hits_total", "counter", "Constraints found in the compile cache.", l(&self.cache_hits)),

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! GET  /health                 {"status": "ok", "model", "running", "queued", ...}
-//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, compile time, cache hits
+//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits
 //! GET  /v1/models              {"object": "list", "data": [{"id", "object": "model", "owned_by", "max_model_len"}]}
 //! GET  /v1/models/{id}
 //! POST /v1/chat/completions    messages → the model's chat template (or the plain one) → generate
@@ -37,11 +37,13 @@
 //!   is a 400 up front. A stop string that cuts a structured output short is an error, not a
 //!   broken success.
 //! - **Chats** use the model's chat template; a model without one (the embedded default) gets
-//!   [`crate::model::chat::PLAIN_TEMPLATE`]. With tools and a chat template, the tools are
-//!   described in a system message in the Hermes format (the models that know `<tool_call>`
-//!   were trained on it); with the plain template they are not described (the grammar still
-//!   forces the call's shape), to leave a small model's context to the conversation.
-//!   Assistant `tool_calls` in the history are rendered as `<tool_call>` blocks.
+//!   [`crate::model::chat::PLAIN_TEMPLATE`]. The request's tools (unless `tool_choice` is
+//!   `none`), the history's assistant `tool_calls` and `tool` results go to the template as
+//!   transformers passes them (`tools`, `message.tool_calls`, role `tool`), and what
+//!   `tool_choice` demands is added to the system turn. A template that does not render tools
+//!   (probed once: [`crate::model::ChatTemplate::takes_tools`]) or fails on them gets them
+//!   written into the text the way Qwen 2.5's template writes them: a Hermes tools block in the
+//!   system turn, calls as `<tool_call>` blocks, results as `<tool_response>` user turns.
 //! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
 //!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. At most
 //!   `max_concurrent` generations run; `max_queue` more wait in FIFO order; beyond that, 429.
