@@ -98,7 +98,14 @@ impl Compiled {
                 let finish_tokens = dfa.dist_using(&usable);
                 Engine::Dfa { dfa, finish_tokens }
             }
-            None => Engine::Cfg(cfg::Cfg::lower(&grammar, &usable, opts.limits)?),
+            None => Engine::Cfg(cfg::Cfg::lower(&grammar, &usable, opts.limits).map_err(|e| match (e, constraint) {
+                // A schema whose constraints contradict each other: say it in schema terms.
+                (Error::Grammar { msg, .. }, Constraint::JsonSchema(..)) if msg.contains("derives no finite string") => Error::Schema {
+                    at: crate::error::Location::Pointer(String::new()),
+                    msg: "no JSON value validates against this schema (its constraints contradict each other, or every value needs infinite nesting)".into(),
+                },
+                (e, _) => e,
+            })?),
         };
         Ok(Arc::new(Compiled { vocab, engine }))
     }

@@ -736,24 +736,8 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
                 out.insert("enum".into(), Value::Array(both));
                 continue;
             }
-            "properties" => {
-                let (pa, pb) = (av.as_object().cloned().unwrap_or_default(), bv.as_object().cloned().unwrap_or_default());
-                let add_a = a.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
-                let add_b = b.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
-                if a.contains_key("patternProperties") || b.contains_key("patternProperties") {
-                    return Err("merging `properties` with `patternProperties` is not supported yet".into());
-                }
-                let mut p = Map::new();
-                for key in pa.keys().chain(pb.keys()) {
-                    if p.contains_key(key) {
-                        continue;
-                    }
-                    let sa = pa.get(key).cloned().unwrap_or_else(|| add_a.clone());
-                    let sb = pb.get(key).cloned().unwrap_or_else(|| add_b.clone());
-                    p.insert(key.clone(), both(sa, sb));
-                }
-                Value::Object(p)
-            }
+            // Object member keywords are merged together below.
+            "properties" | "patternProperties" => continue,
             "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
             string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
                 let mut all = av.as_array().cloned().unwrap_or_default();
@@ -802,19 +786,65 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
         }
         out.insert("items".into(), both(ra, rb));
     }
-    // One side's `properties` against the other's `additionalProperties`.
-    for (side, other) in [(a, b), (b, a)] {
-        if side.contains_key("properties") && !other.contains_key("properties") {
-            if let Some(add) = other.get("additionalProperties") {
-                let mut p = Map::new();
-                for (key, s) in side["properties"].as_object().into_iter().flatten() {
-                    p.insert(key.clone(), both(s.clone(), add.clone()));
-                }
-                out.insert("properties".into(), Value::Object(p));
+    merge_members(a, b, &mut out)?;
+    Ok(Value::Object(out))
+}
+
+/// Merges the member keywords of two object schemas into `out`: each declared key gets what
+/// *each* side says of it (its own schema and matching patterns, or its
+/// `additionalProperties`); patterns are united. Exact unless a side's
+/// `additionalProperties` would have to hold for keys that only the *other* side's patterns
+/// match (the merged schema cannot say that): then it is an error.
+fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Map<String, Value>) -> std::result::Result<(), String> {
+    let members = |o: &Map<String, Value>| o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties");
+    if !members(a) || !members(b) {
+        return Ok(()); // one side has nothing to say about members: `out` already has the other's
+    }
+    let patterns = |o: &Map<String, Value>| o.get("patternProperties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let additional = |o: &Map<String, Value>| o.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+    let (qa, qb) = (patterns(a), patterns(b));
+    if (!qb.is_empty() && additional(a) != Value::Bool(true)) || (!qa.is_empty() && additional(b) != Value::Bool(true)) {
+        return Err("merging `additionalProperties` with another schema's `patternProperties` is not supported yet".into());
+    }
+    // What side `o` requires of the value of key `k`.
+    let view = |o: &Map<String, Value>, q: &Map<String, Value>, k: &str| -> std::result::Result<Value, String> {
+        let mut parts: Vec<Value> = Vec::new();
+        if let Some(s) = o.get("properties").and_then(|p| p.get(k)) {
+            parts.push(s.clone());
+        }
+        for (pat, s) in q {
+            match pattern_matches(pat, k) {
+                Some(true) => parts.push(s.clone()),
+                Some(false) => {}
+                None => return Err(format!("cannot tell whether pattern {pat:?} matches {k:?}")),
             }
         }
+        if parts.is_empty() {
+            parts.push(additional(o));
+        }
+        Ok(parts.into_iter().reduce(both).expect("at least one part"))
+    };
+    let mut props = Map::new();
+    for key in [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k)) {
+        if !props.contains_key(key) {
+            props.insert(key.clone(), both(view(a, &qa, key)?, view(b, &qb, key)?));
+        }
     }
-    Ok(Value::Object(out))
+    if !props.is_empty() {
+        out.insert("properties".into(), Value::Object(props));
+    }
+    let mut q = qa;
+    for (pat, s) in qb {
+        let merged = match q.remove(&pat) {
+            Some(x) => both(x, s),
+            None => s,
+        };
+        q.insert(pat, merged);
+    }
+    if !q.is_empty() {
+        out.insert("patternProperties".into(), Value::Object(q));
+    }
+    Ok(())
 }
 
 /// An array schema's (prefix item schemas, schema for the other items), either draft.

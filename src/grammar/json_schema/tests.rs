@@ -116,7 +116,7 @@ fn bad_schemas_are_clear_errors() {
     let s = json!({"$defs": {"a": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "$ref": "#/$defs/a"});
     let v = bytes_vocab();
     let e = Compiled::new(v, &Constraint::JsonSchema(s, JsonSchemaOptions::default())).err().unwrap().to_string();
-    assert!(e.contains("no finite string"), "{e}");
+    assert!(e.contains("no JSON value validates"), "{e}");
     // Deep nesting is a limit, not a stack overflow.
     let mut deep = json!({"type": "integer"});
     for _ in 0..10_000 {
@@ -454,4 +454,27 @@ fn not_of_one_type_family() {
         {"not": {"required": ["length", "width"]}, "required": ["base", "height"]}
     ]});
     assert!(accepts(&s, r#"{"length":1,"width":2}"#) && !accepts(&s, r#"{"length":1,"width":2,"base":1,"height":2}"#));
+}
+
+#[test]
+fn all_of_merges_object_members() {
+    // properties on one side, patternProperties on the other.
+    let s = json!({"allOf": [
+        {"properties": {"s_a": {"maxLength": 3}, "b": {"type": "integer"}}},
+        {"patternProperties": {"^s_": {"type": "string"}}}
+    ]});
+    for (t, ok) in [(r#"{"s_a":"abc","b":1}"#, true), (r#"{"s_a":"abcd"}"#, false), (r#"{"s_a":1}"#, false), (r#"{"s_x":2}"#, false), (r#"{"s_x":"y"}"#, true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Two closed sides: only keys both allow.
+    let s = json!({"allOf": [
+        {"properties": {"a": {}, "b": {}}, "additionalProperties": false},
+        {"properties": {"b": {"type": "integer"}, "c": {}}, "additionalProperties": false}
+    ]});
+    for (t, ok) in [(r#"{"b":1}"#, true), (r#"{"b":"x"}"#, false), (r#"{"a":1}"#, false), (r#"{"c":1}"#, false), (r#"{}"#, true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // A closed side against the other's patterns cannot be written as one schema: reported.
+    let s = json!({"allOf": [{"additionalProperties": false}, {"patternProperties": {"^x": {}}}]});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
 }
