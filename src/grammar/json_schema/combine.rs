@@ -129,6 +129,26 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                 out.insert("allOf".into(), Value::Array(all));
             })
         }
+        _ if others.iter().all(|k| matches!(*k, "minItems" | "maxItems")) || (others == ["items"] && !not["items"].is_array()) => {
+            // not (items S ∧ minItems a ∧ maxItems b) on arrays: some item fails S, or fewer
+            // than a items, or more than b.
+            let mut alts: Vec<Value> = Vec::new();
+            for k in &others {
+                match *k {
+                    "items" => alts.push(serde_json::json!({"contains": {"not": not["items"]}})),
+                    "minItems" => match not[*k].as_u64()? {
+                        0 => {}
+                        n => alts.push(serde_json::json!({ "maxItems": n - 1 })),
+                    },
+                    _ => alts.push(serde_json::json!({ "minItems": not[*k].as_u64()? + 1 })),
+                }
+            }
+            negate_family(out, &current, not, "array", |out| {
+                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+                all.push(serde_json::json!({ "anyOf": alts }));
+                out.insert("allOf".into(), Value::Array(all));
+            })
+        }
         // not (A ∨ B) = not A ∧ not B; not (A ∧ B) = not A ∨ not B.
         ["anyOf"] | ["allOf"] if !has_type => {
             let parts: Vec<Value> = not[others[0]].as_array()?.iter().map(|p| serde_json::json!({ "not": p })).collect();

@@ -74,7 +74,10 @@ fn combinators_and_refs() {
     assert!(accepts(&s, r#""x""#) && accepts(&s, "7") && !accepts(&s, "3"));
     let s = json!({"oneOf": [{"type": "string"}, {"type": "null"}]});
     assert!(accepts(&s, "null"));
-    let overlapping = json!({"oneOf": [{"type": "array", "minItems": 1}, {"type": "array", "maxItems": 2}]});
+    // Exact by `not`: arrays of 3+ items, or the empty array.
+    let s = json!({"oneOf": [{"type": "array", "minItems": 1}, {"type": "array", "maxItems": 2}]});
+    assert!(accepts(&s, "[]") && accepts(&s, "[1,2,3]") && !accepts(&s, "[1]") && !accepts(&s, "[1,2]"));
+    let overlapping = json!({"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 5}]});
     let e = compile(&overlapping, &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("/oneOf") && e.contains("overlap"), "{e}");
     let lenient = compile(&overlapping, &JsonSchemaOptions { lenient: true, ..Default::default() }).unwrap();
@@ -324,7 +327,7 @@ fn conditionals() {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // An `if` whose negation cannot be written is reported.
-    let s = json!({"if": {"minItems": 2}, "then": {"maxItems": 3}});
+    let s = json!({"if": {"multipleOf": 2}, "then": {"maximum": 3}});
     assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("`if`"));
     // A cycle of `$ref`s through `allOf` is an error, not a hang.
     let s = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"});
@@ -333,13 +336,13 @@ fn conditionals() {
 
 #[test]
 fn one_of_discriminator_made_required() {
-    // The exact rewrite needs `not {maxItems: 1}` (not expressible): the declared
+    // The exact rewrite needs `not {multipleOf: 5}` (not expressible): the declared
     // discriminator becomes required instead (stricter; outputs name their branch).
     let s = json!({"oneOf": [
-        {"properties": {"kind": {"const": "x"}, "v": {"type": "array", "minItems": 2}}},
-        {"properties": {"kind": {"const": "y"}, "v": {"type": "array", "maxItems": 1}}}
+        {"properties": {"kind": {"const": "x"}, "v": {"type": "integer", "multipleOf": 2}}},
+        {"properties": {"kind": {"const": "y"}, "v": {"type": "integer", "multipleOf": 5}}}
     ]});
-    for (t, ok) in [(r#"{"kind":"x","v":[1,2]}"#, true), (r#"{"kind":"y","v":[]}"#, true), (r#"{"kind":"y","v":[1,2]}"#, false), (r#"{"v":[1,2]}"#, false)] {
+    for (t, ok) in [(r#"{"kind":"x","v":4}"#, true), (r#"{"kind":"y","v":15}"#, true), (r#"{"kind":"y","v":4}"#, false), (r#"{"v":4}"#, false)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
@@ -477,4 +480,16 @@ fn all_of_merges_object_members() {
     // A closed side against the other's patterns cannot be written as one schema: reported.
     let s = json!({"allOf": [{"additionalProperties": false}, {"patternProperties": {"^x": {}}}]});
     assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn not_of_array_keywords() {
+    let s = json!({"type": "array", "not": {"items": {"type": "string"}}});
+    for (t, ok) in [(r#"["a",1]"#, true), (r#"["a"]"#, false), ("[]", false), ("[1]", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"not": {"type": "array", "minItems": 2}});
+    for (t, ok) in [("[1]", true), ("[1,2]", false), ("3", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
 }
