@@ -1,5 +1,6 @@
 //! Arrays: `prefixItems` (and draft-07 array-form `items`), `items` / `additionalItems`,
-//! `minItems` / `maxItems`, and `contains` when the other items are unconstrained.
+//! `minItems` / `maxItems`, and `contains` with `minContains`/`maxContains` (without a prefix
+//! or item-count bounds beside them).
 //!
 //! `B(j)` is "the items from position j on": `sep? P_j B(j+1)`, or the end once `j ≥ minItems`;
 //! after the prefix, the rest repeats `(sep R){a,b}`.
@@ -34,26 +35,8 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT && m > p) {
         c.unenforced(pointer, "maxItems", format!("item-count bounds above {MAX_COUNT} are not unrolled"))?;
     }
-    let contains = obj.get("contains").filter(|v| **v != Value::Bool(true) || min == 0);
-    if let Some(cs) = contains {
-        let unconstrained = prefix.is_empty() && rest == &t && max.is_none();
-        if !unconstrained {
-            c.unenforced(pointer, "contains", "supported only when the other items are unconstrained")?;
-        } else {
-            for kw in ["minContains", "maxContains"] {
-                if obj.contains_key(kw) {
-                    c.unenforced(pointer, kw, "not supported yet")?;
-                }
-            }
-            // [ (any ,)* C (, any)* ]
-            let any = c.any_value();
-            let sep = c.punct(",");
-            let cexpr = c.schema(cs, &join(pointer, "contains"))?;
-            let before = Expr::Repeat { body: Box::new(Expr::Seq(vec![any.clone(), sep.clone()])), min: 0, max: None };
-            let after = Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, any])), min: 0, max: None };
-            let body = Expr::Seq(vec![before, cexpr, after]);
-            return Ok(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())]));
-        }
+    if let Some(e) = contains(c, obj, pointer, &prefix, rest, min, max)? {
+        return Ok(e);
     }
     let mut pexprs = Vec::new();
     for (j, s) in prefix.iter().enumerate() {
@@ -103,4 +86,56 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         tail = if (j as u64) >= min { Expr::Alt(vec![take, Expr::Empty]) } else { take };
     }
     Ok(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), tail, c.ws(), Expr::Literal("]".into())]))
+}
+
+/// `contains` with `minContains`/`maxContains` (default 1 and unbounded) over items that all
+/// satisfy `rest` (`items`): with `X` = rest ∧ contains and `Y` = rest ∧ not contains, the
+/// array is `Y* (X Y*){min,max}` (separators between). Without `maxContains` the other items
+/// are just `rest` (`X` items among them only add matches), so no negation is needed.
+/// `None` when there is no effective `contains` (the plain array construction applies).
+fn contains(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, prefix: &[&Value], rest: &Value, min: u64, max: Option<u64>) -> Result<Option<Expr>> {
+    let Some(cs) = obj.get("contains") else { return Ok(None) };
+    let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
+    let max_c = string::count(c, obj, pointer, "maxContains")?;
+    if max_c.is_some_and(|m| m < min_c) {
+        return Ok(Some(super::nothing()));
+    }
+    // Always satisfied: no lower count, or `contains: true` with enough items anyway.
+    if max_c.is_none() && (min_c == 0 || (cs == &Value::Bool(true) && min >= min_c)) {
+        return Ok(None);
+    }
+    if !prefix.is_empty() || min > 0 || max.is_some() {
+        c.unenforced(pointer, "contains", "supported only without prefixItems/minItems/maxItems beside it")?;
+        return Ok(None);
+    }
+    if min_c > MAX_COUNT || max_c.is_some_and(|m| m > MAX_COUNT) {
+        c.unenforced(pointer, "minContains", format!("counts above {MAX_COUNT} are not unrolled"))?;
+        return Ok(None);
+    }
+    let at = join(pointer, "contains");
+    let x = c.schema(&serde_json::json!({"allOf": [rest, cs]}), &at)?;
+    let x = c.share(&at, x);
+    let y = match max_c {
+        None => c.schema(rest, &join(pointer, "items"))?,
+        Some(_) => c.schema(&serde_json::json!({"allOf": [rest, {"not": cs}]}), &at)?,
+    };
+    let y = c.share(&format!("{at}/others"), y);
+    let sep = c.punct(",");
+    let star = |e: Expr| Expr::Repeat { body: Box::new(e), min: 0, max: None };
+    // (Y sep)* X (sep Y)* (sep X (sep Y)*){min_c-1, max_c-1}
+    let ys_after = star(Expr::Seq(vec![sep.clone(), y.clone()]));
+    let group = Expr::Seq(vec![sep.clone(), x.clone(), ys_after.clone()]);
+    let with_x = Expr::Seq(vec![
+        star(Expr::Seq(vec![y.clone(), sep.clone()])),
+        x,
+        ys_after.clone(),
+        Expr::Repeat { body: Box::new(group), min: min_c.saturating_sub(1) as u32, max: max_c.map(|m| m.saturating_sub(1) as u32) },
+    ]);
+    let body = if min_c == 0 {
+        // No match at all is fine too: only Y items (or none).
+        Expr::Alt(vec![with_x, super::opt(Expr::Seq(vec![y, ys_after]))])
+    } else {
+        with_x
+    };
+    Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())])))
 }

@@ -493,3 +493,19 @@ fn not_of_array_keywords() {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
+
+#[test]
+fn contains_with_counts() {
+    let s = json!({"contains": {"const": 1}, "minContains": 2});
+    for (t, ok) in [("[1,1]", true), ("[1,2,1]", true), ("[1,2]", false), ("[]", false), ("[2,1,3,1,1]", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "array", "items": {"type": "integer"}, "contains": {"const": 1}, "maxContains": 2});
+    for (t, ok) in [("[1]", true), ("[1,2,1]", true), ("[1,1,1]", false), ("[2]", false), ("[1,\"a\"]", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "array", "contains": {"const": 1}, "minContains": 0, "maxContains": 1});
+    for (t, ok) in [("[]", true), ("[2,3]", true), ("[1,2]", true), ("[1,1]", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
