@@ -22,10 +22,13 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     };
     let min = string::count(c, obj, pointer, "minItems")?.unwrap_or(0);
     let mut max = string::count(c, obj, pointer, "maxItems")?;
-    if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
-        c.unenforced(pointer, "uniqueItems", "not supported yet (except with maxItems ≤ 1)")?;
-    }
     let p = prefix.len() as u64;
+    if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
+        match unique_items(c, &prefix, rest, min, max, pointer)? {
+            Some(e) => return Ok(e),
+            None => c.unenforced(pointer, "uniqueItems", "supported when every item comes from a small finite set (enum, const, boolean, null)")?,
+        }
+    }
     if rest == &Value::Bool(false) {
         max = Some(max.map_or(p, |m| m.min(p)));
     }
@@ -138,4 +141,60 @@ fn contains(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, prefix: &
         with_x
     };
     Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())])))
+}
+
+/// Most distinct item values `uniqueItems` tracks (the grammar has a rule per subset).
+const MAX_UNIQUE_VALUES: usize = 10;
+
+/// `uniqueItems` over finite item sets: a rule per set `S` of values used so far (the position
+/// is `|S|`, every item being new), offering each value of the next position's set that is not
+/// in `S`. `None` if some position's values are not a small finite set.
+fn unique_items(c: &mut Compiler, prefix: &[&Value], rest: &Value, min: u64, max: Option<u64>, pointer: &str) -> Result<Option<Expr>> {
+    let mut sets: Vec<Vec<Value>> = Vec::new();
+    for s in prefix {
+        let Some(v) = super::combine::finite_values(c, s) else { return Ok(None) };
+        sets.push(v);
+    }
+    let rest_set = if max.is_some_and(|m| m <= prefix.len() as u64) {
+        Vec::new() // no item past the prefix
+    } else {
+        let Some(v) = super::combine::finite_values(c, rest) else { return Ok(None) };
+        v
+    };
+    // All values that can occur, without JSON-equal repeats; items are indices into it.
+    let mut all: Vec<Value> = Vec::new();
+    for v in sets.iter().flatten().chain(&rest_set) {
+        if !all.iter().any(|x| super::combine::json_eq(x, v)) {
+            all.push(v.clone());
+        }
+    }
+    if all.len() > MAX_UNIQUE_VALUES {
+        return Ok(None);
+    }
+    let index = |v: &Value| all.iter().position(|x| super::combine::json_eq(x, v)).expect("collected");
+    let allowed: Vec<Vec<usize>> = sets.iter().map(|s| s.iter().map(index).collect()).collect();
+    let rest_allowed: Vec<usize> = rest_set.iter().map(index).collect();
+    let at = |k: usize| -> &[usize] { allowed.get(k).map_or(&rest_allowed, |v| v) };
+    let max = max.unwrap_or(u64::MAX);
+    let n = all.len();
+    let rules: Vec<crate::grammar::RuleId> = (0..1usize << n).map(|m| c.new_rule(&format!("{pointer}/unique[{m:b}]"))).collect();
+    let literals: Vec<Expr> = all.iter().map(|v| super::combine::literal(c, v)).collect();
+    let sep = c.punct(",");
+    for m in 0..1usize << n {
+        let k = m.count_ones() as usize;
+        let mut alts = Vec::new();
+        if k as u64 >= min {
+            alts.push(Expr::Empty);
+        }
+        if (k as u64) < max {
+            for &v in at(k) {
+                if m >> v & 1 == 0 {
+                    let item = if k == 0 { literals[v].clone() } else { Expr::Seq(vec![sep.clone(), literals[v].clone()]) };
+                    alts.push(Expr::Seq(vec![item, Expr::Rule(rules[m | 1 << v])]));
+                }
+            }
+        }
+        c.rules[rules[m].0 as usize].body = Expr::Alt(alts);
+    }
+    Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), Expr::Rule(rules[0]), c.ws(), Expr::Literal("]".into())])))
 }

@@ -1036,8 +1036,36 @@ fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
     Some(dfa.is_accepting(dfa.run(dfa.start(), string::encode_str(text).as_bytes())))
 }
 
+/// The values a schema allows when they are few and known: `const`/`enum` (checked against
+/// the other keywords), or the types `boolean`/`null` alone. `None` otherwise.
+pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> {
+    let s = c.resolve_shallow(schema);
+    let o = match &s {
+        Value::Bool(false) => return Some(Vec::new()),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    let candidates: Vec<Value> = if let Some(v) = value_set(&s) {
+        v.into_iter().cloned().collect()
+    } else {
+        let types = type_list(o.get("type")?);
+        if types.iter().any(|t| !matches!(*t, "boolean" | "null")) {
+            return None;
+        }
+        types.iter().flat_map(|t| if *t == "null" { vec![Value::Null] } else { vec![Value::Bool(true), Value::Bool(false)] }).collect()
+    };
+    let mut out = Vec::new();
+    for v in candidates {
+        match simple_validate(&v, &s)? {
+            true => out.push(v),
+            false => {}
+        }
+    }
+    Some(out)
+}
+
 /// JSON equality as JSON Schema defines it (1 == 1.0).
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),

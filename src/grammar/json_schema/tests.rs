@@ -509,3 +509,17 @@ fn contains_with_counts() {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
+
+#[test]
+fn unique_items_over_finite_sets() {
+    let s = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
+    for (t, ok) in [(r#"["a"]"#, true), (r#"["c","a","b"]"#, true), (r#"["a","a"]"#, false), ("[]", false), (r#"["a","b","a"]"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "items": false, "uniqueItems": true});
+    for (t, ok) in [("[true,false]", true), ("[false]", true), ("[true,true]", false), ("[]", true), ("[1]", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // An infinite item space stays reported.
+    assert!(compile(&json!({"items": {"type": "string"}, "uniqueItems": true}), &JsonSchemaOptions::default()).is_err());
+}
