@@ -527,3 +527,43 @@ fn the_prompt_is_fed_first_and_every_token_once() {
     assert_eq!(model.history(), &[TokenId(0), TokenId(1), TokenId(2)]);
     assert_eq!((model.calls(), out.forward_passes), (2, 2));
 }
+
+/// Typed outputs: a Rust type's schemars schema constrains random logits over the embedded
+/// vocabulary, and every output deserializes as the type (structs, options, string enums,
+/// internally tagged enums, bounded integers).
+#[test]
+fn typed_outputs_deserialize() {
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Ticket {
+        title: String,
+        priority: u8,
+        tags: Vec<Tag>,
+        assignee: Option<String>,
+        kind: Kind,
+    }
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Tag {
+        Bug,
+        Feature,
+        Docs,
+    }
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "type")]
+    #[allow(dead_code)]
+    enum Kind {
+        Task { estimate: u32 },
+        Incident { severity: i8 },
+    }
+    let v = std::sync::Arc::new(Vocab::embedded());
+    let schema = strictly::decode::schema_for::<Ticket>();
+    assert!(schema.get("$defs").is_some() || schema.get("properties").is_some(), "{schema}");
+    for seed in 0..6 {
+        let mut model = RandomLogits::new(v.len(), seed);
+        let opts = GenerateOptions { max_tokens: 300, sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() }, ..Default::default() };
+        let t = strictly::decode::generate_typed::<Ticket>(&mut model, &v, &[], &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let text = String::from_utf8(t.output.bytes.clone()).unwrap();
+        assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");
+    }
+}

@@ -114,12 +114,14 @@ mod generate;
 mod model;
 mod seq;
 mod stops;
+mod typed;
 
 pub use beam::{beam_search, BeamOptions, Hypothesis, MAX_BEAM_WIDTH};
 pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
+pub use typed::{generate_typed, schema_for, Typed};
 
 use std::time::Duration;
 

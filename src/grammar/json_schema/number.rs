@@ -14,9 +14,13 @@ use super::{join, Compiler};
 use crate::error::Result;
 use crate::grammar::{Expr, Lexeme};
 
-const INT: &str = r"-?(?:0|[1-9][0-9]*)";
+/// At most [`MAX_INT_DIGITS`] integer digits and two exponent digits (stricter than JSON, and
+/// documented): every number the grammar writes has a magnitude below 1e200, so it parses as
+/// an `f64` in every client (`serde_json` refuses numbers out of the `f64` range).
+const INT: &str = r"-?(?:0|[1-9][0-9]{0,99})";
+pub(super) const MAX_INT_DIGITS: usize = 100;
 const FRAC: &str = r"(?:\.[0-9]+)?";
-const EXP: &str = r"(?:[eE][+-]?[0-9]+)?";
+const EXP: &str = r"(?:[eE][+-]?[0-9]{1,2})?";
 
 fn re(s: &str) -> Expr {
     Expr::Regex(Box::new(crate::grammar::regex::parse(s).expect("built-in regex parses")))
@@ -390,7 +394,9 @@ fn nonneg_range(lo: i64, hi: Option<i64>) -> String {
         None => {
             let b = 10i64.saturating_pow(lo_digits as u32) - 1;
             alts.push(same_len_range(&lo.to_string(), &b.to_string()));
-            alts.push(format!("[1-9][0-9]{{{lo_digits},}}"));
+            if lo_digits < MAX_INT_DIGITS {
+                alts.push(format!("[1-9][0-9]{{{lo_digits},{}}}", MAX_INT_DIGITS - 1));
+            }
         }
     }
     format!("(?:{})", alts.join("|"))
@@ -444,5 +450,5 @@ fn divisible_regex(m: f64) -> Option<String> {
     let tails: Vec<String> = (0..modulus).step_by(m as usize).map(|t| format!("{t:0width$}", width = k as usize)).collect();
     // Multiples below 10^k written without padding, or longer numbers ending in a tail.
     let small: Vec<String> = (0..modulus).step_by(m as usize).map(|t| t.to_string()).collect();
-    Some(format!("-?(?:{}|[1-9][0-9]*(?:{}))", small.join("|"), tails.join("|")))
+    Some(format!("-?(?:{}|[1-9][0-9]{{0,{}}}(?:{}))", small.join("|"), MAX_INT_DIGITS - 1 - k as usize, tails.join("|")))
 }
