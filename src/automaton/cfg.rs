@@ -81,6 +81,8 @@ pub struct Cfg {
     pub nts: Vec<Nt>,
     pub prods: Vec<Prod>,
     pub max_row_items: usize,
+    /// Lazily built context-independent token sets (shared by every matcher).
+    pub(crate) mask_cache: super::mask_cache::MaskCache,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -138,7 +140,13 @@ impl Cfg {
             }
             done += 1;
         }
-        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods, max_row_items: limits.max_row_items };
+        let mut cfg = Cfg {
+            terms: l.terms,
+            nts: l.nts,
+            prods: l.prods,
+            max_row_items: limits.max_row_items,
+            mask_cache: Default::default(),
+        };
         cfg.clean(g)?;
         cfg.analyse();
         Ok(cfg)

@@ -5,11 +5,15 @@
 //!
 //! The fast mask walks the token trie with a [`TrieVisitor`] that keeps the scans of every
 //! depth in one flat buffer and builds rows speculatively as lexemes end inside tokens;
-//! backing up a level truncates both. The reference mask runs every token on its own.
+//! backing up a level truncates both. Without a token budget, most of that walk is skipped:
+//! the tokens that end inside the current lexemes come from the [`mask_cache`](super::mask_cache)
+//! (whole vocabulary slices at once), and only the subtrees where a lexeme ends are walked with
+//! the parser. The reference mask runs every token on its own.
 
 use super::cfg::Cfg;
 use super::earley::{Chart, ChartLen, Scan};
-use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+use super::mask_cache::Entry;
+use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
 struct Pos {
@@ -161,10 +165,22 @@ impl CfgRun {
 
     /// The fast mask: a trie walk. `after_budget` = most usable bytes allowed to finish after
     /// a token (`u32::MAX`: no budget).
-    pub fn fill(&mut self, cfg: &Cfg, trie: &crate::vocab::TokenTrie, mask: &mut TokenSet, after_budget: u32) {
+    ///
+    /// Without a budget, the tokens that end inside the current lexemes come from the
+    /// [`MaskCache`](super::mask_cache) and only the subtrees where a lexeme may end are walked
+    /// with the parser; with one (its cost check depends on the rows), the whole trie is.
+    pub fn fill(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
         let p = self.positions.last().expect("never empty");
         if p.ended {
             return;
+        }
+        let trie = vocab.trie();
+        if after_budget == u32::MAX {
+            let key: Vec<(u32, u32)> = p.scans.iter().map(|sc| (sc.term, sc.state)).collect();
+            if let Some(entry) = cfg.mask_cache.get_or_build(cfg, vocab, &key) {
+                self.fill_cached(cfg, vocab.slices(), &entry, mask);
+                return;
+            }
         }
         let mark = self.chart.len();
         let mut w = Walker {
@@ -176,6 +192,64 @@ impl CfgRun {
             after_budget,
         };
         trie.walk_visitor(&mut w);
+        self.chart.truncate(mark);
+    }
+
+    /// The cached mask (no budget): `entry.inside`, plus a parser walk below every resume node.
+    /// Rows for the same set of ending lexemes are built once and kept until the end.
+    fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet) {
+        mask.union_clipped(&entry.inside);
+        if entry.resumes.is_empty() {
+            return;
+        }
+        let width = mask.width();
+        let p = self.positions.last().expect("never empty");
+        let mark = self.chart.len();
+        // (ending lexemes, the row they build), in the order first met.
+        let mut rows: Vec<(Vec<(u32, u32)>, u32)> = Vec::new();
+        let mut buf: Vec<Scan> = Vec::new();
+        for r in &entry.resumes {
+            let trie = slices.trie(r.part as usize);
+            buf.clear();
+            for &(k, state) in &entry.states[r.start as usize..r.end as usize] {
+                buf.push(Scan { state, ..p.scans[k as usize] });
+            }
+            let n = buf.len();
+            let ends = self.chart.step(cfg, &mut buf, 0..n, trie.node_byte(r.node));
+            debug_assert!(ends, "a resume node ends a lexeme");
+            let row = match rows.iter().find(|(a, _)| a.as_slice() == self.chart.accepted()) {
+                Some(&(_, row)) => row,
+                None => {
+                    let accepted = self.chart.accepted().to_vec();
+                    let row = self.chart.row_from_accepted(cfg);
+                    rows.push((accepted, row));
+                    row
+                }
+            };
+            self.chart.start_scans(cfg, row, &mut buf);
+            buf.drain(..n);
+            if buf.is_empty() && !self.chart.accepting(row) {
+                continue;
+            }
+            for &id in trie.node_ids(r.node) {
+                if (id.0 as usize) < width {
+                    mask.insert(id);
+                }
+            }
+            let base = self.chart.len();
+            let end = buf.len() as u32;
+            let mut w = Walker {
+                cfg,
+                chart: &mut self.chart,
+                buf: std::mem::take(&mut buf),
+                levels: vec![Level { start: 0, end, boundary: Some(row), chart: base }],
+                mask,
+                after_budget: u32::MAX,
+            };
+            trie.walk_visitor_below(r.node, &mut w);
+            buf = w.buf;
+            debug_assert_eq!(self.chart.len(), base);
+        }
         self.chart.truncate(mark);
     }
 
@@ -221,7 +295,7 @@ struct Walker<'a> {
 
 impl TrieVisitor for Walker<'_> {
     #[inline]
-    fn push(&mut self, byte: u8) -> bool {
+    fn push(&mut self, _node: u32, byte: u8) -> bool {
         let top = self.levels.last().expect("base level");
         let (start, end) = (top.start as usize, top.end as usize);
         debug_assert_eq!(end, self.buf.len());

@@ -405,6 +405,12 @@ impl Dfa {
         self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
     }
 
+    /// The byte class of `byte` (bytes of one class have the same transitions everywhere).
+    #[inline]
+    pub fn class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+
     /// Runs `bytes` from `state`; `DEAD` as soon as the prefix cannot be completed.
     pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
         for &b in bytes {

@@ -21,6 +21,7 @@
 //!   live prefix can be completed, so "some scan alive or the row accepts" means "extendable".
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::cfg::{Cfg, Sym, TOP, TOP_PROD};
 use super::dfa::DEAD;
@@ -44,6 +45,8 @@ pub struct Scan {
 struct Row {
     items_start: u32,
     expects_start: u32,
+    /// Start of this row's slice of `Chart::waiting`.
+    waiting_start: u32,
     accepting: bool,
 }
 
@@ -53,16 +56,21 @@ pub struct ChartLen {
     rows: u32,
     items: u32,
     expects: u32,
+    waiting: u32,
 }
 
 #[derive(Clone)]
 pub struct Chart {
     items: Vec<Item>,
     expects: Vec<u32>,
+    /// Per row (a slice each, sorted): (key of the symbol after the dot, item index), so that
+    /// completion and scanning find the items waiting on a symbol by binary search instead of
+    /// scanning the whole origin row. See [`sym_key`].
+    waiting: Vec<(u32, u32)>,
     rows: Vec<Row>,
     /// Per row, lazily: (symbol, fewest usable bytes to finish after that symbol completes).
     costs: Vec<Option<Vec<(Sym, u32)>>>,
-    seen: HashSet<Item>,
+    seen: HashSet<Item, BuildHasherDefault<FxHasher>>,
     accepted: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     /// Set when a row hit `Cfg::max_row_items` (and was made dead); see `take_overflow`.
@@ -75,9 +83,10 @@ impl Chart {
         let mut c = Chart {
             items: Vec::new(),
             expects: Vec::new(),
+            waiting: Vec::new(),
             rows: Vec::new(),
             costs: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashSet::default(),
             accepted: Vec::new(),
             seeds: Vec::new(),
             overflow: false,
@@ -88,7 +97,12 @@ impl Chart {
     }
 
     pub fn len(&self) -> ChartLen {
-        ChartLen { rows: self.rows.len() as u32, items: self.items.len() as u32, expects: self.expects.len() as u32 }
+        ChartLen {
+            rows: self.rows.len() as u32,
+            items: self.items.len() as u32,
+            expects: self.expects.len() as u32,
+            waiting: self.waiting.len() as u32,
+        }
     }
 
     pub fn truncate(&mut self, to: ChartLen) {
@@ -96,6 +110,19 @@ impl Chart {
         self.costs.truncate(to.rows as usize);
         self.items.truncate(to.items as usize);
         self.expects.truncate(to.expects as usize);
+        self.waiting.truncate(to.waiting as usize);
+    }
+
+    /// The indices (into `items`) of row `r`'s items whose next symbol is `sym`. Row `r` must
+    /// be closed.
+    fn waiting_on(&self, r: u32, sym: Sym) -> std::ops::Range<usize> {
+        let start = self.rows[r as usize].waiting_start as usize;
+        let end = self.rows.get(r as usize + 1).map_or(self.waiting.len(), |n| n.waiting_start as usize);
+        let w = &self.waiting[start..end];
+        let key = sym_key(sym);
+        let lo = w.partition_point(|e| e.0 < key);
+        let hi = lo + w[lo..].partition_point(|e| e.0 == key);
+        start + lo..start + hi
     }
 
     fn row_items(&self, r: u32) -> &[Item] {
@@ -130,7 +157,12 @@ impl Chart {
     fn close_row(&mut self, cfg: &Cfg) -> u32 {
         let row = self.rows.len() as u32;
         let items_start = self.items.len();
-        self.rows.push(Row { items_start: items_start as u32, expects_start: self.expects.len() as u32, accepting: false });
+        self.rows.push(Row {
+            items_start: items_start as u32,
+            expects_start: self.expects.len() as u32,
+            waiting_start: self.waiting.len() as u32,
+            accepting: false,
+        });
         self.costs.push(None);
         self.seen.clear();
         let mut seeds = std::mem::take(&mut self.seeds);
@@ -153,13 +185,9 @@ impl Chart {
                 // Complete. Same-row completions are nullable derivations, already advanced
                 // at prediction time (Aycock–Horspool).
                 if it.origin != row {
-                    let lhs = p.lhs;
-                    let (os, oe) = self.row_range(it.origin);
-                    for j in os..oe {
-                        let w = self.items[j];
-                        if cfg.prods[w.prod as usize].rhs.get(w.dot as usize) == Some(&Sym::N(lhs)) {
-                            self.add(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
-                        }
+                    for k in self.waiting_on(it.origin, Sym::N(p.lhs)) {
+                        let w = self.items[self.waiting[k].1 as usize];
+                        self.add(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
                     }
                 }
                 continue;
@@ -185,15 +213,16 @@ impl Chart {
                 }
             }
         }
+        let ws = self.waiting.len();
+        for (k, it) in self.items.iter().enumerate().skip(items_start) {
+            if let Some(&x) = cfg.prods[it.prod as usize].rhs.get(it.dot as usize) {
+                self.waiting.push((sym_key(x), k as u32));
+            }
+        }
+        self.waiting[ws..].sort_unstable();
         let accepting = self.row_items(row).contains(&Item { prod: TOP_PROD, dot: 1, origin: 0 });
         self.rows[row as usize].accepting = accepting;
         row
-    }
-
-    fn row_range(&self, r: u32) -> (usize, usize) {
-        let start = self.rows[r as usize].items_start as usize;
-        let end = self.rows.get(r as usize + 1).map_or(self.items.len(), |n| n.items_start as usize);
-        (start, end)
     }
 
     #[inline]
@@ -211,6 +240,18 @@ impl Chart {
     /// Advances the scans `buf[range]` by `byte`, appending the survivors to `buf`; if a lexeme
     /// may end here, builds the new row and appends its fresh scans too. Returns that row.
     pub fn advance(&mut self, cfg: &Cfg, buf: &mut Vec<Scan>, range: std::ops::Range<usize>, byte: u8) -> Option<u32> {
+        if !self.step(cfg, buf, range, byte) {
+            return None;
+        }
+        let row = self.row_from_accepted(cfg);
+        self.start_scans(cfg, row, buf);
+        Some(row)
+    }
+
+    /// The lexer half of [`advance`](Self::advance): advances the scans `buf[range]` by `byte`,
+    /// appending the survivors to `buf`, and records which lexemes may end here (see
+    /// [`accepted`](Self::accepted)). Returns whether any may.
+    pub fn step(&mut self, cfg: &Cfg, buf: &mut Vec<Scan>, range: std::ops::Range<usize>, byte: u8) -> bool {
         self.accepted.clear();
         for i in range {
             let sc = buf[i];
@@ -226,24 +267,29 @@ impl Chart {
                 }
             }
         }
-        if self.accepted.is_empty() {
-            return None;
-        }
+        !self.accepted.is_empty()
+    }
+
+    /// The (terminal, origin row) pairs whose lexeme may end at the last [`step`](Self::step).
+    /// The row [`row_from_accepted`](Self::row_from_accepted) builds depends only on these and
+    /// the rows before it.
+    pub fn accepted(&self) -> &[(u32, u32)] {
+        &self.accepted
+    }
+
+    /// The parser half of [`advance`](Self::advance): builds the row that the lexemes ending at
+    /// the last [`step`](Self::step) lead to (its fresh scans are not started).
+    pub fn row_from_accepted(&mut self, cfg: &Cfg) -> u32 {
         debug_assert!(self.seeds.is_empty());
         let accepted = std::mem::take(&mut self.accepted);
         for &(t, o) in &accepted {
-            let (os, oe) = self.row_range(o);
-            for j in os..oe {
-                let w = self.items[j];
-                if cfg.prods[w.prod as usize].rhs.get(w.dot as usize) == Some(&Sym::T(t)) {
-                    self.seeds.push(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
-                }
+            for k in self.waiting_on(o, Sym::T(t)) {
+                let w = self.items[self.waiting[k].1 as usize];
+                self.seeds.push(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
             }
         }
         self.accepted = accepted;
-        let row = self.close_row(cfg);
-        self.start_scans(cfg, row, buf);
-        Some(row)
+        self.close_row(cfg)
     }
 
     /// Fewest usable bytes that finish the parse from a position with these scans and
@@ -310,4 +356,38 @@ impl Chart {
 
 fn lookup(table: &[(Sym, u32)], s: Sym) -> u32 {
     table.iter().find(|(x, _)| *x == s).map_or(u32::MAX, |e| e.1)
+}
+
+/// The sort key of a symbol in `Chart::waiting`: terminals even, nonterminals odd.
+#[inline]
+fn sym_key(s: Sym) -> u32 {
+    match s {
+        Sym::T(t) => t << 1,
+        Sym::N(n) => (n << 1) | 1,
+    }
+}
+
+/// A small multiplicative hasher for `Item`s (the parser's hot set; no untrusted keys).
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }

@@ -171,7 +171,7 @@ impl Matcher {
                 if reference {
                     c.reference(cfg, vocab, mask, after_budget);
                 } else {
-                    c.fill(cfg, vocab.trie(), mask, after_budget);
+                    c.fill(cfg, vocab, mask, after_budget);
                 }
             }
             _ => unreachable!("run matches engine"),

@@ -6,13 +6,16 @@
 //!   `is_accepting`, `forced_tokens`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
-//! the automaton, skipping every subtree whose prefix is dead. A slow reference mask that tries
-//! every token byte by byte is kept beside it; tests check the two agree on random states.
+//! the automaton, skipping every subtree whose prefix is dead; the Earley engine caches, per set
+//! of lexer states, the tokens whose answer does not depend on the parser (`mask_cache`). A slow
+//! reference mask that tries every token byte by byte is kept beside it; tests check the two
+//! agree on random states.
 
 pub mod cfg;
 mod cfg_run;
 pub mod dfa;
 mod earley;
+mod mask_cache;
 mod matcher;
 
 use std::sync::Arc;

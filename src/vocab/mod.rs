@@ -12,6 +12,7 @@
 //! - Ids at or past [`Vocab::len`] (a model's logits may be wider) are never allowed.
 
 mod hf;
+pub mod slices;
 pub mod tokenset;
 pub mod trie;
 
@@ -46,6 +47,8 @@ pub struct Vocab {
     names: Vec<String>,
     /// Byte-exact encoder (see `hf`), when loaded from a tokenizer file.
     encoder: Option<tokenizers::Tokenizer>,
+    /// The trie split into slices (see [`slices`]), built on first use.
+    slices: std::sync::OnceLock<slices::Slices>,
 }
 
 impl Vocab {
@@ -80,7 +83,7 @@ impl Vocab {
             .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty())
             .map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32)));
         let trie = TokenTrie::build(text);
-        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None }
+        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None, slices: Default::default() }
     }
 
     /// The number of token ids (the highest id + 1).
@@ -116,6 +119,14 @@ impl Vocab {
 
     pub fn trie(&self) -> &TokenTrie {
         &self.trie
+    }
+
+    /// The text tokens split into [`slices`], built on the first call.
+    pub fn slices(&self) -> &slices::Slices {
+        self.slices.get_or_init(|| {
+            let text = self.bytes.iter().zip(&self.kinds).enumerate().filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty());
+            slices::Slices::build(self.len(), text.map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32))))
+        })
     }
 
     /// The tokenizer's own spelling of a token (e.g. `Ġthe`), or its bytes shown lossily.

@@ -87,6 +87,17 @@ impl TokenSet {
         }
     }
 
+    /// Adds every id of `other` that is below this set's width (the widths may differ).
+    pub fn union_clipped(&mut self, other: &TokenSet) {
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a |= *b;
+        }
+        let tail = self.width % 32;
+        if tail != 0 && other.words.len() >= self.words.len() {
+            *self.words.last_mut().unwrap() &= (1u32 << tail) - 1;
+        }
+    }
+
     /// The ids in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = TokenId> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {

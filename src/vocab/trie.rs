@@ -178,8 +178,9 @@ impl TokenTrie {
 
 /// A stateful automaton for [`TokenTrie::walk_visitor`]: it keeps its own stack of states.
 pub trait TrieVisitor {
-    /// Advances by `byte` and pushes the new state; `false` (nothing pushed) if it is dead.
-    fn push(&mut self, byte: u8) -> bool;
+    /// Advances by `byte` (the last byte of trie node `node`) and pushes the new state; `false`
+    /// (nothing pushed) to skip the node's subtree, e.g. because the automaton is dead.
+    fn push(&mut self, node: u32, byte: u8) -> bool;
     /// Pops the state pushed last.
     fn pop(&mut self);
     /// The ids spelled by the current path (all pushes alive).
@@ -190,17 +191,25 @@ impl TokenTrie {
     /// Like [`walk`](Self::walk), for automata whose state is not `Copy` (the visitor keeps a
     /// stack: one `push` per byte of the current path, `pop` when the walk backs up).
     pub fn walk_visitor(&self, v: &mut impl TrieVisitor) {
+        self.walk_visitor_below(0, v);
+    }
+
+    /// Like [`walk_visitor`](Self::walk_visitor), over the subtree strictly below node `root`:
+    /// the visitor's current state stands for `root`'s path, and the first push is a child's byte.
+    pub fn walk_visitor_below(&self, root: u32, v: &mut impl TrieVisitor) {
         let nodes = &self.nodes;
+        let base = nodes[root as usize].depth as usize;
+        let end = nodes[root as usize].subtree_end as usize;
         let mut depth = 0usize;
-        let mut i = 1;
-        while i < nodes.len() {
+        let mut i = root as usize + 1;
+        while i < end {
             let n = nodes[i];
-            let d = n.depth as usize;
+            let d = n.depth as usize - base;
             while depth >= d {
                 v.pop();
                 depth -= 1;
             }
-            if v.push(n.byte) {
+            if v.push(i as u32, n.byte) {
                 depth += 1;
                 if n.tok_count > 0 {
                     let start = n.tok_start as usize;
@@ -215,6 +224,16 @@ impl TokenTrie {
             v.pop();
             depth -= 1;
         }
+    }
+
+    /// The last byte of node `node`'s path.
+    pub fn node_byte(&self, node: u32) -> u8 {
+        self.nodes[node as usize].byte
+    }
+
+    /// The ids spelled exactly by node `node`'s path (often none).
+    pub fn node_ids(&self, node: u32) -> &[TokenId] {
+        self.node_tokens(node as usize)
     }
 }
 
@@ -259,7 +278,7 @@ mod tests {
             seen: Vec<(Vec<u8>, u32)>,
         }
         impl TrieVisitor for V {
-            fn push(&mut self, b: u8) -> bool {
+            fn push(&mut self, _node: u32, b: u8) -> bool {
                 // Dies on "ab" anywhere in the path.
                 if self.path.last() == Some(&b'a') && b == b'b' {
                     return false;
@@ -283,6 +302,30 @@ mod tests {
         let got: Vec<u32> = v.seen.iter().map(|s| s.1).collect();
         assert_eq!(got, vec![0, 3, 4, 6, 7]);
         assert!(v.seen.iter().all(|(p, id)| p == [&b"a"[..], b"ab", b"abc", b"b", b"ba", b"bab", b"c", b"cc"][*id as usize]));
+    }
+
+    #[test]
+    fn visitor_walk_below_a_node() {
+        struct V(Vec<u32>, usize);
+        impl TrieVisitor for V {
+            fn push(&mut self, _node: u32, _b: u8) -> bool {
+                self.1 += 1;
+                true
+            }
+            fn pop(&mut self) {
+                self.1 -= 1;
+            }
+            fn tokens(&mut self, ids: &[TokenId]) {
+                self.0.extend(ids.iter().map(|i| i.0));
+            }
+        }
+        let t = trie(&["a", "ab", "abc", "abd", "b", "ba"]);
+        let ab = t.map.get(b"ab").unwrap() as u32;
+        assert_eq!(t.node_byte(ab), b'b');
+        assert_eq!(t.node_ids(ab), &[TokenId(1)]);
+        let mut v = V(vec![], 0);
+        t.walk_visitor_below(ab, &mut v);
+        assert_eq!((v.0, v.1), (vec![2, 3], 0), "only the strict subtree, every push popped");
     }
 
     #[test]

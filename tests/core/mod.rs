@@ -1,3 +1,4 @@
 mod grammar;
 mod mask;
+mod mask_cache;
 mod vocab;

@@ -1,0 +1,89 @@
+//! compute-mask and compile benchmarks (divan): `cargo bench --bench mask`.
+//!
+//! Uses the Llama-3.2 tokenizer from `../shared/data` (or `STRICTLY_SHARED_DATA`), falling back
+//! to the embedded 512-token vocabulary. Mask benches time `fill_mask` at a fixed state, so
+//! after the first iteration they measure the warm (cached) path, which is the steady state of
+//! a long generation; `first_mask` times compile + the first mask on a fresh constraint.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{json, Value};
+use strictly::{
+    automaton::{Compiled, Constraint, Matcher},
+    grammar::json_schema::JsonSchemaOptions,
+    TokenSet, Vocab,
+};
+
+fn main() {
+    divan::main();
+}
+
+fn vocab() -> Arc<Vocab> {
+    static V: OnceLock<Arc<Vocab>> = OnceLock::new();
+    V.get_or_init(|| {
+        let dir = std::env::var_os("STRICTLY_SHARED_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+        let path = dir.join("tokenizers/llama-3.2/tokenizer.json");
+        Arc::new(Vocab::from_tokenizer_json(&path).unwrap_or_else(|_| Vocab::embedded()))
+    })
+    .clone()
+}
+
+/// (name, schema, a prefix of a valid instance to reach the state being measured).
+fn cases() -> Vec<(&'static str, Value, &'static str)> {
+    vec![
+        ("object_start", json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}), ""),
+        ("in_string", json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}), r#"{"name":"Ada Lov"#),
+        ("in_bounded_string", json!({"type": "object", "properties": {"code": {"type": "string", "maxLength": 40}}, "required": ["code"]}), r#"{"code":"abc"#),
+        ("in_number", json!({"type": "object", "properties": {"n": {"type": "number"}}}), r#"{"n":12"#),
+        ("after_value", json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}, "c": {"type": "array", "items": {"type": "integer"}}}}), r#"{"a":"x""#),
+    ]
+}
+
+fn compiled(schema: &Value) -> Arc<Compiled> {
+    Compiled::new(vocab(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).expect("compiles")
+}
+
+fn at(c: &Arc<Compiled>, prefix: &str) -> Matcher {
+    let mut m = c.matcher();
+    if !prefix.is_empty() {
+        m.commit_bytes(prefix.as_bytes()).expect("valid prefix");
+    }
+    m
+}
+
+const NAMES: &[&str] = &["object_start", "in_string", "in_bounded_string", "in_number", "after_value"];
+
+fn case(name: &str) -> (Value, &'static str) {
+    cases().into_iter().find(|c| c.0 == name).map(|c| (c.1, c.2)).expect("known case")
+}
+
+#[divan::bench(args = NAMES)]
+fn compute_mask(bencher: divan::Bencher, name: &str) {
+    let (schema, prefix) = case(name);
+    let c = compiled(&schema);
+    let mut m = at(&c, prefix);
+    let mut mask = TokenSet::new(vocab().len());
+    bencher.bench_local(|| m.fill_mask(divan::black_box(&mut mask)));
+}
+
+#[divan::bench(args = NAMES)]
+fn compile(bencher: divan::Bencher, name: &str) {
+    let (schema, _) = case(name);
+    let v = vocab();
+    v.slices();
+    bencher.bench_local(|| compiled(divan::black_box(&schema)));
+}
+
+#[divan::bench(args = NAMES)]
+fn first_mask(bencher: divan::Bencher, name: &str) {
+    let (schema, prefix) = case(name);
+    let mut mask = TokenSet::new(vocab().len());
+    vocab().slices();
+    bencher.bench_local(|| {
+        let c = compiled(&schema);
+        at(&c, prefix).fill_mask(&mut mask);
+    });
+}
