@@ -134,11 +134,13 @@ fn contains(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, prefix: &
         ys_after.clone(),
         Expr::Repeat { body: Box::new(group), min: min_c.saturating_sub(1) as u32, max: max_c.map(|m| m.saturating_sub(1) as u32) },
     ]);
-    let body = if min_c == 0 {
-        // No match at all is fine too: only Y items (or none).
-        Expr::Alt(vec![with_x, super::opt(Expr::Seq(vec![y, ys_after]))])
-    } else {
-        with_x
+    // No match at all (only Y items, or none) when that is allowed; at least one X otherwise,
+    // which `maxContains: 0` rules out.
+    let none = super::opt(Expr::Seq(vec![y, ys_after]));
+    let body = match (min_c, max_c) {
+        (_, Some(0)) => none,
+        (0, _) => Expr::Alt(vec![with_x, none]),
+        _ => with_x,
     };
     Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())])))
 }

@@ -504,6 +504,8 @@ fn contains_with_counts() {
     for (t, ok) in [("[1]", true), ("[1,2,1]", true), ("[1,1,1]", false), ("[2]", false), ("[1,\"a\"]", false)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
+    let s = json!({"type": "array", "contains": {"const": 1}, "minContains": 0, "maxContains": 0});
+    assert!(accepts(&s, "[]") && accepts(&s, "[2]") && !accepts(&s, "[1]") && !accepts(&s, "[2,1]"));
     let s = json!({"type": "array", "contains": {"const": 1}, "minContains": 0, "maxContains": 1});
     for (t, ok) in [("[]", true), ("[2,3]", true), ("[1,2]", true), ("[1,1]", false)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
