@@ -280,8 +280,10 @@ pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, p
             let absent = serde_json::json!({"properties": {k: false}});
             let present = match dep {
                 Value::Array(names) => {
-                    let mut req = vec![Value::String(k.clone())];
-                    req.extend(names.iter().cloned());
+                    // The dependencies first: undeclared required keys are generated in this
+                    // order, and instances tend to name what `k` depends on before `k`.
+                    let mut req: Vec<Value> = names.to_vec();
+                    req.push(Value::String(k.clone()));
                     serde_json::json!({ "required": req })
                 }
                 schema => serde_json::json!({"allOf": [{"required": [k]}, schema]}),
