@@ -11,7 +11,7 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::Cfg;
-use super::earley::{Chart, ChartLen, Scan};
+use super::earley::{Chart, ChartLen, RowCopy, Scan};
 use super::mask_cache::Entry;
 use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet};
 
@@ -190,6 +190,8 @@ impl CfgRun {
             levels: vec![Level { start: 0, end: p.scans.len() as u32, boundary: p.boundary, chart: mark }],
             mask,
             after_budget,
+            base_rows: mark.rows(),
+            rows: Vec::new(),
         };
         trie.walk_visitor(&mut w);
         self.chart.truncate(mark);
@@ -208,6 +210,7 @@ impl CfgRun {
         // (ending lexemes, the row they build), in the order first met.
         let mut rows: Vec<(Vec<(u32, u32)>, u32)> = Vec::new();
         let mut buf: Vec<Scan> = Vec::new();
+        let mut pasted = Vec::new();
         for r in &entry.resumes {
             let trie = slices.trie(r.part as usize);
             buf.clear();
@@ -245,9 +248,13 @@ impl CfgRun {
                 levels: vec![Level { start: 0, end, boundary: Some(row), chart: base }],
                 mask,
                 after_budget: u32::MAX,
+                // Rows built so far in this mask stay until its end, so the walk may rely on them.
+                base_rows: base.rows(),
+                rows: std::mem::take(&mut pasted),
             };
             trie.walk_visitor_below(r.node, &mut w);
             buf = w.buf;
+            pasted = w.rows;
             debug_assert_eq!(self.chart.len(), base);
         }
         self.chart.truncate(mark);
@@ -291,6 +298,31 @@ struct Walker<'a> {
     levels: Vec<Level>,
     mask: &'a mut TokenSet,
     after_budget: u32,
+    /// Rows below this index belong to committed positions (never truncated by the walk).
+    base_rows: u32,
+    /// Rows built from lexemes that started in committed rows, by ending set (see `boundary_row`).
+    rows: Vec<(Vec<(u32, u32)>, RowCopy)>,
+}
+
+impl Walker<'_> {
+    /// The row the lexemes ending at the last step lead to. When they all started in rows
+    /// below the walk (`base_rows`), the row does not depend on the speculative rows above
+    /// them, so it is built once per set of ending lexemes and pasted afterwards.
+    fn boundary_row(&mut self) -> u32 {
+        let accepted = self.chart.accepted();
+        if !accepted.iter().all(|&(_, o)| o < self.base_rows) {
+            return self.chart.row_from_accepted(self.cfg);
+        }
+        if let Some((_, copy)) = self.rows.iter().find(|(a, _)| a.as_slice() == accepted) {
+            return self.chart.paste_row(copy);
+        }
+        let accepted = accepted.to_vec();
+        let row = self.chart.row_from_accepted(self.cfg);
+        if !self.chart.overflowed() {
+            self.rows.push((accepted, self.chart.copy_row(row)));
+        }
+        row
+    }
 }
 
 impl TrieVisitor for Walker<'_> {
@@ -300,7 +332,13 @@ impl TrieVisitor for Walker<'_> {
         let (start, end) = (top.start as usize, top.end as usize);
         debug_assert_eq!(end, self.buf.len());
         let mark = self.chart.len();
-        let boundary = self.chart.advance(self.cfg, &mut self.buf, start..end, byte);
+        let boundary = if self.chart.step(self.cfg, &mut self.buf, start..end, byte) {
+            let row = self.boundary_row();
+            self.chart.start_scans(self.cfg, row, &mut self.buf);
+            Some(row)
+        } else {
+            None
+        };
         let alive = self.buf.len() > end || boundary.is_some_and(|r| self.chart.accepting(r));
         if !alive {
             self.buf.truncate(end);

@@ -77,7 +77,64 @@ pub struct Chart {
     overflow: bool,
 }
 
+impl ChartLen {
+    /// The number of rows.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+}
+
+/// A closed row lifted out of the chart, to be pasted back at another index (see
+/// [`Chart::paste_row`]).
+pub struct RowCopy {
+    row: u32,
+    items_start: u32,
+    items: Vec<Item>,
+    expects: Vec<u32>,
+    waiting: Vec<(u32, u32)>,
+    accepting: bool,
+}
+
 impl Chart {
+    /// A copy of row `r` (the last row), for [`paste_row`](Self::paste_row).
+    pub fn copy_row(&self, r: u32) -> RowCopy {
+        debug_assert_eq!(r as usize + 1, self.rows.len());
+        let row = self.rows[r as usize];
+        RowCopy {
+            row: r,
+            items_start: row.items_start,
+            items: self.items[row.items_start as usize..].to_vec(),
+            expects: self.expects[row.expects_start as usize..].to_vec(),
+            waiting: self.waiting[row.waiting_start as usize..].to_vec(),
+            accepting: row.accepting,
+        }
+    }
+
+    /// Appends a copy of a row as a new row, renumbering its self-references. Exact when every
+    /// item of the copy refers only to rows still below the new one or to the row itself —
+    /// e.g. a row built from lexemes that all started in rows that are still there: building
+    /// it again would give the same items in the same order.
+    pub fn paste_row(&mut self, c: &RowCopy) -> u32 {
+        let row = self.rows.len() as u32;
+        let items_start = self.items.len() as u32;
+        self.rows.push(Row {
+            items_start,
+            expects_start: self.expects.len() as u32,
+            waiting_start: self.waiting.len() as u32,
+            accepting: c.accepting,
+        });
+        self.costs.push(None);
+        self.items.extend(c.items.iter().map(|&it| Item { origin: if it.origin == c.row { row } else { it.origin }, ..it }));
+        self.expects.extend_from_slice(&c.expects);
+        self.waiting.extend(c.waiting.iter().map(|&(k, i)| (k, i - c.items_start + items_start)));
+        row
+    }
+
+    /// Has a row hit the item limit since the last [`take_overflow`](Self::take_overflow)?
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
     /// A chart holding the initial row.
     pub fn new(cfg: &Cfg) -> Chart {
         let mut c = Chart {
