@@ -12,7 +12,6 @@
 //! data: [DONE]
 //! ```
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -386,12 +385,7 @@ impl Reply {
                 .map(|_| StreamChoice { parser: OutputParser::new(self.tools), lps: Vec::new() })
                 .collect(),
             reply: Arc::new(self),
-            rx,
-            pending: VecDeque::new(),
-            done: 0,
-            completion: 0,
-            include_usage,
-            ended: false,
+            core: super::engine::StreamCore::new(rx, include_usage),
         };
         s.begin(first);
         super::engine::sse(s)
@@ -406,26 +400,13 @@ struct StreamChoice {
 
 struct ChatStream {
     reply: Arc<Reply>,
-    rx: mpsc::Receiver<Msg>,
     choices: Vec<StreamChoice>,
-    pending: VecDeque<SseEvent>,
-    done: usize,
-    completion: usize,
-    include_usage: bool,
-    ended: bool,
+    core: super::engine::StreamCore,
 }
 
 impl super::engine::Pump for ChatStream {
-    fn pop(&mut self) -> Option<SseEvent> {
-        self.pending.pop_front()
-    }
-
-    fn ended(&self) -> bool {
-        self.ended
-    }
-
-    fn receiver(&mut self) -> &mut mpsc::Receiver<Msg> {
-        &mut self.rx
+    fn core(&mut self) -> &mut super::engine::StreamCore {
+        &mut self.core
     }
 
     fn on_message(&mut self, msg: Option<Msg>) {
@@ -436,7 +417,7 @@ impl super::engine::Pump for ChatStream {
 impl ChatStream {
     fn chunk(&mut self, choices: Value) {
         let r = &self.reply;
-        let mut c = json!({
+        let c = json!({
             "id": r.id,
             "object": "chat.completion.chunk",
             "created": r.created,
@@ -444,10 +425,7 @@ impl ChatStream {
             "system_fingerprint": null,
             "choices": choices,
         });
-        if self.include_usage {
-            c["usage"] = Value::Null;
-        }
-        self.pending.push_back(SseEvent::default().data(c.to_string()));
+        self.core.chunk(c);
     }
 
     fn delta(&mut self, index: usize, delta: Value, finish_reason: Value, logprobs: Value) {
@@ -486,8 +464,7 @@ impl ChatStream {
     }
 
     fn fail(&mut self, e: ApiError) {
-        self.pending.push_back(SseEvent::default().data(e.body().to_string()));
-        self.ended = true;
+        self.core.fail(e);
     }
 
     fn handle(&mut self, msg: Option<Msg>) {
@@ -513,21 +490,14 @@ impl ChatStream {
                 let (reason, _) = finish(&output, self.reply.structured, calls);
                 let lp = self.take_logprobs(index);
                 self.delta(index, json!({}), json!(reason), lp);
-                self.completion += output.tokens.len();
-                self.done += 1;
-                if self.done == self.reply.n {
-                    if self.include_usage {
-                        let r = &self.reply;
-                        let u = json!({
-                            "id": r.id, "object": "chat.completion.chunk", "created": r.created,
-                            "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
-                            "usage": usage(r.prompt_tokens, self.completion),
-                        });
-                        self.pending.push_back(SseEvent::default().data(u.to_string()));
-                    }
-                    self.pending.push_back(SseEvent::default().data("[DONE]"));
-                    self.ended = true;
-                }
+                let r = &self.reply;
+                self.core.choice_done(output.tokens.len(), r.n, |completion| {
+                    json!({
+                        "id": r.id, "object": "chat.completion.chunk", "created": r.created,
+                        "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
+                        "usage": usage(r.prompt_tokens, completion),
+                    })
+                });
             }
             Some(Msg::Error(e)) => self.fail(e),
             None => self.fail(ApiError::internal("the generation ended early")),

@@ -4,7 +4,6 @@
 //! `regex`, `grammar`, `choice`; no tools). `echo` puts the prompt's text in front.
 //! Streaming sends `text_completion` chunks, then `data: [DONE]`.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 
 use axum::extract::State;
@@ -198,12 +197,7 @@ impl Reply {
             lps: vec![Vec::new(); self.total],
             offsets: vec![0; self.total],
             reply: self,
-            rx,
-            pending: VecDeque::new(),
-            done: 0,
-            completion: 0,
-            include_usage,
-            ended: false,
+            core: super::engine::StreamCore::new(rx, include_usage),
         };
         s.begin(first);
         super::engine::sse(s)
@@ -212,28 +206,15 @@ impl Reply {
 
 struct Stream {
     reply: Reply,
-    rx: mpsc::Receiver<Msg>,
     lps: Vec<Vec<GeneratedToken>>,
     /// Bytes of text sent so far per choice (for `text_offset`).
     offsets: Vec<usize>,
-    pending: VecDeque<SseEvent>,
-    done: usize,
-    completion: usize,
-    include_usage: bool,
-    ended: bool,
+    core: super::engine::StreamCore,
 }
 
 impl super::engine::Pump for Stream {
-    fn pop(&mut self) -> Option<SseEvent> {
-        self.pending.pop_front()
-    }
-
-    fn ended(&self) -> bool {
-        self.ended
-    }
-
-    fn receiver(&mut self) -> &mut mpsc::Receiver<Msg> {
-        &mut self.rx
+    fn core(&mut self) -> &mut super::engine::StreamCore {
+        &mut self.core
     }
 
     fn on_message(&mut self, msg: Option<Msg>) {
@@ -252,7 +233,7 @@ impl Stream {
             _ => Value::Null,
         };
         self.offsets[index] += text.len();
-        let mut c = json!({
+        let c = json!({
             "id": r.id,
             "object": "text_completion",
             "created": r.created,
@@ -260,10 +241,7 @@ impl Stream {
             "system_fingerprint": null,
             "choices": [{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
         });
-        if self.include_usage {
-            c["usage"] = Value::Null;
-        }
-        self.pending.push_back(SseEvent::default().data(c.to_string()));
+        self.core.chunk(c);
     }
 
     fn begin(&mut self, index: usize) {
@@ -286,31 +264,17 @@ impl Stream {
             Some(Msg::Done { index, output }) => {
                 let (reason, _) = finish(&output, self.reply.structured, false);
                 self.chunk(index, String::new(), json!(reason));
-                self.completion += output.tokens.len();
-                self.done += 1;
-                if self.done == self.reply.total {
-                    if self.include_usage {
-                        let r = &self.reply;
-                        let u = json!({
-                            "id": r.id, "object": "text_completion", "created": r.created,
-                            "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
-                            "usage": usage(r.prompt_tokens, self.completion),
-                        });
-                        self.pending.push_back(SseEvent::default().data(u.to_string()));
-                    }
-                    self.pending.push_back(SseEvent::default().data("[DONE]"));
-                    self.ended = true;
-                }
+                let r = &self.reply;
+                self.core.choice_done(output.tokens.len(), r.total, |completion| {
+                    json!({
+                        "id": r.id, "object": "text_completion", "created": r.created,
+                        "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
+                        "usage": usage(r.prompt_tokens, completion),
+                    })
+                });
             }
-            Some(Msg::Error(e)) => {
-                self.pending.push_back(SseEvent::default().data(e.body().to_string()));
-                self.ended = true;
-            }
-            None => {
-                let e = ApiError::internal("the generation ended early");
-                self.pending.push_back(SseEvent::default().data(e.body().to_string()));
-                self.ended = true;
-            }
+            Some(Msg::Error(e)) => self.core.fail(e),
+            None => self.core.fail(ApiError::internal("the generation ended early")),
         }
     }
 }

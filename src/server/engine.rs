@@ -269,13 +269,58 @@ fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
     }
 }
 
-/// The state of one streamed response: SSE events queued from the engine's messages.
+/// What every streamed response keeps: the engine's messages, the SSE events queued from them,
+/// and how far the choices have got. Invariant: once `ended`, nothing more is queued.
+pub(super) struct StreamCore {
+    pub rx: mpsc::Receiver<Msg>,
+    pub pending: std::collections::VecDeque<axum::response::sse::Event>,
+    /// Choices finished so far, and their completion tokens.
+    pub done: usize,
+    pub completion: usize,
+    /// `stream_options.include_usage`: every chunk carries `"usage": null`, and a last chunk
+    /// carries the counts.
+    pub include_usage: bool,
+    pub ended: bool,
+}
+
+impl StreamCore {
+    pub fn new(rx: mpsc::Receiver<Msg>, include_usage: bool) -> StreamCore {
+        StreamCore { rx, pending: Default::default(), done: 0, completion: 0, include_usage, ended: false }
+    }
+
+    /// Queues one chunk (with `"usage": null` when usage was asked for).
+    pub fn chunk(&mut self, mut c: serde_json::Value) {
+        if self.include_usage {
+            c["usage"] = serde_json::Value::Null;
+        }
+        self.pending.push_back(axum::response::sse::Event::default().data(c.to_string()));
+    }
+
+    /// Records a finished choice of `tokens` tokens; after the last of `total`, queues the
+    /// usage chunk (`usage_chunk(completion tokens)`, if asked for) and `[DONE]`.
+    pub fn choice_done(&mut self, tokens: usize, total: usize, usage_chunk: impl FnOnce(usize) -> serde_json::Value) {
+        self.completion += tokens;
+        self.done += 1;
+        if self.done == total {
+            if self.include_usage {
+                let u = usage_chunk(self.completion);
+                self.pending.push_back(axum::response::sse::Event::default().data(u.to_string()));
+            }
+            self.pending.push_back(axum::response::sse::Event::default().data("[DONE]"));
+            self.ended = true;
+        }
+    }
+
+    /// Queues an error body and ends the stream.
+    pub fn fail(&mut self, e: ApiError) {
+        self.pending.push_back(axum::response::sse::Event::default().data(e.body().to_string()));
+        self.ended = true;
+    }
+}
+
+/// One streamed response: its [`StreamCore`] and how it turns engine messages into events.
 pub(super) trait Pump: Send + 'static {
-    /// The next queued event, if any.
-    fn pop(&mut self) -> Option<axum::response::sse::Event>;
-    /// No more events will come.
-    fn ended(&self) -> bool;
-    fn receiver(&mut self) -> &mut mpsc::Receiver<Msg>;
+    fn core(&mut self) -> &mut StreamCore;
     /// Turns one engine message (`None`: the engine hung up) into queued events.
     fn on_message(&mut self, msg: Option<Msg>);
 }
@@ -286,13 +331,13 @@ pub(super) fn sse<P: Pump>(
 ) -> axum::response::sse::Sse<impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>> {
     let stream = futures_util::stream::unfold(pump, |mut p| async move {
         loop {
-            if let Some(e) = p.pop() {
+            if let Some(e) = p.core().pending.pop_front() {
                 return Some((Ok(e), p));
             }
-            if p.ended() {
+            if p.core().ended {
                 return None;
             }
-            let msg = p.receiver().recv().await;
+            let msg = p.core().rx.recv().await;
             p.on_message(msg);
         }
     });
