@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::{join, string, Compiler, MAX_COUNT};
 use crate::error::Result;
+use crate::automaton::Dfa;
 use crate::grammar::{Expr, Lexeme, RuleId};
 use regex_syntax::hir::Hir;
 
@@ -53,7 +54,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     names.extend(required.iter().copied().filter(|r| !props.iter().any(|(k, _)| k == r)));
     for name in names {
         let req = required.contains(&name);
-        if !keys.name_allowed(name)? {
+        if !keys.name_allowed(name) {
             if req {
                 return Ok(super::nothing());
             }
@@ -102,10 +103,10 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
 /// The key languages of an object: `propertyNames` and the `patternProperties` patterns, each
 /// as a lexeme over quoted keys.
 struct Keys {
-    /// `propertyNames` (`None`: any key).
-    names: Option<Lexeme>,
-    /// Each pattern (as written, and as a lexeme) with its value schema, in order.
-    patterns: Vec<(String, Lexeme, Value)>,
+    /// `propertyNames` (`None`: any key), with its automaton for testing declared names.
+    names: Option<(Lexeme, Dfa)>,
+    /// Each pattern (as written, as a lexeme, and its automaton) with its value schema, in order.
+    patterns: Vec<(String, Lexeme, Dfa, Value)>,
 }
 
 /// Most `patternProperties` patterns combined (the key space splits into 2^n regions).
@@ -130,7 +131,11 @@ impl Keys {
                 }
                 let e = c.schema(&n, &at)?;
                 match string::expr_lexeme(c, &e, 0) {
-                    Some(l) => Some(Lexeme::and(vec![string::any_string_lexeme(), l])),
+                    Some(l) => {
+                        let l = Lexeme::and(vec![string::any_string_lexeme(), l]);
+                        let dfa = Dfa::from_lexeme(&l, Default::default())?;
+                        Some((l, dfa))
+                    }
                     None => {
                         c.unenforced(pointer, "propertyNames", "only string schemas are supported for property names")?;
                         None
@@ -145,7 +150,11 @@ impl Keys {
         }
         for (p, schema) in patterns {
             match string::pattern_content(p) {
-                Ok(h) => keys.patterns.push(((*p).clone(), string::quoted(h), (*schema).clone())),
+                Ok(h) => {
+                    let l = string::quoted(h);
+                    let dfa = Dfa::from_lexeme(&l, Default::default())?;
+                    keys.patterns.push(((*p).clone(), l, dfa, (*schema).clone()));
+                }
                 Err(why) => {
                     c.unenforced(&join(pointer, "patternProperties"), p, why)?;
                     keys.patterns.clear();
@@ -157,11 +166,8 @@ impl Keys {
     }
 
     /// May the key `name` appear at all (does it satisfy `propertyNames`)?
-    fn name_allowed(&self, name: &str) -> Result<bool> {
-        match &self.names {
-            None => Ok(true),
-            Some(l) => string::lexeme_accepts_str(l, name),
-        }
+    fn name_allowed(&self, name: &str) -> bool {
+        self.names.as_ref().is_none_or(|(_, dfa)| string::accepts_str(dfa, name))
     }
 
     /// The schema for the value of the declared or required key `name`, with its pointer: its
@@ -169,8 +175,8 @@ impl Keys {
     /// it), together with the schema of every pattern that matches it.
     fn value_schema(&self, name: &str, props: &[(&String, &Value)], additional: &Value, pointer: &str) -> Result<(Value, String)> {
         let mut matching = Vec::new();
-        for (_, l, schema) in &self.patterns {
-            if string::lexeme_accepts_str(l, name)? {
+        for (_, _, dfa, schema) in &self.patterns {
+            if string::accepts_str(dfa, name) {
                 matching.push(schema.clone());
             }
         }
@@ -209,9 +215,9 @@ impl Keys {
             let matching: Vec<usize> = (0..self.patterns.len()).filter(|i| mask >> i & 1 == 1).collect();
             let (value, at) = match matching.as_slice() {
                 [] => (additional.clone(), add_ptr.clone()),
-                [i] => (self.patterns[*i].2.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
+                [i] => (self.patterns[*i].3.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
                 _ => {
-                    let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].2.clone()).collect();
+                    let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].3.clone()).collect();
                     (serde_json::json!({ "allOf": all }), join(pointer, "patternProperties"))
                 }
             };
@@ -219,9 +225,9 @@ impl Keys {
                 continue;
             }
             let mut parts = vec![string::any_string_lexeme()];
-            parts.extend(self.names.clone());
+            parts.extend(self.names.as_ref().map(|(l, _)| l.clone()));
             parts.extend(not_declared.clone());
-            for (i, (_, l, _)) in self.patterns.iter().enumerate() {
+            for (i, (_, l, _, _)) in self.patterns.iter().enumerate() {
                 parts.push(if mask >> i & 1 == 1 { l.clone() } else { Lexeme::Not(Box::new(l.clone())) });
             }
             let key = Lexeme::and(parts);

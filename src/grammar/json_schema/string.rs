@@ -144,10 +144,9 @@ pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme
     })
 }
 
-/// Does `lexeme` accept the JSON string `s` (quoted, canonical)?
-pub(super) fn lexeme_accepts_str(lexeme: &Lexeme, s: &str) -> Result<bool> {
-    let dfa = crate::automaton::Dfa::from_lexeme(lexeme, Default::default())?;
-    Ok(dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes())))
+/// Does `dfa` (a lexeme over quoted strings) accept the JSON string `s` (quoted, canonical)?
+pub(super) fn accepts_str(dfa: &crate::automaton::Dfa, s: &str) -> bool {
+    dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes()))
 }
 
 /// Is the lexeme's language empty?
