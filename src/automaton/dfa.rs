@@ -142,50 +142,22 @@ impl Dfa {
                 (reps.len() - 1) as u8
             });
         }
-        let stride = reps.len();
-        let k = parts.len();
-        // Tuples live in `tuples` (k states each); index 0 is the dead state's placeholder.
-        let mut tuples: Vec<u32> = vec![DEAD; k];
-        let mut ids: HashMap<Box<[u32]>, u32> = HashMap::new();
-        let mut number = |t: &[u32], tuples: &mut Vec<u32>| -> Result<u32> {
-            if parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD) {
-                return Ok(DEAD);
-            }
-            if let Some(&i) = ids.get(t) {
-                return Ok(i);
-            }
-            let i = (tuples.len() / k) as u32;
-            if i as usize >= limits.states {
-                return Err(Error::Limit {
-                    what: "DFA states for an intersection or complement of regexes".into(),
-                    limit: limits.states,
-                    hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
-                });
-            }
-            ids.insert(t.into(), i);
-            tuples.extend_from_slice(t);
-            Ok(i)
-        };
+        // A tuple with a positive part dead is dead.
+        let live = |t: Vec<u32>| (!parts.iter().zip(&t).any(|((_, neg), &s)| !neg && s == DEAD)).then_some(t);
         let start: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
-        let start = number(&start, &mut tuples)?;
-        let mut trans = vec![DEAD; stride];
-        let mut accept = vec![false];
-        let mut next = vec![DEAD; k];
-        let mut s = 1;
-        while s * k < tuples.len() {
-            for &rep in &reps {
-                for (j, (d, _)) in parts.iter().enumerate() {
-                    next[j] = d.next(tuples[s * k + j], rep);
-                }
-                let t = number(&next, &mut tuples)?;
-                trans.push(t);
-            }
-            accept.push(parts.iter().enumerate().all(|(j, (d, neg))| d.accept[tuples[s * k + j] as usize] != *neg));
-            s += 1;
-        }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
-        dfa.prune_dead_ends();
-        Ok(dfa)
+        explore(
+            classes,
+            &reps,
+            live(start),
+            limits.states,
+            |t: &Vec<u32>, b| Ok(live(parts.iter().zip(t).map(|((d, _), &s)| d.next(s, b)).collect())),
+            |t: &Vec<u32>| parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg),
+            || Error::Limit {
+                what: "DFA states for an intersection or complement of regexes".into(),
+                limit: limits.states,
+                hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
+            },
+        )
     }
 
     /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
@@ -214,7 +186,6 @@ impl Dfa {
                 (reps.len() - 1) as u8
             });
         }
-        let stride = reps.len();
         // Positions: Open(i) for i < |open|; Unit(k, s); Close(i) for 1 ≤ i ≤ |close|.
         #[derive(Clone, Copy, PartialEq, Eq, Hash)]
         enum Pos {
@@ -259,39 +230,10 @@ impl Dfa {
             Pos::Open(_) => false,
         };
         let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
-        let mut ids: HashMap<Pos, u32> = HashMap::new();
-        let mut order: Vec<Pos> = vec![Pos::Open(u32::MAX)]; // placeholder for dead
-        let mut trans = vec![DEAD; stride];
-        let mut accept = vec![false];
-        let mut number = |p: Pos, order: &mut Vec<Pos>| -> Result<u32> {
-            if let Some(&i) = ids.get(&p) {
-                return Ok(i);
-            }
-            if order.len() >= limits.states {
-                return Err(Error::limit("DFA states for a counted repetition", limits.states));
-            }
-            let i = order.len() as u32;
-            ids.insert(p, i);
-            order.push(p);
-            Ok(i)
-        };
-        let start = number(start_pos, &mut order)?;
-        let mut i = 1;
-        while i < order.len() {
-            let p = order[i];
-            for &rep in &reps {
-                let t = match step(p, rep) {
-                    Some(q) => number(q, &mut order)?,
-                    None => DEAD,
-                };
-                trans.push(t);
-            }
-            accept.push(accepting(p));
-            i += 1;
-        }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
-        dfa.prune_dead_ends();
-        Ok(Some(dfa))
+        explore(classes, &reps, Some(start_pos), limits.states, |&p, b| Ok(step(p, b)), |&p| accepting(p), || {
+            Error::limit("DFA states for a counted repetition", limits.states)
+        })
+        .map(Some)
     }
 
     fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
@@ -308,48 +250,26 @@ impl Dfa {
             });
             classes[b as usize] = ours;
         }
-        let stride = reps.len();
 
         let start_id = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| Error::invalid(format!("regex start state: {e}")))?;
 
-        // Breadth-first numbering; index 0 is our dead state.
-        let mut ids: HashMap<StateID, u32> = HashMap::new();
-        let mut order: Vec<StateID> = vec![StateID::ZERO]; // placeholder for dead
-        let mut queue = VecDeque::new();
-        let mut number = |s: StateID, order: &mut Vec<StateID>, queue: &mut VecDeque<StateID>| -> Result<u32> {
-            if dfa.is_dead_state(s) {
-                return Ok(DEAD);
-            }
+        let live = |s: StateID| -> Result<Option<StateID>> {
             if dfa.is_quit_state(s) {
                 return Err(Error::invalid("regex needs look-around that a DFA cannot do"));
             }
-            if let Some(&i) = ids.get(&s) {
-                return Ok(i);
-            }
-            if order.len() >= limits.states {
-                return Err(Error::limit("DFA states for this regular expression", limits.states));
-            }
-            let i = order.len() as u32;
-            ids.insert(s, i);
-            order.push(s);
-            queue.push_back(s);
-            Ok(i)
+            Ok((!dfa.is_dead_state(s)).then_some(s))
         };
-        let start = number(start_id, &mut order, &mut queue)?;
-        let mut trans = vec![DEAD; stride]; // the dead state's row
-        let mut accept = vec![false];
-        while let Some(s) = queue.pop_front() {
-            for &rep in &reps {
-                let next = number(dfa.next_state(s, rep), &mut order, &mut queue)?;
-                trans.push(next);
-            }
-            accept.push(dfa.is_match_state(dfa.next_eoi_state(s)));
-        }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
-        dfa.prune_dead_ends();
-        Ok(dfa)
+        explore(
+            classes,
+            &reps,
+            live(start_id)?,
+            limits.states,
+            |&s, b| live(dfa.next_state(s, b)),
+            |&s| dfa.is_match_state(dfa.next_eoi_state(s)),
+            || Error::limit("DFA states for this regular expression", limits.states),
+        )
     }
 
     /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
@@ -483,6 +403,59 @@ impl Dfa {
         }
         dist
     }
+}
+
+/// Builds a [`Dfa`] by exploring states of type `K` breadth-first from `start` (`None`: the
+/// empty language): `step(k, byte)` is the next state (`None`: dead), `accepting(k)` whether `k`
+/// accepts. States are numbered densely in discovery order after the dead state 0; past
+/// `limit` states the build fails with `too_many()`. Transitions are asked once per byte class,
+/// of its representative byte in `reps`. Dead ends are pruned at the end.
+fn explore<K: std::hash::Hash + Eq + Clone>(
+    classes: [u8; 256],
+    reps: &[u8],
+    start: Option<K>,
+    limit: usize,
+    mut step: impl FnMut(&K, u8) -> Result<Option<K>>,
+    accepting: impl Fn(&K) -> bool,
+    too_many: impl Fn() -> Error,
+) -> Result<Dfa> {
+    let stride = reps.len();
+    let mut ids: HashMap<K, u32> = HashMap::new();
+    let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
+    let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
+        if let Some(&i) = ids.get(&k) {
+            return Ok(i);
+        }
+        if order.len() + 1 >= limit {
+            return Err(too_many());
+        }
+        order.push(k.clone());
+        let i = order.len() as u32;
+        ids.insert(k, i);
+        Ok(i)
+    };
+    let start = match start {
+        Some(k) => number(k, &mut order)?,
+        None => DEAD,
+    };
+    let mut trans = vec![DEAD; stride]; // the dead state's row
+    let mut accept = vec![false];
+    let mut i = 0;
+    while i < order.len() {
+        let k = order[i].clone();
+        for &rep in reps {
+            let t = match step(&k, rep)? {
+                Some(next) => number(next, &mut order)?,
+                None => DEAD,
+            };
+            trans.push(t);
+        }
+        accept.push(accepting(&k));
+        i += 1;
+    }
+    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
+    dfa.prune_dead_ends();
+    Ok(dfa)
 }
 
 #[cfg(test)]
