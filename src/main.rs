@@ -221,7 +221,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         settings: RunSettings {
             pretty: a.pretty,
             clock: a.clock,
-            schema: JsonSchemaOptions { whitespace, lenient: a.lenient },
+            schema: JsonSchemaOptions { whitespace, lenient: a.lenient, ..Default::default() },
             compile: CompileOptions { engine, ..CompileOptions::default() },
         },
         per_step: a.per_step,

@@ -67,7 +67,7 @@ fn accepts(c: &Arc<Compiled>, vocab: &Vocab, text: &str) -> bool {
 }
 
 /// Runs every file on `threads` threads; returns the counts and the false accepts found.
-fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize) -> (Counts, Vec<String>) {
+fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaOptions) -> (Counts, Vec<String>) {
     let chunks: Vec<&[PathBuf]> = files.chunks(files.len().div_ceil(threads).max(1)).collect();
     let results: Vec<(Counts, Vec<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
@@ -82,7 +82,7 @@ fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize) -> (Counts, Vec<St
                         for f in *chunk {
                             for (schema, tests) in groups(f) {
                                 n.schemas += 1;
-                                let compiled = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()));
+                                let compiled = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), opts.clone()));
                                 let Ok(c) = compiled else {
                                     n.not_compiled += tests.len() as u64;
                                     n.tests += tests.len() as u64;
@@ -161,7 +161,16 @@ fn json_schema_test_suite_draft2020_12() {
     let (Some(data), Some(vocab)) = (shared_data(), llama3()) else { return };
     let files = json_files(&data.join("json-schema-test-suite/tests/draft2020-12"));
     assert!(files.len() > 40);
-    let (counts, bad) = run(&files, &vocab, 2);
+    // The suite's `remotes/`, registered under the URIs its tests use (the suite serves them
+    // at http://localhost:1234/); nothing is fetched.
+    let remotes = data.join("json-schema-test-suite/remotes");
+    let mut opts = JsonSchemaOptions::default();
+    for f in json_files(&remotes) {
+        let rel = f.strip_prefix(&remotes).unwrap().to_string_lossy().replace('\\', "/");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        opts.documents.insert(format!("http://localhost:1234/{rel}"), doc);
+    }
+    let (counts, bad) = run(&files, &vocab, 2, &opts);
     ratchet("draft2020-12", counts, &bad);
 }
 
@@ -170,6 +179,6 @@ fn jsonschemabench() {
     let (Some(data), Some(vocab)) = (shared_data(), llama3()) else { return };
     let files = json_files(&data.join("jsonschemabench"));
     assert!(files.len() > 7000);
-    let (counts, bad) = run(&files, &vocab, 2);
+    let (counts, bad) = run(&files, &vocab, 2, &JsonSchemaOptions::default());
     ratchet("jsonschemabench", counts, &bad);
 }

@@ -407,6 +407,9 @@ pub(super) fn literal(c: &Compiler, v: &Value) -> Expr {
     }
 }
 
+/// Most compile attempts of rewritten `oneOf` branches in one schema.
+const MAX_ONE_OF_ATTEMPTS: usize = 500;
+
 pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
     let (kw, branches) = match (obj.get("anyOf"), obj.get("oneOf")) {
         (Some(_), Some(_)) => {
@@ -440,6 +443,12 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     if kw == "oneOf" && branches.len() > 1 {
         // Each way of making the branches disjoint, best first; the first that compiles wins.
         for rewritten in disjoint_branches(c, branches) {
+            // Attempts nest (a branch's own `oneOf`s try their ways too): a budget per schema
+            // keeps that from growing without bound.
+            c.one_of_attempts += 1;
+            if c.one_of_attempts > MAX_ONE_OF_ATTEMPTS {
+                break;
+            }
             let full: Vec<Value> = if constraining {
                 rewritten.into_iter().map(|b| serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]})).collect()
             } else {
@@ -498,10 +507,29 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
     if ok {
         out.push(exact);
     }
-    // A discriminator that is declared but not required: require it.
-    let Some(first) = resolved[0].get("properties").and_then(Value::as_object) else { return out };
+    if let Some(strict) = discriminated(&resolved, &overlapping) {
+        out.push(strict);
+    }
+    // A branch left as it was keeps its `$ref` (inlined, a recursive branch would be compiled
+    // again and again instead of becoming a recursive rule).
+    let unchanged: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    for way in out.iter_mut() {
+        for (i, b) in way.iter_mut().enumerate() {
+            if *b == unchanged[i] {
+                *b = branches[i].clone();
+            }
+        }
+    }
+    out
+}
+
+/// A discriminator that every branch declares but not all require: require it, if that makes
+/// the branches pairwise disjoint.
+fn discriminated(resolved: &[Value], overlapping: &dyn Fn(&[Value], usize, usize) -> bool) -> Option<Vec<Value>> {
+    let n = resolved.len();
+    let first = resolved[0].get("properties").and_then(Value::as_object)?;
     'key: for key in first.keys() {
-        let mut strict = resolved.clone();
+        let mut strict = resolved.to_vec();
         for b in strict.iter_mut() {
             let Value::Object(o) = b else { break 'key };
             let mut req = o.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -511,11 +539,10 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
             o.insert("required".into(), Value::Array(req));
         }
         if (0..n).all(|i| (i + 1..n).all(|j| !overlapping(&strict, i, j))) {
-            out.push(strict);
-            break;
+            return Some(strict);
         }
     }
-    out
+    None
 }
 
 /// Does schema `b` accept every value of JSON type `t` (it has no `type` and no keyword that

@@ -62,6 +62,11 @@ pub struct JsonSchemaOptions {
     /// Compile anyway when something cannot be enforced, and list it in
     /// [`JsonGrammar::unenforced`]; otherwise that is a compile error.
     pub lenient: bool,
+    /// Documents that `$ref`s may name by URI (absolute, without fragment) → schema, e.g.
+    /// `http://example.com/address.json`. Nothing is ever fetched: a `$ref` to a URI that is
+    /// neither here nor an `$id` in the schema is a compile error.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub documents: std::collections::BTreeMap<String, Value>,
 }
 
 /// Something a lenient compile could not enforce: the keyword and its JSON pointer.
@@ -88,9 +93,16 @@ pub const MAX_COUNT: u64 = 10_000;
 /// Compiles a schema into a grammar whose language is the JSON texts (in the chosen
 /// whitespace) that validate against it, or fails naming what cannot be enforced.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> {
-    let mut c = Compiler::new(schema, opts);
+    // `$ref`s made absolute, resources and anchors indexed: see [`refs`]. (Deep JSON is
+    // refused first, without recursion: copying it would overflow the stack.)
+    refs::check_json_depth(schema)?;
+    let mut prepared = schema.clone();
+    let mut docs: Vec<(String, Value)> =
+        opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
+    let index = refs::prepare(&mut prepared, &mut docs);
+    let mut c = Compiler::new(&prepared, &docs, index, opts);
     let root = c.new_rule("root");
-    let body = c.schema(schema, "")?;
+    let body = c.schema(&prepared, "")?;
     c.rules[root.0 as usize].body = body;
     Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
 }
@@ -105,13 +117,17 @@ pub(crate) struct Compiler<'s> {
     named: HashMap<&'static str, RuleId>,
     unenforced: Vec<Unenforced>,
     depth: usize,
-    /// `$anchor` / `$id` → JSON pointer, collected up front.
-    anchors: HashMap<String, String>,
+    /// Registered documents (URI → schema), prepared like `root`.
+    docs: &'s [(String, Value)],
+    /// Resources and anchors by absolute URI → location.
+    index: refs::Index,
+    /// Rewritten `oneOf` branch sets tried so far (see `combine::any_one_of`).
+    one_of_attempts: usize,
 }
 
 impl<'s> Compiler<'s> {
-    fn new(root: &'s Value, opts: &JsonSchemaOptions) -> Compiler<'s> {
-        let mut c = Compiler {
+    fn new(root: &'s Value, docs: &'s [(String, Value)], index: refs::Index, opts: &JsonSchemaOptions) -> Compiler<'s> {
+        Compiler {
             root,
             opts: opts.clone(),
             rules: Vec::new(),
@@ -119,10 +135,10 @@ impl<'s> Compiler<'s> {
             named: HashMap::new(),
             unenforced: Vec::new(),
             depth: 0,
-            anchors: HashMap::new(),
-        };
-        refs::collect_anchors(root, "", &mut c.anchors, 0);
-        c
+            docs,
+            index,
+            one_of_attempts: 0,
+        }
     }
 
     fn new_rule(&mut self, name: &str) -> RuleId {

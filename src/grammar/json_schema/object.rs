@@ -91,11 +91,16 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     }
     let cap = if count_matters { Some(max.unwrap_or(min).max(min)) } else { None };
     if let Some(cap) = cap {
-        if cap > MAX_COUNT || (n + 1) * (cap + 2) * 2 > MAX_COUNT_RULES {
+        if cap > MAX_COUNT || (n + 1) * (cap + 2) * 4 > MAX_COUNT_RULES {
             c.unenforced(pointer, "maxProperties", "property-count bounds this large are not supported")?;
         }
     }
-    let b = Builder { members, additional: additional_member, min, max, cap: cap.filter(|&k| (n + 1) * (k + 2) * 2 <= MAX_COUNT_RULES) };
+    // Repeated additional keys: the minimum counts only one of them, the maximum all (see
+    // `Builder::build`); one count cannot do both.
+    if open && min >= 2 && max.is_some() && cap.is_some() {
+        c.unenforced(pointer, "minProperties", "`minProperties` above 1 together with `maxProperties` and additional properties is not supported")?;
+    }
+    let b = Builder { members, additional: additional_member, min, max, cap: cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES) };
     let body = b.build(c, pointer);
     Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body, c.ws(), Expr::Literal("}".into())]))
 }
@@ -250,7 +255,13 @@ struct Builder {
 }
 
 impl Builder {
-    /// The member list: rules R(i, started, k) built from the end.
+    /// The member list: rules R(i, started, k, a) built from the end.
+    ///
+    /// Additional members' keys may repeat (nothing regular keeps them pairwise distinct), and
+    /// a repeated key is one property, not two. So a `minProperties` count may take only the
+    /// first additional member (`a`: one was emitted): `declared + [a]` distinct keys are
+    /// certain. `maxProperties` counts every member, which repeats only overestimate.
+    /// (With both bounds and additional members, the caller needs both counts: see `object`.)
     fn build(&self, c: &mut Compiler, pointer: &str) -> Expr {
         let n = self.members.len();
         let counts: Vec<u64> = match self.cap {
@@ -258,58 +269,70 @@ impl Builder {
             None => vec![0],
         };
         let kmax = counts.len();
-        // rules[(i * 2 + started) * kmax + k]
-        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax);
+        let distinct = self.distinct_min();
+        let amax = if distinct { 2 } else { 1 };
+        // rules[((i * 2 + started) * kmax + k) * amax + a]
+        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * amax);
         for i in 0..=n {
             for s in 0..2 {
                 for k in 0..kmax {
-                    rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k}]")));
+                    for a in 0..amax {
+                        rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{a}]")));
+                    }
                 }
             }
         }
-        let id = |i: usize, s: bool, k: usize| rules[(i * 2 + s as usize) * kmax + k];
+        let id = |i: usize, s: bool, k: usize, a: usize| rules[((i * 2 + s as usize) * kmax + k) * amax + a];
         let sep = c.punct(",");
         let tracked = self.cap.is_some();
         for i in (0..=n).rev() {
             for s in [false, true] {
                 for k in 0..kmax {
-                    let lead = if s { Some(sep.clone()) } else { None };
-                    let with_lead = |e: Expr| match &lead {
-                        Some(l) => Expr::Seq(vec![l.clone(), e]),
-                        None => e,
-                    };
-                    let mut alts = Vec::new();
-                    // Emitting a member moves the count up (saturating at the cap when only
-                    // a minimum is tracked).
-                    let emit_k = |k: usize| -> Option<usize> {
-                        if !tracked {
-                            return Some(k);
+                    for a in 0..amax {
+                        let lead = if s { Some(sep.clone()) } else { None };
+                        let with_lead = |e: Expr| match &lead {
+                            Some(l) => Expr::Seq(vec![l.clone(), e]),
+                            None => e,
+                        };
+                        let mut alts = Vec::new();
+                        // Emitting a member moves the count up (saturating at the cap when only
+                        // a minimum is tracked).
+                        let emit_k = |k: usize| -> Option<usize> {
+                            if !tracked {
+                                return Some(k);
+                            }
+                            if self.max.is_some_and(|m| k as u64 >= m) {
+                                return None;
+                            }
+                            Some((k + 1).min(kmax - 1))
+                        };
+                        if let Some(add) = &self.additional {
+                            let next = if distinct && a == 1 { Some(k) } else { emit_k(k) };
+                            if let Some(k2) = next {
+                                alts.push(Expr::Seq(vec![with_lead(add.clone()), Expr::Rule(id(i, true, k2, amax - 1))]));
+                            }
                         }
-                        if self.max.is_some_and(|m| k as u64 >= m) {
-                            return None;
+                        if i < n {
+                            let (m, req) = &self.members[i];
+                            if let Some(k2) = emit_k(k) {
+                                alts.push(Expr::Seq(vec![with_lead(m.clone()), Expr::Rule(id(i + 1, true, k2, a))]));
+                            }
+                            if !req {
+                                alts.push(Expr::Rule(id(i + 1, s, k, a)));
+                            }
+                        } else if !tracked || k as u64 >= self.min {
+                            alts.push(Expr::Empty);
                         }
-                        Some((k + 1).min(kmax - 1))
-                    };
-                    if let Some(add) = &self.additional {
-                        if let Some(k2) = emit_k(k) {
-                            alts.push(Expr::Seq(vec![with_lead(add.clone()), Expr::Rule(id(i, true, k2))]));
-                        }
+                        c.rules[id(i, s, k, a).0 as usize].body = Expr::Alt(alts);
                     }
-                    if i < n {
-                        let (m, req) = &self.members[i];
-                        if let Some(k2) = emit_k(k) {
-                            alts.push(Expr::Seq(vec![with_lead(m.clone()), Expr::Rule(id(i + 1, true, k2))]));
-                        }
-                        if !req {
-                            alts.push(Expr::Rule(id(i + 1, s, k)));
-                        }
-                    } else if !tracked || k as u64 >= self.min {
-                        alts.push(Expr::Empty);
-                    }
-                    c.rules[id(i, s, k).0 as usize].body = Expr::Alt(alts);
                 }
             }
         }
-        Expr::Rule(id(0, false, 0))
+        Expr::Rule(id(0, false, 0, 0))
+    }
+
+    /// Must the minimum count only the first additional member (see `build`)?
+    fn distinct_min(&self) -> bool {
+        self.additional.is_some() && self.cap.is_some() && self.min >= 2 && self.max.is_none()
     }
 }

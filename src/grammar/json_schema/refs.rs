@@ -1,8 +1,20 @@
-//! `$ref` resolution: JSON pointers (`#/$defs/x`, `#/definitions/x`, percent- and
-//! `~`-escaped), `#` (the root), `$anchor`s (`#name`), and `$id`s of subschemas (absolute or
-//! relative to the root's `$id`). Each target compiles once into its own rule, so recursive
-//! schemas become recursive rules (a cycle with no base case is caught by the grammar's
-//! productivity check). Remote documents are never fetched: such a `$ref` is an error.
+//! `$ref` resolution with real base URIs (RFC 3986), as JSON Schema 2020-12 defines it.
+//!
+//! Before compiling, [`prepare`] walks the root schema and every registered document
+//! ([`super::JsonSchemaOptions::documents`]) once, tracking the base URI that `$id`s set
+//! (`id` instead when the root declares draft-03/04), and
+//! - indexes every resource (`$id`, and each document's own URI) and every `$anchor` /
+//!   `$dynamicAnchor` (and draft-06/07 `$id: "#name"`) under its absolute URI;
+//! - rewrites every `$ref` into its absolute form.
+//!
+//! So after preparation a `$ref` means the same wherever its schema is copied to (merged
+//! `allOf` parts, inlined branches), and resolving it needs no context: absolute URI →
+//! resource location, then the fragment (a JSON pointer or an anchor name).
+//!
+//! A *location* names a subschema: a JSON pointer into the root schema (`""`, `/$defs/a`), or
+//! `URI#pointer` into a registered document. Each target compiles once into its own rule, so
+//! recursive schemas become recursive rules (a cycle with no base case is caught by the
+//! grammar's productivity check). Documents are never fetched: an unknown URI is an error.
 
 use std::collections::HashMap;
 
@@ -12,87 +24,180 @@ use super::{join, Compiler};
 use crate::error::{Error, Location, Result};
 use crate::grammar::Expr;
 
-/// Records `$anchor`s and `$id`s with the pointers of their schemas.
-/// Marks an anchor defined in more than one place.
+/// The base URI of a root schema without an `$id` (shown to users as nothing).
+pub(super) const ROOT_BASE: &str = "urn:strictly:root";
+
+/// Marks a URI or anchor declared in more than one place.
 const AMBIGUOUS: &str = "\u{0}ambiguous";
 
-pub(super) fn collect_anchors(v: &Value, pointer: &str, out: &mut HashMap<String, String>, depth: usize) {
-    if depth > 256 {
-        return;
-    }
-    let Value::Object(o) = v else { return };
-    let mut record = |key: String| match out.get(&key) {
-        Some(p) if p != pointer => {
-            out.insert(key, AMBIGUOUS.into());
+/// Deepest nesting [`prepare`] walks (the compiler's own limit is lower).
+const MAX_WALK: usize = 512;
+
+/// Deepest JSON nesting of a schema document (subschemas nest about two levels each, so this
+/// is well above what [`super::MAX_DEPTH`] admits).
+pub(super) const MAX_JSON_DEPTH: usize = 1024;
+
+/// Refuses documents nested deeper than [`MAX_JSON_DEPTH`], without recursion.
+pub(super) fn check_json_depth(v: &Value) -> Result<()> {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        if d > MAX_JSON_DEPTH {
+            return Err(Error::Limit { what: "JSON nesting depth of the schema".into(), limit: MAX_JSON_DEPTH, hint: None });
         }
-        _ => {
-            out.insert(key, pointer.to_string());
-        }
-    };
-    if let Some(a) = o.get("$anchor").and_then(Value::as_str) {
-        // The same anchor in two resources would need base-URI tracking to tell them apart:
-        // it is marked ambiguous, which `ref_target` refuses.
-        record(format!("#{a}"));
-    }
-    for key in ["$id", "id"] {
-        if let Some(id) = o.get(key).and_then(Value::as_str) {
-            record(id.trim_end_matches('#').to_string());
-        }
-    }
-    // Only keywords that hold subschemas: an `$id` inside an unknown keyword is data.
-    for (k, x) in o {
-        let here = join(pointer, k);
-        match k.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
-                for (name, sub) in x.as_object().into_iter().flatten() {
-                    collect_anchors(sub, &join(&here, name), out, depth + 1);
-                }
-            }
-            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" if x.is_array() => {
-                for (i, sub) in x.as_array().into_iter().flatten().enumerate() {
-                    collect_anchors(sub, &join(&here, &i.to_string()), out, depth + 1);
-                }
-            }
-            "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" | "contentSchema" => {
-                collect_anchors(x, &here, out, depth + 1);
-            }
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Resources and anchors by absolute URI (`uri` or `uri#anchor`) → location.
+#[derive(Default)]
+pub(super) struct Index {
+    targets: HashMap<String, String>,
+    /// The root declares draft-03/04: resources are identified by `id`, not `$id`.
+    legacy_id: bool,
+}
+
+impl Index {
+    fn record(&mut self, key: String, location: &str) {
+        match self.targets.get(&key) {
+            Some(p) if p != location => {
+                self.targets.insert(key, AMBIGUOUS.into());
+            }
+            _ => {
+                self.targets.insert(key, location.to_string());
+            }
         }
     }
 }
 
+/// Prepares the root schema and the documents (URI → document): indexes them and makes every
+/// `$ref` absolute, in place.
+pub(super) fn prepare(root: &mut Value, docs: &mut [(String, Value)]) -> Index {
+    let schema_uri = root.get("$schema").and_then(Value::as_str).unwrap_or("");
+    let mut index = Index { legacy_id: schema_uri.contains("draft-04") || schema_uri.contains("draft-03"), ..Index::default() };
+    index.record(ROOT_BASE.to_string(), "");
+    walk(root, "", ROOT_BASE, &mut index, 0, false);
+    for (uri, doc) in docs.iter_mut() {
+        let location = format!("{uri}#");
+        index.record(uri.clone(), &location);
+        walk(doc, &location, uri, &mut index, 0, false);
+    }
+    index
+}
+
+/// Keywords whose values are data, never schemas: nothing in them is touched.
+const DATA_KEYWORDS: [&str; 12] =
+    ["enum", "const", "default", "examples", "required", "type", "format", "pattern", "title", "description", "$comment", "dependentRequired"];
+
+/// `in_data`: under a keyword JSON Schema does not know. Such values are schemas only when a
+/// `$ref` points into them: their `$ref`s are made absolute, but their `$id`s and anchors
+/// identify nothing.
+fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usize, in_data: bool) {
+    if depth > MAX_WALK {
+        return;
+    }
+    let o = match v {
+        Value::Object(o) => o,
+        Value::Array(a) if in_data => {
+            for (i, x) in a.iter_mut().enumerate() {
+                walk(x, &join(location, &i.to_string()), base, index, depth + 1, true);
+            }
+            return;
+        }
+        _ => return,
+    };
+    let mut base = base.to_string();
+    // Draft-03/04 spell it `id` (and `$id` means nothing there); later drafts `$id`.
+    let id_key = if index.legacy_id { "id" } else { "$id" };
+    let id = if in_data { None } else { o.get(id_key).and_then(Value::as_str) };
+    if let Some(id) = id {
+        match id.strip_prefix('#') {
+            // draft-06/07: `"$id": "#name"` is an anchor.
+            Some(name) if !name.is_empty() => index.record(format!("{base}#{name}"), location),
+            _ => {
+                base = resolve(&base, id.trim_end_matches('#'));
+                index.record(base.clone(), location);
+            }
+        }
+    }
+    for key in ["$anchor", "$dynamicAnchor"].into_iter().filter(|_| !in_data) {
+        if let Some(a) = o.get(key).and_then(Value::as_str) {
+            index.record(format!("{base}#{a}"), location);
+        }
+    }
+    if let Some(Value::String(r)) = o.get_mut("$ref") {
+        *r = resolve(&base, r);
+    }
+    // Only keywords that hold subschemas: an `$id` or `$ref` inside an unknown keyword is data.
+    for (k, x) in o.iter_mut() {
+        let here = join(location, k);
+        match k.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
+                for (name, sub) in x.as_object_mut().into_iter().flatten() {
+                    walk(sub, &join(&here, name), &base, index, depth + 1, in_data);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" if x.is_array() => {
+                for (i, sub) in x.as_array_mut().into_iter().flatten().enumerate() {
+                    walk(sub, &join(&here, &i.to_string()), &base, index, depth + 1, in_data);
+                }
+            }
+            "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
+            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" | "contentSchema" => {
+                walk(x, &here, &base, index, depth + 1, in_data);
+            }
+            k if DATA_KEYWORDS.contains(&k) => {}
+            _ => walk(x, &here, &base, index, depth + 1, true),
+        }
+    }
+}
+
+/// `r` as users wrote it (the root's synthetic base left out).
+fn shown(r: &str) -> &str {
+    r.strip_prefix(ROOT_BASE).unwrap_or(r)
+}
+
 impl<'s> Compiler<'s> {
-    /// The JSON pointer a `$ref` names.
+    /// The location a (prepared, absolute) `$ref` names.
     fn ref_target(&self, r: &str, pointer: &str) -> Result<String> {
         let err = |msg: String| Error::Schema { at: Location::Pointer(join(pointer, "$ref")), msg };
-        let root_id = self.root.get("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#'));
-        let (base, frag) = match r.split_once('#') {
-            Some((b, f)) => (b, Some(f)),
-            None => (r, None),
-        };
-        let base_pointer = if base.is_empty() || Some(base) == root_id {
-            String::new()
-        } else if let Some(p) = self.anchors.get(base).or_else(|| root_id.and_then(|id| self.anchors.get(&resolve_relative(id, base)))) {
-            if p == AMBIGUOUS {
-                return Err(err(format!("$ref {r:?}: that $id is declared in several places; such references are not supported")));
+        let (uri, frag) = r.split_once('#').unwrap_or((r, ""));
+        let resource = match self.index.targets.get(uri) {
+            Some(p) if p == AMBIGUOUS => return Err(err(format!("$ref {:?}: that URI is declared by several schemas", shown(r)))),
+            Some(p) => p,
+            None => {
+                return Err(err(format!(
+                    "cannot resolve $ref {:?}: no schema has that URI (remote documents are not fetched; \
+                     register them with JsonSchemaOptions::documents)",
+                    shown(r)
+                )))
             }
-            p.clone()
+        };
+        if frag.is_empty() {
+            Ok(resource.clone())
+        } else if frag.starts_with('/') {
+            Ok(format!("{resource}{}", percent_decode(frag)))
         } else {
-            return Err(err(format!("cannot resolve $ref {r:?}: remote references are not fetched")));
-        };
-        match frag {
-            None | Some("") => Ok(base_pointer),
-            Some(f) if f.starts_with('/') => {
-                let decoded = percent_decode(f);
-                Ok(format!("{base_pointer}{decoded}"))
-            }
-            Some(name) => match self.anchors.get(&format!("#{name}")) {
-                Some(p) if p == AMBIGUOUS => Err(err(format!("$anchor {name:?} is defined in several resources; such references are not supported"))),
+            match self.index.targets.get(&format!("{uri}#{frag}")) {
+                Some(p) if p == AMBIGUOUS => Err(err(format!("$anchor {frag:?} is defined several times in one resource"))),
                 Some(p) => Ok(p.clone()),
-                None => Err(err(format!("no $anchor named {name:?}"))),
-            },
+                None => Err(err(format!("no $anchor named {frag:?} in {:?}", shown(uri)))),
+            }
         }
+    }
+
+    /// The subschema at a location (root pointer or `URI#pointer`).
+    fn value_at(&self, location: &str) -> Option<&'s Value> {
+        if location.is_empty() || location.starts_with('/') {
+            return self.root.pointer(location);
+        }
+        let (uri, pointer) = location.split_once('#')?;
+        let (_, doc) = self.docs.iter().find(|(u, _)| u == uri)?;
+        doc.pointer(pointer)
     }
 
     /// The rule for a `$ref` (compiled on first use).
@@ -101,10 +206,9 @@ impl<'s> Compiler<'s> {
         if let Some(&rule) = self.ref_rules.get(&target) {
             return Ok(Expr::Rule(rule));
         }
-        let root: &'s Value = self.root;
-        let value = root.pointer(&target).ok_or_else(|| Error::Schema {
+        let value = self.value_at(&target).ok_or_else(|| Error::Schema {
             at: Location::Pointer(join(pointer, "$ref")),
-            msg: format!("$ref {r:?} points nowhere (no {target:?} in the schema)"),
+            msg: format!("$ref {:?} points nowhere (no {target:?} in the schema)", shown(r)),
         })?;
         let rule = self.new_rule(&format!("ref:{target}"));
         self.ref_rules.insert(target.clone(), rule);
@@ -114,20 +218,29 @@ impl<'s> Compiler<'s> {
     }
 
     /// `s` with a top-level `$ref` replaced by its target (one level), for merging and for
-    /// disjointness checks. Unresolvable references are left as they are.
+    /// disjointness checks. Unresolvable references are left as they are. (Prepared refs are
+    /// absolute, so the inlined target's own refs keep their meaning.)
     pub(super) fn resolve_shallow(&self, s: &Value) -> Value {
         let mut cur = s.clone();
         for _ in 0..16 {
             let Some(r) = cur.get("$ref").and_then(Value::as_str) else { return cur };
             let Ok(t) = self.ref_target(r, "") else { return cur };
-            let Some(v) = self.root.pointer(&t) else { return cur };
+            let Some(v) = self.value_at(&t) else { return cur };
             let mut next = v.clone();
             if let (Value::Object(n), Value::Object(c)) = (&mut next, &cur) {
+                // A sibling that the target also has would overwrite it: both must hold, so
+                // stop here (the caller merges `$ref` and siblings as an `allOf`).
+                if c.iter().any(|(k, x)| k != "$ref" && n.get(k).is_some_and(|y| y != x)) {
+                    return cur;
+                }
                 for (k, x) in c {
                     if k != "$ref" {
                         n.insert(k.clone(), x.clone());
                     }
                 }
+            } else if cur.as_object().is_some_and(|c| c.len() > 1) {
+                // A boolean target with siblings: not one object.
+                return cur;
             }
             cur = next;
         }
@@ -135,14 +248,129 @@ impl<'s> Compiler<'s> {
     }
 }
 
-fn resolve_relative(base: &str, rel: &str) -> String {
-    if rel.contains("://") {
-        return rel.to_string();
+/// RFC 3986 §5.2: the reference `r` resolved against the absolute URI `base`.
+pub(super) fn resolve(base: &str, r: &str) -> String {
+    let rp = UriParts::parse(r);
+    if rp.scheme.is_some() {
+        return rp.compose(&remove_dot_segments(rp.path));
     }
-    match base.rfind('/') {
-        Some(i) => format!("{}/{}", &base[..i], rel),
-        None => rel.to_string(),
+    let bp = UriParts::parse(base);
+    let mut out = UriParts { scheme: bp.scheme, ..UriParts::default() };
+    let path;
+    if rp.authority.is_some() {
+        out.authority = rp.authority;
+        path = remove_dot_segments(rp.path);
+        out.query = rp.query;
+    } else {
+        out.authority = bp.authority;
+        if rp.path.is_empty() {
+            path = bp.path.to_string();
+            out.query = rp.query.or(bp.query);
+        } else {
+            let merged = if rp.path.starts_with('/') {
+                rp.path.to_string()
+            } else if bp.authority.is_some() && bp.path.is_empty() {
+                format!("/{}", rp.path)
+            } else {
+                match bp.path.rfind('/') {
+                    Some(i) => format!("{}{}", &bp.path[..=i], rp.path),
+                    None => rp.path.to_string(),
+                }
+            };
+            path = remove_dot_segments(&merged);
+            out.query = rp.query;
+        }
     }
+    out.fragment = rp.fragment;
+    out.compose(&path)
+}
+
+#[derive(Default)]
+struct UriParts<'a> {
+    scheme: Option<&'a str>,
+    authority: Option<&'a str>,
+    path: &'a str,
+    query: Option<&'a str>,
+    fragment: Option<&'a str>,
+}
+
+impl<'a> UriParts<'a> {
+    fn parse(s: &'a str) -> UriParts<'a> {
+        let mut p = UriParts::default();
+        let mut rest = s;
+        if let Some((r, f)) = rest.split_once('#') {
+            rest = r;
+            p.fragment = Some(f);
+        }
+        if let Some((r, q)) = rest.split_once('?') {
+            rest = r;
+            p.query = Some(q);
+        }
+        if let Some(i) = rest.find(':') {
+            let scheme = &rest[..i];
+            let valid = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            if valid {
+                p.scheme = Some(scheme);
+                rest = &rest[i + 1..];
+            }
+        }
+        if let Some(after) = rest.strip_prefix("//") {
+            let end = after.find('/').unwrap_or(after.len());
+            p.authority = Some(&after[..end]);
+            rest = &after[end..];
+        }
+        p.path = rest;
+        p
+    }
+
+    fn compose(&self, path: &str) -> String {
+        let mut s = String::new();
+        if let Some(x) = self.scheme {
+            s += x;
+            s.push(':');
+        }
+        if let Some(x) = self.authority {
+            s += "//";
+            s += x;
+        }
+        s += path;
+        if let Some(x) = self.query {
+            s.push('?');
+            s += x;
+        }
+        if let Some(x) = self.fragment {
+            s.push('#');
+            s += x;
+        }
+        s
+    }
+}
+
+/// RFC 3986 §5.2.4.
+fn remove_dot_segments(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let absolute = path.starts_with('/');
+    let segments: Vec<&str> = path.split('/').collect();
+    let last = segments.len() - 1;
+    for (i, seg) in segments.iter().enumerate() {
+        match *seg {
+            "." | ".." if i == last => {
+                if *seg == ".." && out.len() > usize::from(absolute) {
+                    out.pop();
+                }
+                out.push("");
+            }
+            "." => {}
+            ".." => {
+                if out.len() > usize::from(absolute) {
+                    out.pop();
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    out.join("/")
 }
 
 fn percent_decode(s: &str) -> String {
@@ -150,7 +378,7 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 0 && i + 2 <= b.len() - 1 {
+        if b[i] == b'%' && i + 2 < b.len() {
             if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
                 out.push(v);
                 i += 3;
@@ -161,4 +389,49 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    /// RFC 3986 §5.4's examples (normal and abnormal).
+    #[test]
+    fn resolves_like_rfc_3986() {
+        let base = "http://a/b/c/d;p?q";
+        for (r, want) in [
+            ("g:h", "g:h"),
+            ("g", "http://a/b/c/g"),
+            ("./g", "http://a/b/c/g"),
+            ("g/", "http://a/b/c/g/"),
+            ("/g", "http://a/g"),
+            ("//g", "http://g"),
+            ("?y", "http://a/b/c/d;p?y"),
+            ("g?y", "http://a/b/c/g?y"),
+            ("#s", "http://a/b/c/d;p?q#s"),
+            ("g#s", "http://a/b/c/g#s"),
+            (";x", "http://a/b/c/;x"),
+            ("", "http://a/b/c/d;p?q"),
+            (".", "http://a/b/c/"),
+            ("./", "http://a/b/c/"),
+            ("..", "http://a/b/"),
+            ("../", "http://a/b/"),
+            ("../g", "http://a/b/g"),
+            ("../..", "http://a/"),
+            ("../../g", "http://a/g"),
+            ("../../../g", "http://a/g"),
+            ("/./g", "http://a/g"),
+            ("/../g", "http://a/g"),
+            ("g.", "http://a/b/c/g."),
+            ("..g", "http://a/b/c/..g"),
+            ("./../g", "http://a/b/g"),
+            ("g/./h", "http://a/b/c/g/h"),
+            ("g/../h", "http://a/b/c/h"),
+        ] {
+            assert_eq!(resolve(base, r), want, "{r}");
+        }
+        assert_eq!(resolve("urn:uuid:deadbeef-1234", "#/$defs/x"), "urn:uuid:deadbeef-1234#/$defs/x");
+        assert_eq!(resolve("urn:strictly:root", "#foo"), "urn:strictly:root#foo");
+        assert_eq!(resolve("http://localhost:1234/draft2020-12/", "baseUriChange/"), "http://localhost:1234/draft2020-12/baseUriChange/");
+    }
 }
