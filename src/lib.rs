@@ -39,6 +39,8 @@
 pub mod automaton;
 pub mod bench;
 pub mod decode;
+#[cfg(feature = "model")]
+pub mod engine;
 pub mod error;
 pub mod grammar;
 #[cfg(feature = "model")]
@@ -46,7 +48,13 @@ pub mod model;
 pub mod sample;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod tools;
 pub mod vocab;
 
+pub use decode::GenerateOptions;
+#[cfg(feature = "model")]
+pub use engine::{Engine, Reply, Stream, StreamEvent, ToolCall, ToolChoice, Tools};
 pub use error::{Error, Result};
+#[cfg(feature = "model")]
+pub use model::ChatMessage;
 pub use vocab::{TokenId, TokenSet, Vocab};

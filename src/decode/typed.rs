@@ -53,8 +53,12 @@ pub fn generate_typed<T: schemars::JsonSchema + DeserializeOwned>(
     let compiled = Compiled::new(vocab.clone(), &Constraint::json_schema_for::<T>())?;
     let mut matcher = compiled.matcher();
     let output = generate(model, vocab, Some(&mut matcher), prompt, opts)?;
-    let value = serde_json::from_slice(&output.bytes).map_err(|e| {
+    Ok(Typed { value: deserialize(&output)?, output })
+}
+
+/// `output`'s text as a `T`; an error (never expected under `T`'s schema) if it is not one.
+pub(crate) fn deserialize<T: DeserializeOwned>(output: &Output) -> Result<T> {
+    serde_json::from_slice(&output.bytes).map_err(|e| {
         Error::invalid(format!("the constrained output does not deserialize as {}: {e}", std::any::type_name::<T>()))
-    })?;
-    Ok(Typed { value, output })
+    })
 }
