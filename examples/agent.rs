@@ -72,7 +72,8 @@ fn main() -> anyhow::Result<()> {
             5 => ToolChoice::None,
             _ => ToolChoice::Auto,
         };
-        let opts = GenerateOptions::default().with_seed(turn).with_max_tokens(160);
+        let budget = if turn < 2 { 160 } else { 48 }; // calls need room; text is cut short
+        let opts = GenerateOptions::default().with_seed(turn).with_max_tokens(budget);
         let reply = engine.choose(&messages, &tools, &choice, &opts)?;
         messages.push(reply.message());
         if reply.calls.is_empty() {

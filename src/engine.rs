@@ -115,6 +115,8 @@ impl Engine {
     ///
     /// Errors only up front (a schema that cannot be enforced exactly, no complete value
     /// within `opts.max_tokens`, bad options) or if the model fails; never a parse error.
+    /// Every method lowers `max_tokens` to what the model's context leaves after the prompt
+    /// (a constrained output still ends complete: see [`crate::decode`]).
     pub fn generate<T: JsonSchema + DeserializeOwned>(&self, prompt: &str, opts: &GenerateOptions) -> Result<T> {
         Ok(self.generate_typed::<T>(prompt, opts)?.value)
     }
@@ -138,7 +140,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Output> {
         let compiled = constraint.map(|c| Compiled::new(self.vocab().clone(), c)).transpose()?;
-        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, false);
+        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, false)?;
         Ok(job.run(&mut |_| true)?.expect("never cancelled").0)
     }
 
@@ -190,7 +192,7 @@ impl Engine {
         let key = format!("schema {schema}");
         let compiled =
             self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())))?;
-        Ok(self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, false))
+        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, false)
     }
 
     fn choose_job(
@@ -216,7 +218,7 @@ impl Engine {
             }
         };
         let has_tools = matcher.is_some();
-        Ok((self.job(prompt, matcher, opts, has_tools), tools.clone()))
+        Ok((self.job(prompt, matcher, opts, has_tools)?, tools.clone()))
     }
 
     /// The cached compile under `key`, or `make()` compiled for this vocabulary.
@@ -233,16 +235,28 @@ impl Engine {
         Ok(compiled)
     }
 
-    fn job(&self, prompt: Vec<TokenId>, matcher: Option<Matcher>, opts: &GenerateOptions, tools: bool) -> Job {
-        Job {
+    /// A generation of `prompt`; `max_tokens` lowered to what the model's context has left
+    /// after the prompt (a prompt that fills it is an error).
+    fn job(&self, prompt: Vec<TokenId>, matcher: Option<Matcher>, opts: &GenerateOptions, tools: bool) -> Result<Job> {
+        let context = self.loaded.info.max_positions;
+        if prompt.len() >= context {
+            return Err(Error::Limit {
+                what: format!("prompt length ({} tokens)", prompt.len()),
+                limit: context - 1,
+                hint: Some("the model's context (max_position_embeddings) must leave room for the output".into()),
+            });
+        }
+        let mut opts = opts.clone();
+        opts.max_tokens = opts.max_tokens.min(context - prompt.len());
+        Ok(Job {
             model: self.loaded.model.restart(),
             vocab: self.vocab().clone(),
             matcher,
             prompt,
-            opts: opts.clone(),
+            opts,
             tools,
             tokens: Arc::new(AtomicUsize::new(0)),
-        }
+        })
     }
 }
 
