@@ -21,11 +21,13 @@
 //! to the model under a [`ToolChoice`] and returns a [`Reply`]: text, tool calls, or (under
 //! `Auto`) text followed by calls. The calls are written in the format of [`crate::tools`]
 //! (Hermes/Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`), enforced by a
-//! grammar whose arguments are each tool's schema; the tools reach the model through its chat
-//! template when the template renders tools, else as a description of that format in the
-//! system turn (see [`crate::tools::ToolChat`]). Every returned [`ToolCall`]'s arguments have
-//! been checked to deserialize as the tool's parameter type, so [`ToolCall::args`] with that
-//! type cannot fail.
+//! grammar whose arguments are each tool's schema. The tools reach the model through its chat
+//! template when the template renders tools in that format (Qwen 2.5, Hermes, the plain
+//! template of models without one); otherwise (no tools in the template, or another call
+//! format such as Llama 3.x's) as a description of that format in the system turn, the
+//! documented default (see [`crate::tools::ToolChat::render_for_calls`]). Every returned
+//! [`ToolCall`]'s arguments have been checked to deserialize as the tool's parameter type, so
+//! [`ToolCall::args`] with that type cannot fail.
 //!
 //! # Streaming and cancellation
 //!
@@ -184,7 +186,7 @@ impl Engine {
 
     /// The prompt text [`choose`](Self::choose) gives the model for this chat.
     pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<String> {
-        tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)
+        tool_chat(messages, tools, choice)?.render_for_calls(&self.loaded.prompt)
     }
 
     fn typed_job<T: JsonSchema>(&self, prompt: &str, opts: &GenerateOptions) -> Result<Job> {
@@ -203,7 +205,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<(Job, Tools)> {
         let chat = tool_chat(messages, tools, choice)?;
-        let prompt = self.loaded.prompt.encode_raw(&chat.render(&self.loaded.prompt)?)?;
+        let prompt = self.loaded.prompt.encode_raw(&chat.render_for_calls(&self.loaded.prompt)?)?;
         let matcher = match &chat.mode {
             None => None,
             Some(mode) => {

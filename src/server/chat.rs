@@ -367,6 +367,7 @@ impl ChatStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::plainer;
 
     fn request(v: Value) -> ChatRequest {
         serde_json::from_value(v).unwrap()
@@ -407,7 +408,7 @@ mod tests {
 
     fn rendered(p: &PromptFormat, req: &ChatRequest) -> String {
         let spec = req.spec().unwrap();
-        render_text(p, &chat(req, spec.as_ref()).unwrap()).unwrap()
+        chat(req, spec.as_ref()).unwrap().render(p).unwrap()
     }
 
     /// Templates that take tools get them natively: the prompt equals what transformers'

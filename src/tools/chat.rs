@@ -20,7 +20,7 @@ pub struct ToolChat {
 impl ToolChat {
     /// For a template that takes tools: the messages with what `tool_choice` demands added to
     /// the system turn (templates only list the tools).
-    fn native(&self) -> Vec<ChatMessage> {
+    pub fn native(&self) -> Vec<ChatMessage> {
         let mut out = self.messages.clone();
         if let Some(note) = self.mode.as_ref().and_then(mode_note) {
             add_to_system(&mut out, &note);
@@ -33,7 +33,7 @@ impl ToolChat {
     /// turns. The tools are described in the system turn, each assistant's calls are written
     /// into its text in the format the tool constraint enforces, and each run of tool results
     /// becomes one user turn of `<tool_response>` blocks.
-    fn inlined(&self) -> Vec<ChatMessage> {
+    pub fn inlined(&self) -> Vec<ChatMessage> {
         let mut out: Vec<ChatMessage> = Vec::with_capacity(self.messages.len() + 1);
         let mut in_results = false;
         for m in &self.messages {
@@ -70,9 +70,22 @@ impl ToolChat {
     /// into the text ([`inlined`](Self::inlined)), and if it still refuses (no `system` role),
     /// the [`plainer`] chat. The error reported is the first one.
     pub fn render(&self, p: &PromptFormat) -> Result<String> {
+        self.render_with(p, p.chat_takes_tools())
+    }
+
+    /// Like [`render`](Self::render), but the tools go to the template natively only when it
+    /// also teaches the call format the tool constraint enforces ([`teaches_call_format`]);
+    /// a template that takes tools but asks for calls in another shape (Llama 3.x's
+    /// `{"name": ..., "parameters": ...}`) gets the tools described in the system turn
+    /// instead, so that the prompt and the constraint agree. The library uses this.
+    pub fn render_for_calls(&self, p: &PromptFormat) -> Result<String> {
+        self.render_with(p, p.chat_takes_tools() && teaches_call_format(p))
+    }
+
+    fn render_with(&self, p: &PromptFormat, native: bool) -> Result<String> {
         let inlined = self.inlined();
         let plain = plainer(&inlined);
-        let native = p.chat_takes_tools().then(|| (self.native(), &self.tools[..]));
+        let native = native.then(|| (self.native(), &self.tools[..]));
         let attempts = native.into_iter().chain([(inlined, &[][..]), (plain, &[][..])]);
         let mut first = None;
         for (msgs, tools) in attempts {
@@ -86,6 +99,13 @@ impl ToolChat {
         let e = first.expect("at least one attempt");
         Err(Error::invalid(format!("the model's chat template refused these messages: {e}")))
     }
+}
+
+/// Whether the chat template in use writes tool calls in the format of [`super::calls_grammar`]
+/// (its source mentions `<tool_call>`, as Qwen 2.5's, the Hermes templates and
+/// [`PLAIN_TEMPLATE`](crate::model::chat::PLAIN_TEMPLATE) do).
+pub fn teaches_call_format(p: &PromptFormat) -> bool {
+    p.chat_template_source().contains(TOOL_CALL_OPEN)
 }
 
 /// Appends `text` to the first message if it is a system turn, else puts a system turn first.
@@ -130,7 +150,7 @@ fn tools_block(tools: &[ChatTool], mode: &ToolMode) -> String {
 
 /// The same chat for templates that refuse a `system` role: system text goes in front of the
 /// next user turn.
-fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
+pub fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::new();
     let mut system = String::new();
     for m in msgs {
@@ -149,4 +169,45 @@ fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
         out.insert(0, ChatMessage::new("user", system.trim_end().to_string()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ChatTemplate, ToolCall};
+
+    fn prompt_format(template: &str) -> PromptFormat {
+        let tok = tokenizers::Tokenizer::from_bytes(crate::model::embedded::TOKENIZER).unwrap();
+        PromptFormat::new(tok, None, None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap()
+    }
+
+    /// A template that takes tools gets them natively for the library only when it teaches the
+    /// `<tool_call>` format; otherwise they are described in the system turn.
+    #[test]
+    fn native_tools_only_with_the_call_format() {
+        let body = "{% for m in messages %}{{ m.role }}: {{ m.content }}\
+                    {% for c in m.tool_calls %}[{{ c.function.name }}]{% endfor %}\n{% endfor %}";
+        let other = prompt_format(&("{% for t in tools %}TOOL {{ t.function.name }};{% endfor %}".to_string() + body));
+        let hermes = prompt_format(
+            &("{% for t in tools %}TOOL {{ t.function.name }} <tool_call>;{% endfor %}".to_string() + body),
+        );
+        assert!(other.chat_takes_tools() && hermes.chat_takes_tools());
+        assert!(!teaches_call_format(&other) && teaches_call_format(&hermes));
+        let mut call = ChatMessage::new("assistant", "");
+        call.tool_calls.push(ToolCall::function(None, "f", json!({"x": 1})));
+        let chat = ToolChat {
+            messages: vec![ChatMessage::new("user", "hi"), call],
+            tools: vec![ChatTool::function("f", None, json!({"type": "object"}))],
+            mode: Some(ToolMode::Required),
+        };
+        // Natively: the template lists the tool and the call its own way.
+        let native = chat.render_for_calls(&hermes).unwrap();
+        assert!(native.starts_with("TOOL f <tool_call>;") && native.contains("[f]"), "{native}");
+        assert_eq!(native, chat.render(&hermes).unwrap());
+        // Inlined: the tools and the call in the <tool_call> format, in the text.
+        let inlined = chat.render_for_calls(&other).unwrap();
+        assert!(!inlined.contains("TOOL f"), "{inlined}");
+        assert!(inlined.contains("# Tools") && inlined.contains("<tool_call>\n{\"name\":\"f\""), "{inlined}");
+        assert!(chat.render(&other).unwrap().starts_with("TOOL f;"));
+    }
 }

@@ -33,8 +33,9 @@
 //! - [`calls_grammar`]: the grammar above, from each offered tool's name and arguments grammar.
 //! - [`OutputParser`]: splits an output, as it streams, into content and [`RawCall`]s.
 //! - `ToolChat` (with the `model` feature): a chat with tools rendered through a model's chat
-//!   template, or, when the template does not take tools, with the tools described in the
-//!   system turn in the format above (the documented default).
+//!   template, or, when the template does not take tools (or, for the library, does not teach
+//!   the format above), with the tools described in the system turn in the format above: the
+//!   documented default.
 //!
 //! [`Engine::choose`]: crate::engine::Engine::choose
 
@@ -43,7 +44,7 @@ mod chat;
 mod parse;
 
 #[cfg(feature = "model")]
-pub use chat::ToolChat;
+pub use chat::{plainer, teaches_call_format, ToolChat};
 pub use parse::{call_id, OutputParser, Piece, RawCall};
 
 use serde::Serialize;
