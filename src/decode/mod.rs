@@ -121,6 +121,7 @@ pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
+#[cfg(feature = "model")]
 pub(crate) use typed::deserialize;
 pub use typed::{generate_typed, schema_for, Typed};
 
