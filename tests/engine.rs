@@ -272,3 +272,31 @@ fn cancellation_stops_generation() {
     let _ = s.next();
     drop(s);
 }
+
+/// Rust integer types whose schemars schema has no maximum still always deserialize: random
+/// logits (which love long digit strings) never produce a number the type cannot hold.
+#[test]
+fn wide_integers_always_fit_their_type() {
+    use strictly::decode::{generate_typed, RandomLogits};
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Counts {
+        a: u32,
+        b: i64,
+        c: u64,
+        d: usize,
+        e: i32,
+        #[schemars(range(min = 5))]
+        f: u64,
+    }
+    let schema = strictly::decode::schema_for::<Counts>();
+    assert_eq!(schema["properties"]["a"]["maximum"], serde_json::json!(u32::MAX));
+    assert_eq!(schema["properties"]["f"]["minimum"], serde_json::json!(5));
+    let vocab = engine().vocab().clone();
+    for seed in 0..40 {
+        let mut model = RandomLogits::new(vocab.len(), seed);
+        let o = opts(seed, 200);
+        let c = generate_typed::<Counts>(&mut model, &vocab, &[], &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(c.value.f >= 5 && c.value.c < 9_000_000_000_000_000, "{c:?}");
+    }
+}
