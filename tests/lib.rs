@@ -12,6 +12,8 @@ mod fuzz;
 mod decode;
 mod bench;
 #[cfg(feature = "model")]
+mod engine;
+#[cfg(feature = "model")]
 mod model;
 #[cfg(feature = "model")]
 mod overlap;

@@ -121,6 +121,8 @@ pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
+#[cfg(feature = "model")]
+pub(crate) use typed::deserialize;
 pub use typed::{generate_typed, schema_for, Typed};
 
 use std::time::Duration;
@@ -230,6 +232,26 @@ impl Default for GenerateOptions {
             stop_token_ids: Vec::new(),
             overlap: Overlap::DEFAULT,
         }
+    }
+}
+
+impl GenerateOptions {
+    /// These options with `sampling.seed` set: the same inputs then give the same output.
+    pub fn with_seed(mut self, seed: u64) -> GenerateOptions {
+        self.sampling.seed = Some(seed);
+        self
+    }
+
+    /// These options with `max_tokens` set.
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> GenerateOptions {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// These options with `sampling.temperature` set (`0` is greedy).
+    pub fn with_temperature(mut self, temperature: f32) -> GenerateOptions {
+        self.sampling.temperature = temperature;
+        self
     }
 }
 

@@ -24,9 +24,57 @@ use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
 use crate::vocab::{TokenId, Vocab};
 
-/// The JSON Schema (draft 2020-12) that `schemars` derives for `T`.
+/// The JSON Schema (draft 2020-12) that `schemars` derives for `T`, with the ranges of Rust's
+/// integer types made explicit ([`bound_integer_formats`]) so that every value deserializes.
 pub fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
-    schemars::schema_for!(T).to_value()
+    let mut schema = schemars::schema_for!(T).to_value();
+    bound_integer_formats(&mut schema);
+    schema
+}
+
+/// The widest integer bound the grammar enforces (just under 9·10^15; below 2^53, so every
+/// JSON client reads such integers exactly).
+const SAFE_INT: i64 = 8_999_999_999_999_999;
+
+/// `schemars` writes `i32`, `u32`, `i64`, `u64`, `isize`, `usize`, `i128` and `u128` as
+/// `{"type": "integer", "format": "int32"}` (and so on) with no `maximum`, and the grammar
+/// would then write integers of up to 100 digits, which the type cannot hold. So every
+/// integer schema with one of those formats gets its range as `minimum`/`maximum` (kept where
+/// the schema's own bound is tighter): exact for 32 bits, ±(9·10^15 − 1) for wider types
+/// (stricter than the type, so every value still fits; and exact in every JSON client).
+pub fn bound_integer_formats(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    match schema {
+        Value::Object(o) => {
+            let is_int = match o.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            let range = match o.get("format").and_then(Value::as_str) {
+                Some("int32") => Some((i32::MIN as i64, i32::MAX as i64)),
+                Some("uint32") => Some((0, u32::MAX as i64)),
+                Some("int64" | "int" | "int128") => Some((-SAFE_INT, SAFE_INT)),
+                Some("uint64" | "uint" | "uint128") => Some((0, SAFE_INT)),
+                _ => None,
+            };
+            if let (true, Some((lo, hi))) = (is_int, range) {
+                let min = o.get("minimum").and_then(Value::as_f64).map_or(lo as f64, |m| m.max(lo as f64));
+                let max = o.get("maximum").and_then(Value::as_f64).map_or(hi as f64, |m| m.min(hi as f64));
+                if o.get("minimum").and_then(Value::as_f64) != Some(min) {
+                    o.insert("minimum".into(), lo.into());
+                }
+                if o.get("maximum").and_then(Value::as_f64) != Some(max) {
+                    o.insert("maximum".into(), hi.into());
+                }
+            }
+            for v in o.values_mut() {
+                bound_integer_formats(v);
+            }
+        }
+        Value::Array(vs) => vs.iter_mut().for_each(bound_integer_formats),
+        _ => {}
+    }
 }
 
 impl Constraint {
@@ -53,8 +101,12 @@ pub fn generate_typed<T: schemars::JsonSchema + DeserializeOwned>(
     let compiled = Compiled::new(vocab.clone(), &Constraint::json_schema_for::<T>())?;
     let mut matcher = compiled.matcher();
     let output = generate(model, vocab, Some(&mut matcher), prompt, opts)?;
-    let value = serde_json::from_slice(&output.bytes).map_err(|e| {
+    Ok(Typed { value: deserialize(&output)?, output })
+}
+
+/// `output`'s text as a `T`; an error (never expected under `T`'s schema) if it is not one.
+pub(crate) fn deserialize<T: DeserializeOwned>(output: &Output) -> Result<T> {
+    serde_json::from_slice(&output.bytes).map_err(|e| {
         Error::invalid(format!("the constrained output does not deserialize as {}: {e}", std::any::type_name::<T>()))
-    })?;
-    Ok(Typed { value, output })
+    })
 }

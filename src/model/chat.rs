@@ -51,6 +51,26 @@ impl ChatMessage {
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
         ChatMessage { role: role.into(), content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
+
+    /// A `system` turn.
+    pub fn system(content: impl Into<String>) -> ChatMessage {
+        ChatMessage::new("system", content)
+    }
+
+    /// A `user` turn.
+    pub fn user(content: impl Into<String>) -> ChatMessage {
+        ChatMessage::new("user", content)
+    }
+
+    /// An `assistant` turn with text only.
+    pub fn assistant(content: impl Into<String>) -> ChatMessage {
+        ChatMessage::new("assistant", content)
+    }
+
+    /// A `tool` turn: the result of the call `call_id`.
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage { tool_call_id: Some(call_id.into()), ..ChatMessage::new("tool", content) }
+    }
 }
 
 /// A tool the model may call, as chat templates read `tools`:

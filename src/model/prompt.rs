@@ -173,6 +173,11 @@ impl PromptFormat {
         self.encode_raw(&self.render_chat(messages, tools, add_generation_prompt)?)
     }
 
+    /// The source of the chat template in use (the model's, or the plain one).
+    pub fn chat_template_source(&self) -> &str {
+        self.chat_template().source()
+    }
+
     fn chat_template(&self) -> &ChatTemplate {
         self.template.as_ref().unwrap_or(&self.plain)
     }

@@ -3,28 +3,9 @@
 //!
 //! # Tool calls
 //!
-//! A tool call is written the way Hermes and Qwen 2.5 models write one:
-//!
-//! ```text
-//! <tool_call>
-//! {"name": "get_weather", "arguments": {"city": "Paris"}}
-//! </tool_call>
-//! ```
-//!
-//! The object's `name` is one of the tools' names and its `arguments` the JSON Schema of that
-//! tool's `parameters`, so the arguments of every returned call validate. Calls are separated
-//! by a newline; `parallel_tool_calls: false` allows one, else up to
-//! [`MAX_PARALLEL_TOOL_CALLS`]. By `tool_choice`:
-//!
-//! ```text
-//! required / named   root ::= calls                          (named: that one tool only)
-//! auto               root ::= text calls?                    text: any text without "<tool_call>"
-//! auto + a format    root ::= format | calls                 (response_format, regex, ...)
-//! ```
-//!
-//! So under `auto` the model may answer in text, but the moment it writes the marker, the
-//! rest is a well-formed call. The text rule is the regular language of strings that do not
-//! contain the marker ([`text_without`]), built by hand because regex syntax has no negation.
+//! The tool-call grammar and format live in [`crate::tools`] (shared with the library's
+//! [`crate::engine`]); this module compiles each tool's `parameters` with errors naming the
+//! request field, and hands them over.
 //!
 //! # Invariants
 //!
@@ -42,15 +23,11 @@ use serde_json::Value;
 use super::error::ApiError;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
-use crate::grammar::{ebnf, regex, Expr, Grammar, Rule, RuleId};
+use crate::grammar::{ebnf, regex, Expr, Grammar};
 use crate::vocab::Vocab;
 
-/// The text that opens a tool call.
-pub const TOOL_CALL_OPEN: &str = "<tool_call>";
-/// The text that closes a tool call.
-pub const TOOL_CALL_CLOSE: &str = "</tool_call>";
-/// Most tool calls in one reply (with `parallel_tool_calls` on, the default).
-pub const MAX_PARALLEL_TOOL_CALLS: u32 = 8;
+pub use crate::tools::{Tool, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+
 /// Largest cache key kept (a bigger constraint is compiled every time).
 const MAX_KEY_BYTES: usize = 1 << 20;
 
@@ -62,27 +39,6 @@ pub enum UserConstraint {
     Grammar(String),
     Choice(Vec<String>),
     JsonSchema(Value),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Tool {
-    pub name: String,
-    pub parameters: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum ToolMode {
-    Auto,
-    Required,
-    Named(String),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolSpec {
-    pub tools: Vec<Tool>,
-    pub mode: ToolMode,
-    /// 1, or [`MAX_PARALLEL_TOOL_CALLS`].
-    pub max_calls: u32,
 }
 
 /// Everything a request asks of the output's shape.
@@ -144,58 +100,6 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
     })
 }
 
-/// Appends `g`'s rules to `rules` (renumbering its references); returns its start rule.
-fn import(rules: &mut Vec<Rule>, g: Grammar) -> RuleId {
-    let off = rules.len() as u32;
-    fn shift(e: Expr, off: u32) -> Expr {
-        match e {
-            Expr::Rule(r) => Expr::Rule(RuleId(r.0 + off)),
-            Expr::Seq(xs) => Expr::Seq(xs.into_iter().map(|x| shift(x, off)).collect()),
-            Expr::Alt(xs) => Expr::Alt(xs.into_iter().map(|x| shift(x, off)).collect()),
-            Expr::Repeat { body, min, max } => Expr::Repeat { body: Box::new(shift(*body, off)), min, max },
-            leaf => leaf,
-        }
-    }
-    let start = RuleId(g.start.0 + off);
-    for r in g.rules {
-        rules.push(Rule { name: r.name, body: shift(r.body, off), span: r.span });
-    }
-    start
-}
-
-fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {
-    rules.push(Rule { name: name.to_string(), body, span: None });
-    RuleId(rules.len() as u32 - 1)
-}
-
-fn re(pattern: &str) -> Expr {
-    Expr::Regex(Box::new(regex::parse(pattern).expect("a valid built-in regex")))
-}
-
-/// The regex of all strings (any Unicode text) that do not contain `marker`. The marker's
-/// first character must not occur again in it (true of `<tool_call>`), which keeps the
-/// automaton simple: state j = the last j characters read are the marker's first j.
-///
-/// From state 1 (just read the first character), `B` = the marker's characters 1..j for some
-/// j (reaching state j); a character that is neither the next one nor the first goes back to
-/// state 0, the first character to state 1. So, with `m` the marker and `c = m[0]`:
-///
-/// ```text
-/// text = ( [^c] | c (B c)* ( ∪_j m[1..j] [^m[j] c] ) )*  ( c (B c)* B )?
-/// ```
-pub fn text_without(marker: &str) -> String {
-    let m: Vec<char> = marker.chars().collect();
-    assert!(m.len() >= 2 && !m[1..].contains(&m[0]), "the marker's first character must be unique");
-    let esc = |c: char| regex_syntax::escape(&c.to_string());
-    let lit = |cs: &[char]| cs.iter().map(|&c| esc(c)).collect::<String>();
-    let c = esc(m[0]);
-    let k = m.len();
-    // B: m[1..j] for j in 1..k (the empty string included).
-    let b = format!("(?:{})", (1..k).map(|j| lit(&m[1..j])).collect::<Vec<_>>().join("|"));
-    let back = (1..k).map(|j| format!("{}[^{}{}]", lit(&m[1..j]), esc(m[j]), c)).collect::<Vec<_>>().join("|");
-    format!("(?:[^{c}]|{c}(?:{b}{c})*(?:{back}))*(?:{c}(?:{b}{c})*{b})?")
-}
-
 /// The grammar (or plain constraint) for a spec.
 pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
     let param = spec.user_param.as_deref().unwrap_or("response_format");
@@ -203,10 +107,7 @@ pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
         let user = spec.user.as_ref().expect("a spec has a user constraint or tools");
         return user_constraint(user, param);
     };
-    let mut rules: Vec<Rule> = Vec::new();
-    let root = add_rule(&mut rules, "root", Expr::Empty);
-    let ws = || re(r"(?: ?|\n[ \t]{0,64})");
-    let mut calls = Vec::new();
+    let mut args = Vec::new();
     for (i, t) in tools.tools.iter().enumerate() {
         if let ToolMode::Named(n) = &tools.mode {
             if n != &t.name {
@@ -217,67 +118,13 @@ pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
         let g = json_schema::compile(&t.parameters, &JsonSchemaOptions::default())
             .map_err(|e| schema_error(e, &p))?
             .grammar;
-        let args = import(&mut rules, g);
-        let name = serde_json::to_string(&t.name).expect("a string serializes");
-        calls.push(Expr::Seq(vec![
-            Expr::Literal("{".into()),
-            ws(),
-            Expr::Literal("\"name\"".into()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
-            Expr::Literal(name),
-            ws(),
-            Expr::Literal(",".into()),
-            ws(),
-            Expr::Literal("\"arguments\"".into()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
-            Expr::Rule(args),
-            ws(),
-            Expr::Literal("}".into()),
-        ]));
+        args.push((t.name.clone(), g));
     }
-    let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(calls));
-    let call = add_rule(
-        &mut rules,
-        "tool_call",
-        Expr::Seq(vec![
-            Expr::Literal(TOOL_CALL_OPEN.into()),
-            re(r"\n?"),
-            Expr::Rule(object),
-            re(r"\n?"),
-            Expr::Literal(TOOL_CALL_CLOSE.into()),
-        ]),
-    );
-    let calls_body = if tools.max_calls <= 1 {
-        Expr::Rule(call)
-    } else {
-        Expr::Seq(vec![
-            Expr::Rule(call),
-            Expr::Repeat {
-                body: Box::new(Expr::Seq(vec![Expr::Literal("\n".into()), Expr::Rule(call)])),
-                min: 0,
-                max: Some(tools.max_calls - 1),
-            },
-        ])
+    let format = match (&tools.mode, &spec.user) {
+        (ToolMode::Auto, Some(user)) => Some(user_grammar(user, param)?),
+        _ => None,
     };
-    let calls = add_rule(&mut rules, "tool_calls", calls_body);
-    let body = match (&tools.mode, &spec.user) {
-        (ToolMode::Auto, Some(user)) => {
-            let g = user_grammar(user, param)?;
-            let user_root = import(&mut rules, g);
-            Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])
-        }
-        (ToolMode::Auto, None) => {
-            let text = add_rule(&mut rules, "text", re(&text_without(TOOL_CALL_OPEN)));
-            Expr::Seq(vec![Expr::Rule(text), Expr::Repeat { body: Box::new(Expr::Rule(calls)), min: 0, max: Some(1) }])
-        }
-        _ => Expr::Rule(calls),
-    };
-    rules[root.0 as usize].body = body;
-    Ok(Constraint::Grammar(Grammar { rules, start: root }))
+    Ok(Constraint::Grammar(crate::tools::calls_grammar(args, &tools.mode, tools.max_calls, format)))
 }
 
 /// Compiles a spec for `vocab`; library errors become 400s naming the field.
@@ -341,37 +188,5 @@ impl CompileCache {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn matches(re: &str, s: &str) -> bool {
-        let re = regex_automata::meta::Regex::new(&format!("^(?s:{re})$")).unwrap();
-        re.is_match(s)
-    }
-
-    #[test]
-    fn text_without_the_marker() {
-        let r = text_without(TOOL_CALL_OPEN);
-        for ok in [
-            "",
-            "hello",
-            "a < b",
-            "<tool",
-            "<tool_cal",
-            "x<<tool_calx>",
-            "<tool_call",
-            "<<tool_call",
-            "tool_call>",
-            "<\n",
-        ] {
-            assert!(matches(&r, ok), "{ok:?} should match");
-        }
-        for bad in ["<tool_call>", "hi <tool_call> x", "<<tool_call>", "<tool_<tool_call>", "a<tool_call>b"] {
-            assert!(!matches(&r, bad), "{bad:?} should not match");
-        }
     }
 }

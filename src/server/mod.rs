@@ -68,7 +68,6 @@ pub mod constraint;
 mod engine;
 mod error;
 mod metrics;
-pub mod toolparse;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -356,7 +355,7 @@ fn now_secs() -> u64 {
 
 /// `prefix-` and 24 random letters and digits.
 fn response_id(prefix: &str) -> String {
-    let call = toolparse::call_id();
+    let call = crate::tools::call_id();
     format!("{prefix}-{}", &call["call_".len()..])
 }
 

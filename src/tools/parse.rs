@@ -1,6 +1,6 @@
 //! [`OutputParser`]: splits a reply, as it streams, into content and tool calls.
 //!
-//! The grammar of [`super::constraint`] fixes the shape of every call
+//! The grammar of [`super::calls_grammar`] fixes the shape of every call
 //! (`<tool_call>` ws `{"name": "...", "arguments": VALUE}` ws `</tool_call>`), so this is a
 //! small state machine, not a JSON parser: it finds the marker, reads the name, then streams the
 //! arguments' text while tracking JSON nesting to see where the value ends. Content is released
@@ -9,7 +9,7 @@
 //! Invariant: the [`Piece::ToolArgs`] texts of a call concatenate to exactly the arguments'
 //! text in the output, so streamed and non-streamed calls agree.
 
-use super::constraint::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 
 /// Something the reply says, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +19,9 @@ pub enum Piece {
     ToolArgs { index: usize, text: String },
 }
 
-/// A finished call.
+/// A finished call, its arguments as the text the output holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCall {
+pub struct RawCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
@@ -47,7 +47,7 @@ pub struct OutputParser {
     state: State,
     buf: String,
     scan: ValueScanner,
-    calls: Vec<ToolCall>,
+    calls: Vec<RawCall>,
     content: String,
 }
 
@@ -210,7 +210,7 @@ impl OutputParser {
         }
     }
 
-    pub fn calls(&self) -> &[ToolCall] {
+    pub fn calls(&self) -> &[RawCall] {
         &self.calls
     }
 
@@ -259,7 +259,7 @@ impl OutputParser {
                         self.buf.drain(..n);
                         let index = self.calls.len();
                         let id = call_id();
-                        self.calls.push(ToolCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                        self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
                         out.push(Piece::ToolStart { index, id, name });
                         self.scan = ValueScanner::default();
                         self.state = State::Args;

@@ -1,0 +1,254 @@
+//! Tool calls: the grammar that makes a model's calls well-formed, and the parser that reads
+//! them back out of its text. The server's `tools` and the library's [`Engine::choose`]
+//! both use this one implementation.
+//!
+//! # The format
+//!
+//! A tool call is written the way Hermes and Qwen 2.5 models write one (and the way Qwen 2.5's
+//! chat template, the Hermes templates and this crate's plain template teach it):
+//!
+//! ```text
+//! <tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </tool_call>
+//! ```
+//!
+//! The object's `name` is one of the tools' names and its `arguments` the JSON Schema of that
+//! tool's `parameters`, so the arguments of every returned call validate. Calls are separated
+//! by a newline; at most [`ToolSpec::max_calls`] of them (one, or up to
+//! [`MAX_PARALLEL_TOOL_CALLS`]). By [`ToolMode`]:
+//!
+//! ```text
+//! Required / Named   root ::= calls                          (Named: that one tool only)
+//! Auto               root ::= text calls?                    text: any text without "<tool_call>"
+//! Auto + a format    root ::= format | calls                 (a response format, regex, ...)
+//! ```
+//!
+//! So under `Auto` the model may answer in text, but the moment it writes the marker, the
+//! rest is a well-formed call. The text rule is the regular language of strings that do not
+//! contain the marker ([`text_without`]), built by hand because regex syntax has no negation.
+//!
+//! # Key items
+//!
+//! - [`calls_grammar`]: the grammar above, from each offered tool's name and arguments grammar.
+//! - [`OutputParser`]: splits an output, as it streams, into content and [`RawCall`]s.
+//! - `ToolChat` (with the `model` feature): a chat with tools rendered through a model's chat
+//!   template, or, when the template does not take tools (or, for the library, does not teach
+//!   the format above), with the tools described in the system turn in the format above: the
+//!   documented default.
+//!
+//! [`Engine::choose`]: crate::engine::Engine::choose
+
+#[cfg(feature = "model")]
+mod chat;
+mod parse;
+
+#[cfg(feature = "model")]
+pub use chat::{plainer, teaches_call_format, ToolChat};
+pub use parse::{call_id, OutputParser, Piece, RawCall};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::grammar::{regex, Expr, Grammar, Rule, RuleId};
+
+/// The text that opens a tool call.
+pub const TOOL_CALL_OPEN: &str = "<tool_call>";
+/// The text that closes a tool call.
+pub const TOOL_CALL_CLOSE: &str = "</tool_call>";
+/// Most tool calls in one reply (with parallel calls on, the default).
+pub const MAX_PARALLEL_TOOL_CALLS: u32 = 8;
+
+/// One offered tool: its name and the JSON Schema of its arguments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: String,
+    pub parameters: Value,
+}
+
+/// What the model must do with the tools (OpenAI's `tool_choice`, `none` aside).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum ToolMode {
+    /// Text, or calls.
+    Auto,
+    /// At least one call.
+    Required,
+    /// Calls of this tool only.
+    Named(String),
+}
+
+/// The tools offered and how.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub tools: Vec<Tool>,
+    pub mode: ToolMode,
+    /// 1, or [`MAX_PARALLEL_TOOL_CALLS`].
+    pub max_calls: u32,
+}
+
+/// Appends `g`'s rules to `rules` (renumbering its references); returns its start rule.
+fn import(rules: &mut Vec<Rule>, g: Grammar) -> RuleId {
+    let off = rules.len() as u32;
+    fn shift(e: Expr, off: u32) -> Expr {
+        match e {
+            Expr::Rule(r) => Expr::Rule(RuleId(r.0 + off)),
+            Expr::Seq(xs) => Expr::Seq(xs.into_iter().map(|x| shift(x, off)).collect()),
+            Expr::Alt(xs) => Expr::Alt(xs.into_iter().map(|x| shift(x, off)).collect()),
+            Expr::Repeat { body, min, max } => Expr::Repeat { body: Box::new(shift(*body, off)), min, max },
+            leaf => leaf,
+        }
+    }
+    let start = RuleId(g.start.0 + off);
+    for r in g.rules {
+        rules.push(Rule { name: r.name, body: shift(r.body, off), span: r.span });
+    }
+    start
+}
+
+fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {
+    rules.push(Rule { name: name.to_string(), body, span: None });
+    RuleId(rules.len() as u32 - 1)
+}
+
+fn re(pattern: &str) -> Expr {
+    Expr::Regex(Box::new(regex::parse(pattern).expect("a valid built-in regex")))
+}
+
+/// The regex of all strings (any Unicode text) that do not contain `marker`. The marker's
+/// first character must not occur again in it (true of `<tool_call>`), which keeps the
+/// automaton simple: state j = the last j characters read are the marker's first j.
+///
+/// From state 1 (just read the first character), `B` = the marker's characters 1..j for some
+/// j (reaching state j); a character that is neither the next one nor the first goes back to
+/// state 0, the first character to state 1. So, with `m` the marker and `c = m[0]`:
+///
+/// ```text
+/// text = ( [^c] | c (B c)* ( ∪_j m[1..j] [^m[j] c] ) )*  ( c (B c)* B )?
+/// ```
+pub fn text_without(marker: &str) -> String {
+    let m: Vec<char> = marker.chars().collect();
+    assert!(m.len() >= 2 && !m[1..].contains(&m[0]), "the marker's first character must be unique");
+    let esc = |c: char| regex_syntax::escape(&c.to_string());
+    let lit = |cs: &[char]| cs.iter().map(|&c| esc(c)).collect::<String>();
+    let c = esc(m[0]);
+    let k = m.len();
+    // B: m[1..j] for j in 1..k (the empty string included).
+    let b = format!("(?:{})", (1..k).map(|j| lit(&m[1..j])).collect::<Vec<_>>().join("|"));
+    let back = (1..k).map(|j| format!("{}[^{}{}]", lit(&m[1..j]), esc(m[j]), c)).collect::<Vec<_>>().join("|");
+    format!("(?:[^{c}]|{c}(?:{b}{c})*(?:{back}))*(?:{c}(?:{b}{c})*{b})?")
+}
+
+/// The grammar of a reply under `mode` (see the module docs). `tools` holds each tool that
+/// may be called, by name, with the grammar of its arguments (its compiled `parameters`
+/// schema); under [`ToolMode::Named`] only the named one is used. `format` is the grammar
+/// of a non-call answer under [`ToolMode::Auto`] (any text without the marker when `None`);
+/// other modes ignore it.
+pub fn calls_grammar(
+    tools: Vec<(String, Grammar)>,
+    mode: &ToolMode,
+    max_calls: u32,
+    format: Option<Grammar>,
+) -> Grammar {
+    let mut rules: Vec<Rule> = Vec::new();
+    let root = add_rule(&mut rules, "root", Expr::Empty);
+    let ws = || re(r"(?: ?|\n[ \t]{0,64})");
+    let mut calls = Vec::new();
+    for (name, g) in tools {
+        if let ToolMode::Named(n) = mode {
+            if n != &name {
+                continue;
+            }
+        }
+        let args = import(&mut rules, g);
+        let name = serde_json::to_string(&name).expect("a string serializes");
+        calls.push(Expr::Seq(vec![
+            Expr::Literal("{".into()),
+            ws(),
+            Expr::Literal("\"name\"".into()),
+            ws(),
+            Expr::Literal(":".into()),
+            ws(),
+            Expr::Literal(name),
+            ws(),
+            Expr::Literal(",".into()),
+            ws(),
+            Expr::Literal("\"arguments\"".into()),
+            ws(),
+            Expr::Literal(":".into()),
+            ws(),
+            Expr::Rule(args),
+            ws(),
+            Expr::Literal("}".into()),
+        ]));
+    }
+    let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(calls));
+    let call = add_rule(
+        &mut rules,
+        "tool_call",
+        Expr::Seq(vec![
+            Expr::Literal(TOOL_CALL_OPEN.into()),
+            re(r"\n?"),
+            Expr::Rule(object),
+            re(r"\n?"),
+            Expr::Literal(TOOL_CALL_CLOSE.into()),
+        ]),
+    );
+    let calls_body = if max_calls <= 1 {
+        Expr::Rule(call)
+    } else {
+        Expr::Seq(vec![
+            Expr::Rule(call),
+            Expr::Repeat {
+                body: Box::new(Expr::Seq(vec![Expr::Literal("\n".into()), Expr::Rule(call)])),
+                min: 0,
+                max: Some(max_calls - 1),
+            },
+        ])
+    };
+    let calls = add_rule(&mut rules, "tool_calls", calls_body);
+    let body = match (mode, format) {
+        (ToolMode::Auto, Some(g)) => {
+            let user_root = import(&mut rules, g);
+            Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])
+        }
+        (ToolMode::Auto, None) => {
+            let text = add_rule(&mut rules, "text", re(&text_without(TOOL_CALL_OPEN)));
+            Expr::Seq(vec![Expr::Rule(text), Expr::Repeat { body: Box::new(Expr::Rule(calls)), min: 0, max: Some(1) }])
+        }
+        _ => Expr::Rule(calls),
+    };
+    rules[root.0 as usize].body = body;
+    Grammar { rules, start: root }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(re: &str, s: &str) -> bool {
+        let re = regex_automata::meta::Regex::new(&format!("^(?s:{re})$")).unwrap();
+        re.is_match(s)
+    }
+
+    #[test]
+    fn text_without_the_marker() {
+        let r = text_without(TOOL_CALL_OPEN);
+        for ok in [
+            "",
+            "hello",
+            "a < b",
+            "<tool",
+            "<tool_cal",
+            "x<<tool_calx>",
+            "<tool_call",
+            "<<tool_call",
+            "tool_call>",
+            "<\n",
+        ] {
+            assert!(matches(&r, ok), "{ok:?} should match");
+        }
+        for bad in ["<tool_call>", "hi <tool_call> x", "<<tool_call>", "<tool_<tool_call>", "a<tool_call>b"] {
+            assert!(!matches(&r, bad), "{bad:?} should not match");
+        }
+    }
+}
