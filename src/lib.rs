@@ -40,6 +40,7 @@ pub mod automaton;
 pub mod bench;
 pub mod decode;
 pub mod error;
+pub mod fuzz;
 pub mod grammar;
 #[cfg(feature = "model")]
 pub mod model;
