@@ -193,7 +193,7 @@ fn count(min: u32, max: Option<u32>, src: &mut dyn Source, shortest: bool, unit_
 /// Characters on which regex dialects disagree about `\s` (Python's `re` counts U+001C..U+001F
 /// and U+0085 as whitespace, ECMA-262 does not; ECMA-262 counts U+FEFF, Python does not):
 /// drawn only when a class has nothing else, so a corpus is valid under any checker.
-fn contested(c: u32) -> bool {
+pub fn contested(c: u32) -> bool {
     matches!(c, 0x1C..=0x1F | 0x85 | 0xFEFF)
 }
 

@@ -131,3 +131,19 @@ impl Checker {
         (text.is_empty() || m.commit_bytes(text).is_ok()) && m.is_accepting()
     }
 }
+
+/// Does a JSON text hold, in some string or key, a character on which regex dialects disagree
+/// about `\s` ([`leaf::contested`])? Such a sample may be judged differently by a Python and
+/// an ECMA-262 validator, so schema fuzzing redraws it (the grammar itself is exact).
+pub fn json_has_contested(text: &str) -> bool {
+    fn walk(v: &serde_json::Value) -> bool {
+        let bad = |s: &str| s.chars().any(|c| leaf::contested(c as u32));
+        match v {
+            serde_json::Value::String(s) => bad(s),
+            serde_json::Value::Array(xs) => xs.iter().any(walk),
+            serde_json::Value::Object(m) => m.iter().any(|(k, v)| bad(k) || walk(v)),
+            _ => false,
+        }
+    }
+    serde_json::from_str(text).is_ok_and(|v| walk(&v))
+}
