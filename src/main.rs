@@ -86,7 +86,8 @@ struct SampleArgs {
     /// Drop duplicate outputs (keeps drawing until N distinct ones or it gives up).
     #[arg(long)]
     unique: bool,
-    /// With --cover/--mutate: rule-nesting depth beyond which only closing choices are made.
+    /// With --cover/--mutate: recursion depth (recursive rules entered) beyond which only
+    /// closing choices are made.
     #[arg(long, default_value_t = 24)]
     max_depth: u32,
     /// With --cover/--mutate: write the full coverage report (per rule, uncovered units) here.

@@ -88,12 +88,12 @@ fn llama_cpp_grammars_are_covered_and_valid() {
         let g = Arc::new(ebnf::parse(&std::fs::read_to_string(&path).unwrap()).unwrap());
         let checker = Checker::new(&Constraint::Grammar((*g).clone())).unwrap();
         let r = Reference::new(&g);
-        let (texts, covered, total, gen) = cover(&g, &checker, 60, 200, 1);
+        let (texts, covered, total, gen) = cover(&g, &checker, 120, 256, 1);
         // Every sample is in the language by the independent recognizer.
         for t in &texts {
             assert!(r.accepts(t.as_bytes()), "{name}: the reference rejects {t:?}");
         }
-        eprintln!("llama.cpp/{name}: {covered}/{total} units in 60 samples");
+        eprintln!("llama.cpp/{name}: {covered}/{total} units in 120 samples");
         assert_eq!(covered, total, "{name}: uncovered {:?}", gen.coverage().uncovered);
     }
 }

@@ -2,7 +2,8 @@
 //! each choice toward the units (alternatives, repetition boundaries) earlier samples have not
 //! used yet, and records the derivation it built.
 //!
-//! Bounds: every rule entered counts one level of depth; once `max_depth` is reached only
+//! Bounds: every recursive rule entered (one on a cycle of references) counts one level of
+//! depth; once `max_depth` is reached only
 //! alternatives that close without going deeper are taken (the least-height ones if none fits),
 //! and once the bytes left (`max_bytes` minus what the rest of the derivation needs at least)
 //! run short only the shortest alternatives and counts are taken. Past the depth bound every
@@ -24,7 +25,8 @@ use crate::grammar::{Expr, Grammar, RuleId};
 /// Bounds and mode of the generator.
 #[derive(Debug, Clone, Copy)]
 pub struct GenOptions {
-    /// Rule-nesting depth beyond which only closing choices are made (default 24).
+    /// Recursion depth (recursive rules entered) beyond which only closing choices are made
+    /// (default 24).
     pub max_depth: u32,
     /// Output size in bytes beyond which only the shortest choices are made (default 256).
     /// With any tokenizer a sample of at most this many bytes has at most this many tokens.
@@ -66,6 +68,15 @@ pub struct Derivation {
     /// Units used (indices into [`Generator::units`]), possibly repeated.
     pub units: Vec<usize>,
     pub trace: Vec<Trace>,
+}
+
+/// Can `e` come out longer than its shortest form?
+fn growable(e: &Expr) -> bool {
+    match e {
+        Expr::Empty | Expr::Literal(_) => false,
+        Expr::Seq(xs) => xs.iter().any(growable),
+        _ => true,
+    }
 }
 
 /// Coverage reached so far, over reachable units.
@@ -226,7 +237,8 @@ impl Generator {
         let start = cx.out.len();
         let k = cx.trace.len();
         cx.trace.push(Trace { start, end: start, kind: TraceKind::Rule(r) });
-        self.expr(g, &g.rule(r).body, r, cx, depth + 1, reserve)?;
+        let depth = depth + u32::from(self.plan.recursive[r.0 as usize]);
+        self.expr(g, &g.rule(r).body, r, cx, depth, reserve)?;
         cx.trace[k].end = cx.out.len();
         Ok(())
     }
@@ -265,7 +277,11 @@ impl Generator {
                 let sizes: Vec<u32> = xs.iter().map(|x| self.plan.size(x)).collect();
                 for (i, x) in xs.iter().enumerate() {
                     let after = sizes[i + 1..].iter().fold(reserve, |a, &s| a.saturating_add(s));
-                    self.expr(g, x, rule, cx, depth, after)?;
+                    // A part that nests rules may spend at most half of the free room when a
+                    // later part nests rules too, so the first cannot starve the rest.
+                    let big = |e: &Expr| growable(e) && self.plan.height(e) >= 2;
+                    let share = if big(x) && xs[i + 1..].iter().any(big) { self.room(cx, after) / 2 } else { 0 };
+                    self.expr(g, x, rule, cx, depth, after.saturating_add(share))?;
                 }
             }
             Expr::Alt(xs) => {
@@ -348,7 +364,10 @@ impl Generator {
                 break;
             }
             let start = cx.out.len();
-            self.expr(g, body, rule, cx, depth, reserve.saturating_add(left))?;
+            // Copies share the free room equally: copy n of target may use 1/(target - n).
+            let free = self.room(cx, reserve.saturating_add(left));
+            let share = free - free / (target - n);
+            self.expr(g, body, rule, cx, depth, reserve.saturating_add(left).saturating_add(share))?;
             if let TraceKind::Repeat { copies, .. } = &mut cx.trace[k].kind {
                 copies.push((start, cx.out.len()));
             }

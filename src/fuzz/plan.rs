@@ -1,7 +1,7 @@
 //! What the generator knows about a grammar before it draws anything: the coverage units
 //! (every alternative of every `Alt`, and the boundary counts of every `Repeat`), which rules
-//! and expressions derive anything at all, the shortest output of each (bytes) and the least
-//! rule-nesting depth of each.
+//! and expressions derive anything at all, the shortest output of each (bytes), which rules are
+//! recursive, and the least recursion depth of each.
 //!
 //! Expression nodes are identified by their address inside the borrowed [`Grammar`] (the IR is
 //! an immutable tree while the plan lives), numbered in pre-order per rule.
@@ -73,8 +73,13 @@ pub struct Plan {
     pub nodes: HashMap<usize, NodeInfo>,
     /// Shortest output of each rule, bytes.
     pub rule_size: Vec<u32>,
-    /// Least rule-nesting depth of each rule (a rule whose body references no rule has 1).
+    /// Least recursion depth of each rule: the fewest recursive rules (see `recursive`) a
+    /// derivation from it enters, itself included.
     pub rule_height: Vec<u32>,
+    /// Rules on a cycle of references (they can nest without bound). Only these count toward
+    /// depth: the long non-recursive chains a schema compiles to (one rule per property
+    /// position) do not.
+    pub recursive: Vec<bool>,
     pub rule_reachable: Vec<bool>,
     /// Units inside each node's subtree, not through rule references, by node address
     /// (only for the alternatives of `Alt`s and the bodies of `Repeat`s).
@@ -115,6 +120,7 @@ impl Plan {
             rule_size: vec![INF; n],
             rule_height: vec![INF; n],
             rule_reachable: vec![false; n],
+            recursive: vec![false; n],
             local_units: HashMap::new(),
             local_rules: HashMap::new(),
             rule_refs: Vec::new(),
@@ -128,13 +134,14 @@ impl Plan {
             refs.dedup();
             plan.rule_refs.push(refs);
         }
+        plan.recursive = recursive_rules(&plan.rule_refs);
         // Least fixpoints of sizes and heights (values only decrease; each pass that changes
         // something lowers at least one value, and all are bounded below).
         loop {
             let mut changed = false;
             for (i, r) in g.rules.iter().enumerate() {
                 let s = plan.size(&r.body);
-                let h = plan.height(&r.body).saturating_add(1);
+                let h = plan.height(&r.body).saturating_add(u32::from(plan.recursive[i]));
                 if s < plan.rule_size[i] {
                     plan.rule_size[i] = s;
                     changed = true;
@@ -230,7 +237,7 @@ impl Plan {
         }
     }
 
-    /// Least rule-nesting depth of a derivation of `e` (`INF`: none).
+    /// Least recursion depth of a derivation of `e` (`INF`: none).
     pub fn height(&self, e: &Expr) -> u32 {
         match e {
             Expr::Empty | Expr::Literal(_) => 0,
@@ -346,4 +353,62 @@ impl Plan {
         let covered = self.units.iter().zip(counts).filter(|(u, &c)| u.reachable && c > 0).count();
         (covered, total)
     }
+}
+
+/// Which rules lie on a cycle of references: Tarjan's strongly connected components
+/// (iterative), a rule being recursive when its component has several rules or it references
+/// itself.
+fn recursive_rules(refs: &[Vec<RuleId>]) -> Vec<bool> {
+    let n = refs.len();
+    const UNSEEN: usize = usize::MAX;
+    let (mut index, mut low, mut on_stack) = (vec![UNSEEN; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut out, mut next) = (Vec::new(), vec![false; n], 0);
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        // (rule, next edge to look at)
+        let mut work = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut e)) = work.last_mut() {
+            if let Some(w) = refs[v].get(*e).map(|r| r.0 as usize) {
+                *e += 1;
+                if index[w] == UNSEEN {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("v is on the stack");
+                    on_stack[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                let cyclic = comp.len() > 1 || refs[v].iter().any(|r| r.0 as usize == v);
+                for w in comp {
+                    out[w] = cyclic;
+                }
+            }
+        }
+    }
+    out
 }
