@@ -116,7 +116,7 @@ struct Cx<'s> {
 impl Generator {
     pub fn new(g: Arc<Grammar>, opts: GenOptions) -> Result<Generator> {
         let plan = Plan::new(&g);
-        if plan.rule_height[g.start.0 as usize] == INF {
+        if plan.rule_size[g.start.0 as usize] == INF {
             return Err(Error::invalid(format!("the grammar derives no finite string from its start rule `{}`", g.rule(g.start).name)));
         }
         let (n_units, n_rules) = (plan.units.len(), g.rules.len());
@@ -150,7 +150,7 @@ impl Generator {
         self.used_now.iter_mut().for_each(|u| *u = false);
         let g = self.g.clone();
         let mut cx = Cx { src, out: Vec::new(), units: Vec::new(), trace: Vec::new() };
-        self.rule(&g, g.start, &mut cx, 0, 0)?;
+        self.rule(&g, g.start, None, &mut cx, 0, 0)?;
         Ok(Derivation { text: cx.out, units: cx.units, trace: cx.trace })
     }
 
@@ -233,11 +233,13 @@ impl Generator {
         cx.units.push(u);
     }
 
-    fn rule(&mut self, g: &Grammar, r: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
+    /// Expands rule `r`, referenced from rule `from` (`None` for the start).
+    fn rule(&mut self, g: &Grammar, r: RuleId, from: Option<RuleId>, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
         let start = cx.out.len();
         let k = cx.trace.len();
         cx.trace.push(Trace { start, end: start, kind: TraceKind::Rule(r) });
-        let depth = depth + u32::from(self.plan.recursive[r.0 as usize]);
+        // A recursive entry (within one strongly connected component) nests one level deeper.
+        let depth = depth + u32::from(from.is_some_and(|f| self.plan.scc[r.0 as usize] == self.plan.scc[f.0 as usize]));
         self.expr(g, &g.rule(r).body, r, cx, depth, reserve)?;
         cx.trace[k].end = cx.out.len();
         Ok(())
@@ -272,21 +274,27 @@ impl Generator {
                 cx.out.extend_from_slice(&s);
                 cx.trace.push(Trace { start, end: cx.out.len(), kind: TraceKind::Terminal });
             }
-            Expr::Rule(r) => self.rule(g, *r, cx, depth, reserve)?,
+            Expr::Rule(r) => self.rule(g, *r, Some(rule), cx, depth, reserve)?,
             Expr::Seq(xs) => {
                 let sizes: Vec<u32> = xs.iter().map(|x| self.plan.size(x)).collect();
                 for (i, x) in xs.iter().enumerate() {
                     let after = sizes[i + 1..].iter().fold(reserve, |a, &s| a.saturating_add(s));
-                    // A part that nests rules may spend at most half of the free room when a
-                    // later part nests rules too, so the first cannot starve the rest.
-                    let big = |e: &Expr| growable(e) && self.plan.height(e) >= 2;
-                    let share = if big(x) && xs[i + 1..].iter().any(big) { self.room(cx, after) / 2 } else { 0 };
+                    // When a later part can nest (reaches a recursive rule), a part may spend
+                    // at most half of the free room if it can nest too, an eighth if it cannot
+                    // (whitespace, a name): the first parts cannot starve the rest.
+                    let big = |e: &Expr| growable(e) && self.plan.deep(e);
+                    let free = self.room(cx, after);
+                    let share = match (growable(x), big(x), xs[i + 1..].iter().any(big)) {
+                        (true, true, true) => free / 2,
+                        (true, false, true) => free - free / 8,
+                        _ => 0,
+                    };
                     self.expr(g, x, rule, cx, depth, after.saturating_add(share))?;
                 }
             }
             Expr::Alt(xs) => {
                 let first = self.plan.nodes[&addr(e)].first_unit;
-                let i = self.pick_alt(xs, first, cx, depth, reserve);
+                let i = self.pick_alt(xs, first, rule, cx, depth, reserve);
                 self.use_unit(first + i, cx);
                 self.expr(g, &xs[i], rule, cx, depth, reserve)?;
             }
@@ -295,13 +303,13 @@ impl Generator {
         Ok(())
     }
 
-    fn pick_alt(&mut self, xs: &[Expr], first: usize, cx: &mut Cx, depth: u32, reserve: u32) -> usize {
+    fn pick_alt(&mut self, xs: &[Expr], first: usize, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> usize {
         let depth_left = self.opts.max_depth.saturating_sub(depth);
         let room = self.room(cx, reserve);
         // Candidates: productive alternatives, smallest first (so a byte-stream source that
         // runs out, or shrinks toward 0, gets the shortest choice).
         let mut cands: Vec<(u32, u32, usize)> =
-            xs.iter().enumerate().map(|(i, x)| (self.plan.size(x), self.plan.height(x), i)).filter(|c| c.1 != INF).collect();
+            xs.iter().enumerate().map(|(i, x)| (self.plan.size(x), self.plan.height(x, rule), i)).filter(|c| c.1 != INF).collect();
         cands.sort();
         let fits: Vec<usize> = cands.iter().filter(|c| c.1 <= depth_left && c.0 <= room).map(|c| c.2).collect();
         if fits.is_empty() || cx.src.exhausted() {
@@ -327,7 +335,7 @@ impl Generator {
     fn repeat(&mut self, g: &Grammar, e: &Expr, body: &Expr, min: u32, max: Option<u32>, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
         let first = self.plan.nodes[&addr(e)].first_unit;
         let has_max = self.plan.units.get(first + 2).is_some_and(|u| u.kind == UnitKind::RepeatMax && self.plan.units[first].node == u.node && self.plan.units[first].rule == u.rule);
-        let (bsize, bheight) = (self.plan.size(body), self.plan.height(body));
+        let (bsize, bheight) = (self.plan.size(body), self.plan.height(body, rule));
         let depth_left = self.opts.max_depth.saturating_sub(depth);
         // The most copies the bounds allow: extra copies must fit in the room and the depth.
         let room = self.room(cx, reserve.saturating_add(bsize.saturating_mul(min)));

@@ -73,13 +73,16 @@ pub struct Plan {
     pub nodes: HashMap<usize, NodeInfo>,
     /// Shortest output of each rule, bytes.
     pub rule_size: Vec<u32>,
-    /// Least recursion depth of each rule: the fewest recursive rules (see `recursive`) a
-    /// derivation from it enters, itself included.
+    /// Least recursion depth of each rule: the fewest *recursive entries* (a rule entered from
+    /// a rule of its own strongly connected component) a derivation from it makes.
     pub rule_height: Vec<u32>,
-    /// Rules on a cycle of references (they can nest without bound). Only these count toward
-    /// depth: the long non-recursive chains a schema compiles to (one rule per property
-    /// position) do not.
-    pub recursive: Vec<bool>,
+    /// The strongly connected component of each rule in the reference graph. Only entries
+    /// within a component nest without bound, so only they count toward depth: the long
+    /// chains a schema compiles to (one rule per property position) do not.
+    pub scc: Vec<u32>,
+    /// Rules that reach a recursive rule (themselves included): their output can grow
+    /// without bound.
+    pub rule_deep: Vec<bool>,
     pub rule_reachable: Vec<bool>,
     /// Units inside each node's subtree, not through rule references, by node address
     /// (only for the alternatives of `Alt`s and the bodies of `Repeat`s).
@@ -120,7 +123,8 @@ impl Plan {
             rule_size: vec![INF; n],
             rule_height: vec![INF; n],
             rule_reachable: vec![false; n],
-            recursive: vec![false; n],
+            scc: vec![0; n],
+            rule_deep: vec![false; n],
             local_units: HashMap::new(),
             local_rules: HashMap::new(),
             rule_refs: Vec::new(),
@@ -134,14 +138,31 @@ impl Plan {
             refs.dedup();
             plan.rule_refs.push(refs);
         }
-        plan.recursive = recursive_rules(&plan.rule_refs);
+        plan.scc = components(&plan.rule_refs);
+        let mut comp_size = HashMap::new();
+        plan.scc.iter().for_each(|&c| *comp_size.entry(c).or_insert(0usize) += 1);
+        for r in 0..n {
+            plan.rule_deep[r] = comp_size[&plan.scc[r]] > 1 || plan.rule_refs[r].contains(&RuleId(r as u32));
+        }
+        loop {
+            let mut changed = false;
+            for r in 0..n {
+                if !plan.rule_deep[r] && plan.rule_refs[r].iter().any(|q| plan.rule_deep[q.0 as usize]) {
+                    plan.rule_deep[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         // Least fixpoints of sizes and heights (values only decrease; each pass that changes
         // something lowers at least one value, and all are bounded below).
         loop {
             let mut changed = false;
             for (i, r) in g.rules.iter().enumerate() {
                 let s = plan.size(&r.body);
-                let h = plan.height(&r.body).saturating_add(u32::from(plan.recursive[i]));
+                let h = plan.height(&r.body, RuleId(i as u32));
                 if s < plan.rule_size[i] {
                     plan.rule_size[i] = s;
                     changed = true;
@@ -237,8 +258,9 @@ impl Plan {
         }
     }
 
-    /// Least recursion depth of a derivation of `e` (`INF`: none).
-    pub fn height(&self, e: &Expr) -> u32 {
+    /// Least recursion depth of a derivation of `e`, an expression inside rule `ctx` (`INF`:
+    /// none).
+    pub fn height(&self, e: &Expr, ctx: RuleId) -> u32 {
         match e {
             Expr::Empty | Expr::Literal(_) => 0,
             Expr::Regex(h) => {
@@ -249,23 +271,33 @@ impl Plan {
                 }
             }
             Expr::Lexeme(_) => 0,
-            Expr::Rule(r) => self.rule_height[r.0 as usize],
-            Expr::Seq(xs) => xs.iter().map(|x| self.height(x)).max().unwrap_or(0),
-            Expr::Alt(xs) => xs.iter().map(|x| self.height(x)).min().unwrap_or(INF),
+            Expr::Rule(r) => {
+                let same = self.scc[r.0 as usize] == self.scc[ctx.0 as usize];
+                self.rule_height[r.0 as usize].saturating_add(u32::from(same))
+            }
+            Expr::Seq(xs) => xs.iter().map(|x| self.height(x, ctx)).max().unwrap_or(0),
+            Expr::Alt(xs) => xs.iter().map(|x| self.height(x, ctx)).min().unwrap_or(INF),
             Expr::Repeat { body, min, max } => {
                 if max.is_some_and(|m| m < *min) {
                     INF
                 } else if *min == 0 {
                     0
                 } else {
-                    self.height(body)
+                    self.height(body, ctx)
                 }
             }
         }
     }
 
+    /// Does `e` reference a rule that reaches a recursive rule?
+    pub fn deep(&self, e: &Expr) -> bool {
+        let mut deep = false;
+        e.for_each_rule(&mut |r| deep |= self.rule_deep[r.0 as usize]);
+        deep
+    }
+
     pub fn productive(&self, e: &Expr) -> bool {
-        self.height(e) != INF
+        self.size(e) != INF
     }
 
     /// Fills `local_units` / `local_rules` for the alternatives and bodies under `e`.
@@ -355,14 +387,12 @@ impl Plan {
     }
 }
 
-/// Which rules lie on a cycle of references: Tarjan's strongly connected components
-/// (iterative), a rule being recursive when its component has several rules or it references
-/// itself.
-fn recursive_rules(refs: &[Vec<RuleId>]) -> Vec<bool> {
+/// The strongly connected component of each rule (Tarjan's algorithm, iterative).
+fn components(refs: &[Vec<RuleId>]) -> Vec<u32> {
     let n = refs.len();
     const UNSEEN: usize = usize::MAX;
     let (mut index, mut low, mut on_stack) = (vec![UNSEEN; n], vec![0; n], vec![false; n]);
-    let (mut stack, mut out, mut next) = (Vec::new(), vec![false; n], 0);
+    let (mut stack, mut out, mut next, mut comps) = (Vec::new(), vec![0u32; n], 0, 0u32);
     for root in 0..n {
         if index[root] != UNSEEN {
             continue;
@@ -394,19 +424,15 @@ fn recursive_rules(refs: &[Vec<RuleId>]) -> Vec<bool> {
                 low[parent] = low[parent].min(low[v]);
             }
             if low[v] == index[v] {
-                let mut comp = Vec::new();
                 loop {
                     let w = stack.pop().expect("v is on the stack");
                     on_stack[w] = false;
-                    comp.push(w);
+                    out[w] = comps;
                     if w == v {
                         break;
                     }
                 }
-                let cyclic = comp.len() > 1 || refs[v].iter().any(|r| r.0 as usize == v);
-                for w in comp {
-                    out[w] = cyclic;
-                }
+                comps += 1;
             }
         }
     }
