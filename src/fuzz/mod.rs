@@ -88,7 +88,7 @@ impl Source for RngSource {
     }
 }
 
-/// Choices read from a list of numbers (`v % n`), then 0 forever.
+/// Choices read from a list of numbers (`v` picks option `v·n / 2³²`), then 0 forever.
 pub struct StreamSource<'a> {
     data: &'a [u32],
     pos: usize,
@@ -104,11 +104,9 @@ impl Source for StreamSource<'_> {
     fn below(&mut self, n: usize) -> usize {
         let v = self.data.get(self.pos).copied().unwrap_or(0);
         self.pos += 1;
-        if n <= 1 {
-            0
-        } else {
-            v as usize % n
-        }
+        // Scaled, not modulo: a smaller number never gives a later option, so shrinking a
+        // number toward 0 moves its choice monotonically toward the shortest option.
+        ((v as u64 * n as u64) >> 32) as usize
     }
     fn exhausted(&self) -> bool {
         self.pos >= self.data.len()
