@@ -5,7 +5,7 @@
 //! (which alternative, how many copies, which character) is asked of a [`Source`]:
 //! - [`RngSource`]: seeded random choices (`strictly sample --cover`), with weights that steer
 //!   toward units earlier samples did not use;
-//! - [`StreamSource`]: a list of numbers (the `proptest` strategy in `proptest`, whose
+//! - [`StreamSource`]: a list of numbers (the `proptest` strategy in `strategy`, whose
 //!   shrinking shortens the list and lowers the numbers, and so shortens the value);
 //! - `arbitrary::Unstructured`: fuzzer bytes (cargo-fuzz targets, in `arbitrary`).
 //!
@@ -97,6 +97,13 @@ pub struct StreamSource<'a> {
 impl<'a> StreamSource<'a> {
     pub fn new(data: &'a [u32]) -> StreamSource<'a> {
         StreamSource { data, pos: 0 }
+    }
+}
+
+impl StreamSource<'_> {
+    /// How many choices were asked for so far (past the end of the list included).
+    pub fn used(&self) -> usize {
+        self.pos
     }
 }
 
