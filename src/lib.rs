@@ -32,6 +32,10 @@
 //! assert!(m.commit(TokenId(3)).is_err()); // "abc" is not
 //! ```
 //!
+//! Grammar-based fuzzing ([`fuzz`]): a coverage-guided generator over the same grammar IR
+//! (`strictly sample --cover`), labelled near misses (`--mutate`), and, behind the `proptest`
+//! and `arbitrary` features, a proptest `Strategy` and a cargo-fuzz entry for any constraint.
+//!
 //! Invariants that hold everywhere: the mask is applied before any truncation of the
 //! distribution; EOS is allowed exactly when the output so far is complete; special tokens
 //! are never produced by grammar text; limits surface as [`Error`]s, never as panics.
