@@ -70,7 +70,8 @@ struct SampleArgs {
     n: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Most tokens per sample; a sample cut here is still complete.
+    /// Most tokens per sample; a sample cut here is still complete. With --cover/--mutate:
+    /// a byte budget (so also a token bound), exceeded only where the grammar needs more.
     #[arg(long, default_value_t = 256)]
     max_tokens: usize,
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
