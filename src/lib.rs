@@ -98,6 +98,10 @@
 //! assert_eq!(out, b"abab"); // never the "c" the model liked
 //! ```
 //!
+//! Grammar-based fuzzing ([`fuzz`]): a coverage-guided generator over the same grammar IR
+//! (`strictly sample --cover`), labelled near misses (`--mutate`), and, behind the `proptest`
+//! and `arbitrary` features, a proptest `Strategy` and a cargo-fuzz entry for any constraint.
+//!
 //! Invariants that hold everywhere: the mask is applied before any truncation of the
 //! distribution; EOS is allowed exactly when the output so far is complete; special tokens
 //! are never produced by grammar text; limits surface as [`Error`]s, never as panics.
@@ -108,6 +112,7 @@ pub mod decode;
 #[cfg(feature = "model")]
 pub mod engine;
 pub mod error;
+pub mod fuzz;
 pub mod grammar;
 #[cfg(feature = "model")]
 pub mod model;

@@ -70,11 +70,30 @@ struct SampleArgs {
     n: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Most tokens per sample; a sample cut here is still complete.
+    /// Most tokens per sample; a sample cut here is still complete. With --cover/--mutate:
+    /// a byte budget (so also a token bound), exceeded only where the grammar needs more.
     #[arg(long, default_value_t = 256)]
     max_tokens: usize,
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     temperature: f32,
+    /// Coverage-guided fuzzing: expand the grammar steering toward rules, alternatives and
+    /// schema branches earlier samples did not use; print the coverage reached on stderr.
+    #[arg(long)]
+    cover: bool,
+    /// Near misses: outputs one edit away from the language, each labelled with what makes
+    /// it invalid (`"valid": false`, `"mutation"`, `"label"`).
+    #[arg(long, conflicts_with = "cover")]
+    mutate: bool,
+    /// Drop duplicate outputs (keeps drawing until N distinct ones or it gives up).
+    #[arg(long)]
+    unique: bool,
+    /// With --cover/--mutate: recursion depth (recursive rules entered) beyond which only
+    /// closing choices are made.
+    #[arg(long, default_value_t = 24)]
+    max_depth: u32,
+    /// With --cover/--mutate: write the full coverage report (per rule, uncovered units) here.
+    #[arg(long)]
+    coverage_json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -244,6 +263,8 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
 fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
     Ok(Arc::new(match path {
+        // One token per byte: no model tokenizer needed.
+        Some(p) if p.as_os_str() == "bytes" => Vocab::byte_level(),
         Some(p) => Vocab::from_tokenizer_json(p)?,
         None => Vocab::embedded(),
     }))
@@ -289,8 +310,16 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
     let compiled = Compiled::new(vocab.clone(), &constraint)?;
     let sampling = SamplingParams { temperature: a.temperature, seed: Some(a.seed), ..SamplingParams::default() };
     sampling.validate()?;
+    if a.cover || a.mutate {
+        return fuzz_run(&a, &vocab, &constraint);
+    }
     let mut stdout = std::io::stdout().lock();
-    for i in 0..a.n {
+    let mut seen = std::collections::HashSet::new();
+    let (mut emitted, attempts) = (0, sample_attempts(a.n, a.unique));
+    for i in 0..attempts {
+        if emitted == a.n {
+            break;
+        }
         let seed = a.seed.wrapping_add(i as u64);
         let mut model = RandomLogits::new(vocab.len(), seed);
         let mut matcher = compiled.matcher();
@@ -302,9 +331,104 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
             ..GenerateOptions::default()
         };
         let out = decode::generate(&mut model, &vocab, Some(&mut matcher), &[], &opts)?;
+        if a.unique && !seen.insert(out.bytes.clone()) {
+            continue;
+        }
+        emitted += 1;
         let line = json!({"text": out.text(), "tokens": out.tokens.len(), "finish_reason": out.finish_reason});
         use std::io::Write;
         writeln!(stdout, "{line}")?;
+    }
+    if emitted < a.n {
+        eprintln!("strictly: only {emitted} distinct samples in {attempts} attempts (the language may be that small)");
+    }
+    Ok(())
+}
+
+/// Draws allowed for `n` outputs: `n`, or with --unique enough to get past repeats.
+fn sample_attempts(n: usize, unique: bool) -> usize {
+    if unique {
+        n.saturating_mul(20).saturating_add(100)
+    } else {
+        n
+    }
+}
+
+/// `sample --cover` / `sample --mutate`: the coverage-guided generator (`strictly::fuzz`).
+/// Every output is checked by the compiled matcher before it is printed or counted: samples
+/// must be accepted, near misses rejected.
+fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyhow::Result<()> {
+    use std::io::Write;
+    use strictly::fuzz::{mutate, Checker, GenOptions, Generator, RngSource};
+    let schema = match constraint {
+        Constraint::JsonSchema(v, _) => Some(v),
+        _ => None,
+    };
+    let grammar = Arc::new(constraint.grammar()?);
+    let checker = Checker::new(constraint)?;
+    let max_bytes = u32::try_from(a.max_tokens).unwrap_or(u32::MAX);
+    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth, max_bytes, cover: true })?;
+    let mut src = RngSource::new(a.seed);
+    let mut stdout = std::io::stdout().lock();
+    let mut seen = std::collections::HashSet::new();
+    let mut kinds: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let (mut emitted, mut attempts, mut rejected) = (0usize, 0usize, 0usize);
+    let limit = sample_attempts(a.n, true);
+    while emitted < a.n && attempts < limit {
+        attempts += 1;
+        let d = gen.draw(&mut src)?;
+        let Ok(text) = std::str::from_utf8(&d.text) else {
+            rejected += 1;
+            continue;
+        };
+        if schema.is_some() && strictly::fuzz::json_has_contested(text) {
+            continue;
+        }
+        if !checker.accepts(&d.text) {
+            // A generator bug: never printed, never counted; reported below.
+            rejected += 1;
+            continue;
+        }
+        let new_units = gen.record(&d);
+        let line = if a.mutate {
+            let mut cands = mutate::keep_invalid(mutate::structural(&grammar, &d, &mut src), &checker, schema.is_some());
+            if let Some(s) = schema {
+                cands.extend(mutate::keep_invalid(mutate::schema(s, text), &checker, false));
+            }
+            cands.retain(|m| !a.unique || !seen.contains(m.text.as_bytes()));
+            // The kind printed least so far, then a random one of that kind.
+            let Some(fewest) = cands.iter().map(|m| kinds.get(m.kind).copied().unwrap_or(0)).min() else { continue };
+            cands.retain(|m| kinds.get(m.kind).copied().unwrap_or(0) == fewest);
+            let m = cands.swap_remove(strictly::fuzz::Source::below(&mut src, cands.len()));
+            *kinds.entry(m.kind).or_default() += 1;
+            seen.insert(m.text.as_bytes().to_vec());
+            json!({"text": m.text, "valid": false, "mutation": m.kind, "label": m.label, "from": text})
+        } else {
+            if a.unique && !seen.insert(d.text.clone()) {
+                continue;
+            }
+            let tokens = vocab.encode(&d.text).ok_or_else(|| anyhow!("sample {text:?} cannot be tokenized with this vocabulary"))?;
+            json!({"text": text, "tokens": tokens.len(), "finish_reason": "stop", "new_units": new_units})
+        };
+        emitted += 1;
+        writeln!(stdout, "{line}")?;
+    }
+    let cov = gen.coverage();
+    let mut summary = json!({
+        "samples": emitted, "attempts": attempts, "rejected_by_checker": rejected,
+        "units_covered": cov.covered, "units_total": cov.total,
+        "rules_covered": cov.rules_covered, "rules_total": cov.rules_total,
+    });
+    if a.mutate {
+        summary["mutations"] = json!(kinds);
+    }
+    eprintln!("{}", json!({ "coverage": summary }));
+    if let Some(path) = &a.coverage_json {
+        let full = json!({"summary": summary, "per_rule": cov.per_rule, "uncovered": cov.uncovered});
+        std::fs::write(path, serde_json::to_string_pretty(&full)?).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if emitted < a.n {
+        eprintln!("strictly: only {emitted} outputs in {attempts} attempts (the language may be that small)");
     }
     Ok(())
 }

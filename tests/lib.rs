@@ -9,6 +9,7 @@ mod cli;
 mod conformance;
 mod core;
 mod fuzz;
+mod sampling;
 mod decode;
 mod bench;
 #[cfg(feature = "model")]

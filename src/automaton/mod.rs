@@ -41,6 +41,24 @@ pub enum Constraint {
     JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
 }
 
+impl Constraint {
+    /// The constraint as a grammar in the shared IR (what [`Compiled`] compiles; the fuzzer in
+    /// [`crate::fuzz`] walks it).
+    pub fn grammar(&self) -> Result<Grammar> {
+        Ok(match self {
+            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(Box::new(grammar::regex::parse(r)?))),
+            Constraint::Choice(options) => {
+                if options.is_empty() {
+                    return Err(Error::invalid("a choice needs at least one option"));
+                }
+                Grammar::single(grammar::regex::choice(options))
+            }
+            Constraint::Grammar(g) => g.clone(),
+            Constraint::JsonSchema(schema, o) => grammar::json_schema::compile(schema, o)?.grammar,
+        })
+    }
+}
+
 /// Which engine to compile to. `Auto` uses the DFA whenever the language is regular.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineChoice {
@@ -80,17 +98,7 @@ impl Compiled {
         for b in 0..=255u8 {
             usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
         }
-        let grammar = match constraint {
-            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(Box::new(grammar::regex::parse(r)?))),
-            Constraint::Choice(options) => {
-                if options.is_empty() {
-                    return Err(Error::invalid("a choice needs at least one option"));
-                }
-                Grammar::single(grammar::regex::choice(options))
-            }
-            Constraint::Grammar(g) => g.clone(),
-            Constraint::JsonSchema(schema, o) => grammar::json_schema::compile(schema, o)?.grammar,
-        };
+        let grammar = constraint.grammar()?;
         let regular = match opts.engine {
             EngineChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
             EngineChoice::Earley => None,

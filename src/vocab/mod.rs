@@ -74,6 +74,15 @@ impl Vocab {
         Vocab::from_parts(tokens, kinds, eos.iter().map(|&e| TokenId(e)).collect(), None)
     }
 
+    /// The byte-level vocabulary: token `b` is the single byte `b` (ids 0..=255), and id 256
+    /// is the EOS `</s>`. Every byte string tokenizes, one token per byte, so sampling and
+    /// fuzzing need no model tokenizer (`--tokenizer bytes` on the command line).
+    pub fn byte_level() -> Vocab {
+        let mut toks: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        toks.push(b"</s>".to_vec());
+        Vocab::from_byte_tokens(toks, &[256])
+    }
+
     fn from_parts(bytes: Vec<Vec<u8>>, kinds: Vec<TokenKind>, eos: Vec<TokenId>, bos: Option<TokenId>) -> Vocab {
         debug_assert_eq!(bytes.len(), kinds.len());
         let text = bytes
