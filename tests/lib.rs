@@ -11,9 +11,10 @@ mod core;
 mod fuzz;
 mod decode;
 mod bench;
+mod reliability;
 #[cfg(feature = "model")]
 mod model;
 #[cfg(feature = "model")]
 mod overlap;
 #[cfg(feature = "server")]
-mod server;
+pub mod server;
