@@ -379,8 +379,8 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
             assert_eq!(s, 200, "{v}");
             let dt = t0.elapsed();
             assert!(dt < bound * 3, "an ordinary request took {dt:?} among slowloris clients");
-            let (_, h) = http_json(addr, "GET", "/health", Value::Null).await;
-            assert_eq!(h["running"], 0, "{h}");
+            // The slot is freed just after the response: poll (the slow clients stay open).
+            wait_idle(addr).await;
         }
         eprintln!("hostile server: 64 slowloris connections open, ordinary requests served");
         for t in slow {
