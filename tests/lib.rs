@@ -1,6 +1,8 @@
 //! Integration tests: one binary, tiers as modules.
 //!
 //! - `core`: vocabularies from every real tokenizer, fast mask == reference mask.
+//! - `reliability`: fuzz targets, the crasher corpus, hostile inputs, the guarantee at scale
+//!   (independent validators) and a server load test; figures in RELIABILITY.md.
 //!
 //! Tiers that need `../shared/data` say loudly when it is missing and skip.
 
