@@ -122,7 +122,7 @@ fn every_grammar_samples_inside_its_language() {
 }
 
 /// A recursive-descent evaluator for grammars/arithmetic.gbnf (one function per rule).
-fn eval(s: &str) -> Option<f64> {
+pub(crate) fn eval(s: &str) -> Option<f64> {
     struct P<'a> {
         s: &'a [u8],
         i: usize,

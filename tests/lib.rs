@@ -1,6 +1,8 @@
 //! Integration tests: one binary, tiers as modules.
 //!
 //! - `core`: vocabularies from every real tokenizer, fast mask == reference mask.
+//! - `reliability`: fuzz targets, the crasher corpus, hostile inputs, the guarantee at scale
+//!   (independent validators) and a server load test; figures in RELIABILITY.md.
 //!
 //! Tiers that need `../shared/data` say loudly when it is missing and skip.
 
@@ -12,6 +14,7 @@ mod fuzz;
 mod sampling;
 mod decode;
 mod bench;
+mod reliability;
 #[cfg(feature = "model")]
 mod engine;
 #[cfg(feature = "model")]
@@ -19,4 +22,4 @@ mod model;
 #[cfg(feature = "model")]
 mod overlap;
 #[cfg(feature = "server")]
-mod server;
+pub mod server;

@@ -26,7 +26,7 @@ use strictly::server::{app, AppState, ModelSource, ServerConfig};
 use strictly::TokenId;
 use tower::ServiceExt;
 
-mod tcp;
+pub mod tcp;
 use tcp::{http_json, serve, sse, Conn};
 
 // ---- set-up ---------------------------------------------------------------------------------

@@ -115,6 +115,11 @@ impl Compiled {
                     at: crate::error::Location::Pointer(String::new()),
                     msg: "no JSON value validates against this schema (its constraints contradict each other, or every value needs infinite nesting)".into(),
                 },
+                // Likewise a regex (one with look-around goes this way): say it in regex terms.
+                (Error::Grammar { msg, .. }, Constraint::Regex(_)) if msg.contains("derives no finite string") => Error::Regex {
+                    at: crate::error::Location::Column(1),
+                    msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
+                },
                 (e, _) => e,
             })?),
         };

@@ -30,6 +30,8 @@ pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
         return Error::Regex { at: Location::Column(1), msg };
     };
     let near: String = pattern.get(span.start.offset..span.end.offset.max(span.start.offset)).unwrap_or("").into();
+    // One line of reasonable length, whatever the span (a 10,000-deep nesting spans it all).
+    let near = if near.chars().count() > 40 { format!("{}…", near.chars().take(40).collect::<String>()) } else { near };
     let msg = if near.is_empty() { msg } else { format!("{msg} (at {near:?})") };
     Error::Regex { at: Location::Column(span.start.column), msg }
 }

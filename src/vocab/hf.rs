@@ -284,7 +284,11 @@ fn byte_exact_tokenizer(mut json: Value, special_names: &[&str]) -> Result<token
         obj.insert("post_processor".into(), Value::Null);
     }
     let text = serde_json::to_string(&json).map_err(|e| e.to_string())?;
-    let mut tok = text.parse::<tokenizers::Tokenizer>().map_err(|e| format!("cannot load: {e}"))?;
+    // The tokenizers library can panic on a malformed file (e.g. an arithmetic overflow in the
+    // BPE builder for an odd `continuing_subword_prefix`): that is bad input, not a crash.
+    let parsed = std::panic::catch_unwind(|| text.parse::<tokenizers::Tokenizer>())
+        .map_err(|_| "cannot load: the tokenizers library failed on this file (malformed model section)".to_string())?;
+    let mut tok = parsed.map_err(|e| format!("cannot load: {e}"))?;
     // Text that happens to spell a special token (`</s>`) stays text.
     tok.set_encode_special_tokens(true);
     Ok(tok)

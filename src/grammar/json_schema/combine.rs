@@ -357,10 +357,9 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     } else {
         return Ok(None);
     };
-    // Other constraining keywords filter the values.
+    // Other constraining keywords filter the values (an `enum` beside a `const` included).
     let mut rest = obj.clone();
-    rest.remove("enum");
-    rest.remove("const");
+    rest.remove(kw);
     let rest = Value::Object(rest);
     let mut alts = Vec::new();
     for v in values {

@@ -89,13 +89,24 @@ pub const MAX_DEPTH: usize = 128;
 pub const MAX_ENUM: usize = 10_000;
 /// Largest length/count bound unrolled into the grammar (`maxLength`, `maxItems`, ...).
 pub const MAX_COUNT: u64 = 10_000;
+/// Most names one object schema may declare in `properties` or list in `required` (the
+/// largest in JSONSchemaBench declares 587; a 100,000-name object would take minutes).
+pub const MAX_PROPERTIES: usize = 1_000;
+/// Deepest JSON nesting of a schema document, checked without recursion before compiling, so
+/// a programmatically built 10,000-deep `Value` is an error rather than a stack overflow
+/// (parsed JSON is already limited to 128 levels by serde_json).
+pub const MAX_JSON_DEPTH: usize = 512;
 
 /// Compiles a schema into a grammar whose language is the JSON texts (in the chosen
 /// whitespace) that validate against it, or fails naming what cannot be enforced.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> {
-    // `$ref`s made absolute, resources and anchors indexed: see [`refs`]. (Deep JSON is
-    // refused first, without recursion: copying it would overflow the stack.)
-    refs::check_json_depth(schema)?;
+    // Deep JSON is refused first, without recursion: copying it would overflow the stack.
+    for v in std::iter::once(schema).chain(opts.documents.values()) {
+        if json_depth_exceeds(v, MAX_JSON_DEPTH) {
+            return Err(Error::Limit { what: "JSON nesting depth of the schema document".into(), limit: MAX_JSON_DEPTH, hint: None });
+        }
+    }
+    // `$ref`s made absolute, resources and anchors indexed: see [`refs`].
     let mut prepared = schema.clone();
     let mut docs: Vec<(String, Value)> =
         opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
@@ -105,6 +116,22 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> 
     let body = c.schema(&prepared, "")?;
     c.rules[root.0 as usize].body = body;
     Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
+}
+
+/// Is `v` nested deeper than `limit` (arrays and objects)? An explicit stack, no recursion.
+fn json_depth_exceeds(v: &Value, limit: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        if d > limit {
+            return true;
+        }
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 pub(crate) struct Compiler<'s> {

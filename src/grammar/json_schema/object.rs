@@ -43,6 +43,11 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         Some(Value::Object(p)) => p.iter().collect(),
         Some(_) => return Err(c.bad(&join(pointer, "patternProperties"), "`patternProperties` must be an object")),
     };
+    for (kw, n) in [("properties", props.len()), ("required", required.len())] {
+        if n > super::MAX_PROPERTIES {
+            return Err(crate::Error::Limit { what: format!("names in `{kw}` at {}", join(pointer, kw)), limit: super::MAX_PROPERTIES, hint: None });
+        }
+    }
     let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
     let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
     let max = string::count(c, obj, pointer, "maxProperties")?;

@@ -33,26 +33,6 @@ const AMBIGUOUS: &str = "\u{0}ambiguous";
 /// Deepest nesting [`prepare`] walks (the compiler's own limit is lower).
 const MAX_WALK: usize = 512;
 
-/// Deepest JSON nesting of a schema document (subschemas nest about two levels each, so this
-/// is well above what [`super::MAX_DEPTH`] admits).
-pub(super) const MAX_JSON_DEPTH: usize = 1024;
-
-/// Refuses documents nested deeper than [`MAX_JSON_DEPTH`], without recursion.
-pub(super) fn check_json_depth(v: &Value) -> Result<()> {
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        if d > MAX_JSON_DEPTH {
-            return Err(Error::Limit { what: "JSON nesting depth of the schema".into(), limit: MAX_JSON_DEPTH, hint: None });
-        }
-        match v {
-            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
-            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 /// Resources and anchors by absolute URI (`uri` or `uri#anchor`) → location.
 #[derive(Default)]
 pub(super) struct Index {
