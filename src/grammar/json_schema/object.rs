@@ -101,11 +101,21 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         }
     }
     // Repeated additional keys: the minimum counts only one of them, the maximum all (see
-    // `Builder::build`); one count cannot do both.
-    if open && min >= 2 && max.is_some() && cap.is_some() {
+    // `Builder::build`); one count cannot do both. Lenient compiles count every member.
+    let mut distinct_min = open && min >= 2 && cap.is_some();
+    if distinct_min && max.is_some() {
         c.unenforced(pointer, "minProperties", "`minProperties` above 1 together with `maxProperties` and additional properties is not supported")?;
+        distinct_min = false;
+    } else if distinct_min && n + 1 < min {
+        c.unenforced(
+            pointer,
+            "minProperties",
+            format!("{min} properties need at least {} additional ones, whose keys cannot be kept distinct", min - n),
+        )?;
+        distinct_min = false;
     }
-    let b = Builder { members, additional: additional_member, min, max, cap: cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES) };
+    let cap = cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES);
+    let b = Builder { members, additional: additional_member, min, max, cap, distinct_min };
     let body = b.build(c, pointer);
     Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body, c.ws(), Expr::Literal("}".into())]))
 }
@@ -257,6 +267,8 @@ struct Builder {
     max: Option<u64>,
     /// Counts are tracked up to `cap` (the larger bound) when bounds matter.
     cap: Option<u64>,
+    /// The minimum counts only the first additional member (see `build`).
+    distinct_min: bool,
 }
 
 impl Builder {
@@ -274,7 +286,7 @@ impl Builder {
             None => vec![0],
         };
         let kmax = counts.len();
-        let distinct = self.distinct_min();
+        let distinct = self.distinct_min;
         let amax = if distinct { 2 } else { 1 };
         // rules[((i * 2 + started) * kmax + k) * amax + a]
         let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * amax);
@@ -334,10 +346,5 @@ impl Builder {
             }
         }
         Expr::Rule(id(0, false, 0, 0))
-    }
-
-    /// Must the minimum count only the first additional member (see `build`)?
-    fn distinct_min(&self) -> bool {
-        self.additional.is_some() && self.cap.is_some() && self.min >= 2 && self.max.is_none()
     }
 }

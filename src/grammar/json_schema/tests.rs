@@ -592,4 +592,7 @@ fn repeated_additional_keys_do_not_count_twice() {
     assert!(accepts(&s, r#"{"g":1,"f":2}"#) && !accepts(&s, r#"{"f":1,"f":2}"#));
     let s = json!({"minProperties": 1});
     assert!(accepts(&s, r#"{"f":1,"f":2}"#) && !accepts(&s, "{}"));
+    // Two additional keys needed: they could repeat, so that is refused, naming the keyword.
+    let e = compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("minProperties") && e.contains("distinct"), "{e}");
 }
