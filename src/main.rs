@@ -724,6 +724,9 @@ struct ServeArgs {
     /// Per-constraint compile time limit in seconds.
     #[arg(long, default_value_t = strictly::server::ServerConfig::default().compile_timeout.as_secs_f64())]
     compile_timeout: f64,
+    /// Seconds a connection may take to send its request headers (slower ones are closed).
+    #[arg(long, default_value_t = strictly::server::ServerConfig::default().header_timeout.as_secs_f64())]
+    header_timeout: f64,
     /// cpu, cuda or cuda:N (cuda needs a binary built with the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -751,6 +754,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         max_body_bytes: a.max_body_bytes,
         request_timeout: seconds("request-timeout", a.request_timeout)?,
         compile_timeout: seconds("compile-timeout", a.compile_timeout)?,
+        header_timeout: seconds("header-timeout", a.header_timeout)?,
         ..ServerConfig::default()
     };
     let device: DeviceSpec = a.device.parse()?;
@@ -782,7 +786,8 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             let _ = tokio::signal::ctrl_c().await;
             eprintln!("strictly: shutting down");
         };
-        axum::serve(listener, strictly::server::app(state)).with_graceful_shutdown(shutdown).await?;
+        let header_timeout = state.config().header_timeout;
+        strictly::server::serve(listener, strictly::server::app(state), header_timeout, shutdown).await;
         Ok(())
     })
 }

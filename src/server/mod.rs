@@ -67,6 +67,7 @@ mod completions;
 pub mod constraint;
 mod engine;
 mod error;
+mod listen;
 mod metrics;
 
 use std::sync::atomic::AtomicUsize;
@@ -82,6 +83,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 pub use error::{ApiError, ApiJson};
+pub use listen::serve;
 
 use crate::automaton::Compiled;
 use crate::decode::{GeneratedToken, LanguageModel};
@@ -109,6 +111,9 @@ pub struct ServerConfig {
     pub compile_timeout: Duration,
     /// Compiled constraints kept [default 64].
     pub cache_capacity: usize,
+    /// A connection must send its request headers within this [default 10 s], or it is closed
+    /// (slowloris clients). Used by [`serve`].
+    pub header_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -121,6 +126,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(600),
             compile_timeout: Duration::from_secs(60),
             cache_capacity: 64,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }

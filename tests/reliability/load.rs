@@ -390,3 +390,35 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
     });
     assert!(server.alive(), "the server died");
 }
+
+/// A client that never finishes its request headers is disconnected after `--header-timeout`
+/// (here 1 s); one that sends them promptly is served on the same server.
+#[test]
+fn slowloris_connections_are_closed_after_the_header_timeout() {
+    let server = Server::start(&["--header-timeout", "1"]);
+    let addr = server.addr;
+    runtime().block_on(async move {
+        let (mut rd, mut wr) = TcpStream::connect(addr).await.unwrap().into_split();
+        wr.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: a").await.unwrap();
+        let t0 = Instant::now();
+        let mut buf = [0u8; 512];
+        // Keep dribbling; the server must hang up (EOF, a 408, or a reset) within a few seconds.
+        let closed = loop {
+            tokio::select! {
+                r = rd.read(&mut buf) => break matches!(r, Ok(0) | Err(_)) || String::from_utf8_lossy(&buf).contains("408"),
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                    if wr.write_all(b"a").await.is_err() {
+                        break true;
+                    }
+                }
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                break false;
+            }
+        };
+        assert!(closed, "a dribbling client was still connected after {:?}", t0.elapsed());
+        eprintln!("slowloris: closed after {:?}", t0.elapsed());
+        let (code, v) = http_json(addr, "GET", "/health", Value::Null).await;
+        assert_eq!(code, 200, "{v}");
+    });
+}
