@@ -173,37 +173,81 @@ pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String>
     anchored_branches(&h)
 }
 
-/// Splits top-level alternatives, handles `^`/`$` at their edges, and wraps unanchored ends
-/// with "any units".
+/// The pattern's language under "contains" semantics, with `^`/`$` wherever they occur outside
+/// repetitions: the pattern becomes a union of anchored parts ([`anchor_parts`]), and each
+/// part's unanchored ends are wrapped with "any units".
 fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
-    match h.kind() {
-        HirKind::Capture(cap) => anchored_branches(&cap.sub),
-        HirKind::Alternation(xs) => Ok(Hir::alternation(xs.iter().map(anchored_branches).collect::<std::result::Result<_, _>>()?)),
-        _ => {
-            let mut parts: Vec<Hir> = match h.kind() {
-                HirKind::Concat(xs) => xs.clone(),
-                _ => vec![h.clone()],
-            };
-            let start = matches!(parts.first().map(Hir::kind), Some(HirKind::Look(Look::Start)));
-            if start {
-                parts.remove(0);
-            }
-            let end = matches!(parts.last().map(Hir::kind), Some(HirKind::Look(Look::End)));
-            if end {
-                parts.pop();
-            }
-            let any = hir(&format!("{UNIT}*"));
-            let mut out = Vec::new();
-            if !start {
-                out.push(any.clone());
-            }
-            out.push(encode(&Hir::concat(parts))?);
-            if !end {
-                out.push(any);
-            }
-            Ok(Hir::concat(out))
+    let any = hir(&format!("{UNIT}*"));
+    let mut alts = Vec::new();
+    for (start, core, end) in anchor_parts(h)? {
+        let mut out = Vec::new();
+        if !start {
+            out.push(any.clone());
         }
+        out.push(encode(&Hir::concat(core))?);
+        if !end {
+            out.push(any.clone());
+        }
+        alts.push(Hir::concat(out));
     }
+    Ok(Hir::alternation(alts))
+}
+
+/// Most anchored parts a pattern may expand into.
+const MAX_ANCHOR_PARTS: usize = 256;
+
+/// `h` as a union of parts `(start, core, end)`: `core` (anchor-free) matched at a position
+/// that must be the text's start when `start` and must end at the text's end when `end`.
+/// Concatenation multiplies parts out: a `$` followed by something that consumes text, or a
+/// `^` after something that did, leaves no match (those only keep their empty strings).
+/// Anchors inside repetitions and other look-arounds are refused.
+fn anchor_parts(h: &Hir) -> std::result::Result<Vec<(bool, Vec<Hir>, bool)>, String> {
+    let has_look = |h: &Hir| h.properties().look_set().contains(Look::Start) || h.properties().look_set().contains(Look::End);
+    if !has_look(h) {
+        return match h.properties().look_set().is_empty() {
+            true => Ok(vec![(false, vec![h.clone()], false)]),
+            false => Err(format!("anchors and word boundaries inside a pattern ({:?}) are not supported", h.properties().look_set())),
+        };
+    }
+    let empty_only = |core: &[Hir]| core.iter().all(|x| x.properties().minimum_len() == Some(0));
+    Ok(match h.kind() {
+        HirKind::Look(Look::Start) => vec![(true, Vec::new(), false)],
+        HirKind::Look(Look::End) => vec![(false, Vec::new(), true)],
+        HirKind::Capture(cap) => anchor_parts(&cap.sub)?,
+        HirKind::Alternation(xs) => {
+            let mut out = Vec::new();
+            for x in xs {
+                out.extend(anchor_parts(x)?);
+            }
+            out
+        }
+        HirKind::Concat(xs) => {
+            let mut acc: Vec<(bool, Vec<Hir>, bool)> = vec![(false, Vec::new(), false)];
+            for x in xs {
+                let parts = anchor_parts(x)?;
+                let mut next = Vec::new();
+                for (s1, c1, e1) in &acc {
+                    for (s2, c2, e2) in &parts {
+                        // After `$` nothing may be consumed; before `^` nothing may have been.
+                        if (*e1 && !empty_only(c2)) || (*s2 && !empty_only(c1)) {
+                            continue;
+                        }
+                        let mut core = if *s2 { Vec::new() } else { c1.clone() };
+                        if !*e1 {
+                            core.extend(c2.iter().cloned());
+                        }
+                        next.push((*s1 || *s2, core, *e1 || *e2));
+                    }
+                }
+                if next.len() > MAX_ANCHOR_PARTS {
+                    return Err(format!("the pattern's anchors expand into more than {MAX_ANCHOR_PARTS} alternatives"));
+                }
+                acc = next;
+            }
+            acc
+        }
+        _ => return Err("anchors inside a repetition in a pattern are not supported".into()),
+    })
 }
 
 /// Maps a regex over decoded characters onto canonical encoded text.

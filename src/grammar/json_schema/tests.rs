@@ -596,3 +596,41 @@ fn repeated_additional_keys_do_not_count_twice() {
     let e = compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("minProperties") && e.contains("distinct"), "{e}");
 }
+
+#[test]
+fn anchors_inside_pattern_groups() {
+    let s = json!({"type": "string", "pattern": "^([0-9]{3})$|^(default)$"});
+    for ok in [r#""200""#, r#""default""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""2000""#, r#""xdefault""#, r#""defaults""#, r#""""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Anchors inside a group in the middle, and alternatives with and without them.
+    let s = json!({"type": "string", "pattern": "(^a|b)c($|d)"});
+    for ok in [r#""ac""#, r#""acd""#, r#""xbcdx""#, r#""xbc""#, r#""acdd""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""xac""#, r#""bx""#, r#""cd""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // `$` followed by more text matches only where that text can be empty.
+    let s = json!({"type": "string", "pattern": "^$[a-z]*$"});
+    assert!(accepts(&s, r#""""#) && !accepts(&s, r#""a""#));
+    // Differential: random strings against the `regex` crate's own search semantics.
+    let patterns = ["^(ab|c)$|x", "(^|-)[0-9]+($|-)", "a(^b|c)", "(a$|b)c?", "^(?:foo|bar)(?:$|/)"];
+    let mut rng = 7u64;
+    for p in patterns {
+        let s = json!({"type": "string", "pattern": p});
+        let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
+        let re = regex_automata::meta::Regex::new(p).unwrap();
+        for _ in 0..400 {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (rng >> 60) as usize % 6;
+            let text: String = (0..len).map(|i| b"abcfox-/1r"[((rng >> (i * 5 + 3)) % 10) as usize] as char).collect();
+            let mut m = c.matcher();
+            let ours = m.commit_bytes(format!("\"{text}\"").as_bytes()).is_ok() && m.is_accepting();
+            assert_eq!(ours, re.is_match(&text), "pattern {p:?} on {text:?}");
+        }
+    }
+}
