@@ -124,6 +124,7 @@ impl Cfg {
             term_ids: HashMap::new(),
             nts: Vec::new(),
             rule_nt: HashMap::new(),
+            nt_rule: Vec::new(),
             prods: Vec::new(),
         };
         l.new_nt("⊤".into());
@@ -132,7 +133,8 @@ impl Cfg {
         // Rules are lowered on first reference; keep going until none is pending.
         let mut done = 0;
         while done < l.nts.len() {
-            if let Some(&rule) = l.rule_nt.iter().find(|(_, &nt)| nt as usize == done).map(|(r, _)| r) {
+            let nt_rule: Option<RuleId> = l.nt_rule.get(done).copied().flatten();
+            if let Some(rule) = nt_rule {
                 let body = g.rule(rule).body.clone();
                 for alt in l.alts(&body)? {
                     l.add_prod(done as u32, alt)?;
@@ -160,16 +162,40 @@ impl Cfg {
             Sym::T(t) => term_ok[t as usize],
             Sym::N(n) => productive[n as usize],
         };
-        loop {
-            let mut changed = false;
-            for p in &self.prods {
-                if !productive[p.lhs as usize] && p.rhs.iter().all(|s| sym_ok(s, &productive)) {
-                    productive[p.lhs as usize] = true;
-                    changed = true;
+        // Worklist: each production waits for its not-yet-productive nonterminals (counted
+        // with multiplicity); a nonterminal becomes productive with its first ready production.
+        // Linear in the grammar's size (a rule chain would take one sweep per link otherwise).
+        let mut waiting: Vec<usize> = vec![0; self.prods.len()];
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); self.nts.len()];
+        let mut ready: Vec<usize> = Vec::new();
+        for (i, p) in self.prods.iter().enumerate() {
+            if p.rhs.iter().any(|s| matches!(*s, Sym::T(t) if !term_ok[t as usize])) {
+                waiting[i] = usize::MAX;
+                continue;
+            }
+            for s in &p.rhs {
+                if let Sym::N(n) = *s {
+                    waiting[i] += 1;
+                    users[n as usize].push(i);
                 }
             }
-            if !changed {
-                break;
+            if waiting[i] == 0 {
+                ready.push(i);
+            }
+        }
+        while let Some(i) = ready.pop() {
+            let lhs = self.prods[i].lhs as usize;
+            if productive[lhs] {
+                continue;
+            }
+            productive[lhs] = true;
+            for &u in &users[lhs] {
+                if waiting[u] != usize::MAX {
+                    waiting[u] -= 1;
+                    if waiting[u] == 0 {
+                        ready.push(u);
+                    }
+                }
             }
         }
         if !productive[TOP as usize] {
@@ -198,9 +224,13 @@ impl Cfg {
 
     /// Nullable sets and minimal lengths (fixpoints), then `rest` per production.
     fn analyse(&mut self) {
-        loop {
+        // A fixpoint; sweeps alternate direction, so a chain of rules settles in two sweeps
+        // whichever way its productions are numbered (one sweep per link otherwise).
+        for sweep in 0.. {
             let mut changed = false;
-            for p in &self.prods {
+            let order: Box<dyn Iterator<Item = &Prod>> =
+                if sweep % 2 == 0 { Box::new(self.prods.iter()) } else { Box::new(self.prods.iter().rev()) };
+            for p in order {
                 let nullable = p.rhs.iter().all(|s| self.nullable(*s));
                 let len = p.rhs.iter().fold(0u32, |acc, s| acc.saturating_add(self.minlen(*s)));
                 let nt = &mut self.nts[p.lhs as usize];
@@ -367,6 +397,8 @@ struct Lowering<'a> {
     term_ids: HashMap<String, u32>,
     nts: Vec<Nt>,
     rule_nt: HashMap<RuleId, u32>,
+    /// The inverse of `rule_nt`, by nonterminal.
+    nt_rule: Vec<Option<RuleId>>,
     prods: Vec<Prod>,
 }
 
@@ -402,6 +434,10 @@ impl Lowering<'_> {
         }
         let nt = self.new_nt(self.g.rule(r).name.clone());
         self.rule_nt.insert(r, nt);
+        if self.nt_rule.len() <= nt as usize {
+            self.nt_rule.resize(nt as usize + 1, None);
+        }
+        self.nt_rule[nt as usize] = Some(r);
         Ok(Sym::N(nt))
     }
 

@@ -185,14 +185,13 @@ fn deep_nesting() {
     g.push_str("r10000 ::= \"y\"\n");
     let (parsed, dt) = timed(|| ebnf::parse(&g));
     assert!(dt < hostile_bound(), "parsing a 10,000-rule chain took {dt:?}");
-    // Known slow spot: ~1.3 s alone under load (lowering a 10,000-rule chain); bounded at 5×.
-    answered_within("10,000-rule chain", Constraint::Grammar(parsed.unwrap()), hostile_bound() * 5);
+    answered_within("10,000-rule chain", Constraint::Grammar(parsed.unwrap()), hostile_bound());
     let mut g = String::from("root ::= r0\n");
     for i in 0..10_000 {
         g.push_str(&format!("r{i} ::= \"(\" r{} \")\"\n", i + 1));
     }
     g.push_str("r10000 ::= \"y\"\n");
-    answered_within("10,000-deep nested rules", Constraint::Grammar(ebnf::parse(&g).unwrap()), hostile_bound() * 5);
+    answered_within("10,000-deep nested rules", Constraint::Grammar(ebnf::parse(&g).unwrap()), hostile_bound());
 }
 
 #[test]
