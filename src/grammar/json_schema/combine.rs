@@ -482,7 +482,8 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
 ///    `const`/`enum` values is made required in every branch: outputs always name their
 ///    branch, and only instances that omit the property are lost.
 fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
-    let mut resolved: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    let unchanged: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    let mut resolved = unchanged.clone();
     const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
     let shared: Vec<&str> = TYPES.into_iter().filter(|t| resolved.iter().filter(|b| accepts_every(b, t)).count() >= 2).collect();
     for t in shared {
@@ -511,7 +512,6 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
     }
     // A branch left as it was keeps its `$ref` (inlined, a recursive branch would be compiled
     // again and again instead of becoming a recursive rule).
-    let unchanged: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
     for way in out.iter_mut() {
         for (i, b) in way.iter_mut().enumerate() {
             if *b == unchanged[i] {
