@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{join, number, string, Compiler, MAX_ENUM};
+use super::{join, number, object, string, Compiler, MAX_ENUM};
 use crate::error::Result;
 use crate::grammar::Expr;
 
@@ -34,7 +34,8 @@ const VALIDATION: &[&str] = &[
     "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
     "propertyNames", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then",
     "else", "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef",
-    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING, number::EXCLUDE_NUMBERS,
+    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING, number::EXCLUDE_NUMBERS, object::SOME_KEY_NOT_IN,
+    number::NOT_INTEGER,
 ];
 
 pub(super) fn is_validation_keyword(k: &str) -> bool {
@@ -44,12 +45,14 @@ pub(super) fn is_validation_keyword(k: &str) -> bool {
 /// The JSON type a keyword constrains (`None`: any value).
 fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
-        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | number::EXCLUDE_NUMBERS => "number",
+        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | number::EXCLUDE_NUMBERS
+        | number::NOT_INTEGER => "number",
         "maxLength" | "minLength" | "pattern" | "format" | string::NOT_STRING | string::EXCLUDE_STRINGS => "string",
         "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems" | "additionalItems"
         | "contains" | "unevaluatedItems" => "array",
         "maxProperties" | "minProperties" | "required" | "dependentRequired" | "properties" | "patternProperties"
-        | "additionalProperties" | "propertyNames" | "dependentSchemas" | "dependencies" | "unevaluatedProperties" => "object",
+        | "additionalProperties" | "propertyNames" | "dependentSchemas" | "dependencies" | "unevaluatedProperties"
+        | object::SOME_KEY_NOT_IN => "object",
         _ => return None,
     })
 }
@@ -63,7 +66,7 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 /// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
-    let keys: Vec<&str> = not.keys().map(String::as_str).filter(|k| VALIDATION.contains(k)).collect();
+    let keys: Vec<&str> = not.iter().filter(|(k, v)| VALIDATION.contains(&k.as_str()) && !no_op(k, v)).map(|(k, _)| k.as_str()).collect();
     let mut out = obj.clone();
     out.remove("not");
     const ALL: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
@@ -73,6 +76,19 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
     };
     let has_type = keys.contains(&"type");
     let others: Vec<&str> = keys.iter().copied().filter(|k| *k != "type").collect();
+    let integers_only = has_type && {
+        let t = type_list(&not["type"]);
+        t.contains(&"integer") && !t.contains(&"number")
+    };
+    if integers_only && !others.is_empty() && current.iter().any(|c| c == "number") {
+        // not (integer ∧ K) = not integer ∨ not K, where the schema allows other numbers.
+        let mut rest = not.clone();
+        let t = rest.remove("type").expect("has a type");
+        let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+        all.push(serde_json::json!({ "anyOf": [{"not": {"type": t}}, {"not": rest}] }));
+        out.insert("allOf".into(), Value::Array(all));
+        return Some(out);
+    }
     match others.as_slice() {
         // `not {}`: nothing is valid.
         [] if !has_type => {
@@ -87,17 +103,25 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                     continue;
                 }
                 if t == "number" && ex.contains(&"integer") {
-                    return None; // "non-integer numbers" is not a type
+                    // Numbers that are not integers.
+                    out.insert(number::NOT_INTEGER.into(), Value::Bool(true));
                 }
                 keep.push(Value::String(t.clone()));
             }
             out.insert("type".into(), Value::Array(keep));
             Some(out)
         }
-        _ if others.iter().all(|k| matches!(*k, "required" | "properties")) => {
-            // not (required R ∧ properties P) on objects: some key of R is missing, or some
-            // key of P is present with a value its schema rejects.
+        _ if others.iter().all(|k| matches!(*k, "required" | "properties" | "additionalProperties"))
+            && not.get("additionalProperties").is_none_or(|a| a == &Value::Bool(false) || no_op("additionalProperties", a)) =>
+        {
+            // not (required R ∧ properties P [∧ additionalProperties false]) on objects: some
+            // key of R is missing, or some key of P is present with a value its schema
+            // rejects [, or some key outside P is present].
             let mut alts: Vec<Value> = Vec::new();
+            if others.contains(&"additionalProperties") {
+                let names: Vec<Value> = not.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| Value::String(k.clone())).collect();
+                alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: names }));
+            }
             for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
                 alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
             }
@@ -229,6 +253,20 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
     }
 }
 
+/// Does keyword `k` with value `v` accept every instance (`additionalProperties: true`,
+/// `properties: {}`, `minItems: 0`, ...)?
+fn no_op(k: &str, v: &Value) -> bool {
+    let accepts_all = |v: &Value| v == &Value::Bool(true) || v.as_object().is_some_and(|o| !o.keys().any(|k| VALIDATION.contains(&k.as_str())));
+    match k {
+        "additionalProperties" | "additionalItems" | "items" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" => accepts_all(v),
+        "properties" | "patternProperties" | "dependentSchemas" => v.as_object().is_some_and(|o| o.values().all(accepts_all)),
+        "dependentRequired" | "dependencies" => v.as_object().is_some_and(|o| o.is_empty()),
+        "required" => v.as_array().is_some_and(|a| a.is_empty()),
+        "minLength" | "minItems" | "minProperties" => v.as_u64() == Some(0),
+        _ => false,
+    }
+}
+
 /// A schema as the conjunction of independent parts: keywords that read each other stay
 /// together (`properties` with `additionalProperties`/`patternProperties`/
 /// `unevaluatedProperties`, the item keywords, `contains` with its counts, `if`/`then`/
@@ -296,7 +334,7 @@ pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, p
         let then = then.unwrap_or(Value::Bool(true));
         let els = els.unwrap_or(Value::Bool(true));
         match with_not(&Value::Bool(true), &c.resolve_shallow(&cond)) {
-            Some(not_cond) => parts.push(serde_json::json!({"anyOf": [{"allOf": [cond, then]}, {"allOf": [not_cond, els]}]})),
+            Some((not_cond, _)) => parts.push(serde_json::json!({"anyOf": [{"allOf": [cond, then]}, {"allOf": [not_cond, els]}]})),
             None => c.unenforced(pointer, "if", "the negation of this `if` schema cannot be written exactly")?,
         }
     }
@@ -320,10 +358,15 @@ fn negate_family(
     negate: impl FnOnce(&mut Map<String, Value>),
 ) -> Option<Map<String, Value>> {
     const ALL: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
-    let t: Vec<&str> = match not.get("type") {
+    let mut t: Vec<&str> = match not.get("type") {
         None => ALL.to_vec(),
         Some(t) => type_list(t),
     };
+    // Where the schema allows no non-integer numbers, "integer" in the `not` means every
+    // number it allows.
+    if !current.iter().any(|c| c == "number") && t.contains(&"integer") && !t.contains(&"number") {
+        t.push("number");
+    }
     if family == "number" && t.contains(&"integer") && !t.contains(&"number") {
         return None; // the complement would be "non-integer numbers, or ..."
     }
@@ -362,8 +405,18 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     rest.remove(kw);
     let rest = Value::Object(rest);
     let mut alts = Vec::new();
-    for v in values {
-        match simple_validate(v, &rest) {
+    let mut by_grammar: Option<Vec<bool>> = None;
+    for (i, v) in values.iter().enumerate() {
+        let valid = match simple_validate(v, &rest) {
+            Some(valid) => Some(valid),
+            None => {
+                if by_grammar.is_none() {
+                    by_grammar = Some(accepted_by(c, &rest, &values, pointer).unwrap_or_default());
+                }
+                by_grammar.as_ref().and_then(|a| a.get(i).copied())
+            }
+        };
+        match valid {
             Some(true) => alts.push(literal(c, v)),
             Some(false) => {}
             None => {
@@ -373,6 +426,40 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         }
     }
     Ok(Some(Expr::Alt(alts)))
+}
+
+/// Most values, and longest value (compact JSON bytes), that [`accepted_by`] checks.
+const MAX_CHECKED_VALUES: usize = 256;
+const MAX_CHECKED_BYTES: usize = 512;
+
+/// Which of `values` the grammar of `schema` accepts (compact JSON), checked by the reference
+/// recognizer; `None` if the schema does not compile exactly or the values are too many or
+/// too long to check. Sound for filtering: the grammar accepts only valid JSON texts, so a
+/// value it accepts is valid (one it rejects may be valid but outside what the grammar
+/// writes, e.g. keys out of order: dropping it is stricter, never wrong). The compiler is
+/// left as it was.
+fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Option<Vec<bool>> {
+    let texts: Vec<String> = values.iter().map(|v| serde_json::to_string(v).expect("JSON serializes")).collect();
+    if texts.len() > MAX_CHECKED_VALUES || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES) {
+        return None;
+    }
+    let mut out = None;
+    // Always rolled back: the rules built here are only for the check.
+    let _ = c.attempt(|c| {
+        let before = c.unenforced.len();
+        let start = c.new_rule("enum-check");
+        let body = c.schema(schema, pointer)?;
+        if c.unenforced.len() == before {
+            c.rules[start.0 as usize].body = body;
+            let g = crate::grammar::Grammar { rules: std::mem::take(&mut c.rules), start };
+            let r = crate::grammar::reference::Reference::new(&g);
+            out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect());
+            drop(r);
+            c.rules = g.rules;
+        }
+        Err::<(), _>(crate::error::Error::invalid("rolled back"))
+    });
+    out
 }
 
 /// A JSON value as a literal, with whitespace allowed between the tokens of arrays/objects.
@@ -441,6 +528,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     };
     if kw == "oneOf" && branches.len() > 1 {
         // Each way of making the branches disjoint, best first; the first that compiles wins.
+        let mut why: Option<String> = None;
         for rewritten in disjoint_branches(c, branches) {
             // Attempts nest (a branch's own `oneOf`s try their ways too): a budget per schema
             // keeps that from growing without bound.
@@ -462,11 +550,18 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
                 }
                 Ok(e)
             });
-            if let Ok(e) = exact {
-                return Ok(Some(e));
+            match exact {
+                Ok(e) => return Ok(Some(e)),
+                Err(e) => {
+                    why.get_or_insert_with(|| e.to_string());
+                }
             }
         }
-        c.unenforced(pointer, "oneOf", "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine")?;
+        let mut reason = "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine".to_string();
+        if let Some(why) = why {
+            reason.push_str(&format!(" (keeping them apart failed: {why})"));
+        }
+        c.unenforced(pointer, "oneOf", reason)?;
     }
     Ok(Some(compile_all(c, &full)?))
 }
@@ -476,13 +571,18 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
 /// 1. (exact) A JSON type that two branches accept in full (no `type`, no keyword for it) has
 ///    no valid value under `oneOf`: it is removed from every branch.
 /// 2. (exact) A pair that is provably disjoint (types, `const`/`enum` values, a discriminating
-///    required property) is left alone; otherwise `not <other>` is added to the branch where
-///    that `not` rewrites exactly ([`rewrite_not`]).
+///    required property; branches seen with their plain `allOf` merged) is left alone;
+///    otherwise `not <other>` is added to the branch where that `not` rewrites exactly
+///    ([`rewrite_not`]).
 /// 3. (stricter, documented) A property that every branch declares with pairwise disjoint
 ///    `const`/`enum` values is made required in every branch: outputs always name their
-///    branch, and only instances that omit the property are lost.
+///    branch, and only instances that omit the property are lost. Tried before 2. when 2.
+///    would more than triple the branches' size.
+/// 4. (exact) As 2., with the `not`s that do not rewrite at once (of `$ref`s, nested
+///    applicators) left to the compiler, which rewrites them level by level (`not` of a
+///    `$ref` becomes a rule of its own). Last, since it may cost much more to compile.
 fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
-    let unchanged: Vec<Value> = branches.iter().map(|b| c.resolve_shallow(b)).collect();
+    let unchanged: Vec<Value> = branches.iter().map(|b| merged_view(c, &c.resolve_shallow(b))).collect();
     let mut resolved = unchanged.clone();
     const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
     let shared: Vec<&str> = TYPES.into_iter().filter(|t| resolved.iter().filter(|b| accepts_every(b, t)).count() >= 2).collect();
@@ -495,21 +595,27 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
     let overlapping = |r: &[Value], i: usize, j: usize| !pair_disjoint(c, &r[i], &r[j]);
     let mut exact = resolved.clone();
     let mut ok = true;
+    let mut deferred = false;
     for i in 0..n {
         for j in (0..n).filter(|&j| j != i && overlapping(&resolved, i, j)) {
             match with_not(&exact[i], &resolved[j]) {
-                Some(v) => exact[i] = v,
+                Some((v, d)) => {
+                    exact[i] = v;
+                    deferred |= d;
+                }
                 None => ok = false,
             }
         }
     }
-    let mut out = Vec::new();
-    if ok {
-        out.push(exact);
-    }
-    if let Some(strict) = discriminated(&resolved, &overlapping) {
-        out.push(strict);
-    }
+    // A deferred negation is compiled level by level, and a long one multiplies the
+    // branches' members: either can cost much more to compile than the discriminator
+    // (stricter), so they come after it.
+    let size = |w: &[Value]| w.iter().map(|v| v.to_string().len()).sum::<usize>();
+    let costly = deferred || size(&exact) > 3 * size(&resolved);
+    let strict = discriminated(&resolved, &overlapping);
+    let exact = ok.then_some(exact);
+    let (first, second) = if costly { (strict, exact) } else { (exact, strict) };
+    let mut out: Vec<Vec<Value>> = first.into_iter().chain(second).collect();
     // A branch left as it was keeps its `$ref` (inlined, a recursive branch would be compiled
     // again and again instead of becoming a recursive rule).
     for way in out.iter_mut() {
@@ -520,6 +626,32 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
         }
     }
     out
+}
+
+/// `s` with a plain `allOf` merged into it (each part's top-level `$ref` resolved), so that
+/// disjointness checks see its keywords; `s` itself when that is not simple (conditionals,
+/// `not`, `unevaluated*` in a part, or keywords that do not merge exactly).
+fn merged_view(c: &Compiler, s: &Value) -> Value {
+    let Some(Value::Array(parts)) = s.get("allOf") else { return s.clone() };
+    let mut base = s.as_object().cloned().unwrap_or_default();
+    base.remove("allOf");
+    if base.contains_key("$ref") || parts.len() > 16 {
+        return s.clone();
+    }
+    let mut merged = Value::Object(base);
+    const HARD: [&str; 10] =
+        ["allOf", "not", "if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$ref", "$dynamicRef"];
+    for part in parts {
+        let part = c.resolve_shallow(part);
+        if part.as_object().is_some_and(|o| HARD.iter().any(|k| o.contains_key(*k))) {
+            return s.clone();
+        }
+        match merge(&merged, &part) {
+            Ok(m) => merged = m,
+            Err(_) => return s.clone(),
+        }
+    }
+    merged
 }
 
 /// A discriminator that every branch declares but not all require: require it, if that makes
@@ -574,16 +706,25 @@ fn remove_type(b: &mut Value, t: &str) {
     o.insert("type".into(), Value::Array(keep));
 }
 
-/// `b ∧ not other` as one schema, where the `not` rewrites exactly.
-fn with_not(b: &Value, other: &Value) -> Option<Value> {
+/// `b ∧ not other` as one schema, and whether it was deferred: rewritten here where the `not`
+/// rewrites at once, else an `allOf` left for the compiler (which resolves `$ref`s inside the
+/// `not` and rewrites level by level, or reports what it cannot write).
+fn with_not(b: &Value, other: &Value) -> Option<(Value, bool)> {
+    let deferred = || (serde_json::json!({"allOf": [b, {"not": other}]}), true);
     match (b, other) {
-        (Value::Bool(false), _) | (_, Value::Bool(true)) => Some(Value::Bool(false)),
-        (_, Value::Bool(false)) => Some(b.clone()),
-        (Value::Bool(true), _) => rewrite_not(&Map::from_iter([("not".to_string(), other.clone())])).map(Value::Object),
+        (Value::Bool(false), _) | (_, Value::Bool(true)) => Some((Value::Bool(false), false)),
+        (_, Value::Bool(false)) => Some((b.clone(), false)),
+        (Value::Bool(true), _) => Some(
+            rewrite_not(&Map::from_iter([("not".to_string(), other.clone())]))
+                .map_or_else(|| (serde_json::json!({"not": other}), true), |v| (Value::Object(v), false)),
+        ),
         (Value::Object(o), _) => {
-            let mut m = if o.contains_key("not") { rewrite_not(o)? } else { o.clone() };
-            m.insert("not".into(), other.clone());
-            rewrite_not(&m).map(Value::Object)
+            let direct = || {
+                let mut m = if o.contains_key("not") { rewrite_not(o)? } else { o.clone() };
+                m.insert("not".into(), other.clone());
+                rewrite_not(&m).map(Value::Object)
+            };
+            Some(direct().map_or_else(deferred, |v| (v, false)))
         }
         _ => None,
     }
@@ -994,6 +1135,14 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
             },
             "not" => !simple_validate(v, s)?,
             string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
+            number::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
+            object::SOME_KEY_NOT_IN => match v.as_object() {
+                None => true,
+                Some(o) => {
+                    let names = s.as_array()?;
+                    o.keys().any(|k| !names.iter().any(|n| n == k.as_str()))
+                }
+            },
             number::EXCLUDE_NUMBERS => !s.as_array()?.iter().any(|x| json_eq(x, v)),
             string::NOT_STRING => {
                 let mut ok = true;

@@ -298,9 +298,12 @@ impl<'s> Compiler<'s> {
             if n == &Value::Bool(true) || n.as_object().is_some_and(|o| !o.keys().any(|k| combine::is_validation_keyword(k))) {
                 return Ok(nothing());
             }
+            if let Some(r) = n.get("$ref").and_then(Value::as_str) {
+                return self.not_ref(obj, r, pointer);
+            }
             match combine::rewrite_not(obj) {
                 Some(rewritten) => return self.schema(&Value::Object(rewritten), pointer),
-                None => self.unenforced(pointer, "not", "only `not` of a type, one required key, or string/boolean/null values is supported")?,
+                None => self.unenforced(pointer, "not", "no exact rewrite of this `not` is known (supported: types, values, the keywords of one JSON type, closed objects, `$ref`s, and `anyOf`/`allOf`/`not` of those)")?,
             }
         }
         for kw in ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {

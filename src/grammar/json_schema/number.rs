@@ -76,14 +76,32 @@ fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<
 /// An internal keyword (set by the `not` rewrite): numbers that are excluded.
 pub(super) const EXCLUDE_NUMBERS: &str = "x-strictly-exclude-numbers";
 
+/// Internal keyword (made by `not` rewrites): the number is not an integer. Such numbers are
+/// written without exponent (stricter, documented: `1.5e1` is 15, an integer, and which
+/// spellings with an exponent are whole is not a regular language), with a non-zero digit in
+/// the fraction.
+pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
+
 pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    if obj.get(NOT_INTEGER) == Some(&Value::Bool(true)) {
+        return Ok(super::nothing());
+    }
     let e = integer_inner(c, obj, pointer)?;
     excluding(c, obj, pointer, e)
 }
 
 pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let e = number_inner(c, obj, pointer)?;
-    excluding(c, obj, pointer, e)
+    let e = excluding(c, obj, pointer, e)?;
+    if obj.get(NOT_INTEGER) != Some(&Value::Bool(true)) {
+        return Ok(e);
+    }
+    let Some(lexeme) = super::string::expr_lexeme(c, &e, 0) else {
+        c.unenforced(pointer, "not", "excluding integers from this number schema is not supported")?;
+        return Ok(e);
+    };
+    let fractional = crate::grammar::regex::parse(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*").expect("built-in regex");
+    Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, Lexeme::Regex(fractional)]))))
 }
 
 /// `e` without the numbers listed in [`EXCLUDE_NUMBERS`]: every spelling of an excluded value

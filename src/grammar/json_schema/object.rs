@@ -21,6 +21,12 @@ use crate::automaton::Dfa;
 use crate::grammar::{Expr, Lexeme, RuleId};
 use regex_syntax::hir::Hir;
 
+/// Internal keyword (made by `not` rewrites, see `combine::rewrite_not`): the object has at
+/// least one key that is not in this list of names. Tracked by the member rules as a flag
+/// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
+/// member whose key is outside it.
+pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
+
 /// Most rules the count-tracking construction may create.
 const MAX_COUNT_RULES: u64 = 20_000;
 
@@ -52,9 +58,15 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
     let max = string::count(c, obj, pointer, "maxProperties")?;
     let keys = Keys::new(c, obj, &patterns, pointer)?;
+    let outside: Option<Vec<&str>> = match obj.get(SOME_KEY_NOT_IN) {
+        None => None,
+        Some(v) => Some(v.as_array().and_then(|a| a.iter().map(Value::as_str).collect()).ok_or_else(|| c.bad(pointer, "internal: bad key list"))?),
+    };
+    let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
 
     // Declared members, then required keys with no declaration (their value: additional).
     let mut members: Vec<(String, Expr, bool)> = Vec::new();
+    // (`outside` names that are neither declared nor required are additional keys.)
     let mut names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
     names.extend(required.iter().copied().filter(|r| !props.iter().any(|(k, _)| k == r)));
     for name in names {
@@ -70,25 +82,29 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         members.push((name.to_string(), value, req));
     }
     let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
-    let mut additional_members = Vec::new();
-    for (key, schema, at) in keys.regions(&declared, additional, pointer)? {
+    // Additional members, those whose key is outside `outside` (witnesses) apart.
+    let mut additional_members = [Vec::new(), Vec::new()];
+    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer)? {
         let value = c.schema(&schema, &at)?;
-        additional_members.push(Expr::Seq(vec![key, c.punct(":"), value]));
+        additional_members[wit as usize].push(Expr::Seq(vec![key, c.punct(":"), value]));
     }
-    let additional_member = (!additional_members.is_empty()).then(|| super::alt(additional_members));
-    let members: Vec<(Expr, bool)> = members
+    let [plain, witnesses] = additional_members;
+    let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
+    let additional_witness = (!witnesses.is_empty()).then(|| super::alt(witnesses));
+    let members: Vec<(Expr, bool, bool)> = members
         .into_iter()
         .map(|(k, v, req)| {
             let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
             let member = Expr::Seq(vec![key, c.punct(":"), v]);
-            (c.share(&format!("{pointer}/member:{k}"), member), req)
+            (c.share(&format!("{pointer}/member:{k}"), member), req, witness(&k))
         })
         .collect();
     let additional_member = additional_member.map(|m| c.share(&format!("{pointer}/additional"), m));
+    let additional_witness = additional_witness.map(|m| c.share(&format!("{pointer}/additional-outside"), m));
 
     let n = members.len() as u64;
-    let n_req = members.iter().filter(|(_, r)| *r).count() as u64;
-    let open = additional_member.is_some();
+    let n_req = members.iter().filter(|(_, r, _)| *r).count() as u64;
+    let open = additional_member.is_some() || additional_witness.is_some();
     // Does the count matter? Without additional members the count ranges over [n_req, n].
     let count_matters = min > n_req || max.is_some_and(|m| m < n || open);
     if max.is_some_and(|m| m < n_req) || (!open && min > n) {
@@ -115,7 +131,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         distinct_min = false;
     }
     let cap = cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES);
-    let b = Builder { members, additional: additional_member, min, max, cap, distinct_min };
+    let b = Builder { members, additional: additional_member, additional_witness, min, max, cap, distinct_min, need_witness: outside.is_some() };
     let body = b.build(c, pointer);
     Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body, c.ws(), Expr::Literal("}".into())]))
 }
@@ -214,17 +230,30 @@ impl Keys {
     }
 
     /// The keys other than `declared`, split by which patterns match them: for each region
-    /// whose language is not empty, (quoted-key expression, value schema, pointer). Keys that
-    /// match no pattern take `additionalProperties`; the others every matching pattern's schema.
-    fn regions(&self, declared: &[&str], additional: &Value, pointer: &str) -> Result<Vec<(Expr, Value, String)>> {
+    /// whose language is not empty, (quoted-key expression, value schema, pointer, whether
+    /// the keys are outside `outside`). Keys that match no pattern take
+    /// `additionalProperties`; the others every matching pattern's schema. With `outside`,
+    /// each region splits in two: keys in that list and keys outside it.
+    fn regions(&self, declared: &[&str], additional: &Value, outside: Option<&[&str]>, pointer: &str) -> Result<Vec<(Expr, Value, String, bool)>> {
         let add_ptr = join(pointer, "additionalProperties");
+        let literals = |names: &[&str]| Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect());
         if self.patterns.is_empty() && self.names.is_none() {
             // Plain keys: one regex, which can share a lexeme with what follows it.
             if additional == &Value::Bool(false) {
                 return Ok(Vec::new());
             }
-            let key = Hir::concat(vec![Hir::literal(*b"\""), string::key_not_in(declared), Hir::literal(*b"\"")]);
-            return Ok(vec![(Expr::Regex(Box::new(key)), additional.clone(), add_ptr)]);
+            let quote = |h: Hir| Expr::Regex(Box::new(Hir::concat(vec![Hir::literal(*b"\""), h, Hir::literal(*b"\"")])));
+            let Some(outside) = outside else {
+                return Ok(vec![(quote(string::key_not_in(declared)), additional.clone(), add_ptr, false)]);
+            };
+            let mut all = declared.to_vec();
+            all.extend(outside);
+            let mut out = vec![(quote(string::key_not_in(&all)), additional.clone(), add_ptr.clone(), true)];
+            let inside: Vec<&str> = outside.iter().copied().filter(|n| !declared.contains(n)).collect();
+            if !inside.is_empty() {
+                out.push((quote(literals(&inside)), additional.clone(), add_ptr, false));
+            }
+            return Ok(out);
         }
         let not_declared = (!declared.is_empty()).then(|| {
             let names = declared.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect();
@@ -250,29 +279,47 @@ impl Keys {
             for (i, (_, l, _, _)) in self.patterns.iter().enumerate() {
                 parts.push(if mask >> i & 1 == 1 { l.clone() } else { Lexeme::Not(Box::new(l.clone())) });
             }
-            let key = Lexeme::and(parts);
-            if string::lexeme_is_empty(&key)? {
-                continue;
+            let split: Vec<(Option<Lexeme>, bool)> = match outside {
+                None => vec![(None, false)],
+                Some([]) => vec![(None, true)],
+                Some(names) => {
+                    let listed = string::quoted(literals(names));
+                    vec![(Some(Lexeme::Not(Box::new(listed.clone()))), true), (Some(listed), false)]
+                }
+            };
+            for (extra, wit) in split {
+                let mut parts = parts.clone();
+                parts.extend(extra);
+                let key = Lexeme::and(parts);
+                if string::lexeme_is_empty(&key)? {
+                    continue;
+                }
+                out.push((Expr::Lexeme(Box::new(key)), value.clone(), at.clone(), wit));
             }
-            out.push((Expr::Lexeme(Box::new(key)), value, at));
         }
         Ok(out)
     }
 }
 
 struct Builder {
-    members: Vec<(Expr, bool)>,
+    /// (member, required, a witness: its key is outside the `SOME_KEY_NOT_IN` list).
+    members: Vec<(Expr, bool, bool)>,
     additional: Option<Expr>,
+    /// Additional members whose keys are outside the `SOME_KEY_NOT_IN` list.
+    additional_witness: Option<Expr>,
+    /// `SOME_KEY_NOT_IN`: the list must end with a witness emitted.
     min: u64,
     max: Option<u64>,
     /// Counts are tracked up to `cap` (the larger bound) when bounds matter.
     cap: Option<u64>,
     /// The minimum counts only the first additional member (see `build`).
     distinct_min: bool,
+    need_witness: bool,
 }
 
 impl Builder {
-    /// The member list: rules R(i, started, k, a) built from the end.
+    /// The member list: rules R(i, started, k, a, w) built from the end (`w`: a witness was
+    /// emitted; tracked only when one is needed).
     ///
     /// Additional members' keys may repeat (nothing regular keeps them pairwise distinct), and
     /// a repeated key is one property, not two. So a `minProperties` count may take only the
@@ -288,24 +335,29 @@ impl Builder {
         let kmax = counts.len();
         let distinct = self.distinct_min;
         let amax = if distinct { 2 } else { 1 };
-        // rules[((i * 2 + started) * kmax + k) * amax + a]
-        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * amax);
+        let wmax = if self.need_witness { 2 } else { 1 };
+        // rules[(((i * 2 + started) * kmax + k) * amax + a) * wmax + w]
+        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * amax * wmax);
         for i in 0..=n {
             for s in 0..2 {
                 for k in 0..kmax {
                     for a in 0..amax {
-                        rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{a}]")));
+                        for w in 0..wmax {
+                            rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{a},{w}]")));
+                        }
                     }
                 }
             }
         }
-        let id = |i: usize, s: bool, k: usize, a: usize| rules[((i * 2 + s as usize) * kmax + k) * amax + a];
+        let id = |i: usize, s: bool, k: usize, a: usize, w: usize| rules[(((i * 2 + s as usize) * kmax + k) * amax + a) * wmax + w];
         let sep = c.punct(",");
         let tracked = self.cap.is_some();
         for i in (0..=n).rev() {
             for s in [false, true] {
                 for k in 0..kmax {
                     for a in 0..amax {
+                      for w in 0..wmax {
+                        let wit = |is: bool| if is { wmax - 1 } else { w };
                         let lead = if s { Some(sep.clone()) } else { None };
                         let with_lead = |e: Expr| match &lead {
                             Some(l) => Expr::Seq(vec![l.clone(), e]),
@@ -323,28 +375,30 @@ impl Builder {
                             }
                             Some((k + 1).min(kmax - 1))
                         };
-                        if let Some(add) = &self.additional {
+                        for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
+                            let Some(add) = add else { continue };
                             let next = if distinct && a == 1 { Some(k) } else { emit_k(k) };
                             if let Some(k2) = next {
-                                alts.push(Expr::Seq(vec![with_lead(add.clone()), Expr::Rule(id(i, true, k2, amax - 1))]));
+                                alts.push(Expr::Seq(vec![with_lead(add.clone()), Expr::Rule(id(i, true, k2, amax - 1, wit(is)))]));
                             }
                         }
                         if i < n {
-                            let (m, req) = &self.members[i];
+                            let (m, req, is) = &self.members[i];
                             if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::Seq(vec![with_lead(m.clone()), Expr::Rule(id(i + 1, true, k2, a))]));
+                                alts.push(Expr::Seq(vec![with_lead(m.clone()), Expr::Rule(id(i + 1, true, k2, a, wit(*is)))]));
                             }
                             if !req {
-                                alts.push(Expr::Rule(id(i + 1, s, k, a)));
+                                alts.push(Expr::Rule(id(i + 1, s, k, a, w)));
                             }
-                        } else if !tracked || k as u64 >= self.min {
+                        } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
                             alts.push(Expr::Empty);
                         }
-                        c.rules[id(i, s, k, a).0 as usize].body = Expr::Alt(alts);
+                        c.rules[id(i, s, k, a, w).0 as usize].body = Expr::Alt(alts);
+                      }
                     }
                 }
             }
         }
-        Expr::Rule(id(0, false, 0, 0))
+        Expr::Rule(id(0, false, 0, 0, 0))
     }
 }

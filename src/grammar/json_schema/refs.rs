@@ -18,9 +18,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{join, Compiler};
+use super::{combine, join, Compiler};
 use crate::error::{Error, Location, Result};
 use crate::grammar::Expr;
 
@@ -195,6 +195,41 @@ impl<'s> Compiler<'s> {
         let body = self.schema(value, &target)?;
         self.rules[rule.0 as usize].body = body;
         Ok(Expr::Rule(rule))
+    }
+
+    /// `obj` (with `not: {"$ref": r, ...}`): alone, the negation of the target is a rule of its
+    /// own, built once per target (so `not` of a recursive schema recurses through the rule
+    /// instead of unfolding without end); with other keywords beside it, the target is inlined
+    /// into the `not` and rewritten with them.
+    pub(super) fn not_ref(&mut self, obj: &Map<String, Value>, r: &str, pointer: &str) -> Result<Expr> {
+        let not = &obj["not"];
+        let target = self.ref_target(r, &join(pointer, "not"))?;
+        let alone = |o: &Map<String, Value>, keep: &str| o.keys().all(|k| k == keep || !combine::is_validation_keyword(k));
+        let inlined = self.resolve_shallow(not);
+        if inlined.get("$ref").is_some() {
+            // Siblings beside the `$ref` that clash with its target's (see `resolve_shallow`).
+            let mut rest = obj.clone();
+            rest.remove("not");
+            rest.insert("not".into(), serde_json::json!({"allOf": [{"$ref": r}, not_without_ref(not)]}));
+            return match combine::rewrite_not(&rest) {
+                Some(rw) => self.schema(&Value::Object(rw), pointer),
+                None => Err(self.bad(&join(pointer, "not"), "`not` of this `$ref` cannot be rewritten")),
+            };
+        }
+        if alone(obj, "not") && not.as_object().is_some_and(|o| alone(o, "$ref")) {
+            let key = format!("not:{target}");
+            if let Some(&rule) = self.ref_rules.get(&key) {
+                return Ok(Expr::Rule(rule));
+            }
+            let rule = self.new_rule(&key);
+            self.ref_rules.insert(key, rule);
+            let body = self.schema(&serde_json::json!({ "not": inlined }), pointer)?;
+            self.rules[rule.0 as usize].body = body;
+            return Ok(Expr::Rule(rule));
+        }
+        let mut rest = obj.clone();
+        rest.insert("not".into(), inlined);
+        self.schema(&Value::Object(rest), pointer)
     }
 
     /// `s` with a top-level `$ref` replaced by its target (one level), for merging and for
@@ -414,4 +449,13 @@ mod tests {
         assert_eq!(resolve("urn:strictly:root", "#foo"), "urn:strictly:root#foo");
         assert_eq!(resolve("http://localhost:1234/draft2020-12/", "baseUriChange/"), "http://localhost:1234/draft2020-12/baseUriChange/");
     }
+}
+
+/// A schema object without its `$ref`.
+fn not_without_ref(s: &Value) -> Value {
+    let mut s = s.clone();
+    if let Value::Object(o) = &mut s {
+        o.remove("$ref");
+    }
+    s
 }

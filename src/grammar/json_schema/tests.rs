@@ -275,7 +275,9 @@ fn one_of_made_disjoint() {
     }
     // Integers satisfy both branches: only non-integers are valid numbers.
     let s = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
-    assert!(compile(&s, &JsonSchemaOptions::default()).is_err(), "non-integer numbers are not a type: reported");
+    for (t, ok) in [("1.5", true), ("-0.25", true), ("1", false), ("1.0", false), ("0", false), ("\"a\"", false)] {
+        assert_eq!(accepts(&s, t), ok, "non-integer numbers only: {t}");
+    }
     // A string branch minus a narrower one: exact by complement.
     let s = json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]});
     assert!(accepts(&s, r#""abc""#) && !accepts(&s, r#""ab""#) && !accepts(&s, "1"));
@@ -326,9 +328,9 @@ fn conditionals() {
     ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
-    // An `if` whose negation cannot be written is reported.
+    // An `if` whose branches cannot be written is reported.
     let s = json!({"if": {"multipleOf": 2}, "then": {"maximum": 3}});
-    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("`if`"));
+    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("cannot be enforced"));
     // A cycle of `$ref`s through `allOf` is an error, not a hang.
     let s = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"});
     assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
@@ -633,4 +635,58 @@ fn anchors_inside_pattern_groups() {
             assert_eq!(ours, re.is_match(&text), "pattern {p:?} on {text:?}");
         }
     }
+}
+
+/// Every (schema, instance) pair agrees with the `jsonschema` crate; each schema must compile.
+fn agrees_with_validator(schemas: &[Value], instances: &[&str]) {
+    for s in schemas {
+        let judge = jsonschema::options().should_validate_formats(true).build(s).unwrap();
+        for text in instances {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(accepts(s, text), judge.is_valid(&v), "schema {s}, instance {text}");
+        }
+    }
+}
+
+#[test]
+fn not_of_refs_and_closed_objects() {
+    let defs = json!({
+        "pt": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x"], "additionalProperties": false},
+        "tree": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}, "additionalProperties": false}
+    });
+    let schemas = [
+        json!({"$defs": defs, "not": {"$ref": "#/$defs/pt"}}),
+        json!({"$defs": defs, "type": "object", "not": {"$ref": "#/$defs/pt"}}),
+        json!({"$defs": defs, "type": "object", "properties": {"x": {"type": "number"}}, "not": {"$ref": "#/$defs/pt"}}),
+        json!({"$defs": defs, "not": {"$ref": "#/$defs/tree"}}),
+        json!({"not": {"properties": {"a": {}, "b": {"type": "string"}}, "additionalProperties": false}}),
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        json!({"type": "object", "patternProperties": {"^p": {"type": "integer"}}, "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        json!({"type": "object", "additionalProperties": false, "properties": {"a": {}, "b": {}, "c": {}}, "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        json!({"not": {"properties": {"a": {"type": "string"}}, "additionalProperties": true}}),
+        json!({"type": "integer", "not": {"type": "integer", "minimum": 900}}),
+        json!({"oneOf": [{"$ref": "#/$defs/pt"}, {"allOf": [{"type": "object"}, {"required": ["y"]}]}], "$defs": defs}),
+        json!({"oneOf": [{"required": ["x"]}, {"not": {"$ref": "#/$defs/pt"}}], "$defs": defs}),
+    ];
+    let instances = [
+        "{}", r#"{"x":1}"#, r#"{"x":1,"y":2}"#, r#"{"x":1,"z":2}"#, r#"{"y":2}"#, r#"{"x":"s"}"#, r#"{"x":1.5}"#, r#"{"v":1}"#,
+        r#"{"v":1,"kids":[{"v":2}]}"#, r#"{"v":1,"kids":[{"w":2}]}"#, r#"{"kids":[{"kids":[{"q":1}]}]}"#, r#"{"a":1}"#, r#"{"a":"s"}"#,
+        r#"{"a":1,"b":"s"}"#, r#"{"a":1,"b":2}"#, r#"{"b":"s","c":null}"#, r#"{"p1":3}"#, r#"{"a":1,"p1":3}"#, r#"{"c":1}"#, "3", "899",
+        "900", "1200", "null", r#""s""#, "[1]",
+    ];
+    agrees_with_validator(&schemas, &instances);
+}
+
+#[test]
+fn enum_values_filtered_by_the_other_keywords_grammar() {
+    let schemas = [
+        json!({"allOf": [{"enum": [[1], [1, 2, 3], "x"]}, {"not": {"not": {"maxItems": 2}}}]}),
+        json!({"enum": ["2024-01-01", "yesterday", 3], "format": "date"}),
+        json!({"enum": [{"a": 1}, {"a": "s"}, {"b": 2}], "properties": {"a": {"type": "integer"}}, "required": ["a"]}),
+        json!({"type": "array", "items": {"multipleOf": 5}, "enum": [[5, 10], [4], []]}),
+    ];
+    let instances = [
+        "[1]", "[1,2,3]", r#""x""#, r#""2024-01-01""#, r#""yesterday""#, "3", r#"{"a":1}"#, r#"{"a":"s"}"#, r#"{"b":2}"#, "[3,6]", "[4]", "[]", "[5,10]",
+    ];
+    agrees_with_validator(&schemas, &instances);
 }
