@@ -60,6 +60,8 @@
 //! - The logits row is `vocab_size` (config.json) wide, which may exceed the tokenizer's
 //!   vocabulary; the matcher never allows the extra ids.
 
+pub mod batch;
+pub mod batcher;
 pub mod chat;
 pub mod config;
 mod device;
@@ -70,6 +72,8 @@ pub mod weights;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use batch::{BatchLlama, BatchRow, KvCache};
+pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
 pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};
 pub use device::{DeviceSpec, LoadOptions, Precision};
