@@ -27,6 +27,7 @@ use strictly::TokenId;
 use tower::ServiceExt;
 
 pub mod tcp;
+mod batch;
 use tcp::{http_json, serve, sse, Conn};
 
 // ---- set-up ---------------------------------------------------------------------------------
