@@ -27,7 +27,7 @@
 //!   new ones) and never writes into, so a clone is an independent checkpoint.
 
 use candle_core::{DType, Device, Tensor};
-use candle_nn::{Embedding, Linear, Module, RmsNorm, VarBuilder};
+use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::llama;
 
 use crate::error::{Error, Result};
@@ -59,6 +59,28 @@ impl std::fmt::Debug for KvCache {
 pub struct BatchRow<'a> {
     pub cache: &'a mut KvCache,
     pub tokens: &'a [TokenId],
+}
+
+/// A bias-free linear layer whose weight is kept transposed, `(in, out)` and contiguous, so
+/// that `x · W` multiplies straight from it. (With the weight as stored, `(out, in)`, the
+/// matmul of a few rows re-packs the whole transposed weight on every call, which made a pass
+/// of two rows cost more than two passes of one.)
+struct Linear {
+    wt: Tensor,
+}
+
+impl Linear {
+    fn new(w: &Tensor) -> candle_core::Result<Linear> {
+        Ok(Linear { wt: w.t()?.contiguous()? })
+    }
+
+    fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
+        Linear::new(&vb.get((outputs, inputs), "weight")?)
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        x.matmul(&self.wt)
+    }
 }
 
 struct Attention {
@@ -169,10 +191,10 @@ impl BatchLlama {
         let head_dim = h / cfg.num_attention_heads;
         let q_size = head_dim * cfg.num_attention_heads;
         let kv_size = head_dim * cfg.num_key_value_heads;
-        let lin = |a, b, vb: VarBuilder| candle_nn::linear_no_bias(a, b, vb).map_err(&e);
+        let lin = |a, b, vb: VarBuilder| Linear::load(a, b, vb).map_err(&e);
         let embed = candle_nn::embedding(cfg.vocab_size, h, vb.pp("model.embed_tokens")).map_err(&e)?;
         let head = if cfg.tie_word_embeddings {
-            Linear::new(embed.embeddings().clone(), None)
+            Linear::new(embed.embeddings()).map_err(&e)?
         } else {
             lin(h, cfg.vocab_size, vb.pp("lm_head"))?
         };
