@@ -14,10 +14,14 @@
 //! stay per sequence (and run in parallel), and only the forward pass is shared. Sequences join
 //! and leave between passes: a new one's prefill simply rides along in the next pass.
 //!
-//! Gathering: the thread takes the first waiting request, then waits for more while fewer than
-//! `max_batch` are in and some live sequence (one that exists: [`Batcher::live`]) has not sent
-//! its request yet, but no longer than the last pass took (waiting longer would cost the ready
-//! ones more than a separate pass costs the late one). Requests are served in arrival order.
+//! Gathering: the thread takes the first waiting request and everything already queued behind
+//! it, then waits for the sequences of the previous pass that are still alive and have not sent
+//! their next request yet (they are busy masking or sampling), but no longer than the last pass
+//! took: waiting longer would cost the ready ones more than a separate pass costs the late one.
+//! A sequence that missed a pass (its client reads slowly, say) is not waited for again until
+//! it is back in a pass, so it delays the others at most once. New sequences are not waited
+//! for: their prefill joins whichever pass they reach. At most `max_batch` requests go in one
+//! pass; the others wait in arrival order for the next.
 //!
 //! Invariants:
 //! - A sequence's cache lives in its [`BatchedSequence`]; it travels to the batch thread with
@@ -25,6 +29,7 @@
 //!   when the pass failed. So checkpoints, rewinds and forks are local clones.
 //! - The batch thread stops when the [`Batcher`] and every sequence are gone.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -57,6 +62,8 @@ pub struct BatchStats {
 struct Shared {
     /// Sequences that exist (could send a request).
     live: AtomicUsize,
+    /// The id of the next sequence.
+    next_id: AtomicU64,
     passes: AtomicU64,
     rows: AtomicU64,
     tokens: AtomicU64,
@@ -66,7 +73,15 @@ struct Shared {
 
 type Reply = (KvCache, Result<Vec<f32>>);
 
+/// What sequences send to the batch thread.
+enum Msg {
+    Pass(Request),
+    /// The sequence with this id is gone (dropped).
+    Leave(u64),
+}
+
 struct Request {
+    id: u64,
     cache: KvCache,
     tokens: Vec<TokenId>,
     reply: mpsc::SyncSender<Reply>,
@@ -75,7 +90,7 @@ struct Request {
 /// The handle to one batch thread (see the module docs). Dropping it lets the thread stop once
 /// the last sequence is gone too.
 pub struct Batcher {
-    tx: mpsc::Sender<Request>,
+    tx: mpsc::Sender<Msg>,
     shared: Arc<Shared>,
     width: usize,
     max_positions: usize,
@@ -135,33 +150,52 @@ impl std::fmt::Debug for Batcher {
 }
 
 /// The batch thread: gather, one pass, replies; until every sender is gone.
-fn run(model: BatchLlama, rx: mpsc::Receiver<Request>, s: &Shared, max_batch: usize) {
+fn run(model: BatchLlama, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
     // How long to wait for late sequences: the last pass's time, within these bounds.
     const MIN_WAIT: Duration = Duration::from_micros(50);
     const MAX_WAIT: Duration = Duration::from_millis(20);
     let mut wait = MIN_WAIT;
-    while let Ok(first) = rx.recv() {
+    // The ids of the previous pass's sequences still alive: the ones worth waiting for.
+    let mut expected: HashSet<u64> = HashSet::new();
+    while let Ok(msg) = rx.recv() {
+        let first = match msg {
+            Msg::Pass(r) => r,
+            Msg::Leave(id) => {
+                expected.remove(&id);
+                continue;
+            }
+        };
+        expected.remove(&first.id);
         let mut batch = vec![first];
         let until = Instant::now() + wait;
         while batch.len() < max_batch {
             // Whatever is already queued joins without waiting.
-            match rx.try_recv() {
-                Ok(r) => {
-                    batch.push(r);
-                    continue;
-                }
+            let msg = match rx.try_recv() {
+                Ok(m) => m,
                 Err(mpsc::TryRecvError::Disconnected) => break,
-                Err(mpsc::TryRecvError::Empty) => {}
-            }
-            let now = Instant::now();
-            if s.live.load(Relaxed) <= batch.len() || now >= until {
-                break;
-            }
-            match rx.recv_timeout(until - now) {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    let now = Instant::now();
+                    if expected.is_empty() || now >= until {
+                        break;
+                    }
+                    match rx.recv_timeout(until - now) {
+                        Ok(m) => m,
+                        Err(_) => break,
+                    }
+                }
+            };
+            match msg {
+                Msg::Pass(r) => {
+                    expected.remove(&r.id);
+                    batch.push(r);
+                }
+                Msg::Leave(id) => {
+                    expected.remove(&id);
+                }
             }
         }
+        // Late ones of the previous pass are not waited for again until they are back.
+        expected = batch.iter().map(|r| r.id).collect();
         let t0 = Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut rows: Vec<BatchRow> =
@@ -201,7 +235,8 @@ fn run(model: BatchLlama, rx: mpsc::Receiver<Request>, s: &Shared, max_batch: us
 /// One sequence stepped by a [`Batcher`]: a [`LanguageModel`] whose passes are batched with
 /// the other sequences'. Checkpoints and forks clone the cache (cheap: shared tensors).
 pub struct BatchedSequence {
-    tx: mpsc::Sender<Request>,
+    id: u64,
+    tx: mpsc::Sender<Msg>,
     shared: Arc<Shared>,
     /// `None` only while a request is out (never observable: `forward` waits for it).
     cache: Option<KvCache>,
@@ -213,10 +248,11 @@ pub struct BatchedSequence {
 }
 
 impl BatchedSequence {
-    fn new(tx: mpsc::Sender<Request>, shared: Arc<Shared>, cache: KvCache, width: usize, max_positions: usize) -> Self {
+    fn new(tx: mpsc::Sender<Msg>, shared: Arc<Shared>, cache: KvCache, width: usize, max_positions: usize) -> Self {
         shared.live.fetch_add(1, Relaxed);
+        let id = shared.next_id.fetch_add(1, Relaxed);
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        BatchedSequence { tx, shared, cache: Some(cache), saved: None, width, max_positions, reply_tx, reply_rx }
+        BatchedSequence { id, tx, shared, cache: Some(cache), saved: None, width, max_positions, reply_tx, reply_rx }
     }
 
     /// Tokens in the sequence so far.
@@ -228,6 +264,8 @@ impl BatchedSequence {
 impl Drop for BatchedSequence {
     fn drop(&mut self) {
         self.shared.live.fetch_sub(1, Relaxed);
+        // Nobody to tell when the thread has stopped.
+        let _ = self.tx.send(Msg::Leave(self.id));
     }
 }
 
@@ -243,9 +281,11 @@ impl LanguageModel for BatchedSequence {
             return Err(Error::invalid(format!("logits buffer has {} entries, expected {}", logits.len(), self.width)));
         }
         let cache = self.cache.take().expect("the cache is home between passes");
-        let req = Request { cache, tokens: tokens.to_vec(), reply: self.reply_tx.clone() };
-        if let Err(mpsc::SendError(req)) = self.tx.send(req) {
-            self.cache = Some(req.cache);
+        let req = Request { id: self.id, cache, tokens: tokens.to_vec(), reply: self.reply_tx.clone() };
+        if let Err(mpsc::SendError(msg)) = self.tx.send(Msg::Pass(req)) {
+            if let Msg::Pass(req) = msg {
+                self.cache = Some(req.cache);
+            }
             return Err(Error::invalid("the batch thread has stopped"));
         }
         let Ok((cache, row)) = self.reply_rx.recv() else {
