@@ -121,9 +121,7 @@ impl AppState {
         let st = self.clone();
         let handle = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let _ticket = ticket;
-            let _permit = permit;
-            run(&st, job, deadline, &Sender { tx, handle, deadline });
+            run(&st, job, deadline, &Sender { tx, handle, deadline }, (ticket, permit));
         });
         match rx.recv().await {
             Some(Msg::Begin { index }) => Ok(Started { rx, first: index }),
@@ -175,7 +173,13 @@ fn loop_error(e: Error) -> ApiError {
     }
 }
 
-fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
+/// Runs the job's choices one after another. `guards` (its admission ticket and slot) are given
+/// back just before the last choice's `Done` goes out, so that a client that sends its next
+/// request as soon as it has the response finds them free; on any early return they go with
+/// the function.
+fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender, guards: (Ticket, OwnedSemaphorePermit)) {
+    let mut guards = Some(guards);
+    let total = job.prompts.len() * job.n;
     let inner = &st.inner;
     let m = &inner.metrics;
     let vocab = inner.vocab.clone();
@@ -260,6 +264,9 @@ fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
                     tx.send(Msg::Error(e));
                     return;
                 }
+            }
+            if index + 1 == total {
+                drop(guards.take());
             }
             if !tx.send(Msg::Done { index, output }) {
                 return;
