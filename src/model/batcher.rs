@@ -243,16 +243,13 @@ pub struct BatchedSequence {
     saved: Option<KvCache>,
     width: usize,
     max_positions: usize,
-    reply_tx: mpsc::SyncSender<Reply>,
-    reply_rx: mpsc::Receiver<Reply>,
 }
 
 impl BatchedSequence {
     fn new(tx: mpsc::Sender<Msg>, shared: Arc<Shared>, cache: KvCache, width: usize, max_positions: usize) -> Self {
         shared.live.fetch_add(1, Relaxed);
         let id = shared.next_id.fetch_add(1, Relaxed);
-        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        BatchedSequence { id, tx, shared, cache: Some(cache), saved: None, width, max_positions, reply_tx, reply_rx }
+        BatchedSequence { id, tx, shared, cache: Some(cache), saved: None, width, max_positions }
     }
 
     /// Tokens in the sequence so far.
@@ -281,14 +278,17 @@ impl LanguageModel for BatchedSequence {
             return Err(Error::invalid(format!("logits buffer has {} entries, expected {}", logits.len(), self.width)));
         }
         let cache = self.cache.take().expect("the cache is home between passes");
-        let req = Request { id: self.id, cache, tokens: tokens.to_vec(), reply: self.reply_tx.clone() };
+        // A channel per pass: if the batch thread died holding the request, the reply's sender
+        // goes with it and `recv` fails instead of waiting for ever.
+        let (reply, reply_rx) = mpsc::sync_channel(1);
+        let req = Request { id: self.id, cache, tokens: tokens.to_vec(), reply };
         if let Err(mpsc::SendError(msg)) = self.tx.send(Msg::Pass(req)) {
             if let Msg::Pass(req) = msg {
                 self.cache = Some(req.cache);
             }
             return Err(Error::invalid("the batch thread has stopped"));
         }
-        let Ok((cache, row)) = self.reply_rx.recv() else {
+        let Ok((cache, row)) = reply_rx.recv() else {
             // The thread dropped the request without replying (it cannot, short of dying).
             self.cache = Some(KvCache::default());
             return Err(Error::invalid("the batch thread stopped during a pass; the sequence is lost"));
