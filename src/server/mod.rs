@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! GET  /health                 {"status": "ok", "model", "running", "queued", ...}
-//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits
+//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits, batch sizes
 //! GET  /v1/models              {"object": "list", "data": [{"id", "object": "model", "owned_by", "max_model_len"}]}
 //! GET  /v1/models/{id}
 //! POST /v1/chat/completions    messages → the model's chat template (or the plain one) → generate
@@ -48,8 +48,8 @@
 //!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. With a
 //!   llama model, the sequences' forward passes are batched (continuous batching, up to
 //!   `max_batch` sequences per pass: [`Batcher`]); the mask, sampling and streaming stay on
-//!   each generation's thread. At most
-//!   `max_concurrent` generations run; `max_queue` more wait in FIFO order; beyond that, 429.
+//!   each generation's thread. At most `max_concurrent` generations run; `max_queue` more
+//!   wait in FIFO order; beyond that, 429.
 //!   Each request has `request_timeout` (queueing included: 503 while waiting, 504 once
 //!   running). A client that disconnects stops its generation at the next token.
 //!   The `n` choices of a request (and the prompts of a completions request) run one after
