@@ -3,7 +3,7 @@
 //! and tiny random-weight llamas: grouped-query attention, tied and untied heads, Llama 3 rope
 //! scaling); bad rows are errors that change no cache; and [`Batcher`] sequences driven by the
 //! real generation loop on concurrent threads give the outputs single sequences give, in
-//! fewer passes than sequence steps.
+//! fewer passes than sequence steps, never more than `max_batch` per pass.
 
 use std::sync::{Arc, Barrier};
 
@@ -242,4 +242,30 @@ fn batched_sequences_fork_and_rewind_like_models() {
     assert_eq!(batcher.live(), 2);
     drop(b);
     assert_eq!(batcher.live(), 1);
+}
+
+#[test]
+fn max_batch_caps_a_pass_and_every_sequence_gets_its_turn() {
+    let m = Arc::new(embedded());
+    let batcher = Arc::new(Batcher::new(m.model.batched().unwrap(), 2).unwrap());
+    let prompt = m.prompt.encode("Once upon a time").unwrap();
+    let single = generate(&mut m.model.restart(), &m.vocab, None, &prompt, &greedy(20)).unwrap();
+    let barrier = Arc::new(Barrier::new(5));
+    let handles: Vec<_> = (0..5)
+        .map(|_| {
+            let (m, batcher, barrier, prompt) = (m.clone(), batcher.clone(), barrier.clone(), prompt.clone());
+            std::thread::spawn(move || {
+                let mut seq = batcher.sequence();
+                barrier.wait();
+                generate(&mut seq, &m.vocab, None, &prompt, &greedy(20)).unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap().tokens, single.tokens);
+    }
+    let st = batcher.stats();
+    assert_eq!(st.rows, 5 * single.forward_passes as u64);
+    assert_eq!(st.buckets[1], st.passes, "no pass stepped more than 2 sequences: {st:?}");
+    assert!(st.passes >= st.rows / 2);
 }
