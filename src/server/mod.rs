@@ -52,8 +52,9 @@
 //!   wait in FIFO order; beyond that, 429.
 //!   Each request has `request_timeout` (queueing included: 503 while waiting, 504 once
 //!   running). A client that disconnects stops its generation at the next token.
-//!   The `n` choices of a request (and the prompts of a completions request) run one after
-//!   another in the request's slot, so `n` never takes more than one slot.
+//!   The `n` choices of a request (and the prompts of a completions request) run in the
+//!   request's slot, so `n` never takes more than one slot: one after another, or, when the
+//!   model batches, all at once (their passes share batches; the outputs are the same).
 //! - **Compiles** run on a blocking thread with `compile_timeout`, and are cached (LRU,
 //!   `cache_capacity` entries) by the constraint's canonical JSON.
 //! - Bodies over `max_body_bytes` are a 413; malformed JSON, unknown or mistyped fields'

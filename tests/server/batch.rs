@@ -1,6 +1,7 @@
 //! Batched decoding through the server: concurrent requests (greedy and seeded, free and
 //! constrained, streamed and not, `n` > 1) stepped together by the batch thread give exactly
-//! the outputs the same requests give run one at a time with `max_batch` 1; /metrics and
+//! the outputs the same requests give run one at a time with `max_batch` 1; the `n` choices of
+//! one request share passes and come back in index order; /metrics and
 //! /health show the batching; a client that disconnects stops its batched sequence.
 
 use strictly::model::{BatchStats, Batcher};
@@ -97,6 +98,26 @@ async fn concurrent_batched_requests_equal_unbatched_ones() {
     let text = String::from_utf8(text).unwrap();
     assert_eq!(metric_value(&text, "strictly_batch_size_count"), 0.0);
     assert_eq!(metric_value(&text, "strictly_max_batch"), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_choices_of_one_request_share_passes() {
+    let body = json!({"messages": msgs("Tell me a story."), "max_tokens": 30, "seed": 3, "n": 4});
+    let alone = app(state(ServerConfig { max_batch: 1, ..ServerConfig::default() }));
+    let (s, want) = post(&alone, "/v1/chat/completions", body.clone()).await;
+    assert_eq!(s, StatusCode::OK, "{want}");
+    let batched = app(state(ServerConfig::default()));
+    let (s, got) = post(&batched, "/v1/chat/completions", body).await;
+    assert_eq!(s, StatusCode::OK, "{got}");
+    assert_eq!(texts(&got), texts(&want));
+    assert_eq!(got["usage"], want["usage"]);
+    let indexes: Vec<u64> = got["choices"].as_array().unwrap().iter().map(|c| c["index"].as_u64().unwrap()).collect();
+    assert_eq!(indexes, [0, 1, 2, 3]);
+    let (_, text) = call_raw(&batched, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(text).unwrap();
+    let (passes, rows) =
+        (metric_value(&text, "strictly_batch_size_count"), metric_value(&text, "strictly_batch_size_sum"));
+    assert!(rows > passes, "the 4 choices never shared a pass: {passes} passes, {rows} rows");
 }
 
 /// The batched model, each forward pass delayed (so that a generation lasts long enough to be
