@@ -712,6 +712,10 @@ struct ServeArgs {
     /// Generations running at once.
     #[arg(long, default_value_t = strictly::server::ServerConfig::default().max_concurrent)]
     max_concurrent: usize,
+    /// Sequences stepped in one batched forward pass (llama models; 1: each generation runs
+    /// its own passes).
+    #[arg(long, default_value_t = strictly::server::ServerConfig::default().max_batch)]
+    max_batch: usize,
     /// Requests waiting for a slot beyond those; more are refused with 429.
     #[arg(long, default_value_t = strictly::server::ServerConfig::default().max_queue)]
     max_queue: usize,
@@ -741,6 +745,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     use strictly::model::{DeviceSpec, LoadOptions, LoadedModel, Precision};
     use strictly::server::{AppState, ServerConfig};
 
+    if a.max_batch == 0 {
+        return Err(anyhow!("--max-batch must be at least 1 (1 turns batching off)"));
+    }
     let seconds = |name: &str, v: f64| -> anyhow::Result<Duration> {
         Duration::try_from_secs_f64(v)
             .ok()
@@ -751,6 +758,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         served_model_name: a.served_model_name.clone(),
         max_concurrent: a.max_concurrent.max(1),
         max_queue: a.max_queue,
+        max_batch: a.max_batch,
         max_body_bytes: a.max_body_bytes,
         request_timeout: seconds("request-timeout", a.request_timeout)?,
         compile_timeout: seconds("compile-timeout", a.compile_timeout)?,

@@ -16,6 +16,8 @@ mod decode;
 mod bench;
 mod reliability;
 #[cfg(feature = "model")]
+mod batch;
+#[cfg(feature = "model")]
 mod engine;
 #[cfg(feature = "model")]
 mod model;

@@ -23,11 +23,11 @@ fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn embedded() -> LoadedModel {
+pub(crate) fn embedded() -> LoadedModel {
     LoadedModel::embedded(&LoadOptions::default()).expect("the embedded model loads")
 }
 
-fn ids(v: &[u32]) -> Vec<TokenId> {
+pub(crate) fn ids(v: &[u32]) -> Vec<TokenId> {
     v.iter().map(|&i| TokenId(i)).collect()
 }
 
@@ -136,7 +136,7 @@ fn directory_and_embedded_give_identical_logits() {
     }
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
@@ -358,14 +358,14 @@ fn tiny_weights(cfg: &ArchConfig, seed: u64) -> Vec<(String, Tensor)> {
 }
 
 /// A model directory under the test target dir, fresh for this name.
-fn scratch_dir(name: &str) -> PathBuf {
+pub(crate) fn scratch_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("strictly-model-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn write_tiny_model(dir: &Path, arch: Arch, tied: bool, shards: usize, drop: Option<&str>) -> ArchConfig {
+pub(crate) fn write_tiny_model(dir: &Path, arch: Arch, tied: bool, shards: usize, drop: Option<&str>) -> ArchConfig {
     let raw = tiny_config(arch, tied);
     let text = serde_json::to_vec_pretty(&raw).unwrap();
     std::fs::write(dir.join("config.json"), &text).unwrap();

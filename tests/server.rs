@@ -8,6 +8,8 @@
 //!   sequence, streamed text equal to the non-streamed text with the same seed, streamed tool
 //!   calls, a client that disconnects mid-stream (its generation stops and frees the only slot),
 //!   and parallel requests.
+//! - Batched decoding (server/batch.rs): concurrent requests stepped together give the outputs
+//!   they give one at a time with `max_batch` 1; a disconnect stops a batched sequence.
 //! - The official `openai` Python client against `strictly serve` (tests/e2e/openai_e2e.py),
 //!   when python3 can import `openai`; otherwise a loud SKIPPED.
 
@@ -27,6 +29,7 @@ use strictly::TokenId;
 use tower::ServiceExt;
 
 pub mod tcp;
+mod batch;
 use tcp::{http_json, serve, sse, Conn};
 
 // ---- set-up ---------------------------------------------------------------------------------

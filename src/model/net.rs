@@ -22,8 +22,10 @@
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
+use super::batch::BatchLlama;
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
 use crate::decode::LanguageModel;
@@ -59,7 +61,14 @@ impl ForwardStats {
 
 #[derive(Clone)]
 enum Net {
-    Llama { model: llama::Llama, cache: llama::Cache, empty: llama::Cache },
+    /// `vb` and `cfg` are kept to build a [`BatchLlama`] on the same weights.
+    Llama {
+        model: llama::Llama,
+        cache: llama::Cache,
+        empty: llama::Cache,
+        vb: VarBuilder<'static>,
+        cfg: llama::Config,
+    },
     Qwen2(qwen2::ModelForCausalLM),
     Mistral(mistral::Model),
     Phi3(phi3::Model),
@@ -147,9 +156,9 @@ impl CandleModel {
                 Arch::Llama => {
                     let lc: llama::LlamaConfig = serde_json::from_value(raw.clone()).map_err(cfg_err)?;
                     let c = lc.into_config(false);
-                    let model = llama::Llama::load(vb, &c).map_err(&load_err)?;
+                    let model = llama::Llama::load(vb.clone(), &c).map_err(&load_err)?;
                     let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
-                    Net::Llama { model, cache: empty.clone(), empty }
+                    Net::Llama { model, cache: empty.clone(), empty, vb, cfg: c }
                 }
                 Arch::Qwen2 => {
                     fill(&mut raw, "sliding_window", json!(cfg.max_positions));
@@ -243,6 +252,16 @@ impl CandleModel {
 
     pub fn stats(&self) -> ForwardStats {
         self.stats
+    }
+
+    /// The same weights as a [`BatchLlama`], which steps several sequences in one pass; an
+    /// error for the architectures it does not cover (all but llama). Loads the weights again
+    /// (a second copy in memory while this model is kept).
+    pub fn batched(&self) -> Result<BatchLlama> {
+        match &self.net {
+            Net::Llama { vb, cfg, .. } => BatchLlama::load(vb.clone(), cfg, self.dtype, &self.device),
+            _ => Err(Error::invalid(format!("no batched forward pass for the {} architecture", self.arch))),
+        }
     }
 
     /// One pass over `ids` at the current position; the last position's logits as f32.

@@ -222,6 +222,8 @@ impl Reply {
                 None => return Err(ApiError::internal("the generation ended early")),
             }
         }
+        // Choices may finish in any order (they run at once when the model batches).
+        choices.sort_by_key(|c| c["index"].as_u64());
         Ok(json!({
             "id": self.id,
             "object": "chat.completion",

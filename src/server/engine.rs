@@ -8,12 +8,18 @@
 //!   sequence (ModelSource::fresh) + a fresh matcher ─ Generation ─ Msg ─▶ channel ─▶ handler
 //! ```
 //!
+//! The choices run one after another; with a model source that batches its passes
+//! ([`ModelSource::batching`]), several choices run at once on scoped threads, so that their
+//! passes share batches. Messages of different choices may then interleave; each choice's
+//! own messages keep their order (`Begin`, events, `Done`).
+//!
 //! Cancellation: the handler (or the SSE body) owns the receiver. When the client goes away
 //! axum drops it, the next send fails, and the loop returns, dropping its slot and admission
 //! ticket. A send that waits (the client stopped reading) gives up at the request's deadline.
 
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
@@ -22,6 +28,8 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::AppState;
+#[cfg(doc)]
+use super::ModelSource;
 use crate::automaton::Compiled;
 use crate::decode::{Event, GenerateOptions, Generation, Output, StoppedBy};
 use crate::error::Error;
@@ -121,9 +129,7 @@ impl AppState {
         let st = self.clone();
         let handle = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let _ticket = ticket;
-            let _permit = permit;
-            run(&st, job, deadline, &Sender { tx, handle, deadline });
+            run(&st, job, deadline, &Sender { tx, handle, deadline }, (ticket, permit));
         });
         match rx.recv().await {
             Some(Msg::Begin { index }) => Ok(Started { rx, first: index }),
@@ -175,97 +181,156 @@ fn loop_error(e: Error) -> ApiError {
     }
 }
 
-fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender) {
-    let inner = &st.inner;
-    let m = &inner.metrics;
-    let vocab = inner.vocab.clone();
-    let mut index = 0;
-    for (p, prompt) in job.prompts.iter().enumerate() {
-        for _ in 0..job.n {
-            let mut opts = job.opts.clone();
-            opts.max_tokens = job.max_tokens[p];
-            if let Some(s) = opts.sampling.seed {
-                opts.sampling.seed = Some(s.wrapping_add(index as u64));
-            }
-            let mut model = match inner.source.fresh() {
-                Ok(model) => model,
-                Err(e) => {
-                    tx.send(Msg::Error(ApiError::internal(format!("cannot start a sequence: {e}"))));
-                    return;
-                }
-            };
-            let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
-            let t0 = Instant::now();
-            let mut g = match Generation::new(&mut *model, &vocab, matcher.as_mut(), prompt, &opts) {
-                Ok(g) => g,
-                Err(e) => {
-                    let mut err = ApiError::from_lib(e, None);
-                    if err.message.starts_with("max_tokens") {
-                        err.param = Some("max_tokens".into());
+/// Runs the job's choices: one after another, or, when the model batches its passes and
+/// there are several, all at once on scoped threads (their passes then share batches; each
+/// choice's seed is still the request's seed + its index, so the outputs are the same either
+/// way). `guards` (the admission ticket and the slot) are given back just before the last
+/// `Done` goes out, so that a client that sends its next request as soon as it has the
+/// response finds them free; on an early return they go with the function.
+fn run(st: &AppState, job: Job, deadline: Instant, tx: &Sender, guards: (Ticket, OwnedSemaphorePermit)) {
+    // (choice index, prompt index): choice index = prompt · n + j.
+    let choices: Vec<(usize, usize)> =
+        (0..job.prompts.len()).flat_map(|p| std::iter::repeat_n(p, job.n)).enumerate().collect();
+    let run = Run {
+        st,
+        job: &job,
+        deadline,
+        tx,
+        guards: Mutex::new(Some(guards)),
+        left: AtomicUsize::new(choices.len()),
+        stop: AtomicBool::new(false),
+    };
+    if choices.len() > 1 && st.inner.source.batching().is_some() {
+        std::thread::scope(|s| {
+            for &(index, p) in &choices {
+                let run = &run;
+                s.spawn(move || {
+                    if !run.choice(index, p) {
+                        // The request is over (an error went out, or the client left): the
+                        // other choices stop at their next event, without a word.
+                        run.stop.store(true, Relaxed);
                     }
-                    tx.send(Msg::Error(err));
-                    return;
-                }
-            };
-            if !tx.send(Msg::Begin { index }) {
-                Metrics::add(&m.cancelled, 1);
+                });
+            }
+        });
+    } else {
+        for &(index, p) in &choices {
+            if !run.choice(index, p) {
                 return;
             }
-            loop {
-                if Instant::now() >= deadline {
-                    tx.send(Msg::Error(timeout_error()));
-                    return;
-                }
-                match g.next() {
-                    None => break,
-                    Some(Ok(event)) => {
-                        if !tx.send(Msg::Event { index, event }) {
-                            if Instant::now() >= deadline {
-                                tx.send(Msg::Error(timeout_error()));
-                            } else {
-                                Metrics::add(&m.cancelled, 1);
-                            }
-                            return;
-                        }
-                    }
-                    Some(Err(e)) => {
-                        tx.send(Msg::Error(loop_error(e)));
-                        return;
-                    }
-                }
-            }
-            let Some(output) = g.into_output() else {
-                tx.send(Msg::Error(ApiError::internal("the generation ended without an output")));
-                return;
-            };
-            Metrics::add(&m.generate_micros, t0.elapsed().as_micros() as u64);
-            Metrics::add(&m.completion_tokens, output.tokens.len() as u64);
-            Metrics::add(&m.forced_tokens, output.forced as u64);
-            Metrics::add(&m.forward_passes, output.forward_passes as u64);
-            Metrics::add(&m.masks, output.masks.count as u64);
-            Metrics::add(&m.mask_micros, output.masks.time.as_micros() as u64);
-            // The engine guarantees this; checking costs one pass over the bytes, and is the
-            // only way to catch a stop string that cut a structured output short.
-            if let Some(c) = &job.compiled {
-                let mut check = c.matcher();
-                if check.commit_bytes(&output.bytes).is_err() || !check.is_accepting() {
-                    let e = match &output.stopped_by {
-                        Some(StoppedBy::String(s)) => ApiError::bad_request(format!(
-                            "the stop string {s:?} ended the output before its constraint was complete; \
-                             choose stop strings the constrained output cannot contain"
-                        ))
-                        .param("stop"),
-                        _ => ApiError::internal("the output does not satisfy its constraint (a bug: please report it)"),
-                    };
-                    tx.send(Msg::Error(e));
-                    return;
-                }
-            }
-            if !tx.send(Msg::Done { index, output }) {
-                return;
-            }
-            index += 1;
         }
+    }
+}
+
+/// One job's choices in progress (see [`run`]).
+struct Run<'a> {
+    st: &'a AppState,
+    job: &'a Job,
+    deadline: Instant,
+    tx: &'a Sender,
+    guards: Mutex<Option<(Ticket, OwnedSemaphorePermit)>>,
+    /// Choices not done yet.
+    left: AtomicUsize,
+    /// Set when a choice ended the request early; the others then stop quietly.
+    stop: AtomicBool,
+}
+
+impl Run<'_> {
+    /// Generates choice `index` of prompt `p` and sends its messages; false if the request is
+    /// over (an error was sent, the client went away, or another choice ended it).
+    fn choice(&self, index: usize, p: usize) -> bool {
+        let (inner, job, tx, deadline) = (&self.st.inner, self.job, self.tx, self.deadline);
+        let m = &inner.metrics;
+        let mut opts = job.opts.clone();
+        opts.max_tokens = job.max_tokens[p];
+        if let Some(s) = opts.sampling.seed {
+            opts.sampling.seed = Some(s.wrapping_add(index as u64));
+        }
+        let mut model = match inner.source.fresh() {
+            Ok(model) => model,
+            Err(e) => {
+                tx.send(Msg::Error(ApiError::internal(format!("cannot start a sequence: {e}"))));
+                return false;
+            }
+        };
+        let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
+        let t0 = Instant::now();
+        let mut g = match Generation::new(&mut *model, &inner.vocab, matcher.as_mut(), &job.prompts[p], &opts) {
+            Ok(g) => g,
+            Err(e) => {
+                let mut err = ApiError::from_lib(e, None);
+                if err.message.starts_with("max_tokens") {
+                    err.param = Some("max_tokens".into());
+                }
+                tx.send(Msg::Error(err));
+                return false;
+            }
+        };
+        if self.stop.load(Relaxed) {
+            return false;
+        }
+        if !tx.send(Msg::Begin { index }) {
+            Metrics::add(&m.cancelled, 1);
+            return false;
+        }
+        loop {
+            if self.stop.load(Relaxed) {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                tx.send(Msg::Error(timeout_error()));
+                return false;
+            }
+            match g.next() {
+                None => break,
+                Some(Ok(event)) => {
+                    if !tx.send(Msg::Event { index, event }) {
+                        if Instant::now() >= deadline {
+                            tx.send(Msg::Error(timeout_error()));
+                        } else if !self.stop.load(Relaxed) {
+                            Metrics::add(&m.cancelled, 1);
+                        }
+                        return false;
+                    }
+                }
+                Some(Err(e)) => {
+                    tx.send(Msg::Error(loop_error(e)));
+                    return false;
+                }
+            }
+        }
+        let Some(output) = g.into_output() else {
+            tx.send(Msg::Error(ApiError::internal("the generation ended without an output")));
+            return false;
+        };
+        Metrics::add(&m.generate_micros, t0.elapsed().as_micros() as u64);
+        Metrics::add(&m.completion_tokens, output.tokens.len() as u64);
+        Metrics::add(&m.forced_tokens, output.forced as u64);
+        Metrics::add(&m.forward_passes, output.forward_passes as u64);
+        Metrics::add(&m.masks, output.masks.count as u64);
+        Metrics::add(&m.mask_micros, output.masks.time.as_micros() as u64);
+        // The engine guarantees this; checking costs one pass over the bytes, and is the
+        // only way to catch a stop string that cut a structured output short.
+        if let Some(c) = &job.compiled {
+            let mut check = c.matcher();
+            if check.commit_bytes(&output.bytes).is_err() || !check.is_accepting() {
+                let e = match &output.stopped_by {
+                    Some(StoppedBy::String(s)) => ApiError::bad_request(format!(
+                        "the stop string {s:?} ended the output before its constraint was complete; \
+                         choose stop strings the constrained output cannot contain"
+                    ))
+                    .param("stop"),
+                    _ => ApiError::internal("the output does not satisfy its constraint (a bug: please report it)"),
+                };
+                tx.send(Msg::Error(e));
+                return false;
+            }
+        }
+        if self.left.fetch_sub(1, AcqRel) == 1 {
+            // The last choice: nothing of the request's is running any more.
+            drop(self.guards.lock().unwrap_or_else(|p| p.into_inner()).take());
+        }
+        tx.send(Msg::Done { index, output })
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 #[cfg(doc)]
 use crate::decode::{MaskStats, Output};
+use crate::model::{BatchStats, BATCH_BUCKETS};
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -41,8 +42,15 @@ impl Metrics {
         c.fetch_add(v, Relaxed);
     }
 
-    /// The text exposition; `running` and `queued` are gauges read by the caller.
-    pub fn render(&self, running: usize, queued: usize, cached: usize) -> String {
+    /// The text exposition; `running` and `queued` are gauges read by the caller, `batching`
+    /// the model source's batch size limit and figures (`None`: it does not batch).
+    pub fn render(
+        &self,
+        running: usize,
+        queued: usize,
+        cached: usize,
+        batching: Option<&(usize, BatchStats)>,
+    ) -> String {
         let mut s = String::new();
         let l = |c: &AtomicU64| c.load(Relaxed) as f64;
         metric(
@@ -76,6 +84,28 @@ impl Metrics {
             ("requests_queued", "gauge", "Requests waiting for a generation slot.", queued as f64),
         ];
         for (name, kind, help, v) in plain {
+            metric(&mut s, name, kind, help, &[("", v)]);
+        }
+        // Batched forward passes: a histogram of sequences per pass (all zero when the model
+        // does not batch), the tokens they fed and their time.
+        let (max_batch, b) = batching.cloned().unwrap_or((1, BatchStats::default()));
+        let les: Vec<String> = BATCH_BUCKETS.iter().map(|n| format!("{{le=\"{n}\"}}")).collect();
+        let mut buckets: Vec<(&str, f64)> = les.iter().map(|l| l.as_str()).zip(b.buckets.map(|c| c as f64)).collect();
+        buckets.push(("{le=\"+Inf\"}", b.passes as f64));
+        let _ = writeln!(
+            s,
+            "# HELP strictly_batch_size Sequences stepped per batched forward pass.\n# TYPE strictly_batch_size histogram"
+        );
+        for (labels, v) in buckets {
+            let _ = writeln!(s, "strictly_batch_size_bucket{labels} {v}");
+        }
+        let _ = writeln!(s, "strictly_batch_size_sum {}\nstrictly_batch_size_count {}", b.rows, b.passes);
+        let batch: [(&str, &str, &str, f64); 3] = [
+            ("batch_tokens_total", "counter", "Tokens fed by batched forward passes.", b.tokens as f64),
+            ("batch_seconds_total", "counter", "Time in batched forward passes.", b.busy.as_secs_f64()),
+            ("max_batch", "gauge", "Most sequences per forward pass (1: no batching).", max_batch as f64),
+        ];
+        for (name, kind, help, v) in batch {
             metric(&mut s, name, kind, help, &[("", v)]);
         }
         s

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! GET  /health                 {"status": "ok", "model", "running", "queued", ...}
-//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits
+//! GET  /metrics                Prometheus text: requests, tokens, forced tokens, mask and compile time, cache hits, batch sizes
 //! GET  /v1/models              {"object": "list", "data": [{"id", "object": "model", "owned_by", "max_model_len"}]}
 //! GET  /v1/models/{id}
 //! POST /v1/chat/completions    messages → the model's chat template (or the plain one) → generate
@@ -45,12 +45,16 @@
 //!   written into the text the way Qwen 2.5's template writes them: a Hermes tools block in the
 //!   system turn, calls as `<tool_call>` blocks, results as `<tool_response>` user turns.
 //! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
-//!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. At most
-//!   `max_concurrent` generations run; `max_queue` more wait in FIFO order; beyond that, 429.
+//!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. With a
+//!   llama model, the sequences' forward passes are batched (continuous batching, up to
+//!   `max_batch` sequences per pass: [`Batcher`]); the mask, sampling and streaming stay on
+//!   each generation's thread. At most `max_concurrent` generations run; `max_queue` more
+//!   wait in FIFO order; beyond that, 429.
 //!   Each request has `request_timeout` (queueing included: 503 while waiting, 504 once
 //!   running). A client that disconnects stops its generation at the next token.
-//!   The `n` choices of a request (and the prompts of a completions request) run one after
-//!   another in the request's slot, so `n` never takes more than one slot.
+//!   The `n` choices of a request (and the prompts of a completions request) run in the
+//!   request's slot, so `n` never takes more than one slot: one after another, or, when the
+//!   model batches, all at once (their passes share batches; the outputs are the same).
 //! - **Compiles** run on a blocking thread with `compile_timeout`, and are cached (LRU,
 //!   `cache_capacity` entries) by the constraint's canonical JSON.
 //! - Bodies over `max_body_bytes` are a 413; malformed JSON, unknown or mistyped fields'
@@ -58,7 +62,7 @@
 //!   the keyword and its JSON pointer, or the grammar's line:column) are 400s; an unknown
 //!   model is a 404. Panics are caught and answered with a 500 body.
 //!
-//! Not done: batching several sequences into one forward pass; `logit_bias`; `echo` with
+//! Not done: batched passes for architectures other than llama; `logit_bias`; `echo` with
 //! `logprobs`; prompt logprobs; images.
 
 pub mod api;
@@ -88,7 +92,7 @@ pub use listen::serve;
 use crate::automaton::Compiled;
 use crate::decode::{GeneratedToken, LanguageModel};
 use crate::error::Result;
-use crate::model::{CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
+use crate::model::{Arch, BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
 use crate::vocab::Vocab;
 use constraint::{CompileCache, Spec};
 use metrics::Metrics;
@@ -114,6 +118,10 @@ pub struct ServerConfig {
     /// A connection must send its request headers within this [default 10 s], or it is closed
     /// (slowloris clients). Used by [`serve`].
     pub header_timeout: Duration,
+    /// Sequences stepped in one batched forward pass [default 8]; `1` steps each generation
+    /// on its own. Only llama models batch (see [`AppState::new`]); the running generations
+    /// (`max_concurrent`) bound it too.
+    pub max_batch: usize,
 }
 
 impl Default for ServerConfig {
@@ -127,6 +135,7 @@ impl Default for ServerConfig {
             compile_timeout: Duration::from_secs(60),
             cache_capacity: 64,
             header_timeout: Duration::from_secs(10),
+            max_batch: 8,
         }
     }
 }
@@ -135,11 +144,28 @@ impl Default for ServerConfig {
 pub trait ModelSource: Send + Sync + 'static {
     /// A model with an empty sequence, sharing weights with every other.
     fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>>;
+
+    /// For a source whose sequences share batched forward passes: at most how many per pass,
+    /// and what the passes were. `None` (the default) for a source that does not batch.
+    fn batching(&self) -> Option<(usize, BatchStats)> {
+        None
+    }
 }
 
 impl ModelSource for CandleModel {
     fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>> {
         Ok(Box::new(self.restart()))
+    }
+}
+
+/// Continuous batching: every sequence is stepped by the batch thread (see [`Batcher`]).
+impl ModelSource for Batcher {
+    fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>> {
+        Ok(Box::new(self.sequence()))
+    }
+
+    fn batching(&self) -> Option<(usize, BatchStats)> {
+        Some((self.max_batch(), self.stats()))
     }
 }
 
@@ -165,10 +191,25 @@ struct Inner {
 }
 
 impl AppState {
-    /// Serves `loaded`: each generation starts from `loaded.model.restart()`.
+    /// Serves `loaded`. With `config.max_batch > 1` and a llama model, generations share
+    /// batched forward passes ([`Batcher`], on the model's weights: [`CandleModel::batched`]);
+    /// otherwise (other architectures, `max_batch` 1) each starts from
+    /// `loaded.model.restart()` and runs its own passes.
     pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
         let LoadedModel { model, vocab, prompt, defaults, info } = loaded;
-        AppState::with_source(Arc::new(model), vocab, prompt, defaults, info, config)
+        let source: Arc<dyn ModelSource> = if config.max_batch > 1 && model.arch() == Arch::Llama {
+            match model.batched().and_then(|b| Batcher::new(b, config.max_batch)) {
+                // The single-sequence network is dropped here: one copy of the weights stays.
+                Ok(batcher) => Arc::new(batcher),
+                Err(e) => {
+                    tracing::warn!("batched decoding is off: {e}");
+                    Arc::new(model)
+                }
+            }
+        } else {
+            Arc::new(model)
+        };
+        AppState::with_source(source, vocab, prompt, defaults, info, config)
     }
 
     /// Serves a model given by parts, with any [`ModelSource`] (tests wrap the real model to
@@ -323,11 +364,13 @@ async fn health(State(st): State<AppState>) -> Json<Value> {
         "queued": st.queued(),
         "max_concurrent": c.max_concurrent,
         "max_queue": c.max_queue,
+        "max_batch": st.inner.source.batching().map_or(1, |(n, _)| n),
     }))
 }
 
 async fn metrics_text(State(st): State<AppState>) -> Response {
-    let body = st.inner.metrics.render(st.running(), st.queued(), st.inner.cache.len());
+    let batching = st.inner.source.batching();
+    let body = st.inner.metrics.render(st.running(), st.queued(), st.inner.cache.len(), batching.as_ref());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 

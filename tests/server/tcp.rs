@@ -105,7 +105,7 @@ impl Conn {
         }
     }
 
-    async fn whole_body(mut self) -> (u16, String) {
+    pub async fn whole_body(mut self) -> (u16, String) {
         loop {
             if self.decode() {
                 break;

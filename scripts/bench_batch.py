@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Throughput of a running `strictly serve` under C concurrent streaming chat requests:
+completion tokens per second over all clients (from each stream's usage chunk). Standard
+library only.
+
+    python3 scripts/bench_batch.py [--url http://127.0.0.1:8080] [--clients 1,4,8]
+        [--requests 4] [--max-tokens 64]
+
+Each client sends --requests requests one after another; every request asks for exactly
+--max-tokens characters of lowercase text (a regex), so it cannot stop early on EOS.
+"""
+import argparse
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--url", default="http://127.0.0.1:8080")
+ap.add_argument("--clients", default="1,4,8")
+ap.add_argument("--requests", type=int, default=4)
+ap.add_argument("--max-tokens", type=int, default=64)
+a = ap.parse_args()
+u = urllib.parse.urlparse(a.url)
+
+
+def one(seed, out):
+    body = {
+        "messages": [{"role": "user", "content": "Tell me a story."}],
+        "max_tokens": a.max_tokens,
+        "seed": seed,
+        "regex": "[a-z ]{%d}" % a.max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise SystemExit(f"bench_batch: status {r.status}: {r.read()[:200]!r}")
+    tokens = None
+    for line in r:
+        line = line.strip()
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+    c.close()
+    out.append(tokens or 0)
+
+
+def client(k, out):
+    for j in range(a.requests):
+        one(1000 * k + j, out)
+
+
+one(0, [])  # warm up
+for n in [int(x) for x in a.clients.split(",")]:
+    out = []
+    threads = [threading.Thread(target=client, args=(k, out)) for k in range(n)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    total = sum(out)
+    print(json.dumps({"clients": n, "requests": len(out), "completion_tokens": total,
+                      "seconds": round(dt, 3), "tokens_per_s": round(total / dt, 1)}))

@@ -1,0 +1,384 @@
+//! [`BatchLlama`]: one llama forward pass over several sequences, each with its own KV cache
+//! ([`KvCache`]) at its own position.
+//!
+//! candle-transformers' `Llama` keeps a single cache, so it can only step one sequence (or a
+//! batch of sequences that all sit at the same position). This module holds the same weights
+//! and runs a pass over any mix of sequences: a prefill of one, a single sampled token of
+//! another, a fast-forwarded run of a third.
+//!
+//! How a pass is laid out: the new tokens of every sequence are stacked into one matrix of
+//! rows, so everything that works token by token (the embedding, the RMS norms, the q/k/v/o
+//! projections, the MLP) is one matmul per weight for the whole batch; that is where a batch
+//! saves time. Attention is the only step that mixes tokens, and it runs per sequence: its
+//! rows take their rotary angles from their own positions, are appended to their own cache,
+//! and attend over that cache with a causal mask among the new rows. The final norm and the
+//! head run on the last row of each sequence only.
+//!
+//! Exactness: each sequence's logits are those of a single-sequence pass over the same tokens
+//! (candle's `Llama`, which the tests compare against); the only difference is the order in
+//! which a matmul over more rows may sum, so rows agree to float tolerance, not bit for bit.
+//!
+//! Invariants:
+//! - A cache's `pos` is the number of tokens it holds; `pos + new tokens` never exceeds
+//!   `max_positions` (an [`Error::Limit`] before anything runs).
+//! - A failed pass changes no cache: the new keys and values are committed only once every
+//!   layer of every sequence has run.
+//! - A cache is a list of reference-counted tensors that a pass replaces (concatenation makes
+//!   new ones) and never writes into, so a clone is an independent checkpoint.
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
+use candle_transformers::models::llama;
+
+use crate::error::{Error, Result};
+use crate::vocab::TokenId;
+
+/// The keys and values one sequence has fed so far, per layer; empty for a new sequence.
+#[derive(Clone, Default)]
+pub struct KvCache {
+    /// Per layer: keys and values, each `(1, kv_heads, pos, head_dim)`. Empty until the
+    /// first pass.
+    layers: Vec<(Tensor, Tensor)>,
+    pos: usize,
+}
+
+impl KvCache {
+    /// Tokens in the cache.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl std::fmt::Debug for KvCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KvCache({} tokens)", self.pos)
+    }
+}
+
+/// One sequence of a batched pass: its cache and the tokens to append to it.
+pub struct BatchRow<'a> {
+    pub cache: &'a mut KvCache,
+    pub tokens: &'a [TokenId],
+}
+
+/// A bias-free linear layer whose weight is kept transposed, `(in, out)` and contiguous, so
+/// that `x · W` multiplies straight from it. (With the weight as stored, `(out, in)`, the
+/// matmul of a few rows re-packs the whole transposed weight on every call, which made a pass
+/// of two rows cost more than two passes of one.)
+struct Linear {
+    wt: Tensor,
+}
+
+impl Linear {
+    fn new(w: &Tensor) -> candle_core::Result<Linear> {
+        Ok(Linear { wt: w.t()?.contiguous()? })
+    }
+
+    fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
+        Linear::new(&vb.get((outputs, inputs), "weight")?)
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        x.matmul(&self.wt)
+    }
+}
+
+struct Attention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+}
+
+struct Mlp {
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+struct Layer {
+    attn_norm: RmsNorm,
+    attn: Attention,
+    mlp_norm: RmsNorm,
+    mlp: Mlp,
+}
+
+/// A llama network that steps several sequences in one pass (see the module docs).
+pub struct BatchLlama {
+    embed: Embedding,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    head: Linear,
+    /// Rotary tables, `(max_positions, head_dim / 2)`: row `p` holds the angles of position `p`.
+    cos: Tensor,
+    sin: Tensor,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    vocab_size: usize,
+    max_positions: usize,
+    dtype: DType,
+}
+
+fn candle_err(what: &'static str) -> impl Fn(candle_core::Error) -> Error {
+    move |e| Error::invalid(format!("{what}: {}", super::net::candle_msg(&e)))
+}
+
+/// The rotary frequencies, with Llama 3's long-context scaling when the config asks for it.
+fn inv_freq(cfg: &llama::Config) -> Vec<f32> {
+    let head_dim = cfg.hidden_size / cfg.num_attention_heads;
+    let base: Vec<f32> =
+        (0..head_dim / 2).map(|i| 1.0 / cfg.rope_theta.powf((2 * i) as f32 / head_dim as f32)).collect();
+    let Some(s) = cfg.rope_scaling.as_ref().filter(|s| matches!(s.rope_type, llama::Llama3RopeType::Llama3)) else {
+        return base;
+    };
+    let old = s.original_max_position_embeddings as f32;
+    // Wavelengths shorter than `old / high` keep their frequency, longer than `old / low` are
+    // slowed down by `factor`, and those between are interpolated.
+    let (short, long) = (old / s.high_freq_factor, old / s.low_freq_factor);
+    base.into_iter()
+        .map(|f| {
+            let wavelength = std::f32::consts::TAU / f;
+            if wavelength < short {
+                f
+            } else if wavelength > long {
+                f / s.factor
+            } else {
+                let t = (old / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+                (1.0 - t) * f / s.factor + t * f
+            }
+        })
+        .collect()
+}
+
+/// Errors unless `tokens` can be appended to a sequence of `pos` tokens: at least one token,
+/// every id below `width`, no more than `max_positions` in all.
+pub(crate) fn check_row(pos: usize, tokens: &[TokenId], width: usize, max_positions: usize) -> Result<()> {
+    if tokens.is_empty() {
+        return Err(Error::invalid(
+            "the model needs at least one input token (a BOS or a prompt) before it can predict",
+        ));
+    }
+    if let Some(t) = tokens.iter().find(|t| t.0 as usize >= width) {
+        return Err(Error::invalid(format!("token id {} is outside the model's vocabulary ({width})", t.0)));
+    }
+    if pos + tokens.len() > max_positions {
+        return Err(Error::Limit {
+            what: format!("context length ({pos} tokens so far + {} new)", tokens.len()),
+            limit: max_positions,
+            hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
+        });
+    }
+    Ok(())
+}
+
+impl BatchLlama {
+    /// Loads the weights of a Hugging Face llama (the names candle-transformers' `Llama` reads)
+    /// from `vb`, for `cfg`.
+    pub fn load(vb: VarBuilder, cfg: &llama::Config, dtype: DType, device: &Device) -> Result<BatchLlama> {
+        let e = candle_err("loading the batched llama");
+        let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+        if cfg.num_attention_heads == 0
+            || h % cfg.num_attention_heads != 0
+            || cfg.num_key_value_heads == 0
+            || cfg.num_attention_heads % cfg.num_key_value_heads != 0
+        {
+            return Err(Error::invalid(format!(
+                "llama config: {} heads and {} key/value heads do not divide hidden size {h}",
+                cfg.num_attention_heads, cfg.num_key_value_heads
+            )));
+        }
+        let head_dim = h / cfg.num_attention_heads;
+        let q_size = head_dim * cfg.num_attention_heads;
+        let kv_size = head_dim * cfg.num_key_value_heads;
+        let lin = |a, b, vb: VarBuilder| Linear::load(a, b, vb).map_err(&e);
+        let embed = candle_nn::embedding(cfg.vocab_size, h, vb.pp("model.embed_tokens")).map_err(&e)?;
+        let head = if cfg.tie_word_embeddings {
+            Linear::new(embed.embeddings()).map_err(&e)?
+        } else {
+            lin(h, cfg.vocab_size, vb.pp("lm_head"))?
+        };
+        let norm = candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("model.norm")).map_err(&e)?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for n in 0..cfg.num_hidden_layers {
+            let vb = vb.pp(format!("model.layers.{n}"));
+            let a = vb.pp("self_attn");
+            let m = vb.pp("mlp");
+            layers.push(Layer {
+                attn_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("input_layernorm")).map_err(&e)?,
+                attn: Attention {
+                    q: lin(h, q_size, a.pp("q_proj"))?,
+                    k: lin(h, kv_size, a.pp("k_proj"))?,
+                    v: lin(h, kv_size, a.pp("v_proj"))?,
+                    o: lin(q_size, h, a.pp("o_proj"))?,
+                },
+                mlp_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("post_attention_layernorm")).map_err(&e)?,
+                mlp: Mlp {
+                    gate: lin(h, i, m.pp("gate_proj"))?,
+                    up: lin(h, i, m.pp("up_proj"))?,
+                    down: lin(i, h, m.pp("down_proj"))?,
+                },
+            });
+        }
+        let freqs = inv_freq(cfg);
+        let half = freqs.len();
+        let max = cfg.max_position_embeddings;
+        let angles: Vec<f32> = (0..max).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
+        let angles = Tensor::from_vec(angles, (max, half), device).map_err(&e)?;
+        let cos = angles.cos().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
+        let sin = angles.sin().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
+        Ok(BatchLlama {
+            embed,
+            layers,
+            norm,
+            head,
+            cos,
+            sin,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: max,
+            dtype,
+        })
+    }
+
+    /// The width of a logits row.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// The longest sequence the network takes.
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    /// Appends each row's tokens to its cache and returns, per row, the logits (f32) of the
+    /// position after its last token. All rows are checked (at least one token each, ids inside the
+    /// vocabulary, the context not overrun) before anything runs; on any error no cache changes.
+    pub fn forward(&self, rows: &mut [BatchRow]) -> Result<Vec<Vec<f32>>> {
+        for r in rows.iter() {
+            check_row(r.cache.pos, r.tokens, self.vocab_size, self.max_positions)?;
+        }
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let e = candle_err("batched forward pass");
+        let (logits, new) = self.pass(rows).map_err(&e)?;
+        let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
+        for (r, layers) in rows.iter_mut().zip(new) {
+            r.cache.layers = layers;
+            r.cache.pos += r.tokens.len();
+        }
+        Ok(logits)
+    }
+
+    /// The pass itself: the logits `(rows, vocab)` and each row's new cache layers.
+    #[allow(clippy::type_complexity)]
+    fn pass(&self, rows: &[BatchRow]) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
+        let device = self.cos.device();
+        let ids: Vec<u32> = rows.iter().flat_map(|r| r.tokens.iter().map(|t| t.0)).collect();
+        let ids = Tensor::new(ids.as_slice(), device)?;
+        // (tokens of all rows, hidden): row r's tokens are rows `offsets[r]..offsets[r] + len`.
+        let mut x = self.embed.forward(&ids)?;
+        let mut offsets = Vec::with_capacity(rows.len());
+        let mut total = 0;
+        for r in rows {
+            offsets.push(total);
+            total += r.tokens.len();
+        }
+        let mut new: Vec<Vec<(Tensor, Tensor)>> = rows.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let h = layer.attn_norm.forward(&x)?;
+            let q = layer.attn.q.forward(&h)?;
+            let k = layer.attn.k.forward(&h)?;
+            let v = layer.attn.v.forward(&h)?;
+            let mut outs = Vec::with_capacity(rows.len());
+            for (i, r) in rows.iter().enumerate() {
+                let (off, n) = (offsets[i], r.tokens.len());
+                let past = r.cache.layers.get(l);
+                let (y, kv) = self.attend(&q, &k, &v, off, n, r.cache.pos, past)?;
+                outs.push(y);
+                new[i].push(kv);
+            }
+            let y = Tensor::cat(&outs, 0)?;
+            x = (layer.attn.o.forward(&y)? + &x)?;
+            let h = layer.mlp_norm.forward(&x)?;
+            let m = &layer.mlp;
+            let h = (candle_nn::ops::silu(&m.gate.forward(&h)?)? * m.up.forward(&h)?)?;
+            x = (m.down.forward(&h)? + &x)?;
+        }
+        let last: Vec<u32> = rows.iter().zip(&offsets).map(|(r, &o)| (o + r.tokens.len() - 1) as u32).collect();
+        let last = Tensor::new(last.as_slice(), device)?;
+        let x = self.norm.forward(&x.index_select(&last, 0)?)?;
+        Ok((self.head.forward(&x)?, new))
+    }
+
+    /// Attention for one sequence: rows `off..off + n` of the projections, at positions
+    /// `pos..pos + n`, over its `past` keys and values. Returns its output rows `(n, heads ·
+    /// head_dim)` and its keys and values with the new ones appended.
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        off: usize,
+        n: usize,
+        pos: usize,
+        past: Option<&(Tensor, Tensor)>,
+    ) -> candle_core::Result<(Tensor, (Tensor, Tensor))> {
+        let d = self.head_dim;
+        // (1, heads, n, head_dim)
+        let split =
+            |t: &Tensor, heads: usize| t.narrow(0, off, n)?.reshape((1, n, heads, d))?.transpose(1, 2)?.contiguous();
+        let cos = self.cos.narrow(0, pos, n)?;
+        let sin = self.sin.narrow(0, pos, n)?;
+        let q = candle_nn::rotary_emb::rope(&split(q, self.heads)?, &cos, &sin)?;
+        let mut k = candle_nn::rotary_emb::rope(&split(k, self.kv_heads)?, &cos, &sin)?;
+        let mut v = split(v, self.kv_heads)?;
+        if let Some((pk, pv)) = past {
+            k = Tensor::cat(&[pk, &k], 2)?;
+            v = Tensor::cat(&[pv, &v], 2)?;
+        }
+        let kv = (k.clone(), v.clone());
+        // Grouped-query attention: query head h reads key/value head h / group.
+        let group = self.heads / self.kv_heads;
+        let widen = |t: Tensor| -> candle_core::Result<Tensor> {
+            if group == 1 {
+                return Ok(t);
+            }
+            let len = t.dim(2)?;
+            t.unsqueeze(2)?.expand((1, self.kv_heads, group, len, d))?.reshape((1, self.heads, len, d))
+        };
+        let (q, k, v) = (q.to_dtype(DType::F32)?, widen(k)?.to_dtype(DType::F32)?, widen(v)?.to_dtype(DType::F32)?);
+        let mut att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?;
+        if n > 1 {
+            // New row i (position pos + i) must not see keys past it.
+            let total = pos + n;
+            let mask: Vec<f32> = (0..n)
+                .flat_map(|i| (0..total).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 }))
+                .collect();
+            let mask = Tensor::from_vec(mask, (n, total), att.device())?;
+            att = att.broadcast_add(&mask)?;
+        }
+        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        let y = att.matmul(&v.contiguous()?)?.to_dtype(self.dtype)?;
+        let y = y.transpose(1, 2)?.reshape((n, self.heads * d))?;
+        Ok((y, kv))
+    }
+}
+
+impl std::fmt::Debug for BatchLlama {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "BatchLlama({} layers, {} heads ({} kv) of {}, {:?})",
+            self.layers.len(),
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.dtype
+        )
+    }
+}

@@ -1,0 +1,200 @@
+//! Batched decoding through the server: concurrent requests (greedy and seeded, free and
+//! constrained, streamed and not, `n` > 1) stepped together by the batch thread give exactly
+//! the outputs the same requests give run one at a time with `max_batch` 1; the `n` choices of
+//! one request share passes and come back in index order; /metrics and
+//! /health show the batching; a client that disconnects stops its batched sequence.
+
+use strictly::model::{BatchStats, Batcher};
+
+use super::*;
+
+/// Texts of every choice of a response (non-streamed), or of a stream's chunks.
+fn texts(v: &Value) -> Vec<String> {
+    v["choices"].as_array().unwrap().iter().map(|c| c["message"]["content"].as_str().unwrap().to_string()).collect()
+}
+
+fn streamed_texts(chunks: &[Value], n: usize) -> Vec<String> {
+    let mut out = vec![String::new(); n];
+    for c in chunks {
+        for ch in c["choices"].as_array().unwrap() {
+            if let Some(t) = ch["delta"]["content"].as_str() {
+                out[ch["index"].as_u64().unwrap() as usize].push_str(t);
+            }
+        }
+    }
+    out
+}
+
+fn bodies() -> Vec<Value> {
+    let stories = ["Tell me a story.", "Once upon a time", "What did the cat do?", "Tell me about Lily."];
+    (0..8u64)
+        .map(|i| {
+            let mut b = json!({"messages": msgs(stories[i as usize % 4]), "max_tokens": 24 + i});
+            if i % 2 == 0 {
+                b["temperature"] = json!(0.0);
+            } else {
+                b["seed"] = json!(i);
+            }
+            match i % 4 {
+                1 => b["regex"] = json!("[A-Z][a-z]+( [a-z]+){2,8}\\."),
+                2 => b["response_format"] = json!({"type": "json_object"}),
+                3 => b["n"] = json!(2),
+                _ => {}
+            }
+            if i == 2 {
+                b["max_tokens"] = json!(60);
+            }
+            b
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_batched_requests_equal_unbatched_ones() {
+    // One at a time, each generation on its own (candle's single-sequence llama).
+    let alone = app(state(ServerConfig { max_batch: 1, ..ServerConfig::default() }));
+    let mut expected = Vec::new();
+    for b in bodies() {
+        let (s, v) = post(&alone, "/v1/chat/completions", b.clone()).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        expected.push(texts(&v));
+    }
+    let (_, h) = call(&alone, "GET", "/health", None).await;
+    assert_eq!(h["max_batch"], 1);
+
+    // All at once over TCP, every other one streamed, stepped together by the batch thread.
+    let st = state(ServerConfig { max_batch: 8, max_concurrent: 8, ..ServerConfig::default() });
+    let addr = serve(st.clone()).await;
+    let mut tasks = Vec::new();
+    for (i, mut b) in bodies().into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let n = b["n"].as_u64().unwrap_or(1) as usize;
+            if i % 2 == 0 {
+                let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
+                assert_eq!(s, 200, "{v}");
+                texts(&v)
+            } else {
+                b["stream"] = json!(true);
+                streamed_texts(&sse(addr, "/v1/chat/completions", b).await, n)
+            }
+        }));
+    }
+    for (i, (t, want)) in tasks.into_iter().zip(&expected).enumerate() {
+        let got = tokio::time::timeout(Duration::from_secs(120), t).await.expect("a request hung").unwrap();
+        assert_eq!(&got, want, "request {i}");
+    }
+    let (_, h) = http_json(addr, "GET", "/health", Value::Null).await;
+    assert_eq!(h["max_batch"], 8);
+    let (s, text) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+    assert_eq!(s, 200);
+    let passes = metric_value(&text, "strictly_batch_size_count");
+    let rows = metric_value(&text, "strictly_batch_size_sum");
+    assert!(passes > 0.0 && rows > passes, "no pass stepped several sequences: {passes} passes, {rows} rows");
+    assert_eq!(metric_value(&text, "strictly_batch_size_bucket{le=\"+Inf\"}"), passes);
+    assert!(metric_value(&text, "strictly_batch_size_bucket{le=\"1\"}") < passes);
+    assert_eq!(metric_value(&text, "strictly_max_batch"), 8.0);
+    // The sequential server's passes are not batched: its histogram stays empty.
+    let (_, text) = call_raw(&alone, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(metric_value(&text, "strictly_batch_size_count"), 0.0);
+    assert_eq!(metric_value(&text, "strictly_max_batch"), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_choices_of_one_request_share_passes() {
+    let body = json!({"messages": msgs("Tell me a story."), "max_tokens": 30, "seed": 3, "n": 4});
+    let alone = app(state(ServerConfig { max_batch: 1, ..ServerConfig::default() }));
+    let (s, want) = post(&alone, "/v1/chat/completions", body.clone()).await;
+    assert_eq!(s, StatusCode::OK, "{want}");
+    let batched = app(state(ServerConfig::default()));
+    let (s, got) = post(&batched, "/v1/chat/completions", body).await;
+    assert_eq!(s, StatusCode::OK, "{got}");
+    assert_eq!(texts(&got), texts(&want));
+    assert_eq!(got["usage"], want["usage"]);
+    let indexes: Vec<u64> = got["choices"].as_array().unwrap().iter().map(|c| c["index"].as_u64().unwrap()).collect();
+    assert_eq!(indexes, [0, 1, 2, 3]);
+    let (_, text) = call_raw(&batched, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(text).unwrap();
+    let (passes, rows) =
+        (metric_value(&text, "strictly_batch_size_count"), metric_value(&text, "strictly_batch_size_sum"));
+    assert!(rows > passes, "the 4 choices never shared a pass: {passes} passes, {rows} rows");
+}
+
+/// The batched model, each forward pass delayed (so that a generation lasts long enough to be
+/// interrupted), counting the sequences that exist.
+struct SlowBatched {
+    batcher: Arc<Batcher>,
+    delay: Duration,
+}
+
+struct SlowSequence {
+    inner: Box<dyn LanguageModel + Send>,
+    delay: Duration,
+}
+
+impl LanguageModel for SlowSequence {
+    fn logits_width(&self) -> usize {
+        self.inner.logits_width()
+    }
+    fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> strictly::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.forward(tokens, logits)
+    }
+    fn fork(&self) -> strictly::Result<Box<dyn LanguageModel>> {
+        Err(strictly::Error::invalid("no forks here"))
+    }
+}
+
+impl ModelSource for SlowBatched {
+    fn fresh(&self) -> strictly::Result<Box<dyn LanguageModel + Send>> {
+        Ok(Box::new(SlowSequence { inner: self.batcher.fresh()?, delay: self.delay }))
+    }
+    fn batching(&self) -> Option<(usize, BatchStats)> {
+        self.batcher.batching()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_disconnect_stops_a_batched_generation() {
+    let LoadedModel { model, vocab, prompt, defaults, info } = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let batcher = Arc::new(Batcher::new(model.batched().unwrap(), 8).unwrap());
+    let source = Arc::new(SlowBatched { batcher: batcher.clone(), delay: Duration::from_millis(25) });
+    let config = ServerConfig { max_concurrent: 2, max_queue: 0, ..ServerConfig::default() };
+    let st = AppState::with_source(source, vocab, prompt, defaults, info, config);
+    let addr = serve(st.clone()).await;
+    let long = json!({"messages": msgs("Tell me a long story."), "max_tokens": 400, "stream": true, "seed": 1,
+        "regex": "[a-z ]{400}"});
+    let mut a = Conn::open(addr, "POST", "/v1/chat/completions", &long.to_string()).await;
+    let mut b = Conn::open(addr, "POST", "/v1/chat/completions", &long.to_string()).await;
+    assert_eq!((a.status, b.status), (200, 200));
+    for _ in 0..3 {
+        a.next_event().await.expect("an event");
+        b.next_event().await.expect("an event");
+    }
+    assert_eq!((st.running(), batcher.live()), (2, 2));
+    drop(a);
+    let t0 = Instant::now();
+    while batcher.live() > 1 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the generation went on after its client left");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The other one goes on, alone in its passes now.
+    let before = batcher.stats().rows;
+    for _ in 0..3 {
+        b.next_event().await.expect("the other stream goes on");
+    }
+    assert!(batcher.stats().rows > before);
+    drop(b);
+    while st.running() > 0 || batcher.live() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the generations kept their slots");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped_at = batcher.stats().rows;
+    assert!(stopped_at < 200, "{stopped_at} sequence steps: the generations were not stopped early");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(batcher.stats().rows, stopped_at, "passes went on after the clients left");
+    // Both slots are free again, and the batch thread still serves.
+    let (s, v) =
+        http_json(addr, "POST", "/v1/chat/completions", json!({"messages": msgs("hi"), "max_tokens": 3})).await;
+    assert_eq!(s, 200, "{v}");
+}
