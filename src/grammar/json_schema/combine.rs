@@ -198,20 +198,23 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             let mut strings = Vec::new();
             let mut numbers = Vec::new();
             let mut types: Vec<String> = current.clone();
+            // Parts for values that no keyword excludes directly (structured ones, one boolean).
+            let mut parts: Vec<Value> = Vec::new();
+            let both_bools = values.contains(&&Value::Bool(true)) && values.contains(&&Value::Bool(false));
             for v in values {
                 match v {
                     Value::String(s) => strings.push(Value::String(s.clone())),
                     Value::Number(_) => numbers.push(v.clone()),
                     Value::Null => types.retain(|t| t != "null"),
-                    Value::Bool(_) => {
-                        let both = not.get("enum").and_then(Value::as_array).is_some_and(|a| a.contains(&Value::Bool(true)) && a.contains(&Value::Bool(false)));
-                        if !both {
-                            return None;
-                        }
-                        types.retain(|t| t != "boolean");
-                    }
-                    _ => return None,
+                    Value::Bool(_) if both_bools => types.retain(|t| t != "boolean"),
+                    Value::Bool(b) => parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]})),
+                    Value::Object(_) | Value::Array(_) => parts.push(differs_from(v)),
                 }
+            }
+            if !parts.is_empty() {
+                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+                all.extend(parts);
+                out.insert("allOf".into(), Value::Array(all));
             }
             out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
             if !strings.is_empty() {
@@ -235,6 +238,45 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                 out.insert(string::NOT_STRING.into(), Value::Array(all));
             })
         }
+        // not (contains S) on arrays: every item fails S.
+        ["contains"] => negate_family(out, &current, not, "array", |out| {
+            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+            all.push(serde_json::json!({"items": {"not": not["contains"]}}));
+            out.insert("allOf".into(), Value::Array(all));
+        }),
+        // not (min ≤ #properties ≤ max) on objects: fewer, or more.
+        _ if others.iter().all(|k| matches!(*k, "minProperties" | "maxProperties")) => {
+            let mut alts: Vec<Value> = Vec::new();
+            if let Some(n) = not.get("minProperties") {
+                match n.as_u64()? {
+                    0 => {}
+                    n => alts.push(serde_json::json!({"maxProperties": n - 1})),
+                }
+            }
+            if let Some(n) = not.get("maxProperties") {
+                alts.push(serde_json::json!({"minProperties": n.as_u64()? + 1}));
+            }
+            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
+        }
+        // not (dependencies) on objects: some key is present whose dependency fails.
+        _ if others.iter().all(|k| matches!(*k, "dependencies" | "dependentSchemas" | "dependentRequired")) => {
+            let mut alts: Vec<Value> = Vec::new();
+            for k in &others {
+                for (key, dep) in not[*k].as_object()? {
+                    match dep {
+                        Value::Array(names) => {
+                            let missing: Vec<Value> =
+                                names.iter().map(|m| Some(serde_json::json!({"properties": {m.as_str()?: false}}))).collect::<Option<_>>()?;
+                            if !missing.is_empty() {
+                                alts.push(serde_json::json!({"required": [key], "anyOf": missing}));
+                            }
+                        }
+                        schema => alts.push(serde_json::json!({"required": [key], "not": schema})),
+                    }
+                }
+            }
+            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
+        }
         // not not Y = Y
         ["not"] if !has_type => {
             let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -251,6 +293,46 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             Some(out)
         }
     }
+}
+
+/// Adds `anyOf: alts` to `out`'s `allOf` (`false` when there are no alternatives).
+fn push_any_of(out: &mut Map<String, Value>, alts: Vec<Value>) {
+    let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+    all.push(if alts.is_empty() { Value::Bool(false) } else { serde_json::json!({ "anyOf": alts }) });
+    out.insert("allOf".into(), Value::Array(all));
+}
+
+/// A schema for the values that differ from the object or array `v` (JSON Schema equality:
+/// numbers by value, objects regardless of key order): another type, another length or set of
+/// keys, or a member that differs (recursively, through `not: {const}`).
+fn differs_from(v: &Value) -> Value {
+    let mut alts: Vec<Value> = Vec::new();
+    match v {
+        Value::Object(o) => {
+            alts.push(serde_json::json!({"not": {"type": "object"}}));
+            let keys: Vec<Value> = o.keys().map(|k| Value::String(k.clone())).collect();
+            alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: keys }));
+            for (k, x) in o {
+                alts.push(serde_json::json!({"type": "object", "properties": {k: false}}));
+                alts.push(serde_json::json!({"type": "object", "required": [k], "properties": {k: {"not": {"const": x}}}}));
+            }
+        }
+        Value::Array(a) => {
+            let n = a.len();
+            alts.push(serde_json::json!({"not": {"type": "array"}}));
+            alts.push(serde_json::json!({"type": "array", "minItems": n + 1}));
+            if n > 0 {
+                alts.push(serde_json::json!({"type": "array", "maxItems": n - 1}));
+            }
+            for (i, x) in a.iter().enumerate() {
+                let mut prefix = vec![Value::Bool(true); i];
+                prefix.push(serde_json::json!({"not": {"const": x}}));
+                alts.push(serde_json::json!({"type": "array", "minItems": i + 1, "prefixItems": prefix}));
+            }
+        }
+        _ => return serde_json::json!({"not": {"const": v}}),
+    }
+    serde_json::json!({ "anyOf": alts })
 }
 
 /// Does keyword `k` with value `v` accept every instance (`additionalProperties: true`,
@@ -564,6 +646,25 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         c.unenforced(pointer, "oneOf", reason)?;
     }
     Ok(Some(compile_all(c, &full)?))
+}
+
+/// `s` with its `oneOf` turned into `anyOf`, where the branches are provably pairwise disjoint
+/// (then exactly one holds if and only if one does); `None` otherwise or without a `oneOf`.
+pub(super) fn one_of_as_any_of(c: &Compiler, s: &Value) -> Option<Value> {
+    let o = s.as_object()?;
+    let branches = o.get("oneOf")?.as_array()?;
+    if o.contains_key("anyOf") || branches.len() > 64 {
+        return None;
+    }
+    let views: Vec<Value> = branches.iter().map(|b| merged_view(c, &c.resolve_shallow(b))).collect();
+    let disjoint = (0..views.len()).all(|i| (i + 1..views.len()).all(|j| pair_disjoint(c, &views[i], &views[j])));
+    if !disjoint {
+        return None;
+    }
+    let mut out = o.clone();
+    out.remove("oneOf");
+    out.insert("anyOf".into(), Value::Array(branches.clone()));
+    Some(Value::Object(out))
 }
 
 /// Ways to rewrite `oneOf` branches to be pairwise disjoint, so that "exactly one" is their

@@ -301,6 +301,12 @@ impl<'s> Compiler<'s> {
             if let Some(r) = n.get("$ref").and_then(Value::as_str) {
                 return self.not_ref(obj, r, pointer);
             }
+            if let Some(as_any) = combine::one_of_as_any_of(self, n) {
+                // Branches that are pairwise disjoint: `oneOf` is `anyOf`, whose `not` rewrites.
+                let mut o = obj.clone();
+                o.insert("not".into(), as_any);
+                return self.schema(&Value::Object(o), pointer);
+            }
             match combine::rewrite_not(obj) {
                 Some(rewritten) => return self.schema(&Value::Object(rewritten), pointer),
                 None => self.unenforced(pointer, "not", "no exact rewrite of this `not` is known (supported: types, values, the keywords of one JSON type, closed objects, `$ref`s, and `anyOf`/`allOf`/`not` of those)")?,

@@ -151,8 +151,9 @@ fn not_rewrites_and_annotations() {
     // Numbers are excluded in every spelling; other types pass.
     let s = json!({"not": {"const": 3}});
     assert!(accepts(&s, "4") && !accepts(&s, "3") && !accepts(&s, "3.0") && accepts(&s, r#""3""#));
-    // Arrays and objects as excluded values are not handled: reported, not approximated.
-    assert!(compile(&json!({"not": {"const": [1]}}), &JsonSchemaOptions::default()).is_err());
+    // Arrays and objects as excluded values: another length, or an item that differs.
+    let s = json!({"not": {"const": [1]}});
+    assert!(!accepts(&s, "[1]") && !accepts(&s, "[1.0]") && accepts(&s, "[2]") && accepts(&s, "[1,1]") && accepts(&s, "[]"));
     // Unknown keywords are annotations, also inside allOf.
     let s = json!({"allOf": [{"type": "integer", "x-doc": "a"}, {"x-doc": "b", "minimum": 2}]});
     assert!(accepts(&s, "2") && !accepts(&s, "1"));
@@ -687,6 +688,29 @@ fn enum_values_filtered_by_the_other_keywords_grammar() {
     ];
     let instances = [
         "[1]", "[1,2,3]", r#""x""#, r#""2024-01-01""#, r#""yesterday""#, "3", r#"{"a":1}"#, r#"{"a":"s"}"#, r#"{"b":2}"#, "[3,6]", "[4]", "[]", "[5,10]",
+    ];
+    agrees_with_validator(&schemas, &instances);
+}
+
+#[test]
+fn not_of_values_contains_counts_dependencies_and_disjoint_one_of() {
+    let schemas = [
+        json!({"not": {"const": true}}),
+        json!({"not": {"enum": [false, null]}}),
+        json!({"not": {"const": {"a": 1, "b": [1, "x"]}}}),
+        json!({"not": {"enum": [[1, 2], {"a": {}}]}}),
+        json!({"type": "array", "not": {"contains": {"type": "string"}}}),
+        json!({"not": {"minProperties": 2}}),
+        json!({"properties": {"a": {}, "b": {}}, "additionalProperties": false, "not": {"maxProperties": 1, "minProperties": 1}}),
+        json!({"not": {"dependencies": {"a": ["b"], "c": {"required": ["d"]}}}}),
+        json!({"not": {"dependentRequired": {"a": []}}}),
+        json!({"not": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["a"]}]}}),
+        json!({"not": {"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]}, {"type": "object", "properties": {"k": {"const": 2}}, "required": ["k"]}]}}),
+    ];
+    let instances = [
+        "true", "false", "null", "1", "1.0", r#""s""#, "[]", "[1,2]", "[1.0,2]", "[1,2,3]", r#"[1,"x"]"#, r#"["x"]"#, "{}", r#"{"a":1}"#,
+        r#"{"a":1,"b":[1,"x"]}"#, r#"{"a":1.0,"b":[1,"x"]}"#, r#"{"a":1,"b":[1,"y"]}"#, r#"{"a":1,"b":[1,"x"],"c":0}"#, r#"{"a":{}}"#,
+        r#"{"a":{"z":1}}"#, r#"{"a":1,"b":2}"#, r#"{"c":1}"#, r#"{"c":1,"d":2}"#, r#"{"k":1}"#, r#"{"k":3}"#,
     ];
     agrees_with_validator(&schemas, &instances);
 }
