@@ -14,6 +14,7 @@
 //! (`u32::MAX` only for the dead state).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -56,6 +57,19 @@ pub struct Dfa {
 }
 
 pub const DEAD: u32 = 0;
+
+/// Most bytes of tables the process-wide cache of [`Dfa::shared`] holds.
+pub const SHARED_DFA_BYTES: usize = 64 << 20;
+
+type SharedKey = (String, usize, usize, usize);
+
+#[derive(Default)]
+struct Shared {
+    map: HashMap<SharedKey, Arc<Dfa>>,
+    bytes: usize,
+}
+
+static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
 
 impl Dfa {
     pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
@@ -103,11 +117,45 @@ impl Dfa {
 
     /// The DFA of a boolean combination of regexes: each regex built as above, then
     /// intersections and complements as products of our own tables ([`Dfa::product`]).
+    /// Goes through the process-wide [`shared`](Dfa::shared) cache (a copy of the cached table).
     pub fn from_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
-        let part = |x: &Lexeme| -> Result<(Dfa, bool)> {
+        Ok((*Dfa::shared(lexeme, limits)?).clone())
+    }
+
+    /// [`from_lexeme`](Dfa::from_lexeme), shared: built DFAs are kept process-wide, keyed by
+    /// the lexeme's text ([`Lexeme::key`], which names its language) and the limits, so a
+    /// lexeme that many schemas share (a JSON string, a number, `"name":` with its whitespace)
+    /// is determinized once per process, not once per compile. Determinization was most of
+    /// compile time. Failures are not kept (a limit error is computed again).
+    ///
+    /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
+    /// (entries still in use stay alive in their `Arc`s).
+    pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
+        let key = (lexeme.key(), limits.nfa_bytes, limits.dfa_bytes, limits.states);
+        let cache = SHARED.get_or_init(Default::default);
+        if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
+            return Ok(d.clone());
+        }
+        // Built outside the lock: another thread may build the same DFA meanwhile (same value).
+        let dfa = Arc::new(Dfa::build_lexeme(lexeme, limits)?);
+        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = dfa.heap_bytes() + key.0.len() + 64;
+        if c.bytes + bytes > SHARED_DFA_BYTES {
+            c.map.clear();
+            c.bytes = 0;
+        }
+        if bytes <= SHARED_DFA_BYTES / 4 {
+            c.bytes += bytes;
+            c.map.insert(key, dfa.clone());
+        }
+        Ok(dfa)
+    }
+
+    fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
+        let part = |x: &Lexeme| -> Result<(Arc<Dfa>, bool)> {
             match x {
-                Lexeme::Not(y) => Ok((Dfa::from_lexeme(y, limits)?, true)),
-                _ => Ok((Dfa::from_lexeme(x, limits)?, false)),
+                Lexeme::Not(y) => Ok((Dfa::shared(y, limits)?, true)),
+                _ => Ok((Dfa::shared(x, limits)?, false)),
             }
         };
         match lexeme {
@@ -124,6 +172,11 @@ impl Dfa {
         }
     }
 
+    /// Heap bytes of the tables (for cache bounds).
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
+    }
+
     /// The product of `parts`: it accepts a string when every part accepts it, or, for a part
     /// flagged `true` (negated), does *not* accept it. States are the reachable tuples of part
     /// states, numbered breadth-first; byte classes are the common refinement of the parts'.
@@ -131,7 +184,7 @@ impl Dfa {
     /// A negated part in its dead state accepts every continuation, which is exactly the
     /// complement of "no continuation matches": the parts' dead-end pruning is what makes
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
-    pub fn product(parts: &[(Dfa, bool)], limits: DfaLimits) -> Result<Dfa> {
+    pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
         let mut classes = [0u8; 256];
         let mut reps: Vec<u8> = Vec::new();
         let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();

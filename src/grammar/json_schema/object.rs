@@ -218,18 +218,25 @@ impl Keys {
     /// match no pattern take `additionalProperties`; the others every matching pattern's schema.
     fn regions(&self, declared: &[&str], additional: &Value, pointer: &str) -> Result<Vec<(Expr, Value, String)>> {
         let add_ptr = join(pointer, "additionalProperties");
-        if self.patterns.is_empty() && self.names.is_none() {
-            // Plain keys: one regex, which can share a lexeme with what follows it.
-            if additional == &Value::Bool(false) {
-                return Ok(Vec::new());
-            }
-            let key = Hir::concat(vec![Hir::literal(*b"\""), string::key_not_in(declared), Hir::literal(*b"\"")]);
-            return Ok(vec![(Expr::Regex(Box::new(key)), additional.clone(), add_ptr)]);
-        }
         let not_declared = (!declared.is_empty()).then(|| {
             let names = declared.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect();
             Lexeme::Not(Box::new(string::quoted(Hir::alternation(names))))
         });
+        if self.patterns.is_empty() && self.names.is_none() {
+            if additional == &Value::Bool(false) {
+                return Ok(Vec::new());
+            }
+            // Plain keys: any string but the declared names. As a lexeme (the product of the
+            // string automaton and the names' trie: about one state per trie node) rather than
+            // one regex that spells the complement out, which determinizes to dozens of states
+            // per trie node (every node carries its own copy of "any other character, then any
+            // string") and was most of the compile time of schemas with many properties.
+            let key = match not_declared {
+                None => Expr::Regex(Box::new(hir_of(string::any_string_lexeme()))),
+                Some(not) => Expr::Lexeme(Box::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
+            };
+            return Ok(vec![(key, additional.clone(), add_ptr)]);
+        }
         let mut out = Vec::new();
         for mask in 0..1usize << self.patterns.len() {
             let matching: Vec<usize> = (0..self.patterns.len()).filter(|i| mask >> i & 1 == 1).collect();
@@ -346,5 +353,13 @@ impl Builder {
             }
         }
         Expr::Rule(id(0, false, 0, 0))
+    }
+}
+
+/// The regex of a plain-regex lexeme.
+fn hir_of(l: Lexeme) -> Hir {
+    match l {
+        Lexeme::Regex(h) => h,
+        _ => unreachable!("a quoted regex is a plain regex lexeme"),
     }
 }
