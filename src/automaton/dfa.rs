@@ -54,6 +54,9 @@ pub struct Dfa {
     open: Vec<bool>,
     dist: Vec<u32>,
     start: u32,
+    /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
+    /// is compiled again and again for the same vocabulary.
+    dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
 }
 
 pub const DEAD: u32 = 0;
@@ -95,6 +98,8 @@ impl Dfa {
                     .start_kind(StartKind::Anchored)
                     .byte_classes(true)
                     .minimize(false)
+                    // We copy the table out and never search with it: no acceleration analysis.
+                    .accelerate(false)
                     .dfa_size_limit(Some(limits.dfa_bytes))
                     .determinize_size_limit(Some(limits.dfa_bytes)),
             )
@@ -129,9 +134,15 @@ impl Dfa {
     /// compile time. Failures are not kept (a limit error is computed again).
     ///
     /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
-    /// (entries still in use stay alive in their `Arc`s).
+    /// (entries still in use stay alive in their `Arc`s); a table above 1/64 of that is not kept.
     pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
-        let key = (lexeme.key(), limits.nfa_bytes, limits.dfa_bytes, limits.states);
+        Dfa::shared_keyed(lexeme, lexeme.key(), limits)
+    }
+
+    /// [`shared`](Dfa::shared) when the caller already has `lexeme.key()`.
+    pub fn shared_keyed(lexeme: &Lexeme, key: String, limits: DfaLimits) -> Result<Arc<Dfa>> {
+        debug_assert_eq!(key, lexeme.key());
+        let key = (key, limits.nfa_bytes, limits.dfa_bytes, limits.states);
         let cache = SHARED.get_or_init(Default::default);
         if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
             return Ok(d.clone());
@@ -144,7 +155,9 @@ impl Dfa {
             c.map.clear();
             c.bytes = 0;
         }
-        if bytes <= SHARED_DFA_BYTES / 4 {
+        // Very large tables are rare and particular to one schema: kept, they would flush the
+        // common lexemes out.
+        if bytes <= SHARED_DFA_BYTES / 64 {
             c.bytes += bytes;
             c.map.insert(key, dfa.clone());
         }
@@ -185,32 +198,78 @@ impl Dfa {
     /// complement of "no continuation matches": the parts' dead-end pruning is what makes
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
     pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
+        let k = parts.len();
         let mut classes = [0u8; 256];
         let mut reps: Vec<u8> = Vec::new();
         let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
+        let mut key: Vec<u8> = Vec::with_capacity(k);
         for b in 0..=255u8 {
-            let key: Vec<u8> = parts.iter().map(|(d, _)| d.classes[b as usize]).collect();
-            classes[b as usize] = *class_of.entry(key).or_insert_with(|| {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            });
+            key.clear();
+            key.extend(parts.iter().map(|(d, _)| d.classes[b as usize]));
+            classes[b as usize] = match class_of.get(&key) {
+                Some(&c) => c,
+                None => {
+                    reps.push(b);
+                    class_of.insert(key.clone(), (reps.len() - 1) as u8);
+                    (reps.len() - 1) as u8
+                }
+            };
         }
+        let too_many = || Error::Limit {
+            what: "DFA states for an intersection or complement of regexes".into(),
+            limit: limits.states,
+            hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
+        };
         // A tuple with a positive part dead is dead.
-        let live = |t: Vec<u32>| (!parts.iter().zip(&t).any(|((_, neg), &s)| !neg && s == DEAD)).then_some(t);
-        let start: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
-        explore(
-            classes,
-            &reps,
-            live(start),
-            limits.states,
-            |t: &Vec<u32>, b| Ok(live(parts.iter().zip(t).map(|((d, _), &s)| d.next(s, b)).collect())),
-            |t: &Vec<u32>| parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg),
-            || Error::Limit {
-                what: "DFA states for an intersection or complement of regexes".into(),
-                limit: limits.states,
-                hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
-            },
-        )
+        let live = |t: &[u32]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD);
+        // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
+        // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
+        // known tuple allocates nothing (products are most of compile time).
+        let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
+        let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
+        let start = if live(&tuples) {
+            if limits.states <= 1 {
+                return Err(too_many());
+            }
+            ids.insert(tuples.clone().into_boxed_slice(), 1);
+            1
+        } else {
+            tuples.clear();
+            DEAD
+        };
+        let stride = reps.len();
+        let mut trans = vec![DEAD; stride];
+        let mut accept = vec![false];
+        let mut buf = vec![0u32; k];
+        let mut n = usize::from(start != DEAD);
+        let mut i = 0;
+        while i < n {
+            for &rep in &reps {
+                for j in 0..k {
+                    buf[j] = parts[j].0.next(tuples[i * k + j], rep);
+                }
+                let t = if !live(&buf) {
+                    DEAD
+                } else if let Some(&id) = ids.get(&buf[..]) {
+                    id
+                } else {
+                    n += 1;
+                    if n >= limits.states {
+                        return Err(too_many());
+                    }
+                    ids.insert(buf.clone().into_boxed_slice(), n as u32);
+                    tuples.extend_from_slice(&buf);
+                    n as u32
+                };
+                trans.push(t);
+            }
+            let t = &tuples[i * k..(i + 1) * k];
+            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
+            i += 1;
+        }
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
+        dfa.prune_dead_ends();
+        Ok(dfa)
     }
 
     /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
@@ -328,31 +387,7 @@ impl Dfa {
     /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
     fn prune_dead_ends(&mut self) {
         let n = self.accept.len();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for s in 1..n {
-            for c in 0..self.stride {
-                let t = self.trans[s * self.stride + c] as usize;
-                if t != 0 {
-                    rev[t].push(s as u32);
-                }
-            }
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut queue = VecDeque::new();
-        for s in 1..n {
-            if self.accept[s] {
-                dist[s] = 0;
-                queue.push_back(s);
-            }
-        }
-        while let Some(s) = queue.pop_front() {
-            for &p in &rev[s] {
-                if dist[p as usize] == u32::MAX {
-                    dist[p as usize] = dist[s] + 1;
-                    queue.push_back(p as usize);
-                }
-            }
-        }
+        let dist = self.distances(&vec![true; self.stride]);
         for s in 1..n {
             for c in 0..self.stride {
                 let t = &mut self.trans[s * self.stride + c];
@@ -430,16 +465,50 @@ impl Dfa {
 
     /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
     /// exist as single-byte tokens): an upper bound on the tokens needed to finish.
-    pub fn dist_using(&self, usable: &[bool; 256]) -> Vec<u32> {
+    pub fn dist_using(&self, usable: &[bool; 256]) -> Arc<[u32]> {
+        if let Some((u, d)) = self.dist_memo.get() {
+            if u == usable {
+                return d.clone();
+            }
+        }
+        let d: Arc<[u32]> = self.dist_using_uncached(usable).into();
+        let _ = self.dist_memo.set((*usable, d.clone()));
+        d
+    }
+
+    fn dist_using_uncached(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let mut usable_class = vec![false; self.stride];
+        for b in 0..256 {
+            usable_class[self.classes[b] as usize] |= usable[b];
+        }
+        self.distances(&usable_class)
+    }
+
+    /// Fewest transitions over the byte classes with `classes[c]` from each state to an
+    /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
+    /// states. Reverse edges are kept flat (counted, then filled), not one `Vec` per state.
+    fn distances(&self, classes: &[bool]) -> Vec<u32> {
         let n = self.accept.len();
-        let usable_class: Vec<bool> =
-            (0..self.stride).map(|c| (0..256).any(|b| usable[b] && self.classes[b] as usize == c)).collect();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut start = vec![0u32; n + 1];
         for s in 1..n {
-            for c in (0..self.stride).filter(|&c| usable_class[c]) {
+            for c in (0..self.stride).filter(|&c| classes[c]) {
                 let t = self.trans[s * self.stride + c] as usize;
                 if t != 0 {
-                    rev[t].push(s as u32);
+                    start[t + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut rev = vec![0u32; start[n] as usize];
+        for s in 1..n {
+            for c in (0..self.stride).filter(|&c| classes[c]) {
+                let t = self.trans[s * self.stride + c] as usize;
+                if t != 0 {
+                    rev[fill[t] as usize] = s as u32;
+                    fill[t] += 1;
                 }
             }
         }
@@ -447,7 +516,7 @@ impl Dfa {
         let mut queue: VecDeque<usize> = (1..n).filter(|&s| self.accept[s]).collect();
         queue.iter().for_each(|&s| dist[s] = 0);
         while let Some(s) = queue.pop_front() {
-            for &p in &rev[s] {
+            for &p in &rev[start[s] as usize..start[s + 1] as usize] {
                 if dist[p as usize] == u32::MAX {
                     dist[p as usize] = dist[s] + 1;
                     queue.push_back(p as usize);
@@ -473,7 +542,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
     too_many: impl Fn() -> Error,
 ) -> Result<Dfa> {
     let stride = reps.len();
-    let mut ids: HashMap<K, u32> = HashMap::new();
+    let mut ids: HashMap<K, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
     let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
         if let Some(&i) = ids.get(&k) {
@@ -506,7 +575,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
+    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
     dfa.prune_dead_ends();
     Ok(dfa)
 }

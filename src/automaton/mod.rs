@@ -77,7 +77,7 @@ pub struct CompileOptions {
 pub(crate) enum Engine {
     /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
     /// `s` to acceptance (an upper bound on the tokens needed to finish).
-    Dfa { dfa: Arc<Dfa>, finish_tokens: Vec<u32> },
+    Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley engine.
     Cfg(cfg::Cfg),
 }
