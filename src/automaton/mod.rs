@@ -1,6 +1,8 @@
 //! Automata and the per-sequence matcher.
 //!
-//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned.
+//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned. Lexeme
+//!   DFAs are shared process-wide ([`Dfa::shared`]): a lexeme many schemas use is determinized
+//!   once, not per compile.
 //! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an `Arc`).
 //! - [`Matcher`]: per-sequence state over a `Compiled`: `fill_mask`, `commit`, `rollback`,
 //!   `is_accepting`, `forced_tokens`.
