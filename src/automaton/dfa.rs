@@ -701,6 +701,32 @@ mod tests {
     }
 
     #[test]
+    fn shared_dfas_are_built_once_per_lexeme_and_limits() {
+        let l = Lexeme::Regex(crate::grammar::regex::parse("shared-[a-z]{2}").unwrap());
+        let a = Dfa::shared(&l, DfaLimits::default()).unwrap();
+        let b = Dfa::shared(&l, DfaLimits::default()).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the second compile reuses the table");
+        // Other limits are another key: a limit error is never masked by a cached success.
+        let tight = DfaLimits { states: 3, ..DfaLimits::default() };
+        assert!(matches!(Dfa::shared(&l, tight), Err(Error::Limit { .. })));
+        // Distances per usable-byte set are memoized and follow the set.
+        let all = [true; 256];
+        let mut no_z = all;
+        no_z[b'z' as usize] = false;
+        assert!(Arc::ptr_eq(&a.dist_using(&all), &a.dist_using(&all)));
+        assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+        let d = a.dist_using(&no_z);
+        assert_eq!(d[a.run(a.start(), b"shared-z") as usize], 1);
+        assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+    }
+
+    #[test]
+    fn product_of_no_parts_accepts_everything() {
+        let d = Dfa::product::<Arc<Dfa>>(&[], DfaLimits::default()).unwrap();
+        assert!(d.is_accepting(d.start()) && d.is_accepting(d.run(d.start(), b"anything")));
+    }
+
+    #[test]
     fn exponential_regex_is_a_limit_error() {
         let hir = crate::grammar::regex::parse("(a|b)*a(a|b){40}").unwrap();
         let t = std::time::Instant::now();
