@@ -381,10 +381,20 @@ fn bench_in_process_with_filters_and_per_step() {
         "--threads",
         "2",
         "--worker-per-case",
+        "--summary-json",
+        summary.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let ids: Vec<&str> = r.lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["suite/type.json#0"]);
+    // Throughput across workers, and the p99s of compile and time to first mask.
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let tp = &s["throughput"];
+    assert_eq!(tp["workers"], 2, "{tp}");
+    assert!(tp["masks"].as_u64().unwrap() > 0 && tp["masks_per_s_wall"].as_f64().unwrap() > 0.0, "{tp}");
+    assert!(tp["masks_per_s_worker"].as_f64().unwrap() > 0.0, "{tp}");
+    assert!(s["total"]["ttfm_ms_p99"].as_f64().is_some() && s["total"]["compile_ms_p99"].as_f64().is_some());
+    assert!(r.stderr.contains("masks/s over the run's wall time with 2 worker(s)"), "{}", r.stderr);
     check_line(&r.lines[0]);
     check_integer_case(&r.lines[0]);
 }

@@ -33,9 +33,10 @@ pub enum Sym {
 }
 
 pub struct Term {
-    pub dfa: Dfa,
+    /// Shared with other compiles of the same lexeme (see [`Dfa::shared`]).
+    pub dfa: std::sync::Arc<Dfa>,
     /// Per DFA state: fewest usable bytes to acceptance.
-    pub dist: Vec<u32>,
+    pub dist: std::sync::Arc<[u32]>,
     pub nullable: bool,
     pub name: String,
 }
@@ -449,7 +450,7 @@ impl Lowering<'_> {
         if self.terms.len() >= self.limits.max_terminals {
             return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
         }
-        let dfa = Dfa::from_lexeme(&lexeme, self.limits.dfa).map_err(|e| match e {
+        let dfa = Dfa::shared_keyed(&lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
             Error::Limit { what, limit, hint } => Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint },
             other => other,
         })?;

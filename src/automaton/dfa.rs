@@ -14,6 +14,7 @@
 //! (`u32::MAX` only for the dead state).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -53,9 +54,25 @@ pub struct Dfa {
     open: Vec<bool>,
     dist: Vec<u32>,
     start: u32,
+    /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
+    /// is compiled again and again for the same vocabulary.
+    dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
 }
 
 pub const DEAD: u32 = 0;
+
+/// Most bytes of tables the process-wide cache of [`Dfa::shared`] holds.
+pub const SHARED_DFA_BYTES: usize = 64 << 20;
+
+type SharedKey = (String, usize, usize, usize);
+
+#[derive(Default)]
+struct Shared {
+    map: HashMap<SharedKey, Arc<Dfa>>,
+    bytes: usize,
+}
+
+static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
 
 impl Dfa {
     pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
@@ -81,6 +98,8 @@ impl Dfa {
                     .start_kind(StartKind::Anchored)
                     .byte_classes(true)
                     .minimize(false)
+                    // We copy the table out and never search with it: no acceleration analysis.
+                    .accelerate(false)
                     .dfa_size_limit(Some(limits.dfa_bytes))
                     .determinize_size_limit(Some(limits.dfa_bytes)),
             )
@@ -103,11 +122,53 @@ impl Dfa {
 
     /// The DFA of a boolean combination of regexes: each regex built as above, then
     /// intersections and complements as products of our own tables ([`Dfa::product`]).
+    /// Goes through the process-wide [`shared`](Dfa::shared) cache (a copy of the cached table).
     pub fn from_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
-        let part = |x: &Lexeme| -> Result<(Dfa, bool)> {
+        Ok((*Dfa::shared(lexeme, limits)?).clone())
+    }
+
+    /// [`from_lexeme`](Dfa::from_lexeme), shared: built DFAs are kept process-wide, keyed by
+    /// the lexeme's text ([`Lexeme::key`], which names its language) and the limits, so a
+    /// lexeme that many schemas share (a JSON string, a number, `"name":` with its whitespace)
+    /// is determinized once per process, not once per compile. Determinization was most of
+    /// compile time. Failures are not kept (a limit error is computed again).
+    ///
+    /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
+    /// (entries still in use stay alive in their `Arc`s); a table above 1/64 of that is not kept.
+    pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
+        Dfa::shared_keyed(lexeme, lexeme.key(), limits)
+    }
+
+    /// [`shared`](Dfa::shared) when the caller already has `lexeme.key()`.
+    pub fn shared_keyed(lexeme: &Lexeme, key: String, limits: DfaLimits) -> Result<Arc<Dfa>> {
+        debug_assert_eq!(key, lexeme.key());
+        let key = (key, limits.nfa_bytes, limits.dfa_bytes, limits.states);
+        let cache = SHARED.get_or_init(Default::default);
+        if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
+            return Ok(d.clone());
+        }
+        // Built outside the lock: another thread may build the same DFA meanwhile (same value).
+        let dfa = Arc::new(Dfa::build_lexeme(lexeme, limits)?);
+        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = dfa.heap_bytes() + key.0.len() + 64;
+        if c.bytes + bytes > SHARED_DFA_BYTES {
+            c.map.clear();
+            c.bytes = 0;
+        }
+        // Very large tables are rare and particular to one schema: kept, they would flush the
+        // common lexemes out.
+        if bytes <= SHARED_DFA_BYTES / 64 {
+            c.bytes += bytes;
+            c.map.insert(key, dfa.clone());
+        }
+        Ok(dfa)
+    }
+
+    fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
+        let part = |x: &Lexeme| -> Result<(Arc<Dfa>, bool)> {
             match x {
-                Lexeme::Not(y) => Ok((Dfa::from_lexeme(y, limits)?, true)),
-                _ => Ok((Dfa::from_lexeme(x, limits)?, false)),
+                Lexeme::Not(y) => Ok((Dfa::shared(y, limits)?, true)),
+                _ => Ok((Dfa::shared(x, limits)?, false)),
             }
         };
         match lexeme {
@@ -124,6 +185,11 @@ impl Dfa {
         }
     }
 
+    /// Heap bytes of the tables (for cache bounds).
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
+    }
+
     /// The product of `parts`: it accepts a string when every part accepts it, or, for a part
     /// flagged `true` (negated), does *not* accept it. States are the reachable tuples of part
     /// states, numbered breadth-first; byte classes are the common refinement of the parts'.
@@ -131,33 +197,79 @@ impl Dfa {
     /// A negated part in its dead state accepts every continuation, which is exactly the
     /// complement of "no continuation matches": the parts' dead-end pruning is what makes
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
-    pub fn product(parts: &[(Dfa, bool)], limits: DfaLimits) -> Result<Dfa> {
+    pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
+        let k = parts.len();
         let mut classes = [0u8; 256];
         let mut reps: Vec<u8> = Vec::new();
         let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
+        let mut key: Vec<u8> = Vec::with_capacity(k);
         for b in 0..=255u8 {
-            let key: Vec<u8> = parts.iter().map(|(d, _)| d.classes[b as usize]).collect();
-            classes[b as usize] = *class_of.entry(key).or_insert_with(|| {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            });
+            key.clear();
+            key.extend(parts.iter().map(|(d, _)| d.classes[b as usize]));
+            classes[b as usize] = match class_of.get(&key) {
+                Some(&c) => c,
+                None => {
+                    reps.push(b);
+                    class_of.insert(key.clone(), (reps.len() - 1) as u8);
+                    (reps.len() - 1) as u8
+                }
+            };
         }
+        let too_many = || Error::Limit {
+            what: "DFA states for an intersection or complement of regexes".into(),
+            limit: limits.states,
+            hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
+        };
         // A tuple with a positive part dead is dead.
-        let live = |t: Vec<u32>| (!parts.iter().zip(&t).any(|((_, neg), &s)| !neg && s == DEAD)).then_some(t);
-        let start: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
-        explore(
-            classes,
-            &reps,
-            live(start),
-            limits.states,
-            |t: &Vec<u32>, b| Ok(live(parts.iter().zip(t).map(|((d, _), &s)| d.next(s, b)).collect())),
-            |t: &Vec<u32>| parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg),
-            || Error::Limit {
-                what: "DFA states for an intersection or complement of regexes".into(),
-                limit: limits.states,
-                hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
-            },
-        )
+        let live = |t: &[u32]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD);
+        // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
+        // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
+        // known tuple allocates nothing (products are most of compile time).
+        let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
+        let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
+        let start = if live(&tuples) {
+            if limits.states <= 1 {
+                return Err(too_many());
+            }
+            ids.insert(tuples.clone().into_boxed_slice(), 1);
+            1
+        } else {
+            tuples.clear();
+            DEAD
+        };
+        let stride = reps.len();
+        let mut trans = vec![DEAD; stride];
+        let mut accept = vec![false];
+        let mut buf = vec![0u32; k];
+        let mut n = usize::from(start != DEAD);
+        let mut i = 0;
+        while i < n {
+            for &rep in &reps {
+                for j in 0..k {
+                    buf[j] = parts[j].0.next(tuples[i * k + j], rep);
+                }
+                let t = if !live(&buf) {
+                    DEAD
+                } else if let Some(&id) = ids.get(&buf[..]) {
+                    id
+                } else {
+                    n += 1;
+                    if n >= limits.states {
+                        return Err(too_many());
+                    }
+                    ids.insert(buf.clone().into_boxed_slice(), n as u32);
+                    tuples.extend_from_slice(&buf);
+                    n as u32
+                };
+                trans.push(t);
+            }
+            let t = &tuples[i * k..(i + 1) * k];
+            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
+            i += 1;
+        }
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
+        dfa.prune_dead_ends();
+        Ok(dfa)
     }
 
     /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
@@ -275,31 +387,7 @@ impl Dfa {
     /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
     fn prune_dead_ends(&mut self) {
         let n = self.accept.len();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for s in 1..n {
-            for c in 0..self.stride {
-                let t = self.trans[s * self.stride + c] as usize;
-                if t != 0 {
-                    rev[t].push(s as u32);
-                }
-            }
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut queue = VecDeque::new();
-        for s in 1..n {
-            if self.accept[s] {
-                dist[s] = 0;
-                queue.push_back(s);
-            }
-        }
-        while let Some(s) = queue.pop_front() {
-            for &p in &rev[s] {
-                if dist[p as usize] == u32::MAX {
-                    dist[p as usize] = dist[s] + 1;
-                    queue.push_back(p as usize);
-                }
-            }
-        }
+        let dist = self.distances(&vec![true; self.stride]);
         for s in 1..n {
             for c in 0..self.stride {
                 let t = &mut self.trans[s * self.stride + c];
@@ -377,16 +465,50 @@ impl Dfa {
 
     /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
     /// exist as single-byte tokens): an upper bound on the tokens needed to finish.
-    pub fn dist_using(&self, usable: &[bool; 256]) -> Vec<u32> {
+    pub fn dist_using(&self, usable: &[bool; 256]) -> Arc<[u32]> {
+        if let Some((u, d)) = self.dist_memo.get() {
+            if u == usable {
+                return d.clone();
+            }
+        }
+        let d: Arc<[u32]> = self.dist_using_uncached(usable).into();
+        let _ = self.dist_memo.set((*usable, d.clone()));
+        d
+    }
+
+    fn dist_using_uncached(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let mut usable_class = vec![false; self.stride];
+        for b in 0..256 {
+            usable_class[self.classes[b] as usize] |= usable[b];
+        }
+        self.distances(&usable_class)
+    }
+
+    /// Fewest transitions over the byte classes with `classes[c]` from each state to an
+    /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
+    /// states. Reverse edges are kept flat (counted, then filled), not one `Vec` per state.
+    fn distances(&self, classes: &[bool]) -> Vec<u32> {
         let n = self.accept.len();
-        let usable_class: Vec<bool> =
-            (0..self.stride).map(|c| (0..256).any(|b| usable[b] && self.classes[b] as usize == c)).collect();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut start = vec![0u32; n + 1];
         for s in 1..n {
-            for c in (0..self.stride).filter(|&c| usable_class[c]) {
+            for c in (0..self.stride).filter(|&c| classes[c]) {
                 let t = self.trans[s * self.stride + c] as usize;
                 if t != 0 {
-                    rev[t].push(s as u32);
+                    start[t + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut rev = vec![0u32; start[n] as usize];
+        for s in 1..n {
+            for c in (0..self.stride).filter(|&c| classes[c]) {
+                let t = self.trans[s * self.stride + c] as usize;
+                if t != 0 {
+                    rev[fill[t] as usize] = s as u32;
+                    fill[t] += 1;
                 }
             }
         }
@@ -394,7 +516,7 @@ impl Dfa {
         let mut queue: VecDeque<usize> = (1..n).filter(|&s| self.accept[s]).collect();
         queue.iter().for_each(|&s| dist[s] = 0);
         while let Some(s) = queue.pop_front() {
-            for &p in &rev[s] {
+            for &p in &rev[start[s] as usize..start[s + 1] as usize] {
                 if dist[p as usize] == u32::MAX {
                     dist[p as usize] = dist[s] + 1;
                     queue.push_back(p as usize);
@@ -420,7 +542,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
     too_many: impl Fn() -> Error,
 ) -> Result<Dfa> {
     let stride = reps.len();
-    let mut ids: HashMap<K, u32> = HashMap::new();
+    let mut ids: HashMap<K, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
     let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
         if let Some(&i) = ids.get(&k) {
@@ -453,7 +575,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start };
+    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
     dfa.prune_dead_ends();
     Ok(dfa)
 }
@@ -576,6 +698,32 @@ mod tests {
         // A unit that is not prefix-free is refused (the caller falls back to the regex).
         let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
         assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
+    }
+
+    #[test]
+    fn shared_dfas_are_built_once_per_lexeme_and_limits() {
+        let l = Lexeme::Regex(crate::grammar::regex::parse("shared-[a-z]{2}").unwrap());
+        let a = Dfa::shared(&l, DfaLimits::default()).unwrap();
+        let b = Dfa::shared(&l, DfaLimits::default()).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the second compile reuses the table");
+        // Other limits are another key: a limit error is never masked by a cached success.
+        let tight = DfaLimits { states: 3, ..DfaLimits::default() };
+        assert!(matches!(Dfa::shared(&l, tight), Err(Error::Limit { .. })));
+        // Distances per usable-byte set are memoized and follow the set.
+        let all = [true; 256];
+        let mut no_z = all;
+        no_z[b'z' as usize] = false;
+        assert!(Arc::ptr_eq(&a.dist_using(&all), &a.dist_using(&all)));
+        assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+        let d = a.dist_using(&no_z);
+        assert_eq!(d[a.run(a.start(), b"shared-z") as usize], 1);
+        assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+    }
+
+    #[test]
+    fn product_of_no_parts_accepts_everything() {
+        let d = Dfa::product::<Arc<Dfa>>(&[], DfaLimits::default()).unwrap();
+        assert!(d.is_accepting(d.start()) && d.is_accepting(d.run(d.start(), b"anything")));
     }
 
     #[test]

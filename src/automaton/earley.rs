@@ -426,7 +426,7 @@ fn sym_key(s: Sym) -> u32 {
 
 /// A small multiplicative hasher for `Item`s (the parser's hot set; no untrusted keys).
 #[derive(Default)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     #[inline]

@@ -1,6 +1,8 @@
 //! Automata and the per-sequence matcher.
 //!
-//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned.
+//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned. Lexeme
+//!   DFAs are shared process-wide ([`Dfa::shared`]): a lexeme many schemas use is determinized
+//!   once, not per compile.
 //! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an `Arc`).
 //! - [`Matcher`]: per-sequence state over a `Compiled`: `fill_mask`, `commit`, `rollback`,
 //!   `is_accepting`, `forced_tokens`.
@@ -77,7 +79,7 @@ pub struct CompileOptions {
 pub(crate) enum Engine {
     /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
     /// `s` to acceptance (an upper bound on the tokens needed to finish).
-    Dfa { dfa: Dfa, finish_tokens: Vec<u32> },
+    Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley engine.
     Cfg(cfg::Cfg),
 }
@@ -105,7 +107,7 @@ impl Compiled {
         };
         let engine = match regular {
             Some(lexeme) => {
-                let dfa = Dfa::from_lexeme(&lexeme, opts.limits.dfa)?;
+                let dfa = Dfa::shared(&lexeme, opts.limits.dfa)?;
                 let finish_tokens = dfa.dist_using(&usable);
                 Engine::Dfa { dfa, finish_tokens }
             }

@@ -277,6 +277,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         load_start,
         load_end: report::loadavg(),
         wall: t_start.elapsed(),
+        workers: if opts.isolate { opts.threads.max(1) } else { 1 },
     };
     report::print_summary(opts, &info, &results)?;
     if n_done < n_cases {

@@ -24,6 +24,8 @@ pub struct RunInfo {
     pub load_start: String,
     pub load_end: String,
     pub wall: Duration,
+    /// Cases run at once: worker processes, or 1 in-process.
+    pub workers: usize,
 }
 
 /// The first three fields of `/proc/loadavg`, or `?`.
@@ -79,6 +81,7 @@ pub fn print_summary(opts: &BenchOptions, info: &RunInfo, results: &[CaseResult]
             "workers": opts.threads,
             "timeout_s": opts.timeout_s,
             "wall_s": info.wall.as_secs_f64(),
+            "throughput": throughput(&total, info),
             "tokenizer_load_ms": info.tok_load_ms,
             "loadavg_start": info.load_start,
             "loadavg_end": info.load_end,
@@ -187,14 +190,22 @@ fn write_text(
             m.max
         )?;
     }
+    let t = throughput(total, info);
     writeln!(
         e,
-        "compile ms: median {} | p90 {} | max {}   ttfm ms: median {} | p90 {} | max {}",
+        "throughput: {} masks/s over the run's wall time with {} worker(s) | {} masks/s per worker in mask time alone",
+        t["masks_per_s_wall"], t["workers"], t["masks_per_s_worker"]
+    )?;
+    writeln!(
+        e,
+        "compile ms: median {} | p90 {} | p99 {} | max {}   ttfm ms: median {} | p90 {} | p99 {} | max {}",
         opt(total.compile_ms_median),
         opt(total.compile_ms_p90),
+        opt(total.compile_ms_p99),
         opt(total.compile_ms_max),
         opt(total.ttfm_ms_median),
         opt(total.ttfm_ms_p90),
+        opt(total.ttfm_ms_p99),
         opt(total.ttfm_ms_max)
     )?;
     if total.peak_rss_mib_max.is_some() {
@@ -265,4 +276,14 @@ fn write_text(
         }
     }
     Ok(())
+}
+
+/// Masks per second: all masks over the run's wall time (every worker together, compile and
+/// commits included: what `--threads N` scales), and per worker over mask time alone
+/// (1 / mean mask time).
+fn throughput(total: &GroupSummary, info: &RunInfo) -> serde_json::Value {
+    let wall = info.wall.as_secs_f64();
+    let per_wall = if wall > 0.0 { (total.masks as f64 / wall).round() } else { 0.0 };
+    let per_worker = total.mask_us.as_ref().filter(|m| m.mean > 0.0).map_or(0.0, |m| (1e6 / m.mean).round());
+    serde_json::json!({ "workers": info.workers, "masks": total.masks, "masks_per_s_wall": per_wall, "masks_per_s_worker": per_worker })
 }

@@ -162,6 +162,9 @@ pub struct GroupSummary {
     /// over compiled cases; and the same minus the resident memory when the case started.
     pub peak_rss_mib_median: Option<f64>,
     pub peak_rss_mib_max: Option<f64>,
+    /// 99th percentiles of compile and time to first mask (ms; the targets use them).
+    pub compile_ms_p99: Option<f64>,
+    pub ttfm_ms_p99: Option<f64>,
     pub peak_rss_delta_mib_median: Option<f64>,
     pub peak_rss_delta_mib_max: Option<f64>,
     #[serde(skip)]
@@ -239,6 +242,8 @@ impl GroupSummary {
         self.ttfm_ms_median = ms(&mut self.ttfm_ns, 0.5);
         self.ttfm_ms_p90 = ms(&mut self.ttfm_ns, 0.9);
         self.ttfm_ms_max = ms(&mut self.ttfm_ns, 1.0);
+        self.compile_ms_p99 = ms(&mut self.compile_ns, 0.99);
+        self.ttfm_ms_p99 = ms(&mut self.ttfm_ns, 0.99);
         let mib = |v: &mut Vec<u64>, q: f64| -> Option<f64> {
             (!v.is_empty()).then(|| {
                 v.sort_unstable();

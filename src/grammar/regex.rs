@@ -19,6 +19,33 @@ pub fn parse(pattern: &str) -> Result<Hir> {
     parser.parse(pattern).map_err(|e| syntax_error(pattern, &e))
 }
 
+/// Parses one of the engine's own regexes (JSON string units, numbers, whitespace: known to
+/// be valid), memoized per thread: front ends build the same few regexes for every property of
+/// every schema, and parsing them again each time was a sizeable share of compile time. The
+/// memo is cleared past [`BUILTIN_MEMO`] entries (bounds come from schemas, so some vary).
+pub(crate) fn builtin(pattern: &str) -> Hir {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static MEMO: RefCell<HashMap<String, Hir>> = RefCell::new(HashMap::new());
+    }
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if let Some(h) = m.get(pattern) {
+            return h.clone();
+        }
+        let h = parse(pattern).unwrap_or_else(|e| panic!("built-in regex {pattern:?} must parse: {e}"));
+        if m.len() >= BUILTIN_MEMO {
+            m.clear();
+        }
+        m.insert(pattern.to_string(), h.clone());
+        h
+    })
+}
+
+/// Most memoized built-in regexes per thread (see [`builtin`]).
+const BUILTIN_MEMO: usize = 512;
+
 /// A one-line error for a regex-syntax error: the kind, the column and the text there.
 pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
     let (msg, span) = match e {

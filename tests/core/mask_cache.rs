@@ -25,6 +25,9 @@ fn schemas() -> Vec<serde_json::Value> {
                "required": ["code", "tags"]}),
         json!({"type": "array", "items": {"anyOf": [{"type": "string", "pattern": "^[a-z ]+$"}, {"type": "string", "enum": ["alpha beta", "gamma"]}, {"type": "number"}]}}),
         json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        // Declared keys beside additional ones: the key lexeme is "any string but these names".
+        json!({"type": "object", "properties": {"name": {"type": "string"}, "namé": {"type": "integer"}, "n": {"type": "boolean"}},
+               "additionalProperties": {"type": "string", "maxLength": 5}}),
     ]
 }
 

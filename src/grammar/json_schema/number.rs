@@ -23,7 +23,7 @@ const FRAC: &str = r"(?:\.[0-9]+)?";
 const EXP: &str = r"(?:[eE][+-]?[0-9]{1,2})?";
 
 fn re(s: &str) -> Expr {
-    Expr::Regex(Box::new(crate::grammar::regex::parse(s).expect("built-in regex parses")))
+    Expr::Regex(Box::new(crate::grammar::regex::builtin(s)))
 }
 
 pub(super) fn any_number() -> Expr {
@@ -128,7 +128,7 @@ fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr)
         c.unenforced(pointer, "not", "excluding numbers from this number schema is not supported")?;
         return Ok(e);
     };
-    let parse = |r: &str| Lexeme::Regex(crate::grammar::regex::parse(r).expect("built-in regex"));
+    let parse = |r: &str| Lexeme::Regex(crate::grammar::regex::builtin(r));
     let excluded = Lexeme::Not(Box::new(parse(&format!("(?:{})", spellings.join("|")))));
     Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
 }
@@ -197,7 +197,7 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
     let integral = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
     if b.lo.is_some_and(|(v, _)| !integral(v)) || b.hi.is_some_and(|(v, _)| !integral(v)) {
         // Fractional bounds: the intersection of one regex per side (and the syntax).
-        let mut parts = vec![Lexeme::Regex(crate::grammar::regex::parse(&format!("{INT}{frac}")).expect("built-in regex"))];
+        let mut parts = vec![Lexeme::Regex(crate::grammar::regex::builtin(&format!("{INT}{frac}")))];
         for (bound, upper) in [(b.lo, false), (b.hi, true)] {
             let Some((v, ex)) = bound else { continue };
             let side = if integral(v) {
@@ -207,7 +207,7 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
                 fractional_side(v, ex, upper)
             };
             match side {
-                Some(r) => parts.push(Lexeme::Regex(crate::grammar::regex::parse(&r).expect("built-in regex"))),
+                Some(r) => parts.push(Lexeme::Regex(crate::grammar::regex::builtin(&r))),
                 None => c.unenforced(pointer, if upper { "maximum" } else { "minimum" }, format!("the bound {v} is out of the supported range"))?,
             }
         }

@@ -237,28 +237,25 @@ impl Keys {
     fn regions(&self, declared: &[&str], additional: &Value, outside: Option<&[&str]>, pointer: &str) -> Result<Vec<(Expr, Value, String, bool)>> {
         let add_ptr = join(pointer, "additionalProperties");
         let literals = |names: &[&str]| Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect());
-        if self.patterns.is_empty() && self.names.is_none() {
-            // Plain keys: one regex, which can share a lexeme with what follows it.
-            if additional == &Value::Bool(false) {
-                return Ok(Vec::new());
-            }
-            let quote = |h: Hir| Expr::Regex(Box::new(Hir::concat(vec![Hir::literal(*b"\""), h, Hir::literal(*b"\"")])));
-            let Some(outside) = outside else {
-                return Ok(vec![(quote(string::key_not_in(declared)), additional.clone(), add_ptr, false)]);
-            };
-            let mut all = declared.to_vec();
-            all.extend(outside);
-            let mut out = vec![(quote(string::key_not_in(&all)), additional.clone(), add_ptr.clone(), true)];
-            let inside: Vec<&str> = outside.iter().copied().filter(|n| !declared.contains(n)).collect();
-            if !inside.is_empty() {
-                out.push((quote(literals(&inside)), additional.clone(), add_ptr, false));
-            }
-            return Ok(out);
-        }
         let not_declared = (!declared.is_empty()).then(|| {
             let names = declared.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect();
             Lexeme::Not(Box::new(string::quoted(Hir::alternation(names))))
         });
+        if self.patterns.is_empty() && self.names.is_none() && outside.is_none() {
+            if additional == &Value::Bool(false) {
+                return Ok(Vec::new());
+            }
+            // Plain keys: any string but the declared names. As a lexeme (the product of the
+            // string automaton and the names' trie: about one state per trie node) rather than
+            // one regex that spells the complement out, which determinizes to dozens of states
+            // per trie node (every node carries its own copy of "any other character, then any
+            // string") and was most of the compile time of schemas with many properties.
+            let key = match not_declared {
+                None => Expr::Regex(Box::new(hir_of(string::any_string_lexeme()))),
+                Some(not) => Expr::Lexeme(Box::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
+            };
+            return Ok(vec![(key, additional.clone(), add_ptr, false)]);
+        }
         let mut out = Vec::new();
         for mask in 0..1usize << self.patterns.len() {
             let matching: Vec<usize> = (0..self.patterns.len()).filter(|i| mask >> i & 1 == 1).collect();
@@ -400,5 +397,13 @@ impl Builder {
             }
         }
         Expr::Rule(id(0, false, 0, 0, 0))
+    }
+}
+
+/// The regex of a plain-regex lexeme.
+fn hir_of(l: Lexeme) -> Hir {
+    match l {
+        Lexeme::Regex(h) => h,
+        _ => unreachable!("a quoted regex is a plain regex lexeme"),
     }
 }

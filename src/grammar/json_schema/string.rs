@@ -30,7 +30,7 @@ pub const LONG_STRING_CAP: u64 = 1000;
 const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u000[0-7]|\\u000[be-f]|\\u001[0-9a-f])"#;
 
 fn hir(re: &str) -> Hir {
-    crate::grammar::regex::parse(re).expect("built-in regex parses")
+    crate::grammar::regex::builtin(re)
 }
 
 /// Any string, quotes included.
@@ -151,7 +151,7 @@ pub(super) fn accepts_str(dfa: &crate::automaton::Dfa, s: &str) -> bool {
 
 /// Is the lexeme's language empty?
 pub(super) fn lexeme_is_empty(lexeme: &Lexeme) -> Result<bool> {
-    Ok(crate::automaton::Dfa::from_lexeme(lexeme, Default::default())?.start() == crate::automaton::dfa::DEAD)
+    Ok(crate::automaton::Dfa::shared(lexeme, Default::default())?.start() == crate::automaton::dfa::DEAD)
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).
@@ -409,71 +409,3 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
     }))
 }
 
-/// The encoded content of keys that are *not* any of `names` (each given decoded).
-pub(super) fn key_not_in(names: &[&str]) -> Hir {
-    // A trie over the names' encoded units; the complement, built recursively:
-    // not_in(node) = (ε unless a name ends here) | Σ_{u in children} u · not_in(child)
-    //              | (any unit not a child) · any*.
-    #[derive(Default)]
-    struct Node {
-        end: bool,
-        kids: Vec<(String, Node)>,
-    }
-    let mut root = Node::default();
-    for n in names {
-        let mut node = &mut root;
-        for ch in n.chars() {
-            let u = encode_str(&ch.to_string());
-            let i = match node.kids.iter().position(|(k, _)| *k == u) {
-                Some(i) => i,
-                None => {
-                    node.kids.push((u, Node::default()));
-                    node.kids.len() - 1
-                }
-            };
-            node = &mut node.kids[i].1;
-        }
-        node.end = true;
-    }
-    fn build(node: &Node) -> Hir {
-        let any = hir(&format!("{UNIT}*"));
-        let mut alts = Vec::new();
-        if !node.end {
-            alts.push(Hir::empty());
-        }
-        // Units that are not a child: every unit minus the children's units.
-        let kid_units: Vec<&str> = node.kids.iter().map(|(u, _)| u.as_str()).collect();
-        alts.push(Hir::concat(vec![unit_except(&kid_units), any]));
-        for (u, kid) in &node.kids {
-            alts.push(Hir::concat(vec![Hir::literal(u.clone().into_bytes()), build(kid)]));
-        }
-        Hir::alternation(alts)
-    }
-    build(&root)
-}
-
-/// One encoded unit other than the given ones.
-fn unit_except(units: &[&str]) -> Hir {
-    let mut plain = ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)]);
-    let specials = ClassUnicode::new(('\0'..='\x1f').chain(['"', '\\']).map(|c| ClassUnicodeRange::new(c, c)));
-    plain.difference(&specials);
-    let mut alts = Vec::new();
-    let mut excluded = ClassUnicode::empty();
-    let mut escapes = Vec::new();
-    for u in units {
-        let mut cs = u.chars();
-        match (cs.next(), cs.next()) {
-            (Some(c), None) => excluded.push(ClassUnicodeRange::new(c, c)),
-            _ => escapes.push(*u),
-        }
-    }
-    plain.difference(&excluded);
-    alts.push(Hir::class(Class::Unicode(plain)));
-    for c in ('\0'..='\x1f').chain(['"', '\\']) {
-        let e = encode_str(&c.to_string());
-        if !escapes.contains(&e.as_str()) {
-            alts.push(Hir::literal(e.into_bytes()));
-        }
-    }
-    Hir::alternation(alts)
-}

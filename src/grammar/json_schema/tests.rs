@@ -714,3 +714,24 @@ fn not_of_values_contains_counts_dependencies_and_disjoint_one_of() {
     ];
     agrees_with_validator(&schemas, &instances);
 }
+
+#[test]
+fn additional_keys_exclude_exactly_the_declared_names() {
+    // Declared names take their own schema; every other key (prefixes and extensions of
+    // names, escaped spellings, non-ASCII) takes `additionalProperties`.
+    let s = json!({"type": "object", "properties": {"name": {"type": "integer"}, "namé": {"type": "integer"}, "a\"b": {"type": "integer"}},
+                   "additionalProperties": {"type": "string"}});
+    for (t, ok) in [
+        (r#"{"name":1}"#, true),
+        (r#"{"name":"x"}"#, false),
+        (r#"{"namé":2,"a\"b":3}"#, true),
+        (r#"{"namé":"x"}"#, false),
+        (r#"{"a\"b":"x"}"#, false),
+        (r#"{"nam":"x","names":"y","nameé":"z","":"e","a":"f","a\"":"g","a\"bc":"h"}"#, true),
+        (r#"{"nam":1}"#, false),
+        (r#"{"names":1}"#, false),
+        (r#"{"na\nme":"x","x\u0001":"y"}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
