@@ -423,7 +423,11 @@ mod tests {
     use super::*;
 
     fn run(chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
-        let mut p = OutputParser::new(Some(ToolFormat::Hermes));
+        run_as(ToolFormat::Hermes, chunks)
+    }
+
+    fn run_as(format: ToolFormat, chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
+        let mut p = OutputParser::new(Some(format));
         let mut content = String::new();
         let mut streamed: Vec<(String, String)> = Vec::new();
         let mut pieces = Vec::new();
@@ -474,5 +478,62 @@ mod tests {
         assert_eq!(run(&["x <tool_call>{\"name\": \"f\""]).2, Err("the output ends inside a tool call".into()));
         let (c, calls, ok) = run(&["no tools <tool_cal> here"]);
         assert_eq!((c.as_str(), calls.len(), ok), ("no tools <tool_cal> here", 0, Ok(())));
+    }
+
+    /// Every chunking of `text` reads the same as the whole.
+    fn same_in_chunks(format: ToolFormat, text: &str) -> (String, Vec<(String, String)>, Result<(), String>) {
+        let whole = run_as(format, &[text]);
+        let chars: Vec<String> = text.chars().map(|c| c.to_string()).collect();
+        assert_eq!(run_as(format, &chars.iter().map(String::as_str).collect::<Vec<_>>()), whole, "{text:?}");
+        whole
+    }
+
+    #[test]
+    fn llama3_calls_are_the_whole_reply() {
+        let call = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}";
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, call);
+        assert_eq!((c.as_str(), ok), ("", Ok(())));
+        assert_eq!(calls, vec![("get_weather".to_string(), "{\"city\": \"Oslo\"}".to_string())]);
+        // Text that does not begin with `{` is content, marker-like text and all.
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, "It is {cold}. <tool_call>");
+        assert_eq!((c.as_str(), calls.len(), ok), ("It is {cold}. <tool_call>", 0, Ok(())));
+        // An answer in a response format that begins with `{` but is no call: content.
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, "{\"answer\": 5}");
+        assert_eq!((c.as_str(), calls.len(), ok), ("{\"answer\": 5}", 0, Ok(())));
+        // The Hermes key is not Llama 3's.
+        let hermes_shaped = "{\"name\": \"f\", \"arguments\": {}}";
+        assert_eq!(run_as(ToolFormat::Llama3, &[hermes_shaped]), (hermes_shaped.to_string(), vec![], Ok(())));
+        assert!(run_as(ToolFormat::Llama3, &["{\"name\": \"f\", \"parameters\": {}} x"]).2.is_err());
+        assert!(run_as(ToolFormat::Llama3, &["{\"name\": \"f\", \"parameters\": {"]).2.is_err());
+        assert_eq!(run_as(ToolFormat::Llama3, &[""]), (String::new(), vec![], Ok(())));
+    }
+
+    #[test]
+    fn mistral_calls_are_a_list_after_the_marker() {
+        let text = "Sure. [TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": [1, \"]\"]}},\n {\"name\":\"b-2\",\"arguments\":{}}]";
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Mistral, text);
+        assert_eq!((c.as_str(), ok), ("Sure. ", Ok(())));
+        assert_eq!(
+            calls,
+            vec![("a".to_string(), "{\"x\": [1, \"]\"]}".to_string()), ("b-2".to_string(), "{}".to_string())]
+        );
+        let (_, calls, ok) = same_in_chunks(ToolFormat::Mistral, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": 1}]");
+        assert_eq!((calls.len(), ok), (1, Ok(())));
+        let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+        assert_eq!(p.feed("a [TOOL_CA"), vec![Piece::Content("a ".into())]);
+        assert_eq!(p.finish().unwrap(), vec![Piece::Content("[TOOL_CA".into())]);
+        assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}"]).2.is_err());
+        assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] {\"name\": \"a\"}"]).2.is_err());
+        // Mistral's ids are 9 letters and digits.
+        let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+        p.feed("[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}]");
+        assert_eq!(p.calls()[0].id.len(), 9);
+    }
+
+    #[test]
+    fn no_tools_is_all_content() {
+        let mut p = OutputParser::new(None);
+        assert_eq!(p.feed("<tool_call>{"), vec![Piece::Content("<tool_call>{".into())]);
+        assert_eq!(p.finish(), Ok(vec![]));
     }
 }
