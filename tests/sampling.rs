@@ -307,6 +307,36 @@ fn cli_cover_reports_full_coverage_and_valid_samples() {
     assert_eq!(strictly(&args).1, out);
 }
 
+/// A regex constraint has units too: each alternative and each repetition boundary of its
+/// HIR. `--cover` reaches them all, and every sample matches (the `regex` crate judges).
+#[test]
+fn cli_regex_cover_reaches_alternatives_and_repetition_bounds() {
+    let pattern = r"^(red|green|blue|[a-f]{2,4})-[0-9]{1,3}(x|yz|(?:ab)*)?$";
+    let judge = regex::Regex::new(pattern).unwrap();
+    let args = ["sample", "--tokenizer", "bytes", "--regex", pattern, "--cover", "-n", "16", "--coverage-json"];
+    let report = std::env::temp_dir().join(format!("strictly-regex-cover-{}.json", std::process::id()));
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(report.to_str().unwrap());
+    let (code, out, err) = strictly(&args);
+    assert_eq!(code, 0, "{err}");
+    let mut texts = std::collections::HashSet::new();
+    for l in out.lines() {
+        let t = serde_json::from_str::<Value>(l).unwrap()["text"].as_str().unwrap().to_string();
+        assert!(judge.is_match(&t), "{t:?}");
+        texts.insert(t);
+    }
+    let cov = coverage_line(&err);
+    // 4 alternatives; {2,4}: min, more, max; {1,3}: the same; 3 alternatives; ?: absent or
+    // present; *: none or some.
+    assert_eq!(cov["units_total"], 4 + 3 + 3 + 3 + 2 + 2, "{cov}");
+    assert_eq!(cov["units_covered"], cov["units_total"], "{cov}");
+    assert_eq!(cov["rejected_by_checker"], 0);
+    assert!(texts.iter().any(|t| t.starts_with("green-")) && texts.iter().any(|t| t.ends_with("yz")), "{texts:?}");
+    let full: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(full["uncovered"], json!([]));
+    std::fs::remove_file(&report).ok();
+}
+
 #[test]
 fn cli_mutate_prints_labelled_near_misses() {
     let g = shipped("json.gbnf");
