@@ -6,7 +6,8 @@
 //! a chat with tools; then, for each, the calls grammar of the format the prompt teaches is
 //! sampled with random logits over the model's real vocabulary, and every output is read back
 //! with the parser: calls of offered tools only, arguments valid against the tool's schema
-//! (checked by the `jsonschema` crate), text without the marker under `Auto`.
+//! (checked by the `jsonschema` crate), text without the marker under `Auto`. Last, the
+//! library end to end: `Engine::choose` on the embedded model with a template of each shape.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -270,5 +271,85 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
         }
         assert!(calls_seen >= 9, "{name}: {calls_seen} calls");
         assert!(texts_seen >= 1, "{name}: no text-only replies under Auto");
+    }
+}
+
+/// A compact template in Llama 3's shape (headers, `<|eot_id|>`, calls as bare
+/// `{"name", "parameters"}` objects), written for the engine test below: the real one spells
+/// the tools out at a length the embedded model's 512-token context cannot hold.
+const LLAMA3_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>
+{% if tools and loop.last %}Call one of {% for t in tools %}{{ t.function.name }}{% endfor %} as {"name": name, "parameters": {...}}.
+{% endif %}{% if m.tool_calls is defined %}{% for c in m.tool_calls %}{"name": "{{ c.function.name }}", "parameters": {{ c.function.arguments | tojson }}}{% endfor %}{% else %}{{ m.content }}{% endif %}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>
+{% endif %}"#;
+
+/// A compact template in the Hermes shape, for the same reason.
+const HERMES_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}Tools: {% for t in tools %}{{ t.function.name }} {% endfor %}; call as <tool_call>{"name": .., "arguments": ..}</tool_call>
+{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool_calls %}<tool_call>{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}</tool_call>{% endfor %}
+{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
+
+/// The library end to end: the embedded model, given a template of each shape in turn, is
+/// offered a tool through [`Engine::choose`]; the prompt, the constraint and the reader all
+/// follow the template's format, and the calls come back as `ToolCall`s, streamed and
+/// blocking alike.
+#[test]
+fn engine_choose_follows_each_template_format() {
+    use strictly::model::{embedded, ChatTemplate, LoadOptions, LoadedModel};
+    use strictly::{Engine, GenerateOptions, StreamEvent, ToolChoice, Tools};
+    #[derive(serde::Deserialize, Debug)]
+    struct Move {
+        x: u8,
+    }
+    let cases = [
+        (LLAMA3_STYLE_TEMPLATE, ToolFormat::Llama3, "{\"name\""),
+        (MISTRAL_STYLE_TEMPLATE, ToolFormat::Mistral, "[TOOL_CALLS]"),
+        (HERMES_STYLE_TEMPLATE, ToolFormat::Hermes, "<tool_call>"),
+    ];
+    // A small schema: the embedded model's context is 512 tokens, and Llama's template spells
+    // the tools out with indent=4.
+    let schema = json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x"]});
+    let tools = Tools::new().function_schema("move_to", "", schema).unwrap();
+    let msgs = [ChatMessage::user("Go")];
+    for (template, format, start) in cases {
+        let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+        let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
+        let config = json!({"bos_token": "<s>", "eos_token": "</s>"});
+        loaded.prompt = PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
+        let engine = Engine::from_loaded(loaded);
+        assert_eq!(engine.tool_format(&msgs, &tools, &ToolChoice::Required).unwrap(), format);
+        for seed in 0..3 {
+            let opts = GenerateOptions::default().with_seed(seed).with_max_tokens(64);
+            let r = engine.choose(&msgs, &tools, &ToolChoice::Required, &opts).unwrap();
+            let text = r.output.text();
+            assert!(text.replace([' ', '\n', '\t'], "").starts_with(start), "{format:?}: {text:?}");
+            assert!(!r.calls.is_empty() && r.text.trim().is_empty(), "{format:?}: {r:?}");
+            assert!(format != ToolFormat::Llama3 || r.calls.len() == 1, "{r:?}");
+            for c in &r.calls {
+                assert_eq!(c.name, "move_to");
+                let m: Move = c.args().unwrap();
+                assert_eq!(json!(m.x), c.arguments["x"]);
+            }
+            // Streamed: the same calls.
+            let mut streamed: Vec<(String, String)> = Vec::new();
+            let mut done = None;
+            for ev in engine.choose_stream(&msgs, &tools, &ToolChoice::Required, &opts).unwrap() {
+                match ev.unwrap() {
+                    StreamEvent::CallStart { name, .. } => streamed.push((name, String::new())),
+                    StreamEvent::CallArgs { index, text } => streamed[index].1.push_str(&text),
+                    StreamEvent::Done(reply) => done = Some(reply),
+                    StreamEvent::Text(_) => {}
+                }
+            }
+            let done = done.unwrap();
+            assert_eq!(done.output.text(), text);
+            let args: Vec<Value> = streamed.iter().map(|(_, a)| serde_json::from_str(a).unwrap()).collect();
+            assert_eq!(args, r.calls.iter().map(|c| c.arguments.clone()).collect::<Vec<_>>());
+            // Auto: text without the format's marker, or calls.
+            let a = engine.choose(&msgs, &tools, &ToolChoice::Auto, &opts).unwrap();
+            if let Some(m) = format.marker() {
+                assert!(!a.text.contains(m), "{a:?}");
+            } else if a.calls.is_empty() {
+                assert!(!a.text.starts_with('{'), "{a:?}");
+            }
+        }
     }
 }
