@@ -67,7 +67,7 @@ fn chat(mode: Option<ToolMode>) -> ToolChat {
 /// `[AVAILABLE_TOOLS] [...][/AVAILABLE_TOOLS]` before the last user turn, calls as
 /// `[TOOL_CALLS] [{"name", "arguments", "id"}]</s>` with ids of 9 letters and digits (any other
 /// id is an error, as in Mistral's), results as `[TOOL_RESULTS] {...}[/TOOL_RESULTS]`.
-const MISTRAL_STYLE_TEMPLATE: &str = r#"{%- set ns = namespace(system='', last_user=-1) %}
+pub(crate) const MISTRAL_STYLE_TEMPLATE: &str = r#"{%- set ns = namespace(system='', last_user=-1) %}
 {%- for m in messages %}{% if m.role == 'system' %}{% set ns.system = m.content %}{% elif m.role == 'user' %}{% set ns.last_user = loop.index0 %}{% endif %}{% endfor %}
 {{- bos_token }}
 {%- for m in messages %}
@@ -277,13 +277,13 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
 /// A compact template in Llama 3's shape (headers, `<|eot_id|>`, calls as bare
 /// `{"name", "parameters"}` objects), written for the engine test below: the real one spells
 /// the tools out at a length the embedded model's 512-token context cannot hold.
-const LLAMA3_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>
+pub(crate) const LLAMA3_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>
 {% if tools and loop.last %}Call one of {% for t in tools %}{{ t.function.name }}{% endfor %} as {"name": name, "parameters": {...}}.
 {% endif %}{% if m.tool_calls is defined %}{% for c in m.tool_calls %}{"name": "{{ c.function.name }}", "parameters": {{ c.function.arguments | tojson }}}{% endfor %}{% else %}{{ m.content }}{% endif %}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>
 {% endif %}"#;
 
 /// A compact template in the Hermes shape, for the same reason.
-const HERMES_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}Tools: {% for t in tools %}{{ t.function.name }} {% endfor %}; call as <tool_call>{"name": .., "arguments": ..}</tool_call>
+pub(crate) const HERMES_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}Tools: {% for t in tools %}{{ t.function.name }} {% endfor %}; call as <tool_call>{"name": .., "arguments": ..}</tool_call>
 {% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool_calls %}<tool_call>{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}</tool_call>{% endfor %}
 {% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
 
