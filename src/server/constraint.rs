@@ -61,11 +61,6 @@ impl Spec {
         }
     }
 
-    /// Whether the output may hold tool calls (and must be parsed for them).
-    pub fn has_tools(&self) -> bool {
-        self.tools.is_some()
-    }
-
     fn key(&self) -> Option<String> {
         serde_json::to_string(self).ok().filter(|k| k.len() <= MAX_KEY_BYTES)
     }

@@ -152,8 +152,9 @@ pub fn text_without(marker: &str) -> String {
 /// The grammar of a reply under `mode` with calls written in `format` (see the module docs).
 /// `tools` holds each tool that may be called, by name, with the grammar of its arguments (its
 /// compiled `parameters` schema); under [`ToolMode::Named`] only the named one is used.
-/// `format_grammar` is the grammar of a non-call answer under [`ToolMode::Auto`] (any text
-/// without the marker when `None`); other modes ignore it.
+/// `format_grammar` is the grammar of a non-call answer under [`ToolMode::Auto`] (when `None`:
+/// any text without the format's marker, or for Llama 3 any text that does not begin with
+/// `{`); other modes ignore it. Llama 3 replies hold one call whatever `max_calls` says.
 pub fn calls_grammar(
     tools: Vec<(String, Grammar)>,
     mode: &ToolMode,
