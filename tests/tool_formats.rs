@@ -87,6 +87,12 @@ pub(crate) const MISTRAL_STYLE_TEMPLATE: &str = r#"{%- set ns = namespace(system
 /// A model directory like a Mistral v3 one: TinyLlama's tokenizer with Mistral's control
 /// tokens added as special tokens, and the template above.
 fn mistral_dir(data: &Path) -> PathBuf {
+    // Written once per test binary: tests run in parallel and must not see a half-written file.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| write_mistral_dir(data)).clone()
+}
+
+fn write_mistral_dir(data: &Path) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("strictly-mistral-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = data.join("tokenizers/tinyllama-1.1b-chat/tokenizer.json");
