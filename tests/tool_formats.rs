@@ -98,8 +98,15 @@ fn write_mistral_dir(data: &Path) -> PathBuf {
     let src = data.join("tokenizers/tinyllama-1.1b-chat/tokenizer.json");
     let mut tok: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     let added = tok["added_tokens"].as_array_mut().unwrap();
-    let names =
-        ["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"];
+    let names = [
+        "[INST]",
+        "[/INST]",
+        "[TOOL_CALLS]",
+        "[AVAILABLE_TOOLS]",
+        "[/AVAILABLE_TOOLS]",
+        "[TOOL_RESULTS]",
+        "[/TOOL_RESULTS]",
+    ];
     for (i, name) in names.iter().enumerate() {
         added.push(json!({"id": 32000 + i, "content": name, "single_word": false, "lstrip": false,
                           "rstrip": false, "normalized": false, "special": true}));
@@ -152,8 +159,16 @@ fn each_template_renders_tools_in_its_own_format() {
                 // the call and in the result that answers it.
                 let id = strictly::tools::format::mistral_id("call_1");
                 assert!(text.contains(&format!("[TOOL_CALLS] [{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"Oslo\"}}, \"id\": \"{id}\"}}]</s>")), "{text}");
-                assert!(text.contains(&format!("[TOOL_RESULTS] {{\"content\": \"-3 C\", \"call_id\": \"{id}\"}}[/TOOL_RESULTS]")), "{text}");
-                assert!(text.contains("[INST] You help.\n\nYou must call at least one function.\n\nAnd 2 + 3?[/INST]"), "{text}");
+                assert!(
+                    text.contains(&format!(
+                        "[TOOL_RESULTS] {{\"content\": \"-3 C\", \"call_id\": \"{id}\"}}[/TOOL_RESULTS]"
+                    )),
+                    "{text}"
+                );
+                assert!(
+                    text.contains("[INST] You help.\n\nYou must call at least one function.\n\nAnd 2 + 3?[/INST]"),
+                    "{text}"
+                );
             }
         }
         // Without tools offered, no tool list; the history still renders.
@@ -222,12 +237,8 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
             assert_eq!(ids.len(), 1, "{name}: {m} is {ids:?}");
             assert_eq!(vocab.kind(ids[0]), TokenKind::Text, "{name}");
         }
-        let modes = [
-            (ToolMode::Required, 8),
-            (ToolMode::Required, 1),
-            (ToolMode::Named("add".into()), 8),
-            (ToolMode::Auto, 8),
-        ];
+        let modes =
+            [(ToolMode::Required, 8), (ToolMode::Required, 1), (ToolMode::Named("add".into()), 8), (ToolMode::Auto, 8)];
         let (mut calls_seen, mut texts_seen) = (0, 0);
         for (mode, max_calls) in modes {
             let g = calls_grammar(args.clone(), &mode, max_calls, format, None);
@@ -319,7 +330,8 @@ fn engine_choose_follows_each_template_format() {
         let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
         let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
         let config = json!({"bos_token": "<s>", "eos_token": "</s>"});
-        loaded.prompt = PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
+        loaded.prompt =
+            PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
         let engine = Engine::from_loaded(loaded);
         assert_eq!(engine.tool_format(&msgs, &tools, &ToolChoice::Required).unwrap(), format);
         for seed in 0..3 {

@@ -454,7 +454,11 @@ mod tests {
         let turn = |city: &str| {
             format!("<|start_header_id|>assistant<|end_header_id|>\n\n{{\"name\": \"get_weather\", \"parameters\": {{\"city\": \"{city}\"}}}}<|eot_id|>")
         };
-        let expected = format!("{}{}<|start_header_id|>ipython<|end_header_id|>\n\n\"-3 C\"<|eot_id|>", turn("Oslo"), turn("Bergen"));
+        let expected = format!(
+            "{}{}<|start_header_id|>ipython<|end_header_id|>\n\n\"-3 C\"<|eot_id|>",
+            turn("Oslo"),
+            turn("Bergen")
+        );
         assert!(text.contains(&expected), "{text}");
         assert!(!text.contains("<tool_call>"), "{text}");
         // The plain fallback keeps every message's text.

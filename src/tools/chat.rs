@@ -236,6 +236,9 @@ mod tests {
         let inlined = chat.render(&other).unwrap();
         assert_eq!(inlined.format, ToolFormat::Hermes);
         assert!(!inlined.text.contains("TOOL f"), "{inlined:?}");
-        assert!(inlined.text.contains("# Tools") && inlined.text.contains("<tool_call>\n{\"name\":\"f\""), "{inlined:?}");
+        assert!(
+            inlined.text.contains("# Tools") && inlined.text.contains("<tool_call>\n{\"name\":\"f\""),
+            "{inlined:?}"
+        );
     }
 }

@@ -223,7 +223,14 @@ impl OutputParser {
             Some(f @ ToolFormat::Llama3) => (f, State::Lead),
             Some(f) => (f, State::Text),
         };
-        OutputParser { format, state, buf: String::new(), scan: ValueScanner::default(), calls: Vec::new(), content: String::new() }
+        OutputParser {
+            format,
+            state,
+            buf: String::new(),
+            scan: ValueScanner::default(),
+            calls: Vec::new(),
+            content: String::new(),
+        }
     }
 
     pub fn calls(&self) -> &[RawCall] {
