@@ -19,13 +19,14 @@
 //! [`Tools`] is a set of functions, each with a name, a description and a parameter type that
 //! derives [`schemars::JsonSchema`] and [`serde::Deserialize`]. [`Engine::choose`] offers them
 //! to the model under a [`ToolChoice`] and returns a [`Reply`]: text, tool calls, or (under
-//! `Auto`) text followed by calls. The calls are written in the format of [`crate::tools`]
-//! (Hermes/Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`), enforced by a
-//! grammar whose arguments are each tool's schema. The tools reach the model through its chat
-//! template when the template renders tools in that format (Qwen 2.5, Hermes, the plain
-//! template of models without one); otherwise (no tools in the template, or another call
-//! format such as Llama 3.x's) as a description of that format in the system turn, the
-//! documented default (see [`crate::tools::ToolChat::render_for_calls`]). Every returned
+//! `Auto`) text followed by calls. The calls are written in the format the model's chat
+//! template teaches ([`ToolFormat`]: Hermes/Qwen `<tool_call>{"name": ..., "arguments":
+//! ...}</tool_call>`, Llama 3.x's bare `{"name": ..., "parameters": ...}`, Mistral's
+//! `[TOOL_CALLS] [...]`), enforced by a grammar whose arguments are each tool's schema, and
+//! the tools reach the model through that template. A template that teaches no known format
+//! (or renders no tools) gets the tools described in the system turn in the Hermes format, the
+//! documented default (see [`crate::tools::format`] and [`crate::tools::ToolChat::render`]).
+//! Every returned
 //! [`ToolCall`]'s arguments have been checked to deserialize as the tool's parameter type, so
 //! [`ToolCall::args`] with that type cannot fail.
 //!
@@ -61,7 +62,7 @@ use crate::error::{Error, Result};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::Grammar;
 use crate::model::{CandleModel, ChatMessage, ChatTool, LoadOptions, LoadedModel};
-use crate::tools::{calls_grammar, OutputParser, Piece, ToolChat, ToolMode, MAX_PARALLEL_TOOL_CALLS};
+use crate::tools::{calls_grammar, OutputParser, Piece, ToolChat, ToolFormat, ToolMode, MAX_PARALLEL_TOOL_CALLS};
 use crate::vocab::{TokenId, Vocab};
 
 /// How many events a [`Stream`]'s worker may run ahead of the consumer.
@@ -142,7 +143,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Output> {
         let compiled = constraint.map(|c| Compiled::new(self.vocab().clone(), c)).transpose()?;
-        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, false)?;
+        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, None)?;
         Ok(job.run(&mut |_| true)?.expect("never cancelled").0)
     }
 
@@ -186,7 +187,13 @@ impl Engine {
 
     /// The prompt text [`choose`](Self::choose) gives the model for this chat.
     pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<String> {
-        tool_chat(messages, tools, choice)?.render_for_calls(&self.loaded.prompt)
+        Ok(tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)?.text)
+    }
+
+    /// The tool-call format [`choose`](Self::choose) asks of the model for this chat (its chat
+    /// template's, or the default).
+    pub fn tool_format(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<ToolFormat> {
+        Ok(tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)?.format)
     }
 
     fn typed_job<T: JsonSchema>(&self, prompt: &str, opts: &GenerateOptions) -> Result<Job> {
@@ -194,7 +201,7 @@ impl Engine {
         let key = format!("schema {schema}");
         let compiled =
             self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())))?;
-        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, false)
+        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None)
     }
 
     fn choose_job(
@@ -205,22 +212,24 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<(Job, Tools)> {
         let chat = tool_chat(messages, tools, choice)?;
-        let prompt = self.loaded.prompt.encode_raw(&chat.render_for_calls(&self.loaded.prompt)?)?;
+        let rendered = chat.render(&self.loaded.prompt)?;
+        let format = rendered.format;
+        let prompt = self.loaded.prompt.encode_raw(&rendered.text)?;
         let matcher = match &chat.mode {
             None => None,
             Some(mode) => {
                 let max_calls = if tools.parallel { MAX_PARALLEL_TOOL_CALLS } else { 1 };
                 let names: Vec<&str> = tools.list.iter().map(|t| t.tool.function.name.as_str()).collect();
-                let key = format!("tools {names:?} {:?} {max_calls} {}", mode, tools.key);
+                let key = format!("tools {names:?} {:?} {max_calls} {format:?} {}", mode, tools.key);
                 let compiled = self.compiled(key, || {
                     let args = tools.list.iter().map(|t| (t.tool.function.name.clone(), t.grammar.clone())).collect();
-                    Ok(Constraint::Grammar(calls_grammar(args, mode, max_calls, None)))
+                    Ok(Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None)))
                 })?;
                 Some(compiled.matcher())
             }
         };
-        let has_tools = matcher.is_some();
-        Ok((self.job(prompt, matcher, opts, has_tools)?, tools.clone()))
+        let calls = matcher.is_some().then_some(format);
+        Ok((self.job(prompt, matcher, opts, calls)?, tools.clone()))
     }
 
     /// The cached compile under `key`, or `make()` compiled for this vocabulary.
@@ -239,7 +248,13 @@ impl Engine {
 
     /// A generation of `prompt`; `max_tokens` lowered to what the model's context has left
     /// after the prompt (a prompt that fills it is an error).
-    fn job(&self, prompt: Vec<TokenId>, matcher: Option<Matcher>, opts: &GenerateOptions, tools: bool) -> Result<Job> {
+    fn job(
+        &self,
+        prompt: Vec<TokenId>,
+        matcher: Option<Matcher>,
+        opts: &GenerateOptions,
+        tools: Option<ToolFormat>,
+    ) -> Result<Job> {
         let context = self.loaded.info.max_positions;
         if prompt.len() >= context {
             return Err(Error::Limit {
@@ -275,8 +290,8 @@ struct Job {
     matcher: Option<Matcher>,
     prompt: Vec<TokenId>,
     opts: GenerateOptions,
-    /// Whether the output may hold tool calls.
-    tools: bool,
+    /// The format of the tool calls the output may hold (`None`: no calls).
+    tools: Option<ToolFormat>,
     /// Tokens generated so far (read by [`Stream::cancel`]).
     tokens: Arc<AtomicUsize>,
 }

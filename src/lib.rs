@@ -128,4 +128,5 @@ pub use engine::{Engine, Reply, Stream, StreamEvent, ToolCall, ToolChoice, Tools
 pub use error::{Error, Result};
 #[cfg(feature = "model")]
 pub use model::ChatMessage;
+pub use tools::ToolFormat;
 pub use vocab::{TokenId, TokenSet, Vocab};

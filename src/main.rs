@@ -364,7 +364,7 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
         Constraint::JsonSchema(v, _) => Some(v),
         _ => None,
     };
-    let grammar = Arc::new(constraint.grammar()?);
+    let grammar = Arc::new(strictly::fuzz::fuzz_grammar(constraint)?);
     let checker = Checker::new(constraint)?;
     let max_bytes = u32::try_from(a.max_tokens).unwrap_or(u32::MAX);
     let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth, max_bytes, cover: true })?;

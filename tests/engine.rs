@@ -166,6 +166,8 @@ fn replies_go_back_into_the_chat() {
     assert!(prompt.contains("get_weather(city, unit)"), "{prompt}");
     assert!(prompt.contains("<tool_call>{\"name\": \"get_weather\""), "{prompt}");
     assert!(prompt.contains("tool: -3 C and snowing"), "{prompt}");
+    // The plain template teaches the default format.
+    assert_eq!(e.tool_format(&msgs, &tools, &ToolChoice::Auto).unwrap(), strictly::ToolFormat::Hermes);
     assert!(e.choose(&msgs, &tools, &ToolChoice::Auto, &opts(5, 16)).is_ok());
 }
 

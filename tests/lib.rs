@@ -23,5 +23,7 @@ mod engine;
 mod model;
 #[cfg(feature = "model")]
 mod overlap;
+#[cfg(feature = "model")]
+mod tool_formats;
 #[cfg(feature = "server")]
 pub mod server;

@@ -418,6 +418,55 @@ async fn tool_calls_required_named_auto_and_none() {
     chat_ok(&app, json!({"messages": history, "tools": tools, "max_tokens": 10})).await;
 }
 
+/// The server follows the chat template's tool-call format too: with a Llama 3-shaped
+/// template the calls are constrained and read as bare `{"name", "parameters"}` objects (one
+/// per reply), with a Mistral-shaped one as `[TOOL_CALLS] [...]`; either way they come out as
+/// OpenAI `tool_calls`, blocking and streamed.
+#[tokio::test]
+async fn tool_calls_follow_the_templates_format() {
+    use strictly::model::{embedded, ChatTemplate, PromptFormat};
+    use crate::tool_formats::{LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE};
+    let tools = json!([{"type": "function", "function": {"name": "move_to", "parameters":
+        {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x"]}}}]);
+    for (template, most) in [(LLAMA3_STYLE_TEMPLATE, 1), (MISTRAL_STYLE_TEMPLATE, 8)] {
+        let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+        let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
+        let config = json!({"bos_token": "<s>", "eos_token": "</s>"});
+        loaded.prompt = PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
+        let app = app(AppState::new(loaded, ServerConfig::default()));
+        for seed in 0..3 {
+            let body = json!({"seed": seed, "max_tokens": 64, "messages": [{"role": "user", "content": "Go"}],
+                              "tools": tools, "tool_choice": "required"});
+            let v = chat_ok(&app, body.clone()).await;
+            let c = &v["choices"][0];
+            assert_eq!(c["finish_reason"], "tool_calls", "{v}");
+            assert!(c["message"]["content"].is_null(), "{v}");
+            let calls = c["message"]["tool_calls"].as_array().unwrap_or_else(|| panic!("{v}"));
+            assert!(!calls.is_empty() && calls.len() <= most, "{v}");
+            for call in calls {
+                assert_eq!(call["function"]["name"], "move_to", "{v}");
+                let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+                assert!(args["x"].as_u64().is_some_and(|x| x <= 9), "{v}");
+            }
+            // Streamed: the same calls, in OpenAI's chunks.
+            let mut stream = body.clone();
+            stream["stream"] = json!(true);
+            let (s, bytes) = call_raw(&app, "POST", "/v1/chat/completions", stream.to_string().into_bytes()).await;
+            assert_eq!(s, StatusCode::OK);
+            let text = String::from_utf8(bytes).unwrap();
+            let mut args = vec![String::new(); calls.len()];
+            for line in text.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|l| *l != "[DONE]") {
+                let chunk: Value = serde_json::from_str(line).unwrap();
+                for d in chunk["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                    args[d["index"].as_u64().unwrap() as usize].push_str(d["function"]["arguments"].as_str().unwrap_or(""));
+                }
+            }
+            let blocking: Vec<&str> = calls.iter().map(|c| c["function"]["arguments"].as_str().unwrap()).collect();
+            assert_eq!(args, blocking, "{text}");
+        }
+    }
+}
+
 /// The embedded model has no chat template: the plain one lists the offered tools (names and
 /// parameter names), so the prompt is longer with tools than with `tool_choice: none`.
 #[tokio::test]

@@ -10,6 +10,17 @@
 //! choice minimises the least rule-nesting height, which strictly decreases, so generation
 //! always ends. Both bounds are soft only where the grammar itself needs more.
 //!
+//! Steering (coverage mode): before each draw the generator computes, for every rule, the
+//! fewest bytes a derivation from it needs to use a unit no verified sample has used yet
+//! ([`Generator`]'s `new_cost`, a least fixpoint like the plan's sizes). Each choice then
+//! weighs its options by what they lead to *within the bytes this part of the sample has*:
+//! an uncovered alternative or boundary first, then options from which an uncovered unit is
+//! reachable in the room left, and, while the grammar still has uncovered units, the shortest
+//! option otherwise (extra copies, optional parts and long leaves that lead to nothing new
+//! would only spend the bytes the sample needs to get there). Leaves (strings, whitespace) get
+//! a small share of the room while there is something left to cover. Once everything is
+//! covered, choices are random again, so samples keep their variety.
+//!
 //! Coverage is counted from the derivation the generator built, and only for samples that the
 //! caller has verified ([`Generator::record`]): a unit counts as covered when a sample that is
 //! in the language used it.
@@ -21,6 +32,9 @@ use super::plan::{addr, Plan, UnitKind, INF};
 use super::Source;
 use crate::error::{Error, Result};
 use crate::grammar::{Expr, Grammar, RuleId};
+
+/// Bytes a leaf may use while uncovered units remain.
+const LEAF_ROOM_HUNTING: u32 = 8;
 
 /// Bounds and mode of the generator.
 #[derive(Debug, Clone, Copy)]
@@ -98,8 +112,11 @@ pub struct Generator {
     leaves: Leaves,
     opts: GenOptions,
     counts: Vec<u64>,
-    /// Per rule, during one draw: does it (or a rule it reaches) have uncovered units?
-    pending: Vec<bool>,
+    /// Per rule, during one draw: the fewest bytes a derivation from it needs to use a unit
+    /// no verified sample has used (`INF`: none reachable). Computed at the start of a draw.
+    new_cost: Vec<u32>,
+    /// During one draw: does the grammar still have an uncovered unit reachable from the start?
+    hunting: bool,
     /// Units used in the draw in progress (treated as covered for steering).
     used_now: Vec<bool>,
     /// Rules that some verified sample expanded.
@@ -126,7 +143,8 @@ impl Generator {
             leaves: Leaves::default(),
             opts,
             counts: vec![0; n_units],
-            pending: vec![false; n_rules],
+            new_cost: vec![INF; n_rules],
+            hunting: false,
             used_now: vec![false; n_units],
             rules_used: vec![false; n_rules],
         })
@@ -146,7 +164,7 @@ impl Generator {
 
     /// Draws one derivation, with choices from `src`.
     pub fn draw(&mut self, src: &mut dyn Source) -> Result<Derivation> {
-        self.refresh_pending();
+        self.refresh_costs();
         self.used_now.iter_mut().for_each(|u| *u = false);
         let g = self.g.clone();
         let mut cx = Cx { src, out: Vec::new(), units: Vec::new(), trace: Vec::new() };
@@ -195,23 +213,27 @@ impl Generator {
         self.plan.units[u].reachable && self.counts[u] == 0 && !self.used_now[u]
     }
 
-    /// Rules with an uncovered unit in their body or in a rule they reach.
-    fn refresh_pending(&mut self) {
+    /// Is unit `u` still to cover: not by a verified sample (`live`: nor in the draw so far)?
+    fn is_new(&self, u: usize, live: bool) -> bool {
+        self.plan.units[u].reachable && self.counts[u] == 0 && !(live && self.used_now[u])
+    }
+
+    /// Recomputes `new_cost` (a least fixpoint: costs only decrease) and `hunting`.
+    fn refresh_costs(&mut self) {
         let n = self.g.rules.len();
-        self.pending = vec![false; n];
+        self.new_cost = vec![INF; n];
+        self.hunting = false;
         if !self.opts.cover {
             return;
         }
-        for (u, unit) in self.plan.units.iter().enumerate() {
-            if unit.reachable && self.counts[u] == 0 {
-                self.pending[unit.rule.0 as usize] = true;
-            }
-        }
+        let g = self.g.clone();
         loop {
             let mut changed = false;
-            for r in 0..n {
-                if !self.pending[r] && self.plan.rule_refs[r].iter().any(|x| self.pending[x.0 as usize]) {
-                    self.pending[r] = true;
+            // Later rules first: front ends mostly define a rule before the rules it uses.
+            for r in (0..n).rev() {
+                let c = self.cost(&g.rules[r].body, false);
+                if c < self.new_cost[r] {
+                    self.new_cost[r] = c;
                     changed = true;
                 }
             }
@@ -219,13 +241,70 @@ impl Generator {
                 break;
             }
         }
+        self.hunting = self.new_cost[g.start.0 as usize] != INF;
     }
 
-    /// Does the subtree `e` (an alternative or a repetition body) lead to something uncovered?
-    fn leads_to_uncovered(&self, e: &Expr) -> bool {
-        let a = addr(e);
-        self.plan.local_units.get(&a).is_some_and(|us| us.iter().any(|&u| self.uncovered(u)))
-            || self.plan.local_rules.get(&a).is_some_and(|rs| rs.iter().any(|r| self.pending[r.0 as usize]))
+    /// The fewest bytes a derivation of `e` needs to use a new unit ([`is_new`](Self::is_new)
+    /// with `live`), `INF` when none is reachable.
+    fn cost(&self, e: &Expr, live: bool) -> u32 {
+        let add = |a: u32, b: u32| if a == INF || b == INF { INF } else { a.saturating_add(b).min(INF - 1) };
+        let mul = |a: u32, k: u32| if a == INF { INF } else { a.saturating_mul(k).min(INF - 1) };
+        match e {
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
+            Expr::Rule(r) => self.new_cost[r.0 as usize],
+            Expr::Seq(xs) => {
+                let total = xs.iter().fold(0, |a, x| add(a, self.plan.size(x)));
+                if total == INF {
+                    return INF;
+                }
+                xs.iter()
+                    .map(|x| {
+                        let c = self.cost(x, live);
+                        if c == INF {
+                            INF
+                        } else {
+                            add(c, total - self.plan.size(x))
+                        }
+                    })
+                    .min()
+                    .unwrap_or(INF)
+            }
+            Expr::Alt(xs) => {
+                let first = self.plan.nodes[&addr(e)].first_unit;
+                xs.iter()
+                    .enumerate()
+                    .map(|(i, x)| if self.is_new(first + i, live) { self.plan.size(x) } else { self.cost(x, live) })
+                    .min()
+                    .unwrap_or(INF)
+            }
+            Expr::Repeat { body, min, max } => {
+                let info = &self.plan.nodes[&addr(e)];
+                let bsize = self.plan.size(body);
+                let mut best = add(self.cost(body, live), mul(bsize, (*min).max(1) - 1));
+                for u in info.first_unit..self.plan.units.len() {
+                    let unit = &self.plan.units[u];
+                    if unit.node != info.index || unit.rule != info.rule {
+                        break;
+                    }
+                    if !self.is_new(u, live) {
+                        continue;
+                    }
+                    let copies = match unit.kind {
+                        UnitKind::RepeatMin => *min,
+                        UnitKind::RepeatMore => min + 1,
+                        UnitKind::RepeatMax => max.unwrap_or(min + 1),
+                        UnitKind::Alt(_) => continue,
+                    };
+                    best = best.min(mul(bsize, copies));
+                }
+                best
+            }
+        }
+    }
+
+    /// Does `e` (an alternative or a repetition body) lead to a new unit within `room` bytes?
+    fn leads_to_uncovered(&self, e: &Expr, room: u32) -> bool {
+        self.cost(e, true) <= room
     }
 
     fn use_unit(&mut self, u: usize, cx: &mut Cx) {
@@ -250,6 +329,17 @@ impl Generator {
         self.opts.max_bytes.saturating_sub(cx.out.len() as u32).saturating_sub(reserve)
     }
 
+    /// Bytes a leaf may use: while there is something left to cover, a small share of the
+    /// room (the rest is for the structure that reaches it).
+    fn leaf_room(&self, cx: &Cx, reserve: u32) -> u32 {
+        let room = self.room(cx, reserve);
+        if self.hunting {
+            room.min(LEAF_ROOM_HUNTING)
+        } else {
+            room
+        }
+    }
+
     fn expr(&mut self, g: &Grammar, e: &Expr, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
         match e {
             Expr::Empty => {}
@@ -260,7 +350,7 @@ impl Generator {
             }
             Expr::Regex(h) => {
                 let start = cx.out.len();
-                let room = self.room(cx, reserve);
+                let room = self.leaf_room(cx, reserve);
                 let shortest = room == 0 || depth > self.opts.max_depth;
                 let s = self.leaves.regex(h, cx.src, shortest, room)?;
                 cx.out.extend_from_slice(&s);
@@ -268,7 +358,7 @@ impl Generator {
             }
             Expr::Lexeme(l) => {
                 let start = cx.out.len();
-                let room = self.room(cx, reserve);
+                let room = self.leaf_room(cx, reserve);
                 let shortest = room == 0 || depth > self.opts.max_depth;
                 let s = self.leaves.lexeme(l, cx.src, shortest, room)?;
                 cx.out.extend_from_slice(&s);
@@ -284,10 +374,14 @@ impl Generator {
                     // (whitespace, a name): the first parts cannot starve the rest.
                     let big = |e: &Expr| growable(e) && self.plan.deep(e);
                     let free = self.room(cx, after);
-                    let share = match (growable(x), big(x), xs[i + 1..].iter().any(big)) {
-                        (true, true, true) => free / 2,
-                        (true, false, true) => free - free / 8,
-                        _ => 0,
+                    let share = if self.hunting {
+                        self.hunting_share(x, &xs[i + 1..], &sizes[i + 1..], free)
+                    } else {
+                        match (growable(x), big(x), xs[i + 1..].iter().any(big)) {
+                            (true, true, true) => free / 2,
+                            (true, false, true) => free - free / 8,
+                            _ => 0,
+                        }
                     };
                     self.expr(g, x, rule, cx, depth, after.saturating_add(share))?;
                 }
@@ -301,6 +395,27 @@ impl Generator {
             Expr::Repeat { body, min, max } => self.repeat(g, e, body, *min, *max, rule, cx, depth, reserve)?,
         }
         Ok(())
+    }
+
+    /// While hunting: the bytes part `x` of a sequence leaves to the parts after it (`rest`,
+    /// whose shortest sizes are `sizes`), out of `free`. A part that leads to nothing new
+    /// keeps to its shortest form; one that does gets the room, less what the later parts need
+    /// to reach something new themselves (at most half).
+    fn hunting_share(&self, x: &Expr, rest: &[Expr], sizes: &[u32], free: u32) -> u32 {
+        if self.cost(x, true) > free {
+            return free;
+        }
+        let later = rest
+            .iter()
+            .zip(sizes)
+            .map(|(y, &s)| self.cost(y, true).saturating_sub(s))
+            .min()
+            .unwrap_or(INF);
+        if later >= free {
+            0
+        } else {
+            later.min(free / 2)
+        }
     }
 
     fn pick_alt(&mut self, xs: &[Expr], first: usize, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> usize {
@@ -324,10 +439,18 @@ impl Generator {
         if !self.opts.cover {
             return fits[cx.src.below(fits.len())];
         }
-        let weights: Vec<u32> = fits
-            .iter()
-            .map(|&i| 1 + if self.uncovered(first + i) { 16 } else { 0 } + if self.leads_to_uncovered(&xs[i]) { 8 } else { 0 })
-            .collect();
+        let new_here: Vec<bool> = fits.iter().map(|&i| self.uncovered(first + i)).collect();
+        let leads: Vec<bool> = fits.iter().map(|&i| self.leads_to_uncovered(&xs[i], room)).collect();
+        let weights: Vec<u32> = if new_here.iter().chain(&leads).any(|&b| b) {
+            (0..fits.len()).map(|k| 1 + 32 * u32::from(new_here[k]) + 16 * u32::from(leads[k])).collect()
+        } else if self.hunting {
+            // Nothing new from here: the shortest alternatives (first in `fits`), to keep the
+            // bytes for the parts of the sample that lead somewhere new.
+            let least = self.plan.size(&xs[fits[0]]);
+            fits.iter().map(|&i| if self.plan.size(&xs[i]) == least { 16 } else { 1 }).collect()
+        } else {
+            vec![1; fits.len()]
+        };
         fits[cx.src.weighted(&weights)]
     }
 
@@ -341,7 +464,14 @@ impl Generator {
         let room = self.room(cx, reserve.saturating_add(bsize.saturating_mul(min)));
         let hi = max.unwrap_or(min.saturating_add(4));
         let extra_ok = bheight != INF && bheight <= depth_left && !cx.src.exhausted();
-        let affordable = if !extra_ok { 0 } else if bsize == 0 { hi - min } else { (room / bsize).min(hi - min) };
+        let mut affordable = if !extra_ok { 0 } else if bsize == 0 { hi - min } else { (room / bsize).min(hi - min) };
+        if self.hunting && affordable > 1 {
+            // Copies that lead somewhere new need room each: no more of them than fit.
+            let c = self.cost(body, true);
+            if c != INF && c > bsize {
+                affordable = affordable.min((room / c).max(1));
+            }
+        }
         let hi = min + affordable;
         let target = if hi == min {
             min
@@ -349,15 +479,20 @@ impl Generator {
             min + cx.src.below((hi - min) as usize + 1) as u32
         } else {
             // Options: exactly min, something between, exactly max (when it has a unit).
-            let body_pending = self.leads_to_uncovered(body);
-            let mut opts: Vec<(u32, u32)> = vec![(min, 1 + if self.uncovered(first) { 16 } else { 0 })];
+            let body_pending = self.leads_to_uncovered(body, room);
+            let weight = |new: bool, body: bool| 1 + 32 * u32::from(new) + 16 * u32::from(body);
+            let mut opts: Vec<(u32, u32)> = vec![(min, weight(self.uncovered(first), false))];
             let more_hi = if has_max && max == Some(hi) { hi - 1 } else { hi };
             if more_hi > min {
                 let k = min + 1 + cx.src.below((more_hi - min) as usize) as u32;
-                opts.push((k, 1 + if self.uncovered(first + 1) { 16 } else { 0 } + if body_pending { 8 } else { 0 }));
+                opts.push((k, weight(self.uncovered(first + 1), body_pending)));
             }
             if has_max && max == Some(hi) {
-                opts.push((hi, 1 + if self.uncovered(first + 2) { 16 } else { 0 } + if body_pending { 8 } else { 0 }));
+                opts.push((hi, weight(self.uncovered(first + 2), body_pending)));
+            }
+            if self.hunting && opts.iter().all(|o| o.1 == 1) {
+                // Nothing new from here: the fewest copies, keeping the bytes for elsewhere.
+                opts[0].1 = 16;
             }
             let w: Vec<u32> = opts.iter().map(|o| o.1).collect();
             opts[cx.src.weighted(&w)].0

@@ -14,7 +14,9 @@
 //!
 //! A *unit* is one alternative of one `Alt`, or one boundary of one `Repeat` (exactly `min`
 //! copies, more, exactly `max`): see [`plan`]. JSON Schema branches are IR alternatives: enum
-//! values, `anyOf`/`oneOf` branches, optional properties present or absent, value types.
+//! values, `anyOf`/`oneOf` branches, optional properties present or absent, value types. A
+//! regex constraint is laid out as IR first ([`regex_grammar`]: its alternations and
+//! repetitions become units); [`fuzz_grammar`] gives the grammar to walk for any constraint.
 //!
 //! Nothing here trusts itself: callers verify each text with a [`Checker`] (the compiled
 //! matcher, fed the bytes) before they count its coverage or print it; the tests check again
@@ -25,6 +27,7 @@ pub mod cover;
 pub mod leaf;
 pub mod mutate;
 pub mod plan;
+pub mod regex_ir;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 #[cfg(feature = "arbitrary")]
@@ -36,6 +39,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 pub use cover::{Coverage, Derivation, GenOptions, Generator};
+pub use regex_ir::regex_grammar;
 
 use crate::automaton::{Compiled, Constraint};
 use crate::error::Result;
@@ -117,6 +121,15 @@ impl Source for StreamSource<'_> {
     }
     fn exhausted(&self) -> bool {
         self.pos >= self.data.len()
+    }
+}
+
+/// The grammar the generator walks for `constraint`: its grammar, with a regex laid out as IR
+/// ([`regex_grammar`]) so that its alternatives and repetition boundaries are units.
+pub fn fuzz_grammar(constraint: &Constraint) -> Result<crate::grammar::Grammar> {
+    match constraint {
+        Constraint::Regex(r) => regex_grammar(r),
+        other => other.grammar(),
     }
 }
 

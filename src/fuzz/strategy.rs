@@ -67,7 +67,7 @@ impl GrammarStrategy {
     /// `opts.cover` is ignored: a value must depend on its choice list alone, or shrinking
     /// would not be repeatable.
     pub fn with_options(constraint: &Constraint, opts: GenOptions) -> Result<GrammarStrategy> {
-        let g = Arc::new(constraint.grammar()?);
+        let g = Arc::new(super::fuzz_grammar(constraint)?);
         let gen = Generator::new(g, GenOptions { cover: false, ..opts })?;
         Ok(GrammarStrategy(Arc::new(Shared { gen: Mutex::new(gen), checker: Checker::new(constraint)? })))
     }

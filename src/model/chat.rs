@@ -201,7 +201,8 @@ impl ChatTemplate {
     fn probe_tools(&self) -> bool {
         let tool = ChatTool::function("probe_tool_fn", None, serde_json::json!({"type": "object"}));
         let mut call = ChatMessage::new("assistant", "");
-        call.tool_calls.push(ToolCall::function(None, "probe_call_fn", serde_json::json!({})));
+        // An id of 9 letters and digits: Mistral's templates refuse any other.
+        call.tool_calls.push(ToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));
         let chat = [ChatMessage::new("user", "hi"), call, ChatMessage::new("user", "ok")];
         self.render(&chat, &[tool], true, "", "")
             .is_ok_and(|s| s.contains("probe_tool_fn") && s.contains("probe_call_fn"))

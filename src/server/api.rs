@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::constraint::{Spec, Tool, ToolMode, ToolSpec, UserConstraint, MAX_PARALLEL_TOOL_CALLS};
+use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstraint, MAX_PARALLEL_TOOL_CALLS};
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::model::GenerationDefaults;
@@ -440,7 +440,7 @@ impl ChatRequest {
             }
         }
         let max_calls = if self.parallel_tool_calls == Some(false) { 1 } else { MAX_PARALLEL_TOOL_CALLS };
-        Ok(Some(ToolSpec { tools: out, mode, max_calls }))
+        Ok(Some(ToolSpec { tools: out, mode, max_calls, format: ToolFormat::default() }))
     }
 
     /// The whole constraint of a chat request.

@@ -30,7 +30,7 @@ use super::metrics::Metrics;
 use super::{chat_logprobs, count_error, finish, now_secs, response_id, AppState};
 use crate::decode::{Event, GeneratedToken};
 use crate::model::{ChatMessage, ChatTool, PromptFormat, ToolCall};
-use crate::tools::{OutputParser, Piece, ToolChat};
+use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest>, ApiError>) -> Response {
     Metrics::add(&st.inner.metrics.chat_requests, 1);
@@ -116,24 +116,28 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
     Ok(ToolChat { messages, tools, mode })
 }
 
-/// The prompt's tokens ([`ToolChat::render`]).
-fn render(p: &PromptFormat, chat: &ToolChat) -> Result<Vec<crate::TokenId>, ApiError> {
-    let text = chat.render(p).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
-    p.encode_raw(&text).map_err(|e| ApiError::from_lib(e, Some("messages")))
+/// The prompt's tokens and the tool-call format it teaches ([`ToolChat::render`]).
+fn render(p: &PromptFormat, chat: &ToolChat) -> Result<(Vec<crate::TokenId>, ToolFormat), ApiError> {
+    let r = chat.render(p).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
+    Ok((p.encode_raw(&r.text).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
 }
 
 async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     st.check_model(req.common.model.as_deref())?;
-    let spec = req.spec()?;
+    let mut spec = req.spec()?;
     let lp = req.top_logprobs()?;
     let plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp)?;
     let chat = chat(&req, spec.as_ref())?;
     let deadline = st.deadline();
     let ticket = st.admit()?;
-    let prompt = st.blocking(move |st| render(&st.inner.prompt, &chat)).await?;
+    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat)).await?;
+    // The constraint and the parser follow the format the prompt teaches.
+    if let Some(t) = spec.as_mut().and_then(|s| s.tools.as_mut()) {
+        t.format = format;
+    }
     let max_tokens = st.budget(prompt.len(), plan.max_tokens)?;
     let structured = spec.as_ref().is_some_and(Spec::structured);
-    let tools = spec.as_ref().is_some_and(Spec::has_tools);
+    let tools = spec.as_ref().and_then(|s| s.tools.as_ref()).map(|t| t.format);
     let compiled = st.compile(spec).await?;
     Metrics::add(&st.inner.metrics.prompt_tokens, prompt.len() as u64);
     let prompt_tokens = prompt.len();
@@ -163,7 +167,8 @@ struct Reply {
     created: u64,
     n: usize,
     structured: bool,
-    tools: bool,
+    /// The format of the calls the output may hold (`None`: no tools).
+    tools: Option<ToolFormat>,
     /// `Some(top_logprobs)` when logprobs are on.
     logprobs: Option<usize>,
     prompt_tokens: usize,
@@ -410,7 +415,7 @@ mod tests {
 
     fn rendered(p: &PromptFormat, req: &ChatRequest) -> String {
         let spec = req.spec().unwrap();
-        chat(req, spec.as_ref()).unwrap().render(p).unwrap()
+        chat(req, spec.as_ref()).unwrap().render(p).unwrap().text
     }
 
     /// Templates that take tools get them natively: the prompt equals what transformers'
@@ -429,25 +434,35 @@ mod tests {
         }
     }
 
-    /// A template that does not take tools (TinyLlama's), or fails on them (Llama 3.2's allows
-    /// one call per turn), gets them written into the text: the tools in the system turn, the
-    /// calls in the assistant's text, the results as one user turn.
+    /// A template that does not take tools (TinyLlama's) gets them written into the text: the
+    /// tools in the system turn, the calls in the assistant's text, the results as one user
+    /// turn. Llama 3.2's, which takes one call per turn, gets a turn per call natively.
     #[test]
     fn tools_are_written_into_the_text_for_other_templates() {
-        for (name, takes) in [("tinyllama-1.1b-chat", false), ("llama-3.2", true)] {
-            let Some(p) = template(name) else { return };
-            assert_eq!(p.chat_takes_tools(), takes, "{name}");
-            let text = rendered(&p, &tool_request(&["Oslo", "Bergen"], "required"));
-            for part in [
-                "You help.\n\n# Tools",
-                "<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":{\"type\":\"object\"",
-                "You must call at least one function.",
-                "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Bergen\"}}\n</tool_call>",
-                "<tool_response>\n-3 C\n</tool_response>\n<tool_response>\n2 C\n</tool_response>",
-            ] {
-                assert!(text.contains(part), "{name}: {part:?} not in {text:?}");
-            }
+        let Some(p) = template("tinyllama-1.1b-chat") else { return };
+        assert!(!p.chat_takes_tools());
+        let text = rendered(&p, &tool_request(&["Oslo", "Bergen"], "required"));
+        for part in [
+            "You help.\n\n# Tools",
+            "<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":{\"type\":\"object\"",
+            "You must call at least one function.",
+            "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Bergen\"}}\n</tool_call>",
+            "<tool_response>\n-3 C\n</tool_response>\n<tool_response>\n2 C\n</tool_response>",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text:?}");
         }
+        let Some(p) = template("llama-3.2") else { return };
+        let text = rendered(&p, &tool_request(&["Oslo", "Bergen"], "required"));
+        let turn = |city: &str| {
+            format!("<|start_header_id|>assistant<|end_header_id|>\n\n{{\"name\": \"get_weather\", \"parameters\": {{\"city\": \"{city}\"}}}}<|eot_id|>")
+        };
+        let expected = format!(
+            "{}{}<|start_header_id|>ipython<|end_header_id|>\n\n\"-3 C\"<|eot_id|>",
+            turn("Oslo"),
+            turn("Bergen")
+        );
+        assert!(text.contains(&expected), "{text}");
+        assert!(!text.contains("<tool_call>"), "{text}");
         // The plain fallback keeps every message's text.
         let req = tool_request(&["Oslo"], "auto");
         let plain = plainer(&chat(&req, req.spec().unwrap().as_ref()).unwrap().inlined());

@@ -26,7 +26,7 @@ use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::{ebnf, regex, Expr, Grammar};
 use crate::vocab::Vocab;
 
-pub use crate::tools::{Tool, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+pub use crate::tools::{Tool, ToolFormat, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 
 /// Largest cache key kept (a bigger constraint is compiled every time).
 const MAX_KEY_BYTES: usize = 1 << 20;
@@ -59,11 +59,6 @@ impl Spec {
             Some(t) if t.mode == ToolMode::Auto => self.user.is_some(),
             _ => true,
         }
-    }
-
-    /// Whether the output may hold tool calls (and must be parsed for them).
-    pub fn has_tools(&self) -> bool {
-        self.tools.is_some()
     }
 
     fn key(&self) -> Option<String> {
@@ -124,7 +119,7 @@ pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
         (ToolMode::Auto, Some(user)) => Some(user_grammar(user, param)?),
         _ => None,
     };
-    Ok(Constraint::Grammar(crate::tools::calls_grammar(args, &tools.mode, tools.max_calls, format)))
+    Ok(Constraint::Grammar(crate::tools::calls_grammar(args, &tools.mode, tools.max_calls, tools.format, format)))
 }
 
 /// Compiles a spec for `vocab`; library errors become 400s naming the field.

@@ -40,10 +40,13 @@
 //!   [`crate::model::chat::PLAIN_TEMPLATE`]. The request's tools (unless `tool_choice` is
 //!   `none`), the history's assistant `tool_calls` and `tool` results go to the template as
 //!   transformers passes them (`tools`, `message.tool_calls`, role `tool`), and what
-//!   `tool_choice` demands is added to the system turn. A template that does not render tools
-//!   (probed once: [`crate::model::ChatTemplate::takes_tools`]) or fails on them gets them
-//!   written into the text the way Qwen 2.5's template writes them: a Hermes tools block in the
-//!   system turn, calls as `<tool_call>` blocks, results as `<tool_response>` user turns.
+//!   `tool_choice` demands is added to the system turn. The calls are constrained and read in
+//!   the format that template teaches ([`crate::tools::ToolFormat`]: Hermes `<tool_call>`,
+//!   Llama 3's bare `{"name", "parameters"}`, Mistral's `[TOOL_CALLS]`). A template that does
+//!   not render tools (probed once: [`crate::model::ChatTemplate::takes_tools`]), teaches no
+//!   known format, or fails on them gets them written into the text the way Qwen 2.5's template
+//!   writes them (the default format): a Hermes tools block in the system turn, calls as
+//!   `<tool_call>` blocks, results as `<tool_response>` user turns.
 //! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
 //!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. With a
 //!   llama model, the sequences' forward passes are batched (continuous batching, up to

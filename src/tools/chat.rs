@@ -1,9 +1,11 @@
-//! [`ToolChat`]: a chat with tools, rendered through the model's chat template, or with the
-//! tools described in the text when the template does not take them.
+//! [`ToolChat`]: a chat with tools, rendered through the model's chat template when it
+//! teaches a known call format ([`ToolFormat`]), or with the tools described in the text in
+//! the default format otherwise.
 
 use serde_json::json;
 
-use super::{ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::format::mistral_id;
+use super::{ToolFormat, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 use crate::error::{Error, Result};
 use crate::model::{ChatMessage, ChatTool, PromptFormat};
 
@@ -17,11 +19,46 @@ pub struct ToolChat {
     pub mode: Option<ToolMode>,
 }
 
+/// A rendered chat: the prompt's text and the format its tools were taught in (what the
+/// constraint and the parser must follow).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    pub format: ToolFormat,
+}
+
 impl ToolChat {
-    /// For a template that takes tools: the messages with what `tool_choice` demands added to
-    /// the system turn (templates only list the tools).
-    pub fn native(&self) -> Vec<ChatMessage> {
-        let mut out = self.messages.clone();
+    /// For a template that takes tools in `format`: the messages with what `tool_choice`
+    /// demands added to the system turn (templates only list the tools), reshaped where the
+    /// format asks: Llama 3 takes one call per assistant turn (a turn with several becomes
+    /// several turns), Mistral takes 9-character call ids (others are mapped to such ids).
+    pub fn native(&self, format: ToolFormat) -> Vec<ChatMessage> {
+        let mut out = Vec::with_capacity(self.messages.len() + 1);
+        for m in &self.messages {
+            match format {
+                ToolFormat::Llama3 if m.tool_calls.len() > 1 || (!m.tool_calls.is_empty() && !m.content.is_empty()) => {
+                    if !m.content.is_empty() {
+                        out.push(ChatMessage::new(m.role.clone(), m.content.clone()));
+                    }
+                    for c in &m.tool_calls {
+                        let mut one = ChatMessage::new(m.role.clone(), "");
+                        one.tool_calls.push(c.clone());
+                        out.push(one);
+                    }
+                }
+                ToolFormat::Mistral => {
+                    let mut m = m.clone();
+                    for c in &mut m.tool_calls {
+                        // A call without an id gets one too (the templates demand it).
+                        let id = c.id.clone().unwrap_or_else(|| format!("call {}", out.len()));
+                        c.id = Some(mistral_id(&id));
+                    }
+                    m.tool_call_id = m.tool_call_id.as_deref().map(mistral_id);
+                    out.push(m);
+                }
+                _ => out.push(m.clone()),
+            }
+        }
         if let Some(note) = self.mode.as_ref().and_then(mode_note) {
             add_to_system(&mut out, &note);
         }
@@ -31,8 +68,8 @@ impl ToolChat {
     /// For a template that does not take tools (and most such templates know no `tool` role
     /// either, and drop what they do not know): what Qwen 2.5's template would write, as plain
     /// turns. The tools are described in the system turn, each assistant's calls are written
-    /// into its text in the format the tool constraint enforces, and each run of tool results
-    /// becomes one user turn of `<tool_response>` blocks.
+    /// into its text in the default format, and each run of tool results becomes one user
+    /// turn of `<tool_response>` blocks.
     pub fn inlined(&self) -> Vec<ChatMessage> {
         let mut out: Vec<ChatMessage> = Vec::with_capacity(self.messages.len() + 1);
         let mut in_results = false;
@@ -62,35 +99,22 @@ impl ToolChat {
         }
         out
     }
-}
 
-impl ToolChat {
-    /// The prompt's text. A template that takes tools gets them as they are
+    /// The prompt's text and the call format it teaches. A template that takes tools and
+    /// teaches a known format ([`native_format`]) gets them as they are
     /// ([`native`](Self::native)); one that does not, or that fails on them, gets them written
-    /// into the text ([`inlined`](Self::inlined)), and if it still refuses (no `system` role),
-    /// the [`plainer`] chat. The error reported is the first one.
-    pub fn render(&self, p: &PromptFormat) -> Result<String> {
-        self.render_with(p, p.chat_takes_tools())
-    }
-
-    /// Like [`render`](Self::render), but the tools go to the template natively only when it
-    /// also teaches the call format the tool constraint enforces ([`teaches_call_format`]);
-    /// a template that takes tools but asks for calls in another shape (Llama 3.x's
-    /// `{"name": ..., "parameters": ...}`) gets the tools described in the system turn
-    /// instead, so that the prompt and the constraint agree. The library uses this.
-    pub fn render_for_calls(&self, p: &PromptFormat) -> Result<String> {
-        self.render_with(p, p.chat_takes_tools() && teaches_call_format(p))
-    }
-
-    fn render_with(&self, p: &PromptFormat, native: bool) -> Result<String> {
+    /// into the text in the default format ([`inlined`](Self::inlined)), and if it still
+    /// refuses (no `system` role), the [`plainer`] chat. The error reported is the first one.
+    pub fn render(&self, p: &PromptFormat) -> Result<Rendered> {
         let inlined = self.inlined();
         let plain = plainer(&inlined);
-        let native = native.then(|| (self.native(), &self.tools[..]));
-        let attempts = native.into_iter().chain([(inlined, &[][..]), (plain, &[][..])]);
+        let native = native_format(p).map(|f| (self.native(f), &self.tools[..], f));
+        let default = ToolFormat::Hermes;
+        let attempts = native.into_iter().chain([(inlined, &[][..], default), (plain, &[][..], default)]);
         let mut first = None;
-        for (msgs, tools) in attempts {
+        for (msgs, tools, format) in attempts {
             match p.render_chat(&msgs, tools, true) {
-                Ok(text) => return Ok(text),
+                Ok(text) => return Ok(Rendered { text, format }),
                 Err(e) => {
                     first.get_or_insert(e);
                 }
@@ -101,11 +125,15 @@ impl ToolChat {
     }
 }
 
-/// Whether the chat template in use writes tool calls in the format of [`super::calls_grammar`]
-/// (its source mentions `<tool_call>`, as Qwen 2.5's, the Hermes templates and
-/// [`PLAIN_TEMPLATE`](crate::model::chat::PLAIN_TEMPLATE) do).
-pub fn teaches_call_format(p: &PromptFormat) -> bool {
-    p.chat_template_source().contains(TOOL_CALL_OPEN)
+/// The call format the chat template in use teaches, when it renders tools
+/// ([`crate::model::ChatTemplate::takes_tools`]) and its source shows a known format
+/// ([`ToolFormat::detect`]); `None` otherwise (then tools are described in the system turn in
+/// the default format).
+pub fn native_format(p: &PromptFormat) -> Option<ToolFormat> {
+    if !p.chat_takes_tools() {
+        return None;
+    }
+    ToolFormat::detect(p.chat_template_source())
 }
 
 /// Appends `text` to the first message if it is a system turn, else puts a system turn first.
@@ -181,10 +209,10 @@ mod tests {
         PromptFormat::new(tok, None, None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap()
     }
 
-    /// A template that takes tools gets them natively for the library only when it teaches the
-    /// `<tool_call>` format; otherwise they are described in the system turn.
+    /// A template that takes tools gets them natively only when it teaches a known call
+    /// format; otherwise they are described in the system turn in the default format.
     #[test]
-    fn native_tools_only_with_the_call_format() {
+    fn native_tools_only_with_a_known_call_format() {
         let body = "{% for m in messages %}{{ m.role }}: {{ m.content }}\
                     {% for c in m.tool_calls %}[{{ c.function.name }}]{% endfor %}\n{% endfor %}";
         let other = prompt_format(&("{% for t in tools %}TOOL {{ t.function.name }};{% endfor %}".to_string() + body));
@@ -192,7 +220,7 @@ mod tests {
             &("{% for t in tools %}TOOL {{ t.function.name }} <tool_call>;{% endfor %}".to_string() + body),
         );
         assert!(other.chat_takes_tools() && hermes.chat_takes_tools());
-        assert!(!teaches_call_format(&other) && teaches_call_format(&hermes));
+        assert_eq!((native_format(&other), native_format(&hermes)), (None, Some(ToolFormat::Hermes)));
         let mut call = ChatMessage::new("assistant", "");
         call.tool_calls.push(ToolCall::function(None, "f", json!({"x": 1})));
         let chat = ToolChat {
@@ -201,13 +229,16 @@ mod tests {
             mode: Some(ToolMode::Required),
         };
         // Natively: the template lists the tool and the call its own way.
-        let native = chat.render_for_calls(&hermes).unwrap();
-        assert!(native.starts_with("TOOL f <tool_call>;") && native.contains("[f]"), "{native}");
-        assert_eq!(native, chat.render(&hermes).unwrap());
+        let native = chat.render(&hermes).unwrap();
+        assert_eq!(native.format, ToolFormat::Hermes);
+        assert!(native.text.starts_with("TOOL f <tool_call>;") && native.text.contains("[f]"), "{native:?}");
         // Inlined: the tools and the call in the <tool_call> format, in the text.
-        let inlined = chat.render_for_calls(&other).unwrap();
-        assert!(!inlined.contains("TOOL f"), "{inlined}");
-        assert!(inlined.contains("# Tools") && inlined.contains("<tool_call>\n{\"name\":\"f\""), "{inlined}");
-        assert!(chat.render(&other).unwrap().starts_with("TOOL f;"));
+        let inlined = chat.render(&other).unwrap();
+        assert_eq!(inlined.format, ToolFormat::Hermes);
+        assert!(!inlined.text.contains("TOOL f"), "{inlined:?}");
+        assert!(
+            inlined.text.contains("# Tools") && inlined.text.contains("<tool_call>\n{\"name\":\"f\""),
+            "{inlined:?}"
+        );
     }
 }

@@ -2,10 +2,12 @@
 //! them back out of its text. The server's `tools` and the library's [`Engine::choose`]
 //! both use this one implementation.
 //!
-//! # The format
+//! # The formats
 //!
-//! A tool call is written the way Hermes and Qwen 2.5 models write one (and the way Qwen 2.5's
-//! chat template, the Hermes templates and this crate's plain template teach it):
+//! A model writes its calls the way its chat template teaches ([`ToolFormat`], detected from
+//! the template's source: see [`format`] for which template gets which format). The default,
+//! for templates that teach none (or render no tools), is the Hermes / Qwen 2.5 format, which
+//! this crate's plain template teaches too:
 //!
 //! ```text
 //! <tool_call>
@@ -13,15 +15,19 @@
 //! </tool_call>
 //! ```
 //!
-//! The object's `name` is one of the tools' names and its `arguments` the JSON Schema of that
-//! tool's `parameters`, so the arguments of every returned call validate. Calls are separated
-//! by a newline; at most [`ToolSpec::max_calls`] of them (one, or up to
-//! [`MAX_PARALLEL_TOOL_CALLS`]). By [`ToolMode`]:
+//! Llama 3.x writes a bare `{"name": "get_weather", "parameters": {"city": "Paris"}}` (one per
+//! reply, ended by its end-of-turn token) and Mistral `[TOOL_CALLS] [{"name": ..., "arguments":
+//! ...}, ...]`. In every format the object's `name` is one of the tools' names and its
+//! arguments the JSON Schema of that tool's `parameters`, so the arguments of every returned
+//! call validate. At most [`ToolSpec::max_calls`] calls (one, or up to
+//! [`MAX_PARALLEL_TOOL_CALLS`]; always one for Llama 3). By [`ToolMode`]:
 //!
 //! ```text
-//! Required / Named   root ::= calls                          (Named: that one tool only)
-//! Auto               root ::= text calls?                    text: any text without "<tool_call>"
-//! Auto + a format    root ::= format | calls                 (a response format, regex, ...)
+//! Required / Named   root ::= calls                   (Named: that one tool only)
+//! Auto               root ::= text calls?             text: any text without the marker
+//!                                                     (<tool_call>, [TOOL_CALLS])
+//!                    root ::= call | text             Llama 3: text that does not begin with {
+//! Auto + a format    root ::= format | calls          (a response format, regex, ...)
 //! ```
 //!
 //! So under `Auto` the model may answer in text, but the moment it writes the marker, the
@@ -31,20 +37,23 @@
 //! # Key items
 //!
 //! - [`calls_grammar`]: the grammar above, from each offered tool's name and arguments grammar.
-//! - [`OutputParser`]: splits an output, as it streams, into content and [`RawCall`]s.
+//! - [`OutputParser`]: splits an output, as it streams, into content and [`RawCall`]s, in any
+//!   [`ToolFormat`].
 //! - `ToolChat` (with the `model` feature): a chat with tools rendered through a model's chat
-//!   template, or, when the template does not take tools (or, for the library, does not teach
-//!   the format above), with the tools described in the system turn in the format above: the
-//!   documented default.
+//!   template when it teaches a known format, else with the tools described in the system turn
+//!   in the default format; it says which format the prompt asks for, and the constraint and
+//!   the parser follow it.
 //!
 //! [`Engine::choose`]: crate::engine::Engine::choose
 
 #[cfg(feature = "model")]
 mod chat;
+pub mod format;
 mod parse;
 
 #[cfg(feature = "model")]
-pub use chat::{plainer, teaches_call_format, ToolChat};
+pub use chat::{native_format, plainer, Rendered, ToolChat};
+pub use format::ToolFormat;
 pub use parse::{call_id, OutputParser, Piece, RawCall};
 
 use serde::Serialize;
@@ -84,6 +93,8 @@ pub struct ToolSpec {
     pub mode: ToolMode,
     /// 1, or [`MAX_PARALLEL_TOOL_CALLS`].
     pub max_calls: u32,
+    /// How the calls are written (the format the prompt teaches).
+    pub format: ToolFormat,
 }
 
 /// Appends `g`'s rules to `rules` (renumbering its references); returns its start rule.
@@ -138,21 +149,24 @@ pub fn text_without(marker: &str) -> String {
     format!("(?:[^{c}]|{c}(?:{b}{c})*(?:{back}))*(?:{c}(?:{b}{c})*{b})?")
 }
 
-/// The grammar of a reply under `mode` (see the module docs). `tools` holds each tool that
-/// may be called, by name, with the grammar of its arguments (its compiled `parameters`
-/// schema); under [`ToolMode::Named`] only the named one is used. `format` is the grammar
-/// of a non-call answer under [`ToolMode::Auto`] (any text without the marker when `None`);
-/// other modes ignore it.
+/// The grammar of a reply under `mode` with calls written in `format` (see the module docs).
+/// `tools` holds each tool that may be called, by name, with the grammar of its arguments (its
+/// compiled `parameters` schema); under [`ToolMode::Named`] only the named one is used.
+/// `format_grammar` is the grammar of a non-call answer under [`ToolMode::Auto`] (when `None`:
+/// any text without the format's marker, or for Llama 3 any text that does not begin with
+/// `{`); other modes ignore it. Llama 3 replies hold one call whatever `max_calls` says.
 pub fn calls_grammar(
     tools: Vec<(String, Grammar)>,
     mode: &ToolMode,
     max_calls: u32,
-    format: Option<Grammar>,
+    format: ToolFormat,
+    format_grammar: Option<Grammar>,
 ) -> Grammar {
     let mut rules: Vec<Rule> = Vec::new();
     let root = add_rule(&mut rules, "root", Expr::Empty);
     let ws = || re(r"(?: ?|\n[ \t]{0,64})");
-    let mut calls = Vec::new();
+    let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
+    let mut objects = Vec::new();
     for (name, g) in tools {
         if let ToolMode::Named(n) = mode {
             if n != &name {
@@ -161,7 +175,7 @@ pub fn calls_grammar(
         }
         let args = import(&mut rules, g);
         let name = serde_json::to_string(&name).expect("a string serializes");
-        calls.push(Expr::Seq(vec![
+        objects.push(Expr::Seq(vec![
             Expr::Literal("{".into()),
             ws(),
             Expr::Literal("\"name\"".into()),
@@ -172,7 +186,7 @@ pub fn calls_grammar(
             ws(),
             Expr::Literal(",".into()),
             ws(),
-            Expr::Literal("\"arguments\"".into()),
+            Expr::Literal(key.clone()),
             ws(),
             Expr::Literal(":".into()),
             ws(),
@@ -181,39 +195,57 @@ pub fn calls_grammar(
             Expr::Literal("}".into()),
         ]));
     }
-    let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(calls));
-    let call = add_rule(
-        &mut rules,
-        "tool_call",
-        Expr::Seq(vec![
-            Expr::Literal(TOOL_CALL_OPEN.into()),
-            re(r"\n?"),
-            Expr::Rule(object),
-            re(r"\n?"),
-            Expr::Literal(TOOL_CALL_CLOSE.into()),
+    let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(objects));
+    // `first` then up to `max - 1` more, each after `sep`.
+    let list = |first: Expr, sep: Expr, max: u32| {
+        if max <= 1 {
+            first
+        } else {
+            let more = Expr::Seq(vec![sep, first.clone()]);
+            Expr::Seq(vec![first, Expr::Repeat { body: Box::new(more), min: 0, max: Some(max - 1) }])
+        }
+    };
+    let max_calls = format.max_calls(max_calls);
+    let calls_body = match format {
+        ToolFormat::Hermes => {
+            let call = add_rule(
+                &mut rules,
+                "tool_call",
+                Expr::Seq(vec![
+                    Expr::Literal(TOOL_CALL_OPEN.into()),
+                    re(r"\n?"),
+                    Expr::Rule(object),
+                    re(r"\n?"),
+                    Expr::Literal(TOOL_CALL_CLOSE.into()),
+                ]),
+            );
+            list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
+        }
+        ToolFormat::Llama3 => Expr::Rule(object),
+        ToolFormat::Mistral => Expr::Seq(vec![
+            Expr::Literal(format::MISTRAL_CALLS.into()),
+            re(" ?"),
+            Expr::Literal("[".into()),
+            ws(),
+            list(Expr::Rule(object), Expr::Seq(vec![ws(), Expr::Literal(",".into()), ws()]), max_calls),
+            ws(),
+            Expr::Literal("]".into()),
         ]),
-    );
-    let calls_body = if max_calls <= 1 {
-        Expr::Rule(call)
-    } else {
-        Expr::Seq(vec![
-            Expr::Rule(call),
-            Expr::Repeat {
-                body: Box::new(Expr::Seq(vec![Expr::Literal("\n".into()), Expr::Rule(call)])),
-                min: 0,
-                max: Some(max_calls - 1),
-            },
-        ])
     };
     let calls = add_rule(&mut rules, "tool_calls", calls_body);
-    let body = match (mode, format) {
-        (ToolMode::Auto, Some(g)) => {
+    let body = match (mode, format_grammar, format.marker()) {
+        (ToolMode::Auto, Some(g), _) => {
             let user_root = import(&mut rules, g);
             Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])
         }
-        (ToolMode::Auto, None) => {
-            let text = add_rule(&mut rules, "text", re(&text_without(TOOL_CALL_OPEN)));
+        (ToolMode::Auto, None, Some(marker)) => {
+            let text = add_rule(&mut rules, "text", re(&text_without(marker)));
             Expr::Seq(vec![Expr::Rule(text), Expr::Repeat { body: Box::new(Expr::Rule(calls)), min: 0, max: Some(1) }])
+        }
+        (ToolMode::Auto, None, None) => {
+            // Llama 3: a call, or text that does not begin with `{` (how the parser tells them apart).
+            let text = add_rule(&mut rules, "text", re(r"(?s:(?:[^{].*)?)"));
+            Expr::Alt(vec![Expr::Rule(calls), Expr::Rule(text)])
         }
         _ => Expr::Rule(calls),
     };

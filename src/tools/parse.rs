@@ -1,15 +1,18 @@
 //! [`OutputParser`]: splits a reply, as it streams, into content and tool calls.
 //!
-//! The grammar of [`super::calls_grammar`] fixes the shape of every call
-//! (`<tool_call>` ws `{"name": "...", "arguments": VALUE}` ws `</tool_call>`), so this is a
-//! small state machine, not a JSON parser: it finds the marker, reads the name, then streams the
-//! arguments' text while tracking JSON nesting to see where the value ends. Content is released
-//! as it comes, except a tail that could be the start of the marker.
+//! The grammar of [`super::calls_grammar`] fixes the shape of every call in each
+//! [`ToolFormat`] (Hermes: `<tool_call>` ws `{"name": "...", "arguments": VALUE}` ws
+//! `</tool_call>`; Llama 3: the reply is `{"name": "...", "parameters": VALUE}`; Mistral:
+//! `[TOOL_CALLS]` ` `? `[` call (`,` call)* `]`), so this is a small state machine, not a JSON
+//! parser: it finds where the calls begin (the marker, or for Llama 3 a reply that begins with
+//! `{`), reads the name, then streams the arguments' text while tracking JSON nesting to see
+//! where the value ends. Content is released as it comes, except a tail that could be the
+//! start of the marker.
 //!
 //! Invariant: the [`Piece::ToolArgs`] texts of a call concatenate to exactly the arguments'
 //! text in the output, so streamed and non-streamed calls agree.
 
-use super::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::{ToolFormat, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 
 /// Something the reply says, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,21 +32,31 @@ pub struct RawCall {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Content (or, with tools, content until a marker).
+    /// Content until a marker (Hermes, Mistral).
     Text,
-    /// After the marker, before the arguments' first character.
+    /// Llama 3, nothing read yet: a reply that begins with `{` is a call.
+    Lead,
+    /// Content to the end (no tools, or a Llama 3 reply that is not a call).
+    Plain,
+    /// Mistral, after the marker: ` `? `[` before the first call.
+    ListOpen,
+    /// Before a call object, up to the arguments' first character.
     Header,
     Args,
-    /// After the arguments, before the closing marker.
+    /// After the arguments: ws `}` closes the call object.
     Tail,
-    /// After a closing marker: another call or the end.
+    /// After a call object: what the format puts between calls.
+    AfterCall,
+    /// Hermes, after a closing marker: another call or the end.
     Between,
+    /// After the last call: only whitespace may follow.
+    End,
     /// Something the grammar does not allow: kept as an error for `finish`.
     Broken,
 }
 
 pub struct OutputParser {
-    tools: bool,
+    format: ToolFormat,
     state: State,
     buf: String,
     scan: ValueScanner,
@@ -55,41 +68,46 @@ fn ws(c: char) -> bool {
     matches!(c, ' ' | '\n' | '\r' | '\t')
 }
 
-enum Header {
+/// What the start of a buffer says.
+enum Read {
     Incomplete,
     Bad,
-    /// The name, and the byte length of the header (up to the arguments' first character).
+    /// The name (empty when none is read), and the byte length read.
     Done(String, usize),
 }
 
-/// `ws { ws "name" ws : ws "NAME" ws , ws "arguments" ws : ws` followed by a non-space.
-fn parse_header(s: &str) -> Header {
+/// Whitespace, then `lit`: `Some(Ok(n))` matched `n` bytes, `Some(Err(()))` cannot match,
+/// `None` the text ends before it is known.
+fn expect(s: &str, lit: &str) -> Option<Result<usize, ()>> {
+    let i = s.len() - s.trim_start_matches(ws).len();
+    let rest = &s.as_bytes()[i..];
+    if rest.starts_with(lit.as_bytes()) {
+        Some(Ok(i + lit.len()))
+    } else if lit.as_bytes().starts_with(rest) {
+        None
+    } else {
+        Some(Err(()))
+    }
+}
+
+fn read_lit(s: &str, lit: &str) -> Read {
+    match expect(s, lit) {
+        None => Read::Incomplete,
+        Some(Err(())) => Read::Bad,
+        Some(Ok(n)) => Read::Done(String::new(), n),
+    }
+}
+
+/// `ws { ws "name" ws : ws "NAME" ws , ws "KEY" ws : ws` followed by a non-space.
+fn parse_header(s: &str, key: &str) -> Read {
     let b = s.as_bytes();
     let mut i = 0;
-    let skip = |i: &mut usize| {
-        while *i < b.len() && ws(b[*i] as char) {
-            *i += 1;
-        }
-    };
-    // Ok(true): matched; Ok(false): the text ends inside `lit`.
-    let expect = |i: &mut usize, lit: &str| -> Result<bool, ()> {
-        let rest = &b[*i..];
-        if rest.starts_with(lit.as_bytes()) {
-            *i += lit.len();
-            Ok(true)
-        } else if lit.as_bytes().starts_with(rest) {
-            Ok(false)
-        } else {
-            Err(())
-        }
-    };
     macro_rules! lit {
         ($l:expr) => {
-            skip(&mut i);
-            match expect(&mut i, $l) {
-                Ok(true) => {}
-                Ok(false) => return Header::Incomplete,
-                Err(()) => return Header::Bad,
+            match expect(&s[i..], $l) {
+                Some(Ok(n)) => i += n,
+                None => return Read::Incomplete,
+                Some(Err(())) => return Read::Bad,
             }
         };
     }
@@ -100,23 +118,23 @@ fn parse_header(s: &str) -> Header {
     let start = i;
     while i < b.len() && b[i] != b'"' {
         if !(b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'-') {
-            return Header::Bad;
+            return Read::Bad;
         }
         i += 1;
     }
     if i == b.len() {
-        return Header::Incomplete;
+        return Read::Incomplete;
     }
     let name = s[start..i].to_string();
     i += 1;
     lit!(",");
-    lit!("\"arguments\"");
+    lit!(&format!("\"{key}\""));
     lit!(":");
-    skip(&mut i);
+    i = s.len() - s[i..].trim_start_matches(ws).len();
     if i == b.len() {
-        return Header::Incomplete;
+        return Read::Incomplete;
     }
-    Header::Done(name, i)
+    Read::Done(name, i)
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -198,11 +216,16 @@ fn marker_prefix_len(s: &str, marker: &str) -> usize {
 }
 
 impl OutputParser {
-    /// `tools`: whether the output may contain tool calls.
-    pub fn new(tools: bool) -> OutputParser {
+    /// `tools`: the format of the calls the output may contain (`None`: no calls, all content).
+    pub fn new(tools: Option<ToolFormat>) -> OutputParser {
+        let (format, state) = match tools {
+            None => (ToolFormat::default(), State::Plain),
+            Some(f @ ToolFormat::Llama3) => (f, State::Lead),
+            Some(f) => (f, State::Text),
+        };
         OutputParser {
-            tools,
-            state: State::Text,
+            format,
+            state,
             buf: String::new(),
             scan: ValueScanner::default(),
             calls: Vec::new(),
@@ -226,39 +249,76 @@ impl OutputParser {
         }
     }
 
+    /// Reads a literal at the start of the buffer (after whitespace) and moves to `next`;
+    /// false when more text is needed or it cannot match (then `Broken`).
+    fn step_lit(&mut self, lit: &str, next: State) -> bool {
+        match read_lit(&self.buf, lit) {
+            Read::Done(_, n) => {
+                self.buf.drain(..n);
+                self.state = next;
+                true
+            }
+            Read::Incomplete => false,
+            Read::Bad => {
+                self.state = State::Broken;
+                false
+            }
+        }
+    }
+
     /// Feeds the next text; returns what it completes.
     pub fn feed(&mut self, text: &str) -> Vec<Piece> {
         let mut out = Vec::new();
-        if !self.tools {
-            self.emit_content(text.to_string(), &mut out);
-            return out;
-        }
         self.buf.push_str(text);
         loop {
             match self.state {
+                State::Plain => {
+                    let all = std::mem::take(&mut self.buf);
+                    self.emit_content(all, &mut out);
+                    break;
+                }
+                State::Lead => match self.buf.chars().next() {
+                    None => break,
+                    Some('{') => self.state = State::Header,
+                    Some(_) => self.state = State::Plain,
+                },
                 State::Text => {
-                    if let Some(p) = self.buf.find(TOOL_CALL_OPEN) {
+                    let marker = self.format.marker().expect("Text is for formats with a marker");
+                    if let Some(p) = self.buf.find(marker) {
                         let before = self.buf[..p].to_string();
                         self.emit_content(before, &mut out);
-                        self.buf.drain(..p + TOOL_CALL_OPEN.len());
-                        self.state = State::Header;
+                        self.buf.drain(..p + marker.len());
+                        self.state = match self.format {
+                            ToolFormat::Mistral => State::ListOpen,
+                            _ => State::Header,
+                        };
                         continue;
                     }
-                    let keep = marker_prefix_len(&self.buf, TOOL_CALL_OPEN);
+                    let keep = marker_prefix_len(&self.buf, marker);
                     let release: String = self.buf.drain(..self.buf.len() - keep).collect();
                     self.emit_content(release, &mut out);
                     break;
                 }
-                State::Header => match parse_header(&self.buf) {
-                    Header::Incomplete => break,
-                    Header::Bad => {
+                State::ListOpen => {
+                    if !self.step_lit("[", State::Header) {
+                        break;
+                    }
+                }
+                State::Header => match parse_header(&self.buf, self.format.arguments_key()) {
+                    Read::Incomplete => break,
+                    // A Llama 3 reply that begins with `{` but is no call: an answer in a
+                    // response format (under `Auto`), all content.
+                    Read::Bad if self.format == ToolFormat::Llama3 && self.calls.is_empty() => {
+                        self.state = State::Plain
+                    }
+                    Read::Bad => {
                         self.state = State::Broken;
                         break;
                     }
-                    Header::Done(name, n) => {
+                    Read::Done(name, n) => {
                         self.buf.drain(..n);
                         let index = self.calls.len();
-                        let id = call_id();
+                        let id = self.format.call_id();
                         self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
                         out.push(Piece::ToolStart { index, id, name });
                         self.scan = ValueScanner::default();
@@ -292,30 +352,50 @@ impl OutputParser {
                     }
                     self.state = State::Tail;
                 }
-                State::Tail => match self.buf.find(TOOL_CALL_CLOSE) {
-                    Some(p) => {
-                        let between = &self.buf[..p];
-                        if !between.chars().all(|c| ws(c) || c == '}') {
+                State::Tail => {
+                    if !self.step_lit("}", State::AfterCall) {
+                        break;
+                    }
+                }
+                State::AfterCall => match self.format {
+                    ToolFormat::Hermes => {
+                        if !self.step_lit(TOOL_CALL_CLOSE, State::Between) {
+                            break;
+                        }
+                    }
+                    ToolFormat::Llama3 => self.state = State::End,
+                    ToolFormat::Mistral => match (read_lit(&self.buf, ","), read_lit(&self.buf, "]")) {
+                        (Read::Done(_, n), _) => {
+                            self.buf.drain(..n);
+                            self.state = State::Header;
+                        }
+                        (_, Read::Done(_, n)) => {
+                            self.buf.drain(..n);
+                            self.state = State::End;
+                        }
+                        (Read::Bad, Read::Bad) => {
                             self.state = State::Broken;
                             break;
                         }
-                        self.buf.drain(..p + TOOL_CALL_CLOSE.len());
-                        self.state = State::Between;
-                    }
-                    None => break,
+                        _ => break,
+                    },
                 },
-                State::Between => {
-                    let t = self.buf.trim_start_matches(ws);
-                    if t.starts_with(TOOL_CALL_OPEN) {
-                        let skip = self.buf.len() - t.len() + TOOL_CALL_OPEN.len();
-                        self.buf.drain(..skip);
+                State::Between => match read_lit(&self.buf, TOOL_CALL_OPEN) {
+                    Read::Done(_, n) => {
+                        self.buf.drain(..n);
                         self.state = State::Header;
-                    } else if TOOL_CALL_OPEN.starts_with(t) {
-                        break;
-                    } else {
+                    }
+                    Read::Incomplete => break,
+                    Read::Bad => {
                         self.state = State::Broken;
                         break;
                     }
+                },
+                State::End => {
+                    if !self.buf.trim_start_matches(ws).is_empty() {
+                        self.state = State::Broken;
+                    }
+                    break;
                 }
                 State::Broken => break,
             }
@@ -328,13 +408,13 @@ impl OutputParser {
     pub fn finish(&mut self) -> Result<Vec<Piece>, String> {
         let mut out = Vec::new();
         match self.state {
-            State::Text => {
+            State::Text | State::Plain | State::Lead => {
                 let rest = std::mem::take(&mut self.buf);
                 self.emit_content(rest, &mut out);
                 Ok(out)
             }
-            State::Between if self.buf.trim_matches(ws).is_empty() => Ok(out),
-            State::Broken => Err("a tool call in the output is malformed".into()),
+            State::Between | State::End if self.buf.trim_matches(ws).is_empty() => Ok(out),
+            State::Broken | State::Between | State::End => Err("a tool call in the output is malformed".into()),
             _ => Err("the output ends inside a tool call".into()),
         }
     }
@@ -342,11 +422,7 @@ impl OutputParser {
 
 /// A fresh tool-call id: `call_` and 24 letters and digits.
 pub fn call_id() -> String {
-    use rand::Rng;
-    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    let s: String = (0..24).map(|_| CHARS[rng.random_range(0..CHARS.len())] as char).collect();
-    format!("call_{s}")
+    ToolFormat::Hermes.call_id()
 }
 
 #[cfg(test)]
@@ -354,7 +430,11 @@ mod tests {
     use super::*;
 
     fn run(chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
-        let mut p = OutputParser::new(true);
+        run_as(ToolFormat::Hermes, chunks)
+    }
+
+    fn run_as(format: ToolFormat, chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
+        let mut p = OutputParser::new(Some(format));
         let mut content = String::new();
         let mut streamed: Vec<(String, String)> = Vec::new();
         let mut pieces = Vec::new();
@@ -398,12 +478,69 @@ mod tests {
 
     #[test]
     fn marker_prefixes_are_held_back_then_released() {
-        let mut p = OutputParser::new(true);
+        let mut p = OutputParser::new(Some(ToolFormat::Hermes));
         assert_eq!(p.feed("a <tool"), vec![Piece::Content("a ".into())]);
         assert_eq!(p.feed("_cal"), vec![]);
         assert_eq!(p.finish().unwrap(), vec![Piece::Content("<tool_cal".into())]);
         assert_eq!(run(&["x <tool_call>{\"name\": \"f\""]).2, Err("the output ends inside a tool call".into()));
         let (c, calls, ok) = run(&["no tools <tool_cal> here"]);
         assert_eq!((c.as_str(), calls.len(), ok), ("no tools <tool_cal> here", 0, Ok(())));
+    }
+
+    /// Every chunking of `text` reads the same as the whole.
+    fn same_in_chunks(format: ToolFormat, text: &str) -> (String, Vec<(String, String)>, Result<(), String>) {
+        let whole = run_as(format, &[text]);
+        let chars: Vec<String> = text.chars().map(|c| c.to_string()).collect();
+        assert_eq!(run_as(format, &chars.iter().map(String::as_str).collect::<Vec<_>>()), whole, "{text:?}");
+        whole
+    }
+
+    #[test]
+    fn llama3_calls_are_the_whole_reply() {
+        let call = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}";
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, call);
+        assert_eq!((c.as_str(), ok), ("", Ok(())));
+        assert_eq!(calls, vec![("get_weather".to_string(), "{\"city\": \"Oslo\"}".to_string())]);
+        // Text that does not begin with `{` is content, marker-like text and all.
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, "It is {cold}. <tool_call>");
+        assert_eq!((c.as_str(), calls.len(), ok), ("It is {cold}. <tool_call>", 0, Ok(())));
+        // An answer in a response format that begins with `{` but is no call: content.
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Llama3, "{\"answer\": 5}");
+        assert_eq!((c.as_str(), calls.len(), ok), ("{\"answer\": 5}", 0, Ok(())));
+        // The Hermes key is not Llama 3's.
+        let hermes_shaped = "{\"name\": \"f\", \"arguments\": {}}";
+        assert_eq!(run_as(ToolFormat::Llama3, &[hermes_shaped]), (hermes_shaped.to_string(), vec![], Ok(())));
+        assert!(run_as(ToolFormat::Llama3, &["{\"name\": \"f\", \"parameters\": {}} x"]).2.is_err());
+        assert!(run_as(ToolFormat::Llama3, &["{\"name\": \"f\", \"parameters\": {"]).2.is_err());
+        assert_eq!(run_as(ToolFormat::Llama3, &[""]), (String::new(), vec![], Ok(())));
+    }
+
+    #[test]
+    fn mistral_calls_are_a_list_after_the_marker() {
+        let text = "Sure. [TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": [1, \"]\"]}},\n {\"name\":\"b-2\",\"arguments\":{}}]";
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Mistral, text);
+        assert_eq!((c.as_str(), ok), ("Sure. ", Ok(())));
+        assert_eq!(
+            calls,
+            vec![("a".to_string(), "{\"x\": [1, \"]\"]}".to_string()), ("b-2".to_string(), "{}".to_string())]
+        );
+        let (_, calls, ok) = same_in_chunks(ToolFormat::Mistral, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": 1}]");
+        assert_eq!((calls.len(), ok), (1, Ok(())));
+        let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+        assert_eq!(p.feed("a [TOOL_CA"), vec![Piece::Content("a ".into())]);
+        assert_eq!(p.finish().unwrap(), vec![Piece::Content("[TOOL_CA".into())]);
+        assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}"]).2.is_err());
+        assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] {\"name\": \"a\"}"]).2.is_err());
+        // Mistral's ids are 9 letters and digits.
+        let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+        p.feed("[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}]");
+        assert_eq!(p.calls()[0].id.len(), 9);
+    }
+
+    #[test]
+    fn no_tools_is_all_content() {
+        let mut p = OutputParser::new(None);
+        assert_eq!(p.feed("<tool_call>{"), vec![Piece::Content("<tool_call>{".into())]);
+        assert_eq!(p.finish(), Ok(vec![]));
     }
 }

@@ -43,6 +43,12 @@ const EOS_NAMES: &[&str] = &[
     "<end_of_turn>",
 ];
 
+/// Control tokens that are part of a model's reply syntax rather than of the chat around it:
+/// kept as text, so that grammars can write them (as one token) and the reply's text shows
+/// them. Mistral's v3 tokenizers mark `[TOOL_CALLS]`, which opens a reply's tool calls,
+/// special; Qwen's `<tool_call>` is plain text already.
+pub const REPLY_MARKERS: &[&str] = &["[TOOL_CALLS]"];
+
 pub(super) fn load(path: &Path) -> Result<Vocab> {
     let err = |msg: String| Error::Tokenizer { path: path.display().to_string(), msg };
     let text = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
@@ -106,7 +112,8 @@ fn load_bytes(text: &[u8], name: &str, configs: Configs) -> Result<Vocab> {
         }
         match added.get(&(id as u32)) {
             Some((content, special)) => {
-                let special = *special || declared_special.contains(&content.as_str());
+                let special = (*special || declared_special.contains(&content.as_str()))
+                    && !REPLY_MARKERS.contains(&content.as_str());
                 bytes.push(content.as_bytes().to_vec());
                 kinds.push(if special { TokenKind::Special } else { TokenKind::Text });
             }
@@ -274,7 +281,9 @@ fn byte_exact_tokenizer(mut json: Value, special_names: &[&str]) -> Result<token
             obj.insert("lstrip".into(), Value::Bool(false));
             obj.insert("rstrip".into(), Value::Bool(false));
             let name = obj.get("content").and_then(Value::as_str).unwrap_or("");
-            if special_names.contains(&name) {
+            if REPLY_MARKERS.contains(&name) {
+                obj.insert("special".into(), Value::Bool(false));
+            } else if special_names.contains(&name) {
                 obj.insert("special".into(), Value::Bool(true));
             }
         }

@@ -1,0 +1,155 @@
+//! [`ToolFormat`]: how a model writes its tool calls, detected from its chat template.
+//!
+//! ```text
+//! the template's source mentions           format     a reply with calls
+//! <tool_call>  (Qwen 2.5, Hermes, plain)   Hermes     <tool_call>\n{"name": "f", "arguments": {..}}\n</tool_call>
+//! <|start_header_id|> and "parameters"     Llama3     {"name": "f", "parameters": {..}}   then <|eot_id|> / <|eom_id|>
+//!   (Llama 3.1, 3.2, 3.3)
+//! [TOOL_CALLS]  (Mistral v3 templates,     Mistral    [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
+//!   with [AVAILABLE_TOOLS])
+//! anything else, or a template that        Hermes, with the tools described in the system turn:
+//!   does not render tools                    the documented default
+//! ```
+//!
+//! Details per format (the grammar in [`super::calls_grammar`], the reader in
+//! [`super::OutputParser`]):
+//!
+//! - **Hermes**: one `<tool_call>` block per call, blocks separated by a newline. Under `Auto`,
+//!   text that does not contain `<tool_call>`, then optionally calls.
+//! - **Llama 3**: the whole reply is one bare JSON object whose arguments key is `parameters`;
+//!   the end-of-turn token the model writes next ends the output (EOS is allowed exactly where
+//!   the grammar accepts). Llama 3's templates take one call per assistant turn, so a reply
+//!   holds at most one call (parallel calls off). Under `Auto`, a reply is a call or text that
+//!   does not begin with `{`: a reply that begins with `{` is read as a call.
+//! - **Mistral**: `[TOOL_CALLS]` (a control token in Mistral's v3 tokenizers, which the
+//!   vocabulary keeps as text so that grammars can write it: see [`crate::vocab`]), an optional
+//!   space, then a JSON list of call objects. Under `Auto`, text without `[TOOL_CALLS]`, then
+//!   optionally the calls. Mistral's templates demand call ids of 9 letters and digits, so
+//!   calls read in this format get such ids, and other ids in the history are mapped to such
+//!   ids when the chat is rendered.
+//!
+//! [`Hermes`]: ToolFormat::Hermes
+//! [`Llama3`]: ToolFormat::Llama3
+//! [`Mistral`]: ToolFormat::Mistral
+
+use serde::Serialize;
+
+/// How tool calls are written in a reply. See the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+pub enum ToolFormat {
+    /// `<tool_call>{"name": .., "arguments": ..}</tool_call>`: the default.
+    #[default]
+    Hermes,
+    /// A bare `{"name": .., "parameters": ..}`, one per reply.
+    Llama3,
+    /// `[TOOL_CALLS] [{"name": .., "arguments": ..}, ..]`.
+    Mistral,
+}
+
+/// The text that opens Mistral's calls.
+pub const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
+
+impl ToolFormat {
+    /// The format a chat template teaches, from its source; `None` when it teaches none of
+    /// the known ones (then tools are described in the system turn in the default format).
+    pub fn detect(template_source: &str) -> Option<ToolFormat> {
+        let has = |s: &str| template_source.contains(s);
+        if has(MISTRAL_CALLS) {
+            Some(ToolFormat::Mistral)
+        } else if has(super::TOOL_CALL_OPEN) {
+            Some(ToolFormat::Hermes)
+        } else if has("<|start_header_id|>") && has("\"parameters\"") {
+            Some(ToolFormat::Llama3)
+        } else {
+            None
+        }
+    }
+
+    /// The key of a call object that holds the arguments.
+    pub fn arguments_key(self) -> &'static str {
+        match self {
+            ToolFormat::Llama3 => "parameters",
+            ToolFormat::Hermes | ToolFormat::Mistral => "arguments",
+        }
+    }
+
+    /// The most calls one reply may hold in this format, given the caller's `max_calls`.
+    pub fn max_calls(self, max_calls: u32) -> u32 {
+        match self {
+            ToolFormat::Llama3 => 1,
+            ToolFormat::Hermes | ToolFormat::Mistral => max_calls.max(1),
+        }
+    }
+
+    /// The text that starts the calls of a reply under `Auto` (`None` for Llama 3, whose call
+    /// is the whole reply).
+    pub fn marker(self) -> Option<&'static str> {
+        match self {
+            ToolFormat::Hermes => Some(super::TOOL_CALL_OPEN),
+            ToolFormat::Mistral => Some(MISTRAL_CALLS),
+            ToolFormat::Llama3 => None,
+        }
+    }
+
+    /// A fresh id for a call read in this format: 9 letters and digits for Mistral (what its
+    /// templates demand), else `call_` and 24 letters and digits.
+    pub fn call_id(self) -> String {
+        match self {
+            ToolFormat::Mistral => random_alnum(9),
+            _ => format!("call_{}", random_alnum(24)),
+        }
+    }
+}
+
+/// A string of `n` random letters and digits.
+pub(super) fn random_alnum(n: usize) -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..n).map(|_| CHARS[rng.random_range(0..CHARS.len())] as char).collect()
+}
+
+/// `id` as Mistral's templates accept it: itself when it is 9 letters and digits, else 9
+/// letters and digits derived from it (the same id always maps to the same one, so a call and
+/// the tool result that answers it still match).
+pub fn mistral_id(id: &str) -> String {
+    if id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return id.to_string();
+    }
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    // FNV-1a, then base 62: stable across runs and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..9)
+        .map(|_| {
+            let c = CHARS[(h % 62) as usize] as char;
+            h = h / 62 ^ h.rotate_left(17);
+            c
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_and_ids() {
+        assert_eq!(ToolFormat::detect("{{ '<tool_call>' }}"), Some(ToolFormat::Hermes));
+        assert_eq!(ToolFormat::detect("[AVAILABLE_TOOLS] .. [TOOL_CALLS]"), Some(ToolFormat::Mistral));
+        assert_eq!(
+            ToolFormat::detect("<|start_header_id|> {\"name\": function name, \"parameters\": ...}"),
+            Some(ToolFormat::Llama3)
+        );
+        assert_eq!(ToolFormat::detect("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
+        assert_eq!(mistral_id("abcDEF123"), "abcDEF123");
+        let m = mistral_id("call_1");
+        assert!(m.len() == 9 && m.bytes().all(|b| b.is_ascii_alphanumeric()), "{m}");
+        assert_eq!(m, mistral_id("call_1"));
+        assert_ne!(m, mistral_id("call_2"));
+        assert_eq!(ToolFormat::Mistral.call_id().len(), 9);
+        assert!(ToolFormat::Hermes.call_id().starts_with("call_"));
+    }
+}
