@@ -514,6 +514,48 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
 const MAX_CHECKED_VALUES: usize = 256;
 const MAX_CHECKED_BYTES: usize = 512;
 
+/// Most rules in a grammar that [`accepted_by`] checks with (the reference recognizer builds
+/// an automaton for every regex it holds: cheap for a few rules, not for a whole large schema).
+const MAX_CHECKED_RULES: usize = 64;
+
+/// The rules reachable from `start`, renumbered into a grammar of their own; `None` if there
+/// are more than `limit`.
+fn reachable(rules: &[crate::grammar::Rule], start: crate::grammar::RuleId, limit: usize) -> Option<crate::grammar::Grammar> {
+    use crate::grammar::{Grammar, Rule, RuleId};
+    let mut index: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut order = vec![start];
+    index.insert(start.0, 0);
+    let mut i = 0;
+    while i < order.len() {
+        let mut found = Vec::new();
+        rules[order[i].0 as usize].body.for_each_rule(&mut |r| found.push(r));
+        for r in found {
+            if !index.contains_key(&r.0) {
+                if order.len() >= limit {
+                    return None;
+                }
+                index.insert(r.0, order.len() as u32);
+                order.push(r);
+            }
+        }
+        i += 1;
+    }
+    fn renumber(e: &Expr, index: &std::collections::HashMap<u32, u32>) -> Expr {
+        match e {
+            Expr::Rule(r) => Expr::Rule(RuleId(index[&r.0])),
+            Expr::Seq(xs) => Expr::Seq(xs.iter().map(|x| renumber(x, index)).collect()),
+            Expr::Alt(xs) => Expr::Alt(xs.iter().map(|x| renumber(x, index)).collect()),
+            Expr::Repeat { body, min, max } => Expr::Repeat { body: Box::new(renumber(body, index)), min: *min, max: *max },
+            other => other.clone(),
+        }
+    }
+    let rules = order.iter().map(|r| {
+        let rule = &rules[r.0 as usize];
+        Rule { name: rule.name.clone(), body: renumber(&rule.body, &index), span: None }
+    });
+    Some(Grammar { rules: rules.collect(), start: RuleId(0) })
+}
+
 /// Which of `values` the grammar of `schema` accepts (compact JSON), checked by the reference
 /// recognizer; `None` if the schema does not compile exactly or the values are too many or
 /// too long to check. Sound for filtering: the grammar accepts only valid JSON texts, so a
@@ -525,6 +567,10 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
     if texts.len() > MAX_CHECKED_VALUES || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES) {
         return None;
     }
+    let key = format!("{schema}\u{0}{}", texts.join("\u{0}"));
+    if let Some(known) = c.value_checks.get(&key) {
+        return known.clone();
+    }
     let mut out = None;
     // Always rolled back: the rules built here are only for the check.
     let _ = c.attempt(|c| {
@@ -533,14 +579,14 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
         let body = c.schema(schema, pointer)?;
         if c.unenforced.len() == before {
             c.rules[start.0 as usize].body = body;
-            let g = crate::grammar::Grammar { rules: std::mem::take(&mut c.rules), start };
-            let r = crate::grammar::reference::Reference::new(&g);
-            out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect());
-            drop(r);
-            c.rules = g.rules;
+            if let Some(g) = reachable(&c.rules, start, MAX_CHECKED_RULES) {
+                let r = crate::grammar::reference::Reference::new(&g);
+                out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect());
+            }
         }
         Err::<(), _>(crate::error::Error::invalid("rolled back"))
     });
+    c.value_checks.insert(key, out.clone());
     out
 }
 

@@ -150,6 +150,9 @@ pub(crate) struct Compiler<'s> {
     index: refs::Index,
     /// Rewritten `oneOf` branch sets tried so far (see `combine::any_one_of`).
     one_of_attempts: usize,
+    /// `enum` values checked against the grammar of their sibling keywords, by (schema,
+    /// values) text (see `combine::accepted_by`; a pure cache, kept across rollbacks).
+    value_checks: HashMap<String, Option<Vec<bool>>>,
 }
 
 impl<'s> Compiler<'s> {
@@ -165,6 +168,7 @@ impl<'s> Compiler<'s> {
             docs,
             index,
             one_of_attempts: 0,
+            value_checks: HashMap::new(),
         }
     }
 
