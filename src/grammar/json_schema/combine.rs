@@ -2,12 +2,15 @@
 //!
 //! - `enum`/`const`: each allowed value becomes a literal (whitespace allowed inside arrays and
 //!   objects); values that the schema's other keywords reject are dropped, checked by a small
-//!   validator for the keywords it knows (anything else: not enforceable).
+//!   validator for the keywords it knows, else by the grammar of those keywords
+//!   ([`accepted_by`]: sound, possibly stricter); anything else: not enforceable.
 //! - `anyOf` is a union: exact. `oneOf` becomes a union of branches made pairwise disjoint
 //!   ([`disjoint_branches`]): provably disjoint pairs stay, overlapping ones get `not` of the
 //!   other branch where that rewrites exactly, else a declared discriminator is made required
 //!   (stricter); otherwise it is reported.
-//! - `not` is rewritten into plain keywords where exact ([`rewrite_not`]); `if`/`then`/`else`
+//! - `not` is rewritten into plain keywords where exact ([`rewrite_not`]; internal keywords
+//!   carry what JSON Schema cannot say: excluded strings and numbers, non-integer numbers,
+//!   "some key outside this list"); `not` of a `$ref` is a rule per target; `if`/`then`/`else`
 //!   and `dependentRequired`/`dependentSchemas`/`dependencies` become `anyOf`s
 //!   ([`rewrite_conditionals`]); two `anyOf`s in one `allOf` multiply out.
 //! - `allOf` merges keyword by keyword (types intersect, bounds tighten, required unions,
