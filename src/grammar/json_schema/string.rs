@@ -393,8 +393,23 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
             r"|[0-9a-fA-F]{1,4}:(?::[0-9a-fA-F]{1,4}){1,6}|:(?:(?::[0-9a-fA-F]{1,4}){1,7}|:))"
         ),
         "uuid" => r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-        "uri" | "iri" => r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4}(?:/[A-Za-z0-9._~-]*)*(?:\?[A-Za-z0-9._~=&-]*)?",
-        "uri-reference" | "iri-reference" => r"(?:[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?:/[A-Za-z0-9._~-]*)*(?:\?[A-Za-z0-9._~=&-]*)?",
+        // RFC 3986 with its character classes as they are (unreserved, sub-delims, `:`/`@`,
+        // percent escapes): user info, a port, an empty host (`file:///x`), paths without an
+        // authority (`urn:a:b`, `mailto:x@y`), queries and fragments. Host names as above.
+        "uri" | "iri" => concat!(
+            r"[A-Za-z][A-Za-z0-9+.-]{0,15}:",
+            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
+            r"|/?(?:(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*)?)",
+            r"(?:\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?(?:#(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"
+        ),
+        // A URI, or a relative reference: a network path, an absolute path, or a relative path
+        // whose first segment has no `:` (else it would read as a scheme).
+        "uri-reference" | "iri-reference" => concat!(
+            r"(?:[A-Za-z][A-Za-z0-9+.-]{0,15}:)?",
+            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
+            r"|/?(?:(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})+(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*)?)",
+            r"(?:\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?(?:#(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"
+        ),
         "json-pointer" => r"(?:/(?:[^/~]|~[01])*)*",
         "relative-json-pointer" => r"(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^/~]|~[01])*)*)",
         // Regular subsets of formats that are not regular (or not worth it), each a subset of

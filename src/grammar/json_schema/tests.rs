@@ -735,3 +735,31 @@ fn additional_keys_exclude_exactly_the_declared_names() {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
+
+#[test]
+fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
+    let schemas = [json!({"type": "string", "format": "uri"}), json!({"type": "string", "format": "uri-reference"})];
+    let instances = [
+        r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#,
+        r#""urn:isbn:0451450523""#, r#""mailto:ada@example.com""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
+        r#""ftp://ftp.example.org/""#, r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#,
+        r#""http://[::1]/""#, r#""a b""#, r#""http://exa mple.com""#, r#""%zz""#, r#""""#,
+    ];
+    for s in &schemas {
+        let judge = jsonschema::options().should_validate_formats(true).build(s).unwrap();
+        for text in instances {
+            let v: Value = serde_json::from_str(text).unwrap();
+            // A subset of the format: nothing accepted that the validator rejects.
+            if accepts(s, text) {
+                assert!(judge.is_valid(&v), "{s} accepted {text}");
+            }
+        }
+    }
+    let uri = &schemas[0];
+    for ok in [r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#, r#""urn:isbn:0451450523""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##] {
+        assert!(accepts(uri, ok), "{ok}");
+    }
+    for ok in [r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#, r#""""#] {
+        assert!(accepts(&schemas[1], ok), "{ok}");
+    }
+}
