@@ -106,7 +106,7 @@ pub struct ServerConfig {
     /// The model id clients use [default: the model's name, e.g. `stories260K`]. `default`
     /// is always accepted as well, and a request without `model` gets this one.
     pub served_model_name: Option<String>,
-    /// Generations running at once [default 4].
+    /// Generations running at once [default 8: a full batch of `max_batch` can form].
     pub max_concurrent: usize,
     /// Requests waiting beyond those [default 1024]; more get 429.
     pub max_queue: usize,
@@ -131,7 +131,7 @@ impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
             served_model_name: None,
-            max_concurrent: 4,
+            max_concurrent: 8,
             max_queue: 1024,
             max_body_bytes: 10 << 20,
             request_timeout: Duration::from_secs(600),
