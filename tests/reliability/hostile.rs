@@ -227,6 +227,16 @@ fn huge_enums_and_objects_are_refused_or_fast() {
     let (g, dt) = timed(|| ebnf::parse(&format!("root ::= {alts}")));
     assert!(dt < hostile_bound(), "{dt:?}");
     answered("100,000 alternatives", Constraint::Grammar(g.unwrap()));
+    // Values checked against the grammar of the keywords beside them, and values excluded by
+    // `not`: both are bounded (the rewrites grow with the values).
+    let long: Vec<Value> = (0..256).map(|i| json!(format!("{}{i}@example.com", "x".repeat(480)))).collect();
+    answered("256 long enum values beside a format", schema(json!({"enum": long, "format": "email", "maxLength": 600})));
+    let arrays: Vec<Value> = (0..256).map(|i| json!(vec![i; 150])).collect();
+    answered("256 long array values beside item keywords", schema(json!({"enum": arrays, "items": {"minimum": 0}, "maxItems": 300})));
+    let huge: serde_json::Map<String, Value> = (0..5_000).map(|i| (format!("k{i}"), json!(i))).collect();
+    refused("not of a 5,000-member object", schema(json!({"not": {"const": huge}})), "not");
+    let closed: serde_json::Map<String, Value> = (0..999).map(|i| (format!("k{i}"), json!({}))).collect();
+    answered("not of a closed 999-property object", schema(json!({"type": "object", "not": {"properties": closed, "additionalProperties": false}})));
 }
 
 // ---- tokenizer files -------------------------------------------------------------------------

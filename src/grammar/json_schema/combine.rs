@@ -204,6 +204,7 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             // Parts for values that no keyword excludes directly (structured ones, one boolean).
             let mut parts: Vec<Value> = Vec::new();
             let both_bools = values.contains(&&Value::Bool(true)) && values.contains(&&Value::Bool(false));
+            let mut structured = 0;
             for v in values {
                 match v {
                     Value::String(s) => strings.push(Value::String(s.clone())),
@@ -211,7 +212,14 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                     Value::Null => types.retain(|t| t != "null"),
                     Value::Bool(_) if both_bools => types.retain(|t| t != "boolean"),
                     Value::Bool(b) => parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]})),
-                    Value::Object(_) | Value::Array(_) => parts.push(differs_from(v)),
+                    Value::Object(_) | Value::Array(_) => {
+                        // Each member becomes alternatives: keep the rewrite small.
+                        structured += members(v);
+                        if structured > MAX_EXCLUDED_MEMBERS {
+                            return None;
+                        }
+                        parts.push(differs_from(v));
+                    }
                 }
             }
             if !parts.is_empty() {
@@ -303,6 +311,18 @@ fn push_any_of(out: &mut Map<String, Value>, alts: Vec<Value>) {
     let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
     all.push(if alts.is_empty() { Value::Bool(false) } else { serde_json::json!({ "anyOf": alts }) });
     out.insert("allOf".into(), Value::Array(all));
+}
+
+/// Most members (at every depth) of the objects and arrays one `not` may exclude.
+const MAX_EXCLUDED_MEMBERS: usize = 256;
+
+/// Members of `v` at every depth.
+fn members(v: &Value) -> usize {
+    match v {
+        Value::Object(o) => o.len() + o.values().map(members).sum::<usize>(),
+        Value::Array(a) => a.len() + a.iter().map(members).sum::<usize>(),
+        _ => 0,
+    }
 }
 
 /// A schema for the values that differ from the object or array `v` (JSON Schema equality:
@@ -513,9 +533,11 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     Ok(Some(Expr::Alt(alts)))
 }
 
-/// Most values, and longest value (compact JSON bytes), that [`accepted_by`] checks.
+/// Most values, longest value and most bytes in all (compact JSON) that [`accepted_by`]
+/// checks: the reference recognizer is polynomial in the length, not linear.
 const MAX_CHECKED_VALUES: usize = 256;
-const MAX_CHECKED_BYTES: usize = 512;
+const MAX_CHECKED_BYTES: usize = 128;
+const MAX_CHECKED_TOTAL: usize = 2048;
 
 /// Most rules in a grammar that [`accepted_by`] checks with (the reference recognizer builds
 /// an automaton for every regex it holds: cheap for a few rules, not for a whole large schema).
@@ -567,7 +589,10 @@ fn reachable(rules: &[crate::grammar::Rule], start: crate::grammar::RuleId, limi
 /// left as it was.
 fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Option<Vec<bool>> {
     let texts: Vec<String> = values.iter().map(|v| serde_json::to_string(v).expect("JSON serializes")).collect();
-    if texts.len() > MAX_CHECKED_VALUES || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES) {
+    if texts.len() > MAX_CHECKED_VALUES
+        || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES)
+        || texts.iter().map(String::len).sum::<usize>() > MAX_CHECKED_TOTAL
+    {
         return None;
     }
     let key = format!("{schema}\u{0}{}", texts.join("\u{0}"));
@@ -1315,6 +1340,45 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                 }
                 all
             }
+            "minItems" | "maxItems" | "minProperties" | "maxProperties" => {
+                let n = match v {
+                    Value::Array(a) => a.len() as u64,
+                    Value::Object(o) => o.len() as u64,
+                    _ => return Some(true),
+                };
+                if k.starts_with("min") { n >= s.as_u64()? } else { n <= s.as_u64()? }
+            }
+            "uniqueItems" => match v.as_array() {
+                Some(a) if s == &Value::Bool(true) => (0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j]))),
+                _ => true,
+            },
+            // (Array-form `items` is draft-07 tuple validation: not checked here.)
+            "items" if !s.is_array() => match v.as_array() {
+                None => true,
+                Some(a) => {
+                    let from = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
+                    let mut ok = true;
+                    for x in a.iter().skip(from) {
+                        ok &= simple_validate(x, s)?;
+                    }
+                    ok
+                }
+            },
+            "prefixItems" => match v.as_array() {
+                None => true,
+                Some(a) => {
+                    let mut ok = true;
+                    for (x, p) in a.iter().zip(s.as_array()?) {
+                        ok &= simple_validate(x, p)?;
+                    }
+                    ok
+                }
+            },
+            "multipleOf" => match (v.as_i64(), s.as_u64()) {
+                (None, _) if !v.is_number() => true,
+                (Some(x), Some(m)) if m > 0 => x % m as i64 == 0,
+                _ => return None,
+            },
             "required" => match v.as_object() {
                 None => true,
                 Some(o) => s.as_array()?.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k))),
