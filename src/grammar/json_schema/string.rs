@@ -395,10 +395,12 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
         "uuid" => r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
         // RFC 3986 with its character classes as they are (unreserved, sub-delims, `:`/`@`,
         // percent escapes): user info, a port, an empty host (`file:///x`), paths without an
-        // authority (`urn:a:b`, `mailto:x@y`), queries and fragments. Host names as above.
+        // authority (`urn:a:b`, `mailto:x@y`), queries and fragments. Host names as above but
+        // with labels of any length (a URI does not limit them; counted labels next to the
+        // counted user info multiplied the automaton's states).
         "uri" | "iri" => concat!(
             r"[A-Za-z][A-Za-z0-9+.-]{0,15}:",
-            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
+            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9])*(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9])*)*)?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
             r"|/?(?:(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*)?)",
             r"(?:\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?(?:#(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"
         ),
@@ -406,7 +408,7 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
         // whose first segment has no `:` (else it would read as a scheme).
         "uri-reference" | "iri-reference" => concat!(
             r"(?:[A-Za-z][A-Za-z0-9+.-]{0,15}:)?",
-            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4})?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
+            r"(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2}){1,32}@)?(?:[A-Za-z0-9](?:-?[A-Za-z0-9])*(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9])*)*)?(?::[0-9]{1,5})?(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*",
             r"|/?(?:(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})+(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*)?)",
             r"(?:\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?(?:#(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"
         ),
