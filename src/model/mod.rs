@@ -20,7 +20,7 @@
 //! - [`CandleModel`]: the network and its sequence state, a [`LanguageModel`]. Forking clones
 //!   the KV cache (reference-counted tensors: cheap until the copies diverge);
 //!   [`CandleModel::restart`] gives the same network with an empty sequence.
-//! - [`BatchLlama`]: the llama weights again, stepping several sequences (each with its own
+//! - [`BatchNet`]: the llama, qwen2 or mistral weights again, stepping several sequences (each with its own
 //!   [`KvCache`], at its own position) in one forward pass; [`Batcher`] runs one on a thread
 //!   and hands out [`BatchedSequence`]s, [`LanguageModel`]s whose passes it batches
 //!   (continuous batching, used by the server). [`CandleModel::batched`] builds one.
@@ -76,7 +76,7 @@ pub mod weights;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use batch::{BatchLlama, BatchRow, KvCache};
+pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
 pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};
