@@ -2,8 +2,9 @@
 //! and gives each the logits candle's single-sequence model gives it (the embedded stories260K
 //! and tiny random-weight llamas: grouped-query attention, tied and untied heads, Llama 3 rope
 //! scaling; tiny random qwen2s and mistrals: q/k/v biases, rope theta, tied heads, windows as
-//! long as the context, mistral's own head_dim); models it cannot run exactly (phi3, a sliding
-//! window shorter than the context) are refused with the reason; bad rows are errors that
+//! long as the context, mistral's own head_dim; tiny random phi3s: fused weights); models it
+//! cannot run exactly (a sliding window shorter than the context, phi3's longrope or partial
+//! rotary) are refused with the reason; bad rows are errors that
 //! change no cache; and [`Batcher`] sequences driven by the real generation loop on concurrent
 //! threads give the outputs single sequences give, in fewer passes than sequence steps, never
 //! more than `max_batch` per pass.
@@ -119,12 +120,12 @@ fn edit_config(dir: &std::path::Path, edit: impl FnOnce(&mut serde_json::Value))
 }
 
 #[test]
-fn batched_pass_equals_single_sequences_on_random_qwen2_and_mistral() {
+fn batched_pass_equals_single_sequences_on_random_qwen2_mistral_and_phi3() {
     use serde_json::json;
     // (arch, tied, config changes): qwen2's biased q/k/v with its own rope theta and a
     // sliding window longer than the context, off or on; mistral
     // without a window, with one as long as the context, with a head_dim other than
-    // hidden / heads.
+    // hidden / heads; phi3's fused qkv and gate/up weights.
     let cases: Vec<(Arch, bool, serde_json::Value)> = vec![
         (Arch::Qwen2, false, json!({"rope_theta": 1000000.0})),
         (Arch::Qwen2, true, json!({"sliding_window": 100})),
@@ -132,6 +133,8 @@ fn batched_pass_equals_single_sequences_on_random_qwen2_and_mistral() {
         (Arch::Mistral, false, json!({})),
         (Arch::Mistral, true, json!({"sliding_window": 64, "rope_theta": 500000.0})),
         (Arch::Mistral, false, json!({"head_dim": 16})),
+        (Arch::Phi3, false, json!({})),
+        (Arch::Phi3, true, json!({"rope_theta": 50000.0, "partial_rotary_factor": 1.0})),
     ];
     for (n, (arch, tied, changes)) in cases.into_iter().enumerate() {
         let what = format!("tiny {arch} tied={tied} {changes}");
@@ -158,7 +161,13 @@ fn batched_pass_equals_single_sequences_on_random_qwen2_and_mistral() {
 fn models_the_batched_pass_cannot_run_exactly_are_refused_with_the_reason() {
     use serde_json::json;
     let cases: Vec<(Arch, serde_json::Value, &str)> = vec![
-        (Arch::Phi3, json!({}), "no batched forward pass for the phi3 architecture"),
+        (
+            Arch::Phi3,
+            json!({"rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.0, 1.1, 1.2],
+                   "long_factor": [1.0, 2.0, 3.0, 4.0]}, "original_max_position_embeddings": 32}),
+            "rope_scaling",
+        ),
+        (Arch::Phi3, json!({"partial_rotary_factor": 0.5}), "partial rotary"),
         (Arch::Mistral, json!({"sliding_window": 8}), "sliding window (8) is shorter than its context (64"),
         (Arch::Qwen2, json!({"use_sliding_window": true, "sliding_window": 16}), "sliding window (16)"),
         (Arch::Qwen2, json!({"hidden_act": "gelu"}), "hidden_act"),

@@ -1,10 +1,11 @@
-//! [`BatchNet`]: one forward pass of a llama-family network (llama, qwen2, mistral) over several
+//! [`BatchNet`]: one forward pass of a llama-family network (llama, qwen2, mistral, phi3) over several
 //! sequences, each with its own KV cache ([`KvCache`]) at its own position.
 //!
 //! The three architectures share one code path; what differs is described by a
 //! [`BatchConfig`]: biases on the q/k/v projections (qwen2), the rotary frequencies (rope
-//! theta, Llama 3 scaling), a head dimension other than `hidden / heads` (mistral), and a tied
-//! output head. A sliding window is not implemented: a config whose window is shorter than its
+//! theta, Llama 3 scaling), a head dimension other than `hidden / heads` (mistral), fused
+//! `qkv_proj` and `gate_up_proj` weights (phi3: split into the same q/k/v and gate/up
+//! projections at load time), and a tied output head. A sliding window is not implemented: a config whose window is shorter than its
 //! context is refused (see [`BatchConfig::qwen2`]), so a batch is never inexact.
 //!
 //! candle-transformers' `Llama` (like its qwen2 and mistral) keeps a single cache, so it can
@@ -35,7 +36,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
-use candle_transformers::models::{llama, mistral, qwen2};
+use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
@@ -141,6 +142,9 @@ pub struct BatchConfig {
     pub tied: bool,
     /// The q/k/v projections have biases (qwen2).
     pub qkv_bias: bool,
+    /// Phi-3's weight layout: `self_attn.qkv_proj` (q, k, v stacked by output) and
+    /// `mlp.gate_up_proj` (gate, then up).
+    pub fused: bool,
 }
 
 /// `1 / theta^(2i / head_dim)` for `i < head_dim / 2`, computed in f64.
@@ -187,6 +191,7 @@ impl BatchConfig {
             inv_freq: inv_freq(cfg),
             tied: cfg.tie_word_embeddings,
             qkv_bias: false,
+            fused: false,
         }
     }
 
@@ -212,6 +217,7 @@ impl BatchConfig {
             inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
             tied: !has_head,
             qkv_bias: true,
+            fused: false,
         })
     }
 
@@ -237,6 +243,38 @@ impl BatchConfig {
             inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
             tied,
             qkv_bias: false,
+            fused: false,
+        })
+    }
+
+    /// A phi3 config: fused weights, tied as `tie_word_embeddings` says (as candle's phi3).
+    /// Partial rotary embeddings and `rope_scaling` (longrope) are refused. Like candle's phi3
+    /// (the unbatched path), attention is causal over the whole context: a `sliding_window`
+    /// in config.json is not applied by either.
+    pub fn phi3(cfg: &phi3::Config) -> Result<BatchConfig> {
+        check_silu("phi3", cfg.hidden_act)?;
+        let head_dim = cfg.head_dim();
+        let refuse = |what: &str| Err(Error::invalid(format!("no batched forward pass for a phi3 model with {what}")));
+        if cfg.rope_scaling.is_some() {
+            return refuse("rope_scaling (longrope)");
+        }
+        if cfg.partial_rotary_factor.is_some_and(|f| (f * head_dim as f64) as usize != head_dim) {
+            return refuse("partial rotary embeddings (partial_rotary_factor < 1)");
+        }
+        Ok(BatchConfig {
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            num_layers: cfg.num_hidden_layers,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: cfg.max_position_embeddings,
+            rms_norm_eps: cfg.rms_norm_eps,
+            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
+            tied: cfg.tie_word_embeddings,
+            qkv_bias: false,
+            fused: true,
         })
     }
 }
@@ -311,7 +349,7 @@ pub(crate) fn check_row(pos: usize, tokens: &[TokenId], width: usize, max_positi
 }
 
 impl BatchNet {
-    /// Loads the weights of a Hugging Face llama, qwen2 or mistral (the names
+    /// Loads the weights of a Hugging Face llama, qwen2, mistral or phi3 (the names
     /// candle-transformers' models read) from `vb`, for `cfg`.
     pub fn load(vb: VarBuilder, cfg: &BatchConfig, dtype: DType, device: &Device) -> Result<BatchNet> {
         let e = candle_err("loading the batched network");
@@ -349,20 +387,32 @@ impl BatchNet {
             let vb = vb.pp(format!("model.layers.{n}"));
             let a = vb.pp("self_attn");
             let m = vb.pp("mlp");
+            let (q, k, v, gate, up) = if cfg.fused {
+                // Rows `start..start + n` of a fused `(out, in)` weight are one projection.
+                let part = |w: &Tensor, start, n| w.narrow(0, start, n).and_then(|w| Linear::new(&w)).map_err(&e);
+                let qkv_w = a.pp("qkv_proj").get((q_size + 2 * kv_size, h), "weight").map_err(&e)?;
+                let gate_up_w = m.pp("gate_up_proj").get((2 * i, h), "weight").map_err(&e)?;
+                (
+                    part(&qkv_w, 0, q_size)?,
+                    part(&qkv_w, q_size, kv_size)?,
+                    part(&qkv_w, q_size + kv_size, kv_size)?,
+                    part(&gate_up_w, 0, i)?,
+                    part(&gate_up_w, i, i)?,
+                )
+            } else {
+                (
+                    qkv(h, q_size, a.pp("q_proj"))?,
+                    qkv(h, kv_size, a.pp("k_proj"))?,
+                    qkv(h, kv_size, a.pp("v_proj"))?,
+                    lin(h, i, m.pp("gate_proj"))?,
+                    lin(h, i, m.pp("up_proj"))?,
+                )
+            };
             layers.push(Layer {
                 attn_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("input_layernorm")).map_err(&e)?,
-                attn: Attention {
-                    q: qkv(h, q_size, a.pp("q_proj"))?,
-                    k: qkv(h, kv_size, a.pp("k_proj"))?,
-                    v: qkv(h, kv_size, a.pp("v_proj"))?,
-                    o: lin(q_size, h, a.pp("o_proj"))?,
-                },
+                attn: Attention { q, k, v, o: lin(q_size, h, a.pp("o_proj"))? },
                 mlp_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("post_attention_layernorm")).map_err(&e)?,
-                mlp: Mlp {
-                    gate: lin(h, i, m.pp("gate_proj"))?,
-                    up: lin(h, i, m.pp("up_proj"))?,
-                    down: lin(i, h, m.pp("down_proj"))?,
-                },
+                mlp: Mlp { gate, up, down: lin(i, h, m.pp("down_proj"))? },
             });
         }
         let freqs = &cfg.inv_freq;

@@ -192,8 +192,8 @@ impl CandleModel {
                         o.remove("eos_token_id");
                     }
                     let c: phi3::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    let net = Net::Phi3(phi3::Model::new(&c, vb).map_err(&load_err)?);
-                    (net, Err(format!("no batched forward pass for the {} architecture", Arch::Phi3)))
+                    let net = Net::Phi3(phi3::Model::new(&c, vb.clone()).map_err(&load_err)?);
+                    (net, BatchConfig::phi3(&c).map_err(no_batch).map(|b| (vb, b)))
                 }
             })
         }));
@@ -262,8 +262,9 @@ impl CandleModel {
     }
 
     /// The same weights as a [`BatchNet`], which steps several sequences in one pass; an
-    /// error (saying why) for phi3 and for qwen2/mistral configs it does not cover exactly (a
-    /// sliding window shorter than the context, an activation other than SiLU). Loads the
+    /// error (saying why) for configs it does not cover exactly (a qwen2/mistral sliding window
+    /// shorter than the context, phi3's longrope or partial rotary, an activation other than
+    /// SiLU). Loads the
     /// weights again (a second copy in memory while this model is kept).
     pub fn batched(&self) -> Result<BatchNet> {
         match &self.batch {
