@@ -5,8 +5,9 @@
 //! [`BatchConfig`]: biases on the q/k/v projections (qwen2), the rotary frequencies (rope
 //! theta, Llama 3 scaling), a head dimension other than `hidden / heads` (mistral), fused
 //! `qkv_proj` and `gate_up_proj` weights (phi3: split into the same q/k/v and gate/up
-//! projections at load time), and a tied output head. A sliding window is not implemented: a config whose window is shorter than its
-//! context is refused (see [`BatchConfig::qwen2`]), so a batch is never inexact.
+//! projections at load time), and a tied output head. A sliding window is not implemented: a
+//! config whose window is shorter than its context is refused (see [`BatchConfig::qwen2`]), so
+//! a batch is never inexact.
 //!
 //! candle-transformers' `Llama` (like its qwen2 and mistral) keeps a single cache, so it can
 //! only step one sequence (or a batch of sequences that all sit at the same position). This

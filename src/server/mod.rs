@@ -122,7 +122,7 @@ pub struct ServerConfig {
     /// (slowloris clients). Used by [`serve`].
     pub header_timeout: Duration,
     /// Sequences stepped in one batched forward pass [default 8]; `1` steps each generation
-    /// on its own. Llama, qwen2 and mistral models batch (see [`AppState::new`]); the running generations
+    /// on its own. Llama, qwen2, mistral and phi3 models batch (see [`AppState::new`]); the running generations
     /// (`max_concurrent`) bound it too.
     pub max_batch: usize,
 }
@@ -195,9 +195,9 @@ struct Inner {
 
 impl AppState {
     /// Serves `loaded`. With `config.max_batch > 1` and a model [`CandleModel::batched`]
-    /// covers (llama, qwen2, mistral without a window shorter than the context), generations
-    /// share batched forward passes ([`Batcher`], on the model's weights); otherwise (phi3,
-    /// such windows, `max_batch` 1: logged at startup) each starts from
+    /// covers (llama, qwen2, mistral, phi3; see there for the configs it refuses), generations
+    /// share batched forward passes ([`Batcher`], on the model's weights); otherwise (a
+    /// refused config, logged at startup with the reason; `max_batch` 1) each starts from
     /// `loaded.model.restart()` and runs its own passes.
     pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
         let LoadedModel { model, vocab, prompt, defaults, info } = loaded;
