@@ -1,5 +1,5 @@
 //! What one batched forward pass costs against its batch size: `B` sequences, each with a
-//! 32-token prompt already in its cache, stepped one token at a time, in one [`BatchLlama`]
+//! 32-token prompt already in its cache, stepped one token at a time, in one [`BatchNet`]
 //! pass per step; beside it, the same steps with candle's single-sequence llama (`B` passes per
 //! step). Prints, per batch size, the time per step and the tokens per second of both.
 //!

@@ -371,8 +371,19 @@ pub(crate) fn write_tiny_model(dir: &Path, arch: Arch, tied: bool, shards: usize
     std::fs::write(dir.join("config.json"), &text).unwrap();
     std::fs::copy(manifest().join("assets/stories260K/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
     let cfg = ArchConfig::parse(&text, "config.json").unwrap();
+    write_weights(dir, &cfg, shards, drop);
+    cfg
+}
+
+/// Writes fresh random weights for `cfg` (a config.json edited after [`write_tiny_model`]
+/// changed their shapes) as one safetensors file.
+pub(crate) fn write_tiny_weights(dir: &Path, cfg: &ArchConfig) {
+    write_weights(dir, cfg, 1, None)
+}
+
+fn write_weights(dir: &Path, cfg: &ArchConfig, shards: usize, drop: Option<&str>) {
     let tensors: Vec<(String, Tensor)> =
-        tiny_weights(&cfg, 7).into_iter().filter(|(n, _)| Some(n.as_str()) != drop).collect();
+        tiny_weights(cfg, 7).into_iter().filter(|(n, _)| Some(n.as_str()) != drop).collect();
     if shards <= 1 {
         let map: HashMap<String, Tensor> = tensors.into_iter().collect();
         candle_core::safetensors::save(&map, dir.join("model.safetensors")).unwrap();
@@ -390,7 +401,6 @@ pub(crate) fn write_tiny_model(dir: &Path, arch: Arch, tied: bool, shards: usize
         let index = serde_json::json!({"metadata": {}, "weight_map": weight_map});
         std::fs::write(dir.join("model.safetensors.index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
     }
-    cfg
 }
 
 #[test]

@@ -1,10 +1,18 @@
-//! [`BatchLlama`]: one llama forward pass over several sequences, each with its own KV cache
-//! ([`KvCache`]) at its own position.
+//! [`BatchNet`]: one forward pass of a llama-family network (llama, qwen2, mistral, phi3) over several
+//! sequences, each with its own KV cache ([`KvCache`]) at its own position.
 //!
-//! candle-transformers' `Llama` keeps a single cache, so it can only step one sequence (or a
-//! batch of sequences that all sit at the same position). This module holds the same weights
-//! and runs a pass over any mix of sequences: a prefill of one, a single sampled token of
-//! another, a fast-forwarded run of a third.
+//! The three architectures share one code path; what differs is described by a
+//! [`BatchConfig`]: biases on the q/k/v projections (qwen2), the rotary frequencies (rope
+//! theta, Llama 3 scaling), a head dimension other than `hidden / heads` (mistral), fused
+//! `qkv_proj` and `gate_up_proj` weights (phi3: split into the same q/k/v and gate/up
+//! projections at load time), and a tied output head. A sliding window is not implemented: a
+//! config whose window is shorter than its context is refused (see [`BatchConfig::qwen2`]), so
+//! a batch is never inexact.
+//!
+//! candle-transformers' `Llama` (like its qwen2 and mistral) keeps a single cache, so it can
+//! only step one sequence (or a batch of sequences that all sit at the same position). This
+//! module holds the same weights and runs a pass over any mix of sequences: a prefill of one, a
+//! single sampled token of another, a fast-forwarded run of a third.
 //!
 //! How a pass is laid out: the new tokens of every sequence are stacked into one matrix of
 //! rows, so everything that works token by token (the embedding, the RMS norms, the q/k/v/o
@@ -15,8 +23,9 @@
 //! head run on the last row of each sequence only.
 //!
 //! Exactness: each sequence's logits are those of a single-sequence pass over the same tokens
-//! (candle's `Llama`, which the tests compare against); the only difference is the order in
-//! which a matmul over more rows may sum, so rows agree to float tolerance, not bit for bit.
+//! (candle's `Llama`, `qwen2::ModelForCausalLM` and `mistral::Model`, which the tests compare
+//! against); the only difference is the order in which a matmul over more rows may sum, so
+//! rows agree to float tolerance, not bit for bit.
 //!
 //! Invariants:
 //! - A cache's `pos` is the number of tokens it holds; `pos + new tokens` never exceeds
@@ -28,7 +37,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
-use candle_transformers::models::llama;
+use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
@@ -61,25 +70,36 @@ pub struct BatchRow<'a> {
     pub tokens: &'a [TokenId],
 }
 
-/// A bias-free linear layer whose weight is kept transposed, `(in, out)` and contiguous, so
+/// A linear layer (bias optional) whose weight is kept transposed, `(in, out)` and contiguous, so
 /// that `x · W` multiplies straight from it. (With the weight as stored, `(out, in)`, the
 /// matmul of a few rows re-packs the whole transposed weight on every call, which made a pass
 /// of two rows cost more than two passes of one.)
 struct Linear {
     wt: Tensor,
+    /// `(out,)`, added to every row.
+    bias: Option<Tensor>,
 }
 
 impl Linear {
     fn new(w: &Tensor) -> candle_core::Result<Linear> {
-        Ok(Linear { wt: w.t()?.contiguous()? })
+        Ok(Linear { wt: w.t()?.contiguous()?, bias: None })
     }
 
     fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
         Linear::new(&vb.get((outputs, inputs), "weight")?)
     }
 
+    fn load_biased(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
+        let bias = vb.get(outputs, "bias")?;
+        Ok(Linear { bias: Some(bias), ..Linear::load(inputs, outputs, vb)? })
+    }
+
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        x.matmul(&self.wt)
+        let y = x.matmul(&self.wt)?;
+        match &self.bias {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
     }
 }
 
@@ -103,8 +123,165 @@ struct Layer {
     mlp: Mlp,
 }
 
-/// A llama network that steps several sequences in one pass (see the module docs).
-pub struct BatchLlama {
+/// What a [`BatchNet`] needs to know of a llama-family config: its dimensions and the
+/// per-architecture options. Built from candle's config structs by [`BatchConfig::llama`],
+/// [`BatchConfig::qwen2`] and [`BatchConfig::mistral`].
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub vocab_size: usize,
+    pub max_positions: usize,
+    pub rms_norm_eps: f64,
+    /// Rotary frequencies, `head_dim / 2` of them.
+    pub inv_freq: Vec<f32>,
+    /// The output head is the embedding matrix (no `lm_head.weight` is read).
+    pub tied: bool,
+    /// The q/k/v projections have biases (qwen2).
+    pub qkv_bias: bool,
+    /// Phi-3's weight layout: `self_attn.qkv_proj` (q, k, v stacked by output) and
+    /// `mlp.gate_up_proj` (gate, then up).
+    pub fused: bool,
+}
+
+/// `1 / theta^(2i / head_dim)` for `i < head_dim / 2`, computed in f64.
+fn plain_inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
+    (0..head_dim / 2).map(|i| (1.0 / theta.powf((2 * i) as f64 / head_dim as f64)) as f32).collect()
+}
+
+/// Errors unless the MLP activation is SiLU, the only one the batched pass computes.
+fn check_silu(arch: &str, act: candle_nn::Activation) -> Result<()> {
+    if matches!(act, candle_nn::Activation::Silu) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("no batched forward pass for a {arch} model with hidden_act {act:?} (only silu)")))
+    }
+}
+
+/// Errors when a sliding window would cut attention short somewhere inside the context (a
+/// position more than `window` behind another would be masked): batching it would need the
+/// window in the pass, which is not implemented, and must never run inexactly.
+fn check_window(arch: &str, window: usize, max_positions: usize) -> Result<()> {
+    if window < max_positions {
+        return Err(Error::invalid(format!(
+            "no batched forward pass for a {arch} model whose sliding window ({window}) is shorter than its \
+             context ({max_positions} positions); it runs unbatched"
+        )));
+    }
+    Ok(())
+}
+
+impl BatchConfig {
+    /// A llama config (`tie_word_embeddings` as it says, Llama 3 rope scaling honoured).
+    pub fn llama(cfg: &llama::Config) -> BatchConfig {
+        let head_dim = cfg.hidden_size / cfg.num_attention_heads.max(1);
+        BatchConfig {
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            num_layers: cfg.num_hidden_layers,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: cfg.max_position_embeddings,
+            rms_norm_eps: cfg.rms_norm_eps,
+            inv_freq: inv_freq(cfg),
+            tied: cfg.tie_word_embeddings,
+            qkv_bias: false,
+            fused: false,
+        }
+    }
+
+    /// A qwen2 config: biased q/k/v, the head tied when the weights have no `lm_head.weight`
+    /// (`has_head`, as candle's qwen2 decides). `sliding_window` must cover the whole context
+    /// even when `use_sliding_window` is false: transformers then ignores it, but candle's
+    /// qwen2 (the unbatched path) still masks by it inside a multi-token pass, and the two
+    /// paths must agree.
+    pub fn qwen2(cfg: &qwen2::Config, has_head: bool) -> Result<BatchConfig> {
+        check_silu("qwen2", cfg.hidden_act)?;
+        check_window("qwen2", cfg.sliding_window, cfg.max_position_embeddings)?;
+        let head_dim = cfg.hidden_size / cfg.num_attention_heads.max(1);
+        Ok(BatchConfig {
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            num_layers: cfg.num_hidden_layers,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: cfg.max_position_embeddings,
+            rms_norm_eps: cfg.rms_norm_eps,
+            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
+            tied: !has_head,
+            qkv_bias: true,
+            fused: false,
+        })
+    }
+
+    /// A mistral config: `head_dim` as configured, the head tied when `tied` (the loader then
+    /// serves `lm_head.weight` from the embedding, so either way reads the same matrix). A
+    /// `sliding_window` must cover the whole context.
+    pub fn mistral(cfg: &mistral::Config, tied: bool) -> Result<BatchConfig> {
+        check_silu("mistral", cfg.hidden_act)?;
+        if let Some(w) = cfg.sliding_window {
+            check_window("mistral", w, cfg.max_position_embeddings)?;
+        }
+        let head_dim = cfg.head_dim.unwrap_or(cfg.hidden_size / cfg.num_attention_heads.max(1));
+        Ok(BatchConfig {
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            num_layers: cfg.num_hidden_layers,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: cfg.max_position_embeddings,
+            rms_norm_eps: cfg.rms_norm_eps,
+            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
+            tied,
+            qkv_bias: false,
+            fused: false,
+        })
+    }
+
+    /// A phi3 config: fused weights, tied as `tie_word_embeddings` says (as candle's phi3).
+    /// Partial rotary embeddings and `rope_scaling` (longrope) are refused. Like candle's phi3
+    /// (the unbatched path), attention is causal over the whole context: a `sliding_window`
+    /// in config.json is not applied by either.
+    pub fn phi3(cfg: &phi3::Config) -> Result<BatchConfig> {
+        check_silu("phi3", cfg.hidden_act)?;
+        let head_dim = cfg.head_dim();
+        let refuse = |what: &str| Err(Error::invalid(format!("no batched forward pass for a phi3 model with {what}")));
+        if cfg.rope_scaling.is_some() {
+            return refuse("rope_scaling (longrope)");
+        }
+        if cfg.partial_rotary_factor.is_some_and(|f| (f * head_dim as f64) as usize != head_dim) {
+            return refuse("partial rotary embeddings (partial_rotary_factor < 1)");
+        }
+        Ok(BatchConfig {
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            num_layers: cfg.num_hidden_layers,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim,
+            vocab_size: cfg.vocab_size,
+            max_positions: cfg.max_position_embeddings,
+            rms_norm_eps: cfg.rms_norm_eps,
+            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
+            tied: cfg.tie_word_embeddings,
+            qkv_bias: false,
+            fused: true,
+        })
+    }
+}
+
+/// A llama-family network that steps several sequences in one pass (see the module docs).
+pub struct BatchNet {
     embed: Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
@@ -172,70 +349,89 @@ pub(crate) fn check_row(pos: usize, tokens: &[TokenId], width: usize, max_positi
     Ok(())
 }
 
-impl BatchLlama {
-    /// Loads the weights of a Hugging Face llama (the names candle-transformers' `Llama` reads)
-    /// from `vb`, for `cfg`.
-    pub fn load(vb: VarBuilder, cfg: &llama::Config, dtype: DType, device: &Device) -> Result<BatchLlama> {
-        let e = candle_err("loading the batched llama");
+impl BatchNet {
+    /// Loads the weights of a Hugging Face llama, qwen2, mistral or phi3 (the names
+    /// candle-transformers' models read) from `vb`, for `cfg`.
+    pub fn load(vb: VarBuilder, cfg: &BatchConfig, dtype: DType, device: &Device) -> Result<BatchNet> {
+        let e = candle_err("loading the batched network");
         let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
-        if cfg.num_attention_heads == 0
-            || h % cfg.num_attention_heads != 0
-            || cfg.num_key_value_heads == 0
-            || cfg.num_attention_heads % cfg.num_key_value_heads != 0
-        {
+        let heads_fit = cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0;
+        if cfg.heads == 0 || !heads_fit || cfg.head_dim == 0 || cfg.head_dim % 2 != 0 {
             return Err(Error::invalid(format!(
-                "llama config: {} heads and {} key/value heads do not divide hidden size {h}",
-                cfg.num_attention_heads, cfg.num_key_value_heads
+                "batched network: {} heads of {} and {} key/value heads do not fit (hidden size {h})",
+                cfg.heads, cfg.head_dim, cfg.kv_heads
             )));
         }
-        let head_dim = h / cfg.num_attention_heads;
-        let q_size = head_dim * cfg.num_attention_heads;
-        let kv_size = head_dim * cfg.num_key_value_heads;
+        if cfg.inv_freq.len() != cfg.head_dim / 2 {
+            return Err(Error::invalid(format!(
+                "batched network: {} rotary frequencies for head_dim {}",
+                cfg.inv_freq.len(),
+                cfg.head_dim
+            )));
+        }
+        let head_dim = cfg.head_dim;
+        let q_size = head_dim * cfg.heads;
+        let kv_size = head_dim * cfg.kv_heads;
         let lin = |a, b, vb: VarBuilder| Linear::load(a, b, vb).map_err(&e);
+        let qkv = |a, b, vb: VarBuilder| {
+            if cfg.qkv_bias { Linear::load_biased(a, b, vb) } else { Linear::load(a, b, vb) }.map_err(&e)
+        };
         let embed = candle_nn::embedding(cfg.vocab_size, h, vb.pp("model.embed_tokens")).map_err(&e)?;
-        let head = if cfg.tie_word_embeddings {
+        let head = if cfg.tied {
             Linear::new(embed.embeddings()).map_err(&e)?
         } else {
             lin(h, cfg.vocab_size, vb.pp("lm_head"))?
         };
         let norm = candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("model.norm")).map_err(&e)?;
-        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
-        for n in 0..cfg.num_hidden_layers {
+        let mut layers = Vec::with_capacity(cfg.num_layers);
+        for n in 0..cfg.num_layers {
             let vb = vb.pp(format!("model.layers.{n}"));
             let a = vb.pp("self_attn");
             let m = vb.pp("mlp");
+            let (q, k, v, gate, up) = if cfg.fused {
+                // Rows `start..start + n` of a fused `(out, in)` weight are one projection.
+                let part = |w: &Tensor, start, n| w.narrow(0, start, n).and_then(|w| Linear::new(&w)).map_err(&e);
+                let qkv_w = a.pp("qkv_proj").get((q_size + 2 * kv_size, h), "weight").map_err(&e)?;
+                let gate_up_w = m.pp("gate_up_proj").get((2 * i, h), "weight").map_err(&e)?;
+                (
+                    part(&qkv_w, 0, q_size)?,
+                    part(&qkv_w, q_size, kv_size)?,
+                    part(&qkv_w, q_size + kv_size, kv_size)?,
+                    part(&gate_up_w, 0, i)?,
+                    part(&gate_up_w, i, i)?,
+                )
+            } else {
+                (
+                    qkv(h, q_size, a.pp("q_proj"))?,
+                    qkv(h, kv_size, a.pp("k_proj"))?,
+                    qkv(h, kv_size, a.pp("v_proj"))?,
+                    lin(h, i, m.pp("gate_proj"))?,
+                    lin(h, i, m.pp("up_proj"))?,
+                )
+            };
             layers.push(Layer {
                 attn_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("input_layernorm")).map_err(&e)?,
-                attn: Attention {
-                    q: lin(h, q_size, a.pp("q_proj"))?,
-                    k: lin(h, kv_size, a.pp("k_proj"))?,
-                    v: lin(h, kv_size, a.pp("v_proj"))?,
-                    o: lin(q_size, h, a.pp("o_proj"))?,
-                },
+                attn: Attention { q, k, v, o: lin(q_size, h, a.pp("o_proj"))? },
                 mlp_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("post_attention_layernorm")).map_err(&e)?,
-                mlp: Mlp {
-                    gate: lin(h, i, m.pp("gate_proj"))?,
-                    up: lin(h, i, m.pp("up_proj"))?,
-                    down: lin(i, h, m.pp("down_proj"))?,
-                },
+                mlp: Mlp { gate, up, down: lin(i, h, m.pp("down_proj"))? },
             });
         }
-        let freqs = inv_freq(cfg);
+        let freqs = &cfg.inv_freq;
         let half = freqs.len();
-        let max = cfg.max_position_embeddings;
+        let max = cfg.max_positions;
         let angles: Vec<f32> = (0..max).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
         let angles = Tensor::from_vec(angles, (max, half), device).map_err(&e)?;
         let cos = angles.cos().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
         let sin = angles.sin().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
-        Ok(BatchLlama {
+        Ok(BatchNet {
             embed,
             layers,
             norm,
             head,
             cos,
             sin,
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
+            heads: cfg.heads,
+            kv_heads: cfg.kv_heads,
             head_dim,
             vocab_size: cfg.vocab_size,
             max_positions: max,
@@ -369,11 +565,11 @@ impl BatchLlama {
     }
 }
 
-impl std::fmt::Debug for BatchLlama {
+impl std::fmt::Debug for BatchNet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "BatchLlama({} layers, {} heads ({} kv) of {}, {:?})",
+            "BatchNet({} layers, {} heads ({} kv) of {}, {:?})",
             self.layers.len(),
             self.heads,
             self.kv_heads,

@@ -1,11 +1,11 @@
-//! [`Batcher`]: continuous batching. One thread owns a [`BatchLlama`] and steps every sequence
+//! [`Batcher`]: continuous batching. One thread owns a [`BatchNet`] and steps every sequence
 //! that needs a forward pass in one batched pass; each sequence is a [`BatchedSequence`], a
 //! [`LanguageModel`] whose `forward` hands its tokens and KV cache to that thread and waits for
 //! its logits row.
 //!
 //! ```text
 //!  generation loop A ─ forward(tokens) ─┐                       ┌─▶ logits A (cache A grown)
-//!  generation loop B ─ forward(tokens) ─┼─▶ batch thread: gather ─ one BatchLlama pass ─┼─▶ logits B
+//!  generation loop B ─ forward(tokens) ─┼─▶ batch thread: gather ─ one BatchNet pass ───┼─▶ logits B
 //!  generation loop C ─ (masking, sampling, streaming: not ready yet; joins the next pass)
 //! ```
 //!
@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::batch::{check_row, BatchLlama, BatchRow, KvCache};
+use super::batch::{check_row, BatchNet, BatchRow, KvCache};
 use crate::decode::LanguageModel;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
@@ -100,7 +100,7 @@ pub struct Batcher {
 impl Batcher {
     /// Starts the batch thread for `model`, stepping at most `max_batch` (at least 1)
     /// sequences per pass.
-    pub fn new(model: BatchLlama, max_batch: usize) -> Result<Batcher> {
+    pub fn new(model: BatchNet, max_batch: usize) -> Result<Batcher> {
         let max_batch = max_batch.max(1);
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared::default());
@@ -150,7 +150,7 @@ impl std::fmt::Debug for Batcher {
 }
 
 /// The batch thread: gather, one pass, replies; until every sender is gone.
-fn run(model: BatchLlama, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
+fn run(model: BatchNet, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
     // How long to wait for late sequences: the last pass's time, within these bounds.
     const MIN_WAIT: Duration = Duration::from_micros(50);
     const MAX_WAIT: Duration = Duration::from_millis(20);

@@ -20,10 +20,11 @@
 //! - [`CandleModel`]: the network and its sequence state, a [`LanguageModel`]. Forking clones
 //!   the KV cache (reference-counted tensors: cheap until the copies diverge);
 //!   [`CandleModel::restart`] gives the same network with an empty sequence.
-//! - [`BatchLlama`]: the llama weights again, stepping several sequences (each with its own
-//!   [`KvCache`], at its own position) in one forward pass; [`Batcher`] runs one on a thread
-//!   and hands out [`BatchedSequence`]s, [`LanguageModel`]s whose passes it batches
-//!   (continuous batching, used by the server). [`CandleModel::batched`] builds one.
+//! - [`BatchNet`]: the llama, qwen2, mistral or phi3 weights again, stepping several
+//!   sequences (each with its own [`KvCache`], at its own position) in one forward pass;
+//!   [`Batcher`] runs one on a thread and hands out [`BatchedSequence`]s, [`LanguageModel`]s
+//!   whose passes it batches (continuous batching, used by the server).
+//!   [`CandleModel::batched`] builds one (or says why a config cannot be batched exactly).
 //! - [`LoadOptions`]: [`DeviceSpec`] (CPU by default; `cuda:N` with the `cuda` feature) and
 //!   [`Precision`] (f32 on the CPU, bf16 on CUDA unless asked otherwise).
 //!
@@ -76,7 +77,7 @@ pub mod weights;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use batch::{BatchLlama, BatchRow, KvCache};
+pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
 pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};

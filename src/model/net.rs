@@ -25,7 +25,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
-use super::batch::BatchLlama;
+use super::batch::{BatchConfig, BatchNet};
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
 use crate::decode::LanguageModel;
@@ -61,13 +61,10 @@ impl ForwardStats {
 
 #[derive(Clone)]
 enum Net {
-    /// `vb` and `cfg` are kept to build a [`BatchLlama`] on the same weights.
     Llama {
         model: llama::Llama,
         cache: llama::Cache,
         empty: llama::Cache,
-        vb: VarBuilder<'static>,
-        cfg: llama::Config,
     },
     Qwen2(qwen2::ModelForCausalLM),
     Mistral(mistral::Model),
@@ -109,6 +106,8 @@ pub struct CandleModel {
     /// Whether a multi-token pass after the prefill works (candle's qwen2 builds a mask of
     /// mixed dtypes for it unless it runs in f32; we then feed such runs one token at a time).
     batch_after_prefill: bool,
+    /// The weights and config to build a [`BatchNet`] on, or why this model has none.
+    batch: std::result::Result<(VarBuilder<'static>, BatchConfig), String>,
     broken: bool,
     stats: ForwardStats,
     /// The sequence state at the last checkpoint: the network (its KV cache), `pos`, `broken`.
@@ -150,7 +149,8 @@ impl CandleModel {
         let vb = weights.into_var_builder(dtype, device, aliases);
         // Candle's loaders assume what `check` verified; catch_unwind is a second line of
         // defence so that a loader panic we did not foresee still surfaces as an error.
-        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Net> {
+        let no_batch = |e: Error| e.to_string();
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(Net, _)> {
             let load_err = candle_err(&name);
             Ok(match cfg.arch {
                 Arch::Llama => {
@@ -158,7 +158,7 @@ impl CandleModel {
                     let c = lc.into_config(false);
                     let model = llama::Llama::load(vb.clone(), &c).map_err(&load_err)?;
                     let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
-                    Net::Llama { model, cache: empty.clone(), empty, vb, cfg: c }
+                    (Net::Llama { model, cache: empty.clone(), empty }, Ok((vb, BatchConfig::llama(&c))))
                 }
                 Arch::Qwen2 => {
                     fill(&mut raw, "sliding_window", json!(cfg.max_positions));
@@ -168,13 +168,18 @@ impl CandleModel {
                     fill(&mut raw, "rope_theta", json!(10000.0));
                     fill(&mut raw, "hidden_act", json!("silu"));
                     let c: qwen2::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb).map_err(&load_err)?)
+                    let net = Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb.clone()).map_err(&load_err)?);
+                    let batch = BatchConfig::qwen2(&c, vb.contains_tensor("lm_head.weight")).map_err(no_batch);
+                    (net, batch.map(|b| (vb, b)))
                 }
                 Arch::Mistral => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
                     fill(&mut raw, "num_key_value_heads", json!(cfg.num_kv_heads));
                     let c: mistral::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    Net::Mistral(mistral::Model::new(&c, vb).map_err(&load_err)?)
+                    let net = Net::Mistral(mistral::Model::new(&c, vb.clone()).map_err(&load_err)?);
+                    // candle's mistral always reads `lm_head.weight` (aliased to the embedding
+                    // when tied), so the batched net reads it too.
+                    (net, BatchConfig::mistral(&c, false).map_err(no_batch).map(|b| (vb, b)))
                 }
                 Arch::Phi3 => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
@@ -187,11 +192,12 @@ impl CandleModel {
                         o.remove("eos_token_id");
                     }
                     let c: phi3::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    Net::Phi3(phi3::Model::new(&c, vb).map_err(&load_err)?)
+                    let net = Net::Phi3(phi3::Model::new(&c, vb.clone()).map_err(&load_err)?);
+                    (net, BatchConfig::phi3(&c).map_err(no_batch).map(|b| (vb, b)))
                 }
             })
         }));
-        let net = match built {
+        let (net, batch) = match built {
             Ok(net) => net?,
             Err(panic) => {
                 let msg = panic
@@ -211,6 +217,7 @@ impl CandleModel {
             device: device.clone(),
             dtype,
             batch_after_prefill: !(cfg.arch == Arch::Qwen2 && dtype != DType::F32),
+            batch,
             broken: false,
             stats: ForwardStats::default(),
             saved: None,
@@ -254,13 +261,15 @@ impl CandleModel {
         self.stats
     }
 
-    /// The same weights as a [`BatchLlama`], which steps several sequences in one pass; an
-    /// error for the architectures it does not cover (all but llama). Loads the weights again
-    /// (a second copy in memory while this model is kept).
-    pub fn batched(&self) -> Result<BatchLlama> {
-        match &self.net {
-            Net::Llama { vb, cfg, .. } => BatchLlama::load(vb.clone(), cfg, self.dtype, &self.device),
-            _ => Err(Error::invalid(format!("no batched forward pass for the {} architecture", self.arch))),
+    /// The same weights as a [`BatchNet`], which steps several sequences in one pass; an
+    /// error (saying why) for configs it does not cover exactly (a qwen2/mistral sliding window
+    /// shorter than the context, phi3's longrope or partial rotary, an activation other than
+    /// SiLU). Loads the
+    /// weights again (a second copy in memory while this model is kept).
+    pub fn batched(&self) -> Result<BatchNet> {
+        match &self.batch {
+            Ok((vb, cfg)) => BatchNet::load(vb.clone(), cfg, self.dtype, &self.device),
+            Err(why) => Err(Error::invalid(why.clone())),
         }
     }
 

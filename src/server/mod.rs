@@ -95,7 +95,7 @@ pub use listen::serve;
 use crate::automaton::Compiled;
 use crate::decode::{GeneratedToken, LanguageModel};
 use crate::error::Result;
-use crate::model::{Arch, BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
+use crate::model::{BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
 use crate::vocab::Vocab;
 use constraint::{CompileCache, Spec};
 use metrics::Metrics;
@@ -122,7 +122,7 @@ pub struct ServerConfig {
     /// (slowloris clients). Used by [`serve`].
     pub header_timeout: Duration,
     /// Sequences stepped in one batched forward pass [default 8]; `1` steps each generation
-    /// on its own. Only llama models batch (see [`AppState::new`]); the running generations
+    /// on its own. Llama, qwen2, mistral and phi3 models batch (see [`AppState::new`]); the running generations
     /// (`max_concurrent`) bound it too.
     pub max_batch: usize,
 }
@@ -194,13 +194,14 @@ struct Inner {
 }
 
 impl AppState {
-    /// Serves `loaded`. With `config.max_batch > 1` and a llama model, generations share
-    /// batched forward passes ([`Batcher`], on the model's weights: [`CandleModel::batched`]);
-    /// otherwise (other architectures, `max_batch` 1) each starts from
+    /// Serves `loaded`. With `config.max_batch > 1` and a model [`CandleModel::batched`]
+    /// covers (llama, qwen2, mistral, phi3; see there for the configs it refuses), generations
+    /// share batched forward passes ([`Batcher`], on the model's weights); otherwise (a
+    /// refused config, logged at startup with the reason; `max_batch` 1) each starts from
     /// `loaded.model.restart()` and runs its own passes.
     pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
         let LoadedModel { model, vocab, prompt, defaults, info } = loaded;
-        let source: Arc<dyn ModelSource> = if config.max_batch > 1 && model.arch() == Arch::Llama {
+        let source: Arc<dyn ModelSource> = if config.max_batch > 1 {
             match model.batched().and_then(|b| Batcher::new(b, config.max_batch)) {
                 // The single-sequence network is dropped here: one copy of the weights stays.
                 Ok(batcher) => Arc::new(batcher),

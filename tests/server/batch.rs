@@ -198,3 +198,44 @@ async fn client_disconnect_stops_a_batched_generation() {
         http_json(addr, "POST", "/v1/chat/completions", json!({"messages": msgs("hi"), "max_tokens": 3})).await;
     assert_eq!(s, 200, "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qwen2_model_batches_and_gives_the_unbatched_outputs() {
+    use strictly::model::Arch;
+    let dir = crate::model::scratch_dir("server-batch-qwen2");
+    crate::model::write_tiny_model(&dir, Arch::Qwen2, true, 1, None);
+    let load = || LoadedModel::from_dir(&dir, &LoadOptions::default()).unwrap();
+    let prompts = ["Once upon a time", "The cat", "Lily went", "One day there was"];
+    let body = |i: usize| {
+        let mut b = json!({"prompt": prompts[i], "max_tokens": 10 + i, "temperature": 0.0});
+        if i == 3 {
+            b["regex"] = json!("[a-z ]+\\.");
+        }
+        b
+    };
+    let alone = app(AppState::new(load(), ServerConfig { max_batch: 1, ..ServerConfig::default() }));
+    let mut expected = Vec::new();
+    for i in 0..prompts.len() {
+        let (s, v) = post(&alone, "/v1/completions", body(i)).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        expected.push(v["choices"][0]["text"].as_str().unwrap().to_string());
+    }
+    let st = AppState::new(load(), ServerConfig { max_batch: 4, max_concurrent: 4, ..ServerConfig::default() });
+    let addr = serve(st).await;
+    let tasks: Vec<_> = (0..prompts.len())
+        .map(|i| {
+            let b = body(i);
+            tokio::spawn(async move { http_json(addr, "POST", "/v1/completions", b).await })
+        })
+        .collect();
+    for (i, (t, want)) in tasks.into_iter().zip(&expected).enumerate() {
+        let (s, v) = tokio::time::timeout(Duration::from_secs(60), t).await.expect("a request hung").unwrap();
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["choices"][0]["text"].as_str().unwrap(), want, "request {i}");
+    }
+    let (_, h) = http_json(addr, "GET", "/health", Value::Null).await;
+    assert_eq!(h["max_batch"], 4, "the qwen2 model is served batched: {h}");
+    let (_, text) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+    assert!(metric_value(&text, "strictly_batch_size_count") > 0.0, "passes went through the batch thread");
+    let _ = std::fs::remove_dir_all(&dir);
+}
