@@ -624,7 +624,7 @@ impl Parser {
         let mut rules = Vec::with_capacity(self.def_order.len());
         for &old in &self.def_order {
             let (mut body, at) = defs[old as usize].take().unwrap_or((Expr::Empty, 0));
-            remap(&mut body, &new_id);
+            body.for_each_rule_mut(&mut |r| r.0 = new_id[r.0 as usize]);
             let (line, col) = {
                 let line = self.line_starts.partition_point(|&s| s <= at);
                 (line, at - self.line_starts[line - 1] + 1)
@@ -652,15 +652,6 @@ impl Parser {
             });
         }
         Ok(g)
-    }
-}
-
-fn remap(e: &mut Expr, new_id: &[u32]) {
-    match e {
-        Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
-        Expr::Rule(r) => r.0 = new_id[r.0 as usize],
-        Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| remap(x, new_id)),
-        Expr::Repeat { body, .. } => remap(body, new_id),
     }
 }
 

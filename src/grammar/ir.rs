@@ -135,4 +135,14 @@ impl Expr {
             Expr::Repeat { body, .. } => body.for_each_rule(f),
         }
     }
+
+    /// Calls `f` on every rule reference in this expression, to renumber them.
+    pub fn for_each_rule_mut(&mut self, f: &mut impl FnMut(&mut RuleId)) {
+        match self {
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
+            Expr::Rule(r) => f(r),
+            Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| x.for_each_rule_mut(f)),
+            Expr::Repeat { body, .. } => body.for_each_rule_mut(f),
+        }
+    }
 }

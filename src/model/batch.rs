@@ -175,25 +175,33 @@ fn check_window(arch: &str, window: usize, max_positions: usize) -> Result<()> {
     Ok(())
 }
 
+/// A [`BatchConfig`] from a candle config of the llama family: the dimensions are named alike
+/// in all of them (llama, qwen2, mistral, phi3 configs are distinct types), the rest differs.
+macro_rules! batch_config {
+    ($cfg:expr, $head_dim:expr, inv_freq: $inv_freq:expr, tied: $tied:expr, qkv_bias: $bias:expr, fused: $fused:expr) => {
+        BatchConfig {
+            hidden_size: $cfg.hidden_size,
+            intermediate_size: $cfg.intermediate_size,
+            num_layers: $cfg.num_hidden_layers,
+            heads: $cfg.num_attention_heads,
+            kv_heads: $cfg.num_key_value_heads,
+            head_dim: $head_dim,
+            vocab_size: $cfg.vocab_size,
+            max_positions: $cfg.max_position_embeddings,
+            rms_norm_eps: $cfg.rms_norm_eps,
+            inv_freq: $inv_freq,
+            tied: $tied,
+            qkv_bias: $bias,
+            fused: $fused,
+        }
+    };
+}
+
 impl BatchConfig {
     /// A llama config (`tie_word_embeddings` as it says, Llama 3 rope scaling honoured).
     pub fn llama(cfg: &llama::Config) -> BatchConfig {
         let head_dim = cfg.hidden_size / cfg.num_attention_heads.max(1);
-        BatchConfig {
-            hidden_size: cfg.hidden_size,
-            intermediate_size: cfg.intermediate_size,
-            num_layers: cfg.num_hidden_layers,
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim,
-            vocab_size: cfg.vocab_size,
-            max_positions: cfg.max_position_embeddings,
-            rms_norm_eps: cfg.rms_norm_eps,
-            inv_freq: inv_freq(cfg),
-            tied: cfg.tie_word_embeddings,
-            qkv_bias: false,
-            fused: false,
-        }
+        batch_config!(cfg, head_dim, inv_freq: inv_freq(cfg), tied: cfg.tie_word_embeddings, qkv_bias: false, fused: false)
     }
 
     /// A qwen2 config: biased q/k/v, the head tied when the weights have no `lm_head.weight`
@@ -205,21 +213,7 @@ impl BatchConfig {
         check_silu("qwen2", cfg.hidden_act)?;
         check_window("qwen2", cfg.sliding_window, cfg.max_position_embeddings)?;
         let head_dim = cfg.hidden_size / cfg.num_attention_heads.max(1);
-        Ok(BatchConfig {
-            hidden_size: cfg.hidden_size,
-            intermediate_size: cfg.intermediate_size,
-            num_layers: cfg.num_hidden_layers,
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim,
-            vocab_size: cfg.vocab_size,
-            max_positions: cfg.max_position_embeddings,
-            rms_norm_eps: cfg.rms_norm_eps,
-            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
-            tied: !has_head,
-            qkv_bias: true,
-            fused: false,
-        })
+        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: !has_head, qkv_bias: true, fused: false))
     }
 
     /// A mistral config: `head_dim` as configured, the head tied when `tied` (the loader then
@@ -231,21 +225,7 @@ impl BatchConfig {
             check_window("mistral", w, cfg.max_position_embeddings)?;
         }
         let head_dim = cfg.head_dim.unwrap_or(cfg.hidden_size / cfg.num_attention_heads.max(1));
-        Ok(BatchConfig {
-            hidden_size: cfg.hidden_size,
-            intermediate_size: cfg.intermediate_size,
-            num_layers: cfg.num_hidden_layers,
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim,
-            vocab_size: cfg.vocab_size,
-            max_positions: cfg.max_position_embeddings,
-            rms_norm_eps: cfg.rms_norm_eps,
-            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
-            tied,
-            qkv_bias: false,
-            fused: false,
-        })
+        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: tied, qkv_bias: false, fused: false))
     }
 
     /// A phi3 config: fused weights, tied as `tie_word_embeddings` says (as candle's phi3).
@@ -262,21 +242,7 @@ impl BatchConfig {
         if cfg.partial_rotary_factor.is_some_and(|f| (f * head_dim as f64) as usize != head_dim) {
             return refuse("partial rotary embeddings (partial_rotary_factor < 1)");
         }
-        Ok(BatchConfig {
-            hidden_size: cfg.hidden_size,
-            intermediate_size: cfg.intermediate_size,
-            num_layers: cfg.num_hidden_layers,
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim,
-            vocab_size: cfg.vocab_size,
-            max_positions: cfg.max_position_embeddings,
-            rms_norm_eps: cfg.rms_norm_eps,
-            inv_freq: plain_inv_freq(cfg.rope_theta, head_dim),
-            tied: cfg.tie_word_embeddings,
-            qkv_bias: false,
-            fused: true,
-        })
+        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: cfg.tie_word_embeddings, qkv_bias: false, fused: true))
     }
 }
 

@@ -87,9 +87,7 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
         // not (integer ∧ K) = not integer ∨ not K, where the schema allows other numbers.
         let mut rest = not.clone();
         let t = rest.remove("type").expect("has a type");
-        let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-        all.push(serde_json::json!({ "anyOf": [{"not": {"type": t}}, {"not": rest}] }));
-        out.insert("allOf".into(), Value::Array(all));
+        add_to_all_of(&mut out, [serde_json::json!({ "anyOf": [{"not": {"type": t}}, {"not": rest}] })]);
         return Some(out);
     }
     match others.as_slice() {
@@ -131,11 +129,7 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             for (k, s) in not.get("properties").and_then(Value::as_object).into_iter().flatten() {
                 alts.push(serde_json::json!({"required": [k], "properties": {k: {"not": s}}}));
             }
-            negate_family(out, &current, not, "object", |out| {
-                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-                all.push(serde_json::json!({ "anyOf": alts }));
-                out.insert("allOf".into(), Value::Array(all));
-            })
+            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
         }
         _ if others.iter().all(|k| matches!(*k, "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum")) => {
             // not (x ≥ a ∧ x ≤ b) on numbers: x < a or x > b.
@@ -150,11 +144,7 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                 };
                 alts.push(serde_json::json!({ flipped: v }));
             }
-            negate_family(out, &current, not, "number", |out| {
-                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-                all.push(serde_json::json!({ "anyOf": alts }));
-                out.insert("allOf".into(), Value::Array(all));
-            })
+            negate_family(out, &current, not, "number", |out| push_any_of(out, alts))
         }
         _ if others.iter().all(|k| matches!(*k, "minItems" | "maxItems")) || (others == ["items"] && !not["items"].is_array()) => {
             // not (items S ∧ minItems a ∧ maxItems b) on arrays: some item fails S, or fewer
@@ -170,22 +160,16 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                     _ => alts.push(serde_json::json!({ "minItems": not[*k].as_u64()? + 1 })),
                 }
             }
-            negate_family(out, &current, not, "array", |out| {
-                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-                all.push(serde_json::json!({ "anyOf": alts }));
-                out.insert("allOf".into(), Value::Array(all));
-            })
+            negate_family(out, &current, not, "array", |out| push_any_of(out, alts))
         }
         // not (A ∨ B) = not A ∧ not B; not (A ∧ B) = not A ∨ not B.
         ["anyOf"] | ["allOf"] if !has_type => {
             let parts: Vec<Value> = not[others[0]].as_array()?.iter().map(|p| serde_json::json!({ "not": p })).collect();
-            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
             if others[0] == "anyOf" {
-                all.extend(parts);
+                add_to_all_of(&mut out, parts);
             } else {
-                all.push(serde_json::json!({ "anyOf": parts }));
+                push_any_of(&mut out, parts);
             }
-            out.insert("allOf".into(), Value::Array(all));
             Some(out)
         }
         ["const"] | ["enum"] => {
@@ -222,11 +206,7 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
                     }
                 }
             }
-            if !parts.is_empty() {
-                let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-                all.extend(parts);
-                out.insert("allOf".into(), Value::Array(all));
-            }
+            add_to_all_of(&mut out, parts);
             out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
             if !strings.is_empty() {
                 let mut all = out.get(string::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
@@ -250,11 +230,9 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
             })
         }
         // not (contains S) on arrays: every item fails S.
-        ["contains"] => negate_family(out, &current, not, "array", |out| {
-            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-            all.push(serde_json::json!({"items": {"not": not["contains"]}}));
-            out.insert("allOf".into(), Value::Array(all));
-        }),
+        ["contains"] => {
+            negate_family(out, &current, not, "array", |out| add_to_all_of(out, [serde_json::json!({"items": {"not": not["contains"]}})]))
+        }
         // not (min ≤ #properties ≤ max) on objects: fewer, or more.
         _ if others.iter().all(|k| matches!(*k, "minProperties" | "maxProperties")) => {
             let mut alts: Vec<Value> = Vec::new();
@@ -290,27 +268,32 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
         }
         // not not Y = Y
         ["not"] if !has_type => {
-            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-            all.push(not["not"].clone());
-            out.insert("allOf".into(), Value::Array(all));
+            add_to_all_of(&mut out, [not["not"].clone()]);
             Some(out)
         }
         // not (A ∧ B ∧ ...) = not A ∨ not B ∨ ..., over independent groups of keywords.
         _ => {
             let parts = conjuncts(not)?;
-            let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-            all.push(serde_json::json!({ "anyOf": parts.into_iter().map(|p| serde_json::json!({ "not": p })).collect::<Vec<_>>() }));
-            out.insert("allOf".into(), Value::Array(all));
+            push_any_of(&mut out, parts.into_iter().map(|p| serde_json::json!({ "not": p })).collect());
             Some(out)
         }
     }
 }
 
+/// Adds `parts` to `out`'s `allOf` (nothing if there are none).
+fn add_to_all_of(out: &mut Map<String, Value>, parts: impl IntoIterator<Item = Value>) {
+    let mut parts = parts.into_iter().peekable();
+    if parts.peek().is_none() {
+        return;
+    }
+    let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
+    all.extend(parts);
+    out.insert("allOf".into(), Value::Array(all));
+}
+
 /// Adds `anyOf: alts` to `out`'s `allOf` (`false` when there are no alternatives).
 fn push_any_of(out: &mut Map<String, Value>, alts: Vec<Value>) {
-    let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-    all.push(if alts.is_empty() { Value::Bool(false) } else { serde_json::json!({ "anyOf": alts }) });
-    out.insert("allOf".into(), Value::Array(all));
+    add_to_all_of(out, [if alts.is_empty() { Value::Bool(false) } else { serde_json::json!({ "anyOf": alts }) }]);
 }
 
 /// Most members (at every depth) of the objects and arrays one `not` may exclude.
@@ -443,11 +426,7 @@ pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, p
             None => c.unenforced(pointer, "if", "the negation of this `if` schema cannot be written exactly")?,
         }
     }
-    if !parts.is_empty() {
-        let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-        all.extend(parts);
-        out.insert("allOf".into(), Value::Array(all));
-    }
+    add_to_all_of(&mut out, parts);
     Ok(Some(out))
 }
 
@@ -565,18 +544,11 @@ fn reachable(rules: &[crate::grammar::Rule], start: crate::grammar::RuleId, limi
         }
         i += 1;
     }
-    fn renumber(e: &Expr, index: &std::collections::HashMap<u32, u32>) -> Expr {
-        match e {
-            Expr::Rule(r) => Expr::Rule(RuleId(index[&r.0])),
-            Expr::Seq(xs) => Expr::Seq(xs.iter().map(|x| renumber(x, index)).collect()),
-            Expr::Alt(xs) => Expr::Alt(xs.iter().map(|x| renumber(x, index)).collect()),
-            Expr::Repeat { body, min, max } => Expr::Repeat { body: Box::new(renumber(body, index)), min: *min, max: *max },
-            other => other.clone(),
-        }
-    }
     let rules = order.iter().map(|r| {
         let rule = &rules[r.0 as usize];
-        Rule { name: rule.name.clone(), body: renumber(&rule.body, &index), span: None }
+        let mut body = rule.body.clone();
+        body.for_each_rule_mut(&mut |r| *r = RuleId(index[&r.0]));
+        Rule { name: rule.name.clone(), body, span: None }
     });
     Some(Grammar { rules: rules.collect(), start: RuleId(0) })
 }

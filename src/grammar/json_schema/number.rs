@@ -100,7 +100,7 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         c.unenforced(pointer, "not", "excluding integers from this number schema is not supported")?;
         return Ok(e);
     };
-    let fractional = crate::grammar::regex::parse(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*").expect("built-in regex");
+    let fractional = crate::grammar::regex::builtin(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*");
     Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, Lexeme::Regex(fractional)]))))
 }
 
