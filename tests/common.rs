@@ -55,3 +55,21 @@ pub fn tiny_vocab() -> Arc<Vocab> {
     let eos = toks.len() as u32 - 1;
     Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
 }
+
+/// The `seed`-th sample of `c` with seeded random logits (at most `max_tokens` tokens), checked
+/// to be complete (a constrained output is never cut short); `Err` when generation refuses up
+/// front (an empty language, or no complete output within the budget).
+pub fn random_sample(c: &Arc<strictly::automaton::Compiled>, seed: u64, max_tokens: usize) -> strictly::Result<strictly::decode::Output> {
+    use strictly::decode::{self, GenerateOptions, RandomLogits};
+    let vocab = c.vocab().clone();
+    let mut model = RandomLogits::new(vocab.len(), seed);
+    let mut m = c.matcher();
+    let opts = GenerateOptions {
+        max_tokens,
+        sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() },
+        ..GenerateOptions::default()
+    };
+    let out = decode::generate(&mut model, &vocab, Some(&mut m), &[], &opts)?;
+    assert!(m.is_accepting() || m.is_ended(), "sample not complete: {:?}", out.text());
+    Ok(out)
+}

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use strictly::{
     automaton::{Compiled, Constraint},
-    decode::{self, FinishReason, GenerateOptions, RandomLogits},
+    decode::FinishReason,
     grammar::{ebnf, reference::Reference, Grammar},
-    sample::SamplingParams,
     Vocab,
 };
 
@@ -32,15 +31,7 @@ fn samples(g: &Grammar, vocab: &Arc<Vocab>, n: u64, max_tokens: usize) -> Vec<(S
     let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
     (0..n)
         .map(|seed| {
-            let mut model = RandomLogits::new(vocab.len(), seed);
-            let mut m = c.matcher();
-            let opts = GenerateOptions {
-                max_tokens,
-                sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
-                ..GenerateOptions::default()
-            };
-            let out = decode::generate(&mut model, vocab, Some(&mut m), &[], &opts).unwrap();
-            assert!(m.is_accepting() || m.is_ended(), "matcher not complete after {:?}", out.text());
+            let out = crate::common::random_sample(&c, seed, max_tokens).unwrap();
             (String::from_utf8(out.bytes.clone()).expect("constrained output is UTF-8"), out.finish_reason)
         })
         .collect()

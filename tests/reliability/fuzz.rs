@@ -22,9 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strictly::{
     automaton::{Compiled, Constraint},
-    decode::{self, GenerateOptions, RandomLogits},
     grammar::{self, ebnf, json_schema::JsonSchemaOptions, reference::Reference, Grammar},
-    sample::SamplingParams,
     vocab::TokenKind,
     Error, TokenId, TokenSet, Vocab,
 };
@@ -178,24 +176,12 @@ fn oracle_allows(vocab: &Vocab, r: &Reference, stack: &[Option<Vec<u8>>], id: To
 
 /// `n` seeded random-logits samples: the output bytes of each (stop and length alike).
 pub fn samples(c: &Arc<Compiled>, n: u64, max_tokens: usize) -> Vec<Vec<u8>> {
-    let vocab = c.vocab().clone();
     (0..n)
-        .filter_map(|seed| {
-            let mut model = RandomLogits::new(vocab.len(), seed);
-            let mut m = c.matcher();
-            let opts = GenerateOptions {
-                max_tokens,
-                sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
-                ..GenerateOptions::default()
-            };
-            let out = match decode::generate(&mut model, &vocab, Some(&mut m), &[], &opts) {
-                Ok(out) => out,
-                // Refused up front, clearly: an empty language, or no output fits the budget.
-                Err(e) if e.to_string().contains("no output") => return None,
-                Err(e) => panic!("generate failed: {e}"),
-            };
-            assert!(m.is_accepting() || m.is_ended(), "sample not complete: {:?}", out.text());
-            Some(out.bytes)
+        .filter_map(|seed| match crate::common::random_sample(c, seed, max_tokens) {
+            Ok(out) => Some(out.bytes),
+            // Refused up front, clearly: an empty language, or no output fits the budget.
+            Err(e) if e.to_string().contains("no output") => None,
+            Err(e) => panic!("generate failed: {e}"),
         })
         .collect()
 }
