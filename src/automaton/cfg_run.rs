@@ -12,7 +12,7 @@
 
 use super::cfg::Cfg;
 use super::earley::{Chart, ChartLen, RowCopy, Scan};
-use super::mask_cache::Entry;
+use super::mask_cache::{Below, Entry};
 use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
@@ -197,11 +197,12 @@ impl CfgRun {
         self.chart.truncate(mark);
     }
 
-    /// The cached mask (no budget): `entry.inside`, plus a parser walk below every resume node.
-    /// Rows for the same set of ending lexemes are built once and kept until the end.
+    /// The cached mask (no budget): `entry.inside`, plus one parser walk per boundary group
+    /// (see [`mask_cache`](super::mask_cache)). Rows for the same set of ending lexemes are built
+    /// once and kept until the end.
     fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet) {
         mask.union_clipped(&entry.inside);
-        if entry.resumes.is_empty() {
+        if entry.groups.is_empty() {
             return;
         }
         let width = mask.width();
@@ -211,15 +212,14 @@ impl CfgRun {
         let mut rows: Vec<(Vec<(u32, u32)>, u32)> = Vec::new();
         let mut buf: Vec<Scan> = Vec::new();
         let mut pasted = Vec::new();
-        for r in &entry.resumes {
-            let trie = slices.trie(r.part as usize);
+        for g in &entry.groups {
             buf.clear();
-            for &(k, state) in &entry.states[r.start as usize..r.end as usize] {
+            for &(k, state) in &entry.states[g.start as usize..g.end as usize] {
                 buf.push(Scan { state, ..p.scans[k as usize] });
             }
             let n = buf.len();
-            let ends = self.chart.step(cfg, &mut buf, 0..n, trie.node_byte(r.node));
-            debug_assert!(ends, "a resume node ends a lexeme");
+            let ends = self.chart.step(cfg, &mut buf, 0..n, g.byte);
+            debug_assert!(ends, "a group's byte ends a lexeme");
             let row = match rows.iter().find(|(a, _)| a.as_slice() == self.chart.accepted()) {
                 Some(&(_, row)) => row,
                 None => {
@@ -229,15 +229,20 @@ impl CfgRun {
                     row
                 }
             };
+            // Only the boundary's fresh scans: the key's lexemes going on are in `inside` and
+            // in later groups.
+            buf.clear();
             self.chart.start_scans(cfg, row, &mut buf);
-            buf.drain(..n);
             if buf.is_empty() && !self.chart.accepting(row) {
                 continue;
             }
-            for &id in trie.node_ids(r.node) {
+            for &id in &g.at {
                 if (id.0 as usize) < width {
                     mask.insert(id);
                 }
+            }
+            if buf.is_empty() {
+                continue;
             }
             let base = self.chart.len();
             let end = buf.len() as u32;
@@ -252,7 +257,10 @@ impl CfgRun {
                 base_rows: base.rows(),
                 rows: std::mem::take(&mut pasted),
             };
-            trie.walk_visitor_below(r.node, &mut w);
+            match &g.below {
+                Below::Merged(trie) => trie.walk_visitor(&mut w),
+                Below::Nodes(nodes) => nodes.iter().for_each(|&(part, node)| slices.trie(part as usize).walk_visitor_below(node, &mut w)),
+            }
             buf = w.buf;
             pasted = w.rows;
             debug_assert_eq!(self.chart.len(), base);

@@ -1,25 +1,38 @@
-//! `MaskCache`: per set of lexer states, the tokens whose answer does not depend on the parser.
+//! `MaskCache`: per set of lexer states, the part of the mask that does not depend on the
+//! parser, and the few places where it does.
 //!
 //! Between lexeme boundaries the Earley engine's position is a list of scans (terminal, DFA
-//! state, origin row). A token whose bytes never bring any scan to an accepting DFA state
-//! builds no parser row while it is read: whether it is allowed depends only on the scans'
-//! (terminal, state) pairs, not on the rows (XGrammar's "context-independent tokens"). So per
-//! *lexer key* (the scans' (terminal, state) pairs, in order) we walk the token trie once with
-//! the DFAs alone and keep:
-//! - `inside`: the tokens that end inside the lexemes (every byte alive, no lexeme end on the
-//!   way) — copied into the mask wholesale;
-//! - `resumes`: the trie nodes where, for the first time on their path, some lexeme may end,
-//!   with the scans' states just before that node's byte. Only those subtrees depend on the
-//!   parser; [`CfgRun::fill`](super::cfg_run) walks them with the full Earley walker, building
-//!   each boundary row once per distinct set of ending lexemes.
+//! state, origin row). While a token's bytes keep some scan alive, the token is allowed
+//! whatever the rows are: a live scan can always be completed (see [`earley`](super::earley)).
+//! So per *lexer key* (the scans' (terminal, state) pairs, in order) we walk the token trie once
+//! with the DFAs alone (XGrammar's "context-independent tokens") and keep:
+//! - `inside`: the tokens after which some scan of the key is still alive — copied into the
+//!   mask wholesale (whole vocabulary slices at once where a lexeme admits all string content);
+//! - `groups`: the trie nodes after whose byte some lexeme of the key may end, grouped by the
+//!   scans' states just before that byte and the byte itself. Every member of a group ends the
+//!   same lexemes (with the same origins) and so builds the same boundary row; what follows the
+//!   boundary depends only on the bytes after the member's node. So a group keeps the subtrees
+//!   below its members merged into one trie where that is small (`below`: a path is a suffix,
+//!   its ids the tokens that end with it), and [`CfgRun::fill`](super::cfg_run) builds the
+//!   group's row once and walks what follows its members with the full Earley walker, from that
+//!   row's fresh scans only (once over a merged trie). The ids of members where no scan goes on
+//!   (`at`) are allowed iff that row is alive.
 //!
-//! The union is exactly what the full trie walk computes: a node is either inside (no lexeme end
-//! on its path, handled here), dead (skipped by both), or at or below exactly one resume node.
+//! Why this is the exact mask: a token is allowed iff some way of reading it survives. A way
+//! either never ends a lexeme of the key (then some scan is alive after the last byte: `inside`)
+//! or ends one for the first time after some byte; from there on it is a way from the row that
+//! boundary builds, over the rest of the bytes (the group walk). Lexemes of the key ending
+//! later on the same path are later members of other groups. Splitting the lexemes that end at
+//! one byte into separate rows loses nothing: an Earley row closed from a union of completed
+//! items is the union of the rows closed from each part (closure adds items from one premise
+//! in the row at a time, or from a completed item and a partner in an earlier row, or — for
+//! empty derivations — from items the same part already predicts).
+//!
 //! Entries are built lazily, on the first mask at a key, so compiling stays cheap; the cache is
 //! shared by every matcher of one compiled constraint and bounded by [`MAX_CACHE_BYTES`] (past
 //! it, masks are computed by the full walk, uncached).
 //!
-//! Invariant: an entry's `inside` has the vocabulary's width; `states[r.start..r.end]` are
+//! Invariant: an entry's `inside` has the vocabulary's width; `states[g.start..g.end]` are
 //! (index into the key, DFA state) pairs, every state alive.
 
 use std::collections::{HashMap, HashSet};
@@ -27,54 +40,75 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::Cfg;
 use super::dfa::{Dfa, DEAD};
-use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet, Vocab};
+use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
 
 /// Most bytes all entries of one cache may take together.
 pub const MAX_CACHE_BYTES: usize = 64 << 20;
 
-/// A trie node below which the parser must be consulted.
-#[derive(Debug, Clone, Copy)]
-pub struct Resume {
-    /// Which trie: [`Slices::trie`](crate::vocab::slices::Slices::trie)'s index.
-    pub part: u32,
-    pub node: u32,
-    /// `Entry::states[start..end]`: the scans just before the node's byte.
+/// Most ids the merged tries of one entry may hold together.
+pub const MAX_BELOW_IDS: usize = 1 << 16;
+
+/// Trie nodes where the same lexemes end the same way (see the module docs).
+pub struct Group {
+    /// The members' last byte; `Entry::states[start..end]`: the scans just before it.
+    pub byte: u8,
     pub start: u32,
     pub end: u32,
+    /// The ids spelled by members after which no scan goes on.
+    pub at: Vec<TokenId>,
+    pub below: Below,
 }
+
+/// What follows a group's members.
+pub enum Below {
+    /// The members' strict subtrees merged into one trie: paths are the bytes after a member.
+    Merged(TokenTrie),
+    /// The members themselves, (slice, trie node): a lone member, or subtrees too large to copy.
+    Nodes(Vec<(u32, u32)>),
+}
+
+/// A group's subtrees are merged when it has several members and they hold at most this many
+/// ids together; otherwise its walks start at the members in the vocabulary's own tries.
+const MERGE_MAX_IDS: usize = 8192;
 
 pub struct Entry {
     pub inside: TokenSet,
-    pub resumes: Vec<Resume>,
+    pub groups: Vec<Group>,
     pub states: Vec<(u32, u32)>,
 }
 
 impl Entry {
     fn bytes(&self) -> usize {
-        self.inside.words().len() * 4 + self.resumes.len() * 12 + self.states.len() * 8 + 64
+        let below = |b: &Below| match b {
+            Below::Merged(t) => t.node_count() * 12 + t.id_count() * 4,
+            Below::Nodes(n) => n.len() * 8,
+        };
+        let groups: usize = self.groups.iter().map(|g| 64 + g.at.len() * 4 + below(&g.below)).sum();
+        self.inside.words().len() * 4 + groups + self.states.len() * 8 + 64
     }
 
-    /// The entry for `key`, or `None` if no slice is admitted wholesale (then the plain walk
-    /// costs no more than building the entry would, and such states rarely repeat).
-    fn build(cfg: &Cfg, vocab: &Vocab, key: &[(u32, u32)], reach: &[(usize, usize)]) -> Option<Entry> {
+    /// The entry for `key`.
+    fn build(cfg: &Cfg, vocab: &Vocab, key: &[(u32, u32)], reach: &[(usize, usize)]) -> Entry {
         let slices = vocab.slices();
         let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && reach.iter().any(|&(_, dead)| dead > hi);
-        if !slices.body.iter().any(|s| admits(s.hi)) {
-            return None;
-        }
         let mut w = LexWalk {
             cfg,
+            slices,
             key,
             buf: Vec::new(),
             levels: Vec::new(),
             part: 0,
-            entry: Entry { inside: TokenSet::new(vocab.len()), resumes: Vec::new(), states: Vec::new() },
+            inside: TokenSet::new(vocab.len()),
+            states: Vec::new(),
+            index: HashMap::default(),
+            key_buf: Vec::new(),
+            members: Vec::new(),
         };
         for part in 0..=slices.body.len() {
             if let Some(slice) = slices.body.get(part) {
                 // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
                 if admits(slice.hi) {
-                    w.entry.inside.union_clipped(&slice.mask);
+                    w.inside.union_clipped(&slice.mask);
                     continue;
                 }
             }
@@ -85,7 +119,28 @@ impl Entry {
             w.levels.push((0, key.len() as u32));
             slices.trie(part).walk_visitor(&mut w);
         }
-        Some(w.entry)
+        let mut merged_ids = 0;
+        let groups = w
+            .members
+            .into_iter()
+            .map(|m| {
+                let ids: usize = m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum();
+                let below = if m.nodes.len() > 1 && ids <= MERGE_MAX_IDS && merged_ids + ids <= MAX_BELOW_IDS {
+                    merged_ids += ids;
+                    let mut pairs = Vec::with_capacity(ids);
+                    for &(part, node) in &m.nodes {
+                        let trie = slices.trie(part as usize);
+                        let depth = trie.node_depth(node);
+                        pairs.extend(trie.ids_below(node).iter().map(|&id| (&vocab.bytes(id)[depth..], id)));
+                    }
+                    Below::Merged(TokenTrie::build_walk_only(pairs))
+                } else {
+                    Below::Nodes(m.nodes)
+                };
+                Group { byte: m.byte, start: m.start, end: m.end, at: m.at, below }
+            })
+            .collect();
+        Entry { inside: w.inside, groups, states: w.states }
     }
 }
 
@@ -139,21 +194,20 @@ pub struct MaskCache {
 
 #[derive(Default)]
 struct Inner {
-    /// `None`: not worth caching (see [`Entry::build`]).
-    map: HashMap<Box<[(u32, u32)]>, Option<Arc<Entry>>>,
+    map: HashMap<Box<[(u32, u32)]>, Arc<Entry>>,
     /// [`content_reach`] per (terminal, state).
     reach: HashMap<(u32, u32), (usize, usize)>,
     bytes: usize,
 }
 
 impl MaskCache {
-    /// The entry for `key`, built now if it is new; `None` if it is not worth caching or the
-    /// cache is full (then the caller walks the whole trie).
+    /// The entry for `key`, built now if it is new; `None` if the cache is full (then the
+    /// caller walks the whole trie).
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, key: &[(u32, u32)]) -> Option<Arc<Entry>> {
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(e) = inner.map.get(key) {
-                return e.clone();
+                return Some(e.clone());
             }
             if inner.bytes >= MAX_CACHE_BYTES {
                 return None;
@@ -164,24 +218,63 @@ impl MaskCache {
                 .collect()
         };
         // Built outside the lock: another matcher may build the same entry meanwhile (same value).
-        let entry = Entry::build(cfg, vocab, key, &reach).map(Arc::new);
+        let entry = Arc::new(Entry::build(cfg, vocab, key, &reach));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.bytes += entry.as_ref().map_or(0, |e| e.bytes()) + key.len() * 8 + 32;
+        inner.bytes += entry.bytes() + key.len() * 8 + 32;
         inner.map.entry(key.into()).or_insert(entry.clone());
-        entry
+        Some(entry)
     }
 }
+
+/// A group while it is being collected.
+struct Members {
+    byte: u8,
+    start: u32,
+    end: u32,
+    at: Vec<TokenId>,
+    /// (part, trie node).
+    nodes: Vec<(u32, u32)>,
+}
+
+type FxBuild = std::hash::BuildHasherDefault<super::earley::FxHasher>;
 
 /// The lexer-only trie walk that builds an [`Entry`]. `buf` holds (key index, state) pairs per
 /// depth, `levels` their ranges.
 struct LexWalk<'a> {
     cfg: &'a Cfg,
+    slices: &'a Slices,
     key: &'a [(u32, u32)],
     buf: Vec<(u32, u32)>,
     levels: Vec<(u32, u32)>,
     /// The slice being walked.
     part: u32,
-    entry: Entry,
+    inside: TokenSet,
+    states: Vec<(u32, u32)>,
+    /// A group's scans then `(u32::MAX, byte)` → its index in `members`.
+    index: HashMap<Box<[(u32, u32)]>, u32, FxBuild>,
+    key_buf: Vec<(u32, u32)>,
+    members: Vec<Members>,
+}
+
+impl LexWalk<'_> {
+    /// The group of nodes with byte `byte` after the scans `buf[start..end]`.
+    fn group(&mut self, start: usize, end: usize, byte: u8) -> &mut Members {
+        self.key_buf.clear();
+        self.key_buf.extend_from_slice(&self.buf[start..end]);
+        self.key_buf.push((u32::MAX, byte as u32));
+        let g = match self.index.get(self.key_buf.as_slice()) {
+            Some(&g) => g,
+            None => {
+                let g = self.members.len() as u32;
+                let st = self.states.len() as u32;
+                self.states.extend_from_slice(&self.buf[start..end]);
+                self.members.push(Members { byte, start: st, end: self.states.len() as u32, at: Vec::new(), nodes: Vec::new() });
+                self.index.insert(self.key_buf.as_slice().into(), g);
+                g
+            }
+        };
+        &mut self.members[g as usize]
+    }
 }
 
 impl TrieVisitor for LexWalk<'_> {
@@ -198,24 +291,23 @@ impl TrieVisitor for LexWalk<'_> {
             if next == DEAD {
                 continue;
             }
-            if dfa.is_accepting(next) {
-                ends_lexeme = true;
-                break;
-            }
-            // Always true for a live, non-accepting state of a pruned DFA; kept for symmetry
-            // with `Chart::step`.
+            ends_lexeme |= dfa.is_accepting(next);
+            // As in `Chart::step`: a scan that cannot read another byte lives on only as the
+            // lexeme's end.
             if dfa.can_continue(next) {
                 self.buf.push((k, next));
             }
         }
+        let goes_on = self.buf.len() > end;
         if ends_lexeme {
-            self.buf.truncate(end);
-            let st = self.entry.states.len() as u32;
-            self.entry.states.extend_from_slice(&self.buf[start..end]);
-            self.entry.resumes.push(Resume { part: self.part, node, start: st, end: self.entry.states.len() as u32 });
-            return false;
+            let (part, slices) = (self.part, self.slices);
+            let m = self.group(start, end, byte);
+            m.nodes.push((part, node));
+            if !goes_on {
+                m.at.extend_from_slice(slices.trie(part as usize).node_ids(node));
+            }
         }
-        if self.buf.len() == end {
+        if !goes_on {
             return false;
         }
         self.levels.push((end as u32, self.buf.len() as u32));
@@ -230,7 +322,7 @@ impl TrieVisitor for LexWalk<'_> {
 
     fn tokens(&mut self, ids: &[TokenId]) {
         for &id in ids {
-            self.entry.inside.insert(id);
+            self.inside.insert(id);
         }
     }
 }

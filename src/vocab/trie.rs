@@ -10,8 +10,10 @@
 //! Invariants:
 //! - `nodes[0]` is the root (no byte, depth 0); node `i`'s subtree is `i..nodes[i].subtree_end`.
 //! - A node's parent is the nearest earlier node with depth one less.
-//! - Several ids may share the same bytes (e.g. `A` and the byte-fallback `<0x41>`): a node
-//!   owns the ids `token_ids[tok_start .. tok_start + tok_count]`.
+//! - Several ids may share the same bytes (e.g. `A` and the byte-fallback `<0x41>`): node `i`
+//!   owns the ids `token_ids[nodes[i].tok_start .. nodes[i + 1].tok_start]` (ids are stored in
+//!   node order; a sentinel node closes the array), so the ids of `i`'s strict subtree are
+//!   `token_ids[nodes[i + 1].tok_start .. nodes[subtree_end].tok_start]`.
 
 use fst::raw::Output;
 
@@ -20,41 +22,48 @@ use super::TokenId;
 #[derive(Debug, Clone, Copy)]
 struct Node {
     subtree_end: u32,
+    /// Where this node's ids start in `token_ids` (they end where the next node's start).
     tok_start: u32,
     depth: u16,
-    tok_count: u8,
     byte: u8,
 }
 
 pub struct TokenTrie {
+    /// The nodes in depth-first pre-order, then one sentinel (its `tok_start` closes the ids).
     nodes: Vec<Node>,
     token_ids: Vec<TokenId>,
-    /// Exact bytes → index of the node that owns them.
-    map: fst::Map<Vec<u8>>,
+    /// Exact bytes → index of the node that owns them (`None` for a walk-only trie).
+    map: Option<fst::Map<Vec<u8>>>,
     max_depth: usize,
 }
 
 impl TokenTrie {
     /// Builds the trie over `(bytes, id)` pairs (bytes non-empty, at most 65,535 long).
     pub fn build<'a>(tokens: impl Iterator<Item = (&'a [u8], TokenId)>) -> TokenTrie {
-        let mut pairs: Vec<(&[u8], TokenId)> =
-            tokens.filter(|(b, _)| !b.is_empty() && b.len() <= u16::MAX as usize).collect();
-        pairs.sort();
-        let mut nodes = vec![Node { subtree_end: 0, tok_start: 0, depth: 0, tok_count: 0, byte: 0 }];
+        Self::build_pairs(tokens.collect(), true)
+    }
+
+    /// A trie for walks only: [`lookup`](Self::lookup), [`longest_prefix`](Self::longest_prefix)
+    /// and [`greedy_encode`](Self::greedy_encode) find nothing in it (no byte index is built).
+    pub fn build_walk_only(pairs: Vec<(&[u8], TokenId)>) -> TokenTrie {
+        Self::build_pairs(pairs, false)
+    }
+
+    fn build_pairs(mut pairs: Vec<(&[u8], TokenId)>, indexed: bool) -> TokenTrie {
+        pairs.retain(|(b, _)| !b.is_empty() && b.len() <= u16::MAX as usize);
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut nodes = vec![Node { subtree_end: 0, tok_start: 0, depth: 0, byte: 0 }];
         let mut token_ids = Vec::with_capacity(pairs.len());
-        let mut map = fst::MapBuilder::memory();
+        let mut map = indexed.then(fst::MapBuilder::memory);
         // path[d] = index of the node at depth d on the current root-to-node path.
         let mut path: Vec<usize> = vec![0];
         let mut prev: &[u8] = &[];
         let mut max_depth = 0;
         for (bytes, id) in pairs {
             if bytes == prev {
-                // Same bytes as the previous id: the node already exists.
-                let last = *path.last().unwrap();
-                if nodes[last].tok_count < u8::MAX {
-                    nodes[last].tok_count += 1;
-                    token_ids.push(id);
-                }
+                // Same bytes as the previous id: the node already exists and is the last one.
+                token_ids.push(id);
                 continue;
             }
             let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
@@ -63,34 +72,48 @@ impl TokenTrie {
                 let done = path.pop().unwrap();
                 nodes[done].subtree_end = nodes.len() as u32;
             }
+            // Pairs are sorted, so `bytes` extends the common prefix: its node is new (and last).
             for (d, &b) in bytes.iter().enumerate().skip(common) {
                 path.push(nodes.len());
-                nodes.push(Node {
-                    subtree_end: 0,
-                    tok_start: token_ids.len() as u32,
-                    depth: d as u16 + 1,
-                    tok_count: 0,
-                    byte: b,
-                });
+                nodes.push(Node { subtree_end: 0, tok_start: token_ids.len() as u32, depth: d as u16 + 1, byte: b });
             }
             let last = *path.last().unwrap();
-            nodes[last].tok_start = token_ids.len() as u32;
-            nodes[last].tok_count = 1;
             token_ids.push(id);
-            map.insert(bytes, last as u64).expect("keys are sorted and unique");
+            if let Some(map) = &mut map {
+                map.insert(bytes, last as u64).expect("keys are sorted and unique");
+            }
             max_depth = max_depth.max(bytes.len());
             prev = bytes;
         }
         while let Some(done) = path.pop() {
             nodes[done].subtree_end = nodes.len() as u32;
         }
-        let map = fst::Map::new(map.into_inner().expect("in-memory fst")).expect("valid fst");
+        let end = nodes.len() as u32;
+        nodes.push(Node { subtree_end: end + 1, tok_start: token_ids.len() as u32, depth: 0, byte: 0 });
+        let map = map.map(|m| fst::Map::new(m.into_inner().expect("in-memory fst")).expect("valid fst"));
         TokenTrie { nodes, token_ids, map, max_depth }
     }
 
     /// The number of nodes (root included).
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() - 1
+    }
+
+    /// The number of ids (an id is counted once per trie it is in).
+    pub fn id_count(&self) -> usize {
+        self.token_ids.len()
+    }
+
+    /// Node `node`'s depth (its path's length in bytes).
+    pub fn node_depth(&self, node: u32) -> usize {
+        self.nodes[node as usize].depth as usize
+    }
+
+    /// The ids below node `node` (its strict subtree), in depth-first order.
+    pub fn ids_below(&self, node: u32) -> &[TokenId] {
+        let i = node as usize;
+        let end = self.nodes[i].subtree_end as usize;
+        &self.token_ids[self.nodes[i + 1].tok_start as usize..self.nodes[end].tok_start as usize]
     }
 
     /// The longest token, in bytes.
@@ -100,20 +123,20 @@ impl TokenTrie {
 
     /// The ids whose bytes are exactly `bytes`.
     pub fn lookup(&self, bytes: &[u8]) -> &[TokenId] {
-        match self.map.get(bytes) {
+        match self.map.as_ref().and_then(|m| m.get(bytes)) {
             Some(i) => self.node_tokens(i as usize),
             None => &[],
         }
     }
 
+    #[inline]
     fn node_tokens(&self, i: usize) -> &[TokenId] {
-        let n = &self.nodes[i];
-        &self.token_ids[n.tok_start as usize..n.tok_start as usize + n.tok_count as usize]
+        &self.token_ids[self.nodes[i].tok_start as usize..self.nodes[i + 1].tok_start as usize]
     }
 
     /// The longest token that is a prefix of `text`: (its length, its lowest id).
     pub fn longest_prefix(&self, text: &[u8]) -> Option<(usize, TokenId)> {
-        let fst = self.map.as_fst();
+        let fst = self.map.as_ref()?.as_fst();
         let mut node = fst.root();
         let mut out = Output::zero();
         let mut best = None;
@@ -157,7 +180,7 @@ impl TokenTrie {
         let mut states = vec![root; self.max_depth + 1];
         let nodes = &self.nodes;
         let mut i = 1;
-        while i < nodes.len() {
+        while i < nodes.len() - 1 {
             let n = nodes[i];
             let d = n.depth as usize;
             debug_assert!(d >= 1 && d <= self.max_depth);
@@ -165,9 +188,9 @@ impl TokenTrie {
                 None => i = n.subtree_end as usize,
                 Some(s) => {
                     states[d] = s;
-                    if n.tok_count > 0 {
-                        let start = n.tok_start as usize;
-                        on_tokens(s, &self.token_ids[start..start + n.tok_count as usize]);
+                    let ids = self.node_tokens(i);
+                    if !ids.is_empty() {
+                        on_tokens(s, ids);
                     }
                     i += 1;
                 }
@@ -211,9 +234,9 @@ impl TokenTrie {
             }
             if v.push(i as u32, n.byte) {
                 depth += 1;
-                if n.tok_count > 0 {
-                    let start = n.tok_start as usize;
-                    v.tokens(&self.token_ids[start..start + n.tok_count as usize]);
+                let ids = self.node_tokens(i);
+                if !ids.is_empty() {
+                    v.tokens(ids);
                 }
                 i += 1;
             } else {
@@ -320,12 +343,33 @@ mod tests {
             }
         }
         let t = trie(&["a", "ab", "abc", "abd", "b", "ba"]);
-        let ab = t.map.get(b"ab").unwrap() as u32;
+        let ab = t.map.as_ref().unwrap().get(b"ab").unwrap() as u32;
         assert_eq!(t.node_byte(ab), b'b');
         assert_eq!(t.node_ids(ab), &[TokenId(1)]);
         let mut v = V(vec![], 0);
         t.walk_visitor_below(ab, &mut v);
         assert_eq!((v.0, v.1), (vec![2, 3], 0), "only the strict subtree, every push popped");
+    }
+
+    #[test]
+    fn many_ids_per_node_and_ids_below() {
+        // 300 ids share "ab" (more than a byte can count); a walk-only trie finds no bytes.
+        let mut pairs: Vec<(&[u8], TokenId)> = (0..300).map(|i| (&b"ab"[..], TokenId(i))).collect();
+        pairs.extend([(&b"a"[..], TokenId(300)), (&b"abc"[..], TokenId(301)), (&b"b"[..], TokenId(302))]);
+        let t = TokenTrie::build_walk_only(pairs.clone());
+        assert!(t.lookup(b"ab").is_empty() && t.longest_prefix(b"ab").is_none());
+        let t = TokenTrie::build(pairs.into_iter());
+        assert_eq!(t.lookup(b"ab").len(), 300);
+        let a = t.map.as_ref().unwrap().get(b"a").unwrap() as u32;
+        assert_eq!(t.node_depth(a), 1);
+        let mut below: Vec<u32> = t.ids_below(a).iter().map(|i| i.0).collect();
+        below.sort();
+        assert_eq!(below, (0..300).chain([301]).collect::<Vec<_>>());
+        assert!(t.ids_below(t.map.as_ref().unwrap().get(b"b").unwrap() as u32).is_empty());
+        assert_eq!(t.ids_below(0).len(), 303);
+        let mut seen = 0;
+        t.walk((), |_, _| Some(()), |_, ids| seen += ids.len());
+        assert_eq!(seen, 303);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The cached mask path (context-independent tokens per lexer state, vocabulary slices taken
-//! wholesale) equals the byte-by-byte reference on random walks over JSON Schema constraints
-//! whose strings are long, bounded, patterned or enumerated, on every real tokenizer; walks
-//! prefer long tokens so they dwell inside strings, and a second matcher on the same compiled
-//! constraint replays the walk from the warm cache.
+//! wholesale, boundary groups with merged subtrees) equals the byte-by-byte reference on random
+//! walks over JSON Schema constraints whose strings are long, bounded, patterned or enumerated,
+//! whose numbers and literals end lexemes inside tokens, and over grammars whose lexemes may end
+//! after almost any byte (words, digits, free text), on every real tokenizer; walks prefer long
+//! tokens so they dwell inside strings, and a second matcher on the same compiled constraint
+//! replays the walk from the warm cache.
 
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{CompileOptions, Compiled, Constraint, EngineChoice},
     grammar::json_schema::JsonSchemaOptions,
     TokenId, TokenSet, Vocab,
 };
@@ -28,8 +30,26 @@ fn schemas() -> Vec<serde_json::Value> {
         // Declared keys beside additional ones: the key lexeme is "any string but these names".
         json!({"type": "object", "properties": {"name": {"type": "string"}, "namé": {"type": "integer"}, "n": {"type": "boolean"}},
                "additionalProperties": {"type": "string", "maxLength": 5}}),
+        // Numbers, literals and nesting: lexemes that may end after every digit.
+        json!({"type": "object", "properties": {"n": {"type": "number"}, "i": {"type": "integer", "minimum": -5}, "b": {"type": "boolean"},
+               "z": {"type": "null"}, "m": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}},
+               "required": ["n", "i", "b", "z", "m"]}),
+        json!({"enum": ["a", "ab", "abc", 1, 12, 123.5, true, null, {"k": "v"}, ["x"]]}),
+        json!({"type": "array", "items": {"type": ["integer", "string", "boolean"]}, "minItems": 2}),
     ]
 }
+
+/// The cached path is the Earley engine's (some of these languages are regular).
+fn earley() -> CompileOptions {
+    CompileOptions { engine: EngineChoice::Earley, ..Default::default() }
+}
+
+/// Grammars whose lexemes may end after nearly any byte.
+const GRAMMARS: &[&str] = &[
+    "root ::= (word \" \")* word \".\"\nword ::= [a-zA-Z]+",
+    "root ::= expr\nexpr ::= term ((\"+\" | \"-\" | \" \") term)*\nterm ::= [0-9]+ | \"(\" expr \")\"",
+    "root ::= line line line\nline ::= [^\\n]* \"\\n\"",
+];
 
 /// Walks `steps` tokens from the start (fast == reference at every state), preferring long
 /// tokens; returns the tokens taken.
@@ -66,13 +86,29 @@ fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, replay: 
 fn cached_mask_equals_reference_on_json_schemas() {
     for (name, vocab) in real_vocabs() {
         for (i, schema) in schemas().into_iter().enumerate() {
-            let c = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+            let c = Compiled::with_options(vocab.clone(), &Constraint::JsonSchema(schema, JsonSchemaOptions::default()), &earley()).unwrap();
             for seed in 0..2u64 {
                 let seed = seed * 1000 + i as u64;
                 let taken = walk(vocab, &c, seed, 10, None);
                 // A fresh matcher over the warm cache, same states.
                 let again = walk(vocab, &c, seed, 10, Some(&taken));
                 assert_eq!(taken, again, "{name} schema {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cached_mask_equals_reference_on_grammars() {
+    for (name, vocab) in real_vocabs() {
+        for (i, text) in GRAMMARS.iter().enumerate() {
+            let g = strictly::grammar::ebnf::parse(text).unwrap_or_else(|e| panic!("grammar {i}: {e}"));
+            let c = Compiled::with_options(vocab.clone(), &Constraint::Grammar(g), &earley()).unwrap();
+            for seed in 0..2u64 {
+                let seed = seed * 1000 + i as u64;
+                let taken = walk(vocab, &c, seed, 10, None);
+                let again = walk(vocab, &c, seed, 10, Some(&taken));
+                assert_eq!(taken, again, "{name} grammar {i}");
             }
         }
     }
