@@ -82,8 +82,6 @@ pub struct Cfg {
     pub nts: Vec<Nt>,
     pub prods: Vec<Prod>,
     pub max_row_items: usize,
-    /// Lazily built context-independent token sets (shared by every matcher).
-    pub(crate) mask_cache: super::mask_cache::MaskCache,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -148,7 +146,6 @@ impl Cfg {
             nts: l.nts,
             prods: l.prods,
             max_row_items: limits.max_row_items,
-            mask_cache: Default::default(),
         };
         cfg.clean(g)?;
         cfg.analyse();

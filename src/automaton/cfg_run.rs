@@ -176,11 +176,9 @@ impl CfgRun {
         }
         let trie = vocab.trie();
         if after_budget == u32::MAX {
-            let key: Vec<(u32, u32)> = p.scans.iter().map(|sc| (sc.term, sc.state)).collect();
-            if let Some(entry) = cfg.mask_cache.get_or_build(cfg, vocab, &key) {
-                self.fill_cached(cfg, vocab.slices(), &entry, mask);
-                return;
-            }
+            let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
+            self.fill_cached(cfg, vocab.slices(), &entry, mask);
+            return;
         }
         let mark = self.chart.len();
         let mut w = Walker {

@@ -57,6 +57,15 @@ pub struct Dfa {
     /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
     /// is compiled again and again for the same vocabulary.
     dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
+    /// Unique per built table (a clone keeps it: tables never change once built), so caches
+    /// outside one compile can name a DFA (see [`id`](Dfa::id)).
+    id: u64,
+}
+
+/// The next [`Dfa::id`].
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 pub const DEAD: u32 = 0;
@@ -125,6 +134,11 @@ impl Dfa {
     /// Goes through the process-wide [`shared`](Dfa::shared) cache (a copy of the cached table).
     pub fn from_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
         Ok((*Dfa::shared(lexeme, limits)?).clone())
+    }
+
+    /// A name for this table, unique in the process (clones share it).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// [`from_lexeme`](Dfa::from_lexeme), shared: built DFAs are kept process-wide, keyed by
@@ -267,7 +281,7 @@ impl Dfa {
             accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
             i += 1;
         }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id() };
         dfa.prune_dead_ends();
         Ok(dfa)
     }
@@ -575,7 +589,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new() };
+    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id() };
     dfa.prune_dead_ends();
     Ok(dfa)
 }

@@ -4,7 +4,7 @@
 //! Between lexeme boundaries the Earley engine's position is a list of scans (terminal, DFA
 //! state, origin row). While a token's bytes keep some scan alive, the token is allowed
 //! whatever the rows are: a live scan can always be completed (see [`earley`](super::earley)).
-//! So per *lexer key* (the scans' (terminal, state) pairs, in order) we walk the token trie once
+//! So per *lexer key* (the scans' (DFA, state) pairs, in order) we walk the token trie once
 //! with the DFAs alone (XGrammar's "context-independent tokens") and keep:
 //! - `inside`: the tokens after which some scan of the key is still alive — copied into the
 //!   mask wholesale (whole vocabulary slices at once where a lexeme admits all string content);
@@ -28,9 +28,13 @@
 //! in the row at a time, or from a completed item and a partner in an earlier row, or — for
 //! empty derivations — from items the same part already predicts).
 //!
-//! Entries are built lazily, on the first mask at a key, so compiling stays cheap; the cache is
-//! shared by every matcher of one compiled constraint and bounded by [`MAX_CACHE_BYTES`] (past
-//! it, masks are computed by the full walk, uncached).
+//! Entries are built lazily, on the first mask at a key, so compiling stays cheap. An entry
+//! depends only on the vocabulary and the key's DFAs, which are shared across compiles
+//! ([`Dfa::shared`]), so the cache lives in the [`Vocab`] and is keyed by DFA ids: every
+//! constraint compiled for that vocabulary uses it (the state inside a plain JSON string is
+//! the same in every schema). Merged subtrees depend on the vocabulary alone and are shared
+//! between entries. Bounded by [`MAX_CACHE_BYTES`]: past it the cache is emptied and fills
+//! again (entries in use live on in their `Arc`s).
 //!
 //! Invariant: an entry's `inside` has the vocabulary's width; `states[g.start..g.end]` are
 //! (index into the key, DFA state) pairs, every state alive.
@@ -40,13 +44,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::Cfg;
 use super::dfa::{Dfa, DEAD};
+use super::earley::Scan;
 use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
 
 /// Most bytes all entries of one cache may take together.
 pub const MAX_CACHE_BYTES: usize = 64 << 20;
-
-/// Most ids the merged tries of one entry may hold together.
-pub const MAX_BELOW_IDS: usize = 1 << 16;
 
 /// Trie nodes where the same lexemes end the same way (see the module docs).
 pub struct Group {
@@ -62,7 +64,9 @@ pub struct Group {
 /// What follows a group's members.
 pub enum Below {
     /// The members' strict subtrees merged into one trie: paths are the bytes after a member.
-    Merged(TokenTrie),
+    /// Shared by every entry with the same members (e.g. every state inside a string that
+    /// admits the same characters ends at the same closing quotes).
+    Merged(Arc<TokenTrie>),
     /// The members themselves, (slice, trie node): a lone member, or subtrees too large to copy.
     Nodes(Vec<(u32, u32)>),
 }
@@ -80,21 +84,27 @@ pub struct Entry {
 impl Entry {
     fn bytes(&self) -> usize {
         let below = |b: &Below| match b {
-            Below::Merged(t) => t.node_count() * 12 + t.id_count() * 4,
+            Below::Merged(_) => 8,
             Below::Nodes(n) => n.len() * 8,
         };
         let groups: usize = self.groups.iter().map(|g| 64 + g.at.len() * 4 + below(&g.below)).sum();
         self.inside.words().len() * 4 + groups + self.states.len() * 8 + 64
     }
 
-    /// The entry for `key`.
-    fn build(cfg: &Cfg, vocab: &Vocab, key: &[(u32, u32)], reach: &[(usize, usize)]) -> Entry {
+    /// The entry for the scans of `dfas` in `states`; `merged` gives the merged trie of a list
+    /// of members.
+    fn build(
+        dfas: &[&Dfa],
+        states: &[u32],
+        vocab: &Vocab,
+        reach: &[(usize, usize)],
+        mut merged: impl FnMut(&[(u32, u32)]) -> Arc<TokenTrie>,
+    ) -> Entry {
         let slices = vocab.slices();
         let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && reach.iter().any(|&(_, dead)| dead > hi);
         let mut w = LexWalk {
-            cfg,
+            dfas,
             slices,
-            key,
             buf: Vec::new(),
             levels: Vec::new(),
             part: 0,
@@ -114,34 +124,34 @@ impl Entry {
             }
             w.part = part as u32;
             w.buf.clear();
-            w.buf.extend(key.iter().enumerate().map(|(i, &(_, s))| (i as u32, s)));
+            w.buf.extend(states.iter().enumerate().map(|(i, &s)| (i as u32, s)));
             w.levels.clear();
-            w.levels.push((0, key.len() as u32));
+            w.levels.push((0, states.len() as u32));
             slices.trie(part).walk_visitor(&mut w);
         }
-        let mut merged_ids = 0;
         let groups = w
             .members
             .into_iter()
             .map(|m| {
-                let ids: usize = m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum();
-                let below = if m.nodes.len() > 1 && ids <= MERGE_MAX_IDS && merged_ids + ids <= MAX_BELOW_IDS {
-                    merged_ids += ids;
-                    let mut pairs = Vec::with_capacity(ids);
-                    for &(part, node) in &m.nodes {
-                        let trie = slices.trie(part as usize);
-                        let depth = trie.node_depth(node);
-                        pairs.extend(trie.ids_below(node).iter().map(|&id| (&vocab.bytes(id)[depth..], id)));
-                    }
-                    Below::Merged(TokenTrie::build_walk_only(pairs))
-                } else {
-                    Below::Nodes(m.nodes)
-                };
+                let ids = || m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum::<usize>();
+                let below = if m.nodes.len() > 1 && ids() <= MERGE_MAX_IDS { Below::Merged(merged(&m.nodes)) } else { Below::Nodes(m.nodes) };
                 Group { byte: m.byte, start: m.start, end: m.end, at: m.at, below }
             })
             .collect();
         Entry { inside: w.inside, groups, states: w.states }
     }
+}
+
+/// The strict subtrees below `nodes` ((slice, trie node) pairs) merged into one walk-only trie.
+fn merge_subtrees(vocab: &Vocab, nodes: &[(u32, u32)]) -> TokenTrie {
+    let slices = vocab.slices();
+    let mut pairs = Vec::new();
+    for &(part, node) in nodes {
+        let trie = slices.trie(part as usize);
+        let depth = trie.node_depth(node);
+        pairs.extend(trie.ids_below(node).iter().map(|&id| (&vocab.bytes(id)[depth..], id)));
+    }
+    TokenTrie::build_walk_only(pairs)
 }
 
 /// From DFA state `state`, over strings of string-content characters (see
@@ -192,37 +202,58 @@ pub struct MaskCache {
     inner: Mutex<Inner>,
 }
 
+/// A lexer key: the scans' (DFA id, state) pairs, in order.
+type Key = Box<[(u64, u32)]>;
+
 #[derive(Default)]
 struct Inner {
-    map: HashMap<Box<[(u32, u32)]>, Arc<Entry>>,
-    /// [`content_reach`] per (terminal, state).
-    reach: HashMap<(u32, u32), (usize, usize)>,
+    map: HashMap<Key, Arc<Entry>, FxBuild>,
+    /// Merged subtrees by their members.
+    merged: HashMap<Box<[(u32, u32)]>, Arc<TokenTrie>, FxBuild>,
+    /// [`content_reach`] per (DFA id, state).
+    reach: HashMap<(u64, u32), (usize, usize), FxBuild>,
     bytes: usize,
 }
 
+impl Inner {
+    /// Makes room for `bytes` more: past [`MAX_CACHE_BYTES`] everything is dropped (entries in
+    /// use live on in their `Arc`s) and the cache fills again with what is used now.
+    fn reserve(&mut self, bytes: usize) {
+        if self.bytes + bytes > MAX_CACHE_BYTES {
+            *self = Inner::default();
+        }
+        self.bytes += bytes;
+    }
+}
+
 impl MaskCache {
-    /// The entry for `key`, built now if it is new; `None` if the cache is full (then the
-    /// caller walks the whole trie).
-    pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, key: &[(u32, u32)]) -> Option<Arc<Entry>> {
+    /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
+    pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
+        let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dfa).collect();
+        let states: Vec<u32> = scans.iter().map(|sc| sc.state).collect();
+        let key: Vec<(u64, u32)> = dfas.iter().zip(&states).map(|(d, &s)| (d.id(), s)).collect();
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(e) = inner.map.get(key) {
-                return Some(e.clone());
-            }
-            if inner.bytes >= MAX_CACHE_BYTES {
-                return None;
+            if let Some(e) = inner.map.get(key.as_slice()) {
+                return e.clone();
             }
             let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
-            key.iter()
-                .map(|&(t, s)| *inner.reach.entry((t, s)).or_insert_with(|| content_reach(&cfg.terms[t as usize].dfa, s, hi)))
-                .collect()
+            key.iter().zip(&dfas).map(|(&k, d)| *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi))).collect()
         };
         // Built outside the lock: another matcher may build the same entry meanwhile (same value).
-        let entry = Arc::new(Entry::build(cfg, vocab, key, &reach));
+        let merged = |nodes: &[(u32, u32)]| {
+            if let Some(t) = self.inner.lock().unwrap_or_else(|e| e.into_inner()).merged.get(nodes) {
+                return t.clone();
+            }
+            let t = Arc::new(merge_subtrees(vocab, nodes));
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            inner.reserve(t.node_count() * 12 + t.id_count() * 4 + nodes.len() * 8 + 32);
+            inner.merged.entry(nodes.into()).or_insert(t).clone()
+        };
+        let entry = Arc::new(Entry::build(&dfas, &states, vocab, &reach, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.bytes += entry.bytes() + key.len() * 8 + 32;
-        inner.map.entry(key.into()).or_insert(entry.clone());
-        Some(entry)
+        inner.reserve(entry.bytes() + key.len() * 12 + 32);
+        inner.map.entry(key.into()).or_insert(entry).clone()
     }
 }
 
@@ -241,9 +272,9 @@ type FxBuild = std::hash::BuildHasherDefault<super::earley::FxHasher>;
 /// The lexer-only trie walk that builds an [`Entry`]. `buf` holds (key index, state) pairs per
 /// depth, `levels` their ranges.
 struct LexWalk<'a> {
-    cfg: &'a Cfg,
+    /// The key's DFAs, by key index.
+    dfas: &'a [&'a Dfa],
     slices: &'a Slices,
-    key: &'a [(u32, u32)],
     buf: Vec<(u32, u32)>,
     levels: Vec<(u32, u32)>,
     /// The slice being walked.
@@ -286,7 +317,7 @@ impl TrieVisitor for LexWalk<'_> {
         let mut ends_lexeme = false;
         for i in start..end {
             let (k, s) = self.buf[i];
-            let dfa = &self.cfg.terms[self.key[k as usize].0 as usize].dfa;
+            let dfa = self.dfas[k as usize];
             let next = dfa.next(s, byte);
             if next == DEAD {
                 continue;

@@ -25,6 +25,7 @@ use std::sync::Arc;
 pub use cfg::CfgLimits;
 pub use dfa::{Dfa, DfaLimits};
 pub use matcher::Matcher;
+pub(crate) use mask_cache::MaskCache;
 
 use crate::error::{Error, Result};
 use crate::grammar::{self, Grammar};

@@ -51,6 +51,9 @@ pub struct Vocab {
     encoder: Option<tokenizers::Tokenizer>,
     /// The trie split into slices (see [`slices`]), built on first use.
     slices: std::sync::OnceLock<slices::Slices>,
+    /// Lexer-state masks of the Earley engine, shared by every constraint compiled for this
+    /// vocabulary (keyed by lexeme DFAs, which are shared across compiles too).
+    pub(crate) mask_cache: crate::automaton::MaskCache,
 }
 
 impl Vocab {
@@ -94,7 +97,7 @@ impl Vocab {
             .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty())
             .map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32)));
         let trie = TokenTrie::build(text);
-        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None, slices: Default::default() }
+        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None, slices: Default::default(), mask_cache: Default::default() }
     }
 
     /// The number of token ids (the highest id + 1).
