@@ -196,8 +196,8 @@ impl CfgRun {
     }
 
     /// The cached mask (no budget): `entry.inside`, plus one parser walk per boundary group
-    /// (see [`mask_cache`](super::mask_cache)). Rows for the same set of ending lexemes are built
-    /// once and kept until the end.
+    /// (see [`mask_cache`](super::mask_cache)) from the row its ending lexemes build. Rows built
+    /// here are kept until the end.
     fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet) {
         mask.union_clipped(&entry.inside);
         if entry.groups.is_empty() {
@@ -206,27 +206,12 @@ impl CfgRun {
         let width = mask.width();
         let p = self.positions.last().expect("never empty");
         let mark = self.chart.len();
-        // (ending lexemes, the row they build), in the order first met.
-        let mut rows: Vec<(Vec<(u32, u32)>, u32)> = Vec::new();
         let mut buf: Vec<Scan> = Vec::new();
         let mut pasted = Vec::new();
         for g in &entry.groups {
-            buf.clear();
-            for &(k, state) in &entry.states[g.start as usize..g.end as usize] {
-                buf.push(Scan { state, ..p.scans[k as usize] });
-            }
-            let n = buf.len();
-            let ends = self.chart.step(cfg, &mut buf, 0..n, g.byte);
-            debug_assert!(ends, "a group's byte ends a lexeme");
-            let row = match rows.iter().find(|(a, _)| a.as_slice() == self.chart.accepted()) {
-                Some(&(_, row)) => row,
-                None => {
-                    let accepted = self.chart.accepted().to_vec();
-                    let row = self.chart.row_from_accepted(cfg);
-                    rows.push((accepted, row));
-                    row
-                }
-            };
+            let ends = &entry.ends[g.start as usize..g.end as usize];
+            self.chart.set_accepted(ends.iter().map(|&k| (p.scans[k as usize].term, p.scans[k as usize].origin)));
+            let row = self.chart.row_from_accepted(cfg);
             // Only the boundary's fresh scans: the key's lexemes going on are in `inside` and
             // in later groups.
             buf.clear();

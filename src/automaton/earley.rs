@@ -334,6 +334,12 @@ impl Chart {
         &self.accepted
     }
 
+    /// Sets the lexemes that end here as if the last [`step`](Self::step) had found them.
+    pub fn set_accepted(&mut self, pairs: impl IntoIterator<Item = (u32, u32)>) {
+        self.accepted.clear();
+        self.accepted.extend(pairs);
+    }
+
     /// The parser half of [`advance`](Self::advance): builds the row that the lexemes ending at
     /// the last [`step`](Self::step) lead to (its fresh scans are not started).
     pub fn row_from_accepted(&mut self, cfg: &Cfg) -> u32 {

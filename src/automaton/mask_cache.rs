@@ -8,10 +8,10 @@
 //! with the DFAs alone (XGrammar's "context-independent tokens") and keep:
 //! - `inside`: the tokens after which some scan of the key is still alive — copied into the
 //!   mask wholesale (whole vocabulary slices at once where a lexeme admits all string content);
-//! - `groups`: the trie nodes after whose byte some lexeme of the key may end, grouped by the
-//!   scans' states just before that byte and the byte itself. Every member of a group ends the
-//!   same lexemes (with the same origins) and so builds the same boundary row; what follows the
-//!   boundary depends only on the bytes after the member's node. So a group keeps the subtrees
+//! - `groups`: the trie nodes after whose byte some lexeme of the key may end, grouped by which
+//!   of the key's lexemes end there. Every member of a group ends the same lexemes (with the
+//!   same origins) and so builds the same boundary row; what follows the boundary depends only
+//!   on the bytes after the member's node. So a group keeps the subtrees
 //!   below its members merged into one trie where that is small (`below`: a path is a suffix,
 //!   its ids the tokens that end with it), and [`CfgRun::fill`](super::cfg_run) builds the
 //!   group's row once and walks what follows its members with the full Earley walker, from that
@@ -36,8 +36,8 @@
 //! between entries. Bounded by [`MAX_CACHE_BYTES`]: past it the cache is emptied and fills
 //! again (entries in use live on in their `Arc`s).
 //!
-//! Invariant: an entry's `inside` has the vocabulary's width; `states[g.start..g.end]` are
-//! (index into the key, DFA state) pairs, every state alive.
+//! Invariant: an entry's `inside` has the vocabulary's width; `ends[g.start..g.end]` are
+//! indices into the key, ascending, not empty.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -50,10 +50,9 @@ use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet, TokenTr
 /// Most bytes all entries of one cache may take together.
 pub const MAX_CACHE_BYTES: usize = 64 << 20;
 
-/// Trie nodes where the same lexemes end the same way (see the module docs).
+/// Trie nodes where the same lexemes end (see the module docs).
 pub struct Group {
-    /// The members' last byte; `Entry::states[start..end]`: the scans just before it.
-    pub byte: u8,
+    /// `Entry::ends[start..end]`: the scans (indices into the key) whose lexemes end.
     pub start: u32,
     pub end: u32,
     /// The ids spelled by members after which no scan goes on.
@@ -78,7 +77,7 @@ const MERGE_MAX_IDS: usize = 8192;
 pub struct Entry {
     pub inside: TokenSet,
     pub groups: Vec<Group>,
-    pub states: Vec<(u32, u32)>,
+    pub ends: Vec<u32>,
 }
 
 impl Entry {
@@ -88,7 +87,7 @@ impl Entry {
             Below::Nodes(n) => n.len() * 8,
         };
         let groups: usize = self.groups.iter().map(|g| 64 + g.at.len() * 4 + below(&g.below)).sum();
-        self.inside.words().len() * 4 + groups + self.states.len() * 8 + 64
+        self.inside.words().len() * 4 + groups + self.ends.len() * 4 + 64
     }
 
     /// The entry for the scans of `dfas` in `states`; `merged` gives the merged trie of a list
@@ -109,9 +108,9 @@ impl Entry {
             levels: Vec::new(),
             part: 0,
             inside: TokenSet::new(vocab.len()),
-            states: Vec::new(),
+            ends: Vec::new(),
             index: HashMap::default(),
-            key_buf: Vec::new(),
+            ending: Vec::new(),
             members: Vec::new(),
         };
         for part in 0..=slices.body.len() {
@@ -135,10 +134,10 @@ impl Entry {
             .map(|m| {
                 let ids = || m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum::<usize>();
                 let below = if m.nodes.len() > 1 && ids() <= MERGE_MAX_IDS { Below::Merged(merged(&m.nodes)) } else { Below::Nodes(m.nodes) };
-                Group { byte: m.byte, start: m.start, end: m.end, at: m.at, below }
+                Group { start: m.start, end: m.end, at: m.at, below }
             })
             .collect();
-        Entry { inside: w.inside, groups, states: w.states }
+        Entry { inside: w.inside, groups, ends: w.ends }
     }
 }
 
@@ -259,7 +258,6 @@ impl MaskCache {
 
 /// A group while it is being collected.
 struct Members {
-    byte: u8,
     start: u32,
     end: u32,
     at: Vec<TokenId>,
@@ -280,27 +278,25 @@ struct LexWalk<'a> {
     /// The slice being walked.
     part: u32,
     inside: TokenSet,
-    states: Vec<(u32, u32)>,
-    /// A group's scans then `(u32::MAX, byte)` → its index in `members`.
-    index: HashMap<Box<[(u32, u32)]>, u32, FxBuild>,
-    key_buf: Vec<(u32, u32)>,
+    ends: Vec<u32>,
+    /// A group's ending scans → its index in `members`.
+    index: HashMap<Box<[u32]>, u32, FxBuild>,
+    /// The scans ending at the current node.
+    ending: Vec<u32>,
     members: Vec<Members>,
 }
 
 impl LexWalk<'_> {
-    /// The group of nodes with byte `byte` after the scans `buf[start..end]`.
-    fn group(&mut self, start: usize, end: usize, byte: u8) -> &mut Members {
-        self.key_buf.clear();
-        self.key_buf.extend_from_slice(&self.buf[start..end]);
-        self.key_buf.push((u32::MAX, byte as u32));
-        let g = match self.index.get(self.key_buf.as_slice()) {
+    /// The group of the nodes where the scans `self.ending` end.
+    fn group(&mut self) -> &mut Members {
+        let g = match self.index.get(self.ending.as_slice()) {
             Some(&g) => g,
             None => {
                 let g = self.members.len() as u32;
-                let st = self.states.len() as u32;
-                self.states.extend_from_slice(&self.buf[start..end]);
-                self.members.push(Members { byte, start: st, end: self.states.len() as u32, at: Vec::new(), nodes: Vec::new() });
-                self.index.insert(self.key_buf.as_slice().into(), g);
+                let st = self.ends.len() as u32;
+                self.ends.extend_from_slice(&self.ending);
+                self.members.push(Members { start: st, end: self.ends.len() as u32, at: Vec::new(), nodes: Vec::new() });
+                self.index.insert(self.ending.as_slice().into(), g);
                 g
             }
         };
@@ -314,7 +310,7 @@ impl TrieVisitor for LexWalk<'_> {
         let (start, end) = *self.levels.last().expect("base level");
         let (start, end) = (start as usize, end as usize);
         debug_assert_eq!(end, self.buf.len());
-        let mut ends_lexeme = false;
+        self.ending.clear();
         for i in start..end {
             let (k, s) = self.buf[i];
             let dfa = self.dfas[k as usize];
@@ -322,7 +318,9 @@ impl TrieVisitor for LexWalk<'_> {
             if next == DEAD {
                 continue;
             }
-            ends_lexeme |= dfa.is_accepting(next);
+            if dfa.is_accepting(next) {
+                self.ending.push(k);
+            }
             // As in `Chart::step`: a scan that cannot read another byte lives on only as the
             // lexeme's end.
             if dfa.can_continue(next) {
@@ -330,9 +328,9 @@ impl TrieVisitor for LexWalk<'_> {
             }
         }
         let goes_on = self.buf.len() > end;
-        if ends_lexeme {
+        if !self.ending.is_empty() {
             let (part, slices) = (self.part, self.slices);
-            let m = self.group(start, end, byte);
+            let m = self.group();
             m.nodes.push((part, node));
             if !goes_on {
                 m.at.extend_from_slice(slices.trie(part as usize).node_ids(node));
