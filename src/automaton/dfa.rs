@@ -85,6 +85,16 @@ static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
 
 impl Dfa {
     pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        // A small finite language (a property name, a set of enum values) needs no NFA.
+        if let Some(strings) = finite_strings(hir) {
+            return Dfa::from_strings(strings, limits);
+        }
+        Dfa::from_hir_nfa(hir, limits)
+    }
+
+    /// [`from_hir`](Dfa::from_hir) through `regex-automata` always (Thompson NFA, then
+    /// determinization).
+    fn from_hir_nfa(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
         let too_big = |what: &str, limit: usize| Error::Limit {
             what: format!("{what} for this regular expression"),
             limit,
@@ -127,6 +137,83 @@ impl Dfa {
                 }
             })?;
         Self::from_dense(&dense, limits)
+    }
+
+    /// The DFA of a finite set of strings: a trie. A state is the range of the sorted,
+    /// de-duplicated strings that share the prefix read so far, with that prefix's length.
+    pub fn from_strings(mut strings: Vec<Vec<u8>>, limits: DfaLimits) -> Result<Dfa> {
+        strings.sort_unstable();
+        strings.dedup();
+        let mut used = [false; 256];
+        strings.iter().flatten().for_each(|&b| used[b as usize] = true);
+        // Each used byte its own class; every other byte one class (always dead).
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let unused = (0..=255u8).find(|&b| !used[b as usize]);
+        for b in 0..=255u8 {
+            if used[b as usize] || Some(b) == unused {
+                reps.push(b);
+                classes[b as usize] = (reps.len() - 1) as u8;
+            }
+        }
+        if let Some(u) = unused {
+            let c = classes[u as usize];
+            (0..=255u8).filter(|&b| !used[b as usize]).for_each(|b| classes[b as usize] = c);
+        }
+        let n = strings.len() as u32;
+        explore(
+            classes,
+            &reps,
+            (n > 0).then_some((0u32, n, 0u32)),
+            limits.states,
+            |&(lo, hi, depth), b| {
+                let range = &strings[lo as usize..hi as usize];
+                let d = depth as usize;
+                // The strings longer than the prefix whose next byte is `b`: contiguous, sorted.
+                let first = range.partition_point(|s| s.len() <= d || s[d] < b);
+                let last = range.partition_point(|s| s.len() <= d || s[d] <= b);
+                Ok((first < last).then_some((lo + first as u32, lo + last as u32, depth + 1)))
+            },
+            |&(lo, _, depth)| strings[lo as usize].len() == depth as usize,
+            || Error::limit("DFA states for a set of strings", limits.states),
+        )
+    }
+
+    /// `a` then `b`, for an `a` whose accepting states read nothing more (a prefix-free
+    /// language such as a quoted name): on reaching acceptance in `a`, go on as `b` from its
+    /// start. `None` if `a` does not have that shape.
+    pub fn splice(a: &Dfa, b: &Dfa, limits: DfaLimits) -> Result<Option<Dfa>> {
+        if a.start == DEAD || a.accept[a.start as usize] || (1..a.accept.len()).any(|s| a.accept[s] && a.open[s]) {
+            return Ok(None);
+        }
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        enum Pos {
+            A(u32),
+            B(u32),
+        }
+        let (classes, reps) = common_classes([a, b].into_iter());
+        explore(
+            classes,
+            &reps,
+            Some(Pos::A(a.start)),
+            limits.states,
+            |p, byte| {
+                Ok(match *p {
+                    Pos::A(s) => match a.next(s, byte) {
+                        DEAD => None,
+                        t if a.accept[t as usize] => (b.start != DEAD).then_some(Pos::B(b.start)),
+                        t => Some(Pos::A(t)),
+                    },
+                    Pos::B(s) => match b.next(s, byte) {
+                        DEAD => None,
+                        t => Some(Pos::B(t)),
+                    },
+                })
+            },
+            |p| matches!(*p, Pos::B(s) if b.accept[s as usize]),
+            || Error::limit("DFA states for a sequence of regexes", limits.states),
+        )
+        .map(Some)
     }
 
     /// The DFA of a boolean combination of regexes: each regex built as above, then
@@ -178,6 +265,29 @@ impl Dfa {
         Ok(dfa)
     }
 
+    /// [`from_hir`](Dfa::from_hir), with one shortcut: a sequence that starts with a small
+    /// prefix-free finite part (`"name"` before the whitespace and colon of every key) is that
+    /// part's trie spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all such
+    /// sequences: no determinization of the common rest per name.
+    fn from_regex_lexeme(h: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        use regex_syntax::hir::HirKind;
+        if let HirKind::Concat(parts) = h.kind() {
+            // The longest finite prefix that leaves a non-finite rest.
+            let mut k = 0;
+            while k < parts.len() && finite_strings(&Hir::concat(parts[..=k].to_vec())).is_some() {
+                k += 1;
+            }
+            if k > 0 && k < parts.len() && finite_strings(h).is_none() {
+                let head = Dfa::from_strings(finite_strings(&Hir::concat(parts[..k].to_vec())).expect("finite"), limits)?;
+                let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(parts[k..].to_vec())), limits)?;
+                if let Some(d) = Dfa::splice(&head, &rest, limits)? {
+                    return Ok(d);
+                }
+            }
+        }
+        Dfa::from_hir(h, limits)
+    }
+
     fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
         let part = |x: &Lexeme| -> Result<(Arc<Dfa>, bool)> {
             match x {
@@ -186,9 +296,9 @@ impl Dfa {
             }
         };
         match lexeme {
-            Lexeme::Regex(h) => Dfa::from_hir(h, limits),
+            Lexeme::Regex(h) => Dfa::from_regex_lexeme(h, limits),
             Lexeme::Counted { open, unit, min, max, close, full } => {
-                let unit = Dfa::from_hir(unit, limits)?;
+                let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
                 match Dfa::counted(open, &unit, *min, *max, close, limits)? {
                     Some(d) => Ok(d),
                     None => Dfa::from_hir(full, limits),
@@ -213,22 +323,7 @@ impl Dfa {
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
     pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
         let k = parts.len();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
-        let mut key: Vec<u8> = Vec::with_capacity(k);
-        for b in 0..=255u8 {
-            key.clear();
-            key.extend(parts.iter().map(|(d, _)| d.classes[b as usize]));
-            classes[b as usize] = match class_of.get(&key) {
-                Some(&c) => c,
-                None => {
-                    reps.push(b);
-                    class_of.insert(key.clone(), (reps.len() - 1) as u8);
-                    (reps.len() - 1) as u8
-                }
-            };
-        }
+        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| &**d));
         let too_many = || Error::Limit {
             what: "DFA states for an intersection or complement of regexes".into(),
             limit: limits.states,
@@ -546,6 +641,105 @@ impl Dfa {
 /// accepts. States are numbered densely in discovery order after the dead state 0; past
 /// `limit` states the build fails with `too_many()`. Transitions are asked once per byte class,
 /// of its representative byte in `reps`. Dead ends are pruned at the end.
+/// The common refinement of the DFAs' byte classes, with one representative byte per class.
+fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa> + Clone) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
+    let mut key: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        key.clear();
+        key.extend(dfas.clone().map(|d| d.classes[b as usize]));
+        classes[b as usize] = match class_of.get(&key) {
+            Some(&c) => c,
+            None => {
+                reps.push(b);
+                class_of.insert(key.clone(), (reps.len() - 1) as u8);
+                (reps.len() - 1) as u8
+            }
+        };
+    }
+    (classes, reps)
+}
+
+/// Most strings, and most bytes in all, that [`finite_strings`] expands a regex into.
+const FINITE_STRINGS: usize = 512;
+const FINITE_BYTES: usize = 1 << 14;
+
+/// The strings of a regex whose language is finite and small (literals, small classes,
+/// alternations, bounded repetitions of those), or `None`. Look-around gives `None`.
+pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::{Class, HirKind};
+    let fits = |v: &Vec<Vec<u8>>| v.len() <= FINITE_STRINGS && v.iter().map(Vec::len).sum::<usize>() <= FINITE_BYTES;
+    let concat = |a: Vec<Vec<u8>>, b: &[Vec<u8>]| -> Option<Vec<Vec<u8>>> {
+        if a.len().saturating_mul(b.len()) > FINITE_STRINGS {
+            return None;
+        }
+        let v: Vec<Vec<u8>> = a.iter().flat_map(|x| b.iter().map(move |y| [x.as_slice(), y].concat())).collect();
+        fits(&v).then_some(v)
+    };
+    let v = match hir.kind() {
+        HirKind::Empty => vec![Vec::new()],
+        HirKind::Literal(l) => vec![l.0.to_vec()],
+        HirKind::Class(Class::Unicode(c)) => {
+            let n: u32 = c.ranges().iter().map(|r| r.end() as u32 - r.start() as u32 + 1).sum();
+            if n > 64 {
+                return None;
+            }
+            let mut buf = [0u8; 4];
+            c.ranges().iter().flat_map(|r| r.start()..=r.end()).map(|ch| ch.encode_utf8(&mut buf).as_bytes().to_vec()).collect()
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let n: u32 = c.ranges().iter().map(|r| r.end() as u32 - r.start() as u32 + 1).sum();
+            if n > 64 {
+                return None;
+            }
+            c.ranges().iter().flat_map(|r| r.start()..=r.end()).map(|b| vec![b]).collect()
+        }
+        HirKind::Look(_) => return None,
+        HirKind::Capture(c) => return finite_strings(&c.sub),
+        HirKind::Concat(parts) => {
+            let mut acc = vec![Vec::new()];
+            for p in parts {
+                acc = concat(acc, &finite_strings(p)?)?;
+            }
+            acc
+        }
+        HirKind::Alternation(parts) => {
+            let mut acc = Vec::new();
+            for p in parts {
+                acc.extend(finite_strings(p)?);
+                if !fits(&acc) {
+                    return None;
+                }
+            }
+            acc
+        }
+        HirKind::Repetition(r) => {
+            let max = r.max?;
+            if max > 64 {
+                return None;
+            }
+            let sub = finite_strings(&r.sub)?;
+            let mut acc = Vec::new();
+            let mut power = vec![Vec::new()];
+            for n in 0..=max {
+                if n >= r.min {
+                    acc.extend(power.iter().cloned());
+                    if !fits(&acc) {
+                        return None;
+                    }
+                }
+                if n < max {
+                    power = concat(power, &sub)?;
+                }
+            }
+            acc
+        }
+    };
+    fits(&v).then_some(v)
+}
+
 fn explore<K: std::hash::Hash + Eq + Clone>(
     classes: [u8; 256],
     reps: &[u8],
@@ -683,6 +877,50 @@ mod tests {
             let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
             assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{:?}", String::from_utf8_lossy(w));
         }
+    }
+
+    /// Every string over `alphabet` up to `len` bytes.
+    fn words(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
+        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+        for n in 0..len {
+            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == n).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
+            words.extend(next);
+        }
+        words
+    }
+
+    fn same_language(fast: &Dfa, slow: &Dfa, alphabet: &[u8], len: usize, what: &str) {
+        for w in words(alphabet, len) {
+            let (a, b) = (fast.run(fast.start(), &w), slow.run(slow.start(), &w));
+            assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{what}: {:?}", String::from_utf8_lossy(&w));
+            assert_eq!(a == DEAD, b == DEAD, "{what}: {:?}", String::from_utf8_lossy(&w));
+            assert_eq!(fast.dist(a), slow.dist(b), "{what}: {:?}", String::from_utf8_lossy(&w));
+        }
+    }
+
+    #[test]
+    fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
+        let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
+        let finite = [r#""name""#, r#"(?:"a"|"ab"|"b"|"")"#, "[ab]{0,3}c?", "a(?:b|)(?:c|ab){1,2}", "(?:)", r"[^\x00-\x{10FFFF}]", "é|e\u{301}|[xy]{2}"];
+        for re in finite {
+            let h = hir(re);
+            assert!(finite_strings(&h).is_some(), "{re} is finite and small");
+            let (fast, slow) = (Dfa::from_hir(&h, DfaLimits::default()).unwrap(), Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap());
+            same_language(&fast, &slow, "abcé\"xy\u{301}".as_bytes(), 6, re);
+        }
+        assert!(finite_strings(&hir("a*")).is_none() && finite_strings(&hir("[a-z]{0,5}")).is_none() && finite_strings(&hir(r"(?-u:\b)a")).is_none());
+        // A quoted name spliced onto a shared rest, and shapes the splice must refuse.
+        for re in [r#""ab"[ \t]{0,9}:"#, r#"(?:"a"|"bc")x*"#, r#""a"(?:b|c)*d"#, "(?:a|ab)c*", "(?:|a)b*"] {
+            let h = hir(re);
+            let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
+            let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
+            same_language(&fast, &slow, b"abcdx \t:\"", 6, re);
+        }
+        let name = Dfa::from_strings(vec![b"\"ab\"".to_vec()], DfaLimits::default()).unwrap();
+        let rest = Dfa::from_hir_nfa(&hir(" *:"), DfaLimits::default()).unwrap();
+        assert!(Dfa::splice(&name, &rest, DfaLimits::default()).unwrap().is_some());
+        let not_prefix_free = Dfa::from_strings(vec![b"a".to_vec(), b"ab".to_vec()], DfaLimits::default()).unwrap();
+        assert!(Dfa::splice(&not_prefix_free, &rest, DfaLimits::default()).unwrap().is_none());
     }
 
     #[test]

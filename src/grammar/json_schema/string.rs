@@ -90,11 +90,11 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
             c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
             parts.push(any_string_lexeme());
-        } else if max.unwrap_or(min) > 32 {
-            // Long bounds: a counter, not thousands of copies of the unit.
+        } else if min > 0 || max.is_some() {
+            // A counter, not copies of the unit (and no determinization of them).
             parts.push(Lexeme::counted(b"\"", hir(UNIT), min as u32, max.map(|m| m as u32), b"\""));
         } else {
-            parts.push(quoted(Hir::repetition(Repetition { min: min as u32, max: max.map(|m| m as u32), greedy: true, sub: Box::new(hir(UNIT)) })));
+            parts.push(quoted(Hir::repetition(Repetition { min: 0, max: None, greedy: true, sub: Box::new(hir(UNIT)) })));
         }
     }
     if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
