@@ -273,12 +273,17 @@ impl Dfa {
         use regex_syntax::hir::HirKind;
         if let HirKind::Concat(parts) = h.kind() {
             // The longest finite prefix that leaves a non-finite rest.
-            let mut k = 0;
-            while k < parts.len() && finite_strings(&Hir::concat(parts[..=k].to_vec())).is_some() {
+            let (mut k, mut count) = (0, 1usize);
+            while let Some(n) = parts.get(k).and_then(string_count) {
+                count = count.saturating_mul(n);
+                if count > FINITE_STRINGS {
+                    break;
+                }
                 k += 1;
             }
-            if k > 0 && k < parts.len() && finite_strings(h).is_none() {
-                let head = Dfa::from_strings(finite_strings(&Hir::concat(parts[..k].to_vec())).expect("finite"), limits)?;
+            let head = (k > 0 && k < parts.len() && string_count(h).is_none()).then(|| finite_strings(&Hir::concat(parts[..k].to_vec()))).flatten();
+            if let Some(head) = head {
+                let head = Dfa::from_strings(head, limits)?;
                 let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(parts[k..].to_vec())), limits)?;
                 if let Some(d) = Dfa::splice(&head, &rest, limits)? {
                     return Ok(d);
@@ -666,9 +671,45 @@ fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa> + Clone) -> ([u8; 256]
 const FINITE_STRINGS: usize = 512;
 const FINITE_BYTES: usize = 1 << 14;
 
+/// How many strings (with multiplicity) [`finite_strings`] would list for `hir`, or `None` if
+/// more than [`FINITE_STRINGS`] or infinite: a cheap test before listing them.
+fn string_count(hir: &Hir) -> Option<usize> {
+    use regex_syntax::hir::{Class, HirKind};
+    let n = match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) => 1,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().map(|r| r.end() as usize - r.start() as usize + 1).sum(),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().iter().map(|r| r.end() as usize - r.start() as usize + 1).sum(),
+        HirKind::Look(_) => return None,
+        HirKind::Capture(c) => return string_count(&c.sub),
+        HirKind::Concat(parts) => parts.iter().try_fold(1usize, |acc, p| string_count(p).map(|n| acc.saturating_mul(n)).filter(|&n| n <= FINITE_STRINGS))?,
+        HirKind::Alternation(parts) => parts.iter().try_fold(0usize, |acc, p| string_count(p).map(|n| acc + n).filter(|&n| n <= FINITE_STRINGS))?,
+        HirKind::Repetition(r) => {
+            let max = r.max?;
+            let sub = string_count(&r.sub)?;
+            let (mut total, mut power) = (0usize, 1usize);
+            for k in 0..=max {
+                if k >= r.min {
+                    total = total.saturating_add(power);
+                }
+                if total > FINITE_STRINGS || (k < max && sub > 1 && power > FINITE_STRINGS) {
+                    return None;
+                }
+                power = power.saturating_mul(sub);
+            }
+            total
+        }
+    };
+    (n <= FINITE_STRINGS).then_some(n)
+}
+
 /// The strings of a regex whose language is finite and small (literals, small classes,
 /// alternations, bounded repetitions of those), or `None`. Look-around gives `None`.
 pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    string_count(hir)?;
+    finite_strings_unchecked(hir)
+}
+
+fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     use regex_syntax::hir::{Class, HirKind};
     let fits = |v: &Vec<Vec<u8>>| v.len() <= FINITE_STRINGS && v.iter().map(Vec::len).sum::<usize>() <= FINITE_BYTES;
     let concat = |a: Vec<Vec<u8>>, b: &[Vec<u8>]| -> Option<Vec<Vec<u8>>> {
@@ -697,18 +738,18 @@ pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
             c.ranges().iter().flat_map(|r| r.start()..=r.end()).map(|b| vec![b]).collect()
         }
         HirKind::Look(_) => return None,
-        HirKind::Capture(c) => return finite_strings(&c.sub),
+        HirKind::Capture(c) => return finite_strings_unchecked(&c.sub),
         HirKind::Concat(parts) => {
             let mut acc = vec![Vec::new()];
             for p in parts {
-                acc = concat(acc, &finite_strings(p)?)?;
+                acc = concat(acc, &finite_strings_unchecked(p)?)?;
             }
             acc
         }
         HirKind::Alternation(parts) => {
             let mut acc = Vec::new();
             for p in parts {
-                acc.extend(finite_strings(p)?);
+                acc.extend(finite_strings_unchecked(p)?);
                 if !fits(&acc) {
                     return None;
                 }
@@ -720,7 +761,7 @@ pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
             if max > 64 {
                 return None;
             }
-            let sub = finite_strings(&r.sub)?;
+            let sub = finite_strings_unchecked(&r.sub)?;
             let mut acc = Vec::new();
             let mut power = vec![Vec::new()];
             for n in 0..=max {
@@ -916,6 +957,10 @@ mod tests {
             let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
             same_language(&fast, &slow, b"abcdx \t:\"", 6, re);
         }
+        // A name longer than the listing budget: the regex path, same language.
+        let long = format!("\"{}\" *:", "n".repeat(FINITE_BYTES + 1));
+        let d = Dfa::from_regex_lexeme(&hir(&long), DfaLimits::default()).unwrap();
+        assert!(d.is_accepting(d.run(d.start(), long.replace(" *", "  ").as_bytes())));
         let name = Dfa::from_strings(vec![b"\"ab\"".to_vec()], DfaLimits::default()).unwrap();
         let rest = Dfa::from_hir_nfa(&hir(" *:"), DfaLimits::default()).unwrap();
         assert!(Dfa::splice(&name, &rest, DfaLimits::default()).unwrap().is_some());
