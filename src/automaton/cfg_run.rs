@@ -27,6 +27,11 @@ struct Pos {
 pub(super) struct CfgRun {
     chart: Chart,
     positions: Vec<Pos>,
+    /// The last cached-path mask and the scans it was computed at. A mask depends only on the
+    /// scans (terminal, state, origin row) and the rows up to those origins, which only a
+    /// rollback can change: so the same scans give the same mask (e.g. every token inside one
+    /// plain string) until a rollback, which drops the memo.
+    memo: Option<(Vec<Scan>, TokenSet)>,
 }
 
 impl CfgRun {
@@ -35,7 +40,7 @@ impl CfgRun {
         let mut scans = Vec::new();
         chart.start_scans(cfg, 0, &mut scans);
         let start = Pos { scans, boundary: Some(0), chart: chart.len(), ended: false };
-        CfgRun { chart, positions: vec![start] }
+        CfgRun { chart, positions: vec![start], memo: None }
     }
 
     fn pos(&self) -> &Pos {
@@ -115,6 +120,9 @@ impl CfgRun {
     }
 
     pub fn rollback(&mut self, n: usize) {
+        if n > 0 {
+            self.memo = None;
+        }
         self.positions.truncate(self.positions.len() - n);
         let to = self.pos().chart;
         self.chart.truncate(to);
@@ -176,8 +184,22 @@ impl CfgRun {
         }
         let trie = vocab.trie();
         if after_budget == u32::MAX {
+            if let Some((scans, m)) = &self.memo {
+                if *scans == p.scans && m.width() == mask.width() {
+                    mask.union_clipped(m);
+                    return;
+                }
+            }
             let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
             self.fill_cached(cfg, vocab.slices(), &entry, mask);
+            let scans = &self.positions.last().expect("never empty").scans;
+            match &mut self.memo {
+                Some((s, m)) if m.width() == mask.width() => {
+                    s.clone_from(scans);
+                    m.copy_from(mask);
+                }
+                memo => *memo = Some((scans.clone(), mask.clone())),
+            }
             return;
         }
         let mark = self.chart.len();

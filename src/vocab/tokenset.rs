@@ -88,6 +88,12 @@ impl TokenSet {
     }
 
     /// Adds every id of `other` that is below this set's width (the widths may differ).
+    /// Becomes a copy of `other` (same width), reusing this set's storage.
+    pub fn copy_from(&mut self, other: &TokenSet) {
+        assert_eq!(self.width, other.width, "copy between sets of different widths");
+        self.words.copy_from_slice(&other.words);
+    }
+
     pub fn union_clipped(&mut self, other: &TokenSet) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a |= *b;
