@@ -153,20 +153,32 @@ fn merge_subtrees(vocab: &Vocab, nodes: &[(u32, u32)]) -> TokenTrie {
     TokenTrie::build_walk_only(pairs)
 }
 
-/// From DFA state `state`, over strings of string-content characters (see
-/// [`slices`](crate::vocab::slices)) of at most `max` bytes: the fewest bytes after which the
-/// DFA can be accepting, and after which it can be dead (`usize::MAX`: not within `max`).
-fn content_reach(dfa: &Dfa, state: u32, max: usize) -> (usize, usize) {
+/// The DFA of string content (see [`slices`](crate::vocab::slices)): any run of characters
+/// other than controls, `"` and `\`.
+fn content_dfa() -> &'static Dfa {
     static CONTENT: OnceLock<Dfa> = OnceLock::new();
-    let q = CONTENT.get_or_init(|| {
+    CONTENT.get_or_init(|| {
         let hir = crate::grammar::regex::parse(r#"[^\x00-\x1f"\\]*"#).expect("valid regex");
         Dfa::from_hir(&hir, Default::default()).expect("small DFA")
-    });
-    // One representative byte per pair of classes.
+    })
+}
+
+/// One representative byte per pair of (`dfa`'s class, content class).
+fn content_reps(dfa: &Dfa) -> Vec<u8> {
+    let q = content_dfa();
     let mut seen = HashSet::new();
-    let reps: Vec<u8> = (0..=255u8).filter(|&b| seen.insert((dfa.class(b), q.class(b)))).collect();
+    (0..=255u8).filter(|&b| seen.insert((dfa.class(b), q.class(b)))).collect()
+}
+
+/// From DFA state `state`, over strings of string-content characters (and their prefixes) of
+/// at most `max` bytes: the fewest bytes after which the DFA can be accepting, and after which
+/// it can be dead (`usize::MAX`: not within `max`). A search from the one state; see
+/// [`content_reach_table`] for all states at once.
+fn content_reach(dfa: &Dfa, state: u32, max: usize) -> (usize, usize) {
+    let q = content_dfa();
+    let reps = content_reps(dfa);
     let (mut accept, mut dead) = (usize::MAX, usize::MAX);
-    let mut visited: HashSet<(u32, u32)> = HashSet::new();
+    let mut visited: HashSet<(u32, u32), FxBuild> = HashSet::default();
     let mut frontier = vec![(state, q.start())];
     let mut depth = 0;
     while !frontier.is_empty() && depth < max && (accept == usize::MAX || dead == usize::MAX) {
@@ -196,6 +208,70 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize) -> (usize, usize) {
     (accept, dead)
 }
 
+/// Most (DFA state, content state, byte class) triples [`content_reach_table`] visits.
+const REACH_TABLE_WORK: usize = 1 << 21;
+
+/// [`content_reach`] for every state of `dfa` (without the `max` cut-off), by two
+/// breadth-first searches backwards over the product with the content DFA; `None` when that
+/// product is too large (then states are searched one by one, as they are met).
+fn content_reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
+    let q = content_dfa();
+    let reps = content_reps(dfa);
+    let (nd, nq) = (dfa.state_count(), q.state_count());
+    if nd.saturating_mul(nq).saturating_mul(reps.len()) > REACH_TABLE_WORK {
+        return None;
+    }
+    let n = nd * nq;
+    let node = |d: u32, c: u32| d as usize * nq + c as usize;
+    // Reverse edges between live pairs (CSR by target), and the pairs one byte from the goals.
+    let (mut to_accept, mut to_dead) = (vec![false; n], vec![false; n]);
+    let mut start = vec![0u32; n + 1];
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for d in 1..nd as u32 {
+        for c in 1..nq as u32 {
+            for &b in &reps {
+                let c2 = q.next(c, b);
+                if c2 == DEAD {
+                    continue;
+                }
+                let d2 = dfa.next(d, b);
+                if d2 == DEAD {
+                    to_dead[node(d, c)] = true;
+                    continue;
+                }
+                to_accept[node(d, c)] |= dfa.is_accepting(d2);
+                start[node(d2, c2) + 1] += 1;
+                edges.push((node(d2, c2) as u32, node(d, c) as u32));
+            }
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut rev = vec![0u32; edges.len()];
+    for (t, p) in edges {
+        rev[fill[t as usize] as usize] = p;
+        fill[t as usize] += 1;
+    }
+    let bfs = |sources: &[bool]| -> Vec<usize> {
+        let mut dist = vec![usize::MAX; n];
+        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| sources[i]).collect();
+        queue.iter().for_each(|&i| dist[i] = 1);
+        while let Some(i) = queue.pop_front() {
+            for &p in &rev[start[i] as usize..start[i + 1] as usize] {
+                if dist[p as usize] == usize::MAX {
+                    dist[p as usize] = dist[i] + 1;
+                    queue.push_back(p as usize);
+                }
+            }
+        }
+        dist
+    };
+    let (accept, dead) = (bfs(&to_accept), bfs(&to_dead));
+    Some((0..nd as u32).map(|d| (accept[node(d, q.start())], dead[node(d, q.start())])).collect())
+}
+
 #[derive(Default)]
 pub struct MaskCache {
     inner: Mutex<Inner>,
@@ -209,7 +285,9 @@ struct Inner {
     map: HashMap<Key, Arc<Entry>, FxBuild>,
     /// Merged subtrees by their members.
     merged: HashMap<Box<[(u32, u32)]>, Arc<TokenTrie>, FxBuild>,
-    /// [`content_reach`] per (DFA id, state).
+    /// [`content_reach_table`] per DFA id.
+    reach_tables: HashMap<u64, Option<Arc<[(usize, usize)]>>, FxBuild>,
+    /// [`content_reach`] per (DFA id, state), for DFAs without a table.
     reach: HashMap<(u64, u32), (usize, usize), FxBuild>,
     bytes: usize,
 }
@@ -237,7 +315,23 @@ impl MaskCache {
                 return e.clone();
             }
             let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
-            key.iter().zip(&dfas).map(|(&k, d)| *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi))).collect()
+            let mut reach = Vec::with_capacity(key.len());
+            for (&k, d) in key.iter().zip(&dfas) {
+                let table = match inner.reach_tables.get(&k.0) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t: Option<Arc<[(usize, usize)]>> = content_reach_table(d).map(Arc::from);
+                        inner.reserve(t.as_ref().map_or(0, |t| t.len() * 16) + 32);
+                        inner.reach_tables.insert(k.0, t.clone());
+                        t
+                    }
+                };
+                reach.push(match table {
+                    Some(t) => t[k.1 as usize],
+                    None => *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi)),
+                });
+            }
+            reach
         };
         // Built outside the lock: another matcher may build the same entry meanwhile (same value).
         let merged = |nodes: &[(u32, u32)]| {
@@ -352,6 +446,28 @@ impl TrieVisitor for LexWalk<'_> {
     fn tokens(&mut self, ids: &[TokenId]) {
         for &id in ids {
             self.inside.insert(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reach_table_equals_the_search_from_each_state() {
+        let lexemes = [
+            r#""(?:[^"\\]|\\["\\/bfnrtu]){0,5}""#,
+            r#""[a-z]{2,4}é""#,
+            r#"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"#,
+            r#"[ \t\n]{0,3}"x\\y" ?:"#,
+        ];
+        for re in lexemes {
+            let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+            let table = content_reach_table(&dfa).expect("small");
+            for s in 1..dfa.state_count() as u32 {
+                assert_eq!(table[s as usize], content_reach(&dfa, s, usize::MAX), "{re} state {s}");
+            }
         }
     }
 }
