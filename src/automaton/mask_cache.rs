@@ -290,16 +290,43 @@ struct Inner {
     /// [`content_reach`] per (DFA id, state), for DFAs without a table.
     reach: HashMap<(u64, u32), (usize, usize), FxBuild>,
     bytes: usize,
+    /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
+    retired: Retired,
 }
+
+#[derive(Default)]
+struct Retired {
+    entries: Vec<Arc<Entry>>,
+    tries: Vec<Arc<TokenTrie>>,
+    tables: Vec<Arc<[(usize, usize)]>>,
+}
+
+/// Retired values freed per cache call.
+const FREE_PER_CALL: usize = 8;
 
 impl Inner {
     /// Makes room for `bytes` more: past [`MAX_CACHE_BYTES`] everything is dropped (entries in
-    /// use live on in their `Arc`s) and the cache fills again with what is used now.
+    /// use live on in their `Arc`s) and the cache fills again with what is used now. Freeing
+    /// tens of MiB at once would stall that one mask for milliseconds, so the dropped values
+    /// are retired and freed a few per call instead.
     fn reserve(&mut self, bytes: usize) {
         if self.bytes + bytes > MAX_CACHE_BYTES {
-            *self = Inner::default();
+            let old = std::mem::take(self);
+            self.retired = old.retired;
+            self.retired.entries.extend(old.map.into_values());
+            self.retired.tries.extend(old.merged.into_values());
+            self.retired.tables.extend(old.reach_tables.into_values().flatten());
         }
         self.bytes += bytes;
+    }
+
+    fn free_some(&mut self) {
+        let r = &mut self.retired;
+        for _ in 0..FREE_PER_CALL {
+            if r.entries.pop().is_none() && r.tries.pop().is_none() && r.tables.pop().is_none() {
+                break;
+            }
+        }
     }
 }
 
@@ -311,6 +338,7 @@ impl MaskCache {
         let key: Vec<(u64, u32)> = dfas.iter().zip(&states).map(|(d, &s)| (d.id(), s)).collect();
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            inner.free_some();
             if let Some(e) = inner.map.get(key.as_slice()) {
                 return e.clone();
             }
