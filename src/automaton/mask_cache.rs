@@ -122,6 +122,10 @@ impl Entry {
                 }
             }
             w.part = part as u32;
+            if let [dfa] = dfas {
+                w.walk_one(dfa, states[0], slices.trie(part));
+                continue;
+            }
             w.buf.clear();
             w.buf.extend(states.iter().enumerate().map(|(i, &s)| (i as u32, s)));
             w.levels.clear();
@@ -409,6 +413,39 @@ struct LexWalk<'a> {
 }
 
 impl LexWalk<'_> {
+    /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
+    /// the state on the trie walk's own stack.
+    fn walk_one(&mut self, dfa: &Dfa, state: u32, trie: &TokenTrie) {
+        let (mut nodes, mut at) = (Vec::new(), Vec::new());
+        let part = self.part;
+        let inside = &mut self.inside;
+        trie.walk_nodes(
+            state,
+            |s, byte, node| {
+                let next = dfa.next(s, byte);
+                if next == DEAD {
+                    return None;
+                }
+                let goes_on = dfa.can_continue(next);
+                if dfa.is_accepting(next) {
+                    nodes.push((part, node));
+                    if !goes_on {
+                        at.extend_from_slice(trie.node_ids(node));
+                    }
+                }
+                goes_on.then_some(next)
+            },
+            |_, ids| ids.iter().for_each(|&id| inside.insert(id)),
+        );
+        if !nodes.is_empty() {
+            self.ending.clear();
+            self.ending.push(0);
+            let m = self.group();
+            m.nodes.extend(nodes);
+            m.at.extend(at);
+        }
+    }
+
     /// The group of the nodes where the scans `self.ending` end.
     fn group(&mut self) -> &mut Members {
         let g = match self.index.get(self.ending.as_slice()) {

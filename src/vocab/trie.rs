@@ -170,10 +170,17 @@ impl TokenTrie {
     /// below that byte is skipped. For every node whose full byte path is alive, `on_tokens`
     /// gets the state after its last byte and the ids spelled by that path.
     #[inline]
-    pub fn walk<S: Copy>(
+    pub fn walk<S: Copy>(&self, root: S, mut step: impl FnMut(S, u8) -> Option<S>, on_tokens: impl FnMut(S, &[TokenId])) {
+        self.walk_nodes(root, |s, b, _| step(s, b), on_tokens)
+    }
+
+    /// [`walk`](Self::walk), with the node index passed to `step` as well (for
+    /// [`node_ids`](Self::node_ids) and [`ids_below`](Self::ids_below)).
+    #[inline]
+    pub fn walk_nodes<S: Copy>(
         &self,
         root: S,
-        mut step: impl FnMut(S, u8) -> Option<S>,
+        mut step: impl FnMut(S, u8, u32) -> Option<S>,
         mut on_tokens: impl FnMut(S, &[TokenId]),
     ) {
         // states[d] = the state after the first d bytes of the current path.
@@ -184,7 +191,7 @@ impl TokenTrie {
             let n = nodes[i];
             let d = n.depth as usize;
             debug_assert!(d >= 1 && d <= self.max_depth);
-            match step(states[d - 1], n.byte) {
+            match step(states[d - 1], n.byte, i as u32) {
                 None => i = n.subtree_end as usize,
                 Some(s) => {
                     states[d] = s;
