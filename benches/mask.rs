@@ -1,9 +1,12 @@
 //! compute-mask and compile benchmarks (divan): `cargo bench --bench mask`.
 //!
 //! Uses the Llama-3.2 tokenizer from `../shared/data` (or `STRICTLY_SHARED_DATA`), falling back
-//! to the embedded 512-token vocabulary. Mask benches time `fill_mask` at a fixed state, so
-//! after the first iteration they measure the warm (cached) path, which is the steady state of
-//! a long generation; `first_mask` times compile + the first mask on a fresh constraint.
+//! to the embedded 512-token vocabulary. `compute_mask` times `fill_mask` again and again at a
+//! fixed state of one sequence: after the first iteration that is the sequence's own memo (the
+//! cost of every token inside one plain string). `compute_mask_new_sequence` times the first
+//! mask of a fresh sequence at that state: the vocabulary's lexer-state cache is warm (as for
+//! any state some earlier request has visited), the sequence's memo is not. `first_mask` times
+//! compile + the first mask on a fresh constraint.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -67,6 +70,15 @@ fn compute_mask(bencher: divan::Bencher, name: &str) {
     let mut m = at(&c, prefix);
     let mut mask = TokenSet::new(vocab().len());
     bencher.bench_local(|| m.fill_mask(divan::black_box(&mut mask)));
+}
+
+#[divan::bench(args = NAMES)]
+fn compute_mask_new_sequence(bencher: divan::Bencher, name: &str) {
+    let (schema, prefix) = case(name);
+    let c = compiled(&schema);
+    at(&c, prefix).fill_mask(&mut TokenSet::new(vocab().len()));
+    let mut mask = TokenSet::new(vocab().len());
+    bencher.with_inputs(|| at(&c, prefix)).bench_local_refs(|m| m.fill_mask(divan::black_box(&mut mask)));
 }
 
 #[divan::bench(args = NAMES)]
