@@ -27,11 +27,14 @@ struct Pos {
 pub(super) struct CfgRun {
     chart: Chart,
     positions: Vec<Pos>,
-    /// The last cached-path mask and the scans it was computed at. A mask depends only on the
-    /// scans (terminal, state, origin row) and the rows up to those origins, which only a
-    /// rollback can change: so the same scans give the same mask (e.g. every token inside one
-    /// plain string) until a rollback, which drops the memo.
-    memo: Option<(Vec<Scan>, TokenSet)>,
+    /// The last cached-path mask, the scans it was computed at, and the least token budget it
+    /// holds for (`u32::MAX`: computed without one, so it holds for no budget). A mask depends
+    /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
+    /// only a rollback can change: so the same scans give the same mask (e.g. every token
+    /// inside one plain string) until a rollback, which drops the memo. Under a budget it is
+    /// kept only if the budget refused nothing; it then holds for every budget at least as
+    /// large as the largest finish cost among its tokens (or a bound on it).
+    memo: Option<(Vec<Scan>, TokenSet, u32)>,
 }
 
 impl CfgRun {
@@ -174,34 +177,50 @@ impl CfgRun {
     /// The fast mask: a trie walk. `after_budget` = most usable bytes allowed to finish after
     /// a token (`u32::MAX`: no budget).
     ///
-    /// Without a budget, the tokens that end inside the current lexemes come from the
-    /// [`MaskCache`](super::mask_cache) and only the subtrees where a lexeme may end are walked
-    /// with the parser; with one (its cost check depends on the rows), the whole trie is.
+    /// The tokens that end inside the current lexemes come from the
+    /// [`MaskCache`](super::mask_cache) and only what follows a lexeme end is walked with the
+    /// parser. Under a budget the cached part is used when a bound on its tokens' finish cost
+    /// (their lexemes' farthest rest plus what finishing after the lexeme costs) is within the
+    /// budget — everywhere but the last tokens of a budget; otherwise the whole trie is walked
+    /// with the budget checked at every token.
     pub fn fill(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
         let p = self.positions.last().expect("never empty");
         if p.ended {
             return;
         }
-        let trie = vocab.trie();
-        if after_budget == u32::MAX {
-            if let Some((scans, m)) = &self.memo {
-                if *scans == p.scans && m.width() == mask.width() {
-                    mask.union_clipped(m);
-                    return;
+        if let Some((scans, m, need)) = &self.memo {
+            if *scans == p.scans && m.width() == mask.width() && (after_budget == u32::MAX || *need <= after_budget) {
+                mask.union_clipped(m);
+                return;
+            }
+        }
+        let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
+        let mut need = 0u32;
+        if after_budget != u32::MAX {
+            for (k, d) in entry.inside_dist.iter().enumerate() {
+                if let Some(d) = d {
+                    need = need.max(d.saturating_add(self.chart.scan_wait_cost(cfg, &p.scans[k])));
                 }
             }
-            let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
-            self.fill_cached(cfg, vocab.slices(), &entry, mask);
-            let scans = &self.positions.last().expect("never empty").scans;
-            match &mut self.memo {
-                Some((s, m)) if m.width() == mask.width() => {
-                    s.clone_from(scans);
-                    m.copy_from(mask);
+        }
+        if need <= after_budget {
+            let (refused, cost) = self.fill_cached(cfg, vocab.slices(), &entry, mask, after_budget);
+            if !refused {
+                let need = if after_budget == u32::MAX { u32::MAX } else { need.max(cost) };
+                let scans = &self.positions.last().expect("never empty").scans;
+                match &mut self.memo {
+                    Some((s, m, n)) if m.width() == mask.width() => {
+                        s.clone_from(scans);
+                        m.copy_from(mask);
+                        *n = need;
+                    }
+                    memo => *memo = Some((scans.clone(), mask.clone(), need)),
                 }
-                memo => *memo = Some((scans.clone(), mask.clone())),
             }
             return;
         }
+        let p = self.positions.last().expect("never empty");
+        let trie = vocab.trie();
         let mark = self.chart.len();
         let mut w = Walker {
             cfg,
@@ -212,18 +231,23 @@ impl CfgRun {
             after_budget,
             base_rows: mark.rows(),
             rows: Vec::new(),
+            refused: false,
+            max_cost: 0,
         };
         trie.walk_visitor(&mut w);
         self.chart.truncate(mark);
     }
 
-    /// The cached mask (no budget): `entry.inside`, plus one parser walk per boundary group
-    /// (see [`mask_cache`](super::mask_cache)) from the row its ending lexemes build. Rows built
-    /// here are kept until the end.
-    fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet) {
+    /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one
+    /// parser walk per boundary group (see [`mask_cache`](super::mask_cache)) from the row its
+    /// ending lexemes build, with the budget checked per token. Rows built here are kept until
+    /// the end. Returns whether the budget refused a token, and the largest finish cost of the
+    /// tokens it let through from the groups (0 without a budget).
+    fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet, after_budget: u32) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
+        let (mut refused, mut max_cost) = (false, 0u32);
         if entry.groups.is_empty() {
-            return;
+            return (refused, max_cost);
         }
         let width = mask.width();
         let p = self.positions.last().expect("never empty");
@@ -241,9 +265,17 @@ impl CfgRun {
             if buf.is_empty() && !self.chart.accepting(row) {
                 continue;
             }
-            for &id in &g.at {
-                if (id.0 as usize) < width {
-                    mask.insert(id);
+            let at_ok = after_budget == u32::MAX || g.at.is_empty() || {
+                let cost = self.chart.finish_cost(cfg, &buf, Some(row));
+                max_cost = max_cost.max(cost.min(after_budget));
+                refused |= cost > after_budget;
+                cost <= after_budget
+            };
+            if at_ok {
+                for &id in &g.at {
+                    if (id.0 as usize) < width {
+                        mask.insert(id);
+                    }
                 }
             }
             if buf.is_empty() {
@@ -257,20 +289,25 @@ impl CfgRun {
                 buf: std::mem::take(&mut buf),
                 levels: vec![Level { start: 0, end, boundary: Some(row), chart: base }],
                 mask,
-                after_budget: u32::MAX,
+                after_budget,
                 // Rows built so far in this mask stay until its end, so the walk may rely on them.
                 base_rows: base.rows(),
                 rows: std::mem::take(&mut pasted),
+                refused: false,
+                max_cost: 0,
             };
             match &g.below {
                 Below::Merged(trie) => trie.walk_visitor(&mut w),
                 Below::Nodes(nodes) => nodes.iter().for_each(|&(part, node)| slices.trie(part as usize).walk_visitor_below(node, &mut w)),
             }
+            refused |= w.refused;
+            max_cost = max_cost.max(w.max_cost);
             buf = w.buf;
             pasted = w.rows;
             debug_assert_eq!(self.chart.len(), base);
         }
         self.chart.truncate(mark);
+        (refused, max_cost)
     }
 
     /// The slow reference mask: every token on its own, byte by byte.
@@ -315,6 +352,9 @@ struct Walker<'a> {
     base_rows: u32,
     /// Rows built from lexemes that started in committed rows, by ending set (see `boundary_row`).
     rows: Vec<(Vec<(u32, u32)>, RowCopy)>,
+    /// Under a budget: whether it refused a token, and the largest finish cost it let through.
+    refused: bool,
+    max_cost: u32,
 }
 
 impl Walker<'_> {
@@ -373,9 +413,12 @@ impl TrieVisitor for Walker<'_> {
         if self.after_budget != u32::MAX {
             let top = self.levels.last().expect("level");
             let scans = &self.buf[top.start as usize..top.end as usize];
-            if self.chart.finish_cost(self.cfg, scans, top.boundary) > self.after_budget {
+            let cost = self.chart.finish_cost(self.cfg, scans, top.boundary);
+            if cost > self.after_budget {
+                self.refused = true;
                 return;
             }
+            self.max_cost = self.max_cost.max(cost);
         }
         let width = self.mask.width();
         for &id in ids {

@@ -370,6 +370,12 @@ impl Chart {
         best
     }
 
+    /// Fewest usable bytes to finish after the lexeme of `sc` ends, not counting the lexeme's own
+    /// rest (so `finish_cost` of a position is the least `dist + scan_wait_cost` over its scans).
+    pub fn scan_wait_cost(&mut self, cfg: &Cfg, sc: &Scan) -> u32 {
+        self.wait_cost(cfg, sc.origin, Sym::T(sc.term))
+    }
+
     /// Fewest usable bytes to finish after `sym` completes, for items of row `r` waiting on it.
     fn wait_cost(&mut self, cfg: &Cfg, r: u32, sym: Sym) -> u32 {
         for o in 0..=r {

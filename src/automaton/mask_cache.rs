@@ -76,6 +76,10 @@ const MERGE_MAX_IDS: usize = 8192;
 
 pub struct Entry {
     pub inside: TokenSet,
+    /// Per scan of the key: the most usable bytes its lexeme still needs after a token of
+    /// `inside` that it survives (`None`: it survives none). With the scan's wait cost this
+    /// bounds the finish cost after every `inside` token, for masks under a token budget.
+    pub inside_dist: Vec<Option<u32>>,
     pub groups: Vec<Group>,
     pub ends: Vec<u32>,
 }
@@ -87,13 +91,14 @@ impl Entry {
             Below::Nodes(n) => n.len() * 8,
         };
         let groups: usize = self.groups.iter().map(|g| 64 + g.at.len() * 4 + below(&g.below)).sum();
-        self.inside.words().len() * 4 + groups + self.ends.len() * 4 + 64
+        self.inside.words().len() * 4 + groups + self.ends.len() * 4 + self.inside_dist.len() * 8 + 64
     }
 
     /// The entry for the scans of `dfas` in `states`; `merged` gives the merged trie of a list
     /// of members.
     fn build(
         dfas: &[&Dfa],
+        dists: &[&[u32]],
         states: &[u32],
         vocab: &Vocab,
         reach: &[(usize, usize)],
@@ -103,6 +108,8 @@ impl Entry {
         let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && reach.iter().any(|&(_, dead)| dead > hi);
         let mut w = LexWalk {
             dfas,
+            dists,
+            inside_dist: vec![None; dfas.len()],
             slices,
             buf: Vec::new(),
             levels: Vec::new(),
@@ -118,6 +125,14 @@ impl Entry {
                 // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
                 if admits(slice.hi) {
                     w.inside.union_clipped(&slice.mask);
+                    // The scans no such string kills survive every token of the slice, in
+                    // states unknown here: bound their rest by the farthest live state.
+                    for (k, &(_, dead)) in reach.iter().enumerate() {
+                        if dead > slice.hi {
+                            let far = dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0);
+                            w.note_dist(k, far);
+                        }
+                    }
                     continue;
                 }
             }
@@ -141,7 +156,7 @@ impl Entry {
                 Group { start: m.start, end: m.end, at: m.at, below }
             })
             .collect();
-        Entry { inside: w.inside, groups, ends: w.ends }
+        Entry { inside: w.inside, inside_dist: w.inside_dist, groups, ends: w.ends }
     }
 }
 
@@ -338,6 +353,7 @@ impl MaskCache {
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dfa).collect();
+        let dists: Vec<&[u32]> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dist).collect();
         let states: Vec<u32> = scans.iter().map(|sc| sc.state).collect();
         let key: Vec<(u64, u32)> = dfas.iter().zip(&states).map(|(d, &s)| (d.id(), s)).collect();
         let reach: Vec<(usize, usize)> = {
@@ -375,7 +391,7 @@ impl MaskCache {
             inner.reserve(t.node_count() * 12 + t.id_count() * 4 + nodes.len() * 8 + 32);
             inner.merged.entry(nodes.into()).or_insert(t).clone()
         };
-        let entry = Arc::new(Entry::build(&dfas, &states, vocab, &reach, merged));
+        let entry = Arc::new(Entry::build(&dfas, &dists, &states, vocab, &reach, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()
@@ -396,8 +412,10 @@ type FxBuild = std::hash::BuildHasherDefault<super::earley::FxHasher>;
 /// The lexer-only trie walk that builds an [`Entry`]. `buf` holds (key index, state) pairs per
 /// depth, `levels` their ranges.
 struct LexWalk<'a> {
-    /// The key's DFAs, by key index.
+    /// The key's DFAs and their distances to acceptance (the terms' `dist`), by key index.
     dfas: &'a [&'a Dfa],
+    dists: &'a [&'a [u32]],
+    inside_dist: Vec<Option<u32>>,
     slices: &'a Slices,
     buf: Vec<(u32, u32)>,
     levels: Vec<(u32, u32)>,
@@ -413,12 +431,19 @@ struct LexWalk<'a> {
 }
 
 impl LexWalk<'_> {
+    fn note_dist(&mut self, k: usize, d: u32) {
+        let m = &mut self.inside_dist[k];
+        *m = Some(m.map_or(d, |m| m.max(d)));
+    }
+
     /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
     /// the state on the trie walk's own stack.
     fn walk_one(&mut self, dfa: &Dfa, state: u32, trie: &TokenTrie) {
         let (mut nodes, mut at) = (Vec::new(), Vec::new());
         let part = self.part;
         let inside = &mut self.inside;
+        let dist = self.dists[0];
+        let mut far: Option<u32> = None;
         trie.walk_nodes(
             state,
             |s, byte, node| {
@@ -435,8 +460,14 @@ impl LexWalk<'_> {
                 }
                 goes_on.then_some(next)
             },
-            |_, ids| ids.iter().for_each(|&id| inside.insert(id)),
+            |s, ids| {
+                far = Some(far.map_or(dist[s as usize], |f| f.max(dist[s as usize])));
+                ids.iter().for_each(|&id| inside.insert(id));
+            },
         );
+        if let Some(f) = far {
+            self.note_dist(0, f);
+        }
         if !nodes.is_empty() {
             self.ending.clear();
             self.ending.push(0);
@@ -511,6 +542,12 @@ impl TrieVisitor for LexWalk<'_> {
     fn tokens(&mut self, ids: &[TokenId]) {
         for &id in ids {
             self.inside.insert(id);
+        }
+        let (start, end) = *self.levels.last().expect("level");
+        for i in start..end {
+            let (k, s) = self.buf[i as usize];
+            let d = self.dists[k as usize][s as usize];
+            self.note_dist(k as usize, d);
         }
     }
 }

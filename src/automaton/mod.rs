@@ -9,7 +9,9 @@
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
 //! the automaton, skipping every subtree whose prefix is dead; the Earley engine caches, per set
-//! of lexer states, the tokens whose answer does not depend on the parser (`mask_cache`). A slow
+//! of lexer states and for every constraint compiled for a vocabulary, the tokens whose answer
+//! does not depend on the parser and the few places where it does (`mask_cache`), and each
+//! sequence keeps its last mask while its lexer position does not change. A slow
 //! reference mask that tries every token byte by byte is kept beside it; tests check the two
 //! agree on random states.
 

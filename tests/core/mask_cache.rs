@@ -4,7 +4,8 @@
 //! whose numbers and literals end lexemes inside tokens, and over grammars whose lexemes may end
 //! after almost any byte (words, digits, free text), on every real tokenizer; walks prefer long
 //! tokens so they dwell inside strings, and a second matcher on the same compiled constraint
-//! replays the walk from the warm cache.
+//! replays the walk from the warm cache. Every state is also checked under token budgets (the
+//! generation path), large then small, so the per-sequence memo is crossed with budgets.
 
 use std::sync::Arc;
 
@@ -62,11 +63,22 @@ fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, replay: 
     for step in 0..steps {
         m.fill_mask(&mut fast);
         m.reference_mask(&mut slow);
-        assert_eq!(fast, slow, "seed {seed} step {step} after {:?}", String::from_utf8_lossy(&vocab.decode(&taken)));
+        let after = || String::from_utf8_lossy(&vocab.decode(&taken)).into_owned();
+        assert_eq!(fast, slow, "seed {seed} step {step} after {:?}", after());
+        // Under a budget (how generation asks): one that never binds gives the same mask, and
+        // a small one after it (the sequence's memo then holds a larger budget's mask) equals
+        // the reference.
+        m.fill_mask_within(&mut fast, 100_000);
+        assert_eq!(fast, slow, "large budget, seed {seed} step {step} after {:?}", after());
+        let budget = if rng.random_bool(0.5) { rng.random_range(1..12) } else { rng.random_range(12..80) };
+        m.fill_mask_within(&mut fast, budget);
+        m.reference_mask_within(&mut slow, budget);
+        assert_eq!(fast, slow, "budget {budget}, seed {seed} step {step} after {:?}", after());
         let t = match replay {
             Some(r) if step < r.len() => r[step],
             Some(_) => break,
             None => {
+                m.fill_mask(&mut fast);
                 let allowed: Vec<TokenId> = fast.iter().filter(|t| !vocab.is_eos(*t)).collect();
                 if allowed.is_empty() {
                     break;
