@@ -355,7 +355,14 @@ impl MaskCache {
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dfa).collect();
         let dists: Vec<&[u32]> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dist).collect();
         let states: Vec<u32> = scans.iter().map(|sc| sc.state).collect();
-        let key: Vec<(u64, u32)> = dfas.iter().zip(&states).map(|(d, &s)| (d.id(), s)).collect();
+        self.get_or_build_for(vocab, &dfas, &dists, &states)
+    }
+
+    /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
+    /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA engine asks with its one
+    /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
+    pub fn get_or_build_for(&self, vocab: &Vocab, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
+        let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), s)).collect();
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             inner.free_some();
@@ -364,7 +371,7 @@ impl MaskCache {
             }
             let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
             let mut reach = Vec::with_capacity(key.len());
-            for (&k, d) in key.iter().zip(&dfas) {
+            for (&k, d) in key.iter().zip(dfas) {
                 let table = match inner.reach_tables.get(&k.0) {
                     Some(t) => t.clone(),
                     None => {
@@ -391,7 +398,7 @@ impl MaskCache {
             inner.reserve(t.node_count() * 12 + t.id_count() * 4 + nodes.len() * 8 + 32);
             inner.merged.entry(nodes.into()).or_insert(t).clone()
         };
-        let entry = Arc::new(Entry::build(&dfas, &dists, &states, vocab, &reach, merged));
+        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &reach, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()

@@ -149,22 +149,34 @@ impl Matcher {
                         }
                     }
                 } else {
-                    vocab.trie().walk(
-                        s,
-                        |s, b| {
-                            let t = dfa.next(s, b);
-                            (t != DEAD).then_some(t)
-                        },
-                        |s, ids| {
-                            if finish_tokens[s as usize] <= after_budget {
-                                for &id in ids {
-                                    if (id.0 as usize) < width {
-                                        mask.insert(id);
+                    // Cached per (DFA, state) for the vocabulary, when the budget cannot bind on
+                    // the tokens that keep the DFA going (the ones that end it need 0 more).
+                    let entry = vocab.mask_cache.get_or_build_for(vocab, &[&**dfa], &[&**finish_tokens], &[s]);
+                    if entry.inside_dist[0].is_none_or(|d| d <= after_budget) {
+                        mask.union_clipped(&entry.inside);
+                        for id in entry.groups.iter().flat_map(|g| &g.at) {
+                            if (id.0 as usize) < width {
+                                mask.insert(*id);
+                            }
+                        }
+                    } else {
+                        vocab.trie().walk(
+                            s,
+                            |s, b| {
+                                let t = dfa.next(s, b);
+                                (t != DEAD).then_some(t)
+                            },
+                            |s, ids| {
+                                if finish_tokens[s as usize] <= after_budget {
+                                    for &id in ids {
+                                        if (id.0 as usize) < width {
+                                            mask.insert(id);
+                                        }
                                     }
                                 }
-                            }
-                        },
-                    );
+                            },
+                        );
+                    }
                 }
             }
             (Run::Cfg(c), Engine::Cfg(cfg)) => {
