@@ -16,14 +16,16 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--bin", default="target/ci/strictly")
 ap.add_argument("--n", type=int, default=50)
 ap.add_argument("--per-group", type=int, default=6)
-ap.add_argument("--max-tokens", type=int, default=512)
+ap.add_argument("--max-tokens", type=int, default=None, help="byte budget per sample (default: strictly's, scaled to the grammar)")
 ap.add_argument("--data", default="../shared/data/jsonschemabench")
 ap.add_argument("groups", nargs="+")
 a = ap.parse_args()
 
 def run(path, mode):
-    p = subprocess.run([a.bin, "sample", "--tokenizer", "bytes", "--schema", path, mode, "-n", str(a.n),
-                        "--max-tokens", str(a.max_tokens)], capture_output=True, text=True, timeout=300)
+    # --cover: strictly's budget (scaled to the grammar) unless one is given; --mutate: 512.
+    budget = ["--max-tokens", str(a.max_tokens or 512)] if a.max_tokens or mode == "--mutate" else []
+    p = subprocess.run([a.bin, "sample", "--tokenizer", "bytes", "--schema", path, mode, "-n", str(a.n)] + budget,
+                       capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         return None, p.stderr.strip()
     cov = next(json.loads(l)["coverage"] for l in p.stderr.splitlines() if l.startswith('{"coverage"'))

@@ -70,10 +70,12 @@ struct SampleArgs {
     n: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Most tokens per sample; a sample cut here is still complete. With --cover/--mutate:
-    /// a byte budget (so also a token bound), exceeded only where the grammar needs more.
-    #[arg(long, default_value_t = 256)]
-    max_tokens: usize,
+    /// Most tokens per sample; a sample cut here is still complete [default: 256]. With
+    /// --cover/--mutate: a byte budget (so also a token bound), exceeded only where the grammar
+    /// needs more [default with --cover: 4 bytes per coverage unit of the grammar, 256 to
+    /// 16,384; with --mutate: 256].
+    #[arg(long)]
+    max_tokens: Option<usize>,
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     temperature: f32,
     /// Coverage-guided fuzzing: expand the grammar steering toward rules, alternatives and
@@ -324,7 +326,7 @@ fn sample(a: SampleArgs) -> anyhow::Result<()> {
         let mut model = RandomLogits::new(vocab.len(), seed);
         let mut matcher = compiled.matcher();
         let opts = GenerateOptions {
-            max_tokens: a.max_tokens,
+            max_tokens: a.max_tokens.unwrap_or(256),
             sampling: SamplingParams { seed: Some(seed), ..sampling.clone() },
             // Random logits cost nothing: there is no forward pass worth a thread to overlap.
             overlap: decode::Overlap::Off,
@@ -366,8 +368,13 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     };
     let grammar = Arc::new(strictly::fuzz::fuzz_grammar(constraint)?);
     let checker = Checker::new(constraint)?;
-    let max_bytes = u32::try_from(a.max_tokens).unwrap_or(u32::MAX);
-    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth, max_bytes, cover: true })?;
+    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth, max_bytes: 256, cover: true })?;
+    gen.set_max_bytes(match a.max_tokens {
+        Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        // Near misses are about one edit, not coverage: small samples keep them cheap to check.
+        None if a.mutate => 256,
+        None => Generator::auto_max_bytes(gen.units().len()),
+    });
     let mut src = RngSource::new(a.seed);
     let mut stdout = std::io::stdout().lock();
     let mut seen = std::collections::HashSet::new();
@@ -415,7 +422,7 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     }
     let cov = gen.coverage();
     let mut summary = json!({
-        "samples": emitted, "attempts": attempts, "rejected_by_checker": rejected,
+        "samples": emitted, "attempts": attempts, "rejected_by_checker": rejected, "max_bytes": gen.options().max_bytes,
         "units_covered": cov.covered, "units_total": cov.total,
         "rules_covered": cov.rules_covered, "rules_total": cov.rules_total,
     });

@@ -162,6 +162,37 @@ fn schema_cover_reaches_every_branch_and_validates() {
     assert_eq!(kinds.len(), 3, "every enum value appears: {kinds:?}");
 }
 
+/// A wide object (120 properties of four kinds, every third required; a few thousand bytes
+/// when all are present): 256-byte samples show a few properties each, so 10 of them leave most
+/// rules unused; the budget scaled to the grammar (`Generator::auto_max_bytes`, what
+/// `sample --cover` uses by default) uses every rule within 10 samples and covers more than
+/// twice the units, every sample valid. (Full unit coverage takes more samples: the object's
+/// member chain has a stop/continue alternative per position.)
+#[test]
+fn wide_schema_rules_are_covered_with_the_scaled_budget() {
+    let kinds = [json!({"type": "integer", "minimum": 0, "maximum": 9}), json!({"type": "boolean"}), json!({"enum": ["a", "b"]}), json!({"type": "string", "maxLength": 3})];
+    let props: serde_json::Map<String, Value> = (0..120).map(|i| (format!("p{i}"), kinds[i % 4].clone())).collect();
+    let required: Vec<String> = (0..120).step_by(3).map(|i| format!("p{i}")).collect();
+    let schema = json!({"type": "object", "properties": props, "required": required});
+    let c = Constraint::JsonSchema(schema.clone(), Default::default());
+    let g = Arc::new(strictly::fuzz::fuzz_grammar(&c).unwrap());
+    let checker = Checker::new(&c).unwrap();
+    let (_, small, _, small_gen) = cover(&g, &checker, 10, 256, 0);
+    let small = (small, small_gen.coverage());
+    assert!(small.1.rules_covered < small.1.rules_total, "256-byte samples already use every rule");
+    let units = Generator::new(g.clone(), GenOptions::default()).unwrap().units().len();
+    let (texts, covered, total, gen) = cover(&g, &checker, 10, Generator::auto_max_bytes(units), 0);
+    let cov = gen.coverage();
+    assert_eq!(cov.rules_covered, cov.rules_total, "rules unused with the scaled budget");
+    assert!(covered >= 2 * small.0, "scaled budget: {covered} of {total} units, 256 bytes: {}", small.0);
+    let v = validator(&schema);
+    for t in &texts {
+        assert!(v.is_valid(&serde_json::from_str::<Value>(t).unwrap()), "{t}");
+    }
+    assert_eq!(Generator::auto_max_bytes(3), 256);
+    assert_eq!(Generator::auto_max_bytes(1_000_000), 16_384);
+}
+
 #[test]
 fn schema_near_misses_are_invalid() {
     let schema = branchy_schema();

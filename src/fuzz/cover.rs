@@ -158,6 +158,19 @@ impl Generator {
         self.opts
     }
 
+    /// The byte budget [`GenOptions::max_bytes`] for a grammar of this many coverage units when
+    /// the caller gives none: a sample can only use the units it has room for, so large
+    /// grammars (a Kubernetes schema has ~3,000) get larger samples — 4 bytes per unit, between
+    /// 256 and 16,384 bytes.
+    pub fn auto_max_bytes(units: usize) -> u32 {
+        (units.saturating_mul(4)).clamp(256, 16_384) as u32
+    }
+
+    /// Sets the byte budget for the next draws.
+    pub fn set_max_bytes(&mut self, max_bytes: u32) {
+        self.opts.max_bytes = max_bytes;
+    }
+
     pub fn units(&self) -> &[super::plan::Unit] {
         &self.plan.units
     }
