@@ -600,45 +600,52 @@ impl Dfa {
 
     /// Fewest transitions over the byte classes with `classes[c]` from each state to an
     /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
-    /// states. Reverse edges are kept flat (counted, then filled), not one `Vec` per state.
+    /// states.
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
         let n = self.accept.len();
-        let mut start = vec![0u32; n + 1];
+        let mut edges = Vec::new();
         for s in 1..n {
             for c in (0..self.stride).filter(|&c| classes[c]) {
-                let t = self.trans[s * self.stride + c] as usize;
-                if t != 0 {
-                    start[t + 1] += 1;
+                let t = self.trans[s * self.stride + c];
+                if t != DEAD {
+                    edges.push((t, s as u32));
                 }
             }
         }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut rev = vec![0u32; start[n] as usize];
-        for s in 1..n {
-            for c in (0..self.stride).filter(|&c| classes[c]) {
-                let t = self.trans[s * self.stride + c] as usize;
-                if t != 0 {
-                    rev[fill[t] as usize] = s as u32;
-                    fill[t] += 1;
-                }
-            }
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut queue: VecDeque<usize> = (1..n).filter(|&s| self.accept[s]).collect();
-        queue.iter().for_each(|&s| dist[s] = 0);
-        while let Some(s) = queue.pop_front() {
-            for &p in &rev[start[s] as usize..start[s + 1] as usize] {
-                if dist[p as usize] == u32::MAX {
-                    dist[p as usize] = dist[s] + 1;
-                    queue.push_back(p as usize);
-                }
-            }
-        }
-        dist
+        backward_distances(n, edges, (1..n).filter(|&s| self.accept[s]), 0)
     }
+}
+
+/// Breadth-first distances over a graph of `n` nodes given by its `(node, predecessor)` edges,
+/// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
+/// plus `first` (`u32::MAX`: none reaches one). Reverse edges are kept flat (counted, then
+/// filled), not one `Vec` per node.
+pub(crate) fn backward_distances(n: usize, edges: Vec<(u32, u32)>, sources: impl Iterator<Item = usize>, first: u32) -> Vec<u32> {
+    let mut start = vec![0u32; n + 1];
+    for &(t, _) in &edges {
+        start[t as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut rev = vec![0u32; edges.len()];
+    for (t, p) in edges {
+        rev[fill[t as usize] as usize] = p;
+        fill[t as usize] += 1;
+    }
+    let mut dist = vec![u32::MAX; n];
+    let mut queue: VecDeque<usize> = sources.collect();
+    queue.iter().for_each(|&s| dist[s] = first);
+    while let Some(s) = queue.pop_front() {
+        for &p in &rev[start[s] as usize..start[s + 1] as usize] {
+            if dist[p as usize] == u32::MAX {
+                dist[p as usize] = dist[s] + 1;
+                queue.push_back(p as usize);
+            }
+        }
+    }
+    dist
 }
 
 /// Builds a [`Dfa`] by exploring states of type `K` breadth-first from `start` (`None`: the

@@ -189,6 +189,17 @@ fn content_reps(dfa: &Dfa) -> Vec<u8> {
     (0..=255u8).filter(|&b| seen.insert((dfa.class(b), q.class(b)))).collect()
 }
 
+/// One byte `b` from the pair (DFA state `d`, content state `c`): `None` if `b` is not string
+/// content there, `Some(None)` if the DFA dies on it, else the next pair.
+fn content_step(dfa: &Dfa, d: u32, c: u32, b: u8) -> Option<Option<(u32, u32)>> {
+    let c2 = content_dfa().next(c, b);
+    if c2 == DEAD {
+        return None;
+    }
+    let d2 = dfa.next(d, b);
+    Some((d2 != DEAD).then_some((d2, c2)))
+}
+
 /// From DFA state `state`, over strings of string-content characters (and their prefixes) of
 /// at most `max` bytes: the fewest bytes after which the DFA can be accepting, and after which
 /// it can be dead (`usize::MAX`: not within `max`). A search from the one state; see
@@ -205,15 +216,11 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize) -> (usize, usize) {
         let mut next = Vec::new();
         for &(d, c) in &frontier {
             for &b in &reps {
-                let c2 = q.next(c, b);
-                if c2 == DEAD {
-                    continue;
-                }
-                let d2 = dfa.next(d, b);
-                if d2 == DEAD {
+                let Some(step) = content_step(dfa, d, c, b) else { continue };
+                let Some((d2, c2)) = step else {
                     dead = dead.min(depth);
                     continue;
-                }
+                };
                 if dfa.is_accepting(d2) {
                     accept = accept.min(depth);
                 }
@@ -242,53 +249,26 @@ fn content_reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     }
     let n = nd * nq;
     let node = |d: u32, c: u32| d as usize * nq + c as usize;
-    // Reverse edges between live pairs (CSR by target), and the pairs one byte from the goals.
+    // Edges between live pairs, and the pairs one byte from the goals.
     let (mut to_accept, mut to_dead) = (vec![false; n], vec![false; n]);
-    let mut start = vec![0u32; n + 1];
     let mut edges: Vec<(u32, u32)> = Vec::new();
     for d in 1..nd as u32 {
         for c in 1..nq as u32 {
             for &b in &reps {
-                let c2 = q.next(c, b);
-                if c2 == DEAD {
-                    continue;
-                }
-                let d2 = dfa.next(d, b);
-                if d2 == DEAD {
+                let Some(step) = content_step(dfa, d, c, b) else { continue };
+                let Some((d2, c2)) = step else {
                     to_dead[node(d, c)] = true;
                     continue;
-                }
+                };
                 to_accept[node(d, c)] |= dfa.is_accepting(d2);
-                start[node(d2, c2) + 1] += 1;
                 edges.push((node(d2, c2) as u32, node(d, c) as u32));
             }
         }
     }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut rev = vec![0u32; edges.len()];
-    for (t, p) in edges {
-        rev[fill[t as usize] as usize] = p;
-        fill[t as usize] += 1;
-    }
-    let bfs = |sources: &[bool]| -> Vec<usize> {
-        let mut dist = vec![usize::MAX; n];
-        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| sources[i]).collect();
-        queue.iter().for_each(|&i| dist[i] = 1);
-        while let Some(i) = queue.pop_front() {
-            for &p in &rev[start[i] as usize..start[i + 1] as usize] {
-                if dist[p as usize] == usize::MAX {
-                    dist[p as usize] = dist[i] + 1;
-                    queue.push_back(p as usize);
-                }
-            }
-        }
-        dist
-    };
-    let (accept, dead) = (bfs(&to_accept), bfs(&to_dead));
-    Some((0..nd as u32).map(|d| (accept[node(d, q.start())], dead[node(d, q.start())])).collect())
+    let far = |d: u32| if d == u32::MAX { usize::MAX } else { d as usize };
+    let accept = super::dfa::backward_distances(n, edges.clone(), (0..n).filter(|&i| to_accept[i]), 1);
+    let dead = super::dfa::backward_distances(n, edges, (0..n).filter(|&i| to_dead[i]), 1);
+    Some((0..nd as u32).map(|d| (far(accept[node(d, q.start())]), far(dead[node(d, q.start())]))).collect())
 }
 
 #[derive(Default)]
