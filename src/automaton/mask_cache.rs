@@ -28,6 +28,12 @@
 //! in the row at a time, or from a completed item and a partner in an earlier row, or — for
 //! empty derivations — from items the same part already predicts).
 //!
+//! Under a token budget (how generation asks) an entry also bounds the finish cost of its
+//! `inside` tokens (`inside_dist`, per scan: the farthest rest its lexeme may still need); when
+//! the budget covers the bound the cached mask is used with the budget checked in the group
+//! walks only, else the caller walks the whole trie. The DFA engine (a regular constraint)
+//! uses the entry of its one DFA: its mask is `inside` and the groups' `at` ids.
+//!
 //! Entries are built lazily, on the first mask at a key, so compiling stays cheap. An entry
 //! depends only on the vocabulary and the key's DFAs, which are shared across compiles
 //! ([`Dfa::shared`]), so the cache lives in the [`Vocab`] and is keyed by DFA ids: every
