@@ -181,8 +181,9 @@ impl CfgRun {
     /// [`MaskCache`](super::mask_cache) and only what follows a lexeme end is walked with the
     /// parser. Under a budget the cached part is used when a bound on its tokens' finish cost
     /// (their lexemes' farthest rest plus what finishing after the lexeme costs) is within the
-    /// budget — everywhere but the last tokens of a budget; otherwise the whole trie is walked
-    /// with the budget checked at every token.
+    /// budget — everywhere but the last tokens of a budget; otherwise the tokens that keep a
+    /// lexeme going are checked one by one by a lexer-only walk (each one's finish cost along
+    /// that way), and the groups as always.
     pub fn fill(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
         let p = self.positions.last().expect("never empty");
         if p.ended {
@@ -219,23 +220,21 @@ impl CfgRun {
             }
             return;
         }
+        // The budget binds on some tokens that keep a lexeme going: those one by one (a lexer
+        // walk with each token's finish cost, no parser), the groups as always.
         let p = self.positions.last().expect("never empty");
-        let trie = vocab.trie();
-        let mark = self.chart.len();
-        let mut w = Walker {
+        let waits: Vec<u32> = p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect();
+        let mut w = InsideWithin {
             cfg,
-            chart: &mut self.chart,
-            buf: p.scans.clone(),
-            levels: vec![Level { start: 0, end: p.scans.len() as u32, boundary: p.boundary, chart: mark }],
-            mask,
-            after_budget,
-            base_rows: mark.rows(),
-            rows: Vec::new(),
-            refused: false,
-            max_cost: 0,
+            scans: &p.scans,
+            waits: &waits,
+            budget: after_budget,
+            buf: p.scans.iter().enumerate().map(|(k, sc)| (k as u32, sc.state)).collect(),
+            levels: vec![(0, p.scans.len() as u32)],
+            mask: &mut *mask,
         };
-        trie.walk_visitor(&mut w);
-        self.chart.truncate(mark);
+        vocab.trie().walk_visitor(&mut w);
+        self.fill_groups(cfg, vocab.slices(), &entry, mask, after_budget);
     }
 
     /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one
@@ -245,6 +244,11 @@ impl CfgRun {
     /// tokens it let through from the groups (0 without a budget).
     fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet, after_budget: u32) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
+        self.fill_groups(cfg, slices, entry, mask, after_budget)
+    }
+
+    /// The groups' part of [`fill_cached`](Self::fill_cached).
+    fn fill_groups(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet, after_budget: u32) -> (bool, u32) {
         let (mut refused, mut max_cost) = (false, 0u32);
         if entry.groups.is_empty() {
             return (refused, max_cost);
@@ -329,6 +333,63 @@ impl CfgRun {
                 }
             }
             self.chart.truncate(mark);
+        }
+    }
+}
+
+/// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
+/// binds: a token is let through when some scan it keeps alive has a rest (`dist`) plus a wait
+/// cost within the budget — its finish cost along that way. `buf` holds (scan index, state)
+/// pairs per depth, `levels` their ranges (as in the mask cache's lexer walk).
+struct InsideWithin<'a> {
+    cfg: &'a Cfg,
+    scans: &'a [Scan],
+    /// Per scan: [`Chart::scan_wait_cost`].
+    waits: &'a [u32],
+    budget: u32,
+    buf: Vec<(u32, u32)>,
+    levels: Vec<(u32, u32)>,
+    mask: &'a mut TokenSet,
+}
+
+impl TrieVisitor for InsideWithin<'_> {
+    #[inline]
+    fn push(&mut self, _node: u32, byte: u8) -> bool {
+        let (start, end) = *self.levels.last().expect("base level");
+        for i in start as usize..end as usize {
+            let (k, s) = self.buf[i];
+            let dfa = &self.cfg.terms[self.scans[k as usize].term as usize].dfa;
+            let next = dfa.next(s, byte);
+            if next != super::dfa::DEAD && dfa.can_continue(next) {
+                self.buf.push((k, next));
+            }
+        }
+        if self.buf.len() == end as usize {
+            return false;
+        }
+        self.levels.push((end, self.buf.len() as u32));
+        true
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        let (start, _) = self.levels.pop().expect("pushed level");
+        self.buf.truncate(start as usize);
+    }
+
+    fn tokens(&mut self, ids: &[TokenId]) {
+        let (start, end) = *self.levels.last().expect("level");
+        let within = self.buf[start as usize..end as usize].iter().any(|&(k, s)| {
+            let dist = self.cfg.terms[self.scans[k as usize].term as usize].dist[s as usize];
+            dist.saturating_add(self.waits[k as usize]) <= self.budget
+        });
+        if within {
+            let width = self.mask.width();
+            for &id in ids {
+                if (id.0 as usize) < width {
+                    self.mask.insert(id);
+                }
+            }
         }
     }
 }
