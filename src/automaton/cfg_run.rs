@@ -12,7 +12,7 @@
 
 use super::cfg::Cfg;
 use super::earley::{Chart, ChartLen, RowCopy, Scan};
-use super::mask_cache::{Below, Entry};
+use super::mask_cache::{Below, Entry, ScanStack};
 use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
@@ -229,10 +229,10 @@ impl CfgRun {
             scans: &p.scans,
             waits: &waits,
             budget: after_budget,
-            buf: p.scans.iter().enumerate().map(|(k, sc)| (k as u32, sc.state)).collect(),
-            levels: vec![(0, p.scans.len() as u32)],
+            stack: ScanStack::default(),
             mask: &mut *mask,
         };
+        w.stack.reset(p.scans.iter().map(|sc| sc.state));
         vocab.trie().walk_visitor(&mut w);
         self.fill_groups(cfg, vocab.slices(), &entry, mask, after_budget);
     }
@@ -339,47 +339,35 @@ impl CfgRun {
 
 /// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
 /// binds: a token is let through when some scan it keeps alive has a rest (`dist`) plus a wait
-/// cost within the budget — its finish cost along that way. `buf` holds (scan index, state)
-/// pairs per depth, `levels` their ranges (as in the mask cache's lexer walk).
+/// cost within the budget — its finish cost along that way.
 struct InsideWithin<'a> {
     cfg: &'a Cfg,
     scans: &'a [Scan],
     /// Per scan: [`Chart::scan_wait_cost`].
     waits: &'a [u32],
     budget: u32,
-    buf: Vec<(u32, u32)>,
-    levels: Vec<(u32, u32)>,
+    stack: ScanStack,
     mask: &'a mut TokenSet,
 }
 
 impl TrieVisitor for InsideWithin<'_> {
     #[inline]
     fn push(&mut self, _node: u32, byte: u8) -> bool {
-        let (start, end) = *self.levels.last().expect("base level");
-        for i in start as usize..end as usize {
-            let (k, s) = self.buf[i];
-            let dfa = &self.cfg.terms[self.scans[k as usize].term as usize].dfa;
+        let (cfg, scans) = (self.cfg, self.scans);
+        self.stack.descend(|k, s| {
+            let dfa = &cfg.terms[scans[k as usize].term as usize].dfa;
             let next = dfa.next(s, byte);
-            if next != super::dfa::DEAD && dfa.can_continue(next) {
-                self.buf.push((k, next));
-            }
-        }
-        if self.buf.len() == end as usize {
-            return false;
-        }
-        self.levels.push((end, self.buf.len() as u32));
-        true
+            (next != super::dfa::DEAD && dfa.can_continue(next)).then_some(next)
+        })
     }
 
     #[inline]
     fn pop(&mut self) {
-        let (start, _) = self.levels.pop().expect("pushed level");
-        self.buf.truncate(start as usize);
+        self.stack.pop();
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
-        let (start, end) = *self.levels.last().expect("level");
-        let within = self.buf[start as usize..end as usize].iter().any(|&(k, s)| {
+        let within = self.stack.top().iter().any(|&(k, s)| {
             let dist = self.cfg.terms[self.scans[k as usize].term as usize].dist[s as usize];
             dist.saturating_add(self.waits[k as usize]) <= self.budget
         });

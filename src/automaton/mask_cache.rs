@@ -15,8 +15,8 @@
 //!   below its members merged into one trie where that is small (`below`: a path is a suffix,
 //!   its ids the tokens that end with it), and [`CfgRun::fill`](super::cfg_run) builds the
 //!   group's row once and walks what follows its members with the full Earley walker, from that
-//!   row's fresh scans only (once over a merged trie). The ids of members where no scan goes on
-//!   (`at`) are allowed iff that row is alive.
+//!   row's fresh scans only (once over a merged trie). The ids of the members themselves (`at`)
+//!   are allowed iff that row is alive (and, under a budget, its finish cost fits).
 //!
 //! Why this is the exact mask: a token is allowed iff some way of reading it survives. A way
 //! either never ends a lexeme of the key (then some scan is alive after the last byte: `inside`)
@@ -61,7 +61,9 @@ pub struct Group {
     /// `Entry::ends[start..end]`: the scans (indices into the key) whose lexemes end.
     pub start: u32,
     pub end: u32,
-    /// The ids spelled by members after which no scan goes on.
+    /// The ids spelled by the members themselves: tokens after which the group's lexemes end.
+    /// Where a scan also goes on they are in `inside` too, but under a token budget the way
+    /// that ends the lexemes may be the only one cheap enough.
     pub at: Vec<TokenId>,
     pub below: Below,
 }
@@ -117,8 +119,7 @@ impl Entry {
             dists,
             inside_dist: vec![None; dfas.len()],
             slices,
-            buf: Vec::new(),
-            levels: Vec::new(),
+            stack: ScanStack::default(),
             part: 0,
             inside: TokenSet::new(vocab.len()),
             ends: Vec::new(),
@@ -147,10 +148,7 @@ impl Entry {
                 w.walk_one(dfa, states[0], slices.trie(part));
                 continue;
             }
-            w.buf.clear();
-            w.buf.extend(states.iter().enumerate().map(|(i, &s)| (i as u32, s)));
-            w.levels.clear();
-            w.levels.push((0, states.len() as u32));
+            w.stack.reset(states.iter().copied());
             slices.trie(part).walk_visitor(&mut w);
         }
         let groups = w
@@ -402,16 +400,62 @@ struct Members {
 
 type FxBuild = std::hash::BuildHasherDefault<super::earley::FxHasher>;
 
-/// The lexer-only trie walk that builds an [`Entry`]. `buf` holds (key index, state) pairs per
-/// depth, `levels` their ranges.
+/// The (scan index, DFA state) pairs of a lexer-only trie walk, per depth: one flat buffer,
+/// with each depth's range in `levels` (the base level holds the scans' starting states).
+#[derive(Default)]
+pub(super) struct ScanStack {
+    buf: Vec<(u32, u32)>,
+    levels: Vec<(u32, u32)>,
+}
+
+impl ScanStack {
+    pub fn reset(&mut self, states: impl Iterator<Item = u32>) {
+        self.buf.clear();
+        self.buf.extend(states.enumerate().map(|(k, s)| (k as u32, s)));
+        self.levels.clear();
+        self.levels.push((0, self.buf.len() as u32));
+    }
+
+    /// The pairs of the deepest level.
+    pub fn top(&self) -> &[(u32, u32)] {
+        let (start, end) = *self.levels.last().expect("base level");
+        &self.buf[start as usize..end as usize]
+    }
+
+    /// Steps the deepest level's pairs by `next` (`None`: the scan does not go on); keeps the
+    /// results as a new level and returns `true`, or keeps nothing and returns `false` if none
+    /// goes on.
+    #[inline]
+    pub fn descend(&mut self, mut next: impl FnMut(u32, u32) -> Option<u32>) -> bool {
+        let (start, end) = *self.levels.last().expect("base level");
+        for i in start as usize..end as usize {
+            let (k, s) = self.buf[i];
+            if let Some(t) = next(k, s) {
+                self.buf.push((k, t));
+            }
+        }
+        if self.buf.len() == end as usize {
+            return false;
+        }
+        self.levels.push((end, self.buf.len() as u32));
+        true
+    }
+
+    #[inline]
+    pub fn pop(&mut self) {
+        let (start, _) = self.levels.pop().expect("pushed level");
+        self.buf.truncate(start as usize);
+    }
+}
+
+/// The lexer-only trie walk that builds an [`Entry`].
 struct LexWalk<'a> {
     /// The key's DFAs and their distances to acceptance (the terms' `dist`), by key index.
     dfas: &'a [&'a Dfa],
     dists: &'a [&'a [u32]],
     inside_dist: Vec<Option<u32>>,
     slices: &'a Slices,
-    buf: Vec<(u32, u32)>,
-    levels: Vec<(u32, u32)>,
+    stack: ScanStack,
     /// The slice being walked.
     part: u32,
     inside: TokenSet,
@@ -444,14 +488,11 @@ impl LexWalk<'_> {
                 if next == DEAD {
                     return None;
                 }
-                let goes_on = dfa.can_continue(next);
                 if dfa.is_accepting(next) {
                     nodes.push((part, node));
-                    if !goes_on {
-                        at.extend_from_slice(trie.node_ids(node));
-                    }
+                    at.extend_from_slice(trie.node_ids(node));
                 }
-                goes_on.then_some(next)
+                dfa.can_continue(next).then_some(next)
             },
             |s, ids| {
                 far = Some(far.map_or(dist[s as usize], |f| f.max(dist[s as usize])));
@@ -490,55 +531,41 @@ impl LexWalk<'_> {
 impl TrieVisitor for LexWalk<'_> {
     #[inline]
     fn push(&mut self, node: u32, byte: u8) -> bool {
-        let (start, end) = *self.levels.last().expect("base level");
-        let (start, end) = (start as usize, end as usize);
-        debug_assert_eq!(end, self.buf.len());
         self.ending.clear();
-        for i in start..end {
-            let (k, s) = self.buf[i];
-            let dfa = self.dfas[k as usize];
+        let (dfas, ending) = (self.dfas, &mut self.ending);
+        let goes_on = self.stack.descend(|k, s| {
+            let dfa = dfas[k as usize];
             let next = dfa.next(s, byte);
             if next == DEAD {
-                continue;
+                return None;
             }
             if dfa.is_accepting(next) {
-                self.ending.push(k);
+                ending.push(k);
             }
             // As in `Chart::step`: a scan that cannot read another byte lives on only as the
             // lexeme's end.
-            if dfa.can_continue(next) {
-                self.buf.push((k, next));
-            }
-        }
-        let goes_on = self.buf.len() > end;
+            dfa.can_continue(next).then_some(next)
+        });
         if !self.ending.is_empty() {
             let (part, slices) = (self.part, self.slices);
             let m = self.group();
             m.nodes.push((part, node));
-            if !goes_on {
-                m.at.extend_from_slice(slices.trie(part as usize).node_ids(node));
-            }
+            m.at.extend_from_slice(slices.trie(part as usize).node_ids(node));
         }
-        if !goes_on {
-            return false;
-        }
-        self.levels.push((end as u32, self.buf.len() as u32));
-        true
+        goes_on
     }
 
     #[inline]
     fn pop(&mut self) {
-        let (start, _) = self.levels.pop().expect("pushed level");
-        self.buf.truncate(start as usize);
+        self.stack.pop();
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
         for &id in ids {
             self.inside.insert(id);
         }
-        let (start, end) = *self.levels.last().expect("level");
-        for i in start..end {
-            let (k, s) = self.buf[i as usize];
+        for i in 0..self.stack.top().len() {
+            let (k, s) = self.stack.top()[i];
             let d = self.dists[k as usize][s as usize];
             self.note_dist(k as usize, d);
         }
