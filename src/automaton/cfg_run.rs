@@ -269,14 +269,18 @@ impl CfgRun {
             if buf.is_empty() && !self.chart.accepting(row) {
                 continue;
             }
-            let at_ok = after_budget == u32::MAX || g.at.is_empty() || {
+            // Under a budget the members' own ids are judged by this row's finish cost, also
+            // those where a scan goes on (the way through that scan may cost more).
+            let budgeted = after_budget != u32::MAX;
+            let at_ok = !budgeted || (g.at.is_empty() && g.at_going.is_empty()) || {
                 let cost = self.chart.finish_cost(cfg, &buf, Some(row));
                 max_cost = max_cost.max(cost.min(after_budget));
                 refused |= cost > after_budget;
                 cost <= after_budget
             };
             if at_ok {
-                for &id in &g.at {
+                let going: &[TokenId] = if budgeted { &g.at_going } else { &[] };
+                for &id in g.at.iter().chain(going) {
                     if (id.0 as usize) < width {
                         mask.insert(id);
                     }

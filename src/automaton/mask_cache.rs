@@ -15,8 +15,9 @@
 //!   below its members merged into one trie where that is small (`below`: a path is a suffix,
 //!   its ids the tokens that end with it), and [`CfgRun::fill`](super::cfg_run) builds the
 //!   group's row once and walks what follows its members with the full Earley walker, from that
-//!   row's fresh scans only (once over a merged trie). The ids of the members themselves (`at`)
-//!   are allowed iff that row is alive (and, under a budget, its finish cost fits).
+//!   row's fresh scans only (once over a merged trie). The ids of members where no scan goes on
+//!   (`at`) are allowed iff that row is alive; under a token budget those of the other members
+//!   (`at_going`, in `inside` too) are judged by that row's finish cost as well.
 //!
 //! Why this is the exact mask: a token is allowed iff some way of reading it survives. A way
 //! either never ends a lexeme of the key (then some scan is alive after the last byte: `inside`)
@@ -61,10 +62,11 @@ pub struct Group {
     /// `Entry::ends[start..end]`: the scans (indices into the key) whose lexemes end.
     pub start: u32,
     pub end: u32,
-    /// The ids spelled by the members themselves: tokens after which the group's lexemes end.
-    /// Where a scan also goes on they are in `inside` too, but under a token budget the way
-    /// that ends the lexemes may be the only one cheap enough.
+    /// The ids spelled by members after which no scan goes on: allowed iff the row is alive.
     pub at: Vec<TokenId>,
+    /// The ids spelled by the other members: in `inside` already, but under a token budget the
+    /// way that ends the lexemes there may be the only one cheap enough.
+    pub at_going: Vec<TokenId>,
     pub below: Below,
 }
 
@@ -98,7 +100,7 @@ impl Entry {
             Below::Merged(_) => 8,
             Below::Nodes(n) => n.len() * 8,
         };
-        let groups: usize = self.groups.iter().map(|g| 64 + g.at.len() * 4 + below(&g.below)).sum();
+        let groups: usize = self.groups.iter().map(|g| 64 + (g.at.len() + g.at_going.len()) * 4 + below(&g.below)).sum();
         self.inside.words().len() * 4 + groups + self.ends.len() * 4 + self.inside_dist.len() * 8 + 64
     }
 
@@ -157,7 +159,7 @@ impl Entry {
             .map(|m| {
                 let ids = || m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum::<usize>();
                 let below = if m.nodes.len() > 1 && ids() <= MERGE_MAX_IDS { Below::Merged(merged(&m.nodes)) } else { Below::Nodes(m.nodes) };
-                Group { start: m.start, end: m.end, at: m.at, below }
+                Group { start: m.start, end: m.end, at: m.at, at_going: m.at_going, below }
             })
             .collect();
         Entry { inside: w.inside, inside_dist: w.inside_dist, groups, ends: w.ends }
@@ -394,6 +396,7 @@ struct Members {
     start: u32,
     end: u32,
     at: Vec<TokenId>,
+    at_going: Vec<TokenId>,
     /// (part, trie node).
     nodes: Vec<(u32, u32)>,
 }
@@ -476,7 +479,7 @@ impl LexWalk<'_> {
     /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
     /// the state on the trie walk's own stack.
     fn walk_one(&mut self, dfa: &Dfa, state: u32, trie: &TokenTrie) {
-        let (mut nodes, mut at) = (Vec::new(), Vec::new());
+        let (mut nodes, mut at, mut at_going) = (Vec::new(), Vec::new(), Vec::new());
         let part = self.part;
         let inside = &mut self.inside;
         let dist = self.dists[0];
@@ -488,11 +491,12 @@ impl LexWalk<'_> {
                 if next == DEAD {
                     return None;
                 }
+                let goes_on = dfa.can_continue(next);
                 if dfa.is_accepting(next) {
                     nodes.push((part, node));
-                    at.extend_from_slice(trie.node_ids(node));
+                    if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
                 }
-                dfa.can_continue(next).then_some(next)
+                goes_on.then_some(next)
             },
             |s, ids| {
                 far = Some(far.map_or(dist[s as usize], |f| f.max(dist[s as usize])));
@@ -508,6 +512,7 @@ impl LexWalk<'_> {
             let m = self.group();
             m.nodes.extend(nodes);
             m.at.extend(at);
+            m.at_going.extend(at_going);
         }
     }
 
@@ -519,7 +524,7 @@ impl LexWalk<'_> {
                 let g = self.members.len() as u32;
                 let st = self.ends.len() as u32;
                 self.ends.extend_from_slice(&self.ending);
-                self.members.push(Members { start: st, end: self.ends.len() as u32, at: Vec::new(), nodes: Vec::new() });
+                self.members.push(Members { start: st, end: self.ends.len() as u32, at: Vec::new(), at_going: Vec::new(), nodes: Vec::new() });
                 self.index.insert(self.ending.as_slice().into(), g);
                 g
             }
@@ -550,7 +555,7 @@ impl TrieVisitor for LexWalk<'_> {
             let (part, slices) = (self.part, self.slices);
             let m = self.group();
             m.nodes.push((part, node));
-            m.at.extend_from_slice(slices.trie(part as usize).node_ids(node));
+            if goes_on { &mut m.at_going } else { &mut m.at }.extend_from_slice(slices.trie(part as usize).node_ids(node));
         }
         goes_on
     }
