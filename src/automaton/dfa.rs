@@ -271,7 +271,10 @@ impl Dfa {
     /// sequences: no determinization of the common rest per name.
     fn from_regex_lexeme(h: &Hir, limits: DfaLimits) -> Result<Dfa> {
         use regex_syntax::hir::HirKind;
-        if let HirKind::Concat(parts) = h.kind() {
+        // A look-around assertion (`^` inside, `\b`) speaks of the whole text: a part built on
+        // its own would satisfy it at its own start. Such regexes go the regex path whole.
+        let looks = !h.properties().look_set().is_empty();
+        if let (HirKind::Concat(parts), false) = (h.kind(), looks) {
             // The longest finite prefix that leaves a non-finite rest.
             let (mut k, mut count) = (0, 1usize);
             while let Some(n) = parts.get(k).and_then(string_count) {
@@ -958,7 +961,7 @@ mod tests {
         }
         assert!(finite_strings(&hir("a*")).is_none() && finite_strings(&hir("[a-z]{0,5}")).is_none() && finite_strings(&hir(r"(?-u:\b)a")).is_none());
         // A quoted name spliced onto a shared rest, and shapes the splice must refuse.
-        for re in [r#""ab"[ \t]{0,9}:"#, r#"(?:"a"|"bc")x*"#, r#""a"(?:b|c)*d"#, "(?:a|ab)c*", "(?:|a)b*"] {
+        for re in [r#""ab"[ \t]{0,9}:"#, r#"(?:"a"|"bc")x*"#, r#""a"(?:b|c)*d"#, "(?:a|ab)c*", "(?:|a)b*", "ab^c*d", r"a(?-u:\b)x*"] {
             let h = hir(re);
             let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
             let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
