@@ -17,7 +17,7 @@ use strictly::model::{Arch, BatchNet, BatchRow, Batcher, CandleModel, KvCache, L
 use strictly::sample::SamplingParams;
 use strictly::{Error, TokenId};
 
-use crate::model::{embedded, ids, max_diff, scratch_dir, write_tiny_model};
+use crate::model::{embedded, ids, max_diff, sample_opts, scratch_dir, write_tiny_model};
 
 /// Feeds `plan` (per step, per sequence: the tokens to append, or nothing to sit the step
 /// out) through one batched pass per step and through one single-sequence model per sequence,
@@ -235,14 +235,6 @@ fn greedy(max_tokens: usize) -> GenerateOptions {
     }
 }
 
-fn seeded(seed: u64, max_tokens: usize) -> GenerateOptions {
-    GenerateOptions {
-        max_tokens,
-        sampling: SamplingParams { temperature: 0.9, top_p: 0.95, seed: Some(seed), ..SamplingParams::default() },
-        ..GenerateOptions::default()
-    }
-}
-
 #[test]
 fn concurrent_batched_generations_equal_single_ones() {
     let m = Arc::new(embedded());
@@ -256,7 +248,7 @@ fn concurrent_batched_generations_equal_single_ones() {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let mut o = if i % 2 == 0 { greedy(24 + i) } else { seeded(i as u64, 24 + i) };
+            let mut o = if i % 2 == 0 { greedy(24 + i) } else { sample_opts(i as u64, 24 + i) };
             if i % 3 == 0 {
                 o.overlap = Overlap::On;
             }

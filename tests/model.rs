@@ -213,7 +213,8 @@ fn fork_continues_like_the_original_and_is_independent() {
     check_fork(&m.model, &[1, 403, 407, 261, 378], "stories260K");
 }
 
-fn sample_opts(seed: u64, max_tokens: usize) -> GenerateOptions {
+/// Seeded sampling (temperature 0.9, top-p 0.95) for `max_tokens` tokens.
+pub fn sample_opts(seed: u64, max_tokens: usize) -> GenerateOptions {
     GenerateOptions {
         max_tokens,
         sampling: SamplingParams { temperature: 0.9, top_p: 0.95, seed: Some(seed), ..SamplingParams::default() },

@@ -196,14 +196,9 @@ impl CfgRun {
             }
         }
         let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
-        let mut need = 0u32;
-        if after_budget != u32::MAX {
-            for (k, d) in entry.inside_dist.iter().enumerate() {
-                if let Some(d) = d {
-                    need = need.max(d.saturating_add(self.chart.scan_wait_cost(cfg, &p.scans[k])));
-                }
-            }
-        }
+        // Under a budget: each scan's wait cost, and the bound on the inside tokens' finish cost.
+        let waits: Vec<u32> = if after_budget == u32::MAX { Vec::new() } else { p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect() };
+        let need = entry.inside_dist.iter().zip(&waits).filter_map(|(d, &w)| d.map(|d| d.saturating_add(w))).max().unwrap_or(0);
         if need <= after_budget {
             let (refused, cost) = self.fill_cached(cfg, vocab.slices(), &entry, mask, after_budget);
             if !refused {
@@ -223,7 +218,6 @@ impl CfgRun {
         // The budget binds on some tokens that keep a lexeme going: those one by one (a lexer
         // walk with each token's finish cost, no parser), the groups as always.
         let p = self.positions.last().expect("never empty");
-        let waits: Vec<u32> = p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect();
         let mut w = InsideWithin {
             cfg,
             scans: &p.scans,
@@ -253,7 +247,7 @@ impl CfgRun {
         if entry.groups.is_empty() {
             return (refused, max_cost);
         }
-        let width = mask.width();
+        let budgeted = after_budget != u32::MAX;
         let p = self.positions.last().expect("never empty");
         let mark = self.chart.len();
         let mut buf: Vec<Scan> = Vec::new();
@@ -271,7 +265,6 @@ impl CfgRun {
             }
             // Under a budget the members' own ids are judged by this row's finish cost, also
             // those where a scan goes on (the way through that scan may cost more).
-            let budgeted = after_budget != u32::MAX;
             let at_ok = !budgeted || (g.at.is_empty() && g.at_going.is_empty()) || {
                 let cost = self.chart.finish_cost(cfg, &buf, Some(row));
                 max_cost = max_cost.max(cost.min(after_budget));
@@ -279,11 +272,9 @@ impl CfgRun {
                 cost <= after_budget
             };
             if at_ok {
-                let going: &[TokenId] = if budgeted { &g.at_going } else { &[] };
-                for &id in g.at.iter().chain(going) {
-                    if (id.0 as usize) < width {
-                        mask.insert(id);
-                    }
+                mask.insert_clipped(&g.at);
+                if budgeted {
+                    mask.insert_clipped(&g.at_going);
                 }
             }
             if buf.is_empty() {
@@ -376,12 +367,7 @@ impl TrieVisitor for InsideWithin<'_> {
             dist.saturating_add(self.waits[k as usize]) <= self.budget
         });
         if within {
-            let width = self.mask.width();
-            for &id in ids {
-                if (id.0 as usize) < width {
-                    self.mask.insert(id);
-                }
-            }
+            self.mask.insert_clipped(ids);
         }
     }
 }
@@ -473,11 +459,6 @@ impl TrieVisitor for Walker<'_> {
             }
             self.max_cost = self.max_cost.max(cost);
         }
-        let width = self.mask.width();
-        for &id in ids {
-            if (id.0 as usize) < width {
-                self.mask.insert(id);
-            }
-        }
+        self.mask.insert_clipped(ids);
     }
 }

@@ -129,6 +129,8 @@ impl Entry {
             ending: Vec::new(),
             members: Vec::new(),
         };
+        // Per scan, the farthest rest of any live state of its DFA (computed when first needed).
+        let mut far: Vec<Option<u32>> = vec![None; dists.len()];
         for part in 0..=slices.body.len() {
             if let Some(slice) = slices.body.get(part) {
                 // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
@@ -138,8 +140,8 @@ impl Entry {
                     // states unknown here: bound their rest by the farthest live state.
                     for (k, &(_, dead)) in reach.iter().enumerate() {
                         if dead > slice.hi {
-                            let far = dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0);
-                            w.note_dist(k, far);
+                            let f = *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
+                            w.note_dist(k, f);
                         }
                     }
                     continue;
@@ -338,10 +340,15 @@ impl Inner {
 impl MaskCache {
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
-        let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dfa).collect();
-        let dists: Vec<&[u32]> = scans.iter().map(|sc| &*cfg.terms[sc.term as usize].dist).collect();
+        let term = |sc: &Scan| &cfg.terms[sc.term as usize];
+        let key: Vec<(u64, u32)> = scans.iter().map(|sc| (term(sc).dfa.id(), sc.state)).collect();
+        if let Some(e) = self.get(&key) {
+            return e;
+        }
+        let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*term(sc).dfa).collect();
+        let dists: Vec<&[u32]> = scans.iter().map(|sc| &*term(sc).dist).collect();
         let states: Vec<u32> = scans.iter().map(|sc| sc.state).collect();
-        self.get_or_build_for(vocab, &dfas, &dists, &states)
+        self.build(vocab, key, &dfas, &dists, &states)
     }
 
     /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
@@ -349,12 +356,23 @@ impl MaskCache {
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
     pub fn get_or_build_for(&self, vocab: &Vocab, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
         let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), s)).collect();
+        match self.get(&key) {
+            Some(e) => e,
+            None => self.build(vocab, key, dfas, dists, states),
+        }
+    }
+
+    /// The cached entry for `key` (and a few retired values freed on the way).
+    fn get(&self, key: &[(u64, u32)]) -> Option<Arc<Entry>> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.free_some();
+        inner.map.get(key).cloned()
+    }
+
+    /// Builds and keeps the entry for `key` (the scans of `dfas` in `states`).
+    fn build(&self, vocab: &Vocab, key: Vec<(u64, u32)>, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            inner.free_some();
-            if let Some(e) = inner.map.get(key.as_slice()) {
-                return e.clone();
-            }
             let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
             let mut reach = Vec::with_capacity(key.len());
             for (&k, d) in key.iter().zip(dfas) {

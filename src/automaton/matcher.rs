@@ -154,11 +154,7 @@ impl Matcher {
                     let entry = vocab.mask_cache.get_or_build_for(vocab, &[&**dfa], &[&**finish_tokens], &[s]);
                     if entry.inside_dist[0].is_none_or(|d| d <= after_budget) {
                         mask.union_clipped(&entry.inside);
-                        for id in entry.groups.iter().flat_map(|g| &g.at) {
-                            if (id.0 as usize) < width {
-                                mask.insert(*id);
-                            }
-                        }
+                        entry.groups.iter().for_each(|g| mask.insert_clipped(&g.at));
                     } else {
                         vocab.trie().walk(
                             s,
@@ -168,11 +164,7 @@ impl Matcher {
                             },
                             |s, ids| {
                                 if finish_tokens[s as usize] <= after_budget {
-                                    for &id in ids {
-                                        if (id.0 as usize) < width {
-                                            mask.insert(id);
-                                        }
-                                    }
+                                    mask.insert_clipped(ids);
                                 }
                             },
                         );

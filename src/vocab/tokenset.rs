@@ -87,13 +87,24 @@ impl TokenSet {
         }
     }
 
-    /// Adds every id of `other` that is below this set's width (the widths may differ).
     /// Becomes a copy of `other` (same width), reusing this set's storage.
     pub fn copy_from(&mut self, other: &TokenSet) {
         assert_eq!(self.width, other.width, "copy between sets of different widths");
         self.words.copy_from_slice(&other.words);
     }
 
+    /// Adds the ids that are below this set's width (a mask may be narrower than the
+    /// vocabulary; ids past it stay unset).
+    #[inline]
+    pub fn insert_clipped(&mut self, ids: &[TokenId]) {
+        for &id in ids {
+            if (id.0 as usize) < self.width {
+                self.insert(id);
+            }
+        }
+    }
+
+    /// Adds every id of `other` that is below this set's width (the widths may differ).
     pub fn union_clipped(&mut self, other: &TokenSet) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a |= *b;

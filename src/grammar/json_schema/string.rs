@@ -94,7 +94,7 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
             // A counter, not copies of the unit (and no determinization of them).
             parts.push(Lexeme::counted(b"\"", hir(UNIT), min as u32, max.map(|m| m as u32), b"\""));
         } else {
-            parts.push(quoted(Hir::repetition(Repetition { min: 0, max: None, greedy: true, sub: Box::new(hir(UNIT)) })));
+            parts.push(any_string_lexeme());
         }
     }
     if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
