@@ -14,6 +14,12 @@ use strictly::decode::{self, GenerateOptions, RandomLogits};
 use strictly::sample::SamplingParams;
 use strictly::{TokenSet, Vocab};
 
+// The IR of a large schema is hundreds of thousands of small allocations, built and freed within
+// a compile: mimalloc makes compiles 25-35% faster than the system allocator (BENCHMARKS.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "strictly", version, about = "Constrained decoding: regexes, grammars and JSON Schemas as token masks")]
 struct Cli {
