@@ -50,6 +50,7 @@
 //! grammar is a bug in the test that built it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::nfa::thompson;
@@ -73,7 +74,7 @@ pub fn is_prefix(g: &Grammar, input: &[u8]) -> bool {
 /// A grammar with its regex leaves compiled, ready to check many inputs (`Send + Sync`).
 pub struct Reference<'g> {
     g: &'g Grammar,
-    leaves: HashMap<usize, Leaf>,
+    leaves: HashMap<usize, Arc<Leaf>>,
     /// Whether each expression node's language is non-empty, keyed by node address.
     nonempty: HashMap<usize, bool>,
 }
@@ -85,7 +86,27 @@ struct Leaf {
     live: std::collections::HashSet<StateID>,
 }
 
+/// Leaves already built, by regex text (equal texts, equal languages): a compile that checks
+/// enum values against a schema builds the same JSON leaves every time. Bounded: emptied when
+/// full.
+static LEAVES: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Leaf>>>> = std::sync::LazyLock::new(Default::default);
+const MAX_SHARED_LEAVES: usize = 512;
+
 impl Leaf {
+    fn shared(hir: &Hir) -> Arc<Leaf> {
+        let key = hir.to_string();
+        if let Some(l) = LEAVES.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return l.clone();
+        }
+        let leaf = Arc::new(Leaf::new(hir));
+        let mut all = LEAVES.lock().unwrap_or_else(|p| p.into_inner());
+        if all.len() >= MAX_SHARED_LEAVES {
+            all.clear();
+        }
+        all.insert(key, leaf.clone());
+        leaf
+    }
+
     fn new(hir: &Hir) -> Leaf {
         let nfa = thompson::Compiler::new()
             .build_from_hir(hir)
@@ -97,26 +118,38 @@ impl Leaf {
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .unwrap_or_else(|e| panic!("reference: no start state for {hir:?}: {e}"));
-        // Explore every state reachable from the start, then walk predecessors back from the
-        // states whose end-of-input transition is a match.
-        let mut index: HashMap<StateID, usize> = HashMap::from([(start, 0)]);
+        // Explore every state reachable from the start (one byte per equivalence class is
+        // enough: the bytes of a class share every transition), then walk predecessors back
+        // from the states whose end-of-input transition is a match. Dense state ids are
+        // multiples of the stride, so `id >> stride2` indexes them.
+        let reps: Vec<u8> = {
+            let classes = dfa.byte_classes();
+            let mut seen = [false; 256];
+            (0..=255u8).filter(|&b| !std::mem::replace(&mut seen[classes.get(b) as usize], true)).collect()
+        };
+        let slot = |id: StateID| id.as_usize() >> dfa.stride2();
+        let mut index: Vec<usize> = vec![usize::MAX; slot(start) + 1];
+        index[slot(start)] = 0;
         let mut states = vec![start];
         let mut preds: Vec<Vec<usize>> = vec![Vec::new()];
         let mut k = 0;
         while k < states.len() {
             let s = states[k];
-            for b in 0..=255u8 {
+            for &b in &reps {
                 let t = dfa.next_state(s, b);
                 assert!(!dfa.is_quit_state(t), "reference: DFA for {hir:?} gave up on byte {b}");
                 if dfa.is_dead_state(t) {
                     continue;
                 }
-                let ti = *index.entry(t).or_insert_with(|| {
+                if index.len() <= slot(t) {
+                    index.resize(slot(t) + 1, usize::MAX);
+                }
+                if index[slot(t)] == usize::MAX {
+                    index[slot(t)] = states.len();
                     states.push(t);
                     preds.push(Vec::new());
-                    states.len() - 1
-                });
-                preds[ti].push(k);
+                }
+                preds[index[slot(t)]].push(k);
             }
             k += 1;
         }
@@ -140,16 +173,16 @@ impl Leaf {
 impl<'g> Reference<'g> {
     pub fn new(g: &'g Grammar) -> Reference<'g> {
         let mut leaves = HashMap::new();
-        fn collect(e: &Expr, leaves: &mut HashMap<usize, Leaf>) {
+        fn collect(e: &Expr, leaves: &mut HashMap<usize, Arc<Leaf>>) {
             match e {
                 Expr::Regex(h) => {
-                    leaves.entry(&**h as *const Hir as usize).or_insert_with(|| Leaf::new(h));
+                    leaves.entry(&**h as *const Hir as usize).or_insert_with(|| Leaf::shared(h));
                 }
                 Expr::Lexeme(l) => {
                     let mut hirs = Vec::new();
                     lexeme_leaves(l, true, &mut hirs);
                     for (h, _) in hirs {
-                        leaves.entry(h as *const Hir as usize).or_insert_with(|| Leaf::new(h));
+                        leaves.entry(h as *const Hir as usize).or_insert_with(|| Leaf::shared(h));
                     }
                 }
                 Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| collect(x, leaves)),
@@ -238,7 +271,7 @@ impl<'g> Reference<'g> {
     fn lexeme_live(&self, l: &Lexeme, states: &[StateID]) -> bool {
         let mut hirs = Vec::new();
         lexeme_leaves(l, true, &mut hirs);
-        let leaves: Vec<(&Leaf, bool)> = hirs.iter().map(|(h, req)| (&self.leaves[&(*h as *const Hir as usize)], *req)).collect();
+        let leaves: Vec<(&Leaf, bool)> = hirs.iter().map(|(h, req)| (&*self.leaves[&(*h as *const Hir as usize)], *req)).collect();
         let hopeless = |t: &[StateID]| leaves.iter().zip(t).any(|((leaf, req), s)| *req && !leaf.live.contains(s));
         let mut seen = std::collections::HashSet::from([states.to_vec()]);
         let mut queue = VecDeque::from([states.to_vec()]);
@@ -504,7 +537,7 @@ impl<'r, 'g> Solver<'r, 'g> {
         }
         let mut hirs = Vec::new();
         lexeme_leaves(l, true, &mut hirs);
-        let leaves: Vec<&Leaf> = hirs.iter().map(|(h, _)| &self.r.leaves[&(*h as *const Hir as usize)]).collect();
+        let leaves: Vec<&Leaf> = hirs.iter().map(|(h, _)| &*self.r.leaves[&(*h as *const Hir as usize)]).collect();
         let mut states = self.r.lexeme_start(l);
         let mut out = PosSet::empty(self.n);
         let mut j = i;
