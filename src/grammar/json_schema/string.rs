@@ -69,6 +69,8 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
     if let Some(p) = obj.get("pattern") {
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
         match pattern_content(p) {
+            // Every string matches: nothing to intersect with.
+            Ok(h) if h == hir(&format!("{UNIT}*")) => {}
             Ok(h) => parts.push(quoted(h)),
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
@@ -178,8 +180,15 @@ pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String>
 /// part's unanchored ends are wrapped with "any units".
 fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
     let any = hir(&format!("{UNIT}*"));
+    let parts = anchor_parts(h)?;
+    // A part that matches the empty string and is not anchored at both ends matches in every
+    // string (at its start or its end): the pattern says nothing (`([A-Z]+)?`, `^a*`). Kept
+    // as a product with a length bound it would cost thousands of states for no constraint.
+    if parts.iter().any(|(start, core, end)| !(*start && *end) && core.iter().all(|x| x.properties().minimum_len() == Some(0))) {
+        return Ok(any);
+    }
     let mut alts = Vec::new();
-    for (start, core, end) in anchor_parts(h)? {
+    for (start, core, end) in parts {
         let mut out = Vec::new();
         if !start {
             out.push(any.clone());

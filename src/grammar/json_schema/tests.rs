@@ -177,6 +177,21 @@ fn intersected_string_keywords() {
     for (t, ok) in [(r#""x""#, true), (r#""éxé""#, true), (r#""\nx\t""#, true), (r#""abcx""#, false), (r#""ab""#, false)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
+    // A pattern that matches the empty string, anchored at one end at most, holds for every
+    // string; anchored at both ends it does not.
+    for p in ["([A-Z]+)?", "^a*", "(b|c)?$", "x?y*"] {
+        let s = json!({"type": "string", "pattern": p, "maxLength": 3});
+        // Only the length bound is left: no intersection to build.
+        let g = compile(&s, &JsonSchemaOptions::default()).unwrap();
+        assert!(!format!("{:?}", g.grammar).contains("And("), "{p}: the pattern was kept");
+        for (t, ok) in [("\"\"", true), ("\"zé!\"", true), ("\"zzzz\"", false)] {
+            assert_eq!(accepts(&s, t), ok, "{p} {t}");
+        }
+    }
+    let s = json!({"type": "string", "pattern": "^a*$", "maxLength": 3});
+    for (t, ok) in [("\"\"", true), ("\"aa\"", true), ("\"ab\"", false), ("\"aaaa\"", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
     // format + pattern.
     let s = json!({"type": "string", "format": "date", "pattern": "^2024-"});
     assert!(accepts(&s, r#""2024-02-29""#));
