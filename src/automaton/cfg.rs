@@ -125,6 +125,7 @@ impl Cfg {
             rule_nt: HashMap::new(),
             nt_rule: Vec::new(),
             prods: Vec::new(),
+            runs: HashMap::new(),
         };
         l.new_nt("⊤".into());
         let start = l.rule_sym(g.start)?;
@@ -134,8 +135,8 @@ impl Cfg {
         while done < l.nts.len() {
             let nt_rule: Option<RuleId> = l.nt_rule.get(done).copied().flatten();
             if let Some(rule) = nt_rule {
-                let body = g.rule(rule).body.clone();
-                for alt in l.alts(&body)? {
+                let body = &g.rule(rule).body;
+                for alt in l.alts(body)? {
                     l.add_prod(done as u32, alt)?;
                 }
             }
@@ -398,9 +399,37 @@ struct Lowering<'a> {
     /// The inverse of `rule_nt`, by nonterminal.
     nt_rule: Vec<Option<RuleId>>,
     prods: Vec<Prod>,
+    /// Regular runs already lowered, by what they are made of: the terminal, and whether the
+    /// run can only match the empty string. A hit skips inlining, the lexeme's key text and
+    /// the DFA lookup (a large schema repeats the same few runs thousands of times: the
+    /// whitespace and punctuation around every member, the shared string and number regexes).
+    runs: HashMap<Vec<Part<'a>>, (Sym, bool)>,
 }
 
-impl Lowering<'_> {
+/// One part of a regular run, named by content where that is cheap (literals, rules, shared
+/// regexes by their `Arc`), else by the node's address (the grammar is borrowed, so addresses
+/// are stable). Equal keys are equal languages; equal languages may have different keys (a
+/// miss only costs the full path, whose terminals are deduplicated by lexeme key).
+#[derive(PartialEq, Eq, Hash)]
+enum Part<'a> {
+    Lit(&'a str),
+    Rule(u32),
+    Shared(usize),
+    Node(usize),
+}
+
+impl<'a> Part<'a> {
+    fn of(e: &'a Expr) -> Part<'a> {
+        match e {
+            Expr::Literal(s) => Part::Lit(s),
+            Expr::Rule(r) => Part::Rule(r.0),
+            Expr::Regex(h) => Part::Shared(std::sync::Arc::as_ptr(h) as usize),
+            other => Part::Node(other as *const Expr as usize),
+        }
+    }
+}
+
+impl<'a> Lowering<'a> {
     /// Regular and small enough to be one lexeme.
     fn is_regular(&self, e: &Expr) -> bool {
         let mut ok = true;
@@ -425,7 +454,15 @@ impl Lowering<'_> {
     /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
     fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
         if self.regular[r.0 as usize] {
-            return self.term(Lexeme::Regex(inline(self.g, &Expr::Rule(r))?), &self.g.rule(r).name.clone());
+            let key = vec![Part::Rule(r.0)];
+            if let Some(&(sym, _)) = self.runs.get(&key) {
+                return Ok(sym);
+            }
+            let hir = inline(self.g, &Expr::Rule(r))?;
+            let empty = hir.properties().maximum_len() == Some(0);
+            let sym = self.term(Lexeme::Regex(hir), &self.g.rule(r).name.clone())?;
+            self.runs.insert(key, (sym, empty));
+            return Ok(sym);
         }
         if let Some(&nt) = self.rule_nt.get(&r) {
             return Ok(Sym::N(nt));
@@ -460,12 +497,12 @@ impl Lowering<'_> {
     }
 
     /// The alternatives an expression lowers to.
-    fn alts(&mut self, e: &Expr) -> Result<Vec<Vec<Sym>>> {
+    fn alts(&mut self, e: &'a Expr) -> Result<Vec<Vec<Sym>>> {
         if let Expr::Empty = e {
             return Ok(vec![vec![]]);
         }
         if self.is_regular(e) {
-            return Ok(vec![vec![self.term(Lexeme::Regex(inline(self.g, e)?), "lexeme")?]]);
+            return Ok(vec![vec![self.regular_term(&[e])?.0]]);
         }
         Ok(match e {
             Expr::Alt(xs) => {
@@ -481,7 +518,7 @@ impl Lowering<'_> {
     }
 
     /// A sequence: runs of regular parts merge into one terminal each.
-    fn seq(&mut self, xs: &[Expr]) -> Result<Vec<Sym>> {
+    fn seq(&mut self, xs: &'a [Expr]) -> Result<Vec<Sym>> {
         let mut flat = Vec::new();
         flatten_seq(xs, &mut flat);
         let mut out = Vec::new();
@@ -506,23 +543,36 @@ impl Lowering<'_> {
         Ok(out)
     }
 
-    fn flush(&mut self, run: &mut Vec<&Expr>, out: &mut Vec<Sym>) -> Result<()> {
+    fn flush(&mut self, run: &mut Vec<&'a Expr>, out: &mut Vec<Sym>) -> Result<()> {
         if run.is_empty() {
             return Ok(());
         }
-        let hirs = run.iter().map(|x| inline(self.g, x)).collect::<Result<Vec<_>>>()?;
+        let (sym, empty) = self.regular_term(run)?;
         run.clear();
-        let hir = Hir::concat(hirs);
         // A run that can only match the empty string adds nothing.
-        if hir.properties().maximum_len() == Some(0) {
-            return Ok(());
+        if !empty {
+            out.push(sym);
         }
-        out.push(self.term(Lexeme::Regex(hir), "lexeme")?);
         Ok(())
     }
 
+    /// The terminal for a run of regular parts in sequence, and whether it can only match the
+    /// empty string (memoized in `runs`).
+    fn regular_term(&mut self, run: &[&'a Expr]) -> Result<(Sym, bool)> {
+        let key: Vec<Part<'a>> = run.iter().map(|x| Part::of(x)).collect();
+        if let Some(&hit) = self.runs.get(&key) {
+            return Ok(hit);
+        }
+        let hirs = run.iter().map(|x| inline(self.g, x)).collect::<Result<Vec<_>>>()?;
+        let hir = Hir::concat(hirs);
+        let empty = hir.properties().maximum_len() == Some(0);
+        let sym = self.term(Lexeme::Regex(hir), "lexeme")?;
+        self.runs.insert(key, (sym, empty));
+        Ok((sym, empty))
+    }
+
     /// One symbol standing for a non-regular expression.
-    fn sym(&mut self, e: &Expr) -> Result<Sym> {
+    fn sym(&mut self, e: &'a Expr) -> Result<Sym> {
         match e {
             Expr::Rule(r) => self.rule_sym(*r),
             Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
@@ -537,7 +587,7 @@ impl Lowering<'_> {
         }
     }
 
-    fn repeat(&mut self, body: &Expr, min: u32, max: Option<u32>) -> Result<Sym> {
+    fn repeat(&mut self, body: &'a Expr, min: u32, max: Option<u32>) -> Result<Sym> {
         let copies = max.unwrap_or(min);
         if copies > self.limits.max_unrolled {
             return Err(Error::Limit {
@@ -577,9 +627,9 @@ impl Lowering<'_> {
         Ok(Sym::N(h))
     }
 
-    fn sym_or_seq(&mut self, e: &Expr) -> Result<Sym> {
+    fn sym_or_seq(&mut self, e: &'a Expr) -> Result<Sym> {
         if self.is_regular(e) {
-            return self.term(Lexeme::Regex(inline(self.g, e)?), "lexeme");
+            return Ok(self.regular_term(&[e])?.0);
         }
         self.sym(e)
     }

@@ -51,7 +51,7 @@ impl Constraint {
     /// [`crate::fuzz`] walks it).
     pub fn grammar(&self) -> Result<Grammar> {
         Ok(match self {
-            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(Box::new(grammar::regex::parse(r)?))),
+            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(grammar::regex::parse(r)?))),
             Constraint::Choice(options) => {
                 if options.is_empty() {
                     return Err(Error::invalid("a choice needs at least one option"));

@@ -102,7 +102,7 @@ impl Leaves {
                 return Ok(out);
             }
         }
-        self.engine_sample(&Expr::Regex(Box::new(h.clone())), h.to_string(), src, room)
+        self.engine_sample(&Expr::Regex(std::sync::Arc::new(h.clone())), h.to_string(), src, room)
     }
 
     /// A member of the lexeme's language.
@@ -130,7 +130,7 @@ impl Leaves {
                 return Ok(out);
             }
         }
-        self.engine_sample(&Expr::Lexeme(Box::new(l.clone())), l.key(), src, room)
+        self.engine_sample(&Expr::Lexeme(std::sync::Arc::new(l.clone())), l.key(), src, room)
     }
 
     /// Samples a member of `e` with the engine over the byte-level vocabulary (random logits,

@@ -44,7 +44,7 @@ fn strip(h: &Hir, start: bool, end: bool) -> Hir {
 }
 
 fn leaf(h: &Hir) -> Expr {
-    Expr::Regex(Box::new(h.clone()))
+    Expr::Regex(std::sync::Arc::new(h.clone()))
 }
 
 fn lay_out(h: &Hir) -> Expr {

@@ -300,7 +300,7 @@ impl Parser {
                 '/' => self.regex()?,
                 '.' => {
                     self.pos += 1;
-                    Expr::Regex(Box::new(any_char()))
+                    Expr::Regex(std::sync::Arc::new(any_char()))
                 }
                 '(' => {
                     let open = self.pos;
@@ -530,7 +530,7 @@ impl Parser {
         if class.ranges().is_empty() {
             return Err(self.err_at(open, "character class matches nothing"));
         }
-        Ok(Expr::Regex(Box::new(Hir::class(Class::Unicode(class)))))
+        Ok(Expr::Regex(std::sync::Arc::new(Hir::class(Class::Unicode(class)))))
     }
 
     fn regex(&mut self) -> Result<Expr> {
@@ -598,7 +598,7 @@ impl Parser {
         if !hir.properties().look_set().is_empty() {
             return Err(self.err_at(open, "anchors and word boundaries are not supported in regex terminals"));
         }
-        Ok(Expr::Regex(Box::new(hir)))
+        Ok(Expr::Regex(std::sync::Arc::new(hir)))
     }
 
     // ---- resolution -----------------------------------------------------------------------

@@ -11,6 +11,8 @@
 //! - `Grammar::start` is the rule the whole output must derive (the GBNF `root`).
 //! - Front ends attach a [`Span`] to each rule so later errors can point at the source.
 
+use std::sync::Arc;
+
 use regex_syntax::hir::Hir;
 
 /// Index of a rule in [`Grammar::rules`].
@@ -32,11 +34,11 @@ pub enum Expr {
     Literal(String),
     /// A regular language given as a regex HIR (character classes, `/regex/` terminals, ...).
     /// Matched in full: no implicit `.*` around it.
-    Regex(Box<Hir>),
+    Regex(Arc<Hir>),
     /// A regular language built from regexes by intersection and complement: what one regex
     /// cannot say directly ("matches `pattern` *and* has at most 20 characters", "any key
     /// *except* these"). Always a terminal of its own, never merged with its neighbours.
-    Lexeme(Box<Lexeme>),
+    Lexeme(Arc<Lexeme>),
     /// A reference to another rule.
     Rule(RuleId),
     /// Each part in order.

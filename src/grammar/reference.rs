@@ -660,7 +660,7 @@ mod tests {
         // `dead` derives no finite string, so nothing before it can be completed.
         let src = "root ::= \"a\" dead | \"b\"\ndead ::= \"x\" dead";
         table(src, &[("a", false, false), ("ax", false, false), ("", false, true), ("b", true, true)]);
-        let never = Grammar::single(Expr::Seq(vec![Expr::Literal("a".into()), Expr::Regex(Box::new(Hir::fail()))]));
+        let never = Grammar::single(Expr::Seq(vec![Expr::Literal("a".into()), Expr::Regex(std::sync::Arc::new(Hir::fail()))]));
         assert!(!is_prefix(&never, b"") && !is_prefix(&never, b"a") && !accepts(&never, b"a"));
         let bad_bounds =
             Grammar::single(Expr::Repeat { body: Box::new(Expr::Literal("a".into())), min: 3, max: Some(2) });
@@ -718,7 +718,7 @@ mod tests {
         } else if let Some(text) = case["grammar"].as_str() {
             g(text)
         } else if let Some(re) = case["regex"].as_str() {
-            Grammar::single(Expr::Regex(Box::new(regex_syntax::parse(re).unwrap())))
+            Grammar::single(Expr::Regex(std::sync::Arc::new(regex_syntax::parse(re).unwrap())))
         } else {
             panic!("corpus case without grammar_file, grammar or regex")
         }
@@ -1002,7 +1002,7 @@ mod tests {
             Just(Expr::Empty),
             proptest::sample::select(vec!["a", "b", "ab", "ba"]).prop_map(|s| Expr::Literal(s.into())),
             proptest::sample::select(PATTERNS.to_vec())
-                .prop_map(|p| Expr::Regex(Box::new(regex_syntax::parse(p).unwrap()))),
+                .prop_map(|p| Expr::Regex(std::sync::Arc::new(regex_syntax::parse(p).unwrap()))),
             (0..rules).prop_map(|r| Expr::Rule(RuleId(r))),
         ];
         leaf.prop_recursive(3, 12, 3, |inner| {

@@ -24,17 +24,24 @@ pub fn parse(pattern: &str) -> Result<Hir> {
 /// every schema, and parsing them again each time was a sizeable share of compile time. The
 /// memo is cleared past [`BUILTIN_MEMO`] entries (bounds come from schemas, so some vary).
 pub(crate) fn builtin(pattern: &str) -> Hir {
+    (*builtin_shared(pattern)).clone()
+}
+
+/// [`builtin`], shared: the grammar holds one copy of each built-in regex however many
+/// properties use it (cloning and dropping a grammar touches each copy once).
+pub(crate) fn builtin_shared(pattern: &str) -> std::sync::Arc<Hir> {
     use std::cell::RefCell;
     use std::collections::HashMap;
+    use std::sync::Arc;
     thread_local! {
-        static MEMO: RefCell<HashMap<String, Hir>> = RefCell::new(HashMap::new());
+        static MEMO: RefCell<HashMap<String, Arc<Hir>>> = RefCell::new(HashMap::new());
     }
     MEMO.with(|m| {
         let mut m = m.borrow_mut();
         if let Some(h) = m.get(pattern) {
             return h.clone();
         }
-        let h = parse(pattern).unwrap_or_else(|e| panic!("built-in regex {pattern:?} must parse: {e}"));
+        let h = Arc::new(parse(pattern).unwrap_or_else(|e| panic!("built-in regex {pattern:?} must parse: {e}")));
         if m.len() >= BUILTIN_MEMO {
             m.clear();
         }

@@ -69,7 +69,7 @@ impl Spec {
 fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
     let lib = |e| ApiError::from_lib(e, Some(param));
     Ok(match u {
-        UserConstraint::Regex(r) => Grammar::single(Expr::Regex(Box::new(regex::parse(r).map_err(lib)?))),
+        UserConstraint::Regex(r) => Grammar::single(Expr::Regex(std::sync::Arc::new(regex::parse(r).map_err(lib)?))),
         UserConstraint::Choice(options) => Grammar::single(regex::choice(options)),
         UserConstraint::Grammar(text) => ebnf::parse(text).map_err(lib)?,
         UserConstraint::JsonSchema(schema) => {

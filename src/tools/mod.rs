@@ -122,7 +122,7 @@ fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {
 }
 
 fn re(pattern: &str) -> Expr {
-    Expr::Regex(Box::new(regex::parse(pattern).expect("a valid built-in regex")))
+    Expr::Regex(std::sync::Arc::new(regex::parse(pattern).expect("a valid built-in regex")))
 }
 
 /// The regex of all strings (any Unicode text) that do not contain `marker`. The marker's

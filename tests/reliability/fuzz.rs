@@ -228,7 +228,7 @@ pub fn check_regex(pattern: &str, seed: u64) {
     // implied and assertions inside a pattern do not constrain, which the reference models.
     let hir = grammar::regex::parse(pattern).unwrap();
     let judge = hir.properties().look_set().is_empty().then(|| regex::Regex::new(&format!(r"\A(?:{pattern})\z")).ok()).flatten();
-    let g = Grammar::single(grammar::Expr::Regex(Box::new(hir)));
+    let g = Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(hir)));
     let reference = Reference::new(&g);
     for out in samples(&c, 3, 24) {
         let text = String::from_utf8(out.clone()).unwrap_or_else(|_| panic!("{pattern:?}: output not UTF-8: {out:?}"));

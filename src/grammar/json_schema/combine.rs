@@ -639,14 +639,14 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         (None, None) => return Ok(None),
     };
     let branches = branches.as_array().filter(|a| !a.is_empty()).ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
-    let mut siblings = obj.clone();
-    siblings.remove(kw);
-    let constraining = siblings.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()));
-    // Each branch, intersected with the sibling keywords.
-    let full: Vec<Value> = branches
-        .iter()
-        .map(|b| if constraining { serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]}) } else { b.clone() })
-        .collect();
+    // The sibling keywords, without the branches (cloned only when they constrain: each
+    // branch is then intersected with them).
+    let constraining = obj.iter().any(|(k, _)| k != kw && !ANNOTATIONS.contains(&k.as_str()));
+    let siblings: Map<String, Value> = match constraining {
+        true => obj.iter().filter(|(k, _)| *k != kw).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        false => Map::new(),
+    };
+    let with_siblings = |b: &Value| serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]});
     let compile_all = |c: &mut Compiler, full: &[Value]| -> Result<Expr> {
         let mut alts = Vec::new();
         for (i, b) in full.iter().enumerate() {
@@ -664,11 +664,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
             if c.one_of_attempts > MAX_ONE_OF_ATTEMPTS {
                 break;
             }
-            let full: Vec<Value> = if constraining {
-                rewritten.into_iter().map(|b| serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]})).collect()
-            } else {
-                rewritten
-            };
+            let full: Vec<Value> = if constraining { rewritten.iter().map(with_siblings).collect() } else { rewritten };
             // (Lenient compiles too: a way that leaves something unenforced does not count.)
             let exact = c.attempt(|c| {
                 let before = c.unenforced.len();
@@ -691,7 +687,11 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         }
         c.unenforced(pointer, "oneOf", reason)?;
     }
-    Ok(Some(compile_all(c, &full)?))
+    if constraining {
+        let full: Vec<Value> = branches.iter().map(with_siblings).collect();
+        return Ok(Some(compile_all(c, &full)?));
+    }
+    Ok(Some(compile_all(c, branches)?))
 }
 
 /// `s` with its `oneOf` turned into `anyOf`, where the branches are provably pairwise disjoint
@@ -947,15 +947,16 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
     if !has_all_of && !ref_with_siblings {
         return Ok(None);
     }
-    let mut base = obj.clone();
+    // The keywords beside `allOf` (and beside a `$ref` with siblings) are the first part.
+    let base: Map<String, Value> =
+        obj.iter().filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref")).map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut parts: Vec<Value> = Vec::new();
-    if let Some(all) = base.remove("allOf") {
+    if let Some(all) = obj.get("allOf") {
         let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
         parts.extend(a.iter().cloned());
     }
     if ref_with_siblings {
-        let r = base.remove("$ref").unwrap();
-        parts.push(serde_json::json!({"$ref": r}));
+        parts.push(serde_json::json!({"$ref": obj["$ref"].clone()}));
     }
     let mut merged = Value::Object(base);
     // A worklist: a part's own conditionals and `allOf` are flattened into further parts.
@@ -966,17 +967,23 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
         if taken > 1000 {
             return Err(c.bad(pointer, "`allOf` expands to more than 1000 parts (a cycle of `$ref`s through `allOf`?)"));
         }
-        let mut part = c.resolve_shallow(&part);
-        if let Value::Object(o) = &part {
+        let mut part = c.resolve_shallow_owned(part);
+        if let Value::Object(o) = part {
             // A part's own `unevaluated*` sees only that part: close it before merging.
-            let mut o = c.unevaluated(o, pointer)?.unwrap_or_else(|| o.clone());
+            let mut o = match c.unevaluated(&o, pointer)? {
+                Some(closed) => closed,
+                None => o,
+            };
             for kw in ["unevaluatedProperties", "unevaluatedItems"] {
                 if o.get(kw).is_some_and(|v| v != &Value::Bool(true)) {
                     c.unenforced(pointer, kw, "inside an `allOf` part with conditional applicators beside it")?;
                 }
                 o.remove(kw);
             }
-            let o = rewrite_conditionals(c, &o, pointer)?.unwrap_or_else(|| o.clone());
+            let o = match rewrite_conditionals(c, &o, pointer)? {
+                Some(rewritten) => rewritten,
+                None => o,
+            };
             let mut o = if o.contains_key("not") { rewrite_not(&o).unwrap_or(o) } else { o };
             if let Some(all) = o.remove("allOf") {
                 queue.extend(all.as_array().cloned().unwrap_or_default());

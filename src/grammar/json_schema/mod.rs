@@ -244,7 +244,7 @@ impl<'s> Compiler<'s> {
             Whitespace::Bounded => r"(?: ?|\n[ \t]{0,64})",
             Whitespace::Pretty => r"(?: ?|\n[ \t]{0,128})",
         };
-        Expr::Regex(Box::new(crate::grammar::regex::builtin(re)))
+        Expr::Regex(crate::grammar::regex::builtin_shared(re))
     }
 
     /// `ws lit ws`: a structural token with whitespace around it.

@@ -23,7 +23,7 @@ const FRAC: &str = r"(?:\.[0-9]+)?";
 const EXP: &str = r"(?:[eE][+-]?[0-9]{1,2})?";
 
 fn re(s: &str) -> Expr {
-    Expr::Regex(Box::new(crate::grammar::regex::builtin(s)))
+    Expr::Regex(crate::grammar::regex::builtin_shared(s))
 }
 
 pub(super) fn any_number() -> Expr {
@@ -101,7 +101,7 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         return Ok(e);
     };
     let fractional = crate::grammar::regex::builtin(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*");
-    Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, Lexeme::Regex(fractional)]))))
+    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, Lexeme::Regex(fractional)]))))
 }
 
 /// `e` without the numbers listed in [`EXCLUDE_NUMBERS`]: every spelling of an excluded value
@@ -130,7 +130,7 @@ fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr)
     };
     let parse = |r: &str| Lexeme::Regex(crate::grammar::regex::builtin(r));
     let excluded = Lexeme::Not(Box::new(parse(&format!("(?:{})", spellings.join("|")))));
-    Ok(Expr::Lexeme(Box::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
+    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
 }
 
 fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
@@ -211,7 +211,7 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
                 None => c.unenforced(pointer, if upper { "maximum" } else { "minimum" }, format!("the bound {v} is out of the supported range"))?,
             }
         }
-        return Ok(Expr::Lexeme(Box::new(Lexeme::and(parts))));
+        return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(parts))));
     }
     let lo = b.lo.map(|(v, ex)| (v as i64, ex));
     let hi = b.hi.map(|(v, ex)| (v as i64, ex));

@@ -251,8 +251,8 @@ impl Keys {
             // per trie node (every node carries its own copy of "any other character, then any
             // string") and was most of the compile time of schemas with many properties.
             let key = match not_declared {
-                None => Expr::Regex(Box::new(hir_of(string::any_string_lexeme()))),
-                Some(not) => Expr::Lexeme(Box::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
+                None => Expr::Regex(std::sync::Arc::new(hir_of(string::any_string_lexeme()))),
+                Some(not) => Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
             };
             return Ok(vec![(key, additional.clone(), add_ptr, false)]);
         }
@@ -291,7 +291,7 @@ impl Keys {
                 if string::lexeme_is_empty(&key)? {
                     continue;
                 }
-                out.push((Expr::Lexeme(Box::new(key)), value.clone(), at.clone(), wit));
+                out.push((Expr::Lexeme(std::sync::Arc::new(key)), value.clone(), at.clone(), wit));
             }
         }
         Ok(out)

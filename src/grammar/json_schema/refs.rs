@@ -236,7 +236,13 @@ impl<'s> Compiler<'s> {
     /// disjointness checks. Unresolvable references are left as they are. (Prepared refs are
     /// absolute, so the inlined target's own refs keep their meaning.)
     pub(super) fn resolve_shallow(&self, s: &Value) -> Value {
-        let mut cur = s.clone();
+        self.resolve_shallow_owned(s.clone())
+    }
+
+    /// [`resolve_shallow`](Compiler::resolve_shallow) of a value the caller owns (no copy when
+    /// there is no `$ref` to follow).
+    pub(super) fn resolve_shallow_owned(&self, s: Value) -> Value {
+        let mut cur = s;
         for _ in 0..16 {
             let Some(r) = cur.get("$ref").and_then(Value::as_str) else { return cur };
             let Ok(t) = self.ref_target(r, "") else { return cur };

@@ -35,14 +35,18 @@ fn hir(re: &str) -> Hir {
 
 /// Any string, quotes included.
 pub(super) fn any_string() -> Expr {
-    Expr::Regex(Box::new(hir(&format!("\"{UNIT}*\""))))
+    Expr::Regex(crate::grammar::regex::builtin_shared(&format!("\"{UNIT}*\"")))
 }
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     Ok(match string_lexeme(c, obj, pointer)? {
         None => super::nothing(),
-        Some(Lexeme::Regex(h)) => Expr::Regex(Box::new(h)),
-        Some(l) => Expr::Lexeme(Box::new(l)),
+        // The plain string (most string schemas): one shared copy.
+        Some(Lexeme::Regex(h)) => match any_string() {
+            Expr::Regex(any) if *any == h => Expr::Regex(any),
+            _ => Expr::Regex(std::sync::Arc::new(h)),
+        },
+        Some(l) => Expr::Lexeme(std::sync::Arc::new(l)),
     })
 }
 
