@@ -598,6 +598,10 @@ impl Dfa {
         for b in 0..256 {
             usable_class[self.classes[b] as usize] |= usable[b];
         }
+        // Every class usable: the distances over all bytes, already known.
+        if usable_class.iter().all(|&u| u) && self.dist.len() == self.accept.len() {
+            return self.dist.clone();
+        }
         self.distances(&usable_class)
     }
 
@@ -607,10 +611,14 @@ impl Dfa {
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
         let n = self.accept.len();
         let mut edges = Vec::new();
+        // One edge per distinct successor (most classes of a row share one): `seen[t] == s`
+        // marks `t` as already linked from `s`.
+        let mut seen = vec![0u32; n];
         for s in 1..n {
             for c in (0..self.stride).filter(|&c| classes[c]) {
                 let t = self.trans[s * self.stride + c];
-                if t != DEAD {
+                if t != DEAD && seen[t as usize] != s as u32 {
+                    seen[t as usize] = s as u32;
                     edges.push((t, s as u32));
                 }
             }
@@ -804,16 +812,17 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
     let mut ids: HashMap<K, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
     let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
-        if let Some(&i) = ids.get(&k) {
-            return Ok(i);
+        use std::collections::hash_map::Entry;
+        match ids.entry(k) {
+            Entry::Occupied(e) => Ok(*e.get()),
+            Entry::Vacant(e) => {
+                if order.len() + 1 >= limit {
+                    return Err(too_many());
+                }
+                order.push(e.key().clone());
+                Ok(*e.insert(order.len() as u32))
+            }
         }
-        if order.len() + 1 >= limit {
-            return Err(too_many());
-        }
-        order.push(k.clone());
-        let i = order.len() as u32;
-        ids.insert(k, i);
-        Ok(i)
     };
     let start = match start {
         Some(k) => number(k, &mut order)?,
