@@ -176,6 +176,7 @@ impl Dfa {
             },
             |&(lo, _, depth)| strings[lo as usize].len() == depth as usize,
             || Error::limit("DFA states for a set of strings", limits.states),
+            None,
         )
     }
 
@@ -212,6 +213,10 @@ impl Dfa {
             },
             |p| matches!(*p, Pos::B(s) if b.accept[s as usize]),
             || Error::limit("DFA states for a sequence of regexes", limits.states),
+            Some((a.accept.len() + b.accept.len(), &|p: &Pos| match *p {
+                Pos::A(s) => s as usize,
+                Pos::B(s) => a.accept.len() + s as usize,
+            })),
         )
         .map(Some)
     }
@@ -459,9 +464,25 @@ impl Dfa {
             Pos::Open(_) => false,
         };
         let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
-        explore(classes, &reps, Some(start_pos), limits.states, |&p, b| Ok(step(p, b)), |&p| accepting(p), || {
-            Error::limit("DFA states for a counted repetition", limits.states)
-        })
+        // Every position has a slot: open bytes, then (count, unit state), then close bytes.
+        let (n_open, n_close) = (open.len(), close.len());
+        let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
+        let slot = |p: &Pos| match *p {
+            Pos::Open(i) => i as usize,
+            Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
+            Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
+        };
+        let dense: Option<DenseSlots<'_, Pos>> = (slots <= limits.states.saturating_mul(64)).then_some((slots, &slot));
+        explore(
+            classes,
+            &reps,
+            Some(start_pos),
+            limits.states,
+            |&p, b| Ok(step(p, b)),
+            |&p| accepting(p),
+            || Error::limit("DFA states for a counted repetition", limits.states),
+            dense,
+        )
         .map(Some)
     }
 
@@ -498,6 +519,7 @@ impl Dfa {
             |&s, b| live(dfa.next_state(s, b)),
             |&s| dfa.is_match_state(dfa.next_eoi_state(s)),
             || Error::limit("DFA states for this regular expression", limits.states),
+            None,
         )
     }
 
@@ -799,6 +821,11 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     fits(&v).then_some(v)
 }
 
+/// Keys numbered by a dense slot instead of a hash (`slots` slots, `slot(k) < slots`, one key
+/// per slot): for constructions whose states can be indexed directly.
+type DenseSlots<'a, K> = (usize, &'a dyn Fn(&K) -> usize);
+
+#[allow(clippy::too_many_arguments)]
 fn explore<K: std::hash::Hash + Eq + Clone>(
     classes: [u8; 256],
     reps: &[u8],
@@ -807,12 +834,26 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
     mut step: impl FnMut(&K, u8) -> Result<Option<K>>,
     accepting: impl Fn(&K) -> bool,
     too_many: impl Fn() -> Error,
+    dense: Option<DenseSlots<'_, K>>,
 ) -> Result<Dfa> {
     let stride = reps.len();
     let mut ids: HashMap<K, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
+    let mut slot_ids: Vec<u32> = vec![0; dense.map_or(0, |(n, _)| n)]; // 0: not numbered yet
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
     let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
         use std::collections::hash_map::Entry;
+        if let Some((_, slot)) = dense {
+            let at = slot(&k);
+            if slot_ids[at] != 0 {
+                return Ok(slot_ids[at]);
+            }
+            if order.len() + 1 >= limit {
+                return Err(too_many());
+            }
+            order.push(k);
+            slot_ids[at] = order.len() as u32;
+            return Ok(slot_ids[at]);
+        }
         match ids.entry(k) {
             Entry::Occupied(e) => Ok(*e.get()),
             Entry::Vacant(e) => {
