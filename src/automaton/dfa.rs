@@ -335,6 +335,14 @@ impl Dfa {
     /// complement of "no continuation matches": the parts' dead-end pruning is what makes
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
     pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
+        // Where the tuple space is small enough, tuples are numbered by their slot (mixed
+        // radix over the parts' state counts) instead of a hash.
+        Dfa::product_numbered(parts, limits, 1 << 22)
+    }
+
+    /// [`product`](Dfa::product), numbering tuples by slot when there are at most
+    /// `max_dense` of them (the same table either way: the numbering is breadth-first).
+    fn product_numbered<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits, max_dense: usize) -> Result<Dfa> {
         let k = parts.len();
         let (classes, reps) = common_classes(parts.iter().map(|(d, _)| &**d));
         let too_many = || Error::Limit {
@@ -348,12 +356,24 @@ impl Dfa {
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
         let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
+        let dense: Option<Vec<u32>> = parts
+            .iter()
+            .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
+            .filter(|&n| n <= max_dense)
+            .map(|n| vec![0u32; n]);
+        let slot = |t: &[u32]| parts.iter().zip(t).fold(0usize, |acc, ((d, _), &s)| acc * d.accept.len() + s as usize);
+        let mut slot_ids = dense;
         let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
         let start = if live(&tuples) {
             if limits.states <= 1 {
                 return Err(too_many());
             }
-            ids.insert(tuples.clone().into_boxed_slice(), 1);
+            match slot_ids.as_mut() {
+                Some(v) => v[slot(&tuples)] = 1,
+                None => {
+                    ids.insert(tuples.clone().into_boxed_slice(), 1);
+                }
+            }
             1
         } else {
             tuples.clear();
@@ -370,16 +390,25 @@ impl Dfa {
                 for j in 0..k {
                     buf[j] = parts[j].0.next(tuples[i * k + j], rep);
                 }
+                let known = || match slot_ids.as_ref() {
+                    Some(v) => Some(v[slot(&buf)]).filter(|&id| id != 0),
+                    None => ids.get(&buf[..]).copied(),
+                };
                 let t = if !live(&buf) {
                     DEAD
-                } else if let Some(&id) = ids.get(&buf[..]) {
+                } else if let Some(id) = known() {
                     id
                 } else {
                     n += 1;
                     if n >= limits.states {
                         return Err(too_many());
                     }
-                    ids.insert(buf.clone().into_boxed_slice(), n as u32);
+                    match slot_ids.as_mut() {
+                        Some(v) => v[slot(&buf)] = n as u32,
+                        None => {
+                            ids.insert(buf.clone().into_boxed_slice(), n as u32);
+                        }
+                    }
                     tuples.extend_from_slice(&buf);
                     n as u32
                 };
@@ -959,6 +988,25 @@ mod tests {
         // A complement alone accepts everything else, including what extends the excluded word.
         let d = lexeme(&[("abc", true)]);
         assert!(accepts(&d, "") && accepts(&d, "ab") && accepts(&d, "abcd") && !accepts(&d, "abc"));
+    }
+
+    #[test]
+    fn products_numbered_by_slot_or_by_hash_are_the_same_table() {
+        let cases: &[&[(&str, bool)]] = &[
+            &[("[a-z]*ab[a-z]*", false), ("[a-z]{0,4}", false), ("abab", true)],
+            &[("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)],
+            &[("[^\"]{0,40}", false), ("(?:https?|ftp)://[a-z.]+(?:/[a-z0-9]*)*", false)],
+            &[("abc", true)],
+        ];
+        for parts in cases {
+            let dfas: Vec<(Arc<Dfa>, bool)> =
+                parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
+            let by_slot = Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX).unwrap();
+            let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0).unwrap();
+            assert!(by_slot.state_count() > 1, "{parts:?}");
+            assert_eq!((&by_slot.trans, &by_slot.accept, by_slot.start), (&by_hash.trans, &by_hash.accept, by_hash.start), "{parts:?}");
+            assert_eq!(by_slot.classes, by_hash.classes);
+        }
     }
 
     #[test]
