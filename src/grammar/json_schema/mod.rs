@@ -194,14 +194,17 @@ impl<'s> Compiler<'s> {
 
     /// Runs `f`; if it fails, undoes what it did to the compiler (rules, caches, notes), so the
     /// caller can try another way.
+    ///
+    /// `ref_rules` and `named` only ever gain entries, each naming a rule created with it, so
+    /// the entries that `f` added are exactly those naming rules past the mark (no copy of the
+    /// maps per attempt: a large schema makes thousands of attempts).
     fn attempt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let (rules, ref_rules, named, unenforced, depth) =
-            (self.rules.len(), self.ref_rules.clone(), self.named.clone(), self.unenforced.len(), self.depth);
+        let (rules, unenforced, depth) = (self.rules.len(), self.unenforced.len(), self.depth);
         let r = f(self);
         if r.is_err() {
             self.rules.truncate(rules);
-            self.ref_rules = ref_rules;
-            self.named = named;
+            self.ref_rules.retain(|_, r| (r.0 as usize) < rules);
+            self.named.retain(|_, r| (r.0 as usize) < rules);
             self.unenforced.truncate(unenforced);
             self.depth = depth;
         }
