@@ -96,9 +96,10 @@ struct SampleArgs {
     #[arg(long)]
     unique: bool,
     /// With --cover/--mutate: recursion depth (recursive rules entered) beyond which only
-    /// closing choices are made.
-    #[arg(long, default_value_t = 24)]
-    max_depth: u32,
+    /// closing choices are made [default with --cover: deep enough to reach every rule of the
+    /// grammar, 24 to 1,024; with --mutate: 24].
+    #[arg(long)]
+    max_depth: Option<u32>,
     /// With --cover/--mutate: write the full coverage report (per rule, uncovered units) here.
     #[arg(long)]
     coverage_json: Option<PathBuf>,
@@ -374,7 +375,11 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     };
     let grammar = Arc::new(strictly::fuzz::fuzz_grammar(constraint)?);
     let checker = Checker::new(constraint)?;
-    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth, max_bytes: 256, cover: true })?;
+    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth.unwrap_or(24), max_bytes: 256, cover: true })?;
+    if a.max_depth.is_none() && !a.mutate {
+        // Rules nested through long cycles of references are out of reach at a fixed depth.
+        gen.set_max_depth(gen.auto_max_depth());
+    }
     gen.set_max_bytes(match a.max_tokens {
         Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
         // Near misses are about one edit, not coverage: small samples keep them cheap to check.
@@ -428,7 +433,7 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     }
     let cov = gen.coverage();
     let mut summary = json!({
-        "samples": emitted, "attempts": attempts, "rejected_by_checker": rejected, "max_bytes": gen.options().max_bytes,
+        "samples": emitted, "attempts": attempts, "rejected_by_checker": rejected, "max_bytes": gen.options().max_bytes, "max_depth": gen.options().max_depth,
         "units_covered": cov.covered, "units_total": cov.total,
         "rules_covered": cov.rules_covered, "rules_total": cov.rules_total,
     });

@@ -194,6 +194,41 @@ fn wide_schema_rules_are_covered_with_the_scaled_budget() {
 }
 
 #[test]
+fn rules_deep_in_a_cycle_of_refs_are_covered_with_the_scaled_depth() {
+    // d0 -> d1 -> ... -> d15 -> d0, each with an enum of its own: every level is about three
+    // recursive entries, so the later levels are out of reach at the old fixed depth of 24.
+    const N: usize = 16;
+    let defs: serde_json::Map<String, Value> = (0..N)
+        .map(|i| {
+            let next = json!({"$ref": format!("#/$defs/d{}", (i + 1) % N)});
+            (format!("d{i}"), json!({"type": "object", "properties": {"next": next, format!("k{i}"): {"enum": [format!("x{i}"), format!("y{i}")]}}, "additionalProperties": false}))
+        })
+        .collect();
+    let schema = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    let c = Constraint::JsonSchema(schema.clone(), Default::default());
+    let g = Arc::new(strictly::fuzz::fuzz_grammar(&c).unwrap());
+    let checker = Checker::new(&c).unwrap();
+    let v = validator(&schema);
+    let run = |max_depth: u32| {
+        let mut gen = Generator::new(g.clone(), GenOptions { max_depth, max_bytes: 768, cover: true }).unwrap();
+        let mut src = RngSource::new(0);
+        for _ in 0..80 {
+            let d = gen.draw(&mut src).unwrap();
+            let text = String::from_utf8(d.text.clone()).unwrap();
+            assert!(checker.accepts(text.as_bytes()) && v.is_valid(&serde_json::from_str::<Value>(&text).unwrap()), "{text}");
+            gen.record(&d);
+        }
+        gen.coverage()
+    };
+    let auto = Generator::new(g.clone(), GenOptions::default()).unwrap().auto_max_depth();
+    assert!(auto > 24 && auto <= 1024, "auto depth {auto}");
+    let shallow = run(24);
+    assert!(shallow.rules_covered < shallow.rules_total, "depth 24 already reaches every rule");
+    let deep = run(auto);
+    assert_eq!((deep.covered, deep.rules_covered), (deep.total, deep.rules_total), "uncovered at depth {auto}: {:?}", deep.uncovered);
+}
+
+#[test]
 fn schema_near_misses_are_invalid() {
     let schema = branchy_schema();
     let c = Constraint::JsonSchema(schema.clone(), Default::default());

@@ -166,6 +166,19 @@ impl Generator {
         (units.saturating_mul(4)).clamp(256, 16_384) as u32
     }
 
+    /// The recursion depth [`GenOptions::max_depth`] for this grammar when the caller gives
+    /// none: deep enough to reach every reachable rule and close from it
+    /// ([`Plan::depth_to_reach_all`](super::plan::Plan::depth_to_reach_all)) with a margin of
+    /// 8, at least 24 and at most 1,024. The byte budget still bounds each sample.
+    pub fn auto_max_depth(&self) -> u32 {
+        self.plan.depth_to_reach_all(self.g.start).saturating_add(8).clamp(24, 1024)
+    }
+
+    /// Sets the recursion depth bound for the next draws.
+    pub fn set_max_depth(&mut self, max_depth: u32) {
+        self.opts.max_depth = max_depth;
+    }
+
     /// Sets the byte budget for the next draws.
     pub fn set_max_bytes(&mut self, max_bytes: u32) {
         self.opts.max_bytes = max_bytes;

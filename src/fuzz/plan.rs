@@ -93,6 +93,34 @@ pub struct Plan {
     pub rule_refs: Vec<Vec<RuleId>>,
 }
 
+impl Plan {
+    /// The recursion depth that lets a derivation from `start` reach every reachable rule and
+    /// still close from it: the most, over those rules, of the fewest recursive entries on the
+    /// way there (a 0-1 breadth-first search over the references: an entry within a component
+    /// costs one) plus the rule's own least height. A schema whose definitions nest through
+    /// long cycles of `$ref`s needs far more than the default depth to reach its inner ones.
+    pub fn depth_to_reach_all(&self, start: RuleId) -> u32 {
+        let n = self.rule_refs.len();
+        let mut reach = vec![INF; n];
+        let mut queue = std::collections::VecDeque::from([start.0 as usize]);
+        reach[start.0 as usize] = 0;
+        while let Some(r) = queue.pop_front() {
+            for q in &self.rule_refs[r] {
+                let q = q.0 as usize;
+                let cost = u32::from(self.scc[q] == self.scc[r]);
+                if reach[r] + cost < reach[q] {
+                    reach[q] = reach[r] + cost;
+                    match cost {
+                        0 => queue.push_front(q),
+                        _ => queue.push_back(q),
+                    }
+                }
+            }
+        }
+        (0..n).filter(|&r| reach[r] != INF && self.rule_height[r] != INF).map(|r| reach[r].saturating_add(self.rule_height[r])).max().unwrap_or(0)
+    }
+}
+
 pub fn addr(e: &Expr) -> usize {
     e as *const Expr as usize
 }
