@@ -69,11 +69,17 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 /// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
+    let rest: Map<String, Value> = obj.iter().filter(|(k, _)| *k != "not").map(|(k, v)| (k.clone(), v.clone())).collect();
+    rewrite_not_of(rest, not)
+}
+
+/// [`rewrite_not`] of `obj` (without its `not`) and the `not`'s schema `not`: the copy of
+/// `obj` is the caller's (no copy of the `not` is made to remove it again).
+fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<Map<String, Value>> {
     let keys: Vec<&str> = not.iter().filter(|(k, v)| VALIDATION.contains(&k.as_str()) && !no_op(k, v)).map(|(k, _)| k.as_str()).collect();
-    let mut out = obj.clone();
-    out.remove("not");
+    let mut out = obj;
     const ALL: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
-    let current: Vec<String> = match obj.get("type") {
+    let current: Vec<String> = match out.get("type") {
         None => ALL.iter().map(|s| s.to_string()).collect(),
         Some(t) => type_list(t).iter().map(|s| s.to_string()).collect(),
     };
@@ -286,9 +292,12 @@ fn add_to_all_of(out: &mut Map<String, Value>, parts: impl IntoIterator<Item = V
     if parts.peek().is_none() {
         return;
     }
-    let mut all = out.get("allOf").and_then(Value::as_array).cloned().unwrap_or_default();
-    all.extend(parts);
-    out.insert("allOf".into(), Value::Array(all));
+    match out.get_mut("allOf") {
+        Some(Value::Array(all)) => all.extend(parts),
+        _ => {
+            out.insert("allOf".into(), Value::Array(parts.collect()));
+        }
+    }
 }
 
 /// Adds `anyOf: alts` to `out`'s `allOf` (`false` when there are no alternatives).
@@ -867,9 +876,8 @@ fn with_not(b: &Value, other: &Value) -> Option<(Value, bool)> {
         ),
         (Value::Object(o), _) => {
             let direct = || {
-                let mut m = if o.contains_key("not") { rewrite_not(o)? } else { o.clone() };
-                m.insert("not".into(), other.clone());
-                rewrite_not(&m).map(Value::Object)
+                let m = if o.contains_key("not") { rewrite_not(o)? } else { o.clone() };
+                rewrite_not_of(m, other.as_object()?).map(Value::Object)
             };
             Some(direct().map_or_else(deferred, |v| (v, false)))
         }
