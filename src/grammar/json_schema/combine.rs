@@ -170,7 +170,7 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
         }
         // not (A ∨ B) = not A ∧ not B; not (A ∧ B) = not A ∨ not B.
         ["anyOf"] | ["allOf"] if !has_type => {
-            let parts: Vec<Value> = not[others[0]].as_array()?.iter().map(|p| serde_json::json!({ "not": p })).collect();
+            let parts: Vec<Value> = not[others[0]].as_array()?.iter().map(|p| keyword("not", p.clone())).collect();
             if others[0] == "anyOf" {
                 add_to_all_of(&mut out, parts);
             } else {
@@ -280,7 +280,7 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
         // not (A ∧ B ∧ ...) = not A ∨ not B ∨ ..., over independent groups of keywords.
         _ => {
             let parts = conjuncts(not)?;
-            push_any_of(&mut out, parts.into_iter().map(|p| serde_json::json!({ "not": p })).collect());
+            push_any_of(&mut out, parts.into_iter().map(|p| keyword("not", p)).collect());
             Some(out)
         }
     }
@@ -298,6 +298,12 @@ fn add_to_all_of(out: &mut Map<String, Value>, parts: impl IntoIterator<Item = V
             out.insert("allOf".into(), Value::Array(parts.collect()));
         }
     }
+}
+
+/// `{key: value}`, moving `value` in (`json!` would copy it through serialization: a deep
+/// copy of whole subschemas on the hot paths of `oneOf` and `allOf`).
+pub(super) fn keyword(key: &str, value: Value) -> Value {
+    Value::Object(Map::from_iter([(key.to_string(), value)]))
 }
 
 /// Adds `anyOf: alts` to `out`'s `allOf` (`false` when there are no alternatives).
@@ -640,7 +646,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
             let mut a = obj.clone();
             let one = a.remove("oneOf").unwrap();
             let any = a.remove("anyOf").unwrap();
-            let merged = serde_json::json!({"allOf": [Value::Object(a), {"anyOf": any}, {"oneOf": one}]});
+            let merged = keyword("allOf", Value::Array(vec![Value::Object(a), keyword("anyOf", any), keyword("oneOf", one)]));
             return Ok(Some(c.schema(&merged, pointer)?));
         }
         (Some(b), None) => ("anyOf", b),
@@ -655,7 +661,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         true => obj.iter().filter(|(k, _)| *k != kw).map(|(k, v)| (k.clone(), v.clone())).collect(),
         false => Map::new(),
     };
-    let with_siblings = |b: &Value| serde_json::json!({"allOf": [Value::Object(siblings.clone()), b]});
+    let with_siblings = |b: &Value| keyword("allOf", Value::Array(vec![Value::Object(siblings.clone()), b.clone()]));
     let compile_all = |c: &mut Compiler, full: &[Value]| -> Result<Expr> {
         let mut alts = Vec::new();
         for (i, b) in full.iter().enumerate() {
@@ -866,13 +872,13 @@ fn remove_type(b: &mut Value, t: &str) {
 /// rewrites at once, else an `allOf` left for the compiler (which resolves `$ref`s inside the
 /// `not` and rewrites level by level, or reports what it cannot write).
 fn with_not(b: &Value, other: &Value) -> Option<(Value, bool)> {
-    let deferred = || (serde_json::json!({"allOf": [b, {"not": other}]}), true);
+    let deferred = || (keyword("allOf", Value::Array(vec![b.clone(), keyword("not", other.clone())])), true);
     match (b, other) {
         (Value::Bool(false), _) | (_, Value::Bool(true)) => Some((Value::Bool(false), false)),
         (_, Value::Bool(false)) => Some((b.clone(), false)),
         (Value::Bool(true), _) => Some(
             rewrite_not(&Map::from_iter([("not".to_string(), other.clone())]))
-                .map_or_else(|| (serde_json::json!({"not": other}), true), |v| (Value::Object(v), false)),
+                .map_or_else(|| (keyword("not", other.clone()), true), |v| (Value::Object(v), false)),
         ),
         (Value::Object(o), _) => {
             let direct = || {
@@ -1106,7 +1112,7 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
                 if xa.len() * xb.len() > 64 {
                     return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
                 }
-                Value::Array(xa.iter().flat_map(|x| xb.iter().map(move |y| serde_json::json!({"allOf": [x, y]}))).collect())
+                Value::Array(xa.iter().flat_map(|x| xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()])))).collect())
             }
             _ if ANNOTATIONS.contains(&k.as_str()) => continue,
             "multipleOf" => match (av.as_u64(), bv.as_u64()) {
@@ -1213,7 +1219,7 @@ fn both(a: Value, b: Value) -> Value {
         (Value::Bool(true), _) => b,
         (_, Value::Bool(true)) => a,
         _ if a == b => a,
-        _ => serde_json::json!({"allOf": [a, b]}),
+        _ => keyword("allOf", Value::Array(vec![a, b])),
     }
 }
 

@@ -226,7 +226,7 @@ impl Keys {
         }
         let mut all = vec![own];
         all.extend(matching);
-        Ok((serde_json::json!({ "allOf": all }), at))
+        Ok((super::combine::keyword("allOf", Value::Array(all)), at))
     }
 
     /// The keys other than `declared`, split by which patterns match them: for each region
@@ -264,7 +264,7 @@ impl Keys {
                 [i] => (self.patterns[*i].3.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
                 _ => {
                     let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].3.clone()).collect();
-                    (serde_json::json!({ "allOf": all }), join(pointer, "patternProperties"))
+                    (super::combine::keyword("allOf", Value::Array(all)), join(pointer, "patternProperties"))
                 }
             };
             if value == Value::Bool(false) {

@@ -223,7 +223,7 @@ impl<'s> Compiler<'s> {
             }
             let rule = self.new_rule(&key);
             self.ref_rules.insert(key, rule);
-            let body = self.schema(&serde_json::json!({ "not": inlined }), pointer)?;
+            let body = self.schema(&super::combine::keyword("not", inlined), pointer)?;
             self.rules[rule.0 as usize].body = body;
             return Ok(Expr::Rule(rule));
         }
