@@ -808,7 +808,7 @@ fn merged_view(c: &Compiler, s: &Value) -> Value {
         if part.as_object().is_some_and(|o| HARD.iter().any(|k| o.contains_key(*k))) {
             return s.clone();
         }
-        match merge(&merged, &part) {
+        match merge(merged, &part) {
             Ok(m) => merged = m,
             Err(_) => return s.clone(),
         }
@@ -1007,9 +1007,10 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
             }
             part = Value::Object(o);
         }
-        match merge(&merged, &part) {
+        match merge(merged, &part) {
             Ok(m) => merged = m,
-            Err(why) => {
+            Err((unchanged, why)) => {
+                merged = unchanged;
                 c.unenforced(pointer, "allOf", why)?;
             }
         }
@@ -1017,14 +1018,57 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
     Ok(Some(merged))
 }
 
-/// The intersection of two schemas as one schema, or why it cannot be written exactly.
-fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
-    let (a, b) = match (a, b) {
+/// The intersection of two schemas as one schema, or why it cannot be written exactly (with
+/// `a` back, unchanged). `a` is taken, not copied: it is the running result of a whole `allOf`.
+fn merge(a: Value, b: &Value) -> std::result::Result<Value, (Value, String)> {
+    match (&a, b) {
         (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
-        (Value::Bool(true), x) | (x, Value::Bool(true)) => return Ok(x.clone()),
-        (Value::Object(a), Value::Object(b)) => (a, b),
-        _ => return Err("a subschema is neither an object nor a boolean".into()),
-    };
+        (Value::Bool(true), x) => return Ok(x.clone()),
+        (_, Value::Bool(true)) => return Ok(a),
+        (Value::Object(_), Value::Object(_)) => {}
+        _ => return Err((a, "a subschema is neither an object nor a boolean".into())),
+    }
+    let (Value::Object(mut a), Value::Object(b)) = (a, b) else { unreachable!("both objects") };
+    // Every change is worked out against `a` as it is, then applied to it in order.
+    match merge_changes(&a, b) {
+        Ok(Merged::Whole(v)) => Ok(v),
+        Ok(Merged::Changes(changes)) => {
+            for (k, v) in changes.0 {
+                match v {
+                    Some(v) => {
+                        a.insert(k, v);
+                    }
+                    None => {
+                        a.remove(&k);
+                    }
+                }
+            }
+            Ok(Value::Object(a))
+        }
+        Err(why) => Err((Value::Object(a), why)),
+    }
+}
+
+/// Inserts (`Some`) and removals (`None`) of keywords, in order.
+#[derive(Default)]
+struct Changes(Vec<(String, Option<Value>)>);
+
+impl Changes {
+    fn insert(&mut self, k: String, v: Value) {
+        self.0.push((k, Some(v)));
+    }
+    fn remove(&mut self, k: &str) {
+        self.0.push((k.to_string(), None));
+    }
+}
+
+/// What merging two object schemas gives: a new schema, or changes to the first.
+enum Merged {
+    Whole(Value),
+    Changes(Changes),
+}
+
+fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result::Result<Merged, String> {
     if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
         // Nested references/allOf: wrap and let the caller resolve level by level.
         if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf")) {
@@ -1040,11 +1084,11 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
             }
             all.push(Value::Object(w));
             out.insert("allOf".into(), Value::Array(all));
-            return Ok(Value::Object(out));
+            return Ok(Merged::Whole(Value::Object(out)));
         }
         return Err("nested `$ref`/`allOf` on both sides".into());
     }
-    let mut out = a.clone();
+    let mut out = Changes::default();
     for (k, bv) in b {
         let Some(av) = a.get(k) else {
             out.insert(k.clone(), bv.clone());
@@ -1144,7 +1188,7 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
         out.insert("items".into(), both(ra, rb));
     }
     merge_members(a, b, &mut out)?;
-    Ok(Value::Object(out))
+    Ok(Merged::Changes(out))
 }
 
 /// Merges the member keywords of two object schemas into `out`: each declared key gets what
@@ -1152,7 +1196,7 @@ fn merge(a: &Value, b: &Value) -> std::result::Result<Value, String> {
 /// `additionalProperties`); patterns are united. Exact unless a side's
 /// `additionalProperties` would have to hold for keys that only the *other* side's patterns
 /// match (the merged schema cannot say that): then it is an error.
-fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Map<String, Value>) -> std::result::Result<(), String> {
+fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) -> std::result::Result<(), String> {
     let members = |o: &Map<String, Value>| o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties");
     if !members(a) || !members(b) {
         return Ok(()); // one side has nothing to say about members: `out` already has the other's
