@@ -60,6 +60,9 @@ pub struct Dfa {
     /// Unique per built table (a clone keeps it: tables never change once built), so caches
     /// outside one compile can name a DFA (see [`id`](Dfa::id)).
     id: u64,
+    /// A large counted repetition, computed on the fly: `trans` is empty and [`next`](Dfa::next)
+    /// asks the counter ([`Dfa::counted`]).
+    counter: Option<Arc<Counter>>,
 }
 
 /// The next [`Dfa::id`].
@@ -418,7 +421,7 @@ impl Dfa {
             accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
             i += 1;
         }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id() };
+        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id(), counter: None };
         dfa.prune_dead_ends();
         Ok(dfa)
     }
@@ -429,6 +432,14 @@ impl Dfa {
     /// on, so a unit ends exactly where it is complete), non-empty, and `close` cannot start
     /// a unit (so the end of the repetition is never in doubt).
     pub fn counted(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], limits: DfaLimits) -> Result<Option<Dfa>> {
+        Dfa::counted_with(open, unit, min, max, close, limits, MAX_TABLED_COUNTED)
+    }
+
+    /// [`counted`](Dfa::counted), tabled when it has at most `max_tabled` states and computed
+    /// on the fly ([`Counter`]) above that: a string of at most 5,000 characters is 70,000
+    /// states (about 14 per count: the states inside one escaped or multi-byte character),
+    /// whose table took most of a compile to build and search.
+    fn counted_with(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], limits: DfaLimits, max_tabled: usize) -> Result<Option<Dfa>> {
         let n_unit = unit.accept.len();
         let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
         let u0 = unit.start;
@@ -496,6 +507,13 @@ impl Dfa {
         // Every position has a slot: open bytes, then (count, unit state), then close bytes.
         let (n_open, n_close) = (open.len(), close.len());
         let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
+        if slots > max_tabled {
+            let counter = Counter::new(open, unit, min, max, close, reps.clone());
+            if counter.states > limits.states {
+                return Err(Error::limit("DFA states for a counted repetition", limits.states));
+            }
+            return Ok(Some(counter.into_dfa(classes)));
+        }
         let slot = |p: &Pos| match *p {
             Pos::Open(i) => i as usize,
             Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
@@ -578,6 +596,9 @@ impl Dfa {
     #[inline(always)]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
         debug_assert!((state as usize) < self.accept.len());
+        if let Some(c) = &self.counter {
+            return c.next(state, byte);
+        }
         self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
     }
 
@@ -620,8 +641,11 @@ impl Dfa {
 
     /// The one byte that may follow `state`, if exactly one byte value keeps it alive.
     pub fn only_byte(&self, state: u32) -> Option<u8> {
-        let row = &self.trans[state as usize * self.stride..][..self.stride];
-        let mut live = row.iter().enumerate().filter(|(_, &t)| t != DEAD);
+        let step = |c: usize| match &self.counter {
+            Some(k) => k.next(state, k.reps[c]),
+            None => self.trans[state as usize * self.stride + c],
+        };
+        let mut live = (0..self.stride).map(step).enumerate().filter(|&(_, t)| t != DEAD);
         let (class, _) = live.next()?;
         if live.next().is_some() {
             return None;
@@ -660,6 +684,11 @@ impl Dfa {
     /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
     /// states.
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
+        if let Some(c) = &self.counter {
+            let mut usable = [false; 256];
+            (0..256).for_each(|b| usable[b] = classes[self.classes[b] as usize]);
+            return c.distances(&usable);
+        }
         let n = self.accept.len();
         let mut edges = Vec::new();
         // One edge per distinct successor (most classes of a row share one): `seen[t] == s`
@@ -850,6 +879,170 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     fits(&v).then_some(v)
 }
 
+/// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
+const MAX_TABLED_COUNTED: usize = 4096;
+
+/// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
+/// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
+///
+/// States: 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
+/// states per count `k` in `0..=cap`, the unit's non-accepting states in `row` order (the
+/// unit's start first: "between units"); then "read `close[..i]`" for `i` in `1..=|close|`.
+/// A unit's accepting state is never a state here: completing a unit moves to the next row's
+/// start (`cap` saturates when there is no maximum). States inside a unit on the row of the
+/// maximum cannot be reached (no unit starts there) and are dead.
+///
+/// Every other state is live (the unit is pruned, so a started unit can complete, and counts
+/// up to the maximum can reach the minimum), which is what lets `dist` and `open` be written
+/// down directly instead of searched.
+struct Counter {
+    unit: Dfa,
+    open: Vec<u8>,
+    close: Vec<u8>,
+    min: u32,
+    max: Option<u32>,
+    cap: u32,
+    /// Unit state → its place in a row (`u32::MAX`: accepting or dead, never a state here).
+    place: Vec<u32>,
+    /// Place in a row → unit state.
+    row: Vec<u32>,
+    /// One byte per class of the counted automaton.
+    reps: Vec<u8>,
+    /// First state of row 0, first "close" state, number of states.
+    rows_at: u32,
+    close_at: u32,
+    states: usize,
+}
+
+impl Counter {
+    fn new(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], reps: Vec<u8>) -> Counter {
+        let cap = max.unwrap_or(min);
+        let mut row = vec![unit.start];
+        row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
+        let mut place = vec![u32::MAX; unit.accept.len()];
+        row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
+        let rows_at = 1 + open.len() as u32;
+        let close_at = rows_at + (cap + 1) * row.len() as u32;
+        let states = close_at as usize + close.len();
+        Counter { unit: unit.clone(), open: open.to_vec(), close: close.to_vec(), min, max, cap, place, row, reps, rows_at, close_at, states }
+    }
+
+    fn width(&self) -> u32 {
+        self.row.len() as u32
+    }
+
+    /// The start of row `k`.
+    fn between(&self, k: u32) -> u32 {
+        self.rows_at + k * self.width()
+    }
+
+    #[inline]
+    fn next(&self, state: u32, b: u8) -> u32 {
+        if state == DEAD {
+            return DEAD;
+        }
+        if state < self.rows_at {
+            let i = (state - 1) as usize;
+            return match self.open[i] == b {
+                false => DEAD,
+                true if i + 1 == self.open.len() => self.between(0),
+                true => state + 1,
+            };
+        }
+        if state >= self.close_at {
+            let i = (state - self.close_at) as usize + 1; // close[..i] read
+            return if self.close.get(i) == Some(&b) { state + 1 } else { DEAD };
+        }
+        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
+        let at_max = self.max == Some(k);
+        if p == 0 {
+            if self.close.first() == Some(&b) {
+                return if k >= self.min { self.close_at } else { DEAD };
+            }
+            if at_max {
+                return DEAD;
+            }
+        } else if at_max {
+            return DEAD; // unreachable: no unit starts on the maximum's row
+        }
+        let t = self.unit.next(self.row[p as usize], b);
+        if t == DEAD {
+            return DEAD;
+        }
+        if self.unit.accept[t as usize] {
+            return self.between((k + 1).min(self.cap));
+        }
+        self.between(k) + self.place[t as usize]
+    }
+
+    /// Fewest bytes to acceptance from every state, using only bytes with `usable[b]`
+    /// (`u32::MAX`: none), written down from the unit's own distances.
+    fn distances(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let inf = u32::MAX;
+        let unit_dist: Vec<u32> = self.unit.dist_using_uncached(usable);
+        let unit_min = unit_dist[self.unit.start as usize];
+        let close_ok = self.close.iter().all(|&b| usable[b as usize]);
+        let add = |a: u32, b: u32| if a == inf || b == inf { inf } else { a.saturating_add(b) };
+        // From the start of row k: the units still needed, then `close`.
+        let between = |k: u32| -> u32 {
+            if !close_ok {
+                return inf;
+            }
+            let needed = self.min.saturating_sub(k);
+            if needed == 0 {
+                return self.close.len() as u32;
+            }
+            if unit_min == inf {
+                return inf;
+            }
+            needed.saturating_mul(unit_min).saturating_add(self.close.len() as u32)
+        };
+        let mut d = vec![inf; self.states];
+        for (i, slot) in d.iter_mut().enumerate().take(self.rows_at as usize).skip(1) {
+            let rest = self.open.len() - (i - 1);
+            *slot = if self.open[i - 1..].iter().all(|&b| usable[b as usize]) { add(rest as u32, between(0)) } else { inf };
+        }
+        for k in 0..=self.cap {
+            for (p, &s) in self.row.iter().enumerate() {
+                let at = (self.between(k) + p as u32) as usize;
+                d[at] = if p == 0 {
+                    between(k)
+                } else if self.max == Some(k) {
+                    inf
+                } else {
+                    add(unit_dist[s as usize], between((k + 1).min(self.cap)))
+                };
+            }
+        }
+        for i in 1..=self.close.len() {
+            let at = self.close_at as usize + i - 1;
+            d[at] = if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
+        }
+        d
+    }
+
+    /// The automaton: no table, `accept`, `open` and `dist` written down.
+    fn into_dfa(self, classes: [u8; 256]) -> Dfa {
+        let n = self.states;
+        let dist = self.distances(&[true; 256]);
+        let mut accept = vec![false; n];
+        let mut open = vec![false; n];
+        for s in 1..n as u32 {
+            if s >= self.close_at {
+                accept[s as usize] = (s - self.close_at) as usize + 1 == self.close.len();
+            } else if s >= self.rows_at {
+                let k = (s - self.rows_at) / self.width();
+                accept[s as usize] = self.close.is_empty() && (s - self.rows_at) % self.width() == 0 && k >= self.min;
+            }
+            open[s as usize] = dist[s as usize] != u32::MAX && self.reps.iter().any(|&b| self.next(s, b) != DEAD);
+        }
+        let start = if self.open.is_empty() { self.between(0) } else { 1 };
+        let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
+        let stride = self.reps.len();
+        Dfa { classes, stride, trans: Vec::new(), accept, open, dist, start, dist_memo: OnceLock::new(), id: next_id(), counter: Some(Arc::new(self)) }
+    }
+}
+
 /// Keys numbered by a dense slot instead of a hash (`slots` slots, `slot(k) < slots`, one key
 /// per slot): for constructions whose states can be indexed directly.
 type DenseSlots<'a, K> = (usize, &'a dyn Fn(&K) -> usize);
@@ -913,7 +1106,7 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id() };
+    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id(), counter: None };
     dfa.prune_dead_ends();
     Ok(dfa)
 }
@@ -1076,28 +1269,49 @@ mod tests {
         assert!(Dfa::splice(&not_prefix_free, &rest, DfaLimits::default()).unwrap().is_none());
     }
 
+    fn usable_of(bytes: &[u8]) -> [bool; 256] {
+        let mut u = [false; 256];
+        bytes.iter().for_each(|&b| u[b as usize] = true);
+        u
+    }
+
     #[test]
     fn counted_equals_the_regex() {
         let unit = r#"(?:[^"\\]|\\["\\n]|\\u00[0-9a-f]{2})"#;
         let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
-        for (min, max) in [(0, Some(3)), (2, Some(2)), (1, None), (0, None), (3, Some(5))] {
-            let l = Lexeme::counted(b"\"", hir(unit), min, max, b"\"");
-            let Lexeme::Counted { full, .. } = &l else { unreachable!() };
-            let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
-            let fast = Dfa::counted(b"\"", &unit_dfa, min, max, b"\"", DfaLimits::default()).unwrap().expect("prefix-free unit");
-            let slow = Dfa::from_hir(full, DfaLimits::default()).unwrap();
-            // Every string over a small alphabet up to length 7: same acceptance, same liveness.
-            let alphabet: &[u8] = b"\"\\anu0f";
-            let mut words: Vec<Vec<u8>> = vec![Vec::new()];
-            for len in 0..7 {
-                let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
-                words.extend(next);
-            }
-            for w in &words {
-                let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
-                assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{min} {max:?} {:?}", String::from_utf8_lossy(w));
-                assert_eq!(a == DEAD, b == DEAD, "{min} {max:?} {:?}", String::from_utf8_lossy(w));
-                assert_eq!(fast.dist(a), slow.dist(b));
+        let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
+        // Every string over a small alphabet up to length 6.
+        let alphabet: &[u8] = b"\"\\anu0b";
+        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+        for len in 0..6 {
+            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
+            words.extend(next);
+        }
+        let usables = [usable_of(alphabet), usable_of(b"\"a"), usable_of(b"a\\n"), usable_of(b"ab\"")];
+        for (open, close) in [(&b"\""[..], &b"\""[..]), (b"", b""), (b"ab", b"\"b")] {
+            for (min, max) in [(0, Some(3)), (2, Some(2)), (1, None), (0, None), (2, Some(4))] {
+                let l = Lexeme::counted(open, hir(unit), min, max, close);
+                let Lexeme::Counted { full, .. } = &l else { unreachable!() };
+                let slow = Dfa::from_hir(full, DfaLimits::default()).unwrap();
+                let slow_using: Vec<Arc<[u32]>> = usables.iter().map(|u| slow.dist_using(u)).collect();
+                // Tabled, and computed on the fly: same acceptance, liveness, distances.
+                for max_tabled in [usize::MAX, 0] {
+                    let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled).unwrap().expect("prefix-free unit");
+                    assert_eq!(fast.counter.is_some(), max_tabled == 0);
+                    let fast_using: Vec<Arc<[u32]>> = usables.iter().map(|u| fast.dist_using(u)).collect();
+                    for w in &words {
+                        let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
+                        let at = format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
+                        assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
+                        assert_eq!(a == DEAD, b == DEAD, "{at}");
+                        assert_eq!(fast.dist(a), slow.dist(b), "{at}");
+                        assert_eq!(fast.can_continue(a), slow.can_continue(b), "{at}");
+                        assert_eq!(fast.only_byte(a), slow.only_byte(b), "{at}");
+                        for (fu, su) in fast_using.iter().zip(&slow_using) {
+                            assert_eq!(fu[a as usize], su[b as usize], "{at}");
+                        }
+                    }
+                }
             }
         }
         // A unit that is not prefix-free is refused (the caller falls back to the regex).

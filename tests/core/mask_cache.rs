@@ -37,6 +37,9 @@ fn schemas() -> Vec<serde_json::Value> {
                "required": ["n", "i", "b", "z", "m"]}),
         json!({"enum": ["a", "ab", "abc", 1, 12, 123.5, true, null, {"k": "v"}, ["x"]]}),
         json!({"type": "array", "items": {"type": ["integer", "string", "boolean"]}, "minItems": 2}),
+        // Long length bounds: counted strings computed on the fly instead of tabled.
+        json!({"type": "object", "properties": {"long": {"type": "string", "minLength": 2, "maxLength": 2000}, "tag": {"type": "string", "maxLength": 600}},
+               "required": ["long", "tag"]}),
     ]
 }
 
