@@ -1,5 +1,5 @@
-//! `Dfa`: a compact, fully-built byte DFA for one regular language, with the facts the matcher
-//! needs per state (accepting? how far to acceptance?).
+//! `Dfa`: a compact byte DFA for one regular language, with the facts the matcher needs per
+//! state (accepting? how far to acceptance?).
 //!
 //! Built from a `regex-automata` dense DFA (anchored, `MatchKind::All` so no alternative is
 //! pruned, byte classes), then copied into our own table:
@@ -9,9 +9,17 @@
 //! - `accept[s]` says the bytes read so far are a complete match (regex-automata reports
 //!   matches one byte late, so we ask its end-of-input transition).
 //!
+//! Other constructions build the same kind of table directly (finite sets of strings as tries,
+//! splices, products for intersections and complements, counters for length bounds), numbering
+//! tuples by a dense slot where the tuple space is small. One kind is not a table: a counted
+//! repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000} `"` has
+//! 70,000) is computed on the fly by a `Counter` (`next` by arithmetic over the unit's table;
+//! `accept`, `open` and `dist` written down), which behaves exactly as its table would.
+//!
 //! Invariants: the dead state is always 0 and maps every class to 0; `start != 0` unless the
 //! language is empty; `dist[s]` is the fewest bytes from `s` to an accepting state
-//! (`u32::MAX` only for the dead state).
+//! (`u32::MAX` only for the dead state, and for a counter's states that no transition reaches);
+//! `next` never leads to a state with `dist == u32::MAX` other than the dead state.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
