@@ -212,14 +212,18 @@ fn content_step(dfa: &Dfa, d: u32, c: u32, b: u8) -> Option<Option<(u32, u32)>> 
 /// at most `max` bytes: the fewest bytes after which the DFA can be accepting, and after which
 /// it can be dead (`usize::MAX`: not within `max`). A search from the one state; see
 /// [`content_reach_table`] for all states at once.
-fn content_reach(dfa: &Dfa, state: u32, max: usize) -> (usize, usize) {
+///
+/// With `first`, the search stops at the first depth where either is found (the other may
+/// then be reported as not found): enough where only the smaller of the two matters.
+fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usize) {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let (mut accept, mut dead) = (usize::MAX, usize::MAX);
     let mut visited: HashSet<(u32, u32), FxBuild> = HashSet::default();
     let mut frontier = vec![(state, q.start())];
     let mut depth = 0;
-    while !frontier.is_empty() && depth < max && (accept == usize::MAX || dead == usize::MAX) {
+    let done = |accept: usize, dead: usize| if first { accept != usize::MAX || dead != usize::MAX } else { accept != usize::MAX && dead != usize::MAX };
+    while !frontier.is_empty() && depth < max && !done(accept, dead) {
         depth += 1;
         let mut next = Vec::new();
         for &(d, c) in &frontier {
@@ -296,6 +300,9 @@ struct Inner {
     reach_tables: HashMap<u64, Option<Arc<[(usize, usize)]>>, FxBuild>,
     /// [`content_reach`] per (DFA id, state), for DFAs without a table.
     reach: HashMap<(u64, u32), (usize, usize), FxBuild>,
+    /// The same stopped at the first event (`first`), for keys of one scan: the smaller of
+    /// the two distances.
+    reach_first: HashMap<(u64, u32), usize, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -375,6 +382,11 @@ impl MaskCache {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
             let mut reach = Vec::with_capacity(key.len());
+            // One scan: a slice is admitted when both distances exceed its length, so only
+            // the smaller one is needed, and the search may stop at the first event (a
+            // product of a format and a length, with no table, explored every state within
+            // the longest slice from each new state: milliseconds per mask).
+            let single = key.len() == 1;
             for (&k, d) in key.iter().zip(dfas) {
                 let table = match inner.reach_tables.get(&k.0) {
                     Some(t) => t.clone(),
@@ -387,7 +399,14 @@ impl MaskCache {
                 };
                 reach.push(match table {
                     Some(t) => t[k.1 as usize],
-                    None => *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi)),
+                    None if single => {
+                        let m = *inner.reach_first.entry(k).or_insert_with(|| {
+                            let (accept, dead) = content_reach(d, k.1, hi, true);
+                            accept.min(dead)
+                        });
+                        (m, m)
+                    }
+                    None => *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi, false)),
                 });
             }
             reach
@@ -611,7 +630,13 @@ mod tests {
             let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
             let table = content_reach_table(&dfa).expect("small");
             for s in 1..dfa.state_count() as u32 {
-                assert_eq!(table[s as usize], content_reach(&dfa, s, usize::MAX), "{re} state {s}");
+                assert_eq!(table[s as usize], content_reach(&dfa, s, usize::MAX, false), "{re} state {s}");
+                // Stopped at the first event: the smaller distance, whatever the cut-off.
+                for max in [1, 3, usize::MAX] {
+                    let (a, d) = content_reach(&dfa, s, max, false);
+                    let (fa, fd) = content_reach(&dfa, s, max, true);
+                    assert_eq!(a.min(d), fa.min(fd), "{re} state {s} max {max}");
+                }
             }
         }
     }
