@@ -12,7 +12,7 @@
 //! Other constructions build the same kind of table directly (finite sets of strings as tries,
 //! splices, products for intersections and complements, counters for length bounds), numbering
 //! tuples by a dense slot where the tuple space is small. One kind is not a table: a counted
-//! repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000} `"` has
+//! repetition with more than `MAX_TABLED_COUNTED` (16,384) states (`"` unit{0,5000} `"` has
 //! 70,000) is computed on the fly by a `Counter` (`next` by arithmetic over the unit's table;
 //! `accept`, `open` and `dist` written down), which behaves exactly as its table would.
 //!
@@ -888,7 +888,7 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
 }
 
 /// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
-const MAX_TABLED_COUNTED: usize = 4096;
+const MAX_TABLED_COUNTED: usize = 16_384;
 
 /// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
 /// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
