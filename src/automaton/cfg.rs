@@ -454,15 +454,8 @@ impl<'a> Lowering<'a> {
     /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
     fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
         if self.regular[r.0 as usize] {
-            let key = vec![Part::Rule(r.0)];
-            if let Some(&(sym, _)) = self.runs.get(&key) {
-                return Ok(sym);
-            }
-            let hir = inline(self.g, &Expr::Rule(r))?;
-            let empty = hir.properties().maximum_len() == Some(0);
-            let sym = self.term(Lexeme::Regex(hir), &self.g.rule(r).name.clone())?;
-            self.runs.insert(key, (sym, empty));
-            return Ok(sym);
+            let name = self.g.rule(r).name.clone();
+            return Ok(self.memo_term(vec![Part::Rule(r.0)], |g| inline(g, &Expr::Rule(r)), &name)?.0);
         }
         if let Some(&nt) = self.rule_nt.get(&r) {
             return Ok(Sym::N(nt));
@@ -560,13 +553,18 @@ impl<'a> Lowering<'a> {
     /// empty string (memoized in `runs`).
     fn regular_term(&mut self, run: &[&'a Expr]) -> Result<(Sym, bool)> {
         let key: Vec<Part<'a>> = run.iter().map(|x| Part::of(x)).collect();
+        self.memo_term(key, |g| Ok(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)), "lexeme")
+    }
+
+    /// The terminal (and "only the empty string?") for the run named `key`, from `runs` or
+    /// built from the regex `hir` gives.
+    fn memo_term(&mut self, key: Vec<Part<'a>>, hir: impl FnOnce(&Grammar) -> Result<Hir>, name: &str) -> Result<(Sym, bool)> {
         if let Some(&hit) = self.runs.get(&key) {
             return Ok(hit);
         }
-        let hirs = run.iter().map(|x| inline(self.g, x)).collect::<Result<Vec<_>>>()?;
-        let hir = Hir::concat(hirs);
+        let hir = hir(self.g)?;
         let empty = hir.properties().maximum_len() == Some(0);
-        let sym = self.term(Lexeme::Regex(hir), "lexeme")?;
+        let sym = self.term(Lexeme::Regex(hir), name)?;
         self.runs.insert(key, (sym, empty));
         Ok((sym, empty))
     }
