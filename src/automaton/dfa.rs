@@ -1036,13 +1036,22 @@ impl Counter {
         let mut accept = vec![false; n];
         let mut open = vec![false; n];
         for s in 1..n as u32 {
+            let at = s as usize;
             if s >= self.close_at {
-                accept[s as usize] = (s - self.close_at) as usize + 1 == self.close.len();
+                // Read `close[..i]`: done at its end, else its next byte.
+                let i = (s - self.close_at) as usize + 1;
+                accept[at] = i == self.close.len();
+                open[at] = i < self.close.len();
             } else if s >= self.rows_at {
-                let k = (s - self.rows_at) / self.width();
-                accept[s as usize] = self.close.is_empty() && (s - self.rows_at) % self.width() == 0 && k >= self.min;
+                let (k, p) = ((s - self.rows_at) / self.width(), (s - self.rows_at) % self.width());
+                let at_max = self.max == Some(k);
+                accept[at] = self.close.is_empty() && p == 0 && k >= self.min;
+                // Between units: another unit below the maximum, or `close` (k ≥ min there,
+                // since min ≤ max). Inside a unit (never on the maximum's row): its next byte.
+                open[at] = if p == 0 { !at_max || !self.close.is_empty() } else { !at_max };
+            } else {
+                open[at] = true; // reading `open`
             }
-            open[s as usize] = dist[s as usize] != u32::MAX && self.reps.iter().any(|&b| self.next(s, b) != DEAD);
         }
         let start = if self.open.is_empty() { self.between(0) } else { 1 };
         let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
