@@ -497,6 +497,15 @@ impl<'a> Lowering<'a> {
         if self.is_regular(e) {
             return Ok(vec![vec![self.regular_term(&[e])?.0]]);
         }
+        // A large set of literals (an `enum` of hundreds of values) is one finite lexeme too:
+        // its trie DFA is linear in its size, so the weight bound (a guard against regexes that
+        // blow up) does not apply; as one alternative per value it was hundreds of terminals,
+        // scanned side by side at every mask.
+        if let Expr::Alt(xs) = e {
+            if xs.len() > 1 && xs.iter().all(|x| matches!(x, Expr::Literal(_))) {
+                return Ok(vec![vec![self.regular_term(&[e])?.0]]);
+            }
+        }
         Ok(match e {
             Expr::Alt(xs) => {
                 let mut out = Vec::new();
