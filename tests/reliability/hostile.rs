@@ -216,7 +216,8 @@ fn huge_enums_and_objects_are_refused_or_fast() {
     let big: Vec<Value> = (0..100_000).map(|i| json!(format!("v{i}"))).collect();
     refused("100,000-value enum", schema(json!({"enum": big})), "enum");
     let big: Vec<String> = (0..100_000).map(|i| format!("v{i}")).collect();
-    refused("100,000-option choice", Constraint::Choice(big), "");
+    // One finite lexeme (a trie), whatever its size: compiled or refused by a limit, fast.
+    answered("100,000-option choice", Constraint::Choice(big));
     let props: serde_json::Map<String, Value> = (0..100_000).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
     refused("100,000 properties", schema(json!({"type": "object", "properties": props})), "properties");
     let required: Vec<String> = (0..100_000).map(|i| format!("p{i}")).collect();
