@@ -434,7 +434,12 @@ impl<'a> Lowering<'a> {
     fn is_regular(&self, e: &Expr) -> bool {
         let mut ok = true;
         e.for_each_rule(&mut |r| ok &= self.regular[r.0 as usize]);
-        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
+        // A set of literals of any size (an `enum` of hundreds of values) is one finite lexeme
+        // too: its trie DFA is linear in its size, so the weight bound (a guard against regexes
+        // that blow up) does not apply; as one alternative per value it was hundreds of
+        // terminals, scanned side by side at every mask.
+        let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
+        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
     }
 
     fn new_nt(&mut self, name: String) -> u32 {
@@ -496,15 +501,6 @@ impl<'a> Lowering<'a> {
         }
         if self.is_regular(e) {
             return Ok(vec![vec![self.regular_term(&[e])?.0]]);
-        }
-        // A large set of literals (an `enum` of hundreds of values) is one finite lexeme too:
-        // its trie DFA is linear in its size, so the weight bound (a guard against regexes that
-        // blow up) does not apply; as one alternative per value it was hundreds of terminals,
-        // scanned side by side at every mask.
-        if let Expr::Alt(xs) = e {
-            if xs.len() > 1 && xs.iter().all(|x| matches!(x, Expr::Literal(_))) {
-                return Ok(vec![vec![self.regular_term(&[e])?.0]]);
-            }
         }
         Ok(match e {
             Expr::Alt(xs) => {

@@ -516,10 +516,7 @@ impl Dfa {
         let (n_open, n_close) = (open.len(), close.len());
         let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
         if slots > max_tabled {
-            let counter = Counter::new(open, unit, min, max, close, reps.clone());
-            if counter.states > limits.states {
-                return Err(Error::limit("DFA states for a counted repetition", limits.states));
-            }
+            let counter = Counter::new(open, unit, min, max, close, reps.clone(), limits.states)?;
             return Ok(Some(counter.into_dfa(classes)));
         }
         let slot = |p: &Pos| match *p {
@@ -527,7 +524,6 @@ impl Dfa {
             Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
             Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
         };
-        let dense: Option<DenseSlots<'_, Pos>> = (slots <= limits.states.saturating_mul(64)).then_some((slots, &slot));
         explore(
             classes,
             &reps,
@@ -536,7 +532,7 @@ impl Dfa {
             |&p, b| Ok(step(p, b)),
             |&p| accepting(p),
             || Error::limit("DFA states for a counted repetition", limits.states),
-            dense,
+            Some((slots, &slot)),
         )
         .map(Some)
     }
@@ -923,16 +919,20 @@ struct Counter {
 }
 
 impl Counter {
-    fn new(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], reps: Vec<u8>) -> Counter {
+    /// The counter, or a limit error past `limit` states (counted before any state numbers).
+    fn new(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], reps: Vec<u8>, limit: usize) -> Result<Counter> {
         let cap = max.unwrap_or(min);
         let mut row = vec![unit.start];
         row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
+        let states = (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
+        if states > limit {
+            return Err(Error::limit("DFA states for a counted repetition", limit));
+        }
         let mut place = vec![u32::MAX; unit.accept.len()];
         row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
         let rows_at = 1 + open.len() as u32;
         let close_at = rows_at + (cap + 1) * row.len() as u32;
-        let states = close_at as usize + close.len();
-        Counter { unit: unit.clone(), open: open.to_vec(), close: close.to_vec(), min, max, cap, place, row, reps, rows_at, close_at, states }
+        Ok(Counter { unit: unit.clone(), open: open.to_vec(), close: close.to_vec(), min, max, cap, place, row, reps, rows_at, close_at, states })
     }
 
     fn width(&self) -> u32 {

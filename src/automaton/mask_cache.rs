@@ -193,8 +193,16 @@ fn content_dfa() -> &'static Dfa {
 /// One representative byte per pair of (`dfa`'s class, content class).
 fn content_reps(dfa: &Dfa) -> Vec<u8> {
     let q = content_dfa();
-    let mut seen = HashSet::new();
-    (0..=255u8).filter(|&b| seen.insert((dfa.class(b), q.class(b)))).collect()
+    // A bit per (class, content class) pair: this runs once per searched state.
+    let mut seen = [0u64; 1024];
+    (0..=255u8)
+        .filter(|&b| {
+            let pair = (dfa.class(b) as usize) << 8 | q.class(b) as usize;
+            let new = seen[pair / 64] >> (pair % 64) & 1 == 0;
+            seen[pair / 64] |= 1 << (pair % 64);
+            new
+        })
+        .collect()
 }
 
 /// One byte `b` from the pair (DFA state `d`, content state `c`): `None` if `b` is not string

@@ -93,6 +93,25 @@ pub struct Plan {
     pub rule_refs: Vec<Vec<RuleId>>,
 }
 
+pub fn addr(e: &Expr) -> usize {
+    e as *const Expr as usize
+}
+
+/// Smallest length of any string a regex leaf matches, `INF` when it matches nothing.
+pub fn hir_min(h: &regex_syntax::hir::Hir) -> u32 {
+    h.properties().minimum_len().map_or(INF, |n| n.min(INF as usize - 1) as u32)
+}
+
+/// A lower bound on the shortest string of a lexeme (exact for regexes and counted strings).
+pub fn lexeme_min(l: &Lexeme) -> u32 {
+    match l {
+        Lexeme::Regex(h) => hir_min(h),
+        Lexeme::Counted { full, .. } => hir_min(full),
+        Lexeme::And(xs) => xs.iter().map(lexeme_min).max().unwrap_or(0),
+        Lexeme::Not(_) => 0,
+    }
+}
+
 impl Plan {
     /// The recursion depth that lets a derivation from `start` reach every reachable rule and
     /// still close from it: the most, over those rules, of the fewest recursive entries on the
@@ -119,28 +138,7 @@ impl Plan {
         }
         (0..n).filter(|&r| reach[r] != INF && self.rule_height[r] != INF).map(|r| reach[r].saturating_add(self.rule_height[r])).max().unwrap_or(0)
     }
-}
 
-pub fn addr(e: &Expr) -> usize {
-    e as *const Expr as usize
-}
-
-/// Smallest length of any string a regex leaf matches, `INF` when it matches nothing.
-pub fn hir_min(h: &regex_syntax::hir::Hir) -> u32 {
-    h.properties().minimum_len().map_or(INF, |n| n.min(INF as usize - 1) as u32)
-}
-
-/// A lower bound on the shortest string of a lexeme (exact for regexes and counted strings).
-pub fn lexeme_min(l: &Lexeme) -> u32 {
-    match l {
-        Lexeme::Regex(h) => hir_min(h),
-        Lexeme::Counted { full, .. } => hir_min(full),
-        Lexeme::And(xs) => xs.iter().map(lexeme_min).max().unwrap_or(0),
-        Lexeme::Not(_) => 0,
-    }
-}
-
-impl Plan {
     /// The plan of `g`. Node addresses are only meaningful while `g` is neither moved nor
     /// changed: keep it behind an `Arc` beside the plan.
     pub fn new(g: &Grammar) -> Plan {

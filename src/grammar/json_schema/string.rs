@@ -33,6 +33,11 @@ fn hir(re: &str) -> Hir {
     crate::grammar::regex::builtin(re)
 }
 
+/// Any encoded string content (what a `pattern` that says nothing becomes).
+fn any_units() -> Hir {
+    hir(&format!("{UNIT}*"))
+}
+
 /// Any string, quotes included.
 pub(super) fn any_string() -> Expr {
     Expr::Regex(crate::grammar::regex::builtin_shared(&format!("\"{UNIT}*\"")))
@@ -57,7 +62,7 @@ pub(super) fn quoted(content: Hir) -> Lexeme {
 
 /// Every string (quoted, canonical), as a lexeme.
 pub(super) fn any_string_lexeme() -> Lexeme {
-    quoted(hir(&format!("{UNIT}*")))
+    quoted(any_units())
 }
 
 /// The quoted strings that a string schema's own keywords allow, as one lexeme: the
@@ -74,7 +79,7 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
         match pattern_content(p) {
             // Every string matches: nothing to intersect with.
-            Ok(h) if h == hir(&format!("{UNIT}*")) => {}
+            Ok(h) if h == any_units() => {}
             Ok(h) => parts.push(quoted(h)),
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
@@ -183,7 +188,7 @@ pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String>
 /// repetitions: the pattern becomes a union of anchored parts ([`anchor_parts`]), and each
 /// part's unanchored ends are wrapped with "any units".
 fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
-    let any = hir(&format!("{UNIT}*"));
+    let any = any_units();
     let parts = anchor_parts(h)?;
     // A part that matches the empty string and is not anchored at both ends matches in every
     // string (at its start or its end): the pattern says nothing (`([A-Z]+)?`, `^a*`). Kept
