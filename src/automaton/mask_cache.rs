@@ -7,7 +7,9 @@
 //! So per *lexer key* (the scans' (DFA, state) pairs, in order) we walk the token trie once
 //! with the DFAs alone (XGrammar's "context-independent tokens") and keep:
 //! - `inside`: the tokens after which some scan of the key is still alive — copied into the
-//!   mask wholesale (whole vocabulary slices at once where a lexeme admits all string content);
+//!   mask wholesale (whole vocabulary slices at once where the key admits all string content
+//!   up to the slice's length: one lexeme survives every such string, or each is survived by
+//!   some lexeme — the keys of an object split between names, patterns and "any other name");
 //! - `groups`: the trie nodes after whose byte some lexeme of the key may end, grouped by which
 //!   of the key's lexemes end there. Every member of a group ends the same lexemes (with the
 //!   same origins) and so builds the same boundary row; what follows the boundary depends only
@@ -112,10 +114,14 @@ impl Entry {
         states: &[u32],
         vocab: &Vocab,
         reach: &[(usize, usize)],
+        dead_all: usize,
         mut merged: impl FnMut(&[(u32, u32)]) -> Arc<TokenTrie>,
     ) -> Entry {
         let slices = vocab.slices();
-        let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && reach.iter().any(|&(_, dead)| dead > hi);
+        // No scan accepts within `hi` bytes of string content, and one of them survives all
+        // such strings (`alone`), or at least one of them survives each (`dead_all`).
+        let alone = |hi: usize| reach.iter().any(|&(_, dead)| dead > hi);
+        let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && (alone(hi) || dead_all > hi);
         let mut w = LexWalk {
             dfas,
             dists,
@@ -137,9 +143,11 @@ impl Entry {
                 if admits(slice.hi) {
                     w.inside.union_clipped(&slice.mask);
                     // The scans no such string kills survive every token of the slice, in
-                    // states unknown here: bound their rest by the farthest live state.
+                    // states unknown here: bound their rest by the farthest live state. (With
+                    // none such, each token is survived by one scan or another: bound them all.)
+                    let alone = alone(slice.hi);
                     for (k, &(_, dead)) in reach.iter().enumerate() {
-                        if dead > slice.hi {
+                        if dead > slice.hi || !alone {
                             let f = *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
                             w.note_dist(k, f);
                         }
@@ -252,6 +260,66 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
         frontier = next;
     }
     (accept, dead)
+}
+
+/// Most (tuple, byte) steps [`content_dead_all`] takes before it gives up.
+const DEAD_ALL_WORK: usize = 1 << 20;
+
+/// Over strings of string-content characters of at most `max` bytes: the fewest bytes after
+/// which the scans of `dfas` in `states` are all dead (`usize::MAX`: not within `max`). A key
+/// of several lexemes may admit every such string although each one alone dies on some (the
+/// keys of an object: each name dies on most strings, the lexeme of any other name on the
+/// names). Searched breadth-first over the tuples of the scans' states; past
+/// [`DEAD_ALL_WORK`] it gives up with 0, the answer that admits nothing.
+fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
+    let q = content_dfa();
+    // One byte per distinct tuple of classes (every DFA's and the content DFA's).
+    let mut seen: HashSet<Vec<u16>, FxBuild> = HashSet::default();
+    let reps: Vec<u8> = (0..=255u8)
+        .filter(|&b| seen.insert(dfas.iter().map(|d| d.class(b) as u16).chain([q.class(b) as u16]).collect()))
+        .collect();
+    // A tuple: the content state, then (scan, state) for each live scan, in scan order.
+    let start: Box<[u32]> = [q.start()].into_iter().chain(states.iter().enumerate().flat_map(|(k, &s)| [k as u32, s])).collect();
+    let mut visited: HashSet<Box<[u32]>, FxBuild> = HashSet::default();
+    visited.insert(start.clone());
+    let mut frontier = vec![start];
+    let (mut work, mut t2) = (0, Vec::new());
+    for depth in 1..=max {
+        let mut next = Vec::new();
+        for t in &frontier {
+            for &b in &reps {
+                work += 1;
+                if work > DEAD_ALL_WORK {
+                    return 0;
+                }
+                let c2 = q.next(t[0], b);
+                if c2 == DEAD {
+                    continue;
+                }
+                t2.clear();
+                t2.push(c2);
+                for ks in t[1..].chunks_exact(2) {
+                    let s2 = dfas[ks[0] as usize].next(ks[1], b);
+                    if s2 != DEAD {
+                        t2.extend([ks[0], s2]);
+                    }
+                }
+                if t2.len() == 1 {
+                    return depth;
+                }
+                if !visited.contains(t2.as_slice()) {
+                    let t2: Box<[u32]> = t2.as_slice().into();
+                    visited.insert(t2.clone());
+                    next.push(t2);
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    usize::MAX
 }
 
 /// Most (DFA state, content state, byte class) triples [`content_reach_table`] visits.
@@ -429,7 +497,15 @@ impl MaskCache {
             inner.reserve(t.node_count() * 12 + t.id_count() * 4 + nodes.len() * 8 + 32);
             inner.merged.entry(nodes.into()).or_insert(t).clone()
         };
-        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &reach, merged));
+        // Several scans, none of which accepts within a slice: they may admit it together.
+        let his = || vocab.slices().body.iter().map(|s| s.hi);
+        let (hi_min, hi_max) = (his().min().unwrap_or(0), his().max().unwrap_or(0));
+        let dead_all = if key.len() > 1 && reach.iter().all(|&(accept, dead)| accept > hi_min && dead <= hi_max) {
+            content_dead_all(dfas, states, hi_max)
+        } else {
+            0
+        };
+        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &reach, dead_all, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()
@@ -647,5 +723,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn scans_together_survive_what_each_alone_dies_on() {
+        let dfa = |re: &str| Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+        let dead_all = |res: &[&str], max: usize| {
+            let dfas: Vec<Dfa> = res.iter().map(|re| dfa(re)).collect();
+            let refs: Vec<&Dfa> = dfas.iter().collect();
+            let states: Vec<u32> = dfas.iter().map(|d| d.start()).collect();
+            content_dead_all(&refs, &states, max)
+        };
+        // A name, names starting with `_`, and every other name: no content string kills all.
+        let keys = [r#"name""#, r#"_[^"\\]*""#, r#"[^_"\\][^"\\]*""#];
+        for &re in &keys {
+            let alone = content_reach(&dfa(re), dfa(re).start(), 50, false).1;
+            assert!(alone <= 1, "{re} alone dies at once on some byte: {alone}");
+        }
+        assert_eq!(dead_all(&keys, 50), usize::MAX);
+        // Without the last: a string of one other byte kills both.
+        assert_eq!(dead_all(&keys[..2], 50), 1);
+        // Up to three other characters, or `_` then anything: "abcd" kills both after four bytes.
+        let short = [r#"[^_"\\][^"\\]{0,2}"#, r#"_[^"\\]*"#];
+        assert_eq!(dead_all(&short, 50), 4);
+        assert_eq!(dead_all(&short, 3), usize::MAX);
     }
 }

@@ -31,6 +31,13 @@ fn schemas() -> Vec<serde_json::Value> {
         // Declared keys beside additional ones: the key lexeme is "any string but these names".
         json!({"type": "object", "properties": {"name": {"type": "string"}, "namé": {"type": "integer"}, "n": {"type": "boolean"}},
                "additionalProperties": {"type": "string", "maxLength": 5}}),
+        // Keys split between lexemes that each die on some string but not all together
+        // (names, a pattern, any other name): every content token is a key prefix; and a split
+        // that leaves some strings to no lexeme at all.
+        json!({"type": "object", "properties": {"name": {"type": "string"}, "version": {"type": "integer"}},
+               "patternProperties": {"^_": {"type": "boolean"}}, "additionalProperties": {"type": "string", "maxLength": 4}}),
+        json!({"type": "object", "properties": {"id": {"type": "integer"}},
+               "patternProperties": {"^x-": {"type": "string"}, "^[0-9]+$": {"type": "null"}}, "additionalProperties": false}),
         // Numbers, literals and nesting: lexemes that may end after every digit.
         json!({"type": "object", "properties": {"n": {"type": "number"}, "i": {"type": "integer", "minimum": -5}, "b": {"type": "boolean"},
                "z": {"type": "null"}, "m": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}},
