@@ -20,6 +20,29 @@ use strictly::{TokenSet, Vocab};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc returns freed pages to the OS ("purges") about a second after they are freed, in
+/// one batch, inside whichever allocation comes next: tens of MiB at ~1 µs a page stalled one
+/// mask for 10-20 ms (the bench's rare worst masks, BENCHMARKS.md). A server keeps its
+/// working set anyway, so purging is off; `MIMALLOC_PURGE_DELAY` set in the environment wins.
+#[cfg(feature = "mimalloc")]
+fn tune_allocator() {
+    // mimalloc 3's number for `mi_option_purge_delay` (option numbers are fixed within a major
+    // version; libmimalloc-sys names only the older options).
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 17;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: plain C calls on integers; mimalloc reads its options on every purge.
+    unsafe {
+        if libmimalloc_sys::mi_version() / 10_000 == 3 {
+            libmimalloc_sys::mi_option_set(PURGE_DELAY, -1);
+        }
+    }
+}
+
+#[cfg(not(feature = "mimalloc"))]
+fn tune_allocator() {}
+
 #[derive(Parser)]
 #[command(name = "strictly", version, about = "Constrained decoding: regexes, grammars and JSON Schemas as token masks")]
 struct Cli {
@@ -115,6 +138,7 @@ struct CheckArgs {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

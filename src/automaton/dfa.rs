@@ -627,6 +627,23 @@ impl Dfa {
         self.accept[state as usize]
     }
 
+    /// A state that reads every string of at most `horizon` bytes as `state` does (the same
+    /// deaths, acceptances and ends after every prefix), the same one for all such states of
+    /// a counted repetition computed on the fly, else `state` itself. Its distance to
+    /// acceptance is at least `state`'s. The mask cache keys entries by it, so the tokens
+    /// inside a long bounded string share one entry until its bound comes within reach.
+    pub fn canonical(&self, state: u32, horizon: u32) -> u32 {
+        match &self.counter {
+            Some(c) => c.canonical(state, horizon),
+            None => state,
+        }
+    }
+
+    /// Is this a counted repetition computed on the fly (see [`canonical`](Self::canonical))?
+    pub fn is_counter(&self) -> bool {
+        self.counter.is_some()
+    }
+
     /// Can `state` read another byte (is some transition live)?
     #[inline]
     pub fn can_continue(&self, state: u32) -> bool {
@@ -884,7 +901,7 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
 }
 
 /// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
-const MAX_TABLED_COUNTED: usize = 16_384;
+const MAX_TABLED_COUNTED: usize = 2_048;
 
 /// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
 /// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
@@ -1027,6 +1044,28 @@ impl Counter {
             d[at] = if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
         }
         d
+    }
+
+    /// The state of the same place (open, close, or unit place) on the row that reads every
+    /// string of at most `horizon` bytes the way `state` does: one byte completes at most one
+    /// unit, so a row matters only within `horizon` units of the minimum (acceptance) and of
+    /// the maximum (the end). Rows further than that below the minimum read like row 0, rows
+    /// at or past the minimum and further than that below the maximum like the minimum's.
+    /// (Distances differ: the row chosen needs at least as many units as `state`'s.)
+    fn canonical(&self, state: u32, horizon: u32) -> u32 {
+        if state < self.rows_at || state >= self.close_at {
+            return state;
+        }
+        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
+        let far_from_max = self.max.is_none_or(|m| m - k > horizon);
+        let row = if self.min.saturating_sub(k) > horizon {
+            0
+        } else if k >= self.min && far_from_max {
+            self.min
+        } else {
+            k
+        };
+        self.between(row) + p
     }
 
     /// The automaton: no table, `accept`, `open` and `dist` written down.
@@ -1334,6 +1373,41 @@ mod tests {
         // A unit that is not prefix-free is refused (the caller falls back to the regex).
         let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
         assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
+    }
+
+    #[test]
+    fn canonical_states_read_every_short_string_alike() {
+        let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
+        let unit = Dfa::from_hir(&hir(r#"(?:[^"\\]|\\["\\n])"#), DfaLimits::default()).unwrap();
+        let alphabet: &[u8] = b"\"\\an";
+        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+        for len in 0..4 {
+            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
+            words.extend(next);
+        }
+        for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
+            let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0).unwrap().expect("prefix-free unit");
+            for horizon in [1, 2, 3] {
+                let mut distinct = std::collections::HashSet::new();
+                for s in 1..dfa.state_count() as u32 {
+                    let c = dfa.canonical(s, horizon);
+                    distinct.insert(c);
+                    assert!(dfa.dist(c) >= dfa.dist(s), "{min} {max:?} h{horizon} state {s} → {c}");
+                    // Every prefix of every word of at most `horizon` bytes: the same fate.
+                    for w in words.iter().filter(|w| w.len() <= horizon as usize) {
+                        let (a, b) = (dfa.run(s, w), dfa.run(c, w));
+                        let at = format!("{min} {max:?} h{horizon} state {s} → {c} {:?}", String::from_utf8_lossy(w));
+                        assert_eq!(a == DEAD, b == DEAD, "{at}");
+                        assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
+                        assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                    }
+                }
+                // Counts far from both bounds share states: fewer canonical states than states.
+                if max.unwrap_or(min) > horizon + 1 {
+                    assert!(distinct.len() < dfa.state_count() - 1, "{min} {max:?} h{horizon}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -322,41 +322,64 @@ fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
     usize::MAX
 }
 
-/// Most (DFA state, content state, byte class) triples [`content_reach_table`] visits.
-const REACH_TABLE_WORK: usize = 1 << 21;
+/// Most (pair, byte class) steps [`content_reach_table`] takes: a table costs about 4 ns a
+/// step, paid by the first mask that needs it (a `maxLength` of 1,000 would be ~1.1M steps:
+/// searched per state instead).
+const REACH_TABLE_WORK: usize = 1 << 19;
 
 /// [`content_reach`] for every state of `dfa` (without the `max` cut-off), by two
-/// breadth-first searches backwards over the product with the content DFA; `None` when that
-/// product is too large (then states are searched one by one, as they are met).
+/// breadth-first searches backwards over the pairs (DFA state, content state) reachable from a
+/// live state and the content DFA's start (both DFAs decode UTF-8, so few of all pairs are);
+/// `None` when those are too many (then states are searched one by one, as they are met).
 fn content_reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
-    let q = content_dfa();
-    let reps = content_reps(dfa);
-    let (nd, nq) = (dfa.state_count(), q.state_count());
-    if nd.saturating_mul(nq).saturating_mul(reps.len()) > REACH_TABLE_WORK {
+    // A counter's keys are few canonical states: searched one by one, as they are met.
+    if dfa.is_counter() {
         return None;
     }
-    let n = nd * nq;
-    let node = |d: u32, c: u32| d as usize * nq + c as usize;
-    // Edges between live pairs, and the pairs one byte from the goals.
-    let (mut to_accept, mut to_dead) = (vec![false; n], vec![false; n]);
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    for d in 1..nd as u32 {
-        for c in 1..nq as u32 {
-            for &b in &reps {
-                let Some(step) = content_step(dfa, d, c, b) else { continue };
-                let Some((d2, c2)) = step else {
-                    to_dead[node(d, c)] = true;
-                    continue;
-                };
-                to_accept[node(d, c)] |= dfa.is_accepting(d2);
-                edges.push((node(d2, c2) as u32, node(d, c) as u32));
-            }
-        }
+    let q = content_dfa();
+    let reps = content_reps(dfa);
+    let nd = dfa.state_count();
+    let nq = q.state_count();
+    // Pairs are numbered as they are found: the starts (d, start) are 0..nd (the dead state's
+    // too, never stepped), the rest after them; `index` by d * nq + c, 0 for not yet found
+    // (no pair but the dead state's start is numbered 0, and nothing steps to it).
+    let mut index = vec![0u32; nd.checked_mul(nq)?];
+    let mut pairs: Vec<(u32, u32)> = (0..nd as u32).map(|d| (d, q.start())).collect();
+    for (i, &(d, c)) in pairs.iter().enumerate() {
+        index[d as usize * nq + c as usize] = i as u32;
     }
+    // Edges between live pairs, and the pairs one byte from the goals.
+    let (mut to_accept, mut to_dead) = (vec![false; nd], vec![false; nd]);
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut i = 1;
+    while i < pairs.len() {
+        if pairs.len().saturating_mul(reps.len()) > REACH_TABLE_WORK {
+            return None;
+        }
+        let (d, c) = pairs[i];
+        for &b in &reps {
+            let Some(step) = content_step(dfa, d, c, b) else { continue };
+            let Some(next) = step else {
+                to_dead[i] = true;
+                continue;
+            };
+            to_accept[i] |= dfa.is_accepting(next.0);
+            let slot = &mut index[next.0 as usize * nq + next.1 as usize];
+            if *slot == 0 {
+                *slot = pairs.len() as u32;
+                pairs.push(next);
+                to_accept.push(false);
+                to_dead.push(false);
+            }
+            edges.push((*slot, i as u32));
+        }
+        i += 1;
+    }
+    let n = pairs.len();
     let far = |d: u32| if d == u32::MAX { usize::MAX } else { d as usize };
-    let accept = super::dfa::backward_distances(n, edges.clone(), (0..n).filter(|&i| to_accept[i]), 1);
-    let dead = super::dfa::backward_distances(n, edges, (0..n).filter(|&i| to_dead[i]), 1);
-    Some((0..nd as u32).map(|d| (far(accept[node(d, q.start())]), far(dead[node(d, q.start())]))).collect())
+    let accept = super::dfa::backward_distances(n, edges.clone(), (1..n).filter(|&i| to_accept[i]), 1);
+    let dead = super::dfa::backward_distances(n, edges, (1..n).filter(|&i| to_dead[i]), 1);
+    Some((0..nd).map(|d| (far(accept[d]), far(dead[d]))).collect())
 }
 
 #[derive(Default)]
@@ -364,7 +387,14 @@ pub struct MaskCache {
     inner: Mutex<Inner>,
 }
 
-/// A lexer key: the scans' (DFA id, state) pairs, in order.
+/// How far one token can move a lexer: the longest token, in bytes. Keys hold each state as
+/// [`Dfa::canonical`] for it: states that read every token alike share one entry, built from
+/// the canonical state (whose distances are at least theirs, so `inside_dist` stays a bound).
+fn horizon(vocab: &Vocab) -> u32 {
+    vocab.slices().longest.try_into().unwrap_or(u32::MAX)
+}
+
+/// A lexer key: the scans' (DFA id, [canonical](horizon) state) pairs, in order.
 type Key = Box<[(u64, u32)]>;
 
 #[derive(Default)]
@@ -424,13 +454,14 @@ impl MaskCache {
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
         let term = |sc: &Scan| &cfg.terms[sc.term as usize];
-        let key: Vec<(u64, u32)> = scans.iter().map(|sc| (term(sc).dfa.id(), sc.state)).collect();
+        let horizon = horizon(vocab);
+        let key: Vec<(u64, u32)> = scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
         if let Some(e) = self.get(&key) {
             return e;
         }
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*term(sc).dfa).collect();
         let dists: Vec<&[u32]> = scans.iter().map(|sc| &*term(sc).dist).collect();
-        let states: Vec<u32> = scans.iter().map(|sc| sc.state).collect();
+        let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
         self.build(vocab, key, &dfas, &dists, &states)
     }
 
@@ -438,10 +469,14 @@ impl MaskCache {
     /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA engine asks with its one
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
     pub fn get_or_build_for(&self, vocab: &Vocab, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
-        let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), s)).collect();
+        let horizon = horizon(vocab);
+        let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), d.canonical(s, horizon))).collect();
         match self.get(&key) {
             Some(e) => e,
-            None => self.build(vocab, key, dfas, dists, states),
+            None => {
+                let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
+                self.build(vocab, key, dfas, dists, &states)
+            }
         }
     }
 

@@ -27,6 +27,8 @@ pub struct Slices {
     pub body: Vec<Slice>,
     /// Every other text token.
     pub rest: TokenTrie,
+    /// Length of the longest text token, in bytes: how far one token can move a lexer.
+    pub longest: usize,
 }
 
 /// Is `bytes` plain JSON string content (no quote, backslash or control character, whole
@@ -39,8 +41,10 @@ impl Slices {
     pub fn build<'a>(width: usize, tokens: impl Iterator<Item = (&'a [u8], TokenId)>) -> Slices {
         let mut body: Vec<Vec<(&[u8], TokenId)>> = vec![Vec::new(); BUCKETS.len() + 1];
         let mut rest = Vec::new();
+        let mut longest = 0;
         // Same filter as `TokenTrie::build`, so a slice mask never holds a token the trie lacks.
         for (b, id) in tokens.filter(|(b, _)| !b.is_empty() && b.len() <= u16::MAX as usize) {
+            longest = longest.max(b.len());
             if is_string_content(b) {
                 body[BUCKETS.iter().position(|&hi| b.len() <= hi).unwrap_or(BUCKETS.len())].push((b, id));
             } else {
@@ -57,7 +61,7 @@ impl Slices {
                 Slice { hi, mask, trie: TokenTrie::build(part.into_iter()) }
             })
             .collect();
-        Slices { body, rest: TokenTrie::build(rest.into_iter()) }
+        Slices { body, rest: TokenTrie::build(rest.into_iter()), longest }
     }
 
     /// The trie of part `i`: body slices first, then the rest.
