@@ -12,9 +12,12 @@
 //! Other constructions build the same kind of table directly (finite sets of strings as tries,
 //! splices, products for intersections and complements, counters for length bounds), numbering
 //! tuples by a dense slot where the tuple space is small. One kind is not a table: a counted
-//! repetition with more than `MAX_TABLED_COUNTED` (16,384) states (`"` unit{0,5000} `"` has
-//! 70,000) is computed on the fly by a `Counter` (`next` by arithmetic over the unit's table;
-//! `accept`, `open` and `dist` written down), which behaves exactly as its table would.
+//! repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000} `"` has
+//! 70,000; a JSON string of at most ~290 characters is tabled) is computed on the fly by a
+//! `Counter` (`next` by arithmetic over the unit's table; `accept`, `open` and `dist` written
+//! down), which behaves exactly as its table would, and whose rows far from both bounds read
+//! every short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A
+//! product tables a counter before it reads it.
 //!
 //! Invariants: the dead state is always 0 and maps every class to 0; `start != 0` unless the
 //! language is empty; `dist[s]` is the fewest bytes from `s` to an accepting state
@@ -355,7 +358,12 @@ impl Dfa {
     /// `max_dense` of them (the same table either way: the numbering is breadth-first).
     fn product_numbered<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits, max_dense: usize) -> Result<Dfa> {
         let k = parts.len();
-        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| &**d));
+        // A counter computed on the fly is tabled first: the product reads each of its rows
+        // once per tuple it appears in, and a table lookup is several times cheaper.
+        let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
+        let parts: Vec<(&Dfa, bool)> = parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
+        let parts = &parts[..];
+        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| *d));
         let too_many = || Error::Limit {
             what: "DFA states for an intersection or complement of regexes".into(),
             limit: limits.states,
@@ -432,6 +440,27 @@ impl Dfa {
         let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id(), counter: None };
         dfa.prune_dead_ends();
         Ok(dfa)
+    }
+
+    /// This counter's automaton as a table (the same states, transitions and facts).
+    fn tabled(&self, c: &Counter) -> Dfa {
+        let n = self.accept.len();
+        let mut trans = Vec::with_capacity(n * self.stride);
+        for s in 0..n as u32 {
+            trans.extend(c.reps.iter().map(|&b| c.next(s, b)));
+        }
+        Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            accept: self.accept.clone(),
+            open: self.open.clone(),
+            dist: self.dist.clone(),
+            start: self.start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: None,
+        }
     }
 
     /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
@@ -901,7 +930,7 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
 }
 
 /// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
-const MAX_TABLED_COUNTED: usize = 2_048;
+const MAX_TABLED_COUNTED: usize = 4_096;
 
 /// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
 /// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
@@ -1355,7 +1384,12 @@ mod tests {
                     let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled).unwrap().expect("prefix-free unit");
                     assert_eq!(fast.counter.is_some(), max_tabled == 0);
                     let fast_using: Vec<Arc<[u32]>> = usables.iter().map(|u| fast.dist_using(u)).collect();
+                    // What a product reads: the counter as a table.
+                    let tabled = fast.counter.as_ref().map(|c| fast.tabled(c));
                     for w in &words {
+                        if let Some(t) = &tabled {
+                            assert_eq!(t.run(t.start(), w), fast.run(fast.start(), w), "tabled counter {:?}", String::from_utf8_lossy(w));
+                        }
                         let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
                         let at = format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
                         assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
