@@ -117,6 +117,8 @@ pub struct Generator {
     new_cost: Vec<u32>,
     /// During one draw: does the grammar still have an uncovered unit reachable from the start?
     hunting: bool,
+    /// Draws so far: every other one steers to the nearest new unit (see `pick_alt`).
+    draws: u64,
     /// Units used in the draw in progress (treated as covered for steering).
     used_now: Vec<bool>,
     /// Rules that some verified sample expanded.
@@ -145,6 +147,7 @@ impl Generator {
             counts: vec![0; n_units],
             new_cost: vec![INF; n_rules],
             hunting: false,
+            draws: 0,
             used_now: vec![false; n_units],
             rules_used: vec![false; n_rules],
         })
@@ -191,6 +194,7 @@ impl Generator {
     /// Draws one derivation, with choices from `src`.
     pub fn draw(&mut self, src: &mut dyn Source) -> Result<Derivation> {
         self.refresh_costs();
+        self.draws += 1;
         self.used_now.iter_mut().for_each(|u| *u = false);
         let g = self.g.clone();
         let mut cx = Cx { src, out: Vec::new(), units: Vec::new(), trace: Vec::new() };
@@ -466,9 +470,25 @@ impl Generator {
             return fits[cx.src.below(fits.len())];
         }
         let new_here: Vec<bool> = fits.iter().map(|&i| self.uncovered(first + i)).collect();
-        let leads: Vec<bool> = fits.iter().map(|&i| self.leads_to_uncovered(&xs[i], room)).collect();
-        let weights: Vec<u32> = if new_here.iter().chain(&leads).any(|&b| b) {
-            (0..fits.len()).map(|k| 1 + 32 * u32::from(new_here[k]) + 16 * u32::from(leads[k])).collect()
+        // The bytes each option needs to reach a new unit (`INF`: none within reach). Every
+        // other draw goes to the nearest one at every choice, so a unit behind a chain of
+        // choices (skip, skip, ..., take: the first member of an object) is reached in one
+        // sample instead of by luck at every link; the draws between weigh every option that
+        // leads somewhere new alike, which keeps samples broad (each one covers more).
+        let costs: Vec<u32> = fits.iter().map(|&i| self.cost(&xs[i], true)).collect();
+        let nearest = costs.iter().copied().filter(|&c| c <= room).min();
+        let greedy = self.draws % 2 == 0;
+        let weights: Vec<u32> = if new_here.iter().any(|&b| b) || nearest.is_some() {
+            (0..fits.len())
+                .map(|k| {
+                    let lead = match (costs[k] <= room, greedy && Some(costs[k]) != nearest) {
+                        (false, _) => 0,
+                        (true, true) => 1,
+                        (true, false) => 16,
+                    };
+                    1 + 32 * u32::from(new_here[k]) + lead
+                })
+                .collect()
         } else if self.hunting {
             // Nothing new from here: the shortest alternatives (first in `fits`), to keep the
             // bytes for the parts of the sample that lead somewhere new.
