@@ -52,8 +52,11 @@ fn cover_reaches_every_unit_of_every_shipped_grammar() {
             assert!(r.accepts(t.as_bytes()), "{name}: the reference rejects {t:?}");
             assert!(t.len() <= 256 + 64, "{name}: {} bytes is far past the bound", t.len());
             if name == "json.gbnf" {
+                // RFC 8259's grammar (and json.gbnf's) allows numbers past f64 and any `\uXXXX`,
+                // lone surrogates included; serde_json refuses those two and nothing else.
                 if let Err(e) = serde_json::from_str::<Value>(t) {
-                    assert!(e.to_string().contains("number out of range"), "{t:?}: {e}");
+                    let e = e.to_string();
+                    assert!(e.contains("number out of range") || e.contains("surrogate"), "{t:?}: {e}");
                 }
             }
         }
@@ -233,7 +236,7 @@ fn units_behind_long_chains_of_choices_are_reached() {
     // A real schema whose objects' "the first member is member i" units sit behind i skips in a
     // row while emitting keeps leading somewhere new (nested values): choices that weigh both
     // alike left 44 of its 524 units uncovered after 300 samples; the nearest-unit draws cover
-    // everything (after 115 with this seed).
+    // everything (after 48 with this seed).
     let Some(data) = shared_data() else { return };
     let case: Value = serde_json::from_str(&std::fs::read_to_string(data.join("jsonschemabench/Snowplow/sp_0_Normalized.json")).unwrap()).unwrap();
     let schema = case["schema"].clone();
