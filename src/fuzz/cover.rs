@@ -17,7 +17,11 @@
 //! an uncovered alternative or boundary first, then options from which an uncovered unit is
 //! reachable in the room left, and, while the grammar still has uncovered units, the shortest
 //! option otherwise (extra copies, optional parts and long leaves that lead to nothing new
-//! would only spend the bytes the sample needs to get there). Leaves (strings, whitespace) get
+//! would only spend the bytes the sample needs to get there). Every other draw is greedy
+//! instead: at each choice it takes, all but certainly, the option nearest to a new unit, so
+//! units behind long chains of choices (an object's "the first member is member i": i skips,
+//! then an emit) are reached in one draw rather than by luck at every link; the broad draws
+//! between cover more per sample. Leaves (strings, whitespace) get
 //! a small share of the room while there is something left to cover. Once everything is
 //! covered, choices are random again, so samples keep their variety.
 //!
