@@ -1,11 +1,14 @@
 //! Vocabulary slices: the text tokens split into parts that a lexer state often admits
 //! wholesale (llguidance's "slicer"), each with its own trie and precomputed mask.
 //!
-//! The parts: tokens that are plain JSON string content (valid UTF-8, every character at least
-//! U+0020 and neither `"` nor `\`), bucketed by byte length, and the rest. A lexer state that
-//! provably admits every string of string-content characters up to a bucket's longest token
-//! (see `automaton::mask_cache`) takes that bucket's mask as is and never walks its trie; only
-//! the other parts are walked. Built once per vocabulary, lazily (the first cached mask).
+//! The parts: tokens that are plain JSON string content or a prefix of some (UTF-8 whose
+//! characters are all at least U+0020 and neither `"` nor `\`, the last one possibly cut short:
+//! byte-level vocabularies split many characters between tokens), bucketed by byte length, and
+//! the rest. A lexer state that provably admits every prefix of string content up to a
+//! bucket's longest token (see `automaton::mask_cache`: its searches run over the content
+//! automaton's states, those inside a character included) takes that bucket's mask as is and
+//! never walks its trie; only the other parts are walked. Built once per vocabulary, lazily
+//! (the first cached mask).
 //!
 //! Invariants: every text token is in exactly one part; a body slice's tokens are all between
 //! `lo` and `hi` bytes long.
@@ -23,7 +26,7 @@ pub struct Slice {
 }
 
 pub struct Slices {
-    /// String-content tokens by length, shortest first.
+    /// String-content tokens (and prefixes of it) by length, shortest first.
     pub body: Vec<Slice>,
     /// Every other text token.
     pub rest: TokenTrie,
@@ -31,10 +34,16 @@ pub struct Slices {
     pub longest: usize,
 }
 
-/// Is `bytes` plain JSON string content (no quote, backslash or control character, whole
-/// UTF-8 characters only)?
+/// Is `bytes` a prefix of plain JSON string content (no quote, backslash or control character;
+/// valid UTF-8 but for a last character that may be cut short)?
 pub fn is_string_content(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(|s| s.chars().all(|c| c >= ' ' && c != '"' && c != '\\'))
+    let whole = match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        // `error_len() == None`: the input ends inside a character that could still be valid.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here"),
+        Err(_) => return false,
+    };
+    whole.chars().all(|c| c >= ' ' && c != '"' && c != '\\')
 }
 
 impl Slices {
@@ -78,6 +87,10 @@ mod tests {
     fn string_content() {
         assert!(is_string_content(b"hello world") && is_string_content("é😀".as_bytes()));
         assert!(!is_string_content(b"a\"") && !is_string_content(b"\\n") && !is_string_content(b"\n"));
-        assert!(!is_string_content(&[0xC3]), "half a character");
+        // A character cut short at the end is a prefix of content; anything else invalid is not.
+        assert!(is_string_content(&[b'a', 0xC3]) && is_string_content(&[0xF0, 0x9F, 0x98]), "cut short");
+        assert!(!is_string_content(&[0x98, b'a']) && !is_string_content(&[0xC3, b'a']), "continuation bytes out of place");
+        assert!(!is_string_content(&[0xED, 0xA0]) && !is_string_content(&[0xC0]), "never valid: a surrogate, an overlong lead");
+        assert!(!is_string_content(&[b'"', 0xC3]), "a quote before the cut");
     }
 }
