@@ -654,6 +654,11 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         (None, None) => return Ok(None),
     };
     let branches = branches.as_array().filter(|a| !a.is_empty()).ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
+    if kw == "anyOf" {
+        if let Some(e) = any_of_patterns(c, obj, branches, pointer) {
+            return Ok(Some(e));
+        }
+    }
     // The sibling keywords, without the branches (cloned only when they constrain: each
     // branch is then intersected with them).
     let constraining = obj.iter().any(|(k, _)| k != kw && !ANNOTATIONS.contains(&k.as_str()));
@@ -707,6 +712,34 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         return Ok(Some(compile_all(c, &full)?));
     }
     Ok(Some(compile_all(c, branches)?))
+}
+
+/// An `anyOf` whose branches are only `pattern`s is one `pattern`, their alternation: a
+/// string matches one of them iff it matches `(?:P1)|(?:P2)|…` (a pattern matches anywhere, and
+/// each alternative keeps its own anchors), and both accept every non-string. One lexeme then
+/// stands where there were one per branch, scanned side by side at every token (a string with
+/// three such patterns took 7 ms per first mask, 2 ms as one). `None` (compile the branches as
+/// they are) unless every branch is such, or if the alternation does not compile.
+fn any_of_patterns(c: &mut Compiler, obj: &Map<String, Value>, branches: &[Value], pointer: &str) -> Option<Expr> {
+    let patterns: Vec<&str> = branches
+        .iter()
+        .map(|b| {
+            let b = b.as_object()?;
+            b.keys().all(|k| k == "pattern" || ANNOTATIONS.contains(&k.as_str())).then_some(())?;
+            b.get("pattern")?.as_str()
+        })
+        .collect::<Option<_>>()?;
+    if patterns.len() < 2 {
+        return None;
+    }
+    // Beside a `pattern` of its own the schema would need two patterns intersected: left as is.
+    if obj.contains_key("pattern") {
+        return None;
+    }
+    let alternation = patterns.iter().map(|p| format!("(?:{p})")).collect::<Vec<_>>().join("|");
+    let mut merged: Map<String, Value> = obj.iter().filter(|(k, _)| *k != "anyOf").map(|(k, v)| (k.clone(), v.clone())).collect();
+    merged.insert("pattern".into(), Value::String(alternation));
+    c.attempt(|c| c.schema(&Value::Object(merged), pointer)).ok()
 }
 
 /// `s` with its `oneOf` turned into `anyOf`, where the branches are provably pairwise disjoint

@@ -69,6 +69,24 @@ fn strings_patterns_formats() {
 }
 
 #[test]
+fn any_of_patterns_is_their_alternation() {
+    // One lexeme for the alternation: the same language as the branches side by side.
+    let branches = json!([{"pattern": "^a"}, {"pattern": "b$", "description": "ends in b"}, {"pattern": "^x.*\\.can$"}]);
+    let merged = json!({"anyOf": branches.clone()});
+    let typed = json!({"type": "string", "anyOf": branches});
+    let cases = [(r#""ax""#, true), (r#""xb""#, true), (r#""x1.can""#, true), (r#""ba""#, false), (r#""x.canb""#, true), (r#""x.cane""#, false), (r#""""#, false)];
+    for (text, want) in cases {
+        assert_eq!(accepts(&merged, text), want, "{text}");
+        assert_eq!(accepts(&typed, text), want, "{text}");
+    }
+    // Patterns accept every non-string; `type` still restricts.
+    assert!(accepts(&merged, "12") && accepts(&merged, "null") && !accepts(&typed, "12"));
+    // A branch with another keyword is not merged (and still works).
+    let mixed = json!({"anyOf": [{"pattern": "^a"}, {"type": "integer"}]});
+    assert!(accepts(&mixed, r#""ab""#) && accepts(&mixed, "3") && !accepts(&mixed, r#""ba""#));
+}
+
+#[test]
 fn combinators_and_refs() {
     let s = json!({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 5}]});
     assert!(accepts(&s, r#""x""#) && accepts(&s, "7") && !accepts(&s, "3"));
