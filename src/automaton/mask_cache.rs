@@ -235,7 +235,7 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
     let q = content_dfa();
     let reps = content_reps(dfa);
     let (mut accept, mut dead) = (usize::MAX, usize::MAX);
-    let mut visited: HashSet<(u32, u32), FxBuild> = HashSet::default();
+    let mut visited = Visited::new(dfa.state_count(), q.state_count());
     let mut frontier = vec![(state, q.start())];
     let mut depth = 0;
     let done = |accept: usize, dead: usize| if first { accept != usize::MAX || dead != usize::MAX } else { accept != usize::MAX && dead != usize::MAX };
@@ -252,7 +252,7 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
                 if dfa.is_accepting(d2) {
                     accept = accept.min(depth);
                 }
-                if visited.insert((d2, c2)) {
+                if visited.insert(d2, c2) {
                     next.push((d2, c2));
                 }
             }
@@ -260,6 +260,39 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
         frontier = next;
     }
     (accept, dead)
+}
+
+/// The (DFA state, content state) pairs a search has met: a bitset over all pairs when that is
+/// at most [`DENSE_VISITED_BITS`] bits (a hash set's inserts were most of a search), else a
+/// hash set.
+enum Visited {
+    Dense { bits: Vec<u64>, nq: usize },
+    Sparse(HashSet<(u32, u32), FxBuild>),
+}
+
+/// Largest pair space [`Visited`] keeps as a bitset (2 MiB).
+const DENSE_VISITED_BITS: usize = 1 << 24;
+
+impl Visited {
+    fn new(nd: usize, nq: usize) -> Visited {
+        match nd.checked_mul(nq).filter(|&n| n <= DENSE_VISITED_BITS) {
+            Some(n) => Visited::Dense { bits: vec![0; n.div_ceil(64)], nq },
+            None => Visited::Sparse(HashSet::default()),
+        }
+    }
+
+    /// Marks `(d, c)`; `true` if it was new.
+    fn insert(&mut self, d: u32, c: u32) -> bool {
+        match self {
+            Visited::Dense { bits, nq } => {
+                let i = d as usize * *nq + c as usize;
+                let new = bits[i / 64] >> (i % 64) & 1 == 0;
+                bits[i / 64] |= 1 << (i % 64);
+                new
+            }
+            Visited::Sparse(set) => set.insert((d, c)),
+        }
+    }
 }
 
 /// Most (tuple, byte) steps [`content_dead_all`] takes before it gives up.
