@@ -355,6 +355,9 @@ fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
     usize::MAX
 }
 
+/// DFAs with fewer states than this get no reach table (see [`content_reach_table`]).
+const SMALL_DFA_STATES: usize = 64;
+
 /// Most (pair, byte class) steps [`content_reach_table`] takes: a table costs about 4 ns a
 /// step, paid by the first mask that needs it (a `maxLength` of 1,000 would be ~1.1M steps:
 /// searched per state instead).
@@ -365,10 +368,17 @@ const REACH_TABLE_WORK: usize = 1 << 19;
 /// live state and the content DFA's start (both DFAs decode UTF-8, so few of all pairs are);
 /// `None` when those are too many (then states are searched one by one, as they are met).
 fn content_reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
-    // A counter's keys are few canonical states: searched one by one, as they are met.
-    if dfa.is_counter() {
+    // A counter's keys are few canonical states, and a small DFA's searches are short (the key
+    // of an object with hundreds of names built a table per name, ~15 µs each): searched one
+    // by one, as they are met.
+    if dfa.is_counter() || dfa.state_count() < SMALL_DFA_STATES {
         return None;
     }
+    reach_table(dfa)
+}
+
+/// [`content_reach_table`] for any DFA, `None` only past [`REACH_TABLE_WORK`].
+fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let nd = dfa.state_count();
@@ -780,7 +790,7 @@ mod tests {
         ];
         for re in lexemes {
             let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
-            let table = content_reach_table(&dfa).expect("small");
+            let table = reach_table(&dfa).expect("small");
             for s in 1..dfa.state_count() as u32 {
                 assert_eq!(table[s as usize], content_reach(&dfa, s, usize::MAX, false), "{re} state {s}");
                 // Stopped at the first event: the smaller distance, whatever the cut-off.
