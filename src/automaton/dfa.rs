@@ -1367,11 +1367,7 @@ mod tests {
         let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
         // Every string over a small alphabet up to length 6.
         let alphabet: &[u8] = b"\"\\anu0b";
-        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
-        for len in 0..6 {
-            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
-            words.extend(next);
-        }
+        let words = words(alphabet, 6);
         let usables = [usable_of(alphabet), usable_of(b"\"a"), usable_of(b"a\\n"), usable_of(b"ab\"")];
         for (open, close) in [(&b"\""[..], &b"\""[..]), (b"", b""), (b"ab", b"\"b")] {
             for (min, max) in [(0, Some(3)), (2, Some(2)), (1, None), (0, None), (2, Some(4))] {
@@ -1414,11 +1410,7 @@ mod tests {
         let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
         let unit = Dfa::from_hir(&hir(r#"(?:[^"\\]|\\["\\n])"#), DfaLimits::default()).unwrap();
         let alphabet: &[u8] = b"\"\\an";
-        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
-        for len in 0..4 {
-            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == len).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
-            words.extend(next);
-        }
+        let words = words(alphabet, 4);
         for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
             let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0).unwrap().expect("prefix-free unit");
             for horizon in [1, 2, 3] {

@@ -532,9 +532,11 @@ impl MaskCache {
 
     /// Builds and keeps the entry for `key` (the scans of `dfas` in `states`).
     fn build(&self, vocab: &Vocab, key: Vec<(u64, u32)>, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
+        // The shortest and the longest slice: every search below stops past the longest.
+        let his = || vocab.slices().body.iter().map(|s| s.hi);
+        let (hi_min, hi) = (his().min().unwrap_or(0), his().max().unwrap_or(0));
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let hi = vocab.slices().body.iter().map(|s| s.hi).max().unwrap_or(0);
             let mut reach = Vec::with_capacity(key.len());
             // One scan: a slice is admitted when both distances exceed its length, so only
             // the smaller one is needed, and the search may stop at the first event (a
@@ -576,10 +578,8 @@ impl MaskCache {
             inner.merged.entry(nodes.into()).or_insert(t).clone()
         };
         // Several scans, none of which accepts within a slice: they may admit it together.
-        let his = || vocab.slices().body.iter().map(|s| s.hi);
-        let (hi_min, hi_max) = (his().min().unwrap_or(0), his().max().unwrap_or(0));
-        let dead_all = if key.len() > 1 && reach.iter().all(|&(accept, dead)| accept > hi_min && dead <= hi_max) {
-            content_dead_all(dfas, states, hi_max)
+        let dead_all = if key.len() > 1 && reach.iter().all(|&(accept, dead)| accept > hi_min && dead <= hi) {
+            content_dead_all(dfas, states, hi)
         } else {
             0
         };

@@ -36,7 +36,7 @@ pub struct Slices {
 
 /// Is `bytes` a prefix of plain JSON string content (no quote, backslash or control character;
 /// valid UTF-8 but for a last character that may be cut short)?
-pub fn is_string_content(bytes: &[u8]) -> bool {
+pub fn is_content_prefix(bytes: &[u8]) -> bool {
     let whole = match std::str::from_utf8(bytes) {
         Ok(s) => s,
         // `error_len() == None`: the input ends inside a character that could still be valid.
@@ -54,7 +54,7 @@ impl Slices {
         // Same filter as `TokenTrie::build`, so a slice mask never holds a token the trie lacks.
         for (b, id) in tokens.filter(|(b, _)| !b.is_empty() && b.len() <= u16::MAX as usize) {
             longest = longest.max(b.len());
-            if is_string_content(b) {
+            if is_content_prefix(b) {
                 body[BUCKETS.iter().position(|&hi| b.len() <= hi).unwrap_or(BUCKETS.len())].push((b, id));
             } else {
                 rest.push((b, id));
@@ -85,12 +85,12 @@ mod tests {
 
     #[test]
     fn string_content() {
-        assert!(is_string_content(b"hello world") && is_string_content("é😀".as_bytes()));
-        assert!(!is_string_content(b"a\"") && !is_string_content(b"\\n") && !is_string_content(b"\n"));
+        assert!(is_content_prefix(b"hello world") && is_content_prefix("é😀".as_bytes()));
+        assert!(!is_content_prefix(b"a\"") && !is_content_prefix(b"\\n") && !is_content_prefix(b"\n"));
         // A character cut short at the end is a prefix of content; anything else invalid is not.
-        assert!(is_string_content(&[b'a', 0xC3]) && is_string_content(&[0xF0, 0x9F, 0x98]), "cut short");
-        assert!(!is_string_content(&[0x98, b'a']) && !is_string_content(&[0xC3, b'a']), "continuation bytes out of place");
-        assert!(!is_string_content(&[0xED, 0xA0]) && !is_string_content(&[0xC0]), "never valid: a surrogate, an overlong lead");
-        assert!(!is_string_content(&[b'"', 0xC3]), "a quote before the cut");
+        assert!(is_content_prefix(&[b'a', 0xC3]) && is_content_prefix(&[0xF0, 0x9F, 0x98]), "cut short");
+        assert!(!is_content_prefix(&[0x98, b'a']) && !is_content_prefix(&[0xC3, b'a']), "continuation bytes out of place");
+        assert!(!is_content_prefix(&[0xED, 0xA0]) && !is_content_prefix(&[0xC0]), "never valid: a surrogate, an overlong lead");
+        assert!(!is_content_prefix(&[b'"', 0xC3]), "a quote before the cut");
     }
 }

@@ -69,7 +69,7 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 /// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
-    let rest: Map<String, Value> = obj.iter().filter(|(k, _)| *k != "not").map(|(k, v)| (k.clone(), v.clone())).collect();
+    let rest = without(obj, "not");
     rewrite_not_of(rest, not)
 }
 
@@ -298,6 +298,11 @@ fn add_to_all_of(out: &mut Map<String, Value>, parts: impl IntoIterator<Item = V
             out.insert("allOf".into(), Value::Array(parts.collect()));
         }
     }
+}
+
+/// A copy of `obj` without `key`.
+fn without(obj: &Map<String, Value>, key: &str) -> Map<String, Value> {
+    obj.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// `{key: value}`, moving `value` in (`json!` would copy it through serialization: a deep
@@ -663,7 +668,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     // branch is then intersected with them).
     let constraining = obj.iter().any(|(k, _)| k != kw && !ANNOTATIONS.contains(&k.as_str()));
     let siblings: Map<String, Value> = match constraining {
-        true => obj.iter().filter(|(k, _)| *k != kw).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        true => without(obj, kw),
         false => Map::new(),
     };
     let with_siblings = |b: &Value| keyword("allOf", Value::Array(vec![Value::Object(siblings.clone()), b.clone()]));
@@ -737,7 +742,7 @@ fn any_of_patterns(c: &mut Compiler, obj: &Map<String, Value>, branches: &[Value
         return None;
     }
     let alternation = patterns.iter().map(|p| format!("(?:{p})")).collect::<Vec<_>>().join("|");
-    let mut merged: Map<String, Value> = obj.iter().filter(|(k, _)| *k != "anyOf").map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut merged = without(obj, "anyOf");
     merged.insert("pattern".into(), Value::String(alternation));
     c.attempt(|c| c.schema(&Value::Object(merged), pointer)).ok()
 }
