@@ -753,7 +753,7 @@ impl Dfa {
                 }
             }
         }
-        backward_distances(n, edges, (1..n).filter(|&s| self.accept[s]), 0)
+        backward_distances(n, &edges, (1..n).filter(|&s| self.accept[s]), 0)
     }
 }
 
@@ -761,9 +761,9 @@ impl Dfa {
 /// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
 /// plus `first` (`u32::MAX`: none reaches one). Reverse edges are kept flat (counted, then
 /// filled), not one `Vec` per node.
-pub(crate) fn backward_distances(n: usize, edges: Vec<(u32, u32)>, sources: impl Iterator<Item = usize>, first: u32) -> Vec<u32> {
+pub(crate) fn backward_distances(n: usize, edges: &[(u32, u32)], sources: impl Iterator<Item = usize>, first: u32) -> Vec<u32> {
     let mut start = vec![0u32; n + 1];
-    for &(t, _) in &edges {
+    for &(t, _) in edges {
         start[t as usize + 1] += 1;
     }
     for i in 0..n {
@@ -771,7 +771,7 @@ pub(crate) fn backward_distances(n: usize, edges: Vec<(u32, u32)>, sources: impl
     }
     let mut fill = start.clone();
     let mut rev = vec![0u32; edges.len()];
-    for (t, p) in edges {
+    for &(t, p) in edges {
         rev[fill[t as usize] as usize] = p;
         fill[t as usize] += 1;
     }

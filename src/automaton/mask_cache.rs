@@ -198,30 +198,23 @@ fn content_dfa() -> &'static Dfa {
     })
 }
 
-/// One representative byte per pair of (`dfa`'s class, content class).
-fn content_reps(dfa: &Dfa) -> Vec<u8> {
+/// Per content state, one representative byte per pair of (`dfa`'s class, content class) that
+/// is string content there, with the content state after it.
+fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, u32)>> {
     let q = content_dfa();
     // A bit per (class, content class) pair: this runs once per searched state.
     let mut seen = [0u64; 1024];
-    (0..=255u8)
+    let reps: Vec<u8> = (0..=255u8)
         .filter(|&b| {
             let pair = (dfa.class(b) as usize) << 8 | q.class(b) as usize;
             let new = seen[pair / 64] >> (pair % 64) & 1 == 0;
             seen[pair / 64] |= 1 << (pair % 64);
             new
         })
+        .collect();
+    (0..q.state_count() as u32)
+        .map(|c| reps.iter().filter_map(|&b| Some((b, q.next(c, b))).filter(|&(_, c2)| c2 != DEAD)).collect())
         .collect()
-}
-
-/// One byte `b` from the pair (DFA state `d`, content state `c`): `None` if `b` is not string
-/// content there, `Some(None)` if the DFA dies on it, else the next pair.
-fn content_step(dfa: &Dfa, d: u32, c: u32, b: u8) -> Option<Option<(u32, u32)>> {
-    let c2 = content_dfa().next(c, b);
-    if c2 == DEAD {
-        return None;
-    }
-    let d2 = dfa.next(d, b);
-    Some((d2 != DEAD).then_some((d2, c2)))
 }
 
 /// From DFA state `state`, over strings of string-content characters (and their prefixes) of
@@ -243,12 +236,12 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
         depth += 1;
         let mut next = Vec::new();
         for &(d, c) in &frontier {
-            for &b in &reps {
-                let Some(step) = content_step(dfa, d, c, b) else { continue };
-                let Some((d2, c2)) = step else {
+            for &(b, c2) in &reps[c as usize] {
+                let d2 = dfa.next(d, b);
+                if d2 == DEAD {
                     dead = dead.min(depth);
                     continue;
-                };
+                }
                 if dfa.is_accepting(d2) {
                     accept = accept.min(depth);
                 }
@@ -381,6 +374,7 @@ fn content_reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
 fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     let q = content_dfa();
     let reps = content_reps(dfa);
+    let most_reps = reps.iter().map(Vec::len).max().unwrap_or(0);
     let nd = dfa.state_count();
     let nq = q.state_count();
     // Pairs are numbered as they are found: the starts (d, start) are 0..nd (the dead state's
@@ -391,21 +385,24 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     for (i, &(d, c)) in pairs.iter().enumerate() {
         index[d as usize * nq + c as usize] = i as u32;
     }
-    // Edges between live pairs, and the pairs one byte from the goals.
+    // Edges between live pairs (one per distinct successor: `seen[t] == i` marks `t` as
+    // already linked from `i`; most bytes of a row lead to one pair), and the pairs one byte
+    // from the goals.
     let (mut to_accept, mut to_dead) = (vec![false; nd], vec![false; nd]);
+    let mut seen = vec![0u32; nd];
     let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut i = 1;
     while i < pairs.len() {
-        if pairs.len().saturating_mul(reps.len()) > REACH_TABLE_WORK {
+        if pairs.len().saturating_mul(most_reps) > REACH_TABLE_WORK {
             return None;
         }
         let (d, c) = pairs[i];
-        for &b in &reps {
-            let Some(step) = content_step(dfa, d, c, b) else { continue };
-            let Some(next) = step else {
+        for &(b, c2) in &reps[c as usize] {
+            let next = (dfa.next(d, b), c2);
+            if next.0 == DEAD {
                 to_dead[i] = true;
                 continue;
-            };
+            }
             to_accept[i] |= dfa.is_accepting(next.0);
             let slot = &mut index[next.0 as usize * nq + next.1 as usize];
             if *slot == 0 {
@@ -413,15 +410,19 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
                 pairs.push(next);
                 to_accept.push(false);
                 to_dead.push(false);
+                seen.push(0);
             }
-            edges.push((*slot, i as u32));
+            if seen[*slot as usize] != i as u32 {
+                seen[*slot as usize] = i as u32;
+                edges.push((*slot, i as u32));
+            }
         }
         i += 1;
     }
     let n = pairs.len();
     let far = |d: u32| if d == u32::MAX { usize::MAX } else { d as usize };
-    let accept = super::dfa::backward_distances(n, edges.clone(), (1..n).filter(|&i| to_accept[i]), 1);
-    let dead = super::dfa::backward_distances(n, edges, (1..n).filter(|&i| to_dead[i]), 1);
+    let accept = super::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_accept[i]), 1);
+    let dead = super::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_dead[i]), 1);
     Some((0..nd).map(|d| (far(accept[d]), far(dead[d]))).collect())
 }
 
