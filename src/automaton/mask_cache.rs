@@ -54,7 +54,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::cfg::Cfg;
 use super::dfa::{Dfa, DEAD};
 use super::earley::Scan;
-use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
+use crate::vocab::{slices::Slices, trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
 
 /// Most bytes all entries of one cache may take together.
 pub const MAX_CACHE_BYTES: usize = 64 << 20;
@@ -113,15 +113,11 @@ impl Entry {
         dists: &[&[u32]],
         states: &[u32],
         vocab: &Vocab,
-        reach: &[(usize, usize)],
-        dead_all: usize,
+        wholesale: &Wholesale,
         mut merged: impl FnMut(&[(u32, u32)]) -> Arc<TokenTrie>,
     ) -> Entry {
         let slices = vocab.slices();
-        // No scan accepts within `hi` bytes of string content, and one of them survives all
-        // such strings (`alone`), or at least one of them survives each (`dead_all`).
-        let alone = |hi: usize| reach.iter().any(|&(_, dead)| dead > hi);
-        let admits = |hi: usize| reach.iter().all(|&(accept, _)| accept > hi) && (alone(hi) || dead_all > hi);
+        let reach = &wholesale.reach;
         let mut w = LexWalk {
             dfas,
             dists,
@@ -134,34 +130,52 @@ impl Entry {
             index: HashMap::default(),
             ending: Vec::new(),
             members: Vec::new(),
+            prune: None,
+            dropped: Vec::new(),
         };
         // Per scan, the farthest rest of any live state of its DFA (computed when first needed).
         let mut far: Vec<Option<u32>> = vec![None; dists.len()];
+        let mut note_far = |w: &mut LexWalk, k: usize| {
+            let f = *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
+            w.note_dist(k, f);
+        };
         for part in 0..=slices.body.len() {
+            w.prune = None;
             if let Some(slice) = slices.body.get(part) {
                 // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
-                if admits(slice.hi) {
+                if wholesale.admits(slice.hi) {
                     w.inside.union_clipped(&slice.mask);
                     // The scans no such string kills survive every token of the slice, in
                     // states unknown here: bound their rest by the farthest live state. (With
                     // none such, each token is survived by one scan or another: bound them all.)
-                    let alone = alone(slice.hi);
+                    let alone = wholesale.alone(slice.hi);
                     for (k, &(_, dead)) in reach.iter().enumerate() {
                         if dead > slice.hi || !alone {
-                            let f = *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
-                            w.note_dist(k, f);
+                            note_far(&mut w, k);
                         }
                     }
                     continue;
                 }
+                // The slice's tokens without an avoided byte keep the survivor alive and end no
+                // lexeme: taken wholesale; the walk visits only subtrees holding some avoided
+                // byte and takes back the tokens it finds dead or ending.
+                if let Some((k, avoid)) = wholesale.avoid {
+                    w.inside.union_clipped(&slice.mask);
+                    note_far(&mut w, k);
+                    w.prune = Some((avoid, &slice.bytes));
+                }
             }
             w.part = part as u32;
+            let trie = slices.trie(part);
             if let [dfa] = dfas {
-                w.walk_one(dfa, states[0], slices.trie(part));
-                continue;
+                w.walk_one(dfa, states[0], trie);
+            } else {
+                w.stack.reset(states.iter().copied());
+                trie.walk_visitor(&mut w);
             }
-            w.stack.reset(states.iter().copied());
-            slices.trie(part).walk_visitor(&mut w);
+            for node in w.dropped.drain(..) {
+                trie.node_ids(node).iter().chain(trie.ids_below(node)).for_each(|&id| w.inside.remove(id));
+            }
         }
         let groups = w
             .members
@@ -174,6 +188,105 @@ impl Entry {
             .collect();
         Entry { inside: w.inside, inside_dist: w.inside_dist, groups, ends: w.ends }
     }
+}
+
+/// What a key admits of the body slices without a walk (see [`Entry::build`]).
+struct Wholesale {
+    /// Per scan, [`content_reach`]: the fewest bytes of string content to acceptance and to death.
+    reach: Vec<(usize, usize)>,
+    /// [`content_dead_all`] (0 when not searched).
+    dead_all: usize,
+    /// For slices not admitted whole: a scan that no string content without the bytes of the
+    /// set kills, where no such string ends any scan's lexeme ([`avoid_set`]).
+    avoid: Option<(usize, ByteSet)>,
+}
+
+impl Wholesale {
+    /// One scan survives every string of string content up to `hi` bytes.
+    fn alone(&self, hi: usize) -> bool {
+        self.reach.iter().any(|&(_, dead)| dead > hi)
+    }
+
+    /// Every string of string content up to `hi` bytes keeps some scan alive (one survives
+    /// them all, or at least one survives each: `dead_all`) and none accepts within it.
+    fn admits(&self, hi: usize) -> bool {
+        self.reach.iter().all(|&(accept, _)| accept > hi) && (self.alone(hi) || self.dead_all > hi)
+    }
+}
+
+/// Which bytes of string content can end a scan or its lexeme: over the (DFA state, content
+/// state) pairs that string content of any length reaches from a state, the bytes on which the
+/// DFA dies (`dead`) and those after which it accepts (`accept`). String content without a
+/// `dead` byte keeps the scan alive; without an `accept` byte it ends no lexeme of the scan.
+#[derive(Clone, Copy)]
+struct Hazards {
+    dead: ByteSet,
+    accept: ByteSet,
+}
+
+/// Most (pair, byte class) steps [`content_hazards`] takes before it gives up.
+const HAZARD_WORK: usize = 1 << 16;
+
+/// [`Hazards`] from DFA state `state`; `None` past [`HAZARD_WORK`] (a counter's pairs are many).
+fn content_hazards(dfa: &Dfa, state: u32) -> Option<Hazards> {
+    let q = content_dfa();
+    let reps = content_reps(dfa);
+    let mut visited = Visited::new(dfa.state_count(), q.state_count());
+    visited.insert(state, q.start());
+    let mut stack = vec![(state, q.start())];
+    let (mut dead, mut accept, mut work) = (ByteSet::default(), ByteSet::default(), 0);
+    while let Some((d, c)) = stack.pop() {
+        for &(b, c2) in &reps[c as usize] {
+            work += 1;
+            if work > HAZARD_WORK {
+                return None;
+            }
+            let d2 = dfa.next(d, b);
+            if d2 == DEAD {
+                dead.insert(b);
+                continue;
+            }
+            if dfa.is_accepting(d2) {
+                accept.insert(b);
+            }
+            if visited.insert(d2, c2) {
+                stack.push((d2, c2));
+            }
+        }
+    }
+    // The representatives stand for every byte of their (DFA class, content class) pair.
+    let widen = |set: ByteSet| {
+        let pairs: Vec<(u8, u8)> = (0..=255u8).filter(|&r| set.contains(r)).map(|r| (dfa.class(r), q.class(r))).collect();
+        let mut out = ByteSet::default();
+        for b in (0..=255u8).filter(|&b| pairs.contains(&(dfa.class(b), q.class(b)))) {
+            out.insert(b);
+        }
+        out
+    };
+    Some(Hazards { dead: widen(dead), accept: widen(accept) })
+}
+
+/// Most bytes an avoided set may hold: past it, too few subtrees are skipped to pay.
+const MAX_AVOIDED: usize = 64;
+
+/// The scan to keep alive and the bytes to avoid: string content without them keeps scan `k`
+/// alive (none of its `dead`) and ends no lexeme (no scan's `accept`). The scan needing the
+/// fewest such bytes; `None` if any scan's hazards are unknown or too many bytes are needed.
+fn avoid_set(hazards: &[Option<Hazards>]) -> Option<(usize, ByteSet)> {
+    let mut accept = ByteSet::default();
+    for h in hazards {
+        accept.union(&(*h)?.accept);
+    }
+    hazards
+        .iter()
+        .enumerate()
+        .filter_map(|(k, h)| {
+            let mut avoid = h.as_ref()?.dead;
+            avoid.union(&accept);
+            Some((k, avoid))
+        })
+        .min_by_key(|(_, avoid)| avoid.len())
+        .filter(|(_, avoid)| avoid.len() <= MAX_AVOIDED)
 }
 
 /// The strict subtrees below `nodes` ((slice, trie node) pairs) merged into one walk-only trie.
@@ -453,6 +566,8 @@ struct Inner {
     /// The same stopped at the first event (`first`), for keys of one scan: the smaller of
     /// the two distances.
     reach_first: HashMap<(u64, u32), usize, FxBuild>,
+    /// [`content_hazards`] per (DFA id, state).
+    hazards: HashMap<(u64, u32), Option<Hazards>, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -584,7 +699,26 @@ impl MaskCache {
         } else {
             0
         };
-        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &reach, dead_all, merged));
+        let mut wholesale = Wholesale { reach, dead_all, avoid: None };
+        // Some slice is not admitted whole: perhaps all of it but the tokens with a few bytes.
+        if !wholesale.admits(hi) {
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let hazards: Vec<Option<Hazards>> = key
+                .iter()
+                .zip(dfas)
+                .map(|(&k, d)| match inner.hazards.get(&k) {
+                    Some(&h) => h,
+                    None => {
+                        let h = content_hazards(d, k.1);
+                        inner.reserve(80);
+                        inner.hazards.insert(k, h);
+                        h
+                    }
+                })
+                .collect();
+            wholesale.avoid = avoid_set(&hazards);
+        }
+        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &wholesale, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()
@@ -668,6 +802,12 @@ struct LexWalk<'a> {
     /// The scans ending at the current node.
     ending: Vec<u32>,
     members: Vec<Members>,
+    /// While a slice is taken wholesale but for tokens holding an avoided byte: those bytes,
+    /// and the slice trie's [byte sets](TokenTrie::byte_sets). Subtrees without one are skipped.
+    prune: Option<(ByteSet, &'a [ByteSet])>,
+    /// Nodes where no scan goes on, while pruning: their tokens and those below them leave
+    /// `inside` after the walk.
+    dropped: Vec<u32>,
 }
 
 impl LexWalk<'_> {
@@ -684,17 +824,21 @@ impl LexWalk<'_> {
         let inside = &mut self.inside;
         let dist = self.dists[0];
         let mut far: Option<u32> = None;
+        let (prune, dropped) = (self.prune, &mut self.dropped);
         trie.walk_nodes(
             state,
             |s, byte, node| {
-                let next = dfa.next(s, byte);
-                if next == DEAD {
+                if prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
                     return None;
                 }
-                let goes_on = dfa.can_continue(next);
-                if dfa.is_accepting(next) {
+                let next = dfa.next(s, byte);
+                let goes_on = next != DEAD && dfa.can_continue(next);
+                if next != DEAD && dfa.is_accepting(next) {
                     nodes.push((part, node));
                     if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
+                }
+                if !goes_on && prune.is_some() {
+                    dropped.push(node);
                 }
                 goes_on.then_some(next)
             },
@@ -736,6 +880,9 @@ impl LexWalk<'_> {
 impl TrieVisitor for LexWalk<'_> {
     #[inline]
     fn push(&mut self, node: u32, byte: u8) -> bool {
+        if self.prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
+            return false;
+        }
         self.ending.clear();
         let (dfas, ending) = (self.dfas, &mut self.ending);
         let goes_on = self.stack.descend(|k, s| {
@@ -756,6 +903,9 @@ impl TrieVisitor for LexWalk<'_> {
             let m = self.group();
             m.nodes.push((part, node));
             if goes_on { &mut m.at_going } else { &mut m.at }.extend_from_slice(slices.trie(part as usize).node_ids(node));
+        }
+        if !goes_on && self.prune.is_some() {
+            self.dropped.push(node);
         }
         goes_on
     }
@@ -826,5 +976,31 @@ mod tests {
         let short = [r#"[^_"\\][^"\\]{0,2}"#, r#"_[^"\\]*"#];
         assert_eq!(dead_all(&short, 50), 4);
         assert_eq!(dead_all(&short, 3), usize::MAX);
+    }
+
+    #[test]
+    fn hazards_are_the_bytes_that_kill_or_accept() {
+        let dfa = |re: &str| Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+        let set = |bytes: &[u8]| {
+            let mut s = ByteSet::default();
+            bytes.iter().for_each(|&b| s.insert(b));
+            s
+        };
+        let hz = |d: &Dfa| content_hazards(d, d.start());
+        // Inside a string of anything but `/`, `a`-`c` and U+2029 (E2 80 A9): those kill it (a
+        // class's representative stands for the whole class), and no content byte ends it.
+        let h = hz(&dfa("[^/a-c\u{2029}\"\\\\]*\"")).expect("small");
+        assert_eq!(h.dead, set(b"/abc\xa9"));
+        assert!(h.accept.is_empty());
+        // Free text accepts after any byte that ends a character, and dies on none.
+        let free = dfa("[^\\n]*");
+        let h = hz(&free).expect("small");
+        assert!(h.dead.is_empty());
+        assert!(h.accept.contains(b'a') && h.accept.contains(0xa9) && !h.accept.contains(0xe2));
+        // The survivor needing the fewest bytes avoided, and every scan's accepting bytes.
+        let (name, slash, word) = (dfa("x\""), dfa("[^/\"\\\\]*\""), dfa("[a-z]*"));
+        assert_eq!(avoid_set(&[hz(&name), hz(&slash)]), Some((1, set(b"/"))));
+        assert_eq!(avoid_set(&[hz(&slash), hz(&word)]), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));
+        assert_eq!(avoid_set(&[hz(&slash), hz(&free)]), None, "free text ends on too many bytes");
     }
 }

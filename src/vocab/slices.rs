@@ -13,6 +13,7 @@
 //! Invariants: every text token is in exactly one part; a body slice's tokens are all between
 //! `lo` and `hi` bytes long.
 
+use super::trie::ByteSet;
 use super::{TokenId, TokenSet, TokenTrie};
 
 /// Byte-length buckets of the string-content slices (inclusive upper bounds; the last is open).
@@ -23,6 +24,8 @@ pub struct Slice {
     pub hi: usize,
     pub mask: TokenSet,
     pub trie: TokenTrie,
+    /// Per node of `trie`, the bytes of the tokens at or below it ([`TokenTrie::byte_sets`]).
+    pub bytes: Vec<ByteSet>,
 }
 
 pub struct Slices {
@@ -67,7 +70,8 @@ impl Slices {
                 let mut mask = TokenSet::new(width);
                 part.iter().for_each(|&(_, id)| mask.insert(id));
                 let hi = part.iter().map(|(b, _)| b.len()).max().unwrap_or(0);
-                Slice { hi, mask, trie: TokenTrie::build(part.into_iter()) }
+                let trie = TokenTrie::build(part.into_iter());
+                Slice { hi, mask, bytes: trie.byte_sets(), trie }
             })
             .collect();
         Slices { body, rest: TokenTrie::build(rest.into_iter()), longest }

@@ -116,6 +116,33 @@ impl TokenTrie {
         &self.token_ids[self.nodes[i + 1].tok_start as usize..self.nodes[end].tok_start as usize]
     }
 
+    /// Per node: the bytes of the tokens at or below it (the path's bytes and every byte on
+    /// the paths beneath), as a 256-bit set. A walk that only needs tokens holding some byte
+    /// of a set skips every subtree whose set misses it.
+    pub fn byte_sets(&self) -> Vec<ByteSet> {
+        let n = self.nodes.len() - 1;
+        let mut sets = vec![ByteSet::default(); n];
+        // Forward: each node's path bytes (its parent's and its own byte); `path[d]`: the
+        // node at depth d on the current path.
+        let mut parent = vec![0u32; n];
+        let mut path: Vec<u32> = vec![0];
+        for i in 1..n {
+            let node = self.nodes[i];
+            path.truncate(node.depth as usize);
+            let p = *path.last().expect("the root is on every path");
+            parent[i] = p;
+            sets[i] = sets[p as usize];
+            sets[i].insert(node.byte);
+            path.push(i as u32);
+        }
+        // Backward (children come after their parent): add each node's set to its parent's.
+        for i in (1..n).rev() {
+            let below = sets[i];
+            sets[parent[i] as usize].union(&below);
+        }
+        sets
+    }
+
     /// The longest token, in bytes.
     pub fn max_token_len(&self) -> usize {
         self.max_depth
@@ -203,6 +230,40 @@ impl TokenTrie {
                 }
             }
         }
+    }
+}
+
+/// A set of byte values.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
+pub struct ByteSet(pub [u64; 4]);
+
+impl ByteSet {
+    #[inline]
+    pub fn insert(&mut self, b: u8) {
+        self.0[b as usize / 64] |= 1 << (b % 64);
+    }
+
+    #[inline]
+    pub fn contains(&self, b: u8) -> bool {
+        self.0[b as usize / 64] >> (b % 64) & 1 == 1
+    }
+
+    #[inline]
+    pub fn union(&mut self, other: &ByteSet) {
+        (0..4).for_each(|i| self.0[i] |= other.0[i]);
+    }
+
+    #[inline]
+    pub fn meets(&self, other: &ByteSet) -> bool {
+        (0..4).any(|i| self.0[i] & other.0[i] != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
     }
 }
 
