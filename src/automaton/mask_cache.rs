@@ -214,75 +214,118 @@ impl Wholesale {
     }
 }
 
-/// Which bytes of string content can end a scan or its lexeme: over the (DFA state, content
-/// state) pairs that string content of any length reaches from a state, the bytes on which the
-/// DFA dies (`dead`) and those after which it accepts (`accept`). String content without a
-/// `dead` byte keeps the scan alive; without an `accept` byte it ends no lexeme of the scan.
-#[derive(Clone, Copy)]
+/// What string content can do to a scan from one of its states, for taking slices wholesale
+/// but for the tokens holding certain bytes ([`avoid_set`]). Over the (DFA state, content
+/// state) pairs string content reaches:
+#[derive(Clone, Copy, Debug)]
 struct Hazards {
-    dead: ByteSet,
-    accept: ByteSet,
+    /// Bytes whose absence keeps the scan alive with its lexeme unfinished: string content
+    /// without them stays among pairs where only these bytes kill the DFA or make it accept.
+    /// A byte into a pair where many bytes would ([`CUT_HAZARD_BYTES`]) is in the set too, and
+    /// that pair is not explored: `[^:]+:[0-9a-f]+` needs `:` avoided, not every byte that
+    /// kills a hex digit. `None` past [`HAZARD_WORK`] (a counter's pairs are many).
+    survive: Option<ByteSet>,
+    /// The bytes after which the DFA accepts, over every pair string content reaches (`None`
+    /// past [`HAZARD_WORK`]).
+    accept: Option<ByteSet>,
 }
 
-/// Most (pair, byte class) steps [`content_hazards`] takes before it gives up.
+/// Most (pair, byte class) steps each search of [`content_hazards`] takes before it gives up.
 const HAZARD_WORK: usize = 1 << 16;
 
-/// [`Hazards`] from DFA state `state`; `None` past [`HAZARD_WORK`] (a counter's pairs are many).
-fn content_hazards(dfa: &Dfa, state: u32) -> Option<Hazards> {
+/// A pair where more bytes than this kill the DFA or make it accept is not explored for
+/// [`Hazards::survive`]: the byte into it is avoided instead.
+const CUT_HAZARD_BYTES: usize = 32;
+
+/// [`Hazards`] from DFA state `state`.
+fn content_hazards(dfa: &Dfa, state: u32) -> Hazards {
     let q = content_dfa();
     let reps = content_reps(dfa);
-    let mut visited = Visited::new(dfa.state_count(), q.state_count());
-    visited.insert(state, q.start());
-    let mut stack = vec![(state, q.start())];
-    let (mut dead, mut accept, mut work) = (ByteSet::default(), ByteSet::default(), 0);
-    while let Some((d, c)) = stack.pop() {
-        for &(b, c2) in &reps[c as usize] {
-            work += 1;
-            if work > HAZARD_WORK {
-                return None;
-            }
-            let d2 = dfa.next(d, b);
-            if d2 == DEAD {
-                dead.insert(b);
-                continue;
-            }
-            if dfa.is_accepting(d2) {
-                accept.insert(b);
-            }
-            if visited.insert(d2, c2) {
-                stack.push((d2, c2));
-            }
-        }
-    }
-    // The representatives stand for every byte of their (DFA class, content class) pair.
+    // Each byte's representative (the first byte of its (DFA class, content class) pair, as
+    // in `content_reps`), and how many bytes each representative stands for.
+    let mut first: HashMap<(u8, u8), u8, FxBuild> = HashMap::default();
+    let rep_of: Vec<u8> = (0..=255u8).map(|b| *first.entry((dfa.class(b), q.class(b))).or_insert(b)).collect();
+    let mut size = [0usize; 256];
+    rep_of.iter().for_each(|&r| size[r as usize] += 1);
     let widen = |set: ByteSet| {
-        let pairs: Vec<(u8, u8)> = (0..=255u8).filter(|&r| set.contains(r)).map(|r| (dfa.class(r), q.class(r))).collect();
         let mut out = ByteSet::default();
-        for b in (0..=255u8).filter(|&b| pairs.contains(&(dfa.class(b), q.class(b)))) {
-            out.insert(b);
-        }
+        (0..=255u8).filter(|&b| set.contains(rep_of[b as usize])).for_each(|b| out.insert(b));
         out
     };
-    Some(Hazards { dead: widen(dead), accept: widen(accept) })
+    let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
+    let hazard_bytes = |d: u32, c: u32| reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>();
+    let start = (state, q.start());
+    let survive = || {
+        let (mut seen, mut cut) = (Visited::new(dfa.state_count(), q.state_count()), Visited::new(dfa.state_count(), q.state_count()));
+        seen.insert(start.0, start.1);
+        let (mut stack, mut set, mut work) = (vec![start], ByteSet::default(), 0);
+        while let Some((d, c)) = stack.pop() {
+            for &(b, c2) in &reps[c as usize] {
+                work += 1;
+                if work > HAZARD_WORK {
+                    return None;
+                }
+                let d2 = dfa.next(d, b);
+                if ends(d2) {
+                    set.insert(b);
+                } else if seen.insert(d2, c2) {
+                    work += reps[c2 as usize].len();
+                    if hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
+                        cut.insert(d2, c2);
+                        set.insert(b);
+                    } else {
+                        stack.push((d2, c2));
+                    }
+                } else if cut.contains(d2, c2) {
+                    set.insert(b);
+                }
+            }
+        }
+        Some(widen(set))
+    };
+    let accept = || {
+        let mut seen = Visited::new(dfa.state_count(), q.state_count());
+        seen.insert(start.0, start.1);
+        let (mut stack, mut set, mut work) = (vec![start], ByteSet::default(), 0);
+        while let Some((d, c)) = stack.pop() {
+            for &(b, c2) in &reps[c as usize] {
+                work += 1;
+                if work > HAZARD_WORK {
+                    return None;
+                }
+                let d2 = dfa.next(d, b);
+                if d2 == DEAD {
+                    continue;
+                }
+                if dfa.is_accepting(d2) {
+                    set.insert(b);
+                }
+                if seen.insert(d2, c2) {
+                    stack.push((d2, c2));
+                }
+            }
+        }
+        Some(widen(set))
+    };
+    Hazards { survive: survive(), accept: accept() }
 }
 
 /// Most bytes an avoided set may hold: past it, too few subtrees are skipped to pay.
 const MAX_AVOIDED: usize = 64;
 
 /// The scan to keep alive and the bytes to avoid: string content without them keeps scan `k`
-/// alive (none of its `dead`) and ends no lexeme (no scan's `accept`). The scan needing the
-/// fewest such bytes; `None` if any scan's hazards are unknown or too many bytes are needed.
-fn avoid_set(hazards: &[Option<Hazards>]) -> Option<(usize, ByteSet)> {
-    let mut accept = ByteSet::default();
-    for h in hazards {
-        accept.union(&(*h)?.accept);
-    }
-    hazards
-        .iter()
-        .enumerate()
-        .filter_map(|(k, h)| {
-            let mut avoid = h.as_ref()?.dead;
-            avoid.union(&accept);
+/// alive with its lexeme unfinished (its `survive`) and ends no other scan's lexeme (their
+/// `accept`). The scan needing the fewest such bytes; `None` if no scan can do with at most
+/// [`MAX_AVOIDED`].
+fn avoid_set(hazards: &[Hazards]) -> Option<(usize, ByteSet)> {
+    (0..hazards.len())
+        .filter_map(|k| {
+            let mut avoid = hazards[k].survive?;
+            for (j, h) in hazards.iter().enumerate() {
+                if j != k {
+                    avoid.union(&h.accept?);
+                }
+            }
             Some((k, avoid))
         })
         .min_by_key(|(_, avoid)| avoid.len())
@@ -384,6 +427,16 @@ impl Visited {
         match nd.checked_mul(nq).filter(|&n| n <= DENSE_VISITED_BITS) {
             Some(n) => Visited::Dense { bits: vec![0; n.div_ceil(64)], nq },
             None => Visited::Sparse(HashSet::default()),
+        }
+    }
+
+    fn contains(&self, d: u32, c: u32) -> bool {
+        match self {
+            Visited::Dense { bits, nq } => {
+                let i = d as usize * *nq + c as usize;
+                bits[i / 64] >> (i % 64) & 1 == 1
+            }
+            Visited::Sparse(set) => set.contains(&(d, c)),
         }
     }
 
@@ -567,7 +620,7 @@ struct Inner {
     /// the two distances.
     reach_first: HashMap<(u64, u32), usize, FxBuild>,
     /// [`content_hazards`] per (DFA id, state).
-    hazards: HashMap<(u64, u32), Option<Hazards>, FxBuild>,
+    hazards: HashMap<(u64, u32), Hazards, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -703,7 +756,7 @@ impl MaskCache {
         // Some slice is not admitted whole: perhaps all of it but the tokens with a few bytes.
         if !wholesale.admits(hi) {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let hazards: Vec<Option<Hazards>> = key
+            let hazards: Vec<Hazards> = key
                 .iter()
                 .zip(dfas)
                 .map(|(&k, d)| match inner.hazards.get(&k) {
@@ -989,15 +1042,23 @@ mod tests {
         let hz = |d: &Dfa| content_hazards(d, d.start());
         // Inside a string of anything but `/`, `a`-`c` and U+2029 (E2 80 A9): those kill it (a
         // class's representative stands for the whole class), and no content byte ends it.
-        let h = hz(&dfa("[^/a-c\u{2029}\"\\\\]*\"")).expect("small");
-        assert_eq!(h.dead, set(b"/abc\xa9"));
-        assert!(h.accept.is_empty());
+        let h = hz(&dfa("[^/a-c\u{2029}\"\\\\]*\""));
+        assert_eq!(h.survive, Some(set(b"/abc\xa9")));
+        assert_eq!(h.accept, Some(ByteSet::default()));
         // Free text accepts after any byte that ends a character, and dies on none.
         let free = dfa("[^\\n]*");
-        let h = hz(&free).expect("small");
-        assert!(h.dead.is_empty());
-        assert!(h.accept.contains(b'a') && h.accept.contains(0xa9) && !h.accept.contains(0xe2));
-        // The survivor needing the fewest bytes avoided, and every scan's accepting bytes.
+        let h = hz(&free);
+        let accept = h.accept.expect("small");
+        assert!(accept.contains(b'a') && accept.contains(0xa9) && !accept.contains(0xe2));
+        // To survive unfinished it must avoid those, and the lead bytes of two-byte characters
+        // (the pair after one is cut: every continuation byte ends a character there).
+        let survive = h.survive.expect("small");
+        assert!(survive.contains(b'a') && survive.contains(0xc3));
+        // Past `:` only hex digits go on: the pair after it is cut, not explored, so `:` is
+        // the one byte to avoid (exploring it would avoid every byte but the digits).
+        let h = hz(&dfa("[^:\"\\\\]+:[0-9a-f]+\""));
+        assert_eq!(h.survive, Some(set(b":")));
+        // The survivor needing the fewest bytes avoided, and every other scan's accepting bytes.
         let (name, slash, word) = (dfa("x\""), dfa("[^/\"\\\\]*\""), dfa("[a-z]*"));
         assert_eq!(avoid_set(&[hz(&name), hz(&slash)]), Some((1, set(b"/"))));
         assert_eq!(avoid_set(&[hz(&slash), hz(&word)]), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));

@@ -45,9 +45,10 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"enum": ["a", "ab", "abc", 1, 12, 123.5, true, null, {"k": "v"}, ["x"]]}),
         json!({"type": "array", "items": {"type": ["integer", "string", "boolean"]}, "minItems": 2}),
         // Strings that all of string content keeps alive but for a few bytes (`/`; U+2028 and
-        // U+2029, which `.` refuses): slices taken wholesale but for the tokens holding them,
-        // with one scan and with several (a key name beside a key pattern; `oneOf` patterns).
-        json!({"type": "object", "properties": {"/": {"type": "integer"}}, "patternProperties": {"^(/[^/]+)+$": {"type": "string", "pattern": "^[^/ ]+$"}},
+        // U+2029, which `.` refuses; `:` before a hex part): slices taken wholesale but for the
+        // tokens holding them, with one scan and with several (a key name beside a key
+        // pattern; `oneOf` patterns).
+        json!({"type": "object", "properties": {"/": {"type": "integer"}, "h": {"type": "string", "pattern": "^([^:]+:[a-fA-F0-9]+|[a-fA-F0-9]{32})$"}}, "patternProperties": {"^(/[^/]+)+$": {"type": "string", "pattern": "^[^/ ]+$"}},
                "additionalProperties": false}),
         json!({"type": "array", "items": {"oneOf": [{"type": "string", "pattern": "^[a-f0-9]{8,16}-genotype-\\d+$"},
                {"type": "string", "pattern": "^.+?wild-type-genotype.*$"}, {"type": "string", "pattern": "^\\S+é$"}]}}),
