@@ -159,7 +159,7 @@ impl Entry {
                 // The slice's tokens without an avoided byte keep the survivor alive and end no
                 // lexeme: taken wholesale; the walk visits only subtrees holding some avoided
                 // byte and takes back the tokens it finds dead or ending.
-                if let Some((k, avoid)) = wholesale.avoid {
+                if let Some(&Some((k, avoid))) = wholesale.avoid.get(part) {
                     w.inside.union_clipped(&slice.mask);
                     note_far(&mut w, k);
                     w.prune = Some((avoid, &slice.bytes));
@@ -196,9 +196,10 @@ struct Wholesale {
     reach: Vec<(usize, usize)>,
     /// [`content_dead_all`] (0 when not searched).
     dead_all: usize,
-    /// For slices not admitted whole: a scan that no string content without the bytes of the
-    /// set kills, where no such string ends any scan's lexeme ([`avoid_set`]).
-    avoid: Option<(usize, ByteSet)>,
+    /// Per body slice not admitted whole: a scan that no string content without the bytes of
+    /// the set kills (up to the slice's longest token), where no such string ends any scan's
+    /// lexeme ([`avoid_set`]).
+    avoid: Vec<Option<(usize, ByteSet)>>,
 }
 
 impl Wholesale {
@@ -216,29 +217,53 @@ impl Wholesale {
 
 /// What string content can do to a scan from one of its states, for taking slices wholesale
 /// but for the tokens holding certain bytes ([`avoid_set`]). Over the (DFA state, content
-/// state) pairs string content reaches:
-#[derive(Clone, Copy, Debug)]
+/// state) pairs string content reaches (searched breadth-first, so each byte is known by the
+/// shortest string where it matters):
+#[derive(Debug)]
 struct Hazards {
     /// Bytes whose absence keeps the scan alive with its lexeme unfinished: string content
     /// without them stays among pairs where only these bytes kill the DFA or make it accept.
-    /// A byte into a pair where many bytes would ([`CUT_HAZARD_BYTES`]) is in the set too, and
-    /// that pair is not explored: `[^:]+:[0-9a-f]+` needs `:` avoided, not every byte that
-    /// kills a hex digit. `None` past [`HAZARD_WORK`] (a counter's pairs are many).
-    survive: Option<ByteSet>,
-    /// The bytes after which the DFA accepts, over every pair string content reaches (`None`
-    /// past [`HAZARD_WORK`]).
-    accept: Option<ByteSet>,
+    /// A byte into a pair where many bytes would ([`CUT_HAZARD_BYTES`]) counts too, and that
+    /// pair is not explored: `[^:]+:[0-9a-f]+` needs `:` avoided, not every byte that kills a
+    /// hex digit.
+    survive: Depths,
+    /// The bytes after which the DFA accepts.
+    accept: Depths,
 }
 
-/// Most (pair, byte class) steps each search of [`content_hazards`] takes before it gives up.
+/// Per byte, the shortest string of string content (its length) whose last byte it is and
+/// where it matters (see [`Hazards`]); `u16::MAX`: none was found (depths past that are
+/// clipped to it: the strings that long are not searched).
+#[derive(Debug)]
+struct Depths {
+    first: Box<[u16; 256]>,
+    /// The search saw every string up to this many bytes ([`HAZARD_WORK`] stops it; a lexeme of
+    /// counted length has pairs for every count): the bytes are known for strings that long.
+    horizon: usize,
+}
+
+impl Depths {
+    /// The bytes that matter in strings of at most `hi` bytes; `None` past the horizon.
+    fn within(&self, hi: usize) -> Option<ByteSet> {
+        if hi > self.horizon {
+            return None;
+        }
+        let mut set = ByteSet::default();
+        (0..=255u8).filter(|&b| (self.first[b as usize] as usize) <= hi).for_each(|b| set.insert(b));
+        Some(set)
+    }
+}
+
+/// Most (pair, byte class) steps each search of [`content_hazards`] takes: it stops at the end
+/// of the depth it is in.
 const HAZARD_WORK: usize = 1 << 16;
 
 /// A pair where more bytes than this kill the DFA or make it accept is not explored for
 /// [`Hazards::survive`]: the byte into it is avoided instead.
 const CUT_HAZARD_BYTES: usize = 32;
 
-/// [`Hazards`] from DFA state `state`.
-fn content_hazards(dfa: &Dfa, state: u32) -> Hazards {
+/// [`Hazards`] from DFA state `state`, for strings up to `max` bytes.
+fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
     let q = content_dfa();
     let reps = content_reps(dfa);
     // Each byte's representative (the first byte of its (DFA class, content class) pair, as
@@ -247,83 +272,81 @@ fn content_hazards(dfa: &Dfa, state: u32) -> Hazards {
     let rep_of: Vec<u8> = (0..=255u8).map(|b| *first.entry((dfa.class(b), q.class(b))).or_insert(b)).collect();
     let mut size = [0usize; 256];
     rep_of.iter().for_each(|&r| size[r as usize] += 1);
-    let widen = |set: ByteSet| {
-        let mut out = ByteSet::default();
-        (0..=255u8).filter(|&b| set.contains(rep_of[b as usize])).for_each(|b| out.insert(b));
-        out
-    };
     let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
     let hazard_bytes = |d: u32, c: u32| reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>();
-    let start = (state, q.start());
-    let survive = || {
-        let (mut seen, mut cut) = (Visited::new(dfa.state_count(), q.state_count()), Visited::new(dfa.state_count(), q.state_count()));
-        seen.insert(start.0, start.1);
-        let (mut stack, mut set, mut work) = (vec![start], ByteSet::default(), 0);
-        while let Some((d, c)) = stack.pop() {
-            for &(b, c2) in &reps[c as usize] {
-                work += 1;
-                if work > HAZARD_WORK {
-                    return None;
-                }
-                let d2 = dfa.next(d, b);
-                if ends(d2) {
-                    set.insert(b);
-                } else if seen.insert(d2, c2) {
-                    work += reps[c2 as usize].len();
-                    if hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
-                        cut.insert(d2, c2);
-                        set.insert(b);
-                    } else {
-                        stack.push((d2, c2));
-                    }
-                } else if cut.contains(d2, c2) {
-                    set.insert(b);
-                }
-            }
-        }
-        Some(widen(set))
-    };
-    let accept = || {
+    // One breadth-first search; `mark(pair, byte, depth)` says whether to go on from the pair
+    // the byte leads to, noting bytes that matter.
+    let search = |step: &mut dyn FnMut(u32, u32, u8, u16, &mut [u16; 256]) -> bool| {
+        let mut found = Box::new([u16::MAX; 256]);
         let mut seen = Visited::new(dfa.state_count(), q.state_count());
-        seen.insert(start.0, start.1);
-        let (mut stack, mut set, mut work) = (vec![start], ByteSet::default(), 0);
-        while let Some((d, c)) = stack.pop() {
-            for &(b, c2) in &reps[c as usize] {
-                work += 1;
-                if work > HAZARD_WORK {
-                    return None;
-                }
-                let d2 = dfa.next(d, b);
-                if d2 == DEAD {
-                    continue;
-                }
-                if dfa.is_accepting(d2) {
-                    set.insert(b);
-                }
-                if seen.insert(d2, c2) {
-                    stack.push((d2, c2));
+        seen.insert(state, q.start());
+        let (mut frontier, mut work, mut depth) = (vec![(state, q.start())], 0, 0);
+        while !frontier.is_empty() && depth < max && work <= HAZARD_WORK {
+            depth += 1;
+            let mut next = Vec::new();
+            for &(d, c) in &frontier {
+                for &(b, c2) in &reps[c as usize] {
+                    work += 1;
+                    let d2 = dfa.next(d, b);
+                    if step(d2, c2, b, depth.min(usize::from(u16::MAX - 1)) as u16, &mut found) && seen.insert(d2, c2) {
+                        work += reps[c2 as usize].len();
+                        next.push((d2, c2));
+                    }
                 }
             }
+            frontier = next;
         }
-        Some(widen(set))
+        // With the frontier empty every pair was met: longer strings add nothing.
+        let horizon = if frontier.is_empty() { usize::MAX } else { depth };
+        // The representatives stand for every byte of their (DFA class, content class) pair.
+        let mut widened = Box::new([u16::MAX; 256]);
+        for b in 0..256 {
+            widened[b] = found[rep_of[b] as usize];
+        }
+        Depths { first: widened, horizon }
     };
-    Hazards { survive: survive(), accept: accept() }
+    let note = |found: &mut [u16; 256], b: u8, depth: u16| found[b as usize] = found[b as usize].min(depth);
+    let mut cut = Visited::new(dfa.state_count(), q.state_count());
+    let mut judged = Visited::new(dfa.state_count(), q.state_count());
+    let survive = search(&mut |d2, c2, b, depth, found| {
+        if ends(d2) {
+            note(found, b, depth);
+            return false;
+        }
+        if judged.insert(d2, c2) && hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
+            cut.insert(d2, c2);
+        }
+        // A string may end in a cut pair (it is alive, unfinished): the byte into it matters
+        // only to longer strings.
+        if cut.contains(d2, c2) {
+            note(found, b, depth.saturating_add(1));
+            return false;
+        }
+        true
+    });
+    let accept = search(&mut |d2, _, b, depth, found| {
+        if d2 != DEAD && dfa.is_accepting(d2) {
+            note(found, b, depth);
+        }
+        d2 != DEAD
+    });
+    Hazards { survive, accept }
 }
 
 /// Most bytes an avoided set may hold: past it, too few subtrees are skipped to pay.
 const MAX_AVOIDED: usize = 64;
 
-/// The scan to keep alive and the bytes to avoid: string content without them keeps scan `k`
-/// alive with its lexeme unfinished (its `survive`) and ends no other scan's lexeme (their
-/// `accept`). The scan needing the fewest such bytes; `None` if no scan can do with at most
-/// [`MAX_AVOIDED`].
-fn avoid_set(hazards: &[Hazards]) -> Option<(usize, ByteSet)> {
+/// For tokens of at most `hi` bytes, the scan to keep alive and the bytes to avoid: string
+/// content without them keeps scan `k` alive with its lexeme unfinished (its `survive`) and
+/// ends no other scan's lexeme (their `accept`). The scan needing the fewest such bytes; `None`
+/// if no scan can do with at most [`MAX_AVOIDED`].
+fn avoid_set(hazards: &[&Hazards], hi: usize) -> Option<(usize, ByteSet)> {
     (0..hazards.len())
         .filter_map(|k| {
-            let mut avoid = hazards[k].survive?;
+            let mut avoid = hazards[k].survive.within(hi)?;
             for (j, h) in hazards.iter().enumerate() {
                 if j != k {
-                    avoid.union(&h.accept?);
+                    avoid.union(&h.accept.within(hi)?);
                 }
             }
             Some((k, avoid))
@@ -379,8 +402,9 @@ fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, u32)>> {
 /// [`content_reach_table`] for all states at once.
 ///
 /// With `first`, the search stops at the first depth where either is found (the other may
-/// then be reported as not found): enough where only the smaller of the two matters.
-fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usize) {
+/// then be reported as not found): enough where only the smaller of the two matters. `None`
+/// past `work` (pair, byte class) steps.
+fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool, mut work: usize) -> Option<(usize, usize)> {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let (mut accept, mut dead) = (usize::MAX, usize::MAX);
@@ -392,6 +416,7 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
         depth += 1;
         let mut next = Vec::new();
         for &(d, c) in &frontier {
+            work = work.checked_sub(reps[c as usize].len())?;
             for &(b, c2) in &reps[c as usize] {
                 let d2 = dfa.next(d, b);
                 if d2 == DEAD {
@@ -408,7 +433,7 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool) -> (usize, usiz
         }
         frontier = next;
     }
-    (accept, dead)
+    Some((accept, dead))
 }
 
 /// The (DFA state, content state) pairs a search has met: a bitset over all pairs when that is
@@ -513,6 +538,10 @@ fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
     }
     usize::MAX
 }
+
+/// Most steps of the first search from a state of a DFA without a table: past it the DFA gets
+/// one (see [`MaskCache::build`]).
+const QUICK_REACH_WORK: usize = 4096;
 
 /// DFAs with fewer states than this get no reach table (see [`content_reach_table`]).
 const SMALL_DFA_STATES: usize = 64;
@@ -620,7 +649,7 @@ struct Inner {
     /// the two distances.
     reach_first: HashMap<(u64, u32), usize, FxBuild>,
     /// [`content_hazards`] per (DFA id, state).
-    hazards: HashMap<(u64, u32), Hazards, FxBuild>,
+    hazards: HashMap<(u64, u32), Arc<Hazards>, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -713,26 +742,44 @@ impl MaskCache {
             // the longest slice from each new state: milliseconds per mask).
             let single = key.len() == 1;
             for (&k, d) in key.iter().zip(dfas) {
-                let table = match inner.reach_tables.get(&k.0) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t: Option<Arc<[(usize, usize)]>> = content_reach_table(d).map(Arc::from);
-                        inner.reserve(t.as_ref().map_or(0, |t| t.len() * 16) + 32);
-                        inner.reach_tables.insert(k.0, t.clone());
-                        t
-                    }
+                let cached = match single {
+                    true => inner.reach_first.get(&k).map(|&m| (m, m)),
+                    false => inner.reach.get(&k).copied(),
                 };
-                reach.push(match table {
-                    Some(t) => t[k.1 as usize],
-                    None if single => {
-                        let m = *inner.reach_first.entry(k).or_insert_with(|| {
-                            let (accept, dead) = content_reach(d, k.1, hi, true);
-                            accept.min(dead)
-                        });
-                        (m, m)
+                let search = |work: usize| {
+                    let r = content_reach(d, k.1, hi, single, work)?;
+                    Some(if single { (r.0.min(r.1), r.0.min(r.1)) } else { r })
+                };
+                // A DFA gets its table when a search from one of its states runs long: a short
+                // search costs less than any table (a key pattern, a string that dies on a few
+                // bytes), a state of a long bounded string that meets nothing within the
+                // longest slice does not.
+                let r = match (cached, inner.reach_tables.get(&k.0)) {
+                    (Some(r), _) => r,
+                    (None, Some(Some(t))) => t[k.1 as usize],
+                    (None, Some(None)) => search(usize::MAX).expect("no work bound"),
+                    (None, None) => match search(QUICK_REACH_WORK) {
+                        Some(r) => r,
+                        None => {
+                            let t: Option<Arc<[(usize, usize)]>> = content_reach_table(d).map(Arc::from);
+                            inner.reserve(t.as_ref().map_or(0, |t| t.len() * 16) + 32);
+                            inner.reach_tables.insert(k.0, t.clone());
+                            match t {
+                                Some(t) => t[k.1 as usize],
+                                None => search(usize::MAX).expect("no work bound"),
+                            }
+                        }
+                    },
+                };
+                if cached.is_none() && !matches!(inner.reach_tables.get(&k.0), Some(Some(_))) {
+                    inner.reserve(32);
+                    if single {
+                        inner.reach_first.insert(k, r.0);
+                    } else {
+                        inner.reach.insert(k, r);
                     }
-                    None => *inner.reach.entry(k).or_insert_with(|| content_reach(d, k.1, hi, false)),
-                });
+                }
+                reach.push(r);
             }
             reach
         };
@@ -752,24 +799,25 @@ impl MaskCache {
         } else {
             0
         };
-        let mut wholesale = Wholesale { reach, dead_all, avoid: None };
+        let mut wholesale = Wholesale { reach, dead_all, avoid: Vec::new() };
         // Some slice is not admitted whole: perhaps all of it but the tokens with a few bytes.
         if !wholesale.admits(hi) {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let hazards: Vec<Hazards> = key
+            let hazards: Vec<Arc<Hazards>> = key
                 .iter()
                 .zip(dfas)
                 .map(|(&k, d)| match inner.hazards.get(&k) {
-                    Some(&h) => h,
+                    Some(h) => h.clone(),
                     None => {
-                        let h = content_hazards(d, k.1);
-                        inner.reserve(80);
-                        inner.hazards.insert(k, h);
+                        let h = Arc::new(content_hazards(d, k.1, hi));
+                        inner.reserve(1100);
+                        inner.hazards.insert(k, h.clone());
                         h
                     }
                 })
                 .collect();
-            wholesale.avoid = avoid_set(&hazards);
+            let hazards: Vec<&Hazards> = hazards.iter().map(|h| &**h).collect();
+            wholesale.avoid = vocab.slices().body.iter().map(|slice| if wholesale.admits(slice.hi) { None } else { avoid_set(&hazards, slice.hi) }).collect();
         }
         let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &wholesale, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -996,11 +1044,11 @@ mod tests {
             let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
             let table = reach_table(&dfa).expect("small");
             for s in 1..dfa.state_count() as u32 {
-                assert_eq!(table[s as usize], content_reach(&dfa, s, usize::MAX, false), "{re} state {s}");
+                assert_eq!(Some(table[s as usize]), content_reach(&dfa, s, usize::MAX, false, usize::MAX), "{re} state {s}");
                 // Stopped at the first event: the smaller distance, whatever the cut-off.
                 for max in [1, 3, usize::MAX] {
-                    let (a, d) = content_reach(&dfa, s, max, false);
-                    let (fa, fd) = content_reach(&dfa, s, max, true);
+                    let (a, d) = content_reach(&dfa, s, max, false, usize::MAX).unwrap();
+                    let (fa, fd) = content_reach(&dfa, s, max, true, usize::MAX).unwrap();
                     assert_eq!(a.min(d), fa.min(fd), "{re} state {s} max {max}");
                 }
             }
@@ -1019,7 +1067,7 @@ mod tests {
         // A name, names starting with `_`, and every other name: no content string kills all.
         let keys = [r#"name""#, r#"_[^"\\]*""#, r#"[^_"\\][^"\\]*""#];
         for &re in &keys {
-            let alone = content_reach(&dfa(re), dfa(re).start(), 50, false).1;
+            let alone = content_reach(&dfa(re), dfa(re).start(), 50, false, usize::MAX).unwrap().1;
             assert!(alone <= 1, "{re} alone dies at once on some byte: {alone}");
         }
         assert_eq!(dead_all(&keys, 50), usize::MAX);
@@ -1039,29 +1087,39 @@ mod tests {
             bytes.iter().for_each(|&b| s.insert(b));
             s
         };
-        let hz = |d: &Dfa| content_hazards(d, d.start());
+        let hz = |d: &Dfa| content_hazards(d, d.start(), 64);
         // Inside a string of anything but `/`, `a`-`c` and U+2029 (E2 80 A9): those kill it (a
         // class's representative stands for the whole class), and no content byte ends it.
         let h = hz(&dfa("[^/a-c\u{2029}\"\\\\]*\""));
-        assert_eq!(h.survive, Some(set(b"/abc\xa9")));
-        assert_eq!(h.accept, Some(ByteSet::default()));
+        assert_eq!(h.survive.within(64), Some(set(b"/abc\xa9")));
+        assert_eq!(h.survive.within(1), Some(set(b"/abc")), "U+2029 is three bytes");
+        assert_eq!(h.accept.within(1000), Some(ByteSet::default()), "every pair was searched");
         // Free text accepts after any byte that ends a character, and dies on none.
         let free = dfa("[^\\n]*");
         let h = hz(&free);
-        let accept = h.accept.expect("small");
+        let accept = h.accept.within(64).expect("small");
         assert!(accept.contains(b'a') && accept.contains(0xa9) && !accept.contains(0xe2));
         // To survive unfinished it must avoid those, and the lead bytes of two-byte characters
         // (the pair after one is cut: every continuation byte ends a character there).
-        let survive = h.survive.expect("small");
+        let survive = h.survive.within(64).expect("small");
         assert!(survive.contains(b'a') && survive.contains(0xc3));
         // Past `:` only hex digits go on: the pair after it is cut, not explored, so `:` is
         // the one byte to avoid (exploring it would avoid every byte but the digits).
         let h = hz(&dfa("[^:\"\\\\]+:[0-9a-f]+\""));
-        assert_eq!(h.survive, Some(set(b":")));
+        assert_eq!(h.survive.within(64), Some(set(b":")));
+        // A length bound: every byte kills the string past it, none before.
+        let bounded = dfa("[^<\"\\\\]{0,5}\"");
+        let h = hz(&bounded);
+        assert_eq!(h.survive.within(5), Some(set(b"<")));
+        let sixth = h.survive.within(6).expect("searched");
+        assert!(sixth.contains(b'a') && sixth.len() > 90, "a sixth character kills it");
+        let h = content_hazards(&bounded, bounded.start(), 3);
+        assert_eq!((h.survive.within(3), h.survive.within(4)), (Some(set(b"<")), None), "searched up to 3 bytes");
         // The survivor needing the fewest bytes avoided, and every other scan's accepting bytes.
-        let (name, slash, word) = (dfa("x\""), dfa("[^/\"\\\\]*\""), dfa("[a-z]*"));
-        assert_eq!(avoid_set(&[hz(&name), hz(&slash)]), Some((1, set(b"/"))));
-        assert_eq!(avoid_set(&[hz(&slash), hz(&word)]), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));
-        assert_eq!(avoid_set(&[hz(&slash), hz(&free)]), None, "free text ends on too many bytes");
+        let (name, slash, word) = (hz(&dfa("x\"")), hz(&dfa("[^/\"\\\\]*\"")), hz(&dfa("[a-z]*")));
+        let free = hz(&free);
+        assert_eq!(avoid_set(&[&name, &slash], 64), Some((1, set(b"/"))));
+        assert_eq!(avoid_set(&[&slash, &word], 64), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));
+        assert_eq!(avoid_set(&[&slash, &free], 64), None, "free text ends on too many bytes");
     }
 }

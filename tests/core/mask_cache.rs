@@ -52,6 +52,9 @@ fn schemas() -> Vec<serde_json::Value> {
                "additionalProperties": false}),
         json!({"type": "array", "items": {"oneOf": [{"type": "string", "pattern": "^[a-f0-9]{8,16}-genotype-\\d+$"},
                {"type": "string", "pattern": "^.+?wild-type-genotype.*$"}, {"type": "string", "pattern": "^\\S+é$"}]}}),
+        // The same inside length bounds: the bytes to avoid depend on the tokens' length.
+        json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "^[^<>]+$", "maxLength": 12},
+               "q": {"type": "string", "pattern": "^[^ ]*$", "minLength": 2, "maxLength": 300}}, "required": ["p", "q"]}),
         // Long length bounds: counted strings computed on the fly instead of tabled.
         json!({"type": "object", "properties": {"long": {"type": "string", "minLength": 2, "maxLength": 2000}, "tag": {"type": "string", "maxLength": 600}},
                "required": ["long", "tag"]}),
