@@ -231,12 +231,12 @@ struct Hazards {
     accept: Depths,
 }
 
-/// Per byte, the shortest string of string content (its length) whose last byte it is and
-/// where it matters (see [`Hazards`]); `u16::MAX`: none was found (depths past that are
-/// clipped to it: the strings that long are not searched).
+/// The bytes that matter (see [`Hazards`]) in strings of string content up to each length: a
+/// byte is counted from the shortest string whose last byte it is and where it matters.
 #[derive(Debug)]
 struct Depths {
-    first: Box<[u16; 256]>,
+    /// (length, the bytes that matter up to it), one per length where the set grows, ascending.
+    levels: Vec<(usize, ByteSet)>,
     /// The search saw every string up to this many bytes ([`HAZARD_WORK`] stops it; a lexeme of
     /// counted length has pairs for every count): the bytes are known for strings that long.
     horizon: usize,
@@ -248,9 +248,8 @@ impl Depths {
         if hi > self.horizon {
             return None;
         }
-        let mut set = ByteSet::default();
-        (0..=255u8).filter(|&b| (self.first[b as usize] as usize) <= hi).for_each(|b| set.insert(b));
-        Some(set)
+        let n = self.levels.partition_point(|&(len, _)| len <= hi);
+        Some(n.checked_sub(1).map_or(ByteSet::default(), |i| self.levels[i].1))
     }
 }
 
@@ -299,31 +298,44 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
         // With the frontier empty every pair was met: longer strings add nothing.
         let horizon = if frontier.is_empty() { usize::MAX } else { depth };
         // The representatives stand for every byte of their (DFA class, content class) pair.
-        let mut widened = Box::new([u16::MAX; 256]);
-        for b in 0..256 {
-            widened[b] = found[rep_of[b] as usize];
+        let mut by_len: Vec<(u16, u8)> = (0..=255u8).map(|b| (found[rep_of[b as usize] as usize], b)).filter(|&(len, _)| len != u16::MAX).collect();
+        by_len.sort_unstable();
+        let mut levels: Vec<(usize, ByteSet)> = Vec::new();
+        for (len, b) in by_len {
+            let mut set = levels.last().map_or(ByteSet::default(), |l| l.1);
+            set.insert(b);
+            match levels.last_mut() {
+                Some(l) if l.0 == len as usize => l.1 = set,
+                _ => levels.push((len as usize, set)),
+            }
         }
-        Depths { first: widened, horizon }
+        Depths { levels, horizon }
     };
     let note = |found: &mut [u16; 256], b: u8, depth: u16| found[b as usize] = found[b as usize].min(depth);
-    let mut cut = Visited::new(dfa.state_count(), q.state_count());
-    let mut judged = Visited::new(dfa.state_count(), q.state_count());
-    let survive = search(&mut |d2, c2, b, depth, found| {
-        if ends(d2) {
-            note(found, b, depth);
-            return false;
-        }
-        if judged.insert(d2, c2) && hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
-            cut.insert(d2, c2);
-        }
-        // A string may end in a cut pair (it is alive, unfinished): the byte into it matters
-        // only to longer strings.
-        if cut.contains(d2, c2) {
-            note(found, b, depth.saturating_add(1));
-            return false;
-        }
-        true
-    });
+    let survive = if hazard_bytes(state, q.start()) > MAX_AVOIDED {
+        // More bytes end the scan at once than an avoided set may hold (a name's state): it
+        // never survives for the others, so its search is skipped (known for no length).
+        Depths { levels: Vec::new(), horizon: 0 }
+    } else {
+        let mut cut = Visited::new(dfa.state_count(), q.state_count());
+        let mut judged = Visited::new(dfa.state_count(), q.state_count());
+        search(&mut |d2, c2, b, depth, found| {
+            if ends(d2) {
+                note(found, b, depth);
+                return false;
+            }
+            if judged.insert(d2, c2) && hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
+                cut.insert(d2, c2);
+            }
+            // A string may end in a cut pair (it is alive, unfinished): the byte into it
+            // matters only to longer strings.
+            if cut.contains(d2, c2) {
+                note(found, b, depth.saturating_add(1));
+                return false;
+            }
+            true
+        })
+    };
     let accept = search(&mut |d2, _, b, depth, found| {
         if d2 != DEAD && dfa.is_accepting(d2) {
             note(found, b, depth);
@@ -341,18 +353,29 @@ const MAX_AVOIDED: usize = 64;
 /// ends no other scan's lexeme (their `accept`). The scan needing the fewest such bytes; `None`
 /// if no scan can do with at most [`MAX_AVOIDED`].
 fn avoid_set(hazards: &[&Hazards], hi: usize) -> Option<(usize, ByteSet)> {
-    (0..hazards.len())
-        .filter_map(|k| {
-            let mut avoid = hazards[k].survive.within(hi)?;
-            for (j, h) in hazards.iter().enumerate() {
-                if j != k {
-                    avoid.union(&h.accept.within(hi)?);
-                }
+    // The union of every other scan's accepting bytes, from unions before and after each scan
+    // (a key of a hundred names would otherwise take ten thousand unions per slice).
+    let accepts: Vec<Option<ByteSet>> = hazards.iter().map(|h| h.accept.within(hi)).collect();
+    let union = |a: Option<ByteSet>, b: Option<ByteSet>| {
+        let (mut a, b) = (a?, b?);
+        a.union(&b);
+        Some(a)
+    };
+    let mut after = vec![Some(ByteSet::default()); accepts.len() + 1];
+    for k in (0..accepts.len()).rev() {
+        after[k] = union(after[k + 1], accepts[k]);
+    }
+    let mut before = Some(ByteSet::default());
+    let mut best: Option<(usize, ByteSet)> = None;
+    for (k, h) in hazards.iter().enumerate() {
+        if let Some(avoid) = union(union(h.survive.within(hi), before), after[k + 1]) {
+            if best.is_none_or(|(_, b)| avoid.len() < b.len()) {
+                best = Some((k, avoid));
             }
-            Some((k, avoid))
-        })
-        .min_by_key(|(_, avoid)| avoid.len())
-        .filter(|(_, avoid)| avoid.len() <= MAX_AVOIDED)
+        }
+        before = union(before, accepts[k]);
+    }
+    best.filter(|(_, avoid)| avoid.len() <= MAX_AVOIDED)
 }
 
 /// The strict subtrees below `nodes` ((slice, trie node) pairs) merged into one walk-only trie.
@@ -1099,10 +1122,8 @@ mod tests {
         let h = hz(&free);
         let accept = h.accept.within(64).expect("small");
         assert!(accept.contains(b'a') && accept.contains(0xa9) && !accept.contains(0xe2));
-        // To survive unfinished it must avoid those, and the lead bytes of two-byte characters
-        // (the pair after one is cut: every continuation byte ends a character there).
-        let survive = h.survive.within(64).expect("small");
-        assert!(survive.contains(b'a') && survive.contains(0xc3));
+        // It could survive unfinished only avoiding all of those: not searched at all.
+        assert_eq!(h.survive.within(1), None);
         // Past `:` only hex digits go on: the pair after it is cut, not explored, so `:` is
         // the one byte to avoid (exploring it would avoid every byte but the digits).
         let h = hz(&dfa("[^:\"\\\\]+:[0-9a-f]+\""));
