@@ -9,7 +9,10 @@
 //! - `inside`: the tokens after which some scan of the key is still alive — copied into the
 //!   mask wholesale (whole vocabulary slices at once where the key admits all string content
 //!   up to the slice's length: one lexeme survives every such string, or each is survived by
-//!   some lexeme — the keys of an object split between names, patterns and "any other name");
+//!   some lexeme — the keys of an object split between names, patterns and "any other name";
+//!   or all of a slice but the tokens holding a few bytes, where string content without them
+//!   keeps one lexeme alive and ends none: `[^/]+`, `.` refusing U+2028; the walk then visits
+//!   only the subtrees holding such a byte, by the slice trie's per-node byte sets);
 //! - `groups`: the trie nodes after whose byte some lexeme of the key may end, grouped by which
 //!   of the key's lexemes end there. Every member of a group ends the same lexemes (with the
 //!   same origins) and so builds the same boundary row; what follows the boundary depends only
@@ -273,8 +276,9 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
     rep_of.iter().for_each(|&r| size[r as usize] += 1);
     let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
     let hazard_bytes = |d: u32, c: u32| reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>();
-    // One breadth-first search; `mark(pair, byte, depth)` says whether to go on from the pair
-    // the byte leads to, noting bytes that matter.
+    // One breadth-first search: `step(DFA state, content state, byte, depth, found)` is told
+    // where a byte leads, notes the byte in `found` if it matters there, and says whether to go
+    // on from that pair.
     let search = |step: &mut dyn FnMut(u32, u32, u8, u16, &mut [u16; 256]) -> bool| {
         let mut found = Box::new([u16::MAX; 256]);
         let mut seen = Visited::new(dfa.state_count(), q.state_count());
@@ -478,6 +482,7 @@ impl Visited {
         }
     }
 
+    /// Is `(d, c)` marked?
     fn contains(&self, d: u32, c: u32) -> bool {
         match self {
             Visited::Dense { bits, nq } => {
