@@ -234,6 +234,13 @@ struct Hazards {
     accept: Depths,
 }
 
+impl Hazards {
+    /// Bytes held (for the cache bound): most are a few levels or none.
+    fn bytes(&self) -> usize {
+        96 + (self.survive.levels.len() + self.accept.levels.len()) * std::mem::size_of::<(usize, ByteSet)>()
+    }
+}
+
 /// The bytes that matter (see [`Hazards`]) in strings of string content up to each length: a
 /// byte is counted from the shortest string whose last byte it is and where it matters.
 #[derive(Debug)]
@@ -348,6 +355,9 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
     });
     Hazards { survive, accept }
 }
+
+/// The longest character in UTF-8.
+const MAX_CHAR_BYTES: usize = 4;
 
 /// Most bytes an avoided set may hold: past it, too few subtrees are skipped to pay.
 const MAX_AVOIDED: usize = 64;
@@ -829,7 +839,11 @@ impl MaskCache {
         };
         let mut wholesale = Wholesale { reach, dead_all, avoid: Vec::new() };
         // Some slice is not admitted whole: perhaps all of it but the tokens with a few bytes.
-        if !wholesale.admits(hi) {
+        // Bytes that kill a lexeme kill it within a character of where they come; a scan that
+        // string content kills only later (a length bound) does not die of a few bytes, and
+        // the search would cost more than it saves (a state of a 128-character string: 200 µs).
+        let soon = wholesale.reach.iter().any(|&(_, dead)| dead <= MAX_CHAR_BYTES);
+        if soon && !wholesale.admits(hi) {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let hazards: Vec<Arc<Hazards>> = key
                 .iter()
@@ -838,7 +852,7 @@ impl MaskCache {
                     Some(h) => h.clone(),
                     None => {
                         let h = Arc::new(content_hazards(d, k.1, hi));
-                        inner.reserve(1100);
+                        inner.reserve(h.bytes());
                         inner.hazards.insert(k, h.clone());
                         h
                     }
