@@ -349,6 +349,27 @@ mod tests {
     }
 
     #[test]
+    fn byte_sets_hold_the_bytes_of_every_token_below() {
+        let toks = ["ab", "acd", "b", "bx", "a"];
+        let t = trie(&toks);
+        let sets = t.byte_sets();
+        assert_eq!(sets.len(), t.node_count());
+        // Against the tokens themselves: a node's set is the union of the bytes of the tokens
+        // whose bytes start with its path.
+        let mut paths = vec![Vec::new(); t.node_count()];
+        for node in 1..t.node_count() as u32 {
+            let depth = t.node_depth(node);
+            let id = t.node_ids(node).first().or(t.ids_below(node).first()).expect("a token at or below");
+            paths[node as usize] = toks[id.0 as usize].as_bytes()[..depth].to_vec();
+        }
+        for (node, path) in paths.iter().enumerate() {
+            let mut want = ByteSet::default();
+            toks.iter().filter(|tok| tok.as_bytes().starts_with(path)).flat_map(|tok| tok.bytes()).for_each(|b| want.insert(b));
+            assert_eq!(sets[node], want, "node {node} path {:?}", String::from_utf8_lossy(path));
+        }
+    }
+
+    #[test]
     fn dead_byte_skips_subtree() {
         let t = trie(&["a", "ab", "abc", "b", "bab"]);
         let mut seen = Vec::new();
