@@ -79,7 +79,7 @@ pub(super) const EXCLUDE_NUMBERS: &str = "x-strictly-exclude-numbers";
 /// Internal keyword (made by `not` rewrites): the number is not an integer. Such numbers are
 /// written without exponent (stricter, documented: `1.5e1` is 15, an integer, and which
 /// spellings with an exponent are whole is not a regular language), with a non-zero digit in
-/// the fraction.
+/// the fraction and at most 15 significant digits ([`not_integer_regex`]).
 pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
 
 pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
@@ -100,8 +100,24 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         c.unenforced(pointer, "not", "excluding integers from this number schema is not supported")?;
         return Ok(e);
     };
-    let fractional = crate::grammar::regex::builtin(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*");
-    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, Lexeme::Regex(fractional)]))))
+    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, Lexeme::Regex(crate::grammar::regex::builtin(&not_integer_regex()))]))))
+}
+
+/// Most significant digits of a number written as a non-integer: with at most 15, the `f64`
+/// nearest to it is never a whole number (the nearest whole number is at least one unit of its
+/// last digit away; the `f64` error is under a tenth of that), so every client that parses
+/// numbers as `f64` (most validators do) agrees it is not an integer. `8886914205066836.9`
+/// parses as `8886914205066837.0`.
+const NOT_INTEGER_DIGITS: usize = 15;
+
+/// Non-integers ([`NOT_INTEGER`]): no exponent, a non-zero digit in the fraction, at most
+/// [`NOT_INTEGER_DIGITS`] significant digits (up to the last non-zero one), at most 99 zeros
+/// after the point before the first (smaller numbers parse as 0).
+fn not_integer_regex() -> String {
+    let n = NOT_INTEGER_DIGITS;
+    // An integer part of k digits leaves the fraction n - k, the last of them non-zero.
+    let whole: Vec<String> = (1..n).map(|k| format!(r"[1-9][0-9]{{{}}}\.[0-9]{{0,{}}}[1-9]", k - 1, n - k - 1)).collect();
+    format!(r"-?(?:0\.0{{0,99}}[1-9](?:[0-9]{{0,{}}}[1-9])?|{})0*", n - 2, whole.join("|"))
 }
 
 /// `e` without the numbers listed in [`EXCLUDE_NUMBERS`]: every spelling of an excluded value

@@ -808,3 +808,17 @@ fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
         assert!(accepts(&schemas[1], ok), "{ok}");
     }
 }
+
+#[test]
+fn non_integers_stay_non_integers_as_f64() {
+    // A number that is not an integer keeps a fraction an `f64` can hold: with 17 significant
+    // digits `8886914205066836.9` parses as 8886914205066837.0, which validators call an integer.
+    let s = json!({"not": {"type": "integer"}, "type": "number"});
+    for ok in ["1.5", "-0.25", "0.000123", "123456789012.125", "12345678901234.5", "0.100", "99999999999999.9"] {
+        assert!(accepts(&s, ok), "{ok}");
+        assert!(serde_json::from_str::<f64>(ok).unwrap().fract() != 0.0, "{ok} is whole as f64");
+    }
+    for bad in ["8886914205066836.9", "123456789012345.5", "1.0000000000000001", "0.99999999999999999", "2", "2.0", "1e3"] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+}
