@@ -10,7 +10,8 @@
 //!   every string value has one spelling, which makes `pattern` and property names exact;
 //! - numbers are written as JSON numbers in the usual forms (no `-0` tricks are needed), with
 //!   at most 100 integer digits and 2 exponent digits, so every number parses as an `f64` in
-//!   any client; bounded numbers without exponents;
+//!   any client; bounded numbers without exponents; numbers that must not be integers
+//!   without exponents and with at most 15 significant digits, so their `f64` keeps a fraction;
 //! - object properties come in the order of `properties` (additional ones may come between);
 //! - formats are checked by a regular subset of the format (e.g. no leap seconds);
 //! - a `oneOf` whose branches overlap, when the exact rewrite (each branch minus the others)
