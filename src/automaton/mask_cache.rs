@@ -275,10 +275,8 @@ const CUT_HAZARD_BYTES: usize = 32;
 fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
     let q = content_dfa();
     let reps = content_reps(dfa);
-    // Each byte's representative (the first byte of its (DFA class, content class) pair, as
-    // in `content_reps`), and how many bytes each representative stands for.
-    let mut first: HashMap<(u8, u8), u8, FxBuild> = HashMap::default();
-    let rep_of: Vec<u8> = (0..=255u8).map(|b| *first.entry((dfa.class(b), q.class(b))).or_insert(b)).collect();
+    // How many bytes each representative stands for.
+    let rep_of = class_reps(dfa);
     let mut size = [0usize; 256];
     rep_of.iter().for_each(|&r| size[r as usize] += 1);
     let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
@@ -414,20 +412,30 @@ fn content_dfa() -> &'static Dfa {
     })
 }
 
-/// Per content state, one representative byte per pair of (`dfa`'s class, content class) that
-/// is string content there, with the content state after it.
+/// Each byte's representative: the first byte of its pair of (`dfa`'s class, content class).
+/// Bytes of one pair step every (DFA state, content state) pair alike.
+fn class_reps(dfa: &Dfa) -> [u8; 256] {
+    let q = content_dfa();
+    let width = |d: &Dfa| (0..=255u8).map(|b| d.class(b) as usize).max().unwrap_or(0) + 1;
+    let nq = width(q);
+    let mut first = vec![u16::MAX; width(dfa) * nq];
+    let mut rep = [0u8; 256];
+    for b in 0..=255u8 {
+        let slot = &mut first[dfa.class(b) as usize * nq + q.class(b) as usize];
+        if *slot == u16::MAX {
+            *slot = b as u16;
+        }
+        rep[b as usize] = *slot as u8;
+    }
+    rep
+}
+
+/// Per content state, the representative bytes ([`class_reps`]) that are string content
+/// there, with the content state after each.
 fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, u32)>> {
     let q = content_dfa();
-    // A bit per (class, content class) pair: this runs once per searched state.
-    let mut seen = [0u64; 1024];
-    let reps: Vec<u8> = (0..=255u8)
-        .filter(|&b| {
-            let pair = (dfa.class(b) as usize) << 8 | q.class(b) as usize;
-            let new = seen[pair / 64] >> (pair % 64) & 1 == 0;
-            seen[pair / 64] |= 1 << (pair % 64);
-            new
-        })
-        .collect();
+    let rep = class_reps(dfa);
+    let reps: Vec<u8> = (0..=255u8).filter(|&b| rep[b as usize] == b).collect();
     (0..q.state_count() as u32)
         .map(|c| reps.iter().filter_map(|&b| Some((b, q.next(c, b))).filter(|&(_, c2)| c2 != DEAD)).collect())
         .collect()
