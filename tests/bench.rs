@@ -223,6 +223,18 @@ fn check_line(l: &Value) {
         }
         assert!(m["p50"].as_f64() <= m["max"].as_f64());
         assert!(l["commit_us_mean"].as_f64().is_some(), "{l}");
+        // The slowest mask: where it was (its instance's own maximum) and what the thread went
+        // through during it.
+        let s = &l["mask_slowest"];
+        assert_eq!(s["us"], m["max"], "{l}");
+        let i = &insts[s["instance"].as_u64().unwrap() as usize];
+        assert_eq!(i["mask_us"]["max"], m["max"], "{l}");
+        assert!(s["step"].as_u64().unwrap() < i["mask_us"]["n"].as_u64().unwrap(), "{l}");
+        for f in ["wall_us", "minflt", "majflt", "nvcsw", "nivcsw"] {
+            assert!(s[f].as_f64().is_some(), "{f}: {l}");
+        }
+    } else {
+        assert!(l.get("mask_slowest").is_none(), "{l}");
     }
 }
 
@@ -347,6 +359,8 @@ fn bench_in_process_with_filters_and_per_step() {
         "3",
         "--clock",
         "thread-cpu",
+        "--recheck-max-ms",
+        "0",
         "--summary-json",
         summary.to_str().unwrap(),
     ]);
@@ -367,6 +381,21 @@ fn bench_in_process_with_filters_and_per_step() {
     assert_eq!((s["format"].as_str(), s["pretty"].as_bool()), (Some("pretty"), Some(true)));
     assert_eq!((s["only_valid"].as_bool(), s["clock"].as_str()), (Some(true), Some("ThreadCpu")));
     assert_eq!(s["total"]["cases"], 3);
+    // --recheck-max-ms 0: every case with masks ran twice more; its line keeps the first run's
+    // figures, and the summary's slowest masks are the lines' slowest, slowest first.
+    let timed: Vec<&Value> = r.lines.iter().filter(|l| l.get("mask_us").is_some()).collect();
+    assert!(!timed.is_empty());
+    for l in &timed {
+        assert_eq!(l["mask_max_rechecks_us"].as_array().map(Vec::len), Some(2), "{l}");
+    }
+    assert_eq!(s["total"]["rechecked_cases"], timed.len());
+    let max = s["total"]["mask_us"]["max"].as_f64().unwrap();
+    assert!(s["total"]["mask_max_us_rechecked"].as_f64().unwrap() <= max, "{s}");
+    let slowest: Vec<f64> = s["slowest_masks"].as_array().unwrap().iter().map(|m| m["us"].as_f64().unwrap()).collect();
+    assert_eq!(slowest.len(), timed.len());
+    assert_eq!(slowest[0], max);
+    assert!(slowest.windows(2).all(|w| w[0] >= w[1]), "{slowest:?}");
+    assert!(r.stderr.contains("cases re-run)"), "{}", r.stderr);
 
     // --filter and --per-group-limit, isolated with two workers.
     let r = bench(&[
@@ -449,6 +478,7 @@ fn bench_bad_input_exits_2_with_one_line() {
         vec!["--tokenizer", missing.to_str().unwrap(), "--cases", cases.to_str().unwrap()],
         vec!["--tokenizer", tok.to_str().unwrap()],
         vec!["--tokenizer", tok.to_str().unwrap(), "--cases", cases.to_str().unwrap(), "--clock", "sundial"],
+        vec!["--tokenizer", tok.to_str().unwrap(), "--cases", cases.to_str().unwrap(), "--recheck-max-ms", "-1"],
     ] {
         let r = bench(&args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);

@@ -259,6 +259,14 @@ impl Dfa {
         Dfa::shared_keyed(lexeme, lexeme.key(), limits)
     }
 
+    /// Empties the process-wide cache of [`shared`](Dfa::shared): DFAs built from now on are
+    /// new (new ids, so nothing cached per DFA id applies to them). For measurements.
+    pub(crate) fn clear_shared() {
+        if let Some(cache) = SHARED.get() {
+            *cache.lock().unwrap_or_else(|e| e.into_inner()) = Shared::default();
+        }
+    }
+
     /// [`shared`](Dfa::shared) when the caller already has `lexeme.key()`.
     pub fn shared_keyed(lexeme: &Lexeme, key: String, limits: DfaLimits) -> Result<Arc<Dfa>> {
         debug_assert_eq!(key, lexeme.key());

@@ -738,6 +738,12 @@ impl Inner {
 }
 
 impl MaskCache {
+    /// Drops every entry now (entries in use live on in their `Arc`s): the next masks start
+    /// cold. For measurements that must replay a first mask; a server never needs it.
+    pub(crate) fn clear(&self) {
+        *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = Inner::default();
+    }
+
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
         let term = |sc: &Scan| &cfg.terms[sc.term as usize];

@@ -2,7 +2,9 @@
 //! same numbers as JSON with peer-bench's field names (`engine`, `tokenizer`, `vocab_size`,
 //! `cases_dir`, `format`, `clock`, `workers`, `timeout_s`, `wall_s`, `tokenizer_load_ms`,
 //! `loadavg_start`, `loadavg_end`, `engine_init_ms`, `pretty`, `only_valid`, `lenient`,
-//! `total`, `groups`), plus strictly's `isolated`, `mem_limit_gb`, `whitespace`.
+//! `total`, `groups`), plus strictly's `isolated`, `mem_limit_gb`, `whitespace`, and
+//! `slowest_masks` (the ten cases with the slowest masks: where, what the thread went through,
+//! the re-runs' maxima; the text shows five).
 //!
 //! `engine_init_ms` is 0 for strictly: everything built once per vocabulary (the token trie)
 //! is built while loading the tokenizer, so it is inside `tokenizer_load_ms`.
@@ -11,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
-use super::run::{truncate, CaseResult};
+use super::run::{truncate, CaseResult, SlowestMask};
 use super::stats::GroupSummary;
 use super::BenchOptions;
 use crate::error::{Error, Result};
@@ -93,6 +95,7 @@ pub fn print_summary(opts: &BenchOptions, info: &RunInfo, results: &[CaseResult]
             "mem_limit_gb": opts.mem_limit_gb,
             "whitespace": s.schema.whitespace,
             "total": total,
+            "slowest_masks": slowest_masks(results, 10),
             "groups": groups,
         });
         let body = serde_json::to_string_pretty(&j).expect("the summary serializes");
@@ -190,6 +193,34 @@ fn write_text(
             m.max
         )?;
     }
+    let slowest = slowest_masks(results, 5);
+    if !slowest.is_empty() {
+        writeln!(e, "slowest masks (µs at instance/step | wall µs | faults minor/major | switches voluntary/involuntary | re-runs' maxima):")?;
+        for s in &slowest {
+            writeln!(
+                e,
+                "  {} {} at {}/{} | wall {} | faults {}/{} | switches {}/{} | re-runs {}",
+                s["id"].as_str().unwrap_or_default(),
+                s["us"],
+                s["instance"],
+                s["step"],
+                s["wall_us"],
+                s["minflt"],
+                s["majflt"],
+                s["nvcsw"],
+                s["nivcsw"],
+                s["rechecks_us"]
+            )?;
+        }
+        if total.rechecked_cases > 0 {
+            writeln!(
+                e,
+                "max once each re-run case counts with its smallest maximum: {} µs ({} cases re-run)",
+                opt(total.mask_max_us_rechecked),
+                total.rechecked_cases
+            )?;
+        }
+    }
     let t = throughput(total, info);
     writeln!(
         e,
@@ -276,6 +307,23 @@ fn write_text(
         }
     }
     Ok(())
+}
+
+/// The `n` cases with the slowest masks, slowest first: the case id, the mask's µs, where it
+/// was, what the thread went through during it, and the re-runs' maxima.
+fn slowest_masks(results: &[CaseResult], n: usize) -> Vec<serde_json::Value> {
+    let mut v: Vec<(&CaseResult, &SlowestMask)> =
+        results.iter().filter_map(|r| r.mask_slowest.as_ref().map(|s| (r, s))).collect();
+    v.sort_by(|a, b| b.1.us.total_cmp(&a.1.us));
+    v.into_iter()
+        .take(n)
+        .map(|(r, s)| {
+            let mut j = serde_json::to_value(s).expect("a SlowestMask serializes");
+            j["id"] = r.id.clone().into();
+            j["rechecks_us"] = serde_json::to_value(&r.mask_max_rechecks_us).expect("numbers serialize");
+            j
+        })
+        .collect()
 }
 
 /// Masks per second: all masks over the run's wall time (every worker together, compile and

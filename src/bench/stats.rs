@@ -67,12 +67,77 @@ mod cpu_clock {
         let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
         (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
     }
+
+    /// `struct rusage` on 64-bit Linux: two timevals, then fourteen longs (maxrss, ixrss,
+    /// idrss, isrss, minflt, majflt, nswap, inblock, oublock, msgsnd, msgrcv, nsignals, nvcsw,
+    /// nivcsw).
+    #[repr(C)]
+    struct Rusage {
+        times: [c_long; 4],
+        counts: [c_long; 14],
+    }
+
+    extern "C" {
+        fn getrusage(who: c_int, usage: *mut Rusage) -> c_int;
+    }
+
+    const RUSAGE_THREAD: c_int = 1;
+
+    /// (minor faults, major faults, voluntary switches, involuntary switches) of this thread.
+    pub fn thread_events() -> Option<[u64; 4]> {
+        let mut ru = Rusage { times: [0; 4], counts: [0; 14] };
+        // SAFETY: `ru` is a valid, writable struct rusage; getrusage writes only into it.
+        let rc = unsafe { getrusage(RUSAGE_THREAD, &mut ru) };
+        let c = |i: usize| ru.counts[i].max(0) as u64;
+        (rc == 0).then(|| [c(4), c(5), c(12), c(13)])
+    }
 }
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 mod cpu_clock {
     pub fn thread_cpu_ns() -> Option<u64> {
         None
+    }
+
+    pub fn thread_events() -> Option<[u64; 4]> {
+        None
+    }
+}
+
+/// What the kernel counted for the calling thread (`getrusage(RUSAGE_THREAD)`): page faults
+/// and context switches. Read around a timed call (outside its timing), the difference says
+/// whether a slow call waited on memory the kernel had to supply or lost its CPU; a slow call
+/// with none of these ran slowly on its own (or its CPU was slowed from outside the guest,
+/// which no counter here sees).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadEvents {
+    pub minflt: u64,
+    pub majflt: u64,
+    /// Voluntary context switches (the thread blocked).
+    pub nvcsw: u64,
+    /// Involuntary context switches (the scheduler took the CPU away).
+    pub nivcsw: u64,
+}
+
+impl ThreadEvents {
+    /// The counts so far; zeros where the platform has no `getrusage(RUSAGE_THREAD)`.
+    pub fn now() -> ThreadEvents {
+        let [minflt, majflt, nvcsw, nivcsw] = cpu_clock::thread_events().unwrap_or_default();
+        ThreadEvents { minflt, majflt, nvcsw, nivcsw }
+    }
+
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: ThreadEvents) -> ThreadEvents {
+        ThreadEvents {
+            minflt: self.minflt.saturating_sub(earlier.minflt),
+            majflt: self.majflt.saturating_sub(earlier.majflt),
+            nvcsw: self.nvcsw.saturating_sub(earlier.nvcsw),
+            nivcsw: self.nivcsw.saturating_sub(earlier.nivcsw),
+        }
+    }
+
+    pub fn is_quiet(self) -> bool {
+        self == ThreadEvents::default()
     }
 }
 
@@ -167,6 +232,11 @@ pub struct GroupSummary {
     pub ttfm_ms_p99: Option<f64>,
     pub peak_rss_delta_mib_median: Option<f64>,
     pub peak_rss_delta_mib_max: Option<f64>,
+    /// Cases re-run for a slow maximum (`--recheck-max-ms`), and the largest maximum mask µs
+    /// once each such case counts with the smallest of its runs' maxima: the maxima that came
+    /// back. Equal to `mask_us.max` when nothing was re-run.
+    pub rechecked_cases: usize,
+    pub mask_max_us_rechecked: Option<f64>,
     #[serde(skip)]
     pub mask_ns: Vec<u64>,
     #[serde(skip)]
@@ -214,6 +284,11 @@ impl GroupSummary {
         self.tests_agree += r.instances.iter().filter(|i| i.agree).count();
         self.tokens += r.n_tokens;
         self.masks += r.n_masks;
+        if let Some(m) = &r.mask_us {
+            self.rechecked_cases += usize::from(!r.mask_max_rechecks_us.is_empty());
+            let kept = r.mask_max_rechecks_us.iter().copied().fold(m.max, f64::min);
+            self.mask_max_us_rechecked = Some(self.mask_max_us_rechecked.map_or(kept, |x| x.max(kept)));
+        }
         for i in &r.instances {
             self.mask_ns.extend_from_slice(&i.mask_ns);
             if i.expected_valid && !i.agree {
@@ -272,6 +347,25 @@ mod tests {
         let s = summarize_ns_as_us(&[1000, 3000]).unwrap();
         assert_eq!((s.n, s.mean, s.p50, s.max), (2, 2.0, 1.0, 3.0));
         assert_eq!(us(1549), 1.5);
+    }
+
+    #[test]
+    fn thread_events_count_page_faults() {
+        if cpu_clock::thread_events().is_none() {
+            return;
+        }
+        let a = ThreadEvents::now();
+        // A large zeroed allocation is fresh pages mapped lazily: the first write to each faults.
+        let mut v = vec![0u8; 64 << 20];
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        std::hint::black_box(&v);
+        let d = ThreadEvents::now().since(a);
+        assert!(d.minflt + d.majflt > 0, "{d:?}");
+        assert!(!d.is_quiet());
+        let x = ThreadEvents::now();
+        assert!(x.since(x).is_quiet());
     }
 
     #[test]
