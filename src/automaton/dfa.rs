@@ -206,7 +206,7 @@ impl Dfa {
             A(u32),
             B(u32),
         }
-        let (classes, reps) = common_classes([a, b].into_iter());
+        let (classes, reps) = common_classes([a, b].into_iter(), &[false; 256]);
         explore(
             classes,
             &reps,
@@ -371,7 +371,15 @@ impl Dfa {
         let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
         let parts: Vec<(&Dfa, bool)> = parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
         let parts = &parts[..];
-        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| *d));
+        // Bytes that a positive part refuses in every state make every tuple dead: one class.
+        let mut dead_bytes = [false; 256];
+        for (d, _) in parts.iter().filter(|(_, neg)| !neg) {
+            let dead = d.dead_classes();
+            for (b, slot) in dead_bytes.iter_mut().enumerate() {
+                *slot |= dead[d.classes[b] as usize];
+            }
+        }
+        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes);
         let too_many = || Error::Limit {
             what: "DFA states for an intersection or complement of regexes".into(),
             limit: limits.states,
@@ -383,12 +391,18 @@ impl Dfa {
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
         let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
-        let dense: Option<Vec<u32>> = parts
+        let dense: Option<SlotIds> = parts
             .iter()
             .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
             .filter(|&n| n <= max_dense)
-            .map(|n| vec![0u32; n]);
-        let slot = |t: &[u32]| parts.iter().zip(t).fold(0usize, |acc, ((d, _), &s)| acc * d.accept.len() + s as usize);
+            .map(SlotIds::new);
+        // The largest part is the slot's most significant digit: the tuples that share its
+        // state are one run of slots, and where it moves a little per byte (a length counter:
+        // the next count) so do the slots a state's transitions look up, which then stay in
+        // cache (half the time of a pattern ∧ length product went to missed slot lookups).
+        let mut radix: Vec<usize> = (0..k).collect();
+        radix.sort_by_key(|&j| std::cmp::Reverse(parts[j].0.accept.len()));
+        let slot = |t: &[u32]| radix.iter().fold(0usize, |acc, &j| acc * parts[j].0.accept.len() + t[j] as usize);
         let mut slot_ids = dense;
         let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
         let start = if live(&tuples) {
@@ -396,7 +410,7 @@ impl Dfa {
                 return Err(too_many());
             }
             match slot_ids.as_mut() {
-                Some(v) => v[slot(&tuples)] = 1,
+                Some(v) => v.set(slot(&tuples), 1),
                 None => {
                     ids.insert(tuples.clone().into_boxed_slice(), 1);
                 }
@@ -418,7 +432,7 @@ impl Dfa {
                     buf[j] = parts[j].0.next(tuples[i * k + j], rep);
                 }
                 let known = || match slot_ids.as_ref() {
-                    Some(v) => Some(v[slot(&buf)]).filter(|&id| id != 0),
+                    Some(v) => Some(v.get(slot(&buf))).filter(|&id| id != 0),
                     None => ids.get(&buf[..]).copied(),
                 };
                 let t = if !live(&buf) {
@@ -431,7 +445,7 @@ impl Dfa {
                         return Err(too_many());
                     }
                     match slot_ids.as_mut() {
-                        Some(v) => v[slot(&buf)] = n as u32,
+                        Some(v) => v.set(slot(&buf), n as u32),
                         None => {
                             ids.insert(buf.clone().into_boxed_slice(), n as u32);
                         }
@@ -681,6 +695,19 @@ impl Dfa {
         self.counter.is_some()
     }
 
+    /// Per byte class: does every state go dead on it? (A counter is asked per state.)
+    fn dead_classes(&self) -> Vec<bool> {
+        (0..self.stride)
+            .map(|c| match &self.counter {
+                Some(k) => {
+                    let b = k.reps[c];
+                    (0..self.accept.len() as u32).all(|s| k.next(s, b) == DEAD)
+                }
+                None => self.trans.iter().skip(c).step_by(self.stride).all(|&t| t == DEAD),
+            })
+            .collect()
+    }
+
     /// Can `state` read another byte (is some transition live)?
     #[inline]
     pub fn can_continue(&self, state: u32) -> bool {
@@ -797,20 +824,19 @@ pub(crate) fn backward_distances(n: usize, edges: &[(u32, u32)], sources: impl I
     dist
 }
 
-/// Builds a [`Dfa`] by exploring states of type `K` breadth-first from `start` (`None`: the
-/// empty language): `step(k, byte)` is the next state (`None`: dead), `accepting(k)` whether `k`
-/// accepts. States are numbered densely in discovery order after the dead state 0; past
-/// `limit` states the build fails with `too_many()`. Transitions are asked once per byte class,
-/// of its representative byte in `reps`. Dead ends are pruned at the end.
-/// The common refinement of the DFAs' byte classes, with one representative byte per class.
-fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa> + Clone) -> ([u8; 256], Vec<u8>) {
+/// The common refinement of the DFAs' byte classes, with one representative byte per class;
+/// the `dead` bytes (which some positive part of a product refuses everywhere) form one class.
+fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa> + Clone, dead: &[bool; 256]) -> ([u8; 256], Vec<u8>) {
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
     let mut key: Vec<u8> = Vec::new();
     for b in 0..=255u8 {
         key.clear();
-        key.extend(dfas.clone().map(|d| d.classes[b as usize]));
+        // `dead` bytes share one key that no other byte has (an empty one).
+        if !dead[b as usize] {
+            key.extend(dfas.clone().map(|d| d.classes[b as usize]));
+        }
         classes[b as usize] = match class_of.get(&key) {
             Some(&c) => c,
             None => {
@@ -1136,10 +1162,41 @@ impl Counter {
     }
 }
 
+/// State ids by slot (0: not numbered yet) for a slot space too large to zero up front: pages
+/// of ids, each allocated when a slot in it is first numbered. A product of a 100-state
+/// pattern and a 2,600-state length counter has 260,000 slots of which some 16,000 are
+/// reached; zeroing them all (up to 16 MiB) was a fifth of such a compile.
+struct SlotIds {
+    pages: Vec<Option<Box<[u32; SLOT_PAGE]>>>,
+}
+
+const SLOT_PAGE: usize = 1024;
+
+impl SlotIds {
+    fn new(slots: usize) -> SlotIds {
+        SlotIds { pages: std::iter::repeat_with(|| None).take(slots.div_ceil(SLOT_PAGE)).collect() }
+    }
+
+    #[inline]
+    fn get(&self, slot: usize) -> u32 {
+        self.pages[slot / SLOT_PAGE].as_ref().map_or(0, |p| p[slot % SLOT_PAGE])
+    }
+
+    #[inline]
+    fn set(&mut self, slot: usize, id: u32) {
+        self.pages[slot / SLOT_PAGE].get_or_insert_with(|| Box::new([0; SLOT_PAGE]))[slot % SLOT_PAGE] = id;
+    }
+}
+
 /// Keys numbered by a dense slot instead of a hash (`slots` slots, `slot(k) < slots`, one key
 /// per slot): for constructions whose states can be indexed directly.
 type DenseSlots<'a, K> = (usize, &'a dyn Fn(&K) -> usize);
 
+/// Builds a [`Dfa`] by exploring states of type `K` breadth-first from `start` (`None`: the
+/// empty language): `step(k, byte)` is the next state (`None`: dead), `accepting(k)` whether `k`
+/// accepts. States are numbered densely in discovery order after the dead state 0; past
+/// `limit` states the build fails with `too_many()`. Transitions are asked once per byte class,
+/// of its representative byte in `reps`. Dead ends are pruned at the end.
 #[allow(clippy::too_many_arguments)]
 fn explore<K: std::hash::Hash + Eq + Clone>(
     classes: [u8; 256],
@@ -1153,21 +1210,21 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
 ) -> Result<Dfa> {
     let stride = reps.len();
     let mut ids: HashMap<K, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
-    let mut slot_ids: Vec<u32> = vec![0; dense.map_or(0, |(n, _)| n)]; // 0: not numbered yet
+    let mut slot_ids = SlotIds::new(dense.map_or(0, |(n, _)| n));
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
     let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
         use std::collections::hash_map::Entry;
         if let Some((_, slot)) = dense {
             let at = slot(&k);
-            if slot_ids[at] != 0 {
-                return Ok(slot_ids[at]);
+            if slot_ids.get(at) != 0 {
+                return Ok(slot_ids.get(at));
             }
             if order.len() + 1 >= limit {
                 return Err(too_many());
             }
             order.push(k);
-            slot_ids[at] = order.len() as u32;
-            return Ok(slot_ids[at]);
+            slot_ids.set(at, order.len() as u32);
+            return Ok(order.len() as u32);
         }
         match ids.entry(k) {
             Entry::Occupied(e) => Ok(*e.get()),
@@ -1297,20 +1354,27 @@ mod tests {
 
     #[test]
     fn product_agrees_with_the_regexes() {
-        // Every string over a small alphabet up to length 6, against the `regex` crate.
-        let parts = [("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)];
-        let d = lexeme(&parts);
-        let res: Vec<(regex::bytes::Regex, bool)> =
-            parts.iter().map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg)).collect();
+        // Every string over a small alphabet up to length 6, against the `regex` crate. `d`
+        // is refused everywhere by a positive part in the first set (one dead byte class), and
+        // only by the negated part in the second (where it must stay alive).
+        let sets: [&[(&str, bool)]; 2] = [
+            &[("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)],
+            &[("[a-d]*", false), ("[abc]*cc[abc]*", true)],
+        ];
         let mut words = vec![Vec::new()];
         for _ in 0..6 {
-            words = words.iter().flat_map(|w: &Vec<u8>| b"abc".iter().map(move |&c| [w.clone(), vec![c]].concat())).chain(words.clone()).collect();
+            words = words.iter().flat_map(|w: &Vec<u8>| b"abcd".iter().map(move |&c| [w.clone(), vec![c]].concat())).chain(words.clone()).collect();
             words.sort();
             words.dedup();
         }
-        for w in &words {
-            let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
-            assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{:?}", String::from_utf8_lossy(w));
+        for parts in sets {
+            let d = lexeme(parts);
+            let res: Vec<(regex::bytes::Regex, bool)> =
+                parts.iter().map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg)).collect();
+            for w in &words {
+                let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
+                assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{parts:?} {:?}", String::from_utf8_lossy(w));
+            }
         }
     }
 
