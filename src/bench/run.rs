@@ -48,6 +48,9 @@ pub struct RunSettings {
 /// How many times `recheck_over_ns` re-runs a case.
 pub const RECHECKS: usize = 2;
 
+/// Only cases whose first run took less than this (wall clock) are re-run.
+const RECHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The slowest mask of a case and what the thread went through during it, read around the
 /// timed call (outside its timing): a one-off maximum with faults or switches waited on the
 /// kernel; one without them that does not come back in a re-run was slowed from outside.
@@ -208,6 +211,7 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
         })
         .collect();
     let memory = MemoryProbe::start();
+    let started = std::time::Instant::now();
 
     // 2. Compile and first mask.
     let constraint = Constraint::JsonSchema(case.schema.clone(), settings.schema.clone());
@@ -284,7 +288,8 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
     drop(compiled);
     (res.peak_rss_mib, res.rss_before_mib) = memory.finish();
     if let (Some((ns, _)), Some(limit)) = (&slowest, settings.recheck_over_ns) {
-        if *ns > limit {
+        // A long case is not re-run: its re-runs could pass the worker's per-case timeout.
+        if *ns > limit && started.elapsed() < RECHECK_WITHIN {
             let once = RunSettings { recheck_over_ns: None, ..settings.clone() };
             let rerun = || {
                 // Warm caches would make this no replay: the DFAs (shared process-wide by
