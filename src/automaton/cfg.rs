@@ -126,6 +126,7 @@ impl Cfg {
             nt_rule: Vec::new(),
             prods: Vec::new(),
             runs: HashMap::new(),
+            lexeme_syms: HashMap::new(),
         };
         l.new_nt("⊤".into());
         let start = l.rule_sym(g.start)?;
@@ -404,6 +405,9 @@ struct Lowering<'a> {
     /// the DFA lookup (a large schema repeats the same few runs thousands of times: the
     /// whitespace and punctuation around every member, the shared string and number regexes).
     runs: HashMap<Vec<Part<'a>>, (Sym, bool)>,
+    /// The terminal of each [`Expr::Lexeme`], by the address of its `Arc` (borrowed from the
+    /// grammar: stable).
+    lexeme_syms: HashMap<usize, Sym>,
 }
 
 /// One part of a regular run, named by content where that is cheap (literals, rules, shared
@@ -474,7 +478,7 @@ impl<'a> Lowering<'a> {
         Ok(Sym::N(nt))
     }
 
-    fn term(&mut self, lexeme: Lexeme, name: &str) -> Result<Sym> {
+    fn term(&mut self, lexeme: &Lexeme, name: &str) -> Result<Sym> {
         let key = lexeme.key();
         if let Some(&t) = self.term_ids.get(&key) {
             return Ok(Sym::T(t));
@@ -482,7 +486,7 @@ impl<'a> Lowering<'a> {
         if self.terms.len() >= self.limits.max_terminals {
             return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
         }
-        let dfa = Dfa::shared_keyed(&lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
+        let dfa = Dfa::shared_keyed(lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
             Error::Limit { what, limit, hint } => Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint },
             other => other,
         })?;
@@ -569,7 +573,7 @@ impl<'a> Lowering<'a> {
         }
         let hir = hir(self.g)?;
         let empty = hir.properties().maximum_len() == Some(0);
-        let sym = self.term(Lexeme::Regex(hir), name)?;
+        let sym = self.term(&Lexeme::Regex(hir), name)?;
         self.runs.insert(key, (sym, empty));
         Ok((sym, empty))
     }
@@ -579,7 +583,17 @@ impl<'a> Lowering<'a> {
         match e {
             Expr::Rule(r) => self.rule_sym(*r),
             Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
-            Expr::Lexeme(l) => self.term((**l).clone(), "lexeme"),
+            // One lexeme (a pattern ∧ length, an enum's complement) is often referenced from
+            // many places: its key text, a walk of its whole regex, is made once.
+            Expr::Lexeme(l) => {
+                let at = std::sync::Arc::as_ptr(l) as usize;
+                if let Some(&sym) = self.lexeme_syms.get(&at) {
+                    return Ok(sym);
+                }
+                let sym = self.term(l, "lexeme")?;
+                self.lexeme_syms.insert(at, sym);
+                Ok(sym)
+            }
             _ => {
                 let nt = self.new_nt("group".into());
                 for alt in self.alts(e)? {
