@@ -463,8 +463,9 @@ impl<'a> Lowering<'a> {
     /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
     fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
         if self.regular[r.0 as usize] {
-            let name = self.g.rule(r).name.clone();
-            return Ok(self.memo_term(vec![Part::Rule(r.0)], |g| inline(g, &Expr::Rule(r)), &name)?.0);
+            // Borrowed from the grammar, not from `self`: no copy of the name per reference.
+            let grammar: &'a Grammar = self.g;
+            return Ok(self.memo_term(vec![Part::Rule(r.0)], |g| inline(g, &Expr::Rule(r)), &grammar.rule(r).name)?.0);
         }
         if let Some(&nt) = self.rule_nt.get(&r) {
             return Ok(Sym::N(nt));
