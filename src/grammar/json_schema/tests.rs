@@ -821,6 +821,8 @@ fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
         r#""urn:isbn:0451450523""#, r#""mailto:ada@example.com""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
         r#""ftp://ftp.example.org/""#, r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#,
         r#""http://[::1]/""#, r#""a b""#, r#""http://exa mple.com""#, r#""%zz""#, r#""""#,
+        // RFC 3986 bounds neither a scheme's length nor user information's.
+        r#""web+a-very-long.scheme-name-2:x""#, r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
     ];
     for s in &schemas {
         let judge = jsonschema::options().should_validate_formats(true).build(s).unwrap();
@@ -833,7 +835,7 @@ fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
         }
     }
     let uri = &schemas[0];
-    for ok in [r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#, r#""urn:isbn:0451450523""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##] {
+    for ok in [r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#, r#""urn:isbn:0451450523""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##, r#""web+a-very-long.scheme-name-2:x""#, r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#] {
         assert!(accepts(uri, ok), "{ok}");
     }
     for ok in [r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#, r#""""#] {
