@@ -95,7 +95,12 @@ pub fn print_summary(opts: &BenchOptions, info: &RunInfo, results: &[CaseResult]
             "mem_limit_gb": opts.mem_limit_gb,
             "whitespace": s.schema.whitespace,
             "total": total,
-            "slowest_masks": slowest_masks(results, 10),
+            "slowest_masks": slowest_masks(results, 10).into_iter().map(|(r, s)| {
+                let mut j = serde_json::to_value(s).expect("a SlowestMask serializes");
+                j["id"] = r.id.clone().into();
+                j["rechecks_us"] = r.mask_max_rechecks_us.clone().into();
+                j
+            }).collect::<Vec<_>>(),
             "groups": groups,
         });
         let body = serde_json::to_string_pretty(&j).expect("the summary serializes");
@@ -196,20 +201,12 @@ fn write_text(
     let slowest = slowest_masks(results, 5);
     if !slowest.is_empty() {
         writeln!(e, "slowest masks (µs at instance/step | wall µs | faults minor/major | switches voluntary/involuntary | re-runs' maxima):")?;
-        for s in &slowest {
+        for (r, s) in &slowest {
+            let ev = s.events;
             writeln!(
                 e,
-                "  {} {} at {}/{} | wall {} | faults {}/{} | switches {}/{} | re-runs {}",
-                s["id"].as_str().unwrap_or_default(),
-                s["us"],
-                s["instance"],
-                s["step"],
-                s["wall_us"],
-                s["minflt"],
-                s["majflt"],
-                s["nvcsw"],
-                s["nivcsw"],
-                s["rechecks_us"]
+                "  {} {} at {}/{} | wall {} | faults {}/{} | switches {}/{} | re-runs {:?}",
+                r.id, s.us, s.instance, s.step, s.wall_us, ev.minflt, ev.majflt, ev.nvcsw, ev.nivcsw, r.mask_max_rechecks_us
             )?;
         }
         if total.rechecked_cases > 0 {
@@ -309,21 +306,13 @@ fn write_text(
     Ok(())
 }
 
-/// The `n` cases with the slowest masks, slowest first: the case id, the mask's µs, where it
-/// was, what the thread went through during it, and the re-runs' maxima.
-fn slowest_masks(results: &[CaseResult], n: usize) -> Vec<serde_json::Value> {
+/// The `n` cases with the slowest masks, slowest first, each with its slowest mask.
+fn slowest_masks(results: &[CaseResult], n: usize) -> Vec<(&CaseResult, &SlowestMask)> {
     let mut v: Vec<(&CaseResult, &SlowestMask)> =
         results.iter().filter_map(|r| r.mask_slowest.as_ref().map(|s| (r, s))).collect();
     v.sort_by(|a, b| b.1.us.total_cmp(&a.1.us));
-    v.into_iter()
-        .take(n)
-        .map(|(r, s)| {
-            let mut j = serde_json::to_value(s).expect("a SlowestMask serializes");
-            j["id"] = r.id.clone().into();
-            j["rechecks_us"] = serde_json::to_value(&r.mask_max_rechecks_us).expect("numbers serialize");
-            j
-        })
-        .collect()
+    v.truncate(n);
+    v
 }
 
 /// Masks per second: all masks over the run's wall time (every worker together, compile and
