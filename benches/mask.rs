@@ -37,11 +37,27 @@ fn vocab() -> Arc<Vocab> {
 /// (name, schema, a prefix of a valid instance to reach the state being measured).
 fn cases() -> Vec<(&'static str, Value, &'static str)> {
     vec![
-        ("object_start", json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}), ""),
-        ("in_string", json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}), r#"{"name":"Ada Lov"#),
-        ("in_bounded_string", json!({"type": "object", "properties": {"code": {"type": "string", "maxLength": 40}}, "required": ["code"]}), r#"{"code":"abc"#),
+        (
+            "object_start",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}),
+            "",
+        ),
+        (
+            "in_string",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}),
+            r#"{"name":"Ada Lov"#,
+        ),
+        (
+            "in_bounded_string",
+            json!({"type": "object", "properties": {"code": {"type": "string", "maxLength": 40}}, "required": ["code"]}),
+            r#"{"code":"abc"#,
+        ),
         ("in_number", json!({"type": "object", "properties": {"n": {"type": "number"}}}), r#"{"n":12"#),
-        ("after_value", json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}, "c": {"type": "array", "items": {"type": "integer"}}}}), r#"{"a":"x""#),
+        (
+            "after_value",
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}, "c": {"type": "array", "items": {"type": "integer"}}}}),
+            r#"{"a":"x""#,
+        ),
     ]
 }
 

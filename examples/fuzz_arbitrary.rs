@@ -50,7 +50,11 @@ enum Value {
 fn parse(text: &str) -> Option<Vec<(String, String, Value)>> {
     let mut out = Vec::new();
     let mut section = String::new();
-    let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') && !s.as_bytes()[0].is_ascii_digit();
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !s.as_bytes()[0].is_ascii_digit()
+    };
     for line in text.split_terminator('\n') {
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -98,7 +102,8 @@ fn main() -> anyhow::Result<()> {
         let len = rng.random_range(0..256);
         let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
         let input: Valid<KeyValues> = Unstructured::new(&bytes).arbitrary()?;
-        let parsed = parse(&input.text).ok_or_else(|| anyhow::anyhow!("buffer {i}: the parser rejected {:?}", input.text))?;
+        let parsed =
+            parse(&input.text).ok_or_else(|| anyhow::anyhow!("buffer {i}: the parser rejected {:?}", input.text))?;
         pairs += parsed.len();
         distinct.insert(input.text);
     }

@@ -100,7 +100,8 @@ fn main() -> anyhow::Result<()> {
     // 1. The correct parser accepts every generated expression.
     // Deterministic runners, so CI sees the same cases every time.
     let rng = || TestRng::deterministic_rng(RngAlgorithm::ChaCha);
-    let mut runner = TestRunner::new_with_rng(Config { cases: 256, failure_persistence: None, ..Config::default() }, rng());
+    let mut runner =
+        TestRunner::new_with_rng(Config { cases: 256, failure_persistence: None, ..Config::default() }, rng());
     runner
         .run(&strategy, |text| {
             proptest::prop_assert!(eval(&text, false).is_some(), "{text:?} did not parse");
@@ -110,7 +111,8 @@ fn main() -> anyhow::Result<()> {
     println!("fuzz_proptest: 256 grammar-valid expressions parsed");
 
     // 2. The buggy parser is caught, and the counterexample shrinks to a short input.
-    let mut runner = TestRunner::new_with_rng(Config { cases: 2048, failure_persistence: None, ..Config::default() }, rng());
+    let mut runner =
+        TestRunner::new_with_rng(Config { cases: 2048, failure_persistence: None, ..Config::default() }, rng());
     // The first failing input proptest meets, before it shrinks.
     let first = std::cell::RefCell::new(None::<String>);
     match runner.run(&strategy, |text| {
@@ -122,7 +124,11 @@ fn main() -> anyhow::Result<()> {
     }) {
         Err(TestError::Fail(_, text)) => {
             let first = first.borrow().clone().unwrap_or_default();
-            println!("fuzz_proptest: bug found in {first:?} ({} bytes), shrunk to {text:?} ({} bytes)", first.len(), text.len());
+            println!(
+                "fuzz_proptest: bug found in {first:?} ({} bytes), shrunk to {text:?} ({} bytes)",
+                first.len(),
+                text.len()
+            );
             anyhow::ensure!(text.len() < first.len() && text.len() <= 8, "the counterexample {text:?} did not shrink");
             anyhow::ensure!(text.contains("(-") || text.contains("( -"), "unexpected counterexample {text:?}");
             anyhow::ensure!(eval(&text, false).is_some(), "the shrunk input {text:?} is not a valid expression");

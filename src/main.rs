@@ -37,7 +37,9 @@ fn tune_allocator() {
     }
     // SAFETY: plain C calls on integers; mimalloc reads its options on every purge.
     unsafe {
-        if libmimalloc_sys::mi_version() / 10_000 == 3 && libmimalloc_sys::mi_option_get(PURGE_DELAY) == PURGE_DELAY_DEFAULT {
+        if libmimalloc_sys::mi_version() / 10_000 == 3
+            && libmimalloc_sys::mi_option_get(PURGE_DELAY) == PURGE_DELAY_DEFAULT
+        {
             libmimalloc_sys::mi_option_set(PURGE_DELAY, -1);
         }
     }
@@ -47,7 +49,11 @@ fn tune_allocator() {
 fn tune_allocator() {}
 
 #[derive(Parser)]
-#[command(name = "strictly", version, about = "Constrained decoding: regexes, grammars and JSON Schemas as token masks")]
+#[command(
+    name = "strictly",
+    version,
+    about = "Constrained decoding: regexes, grammars and JSON Schemas as token masks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -316,7 +322,8 @@ fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
 }
 
 fn read_constraint(c: &ConstraintArgs) -> anyhow::Result<Constraint> {
-    read_optional_constraint(c)?.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
+    read_optional_constraint(c)?
+        .ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
 }
 
 /// The constraint given on the command line, if any.
@@ -342,8 +349,8 @@ fn read_given_constraint(c: &ConstraintArgs) -> anyhow::Result<Constraint> {
     }
     if let Some(path) = &c.schema {
         let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
-        let schema: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
+        let schema: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
         return Ok(Constraint::JsonSchema(schema, Default::default()));
     }
     Err(anyhow!("no constraint given"))
@@ -411,7 +418,10 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     };
     let grammar = Arc::new(strictly::fuzz::fuzz_grammar(constraint)?);
     let checker = Checker::new(constraint)?;
-    let mut gen = Generator::new(grammar.clone(), GenOptions { max_depth: a.max_depth.unwrap_or(24), max_bytes: 256, cover: true })?;
+    let mut gen = Generator::new(
+        grammar.clone(),
+        GenOptions { max_depth: a.max_depth.unwrap_or(24), max_bytes: 256, cover: true },
+    )?;
     if a.max_depth.is_none() && !a.mutate {
         // Rules nested through long cycles of references are out of reach at a fixed depth.
         gen.set_max_depth(gen.auto_max_depth());
@@ -445,7 +455,8 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
         }
         let new_units = gen.record(&d);
         let line = if a.mutate {
-            let mut cands = mutate::keep_invalid(mutate::structural(&grammar, &d, &mut src), &checker, schema.is_some());
+            let mut cands =
+                mutate::keep_invalid(mutate::structural(&grammar, &d, &mut src), &checker, schema.is_some());
             if let Some(s) = schema {
                 cands.extend(mutate::keep_invalid(mutate::schema(s, text), &checker, false));
             }
@@ -461,7 +472,9 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
             if a.unique && !seen.insert(d.text.clone()) {
                 continue;
             }
-            let tokens = vocab.encode(&d.text).ok_or_else(|| anyhow!("sample {text:?} cannot be tokenized with this vocabulary"))?;
+            let tokens = vocab
+                .encode(&d.text)
+                .ok_or_else(|| anyhow!("sample {text:?} cannot be tokenized with this vocabulary"))?;
             json!({"text": text, "tokens": tokens.len(), "finish_reason": "stop", "new_units": new_units})
         };
         emitted += 1;
@@ -479,7 +492,8 @@ fn fuzz_run(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyh
     eprintln!("{}", json!({ "coverage": summary }));
     if let Some(path) = &a.coverage_json {
         let full = json!({"summary": summary, "per_rule": cov.per_rule, "uncovered": cov.uncovered});
-        std::fs::write(path, serde_json::to_string_pretty(&full)?).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&full)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if emitted < a.n {
         eprintln!("strictly: only {emitted} outputs in {attempts} attempts (the language may be that small)");

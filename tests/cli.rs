@@ -32,8 +32,19 @@ fn sampled_outputs_match_their_regex_for_every_tokenizer() {
         let tok = data.join("tokenizers").join(name).join("tokenizer.json");
         for re in SAMPLE_REGEXES {
             let full = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
-            let (code, out, err) =
-                strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--regex", re, "-n", "4", "--seed", "7", "--max-tokens", "24"]);
+            let (code, out, err) = strictly(&[
+                "sample",
+                "--tokenizer",
+                tok.to_str().unwrap(),
+                "--regex",
+                re,
+                "-n",
+                "4",
+                "--seed",
+                "7",
+                "--max-tokens",
+                "24",
+            ]);
             assert_eq!(code, 0, "{name} {re}: {err}");
             let lines: Vec<&str> = out.lines().collect();
             assert_eq!(lines.len(), 4, "{name} {re}: {out}");
@@ -54,7 +65,20 @@ fn sampled_outputs_match_their_regex_for_every_tokenizer() {
 fn same_seed_same_samples() {
     let Some(data) = shared_data() else { return };
     let tok = data.join("tokenizers/gpt2/tokenizer.json");
-    let run = |seed: &str| strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--regex", "[a-z ]{5,20}", "-n", "3", "--seed", seed]).1;
+    let run = |seed: &str| {
+        strictly(&[
+            "sample",
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--regex",
+            "[a-z ]{5,20}",
+            "-n",
+            "3",
+            "--seed",
+            seed,
+        ])
+        .1
+    };
     assert_eq!(run("3"), run("3"));
     assert_ne!(run("3"), run("4"));
 }

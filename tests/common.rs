@@ -59,7 +59,11 @@ pub fn tiny_vocab() -> Arc<Vocab> {
 /// The `seed`-th sample of `c` with seeded random logits (at most `max_tokens` tokens), checked
 /// to be complete (a constrained output is never cut short); `Err` when generation refuses up
 /// front (an empty language, or no complete output within the budget).
-pub fn random_sample(c: &Arc<strictly::automaton::Compiled>, seed: u64, max_tokens: usize) -> strictly::Result<strictly::decode::Output> {
+pub fn random_sample(
+    c: &Arc<strictly::automaton::Compiled>,
+    seed: u64,
+    max_tokens: usize,
+) -> strictly::Result<strictly::decode::Output> {
     use strictly::decode::{self, GenerateOptions, RandomLogits};
     let vocab = c.vocab().clone();
     let mut model = RandomLogits::new(vocab.len(), seed);

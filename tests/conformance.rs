@@ -51,11 +51,17 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
 fn groups(file: &Path) -> Vec<(Value, Vec<(Value, bool)>)> {
     let Ok(d) = serde_json::from_str::<Value>(&std::fs::read_to_string(file).unwrap()) else { return Vec::new() };
     let tests = |t: &Value| -> Vec<(Value, bool)> {
-        t.as_array().into_iter().flatten().filter_map(|t| Some((t.get("data")?.clone(), t.get("valid")?.as_bool()?))).collect()
+        t.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| Some((t.get("data")?.clone(), t.get("valid")?.as_bool()?)))
+            .collect()
     };
     match &d {
         Value::Array(a) => a.iter().map(|g| (g["schema"].clone(), tests(&g["tests"]))).collect(),
-        Value::Object(o) if o.contains_key("schema") => vec![(o["schema"].clone(), o.get("tests").map(tests).unwrap_or_default())],
+        Value::Object(o) if o.contains_key("schema") => {
+            vec![(o["schema"].clone(), o.get("tests").map(tests).unwrap_or_default())]
+        }
         _ => Vec::new(),
     }
 }
@@ -82,7 +88,8 @@ fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaO
                         for f in *chunk {
                             for (schema, tests) in groups(f) {
                                 n.schemas += 1;
-                                let compiled = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), opts.clone()));
+                                let compiled =
+                                    Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), opts.clone()));
                                 let Ok(c) = compiled else {
                                     n.not_compiled += tests.len() as u64;
                                     n.tests += tests.len() as u64;
@@ -96,7 +103,10 @@ fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaO
                                         (a, v) if a == v => n.agree += 1,
                                         (true, false) => {
                                             n.false_accept += 1;
-                                            bad.push(format!("{}: schema {schema} accepted invalid {text}", f.display()));
+                                            bad.push(format!(
+                                                "{}: schema {schema} accepted invalid {text}",
+                                                f.display()
+                                            ));
                                         }
                                         _ => n.false_reject += 1,
                                     }
@@ -135,16 +145,23 @@ fn ratchet(name: &str, got: Counts, bad: &[String]) {
         "conformance {name}: schemas {} compiled {} | tests {} agree {} false_accept {} false_reject {} not_compiled {}",
         got.schemas, got.compiled, got.tests, got.agree, got.false_accept, got.false_reject, got.not_compiled
     );
-    assert!(bad.is_empty(), "{name}: {} false accepts, e.g.:\n{}", bad.len(), bad.iter().take(5).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{name}: {} false accepts, e.g.:\n{}",
+        bad.len(),
+        bad.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
     let path = baseline_path();
-    let mut all: Value = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| json!({}));
+    let mut all: Value =
+        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| json!({}));
     let base: Option<Counts> = all.get(name).and_then(|v| serde_json::from_value(v.clone()).ok());
     if std::env::var_os("STRICTLY_UPDATE_BASELINE").is_some() {
         all[name] = serde_json::to_value(got).unwrap();
         std::fs::write(&path, serde_json::to_string_pretty(&all).unwrap() + "\n").unwrap();
         return;
     }
-    let base = base.unwrap_or_else(|| panic!("no baseline for {name} in {}: run with STRICTLY_UPDATE_BASELINE=1", path.display()));
+    let base = base
+        .unwrap_or_else(|| panic!("no baseline for {name} in {}: run with STRICTLY_UPDATE_BASELINE=1", path.display()));
     assert!(got.agree >= base.agree, "{name}: agreement regressed {} → {} (baseline {base:?})", base.agree, got.agree);
     assert!(got.compiled >= base.compiled, "{name}: compiled schemas regressed {} → {}", base.compiled, got.compiled);
     if got.agree > base.agree || got.compiled > base.compiled {

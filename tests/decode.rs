@@ -561,8 +561,13 @@ fn typed_outputs_deserialize() {
     assert!(schema.get("$defs").is_some() || schema.get("properties").is_some(), "{schema}");
     for seed in 0..6 {
         let mut model = RandomLogits::new(v.len(), seed);
-        let opts = GenerateOptions { max_tokens: 300, sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() }, ..Default::default() };
-        let t = strictly::decode::generate_typed::<Ticket>(&mut model, &v, &[], &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let opts = GenerateOptions {
+            max_tokens: 300,
+            sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() },
+            ..Default::default()
+        };
+        let t = strictly::decode::generate_typed::<Ticket>(&mut model, &v, &[], &opts)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let text = String::from_utf8(t.output.bytes.clone()).unwrap();
         assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");
     }

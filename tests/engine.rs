@@ -187,7 +187,13 @@ fn tool_errors_are_clear() {
     assert!(m.contains("two tools are named \"clock\""), "{m}");
     let m = Tools::new().function::<u32>("n", "").unwrap_err().to_string();
     assert!(m.contains("\"type\": \"object\""), "{m}");
-    let m = Tools::new().function_schema("s", "", serde_json::json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}})).unwrap_err();
+    let m = Tools::new()
+        .function_schema(
+            "s",
+            "",
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}),
+        )
+        .unwrap_err();
     assert!(m.to_string().contains("tool \"s\""), "{m}");
     // Reading a call's arguments as the wrong type names both.
     let r = e.choose(&msgs, &tools, &ToolChoice::Named("clock".into()), &opts(1, 96)).unwrap();
@@ -233,7 +239,9 @@ fn streams_equal_the_blocking_results() {
             let done = done.expect("Done comes last");
             assert_eq!(done.output.tokens, blocking.output.tokens, "{choice:?} seed {seed}");
             assert_eq!((&text, &done.text), (&blocking.text, &blocking.text));
-            let names = |cs: &[strictly::ToolCall]| cs.iter().map(|c| (c.name.clone(), c.arguments.clone())).collect::<Vec<_>>();
+            let names = |cs: &[strictly::ToolCall]| {
+                cs.iter().map(|c| (c.name.clone(), c.arguments.clone())).collect::<Vec<_>>()
+            };
             assert_eq!(names(&done.calls), names(&blocking.calls));
             for ((id, name, args), c) in calls.iter().zip(&done.calls) {
                 assert_eq!((id, name), (&c.id, &c.name));

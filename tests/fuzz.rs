@@ -88,17 +88,19 @@ fn tool_call_arguments_are_json_objects() {
 
 #[test]
 fn every_grammar_samples_inside_its_language() {
-    let mut grammars: Vec<(String, Grammar)> = ["json.gbnf", "arithmetic.gbnf", "sql-select.gbnf", "csv.gbnf", "tool-call.gbnf"]
-        .iter()
-        .map(|n| (n.to_string(), shipped(n)))
-        .collect();
+    let mut grammars: Vec<(String, Grammar)> =
+        ["json.gbnf", "arithmetic.gbnf", "sql-select.gbnf", "csv.gbnf", "tool-call.gbnf"]
+            .iter()
+            .map(|n| (n.to_string(), shipped(n)))
+            .collect();
     if let Some(data) = shared_data() {
         let dir = data.join("grammars/llama.cpp");
         let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         assert!(files.len() >= 9);
         for f in files {
-            let g = ebnf::parse(&std::fs::read_to_string(&f).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let g =
+                ebnf::parse(&std::fs::read_to_string(&f).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
             grammars.push((format!("llama.cpp/{}", f.file_name().unwrap().to_string_lossy()), g));
         }
     }

@@ -6,24 +6,24 @@
 //!
 //! Tiers that need `../shared/data` say loudly when it is missing and skip.
 
-mod common;
-mod cli;
-mod conformance;
-mod core;
-mod fuzz;
-mod sampling;
-mod decode;
-mod bench;
-mod reliability;
 #[cfg(feature = "model")]
 mod batch;
+mod bench;
+mod cli;
+mod common;
+mod conformance;
+mod core;
+mod decode;
 #[cfg(feature = "model")]
 mod engine;
+mod fuzz;
 #[cfg(feature = "model")]
 mod model;
 #[cfg(feature = "model")]
 mod overlap;
-#[cfg(feature = "model")]
-mod tool_formats;
+mod reliability;
+mod sampling;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "model")]
+mod tool_formats;

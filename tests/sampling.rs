@@ -23,7 +23,13 @@ fn shipped(name: &str) -> Grammar {
 }
 
 /// Draws `n` verified samples with coverage steering; returns them and (covered, total).
-fn cover(g: &Arc<Grammar>, checker: &Checker, n: usize, max_bytes: u32, seed: u64) -> (Vec<String>, usize, usize, Generator) {
+fn cover(
+    g: &Arc<Grammar>,
+    checker: &Checker,
+    n: usize,
+    max_bytes: u32,
+    seed: u64,
+) -> (Vec<String>, usize, usize, Generator) {
     let mut gen = Generator::new(g.clone(), GenOptions { max_bytes, ..GenOptions::default() }).unwrap();
     let mut src = RngSource::new(seed);
     let mut out = Vec::new();
@@ -41,7 +47,9 @@ fn cover(g: &Arc<Grammar>, checker: &Checker, n: usize, max_bytes: u32, seed: u6
 #[test]
 fn cover_reaches_every_unit_of_every_shipped_grammar() {
     // name, samples allowed (measured: 3, 3, 10, 5, 30 with seed 0 at 256 bytes).
-    for (name, budget) in [("arithmetic.gbnf", 10), ("csv.gbnf", 10), ("json.gbnf", 30), ("sql-select.gbnf", 20), ("tool-call.gbnf", 60)] {
+    for (name, budget) in
+        [("arithmetic.gbnf", 10), ("csv.gbnf", 10), ("json.gbnf", 30), ("sql-select.gbnf", 20), ("tool-call.gbnf", 60)]
+    {
         let g = Arc::new(shipped(name));
         let checker = Checker::new(&Constraint::Grammar((*g).clone())).unwrap();
         let r = Reference::new(&g);
@@ -114,7 +122,12 @@ fn near_misses_of_shipped_grammars_are_rejected_by_the_reference() {
             let d = gen.draw(&mut src).unwrap();
             let ms = mutate::keep_invalid(mutate::structural(&g, &d, &mut src), &checker, false);
             for m in ms {
-                assert!(!r.accepts(m.text.as_bytes()), "{name}: near miss {:?} ({}) is in the language", m.text, m.label);
+                assert!(
+                    !r.accepts(m.text.as_bytes()),
+                    "{name}: near miss {:?} ({}) is in the language",
+                    m.text,
+                    m.label
+                );
                 assert!(!m.label.is_empty());
                 kinds.insert(m.kind);
             }
@@ -173,7 +186,12 @@ fn schema_cover_reaches_every_branch_and_validates() {
 /// member chain has a stop/continue alternative per position.)
 #[test]
 fn wide_schema_rules_are_covered_with_the_scaled_budget() {
-    let kinds = [json!({"type": "integer", "minimum": 0, "maximum": 9}), json!({"type": "boolean"}), json!({"enum": ["a", "b"]}), json!({"type": "string", "maxLength": 3})];
+    let kinds = [
+        json!({"type": "integer", "minimum": 0, "maximum": 9}),
+        json!({"type": "boolean"}),
+        json!({"enum": ["a", "b"]}),
+        json!({"type": "string", "maxLength": 3}),
+    ];
     let props: serde_json::Map<String, Value> = (0..120).map(|i| (format!("p{i}"), kinds[i % 4].clone())).collect();
     let required: Vec<String> = (0..120).step_by(3).map(|i| format!("p{i}")).collect();
     let schema = json!({"type": "object", "properties": props, "required": required});
@@ -218,7 +236,10 @@ fn rules_deep_in_a_cycle_of_refs_are_covered_with_the_scaled_depth() {
         for _ in 0..80 {
             let d = gen.draw(&mut src).unwrap();
             let text = String::from_utf8(d.text.clone()).unwrap();
-            assert!(checker.accepts(text.as_bytes()) && v.is_valid(&serde_json::from_str::<Value>(&text).unwrap()), "{text}");
+            assert!(
+                checker.accepts(text.as_bytes()) && v.is_valid(&serde_json::from_str::<Value>(&text).unwrap()),
+                "{text}"
+            );
             gen.record(&d);
         }
         gen.coverage()
@@ -228,7 +249,12 @@ fn rules_deep_in_a_cycle_of_refs_are_covered_with_the_scaled_depth() {
     let shallow = run(24);
     assert!(shallow.rules_covered < shallow.rules_total, "depth 24 already reaches every rule");
     let deep = run(auto);
-    assert_eq!((deep.covered, deep.rules_covered), (deep.total, deep.rules_total), "uncovered at depth {auto}: {:?}", deep.uncovered);
+    assert_eq!(
+        (deep.covered, deep.rules_covered),
+        (deep.total, deep.rules_total),
+        "uncovered at depth {auto}: {:?}",
+        deep.uncovered
+    );
 }
 
 #[test]
@@ -238,7 +264,10 @@ fn units_behind_long_chains_of_choices_are_reached() {
     // alike left 44 of its 524 units uncovered after 300 samples; the nearest-unit draws cover
     // everything (after 48 with this seed).
     let Some(data) = shared_data() else { return };
-    let case: Value = serde_json::from_str(&std::fs::read_to_string(data.join("jsonschemabench/Snowplow/sp_0_Normalized.json")).unwrap()).unwrap();
+    let case: Value = serde_json::from_str(
+        &std::fs::read_to_string(data.join("jsonschemabench/Snowplow/sp_0_Normalized.json")).unwrap(),
+    )
+    .unwrap();
     let schema = case["schema"].clone();
     let c = Constraint::JsonSchema(schema.clone(), Default::default());
     let g = Arc::new(strictly::fuzz::fuzz_grammar(&c).unwrap());
@@ -256,7 +285,10 @@ fn units_behind_long_chains_of_choices_are_reached() {
         if strictly::fuzz::json_has_contested(&text) {
             continue;
         }
-        assert!(checker.accepts(text.as_bytes()) && v.is_valid(&serde_json::from_str::<Value>(&text).unwrap()), "{text}");
+        assert!(
+            checker.accepts(text.as_bytes()) && v.is_valid(&serde_json::from_str::<Value>(&text).unwrap()),
+            "{text}"
+        );
         gen.record(&d);
     }
     let cov = gen.coverage();
@@ -295,7 +327,8 @@ fn jsonschemabench_samples_validate_and_near_misses_do_not() {
     let Some(data) = shared_data() else { return };
     let mut checked = 0;
     for group in ["Github_easy", "Glaiveai2K", "Snowplow", "Kubernetes", "MCPspec"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(data.join("jsonschemabench").join(group)).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(data.join("jsonschemabench").join(group)).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         for f in files.iter().take(3) {
             let case: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
@@ -331,9 +364,10 @@ fn jsonschemabench_samples_validate_and_near_misses_do_not() {
 #[test]
 fn big_schema_coverage_in_fifty_samples() {
     let Some(data) = shared_data() else { return };
-    let case: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("jsonschemabench/Kubernetes/kb_1004_Normalized.json")).unwrap())
-            .unwrap();
+    let case: Value = serde_json::from_str(
+        &std::fs::read_to_string(data.join("jsonschemabench/Kubernetes/kb_1004_Normalized.json")).unwrap(),
+    )
+    .unwrap();
     let schema = case["schema"].clone();
     let c = Constraint::JsonSchema(schema.clone(), Default::default());
     let checker = Checker::new(&c).unwrap();
@@ -412,7 +446,10 @@ fn grammar_path(name: &str) -> String {
 }
 
 fn coverage_line(stderr: &str) -> Value {
-    let line = stderr.lines().find(|l| l.starts_with("{\"coverage\"")).unwrap_or_else(|| panic!("no coverage line in {stderr}"));
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("{\"coverage\""))
+        .unwrap_or_else(|| panic!("no coverage line in {stderr}"));
     serde_json::from_str::<Value>(line).unwrap()["coverage"].clone()
 }
 
@@ -420,7 +457,21 @@ fn coverage_line(stderr: &str) -> Value {
 fn cli_cover_reports_full_coverage_and_valid_samples() {
     let g = shipped("arithmetic.gbnf");
     let r = Reference::new(&g);
-    let args = ["sample", "--tokenizer", "bytes", "--grammar", &grammar_path("arithmetic.gbnf"), "--cover", "-n", "12", "--seed", "4", "--unique", "--max-tokens", "48"];
+    let args = [
+        "sample",
+        "--tokenizer",
+        "bytes",
+        "--grammar",
+        &grammar_path("arithmetic.gbnf"),
+        "--cover",
+        "-n",
+        "12",
+        "--seed",
+        "4",
+        "--unique",
+        "--max-tokens",
+        "48",
+    ];
     let (code, out, err) = strictly(&args);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -476,7 +527,18 @@ fn cli_regex_cover_reaches_alternatives_and_repetition_bounds() {
 fn cli_mutate_prints_labelled_near_misses() {
     let g = shipped("json.gbnf");
     let r = Reference::new(&g);
-    let (code, out, err) = strictly(&["sample", "--tokenizer", "bytes", "--grammar", &grammar_path("json.gbnf"), "--mutate", "-n", "15", "--max-tokens", "64"]);
+    let (code, out, err) = strictly(&[
+        "sample",
+        "--tokenizer",
+        "bytes",
+        "--grammar",
+        &grammar_path("json.gbnf"),
+        "--mutate",
+        "-n",
+        "15",
+        "--max-tokens",
+        "64",
+    ]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 15);
@@ -499,8 +561,16 @@ fn cli_schema_cover_with_a_real_tokenizer() {
     let tok = data.join("tokenizers/llama-3.2/tokenizer.json");
     let report = dir.join("coverage.json");
     let (code, out, err) = strictly(&[
-        "sample", "--tokenizer", tok.to_str().unwrap(), "--schema", schema_path.to_str().unwrap(), "--cover", "-n", "40",
-        "--coverage-json", report.to_str().unwrap(),
+        "sample",
+        "--tokenizer",
+        tok.to_str().unwrap(),
+        "--schema",
+        schema_path.to_str().unwrap(),
+        "--cover",
+        "-n",
+        "40",
+        "--coverage-json",
+        report.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     let v = validator(&branchy_schema());

@@ -28,8 +28,8 @@ use strictly::server::{app, AppState, ModelSource, ServerConfig};
 use strictly::TokenId;
 use tower::ServiceExt;
 
-pub mod tcp;
 mod batch;
+pub mod tcp;
 use tcp::{http_json, serve, sse, Conn};
 
 // ---- set-up ---------------------------------------------------------------------------------
@@ -424,15 +424,16 @@ async fn tool_calls_required_named_auto_and_none() {
 /// OpenAI `tool_calls`, blocking and streamed.
 #[tokio::test]
 async fn tool_calls_follow_the_templates_format() {
-    use strictly::model::{embedded, ChatTemplate, PromptFormat};
     use crate::tool_formats::{LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE};
+    use strictly::model::{embedded, ChatTemplate, PromptFormat};
     let tools = json!([{"type": "function", "function": {"name": "move_to", "parameters":
         {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x"]}}}]);
     for (template, most) in [(LLAMA3_STYLE_TEMPLATE, 1), (MISTRAL_STYLE_TEMPLATE, 8)] {
         let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
         let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
         let config = json!({"bos_token": "<s>", "eos_token": "</s>"});
-        loaded.prompt = PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
+        loaded.prompt =
+            PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
         let app = app(AppState::new(loaded, ServerConfig::default()));
         for seed in 0..3 {
             let body = json!({"seed": seed, "max_tokens": 64, "messages": [{"role": "user", "content": "Go"}],
@@ -458,7 +459,8 @@ async fn tool_calls_follow_the_templates_format() {
             for line in text.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|l| *l != "[DONE]") {
                 let chunk: Value = serde_json::from_str(line).unwrap();
                 for d in chunk["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
-                    args[d["index"].as_u64().unwrap() as usize].push_str(d["function"]["arguments"].as_str().unwrap_or(""));
+                    args[d["index"].as_u64().unwrap() as usize]
+                        .push_str(d["function"]["arguments"].as_str().unwrap_or(""));
                 }
             }
             let blocking: Vec<&str> = calls.iter().map(|c| c["function"]["arguments"].as_str().unwrap()).collect();

@@ -73,7 +73,13 @@ pub struct CfgLimits {
 
 impl Default for CfgLimits {
     fn default() -> Self {
-        CfgLimits { dfa: DfaLimits::default(), max_terminals: 10_000, max_productions: 100_000, max_unrolled: 2_000, max_row_items: 200_000 }
+        CfgLimits {
+            dfa: DfaLimits::default(),
+            max_terminals: 10_000,
+            max_productions: 100_000,
+            max_unrolled: 2_000,
+            max_row_items: 200_000,
+        }
     }
 }
 
@@ -143,12 +149,7 @@ impl Cfg {
             }
             done += 1;
         }
-        let mut cfg = Cfg {
-            terms: l.terms,
-            nts: l.nts,
-            prods: l.prods,
-            max_row_items: limits.max_row_items,
-        };
+        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods, max_row_items: limits.max_row_items };
         cfg.clean(g)?;
         cfg.analyse();
         Ok(cfg)
@@ -202,7 +203,10 @@ impl Cfg {
             let span = g.rule(g.start).span;
             return Err(Error::Grammar {
                 at: Location::LineCol { line: span.map_or(1, |s| s.line), col: span.map_or(1, |s| s.col) },
-                msg: format!("rule `{}` derives no finite string (every alternative recurses forever or matches nothing)", g.rule(g.start).name),
+                msg: format!(
+                    "rule `{}` derives no finite string (every alternative recurses forever or matches nothing)",
+                    g.rule(g.start).name
+                ),
             });
         }
         let keep: Vec<bool> = self.prods.iter().map(|p| p.rhs.iter().all(|s| sym_ok(s, &productive))).collect();
@@ -291,7 +295,9 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
         Expr::Lexeme(_) => u64::MAX,
         Expr::Rule(r) => sizes[r.0 as usize],
         Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
-        Expr::Repeat { body, min, max } => weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1)),
+        Expr::Repeat { body, min, max } => {
+            weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1))
+        }
     }
 }
 
@@ -302,7 +308,9 @@ fn hir_weight(h: &Hir) -> u64 {
         HirKind::Literal(l) => l.0.len().max(1) as u64,
         HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
         HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
-        HirKind::Repetition(r) => hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1)),
+        HirKind::Repetition(r) => {
+            hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1))
+        }
         HirKind::Capture(c) => hir_weight(&c.sub),
         HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
     }
@@ -443,7 +451,9 @@ impl<'a> Lowering<'a> {
         // that blow up) does not apply; as one alternative per value it was hundreds of
         // terminals, scanned side by side at every mask.
         let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
-        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
+        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_))
+            || literal_set
+            || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
     }
 
     fn new_nt(&mut self, name: String) -> u32 {
@@ -488,7 +498,9 @@ impl<'a> Lowering<'a> {
             return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
         }
         let dfa = Dfa::shared_keyed(lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
-            Error::Limit { what, limit, hint } => Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint },
+            Error::Limit { what, limit, hint } => {
+                Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint }
+            }
             other => other,
         })?;
         let dist = dfa.dist_using(self.usable);
@@ -563,12 +575,21 @@ impl<'a> Lowering<'a> {
     /// empty string (memoized in `runs`).
     fn regular_term(&mut self, run: &[&'a Expr]) -> Result<(Sym, bool)> {
         let key: Vec<Part<'a>> = run.iter().map(|x| Part::of(x)).collect();
-        self.memo_term(key, |g| Ok(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)), "lexeme")
+        self.memo_term(
+            key,
+            |g| Ok(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)),
+            "lexeme",
+        )
     }
 
     /// The terminal (and "only the empty string?") for the run named `key`, from `runs` or
     /// built from the regex `hir` gives.
-    fn memo_term(&mut self, key: Vec<Part<'a>>, hir: impl FnOnce(&Grammar) -> Result<Hir>, name: &str) -> Result<(Sym, bool)> {
+    fn memo_term(
+        &mut self,
+        key: Vec<Part<'a>>,
+        hir: impl FnOnce(&Grammar) -> Result<Hir>,
+        name: &str,
+    ) -> Result<(Sym, bool)> {
         if let Some(&hit) = self.runs.get(&key) {
             return Ok(hit);
         }

@@ -197,8 +197,18 @@ impl CfgRun {
         }
         let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
         // Under a budget: each scan's wait cost, and the bound on the inside tokens' finish cost.
-        let waits: Vec<u32> = if after_budget == u32::MAX { Vec::new() } else { p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect() };
-        let need = entry.inside_dist.iter().zip(&waits).filter_map(|(d, &w)| d.map(|d| d.saturating_add(w))).max().unwrap_or(0);
+        let waits: Vec<u32> = if after_budget == u32::MAX {
+            Vec::new()
+        } else {
+            p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect()
+        };
+        let need = entry
+            .inside_dist
+            .iter()
+            .zip(&waits)
+            .filter_map(|(d, &w)| d.map(|d| d.saturating_add(w)))
+            .max()
+            .unwrap_or(0);
         if need <= after_budget {
             let (refused, cost) = self.fill_cached(cfg, vocab.slices(), &entry, mask, after_budget);
             if !refused {
@@ -236,13 +246,27 @@ impl CfgRun {
     /// ending lexemes build, with the budget checked per token. Rows built here are kept until
     /// the end. Returns whether the budget refused a token, and the largest finish cost of the
     /// tokens it let through from the groups (0 without a budget).
-    fn fill_cached(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet, after_budget: u32) -> (bool, u32) {
+    fn fill_cached(
+        &mut self,
+        cfg: &Cfg,
+        slices: &Slices,
+        entry: &Entry,
+        mask: &mut TokenSet,
+        after_budget: u32,
+    ) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
         self.fill_groups(cfg, slices, entry, mask, after_budget)
     }
 
     /// The groups' part of [`fill_cached`](Self::fill_cached).
-    fn fill_groups(&mut self, cfg: &Cfg, slices: &Slices, entry: &Entry, mask: &mut TokenSet, after_budget: u32) -> (bool, u32) {
+    fn fill_groups(
+        &mut self,
+        cfg: &Cfg,
+        slices: &Slices,
+        entry: &Entry,
+        mask: &mut TokenSet,
+        after_budget: u32,
+    ) -> (bool, u32) {
         let (mut refused, mut max_cost) = (false, 0u32);
         if entry.groups.is_empty() {
             return (refused, max_cost);
@@ -297,7 +321,9 @@ impl CfgRun {
             };
             match &g.below {
                 Below::Merged(trie) => trie.walk_visitor(&mut w),
-                Below::Nodes(nodes) => nodes.iter().for_each(|&(part, node)| slices.trie(part as usize).walk_visitor_below(node, &mut w)),
+                Below::Nodes(nodes) => {
+                    nodes.iter().for_each(|&(part, node)| slices.trie(part as usize).walk_visitor_below(node, &mut w))
+                }
             }
             refused |= w.refused;
             max_cost = max_cost.max(w.max_cost);

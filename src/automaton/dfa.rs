@@ -112,7 +112,9 @@ impl Dfa {
         let too_big = |what: &str, limit: usize| Error::Limit {
             what: format!("{what} for this regular expression"),
             limit,
-            hint: Some("the regex expands to too many automaton states; simplify it or reduce repetition counts".into()),
+            hint: Some(
+                "the regex expands to too many automaton states; simplify it or reduce repetition counts".into(),
+            ),
         };
         let nfa = thompson::Compiler::new()
             .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)).shrink(false))
@@ -311,7 +313,9 @@ impl Dfa {
                 }
                 k += 1;
             }
-            let head = (k > 0 && k < parts.len() && string_count(h).is_none()).then(|| finite_strings(&Hir::concat(parts[..k].to_vec()))).flatten();
+            let head = (k > 0 && k < parts.len() && string_count(h).is_none())
+                .then(|| finite_strings(&Hir::concat(parts[..k].to_vec())))
+                .flatten();
             if let Some(head) = head {
                 let head = Dfa::from_strings(head, limits)?;
                 let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(parts[k..].to_vec())), limits)?;
@@ -364,12 +368,17 @@ impl Dfa {
 
     /// [`product`](Dfa::product), numbering tuples by slot when there are at most
     /// `max_dense` of them (the same table either way: the numbering is breadth-first).
-    fn product_numbered<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits, max_dense: usize) -> Result<Dfa> {
+    fn product_numbered<D: std::ops::Deref<Target = Dfa>>(
+        parts: &[(D, bool)],
+        limits: DfaLimits,
+        max_dense: usize,
+    ) -> Result<Dfa> {
         let k = parts.len();
         // A counter computed on the fly is tabled first: the product reads each of its rows
         // once per tuple it appears in, and a table lookup is several times cheaper.
         let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
-        let parts: Vec<(&Dfa, bool)> = parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
+        let parts: Vec<(&Dfa, bool)> =
+            parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
         let parts = &parts[..];
         // Bytes that a positive part refuses in every state make every tuple dead: one class.
         let mut dead_bytes = [false; 256];
@@ -383,14 +392,17 @@ impl Dfa {
         let too_many = || Error::Limit {
             what: "DFA states for an intersection or complement of regexes".into(),
             limit: limits.states,
-            hint: Some("the combined constraints (pattern, length, format, excluded values) expand to too many states".into()),
+            hint: Some(
+                "the combined constraints (pattern, length, format, excluded values) expand to too many states".into(),
+            ),
         };
         // A tuple with a positive part dead is dead.
         let live = |t: &[u32]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD);
         // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
-        let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> = HashMap::default();
+        let mut ids: HashMap<Box<[u32]>, u32, std::hash::BuildHasherDefault<super::earley::FxHasher>> =
+            HashMap::default();
         let dense: Option<SlotIds> = parts
             .iter()
             .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
@@ -459,7 +471,18 @@ impl Dfa {
             accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
             i += 1;
         }
-        let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id(), counter: None };
+        let mut dfa = Dfa {
+            classes,
+            stride,
+            trans,
+            accept,
+            open: Vec::new(),
+            dist: Vec::new(),
+            start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: None,
+        };
         dfa.prune_dead_ends();
         Ok(dfa)
     }
@@ -490,7 +513,14 @@ impl Dfa {
     /// `None` (use the regex) unless the unit is prefix-free (an accepting state has no way
     /// on, so a unit ends exactly where it is complete), non-empty, and `close` cannot start
     /// a unit (so the end of the repetition is never in doubt).
-    pub fn counted(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], limits: DfaLimits) -> Result<Option<Dfa>> {
+    pub fn counted(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        limits: DfaLimits,
+    ) -> Result<Option<Dfa>> {
         Dfa::counted_with(open, unit, min, max, close, limits, MAX_TABLED_COUNTED)
     }
 
@@ -498,11 +528,23 @@ impl Dfa {
     /// on the fly ([`Counter`]) above that: a string of at most 5,000 characters is 70,000
     /// states (about 14 per count: the states inside one escaped or multi-byte character),
     /// whose table took most of a compile to build and search.
-    fn counted_with(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], limits: DfaLimits, max_tabled: usize) -> Result<Option<Dfa>> {
+    fn counted_with(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        limits: DfaLimits,
+        max_tabled: usize,
+    ) -> Result<Option<Dfa>> {
         let n_unit = unit.accept.len();
         let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
         let u0 = unit.start;
-        if u0 == DEAD || unit.accept[u0 as usize] || !prefix_free || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD) {
+        if u0 == DEAD
+            || unit.accept[u0 as usize]
+            || !prefix_free
+            || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD)
+        {
             return Ok(None);
         }
         if max.is_some_and(|m| m < min) {
@@ -541,9 +583,13 @@ impl Dfa {
             };
             let enter = |k: u32| (k >= min).then_some(Pos::Close(1));
             match p {
-                Pos::Open(i) => {
-                    (open.get(i as usize) == Some(&b)).then(|| if i as usize + 1 == open.len() { Pos::Unit(0, u0) } else { Pos::Open(i + 1) })
-                }
+                Pos::Open(i) => (open.get(i as usize) == Some(&b)).then(|| {
+                    if i as usize + 1 == open.len() {
+                        Pos::Unit(0, u0)
+                    } else {
+                        Pos::Open(i + 1)
+                    }
+                }),
                 Pos::Unit(k, s) if s == u0 => {
                     if close.first() == Some(&b) {
                         return enter(k);
@@ -790,7 +836,12 @@ impl Dfa {
 /// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
 /// plus `first` (`u32::MAX`: none reaches one). Reverse edges are kept flat (counted, then
 /// filled), not one `Vec` per node.
-pub(crate) fn backward_distances(n: usize, edges: &[(u32, u32)], sources: impl Iterator<Item = usize>, first: u32) -> Vec<u32> {
+pub(crate) fn backward_distances(
+    n: usize,
+    edges: &[(u32, u32)],
+    sources: impl Iterator<Item = usize>,
+    first: u32,
+) -> Vec<u32> {
     let mut start = vec![0u32; n + 1];
     for &(t, _) in edges {
         start[t as usize + 1] += 1;
@@ -857,8 +908,12 @@ fn string_count(hir: &Hir) -> Option<usize> {
         HirKind::Class(Class::Bytes(c)) => c.ranges().iter().map(|r| r.end() as usize - r.start() as usize + 1).sum(),
         HirKind::Look(_) => return None,
         HirKind::Capture(c) => return string_count(&c.sub),
-        HirKind::Concat(parts) => parts.iter().try_fold(1usize, |acc, p| string_count(p).map(|n| acc.saturating_mul(n)).filter(|&n| n <= FINITE_STRINGS))?,
-        HirKind::Alternation(parts) => parts.iter().try_fold(0usize, |acc, p| string_count(p).map(|n| acc + n).filter(|&n| n <= FINITE_STRINGS))?,
+        HirKind::Concat(parts) => parts.iter().try_fold(1usize, |acc, p| {
+            string_count(p).map(|n| acc.saturating_mul(n)).filter(|&n| n <= FINITE_STRINGS)
+        })?,
+        HirKind::Alternation(parts) => {
+            parts.iter().try_fold(0usize, |acc, p| string_count(p).map(|n| acc + n).filter(|&n| n <= FINITE_STRINGS))?
+        }
         HirKind::Repetition(r) => {
             let max = r.max?;
             let sub = string_count(&r.sub)?;
@@ -904,7 +959,11 @@ fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
                 return None;
             }
             let mut buf = [0u8; 4];
-            c.ranges().iter().flat_map(|r| r.start()..=r.end()).map(|ch| ch.encode_utf8(&mut buf).as_bytes().to_vec()).collect()
+            c.ranges()
+                .iter()
+                .flat_map(|r| r.start()..=r.end())
+                .map(|ch| ch.encode_utf8(&mut buf).as_bytes().to_vec())
+                .collect()
         }
         HirKind::Class(Class::Bytes(c)) => {
             let n: u32 = c.ranges().iter().map(|r| r.end() as u32 - r.start() as u32 + 1).sum();
@@ -994,11 +1053,20 @@ struct Counter {
 
 impl Counter {
     /// The counter, or a limit error past `limit` states (counted before any state numbers).
-    fn new(open: &[u8], unit: &Dfa, min: u32, max: Option<u32>, close: &[u8], reps: Vec<u8>, limit: usize) -> Result<Counter> {
+    fn new(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        reps: Vec<u8>,
+        limit: usize,
+    ) -> Result<Counter> {
         let cap = max.unwrap_or(min);
         let mut row = vec![unit.start];
         row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
-        let states = (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
+        let states =
+            (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
         if states > limit {
             return Err(Error::limit("DFA states for a counted repetition", limit));
         }
@@ -1006,7 +1074,20 @@ impl Counter {
         row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
         let rows_at = 1 + open.len() as u32;
         let close_at = rows_at + (cap + 1) * row.len() as u32;
-        Ok(Counter { unit: unit.clone(), open: open.to_vec(), close: close.to_vec(), min, max, cap, place, row, reps, rows_at, close_at, states })
+        Ok(Counter {
+            unit: unit.clone(),
+            open: open.to_vec(),
+            close: close.to_vec(),
+            min,
+            max,
+            cap,
+            place,
+            row,
+            reps,
+            rows_at,
+            close_at,
+            states,
+        })
     }
 
     fn width(&self) -> u32 {
@@ -1082,7 +1163,8 @@ impl Counter {
         let mut d = vec![inf; self.states];
         for (i, slot) in d.iter_mut().enumerate().take(self.rows_at as usize).skip(1) {
             let rest = self.open.len() - (i - 1);
-            *slot = if self.open[i - 1..].iter().all(|&b| usable[b as usize]) { add(rest as u32, between(0)) } else { inf };
+            *slot =
+                if self.open[i - 1..].iter().all(|&b| usable[b as usize]) { add(rest as u32, between(0)) } else { inf };
         }
         for k in 0..=self.cap {
             for (p, &s) in self.row.iter().enumerate() {
@@ -1098,7 +1180,8 @@ impl Counter {
         }
         for i in 1..=self.close.len() {
             let at = self.close_at as usize + i - 1;
-            d[at] = if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
+            d[at] =
+                if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
         }
         d
     }
@@ -1152,7 +1235,18 @@ impl Counter {
         let start = if self.open.is_empty() { self.between(0) } else { 1 };
         let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
         let stride = self.reps.len();
-        Dfa { classes, stride, trans: Vec::new(), accept, open, dist, start, dist_memo: OnceLock::new(), id: next_id(), counter: Some(Arc::new(self)) }
+        Dfa {
+            classes,
+            stride,
+            trans: Vec::new(),
+            accept,
+            open,
+            dist,
+            start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: Some(Arc::new(self)),
+        }
     }
 }
 
@@ -1251,7 +1345,18 @@ fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa { classes, stride, trans, accept, open: Vec::new(), dist: Vec::new(), start, dist_memo: OnceLock::new(), id: next_id(), counter: None };
+    let mut dfa = Dfa {
+        classes,
+        stride,
+        trans,
+        accept,
+        open: Vec::new(),
+        dist: Vec::new(),
+        start,
+        dist_memo: OnceLock::new(),
+        id: next_id(),
+        counter: None,
+    };
     dfa.prune_dead_ends();
     Ok(dfa)
 }
@@ -1312,7 +1417,15 @@ mod tests {
     fn intersection_and_complement() {
         // Contains "ab", at most 4 letters, not exactly "abab".
         let d = lexeme(&[("[a-z]*ab[a-z]*", false), ("[a-z]{0,4}", false), ("abab", true)]);
-        for (s, ok) in [("ab", true), ("xaby", true), ("abab", false), ("aabb", true), ("xyz", false), ("abcde", false), ("", false)] {
+        for (s, ok) in [
+            ("ab", true),
+            ("xaby", true),
+            ("abab", false),
+            ("aabb", true),
+            ("xyz", false),
+            ("abcde", false),
+            ("", false),
+        ] {
             assert_eq!(accepts(&d, s), ok, "{s:?}");
         }
         // Dead as soon as no completion exists: after 4 letters without "ab".
@@ -1337,12 +1450,15 @@ mod tests {
             &[("abc", true)],
         ];
         for parts in cases {
-            let dfas: Vec<(Arc<Dfa>, bool)> =
-                parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
+            let dfas: Vec<(Arc<Dfa>, bool)> = parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
             let by_slot = Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX).unwrap();
             let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0).unwrap();
             assert!(by_slot.state_count() > 1, "{parts:?}");
-            assert_eq!((&by_slot.trans, &by_slot.accept, by_slot.start), (&by_hash.trans, &by_hash.accept, by_hash.start), "{parts:?}");
+            assert_eq!(
+                (&by_slot.trans, &by_slot.accept, by_slot.start),
+                (&by_hash.trans, &by_hash.accept, by_hash.start),
+                "{parts:?}"
+            );
             assert_eq!(by_slot.classes, by_hash.classes);
         }
     }
@@ -1358,14 +1474,20 @@ mod tests {
         ];
         let mut words = vec![Vec::new()];
         for _ in 0..6 {
-            words = words.iter().flat_map(|w: &Vec<u8>| b"abcd".iter().map(move |&c| [w.clone(), vec![c]].concat())).chain(words.clone()).collect();
+            words = words
+                .iter()
+                .flat_map(|w: &Vec<u8>| b"abcd".iter().map(move |&c| [w.clone(), vec![c]].concat()))
+                .chain(words.clone())
+                .collect();
             words.sort();
             words.dedup();
         }
         for parts in sets {
             let d = lexeme(parts);
-            let res: Vec<(regex::bytes::Regex, bool)> =
-                parts.iter().map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg)).collect();
+            let res: Vec<(regex::bytes::Regex, bool)> = parts
+                .iter()
+                .map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg))
+                .collect();
             for w in &words {
                 let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
                 assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{parts:?} {:?}", String::from_utf8_lossy(w));
@@ -1377,7 +1499,11 @@ mod tests {
     fn words(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
         let mut words: Vec<Vec<u8>> = vec![Vec::new()];
         for n in 0..len {
-            let next: Vec<Vec<u8>> = words.iter().filter(|w| w.len() == n).flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat())).collect();
+            let next: Vec<Vec<u8>> = words
+                .iter()
+                .filter(|w| w.len() == n)
+                .flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat()))
+                .collect();
             words.extend(next);
         }
         words
@@ -1395,16 +1521,39 @@ mod tests {
     #[test]
     fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
         let hir = |re: &str| crate::grammar::regex::parse(re).unwrap();
-        let finite = [r#""name""#, r#"(?:"a"|"ab"|"b"|"")"#, "[ab]{0,3}c?", "a(?:b|)(?:c|ab){1,2}", "(?:)", r"[^\x00-\x{10FFFF}]", "é|e\u{301}|[xy]{2}"];
+        let finite = [
+            r#""name""#,
+            r#"(?:"a"|"ab"|"b"|"")"#,
+            "[ab]{0,3}c?",
+            "a(?:b|)(?:c|ab){1,2}",
+            "(?:)",
+            r"[^\x00-\x{10FFFF}]",
+            "é|e\u{301}|[xy]{2}",
+        ];
         for re in finite {
             let h = hir(re);
             assert!(finite_strings(&h).is_some(), "{re} is finite and small");
-            let (fast, slow) = (Dfa::from_hir(&h, DfaLimits::default()).unwrap(), Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap());
+            let (fast, slow) = (
+                Dfa::from_hir(&h, DfaLimits::default()).unwrap(),
+                Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap(),
+            );
             same_language(&fast, &slow, "abcé\"xy\u{301}".as_bytes(), 6, re);
         }
-        assert!(finite_strings(&hir("a*")).is_none() && finite_strings(&hir("[a-z]{0,5}")).is_none() && finite_strings(&hir(r"(?-u:\b)a")).is_none());
+        assert!(
+            finite_strings(&hir("a*")).is_none()
+                && finite_strings(&hir("[a-z]{0,5}")).is_none()
+                && finite_strings(&hir(r"(?-u:\b)a")).is_none()
+        );
         // A quoted name spliced onto a shared rest, and shapes the splice must refuse.
-        for re in [r#""ab"[ \t]{0,9}:"#, r#"(?:"a"|"bc")x*"#, r#""a"(?:b|c)*d"#, "(?:a|ab)c*", "(?:|a)b*", "ab^c*d", r"a(?-u:\b)x*"] {
+        for re in [
+            r#""ab"[ \t]{0,9}:"#,
+            r#"(?:"a"|"bc")x*"#,
+            r#""a"(?:b|c)*d"#,
+            "(?:a|ab)c*",
+            "(?:|a)b*",
+            "ab^c*d",
+            r"a(?-u:\b)x*",
+        ] {
             let h = hir(re);
             let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
             let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
@@ -1444,17 +1593,25 @@ mod tests {
                 let slow_using: Vec<Arc<[u32]>> = usables.iter().map(|u| slow.dist_using(u)).collect();
                 // Tabled, and computed on the fly: same acceptance, liveness, distances.
                 for max_tabled in [usize::MAX, 0] {
-                    let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled).unwrap().expect("prefix-free unit");
+                    let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled)
+                        .unwrap()
+                        .expect("prefix-free unit");
                     assert_eq!(fast.counter.is_some(), max_tabled == 0);
                     let fast_using: Vec<Arc<[u32]>> = usables.iter().map(|u| fast.dist_using(u)).collect();
                     // What a product reads: the counter as a table.
                     let tabled = fast.counter.as_ref().map(|c| fast.tabled(c));
                     for w in &words {
                         if let Some(t) = &tabled {
-                            assert_eq!(t.run(t.start(), w), fast.run(fast.start(), w), "tabled counter {:?}", String::from_utf8_lossy(w));
+                            assert_eq!(
+                                t.run(t.start(), w),
+                                fast.run(fast.start(), w),
+                                "tabled counter {:?}",
+                                String::from_utf8_lossy(w)
+                            );
                         }
                         let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
-                        let at = format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
+                        let at =
+                            format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
                         assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
                         assert_eq!(a == DEAD, b == DEAD, "{at}");
                         assert_eq!(fast.dist(a), slow.dist(b), "{at}");
@@ -1479,7 +1636,9 @@ mod tests {
         let alphabet: &[u8] = b"\"\\an";
         let words = words(alphabet, 4);
         for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
-            let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0).unwrap().expect("prefix-free unit");
+            let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0)
+                .unwrap()
+                .expect("prefix-free unit");
             for horizon in [1, 2, 3] {
                 let mut distinct = std::collections::HashSet::new();
                 for s in 1..dfa.state_count() as u32 {

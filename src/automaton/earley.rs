@@ -124,7 +124,8 @@ impl Chart {
             accepting: c.accepting,
         });
         self.costs.push(None);
-        self.items.extend(c.items.iter().map(|&it| Item { origin: if it.origin == c.row { row } else { it.origin }, ..it }));
+        self.items
+            .extend(c.items.iter().map(|&it| Item { origin: if it.origin == c.row { row } else { it.origin }, ..it }));
         self.expects.extend_from_slice(&c.expects);
         self.waiting.extend(c.waiting.iter().map(|&(k, i)| (k, i - c.items_start + items_start)));
         row

@@ -105,7 +105,8 @@ impl Entry {
             Below::Merged(_) => 8,
             Below::Nodes(n) => n.len() * 8,
         };
-        let groups: usize = self.groups.iter().map(|g| 64 + (g.at.len() + g.at_going.len()) * 4 + below(&g.below)).sum();
+        let groups: usize =
+            self.groups.iter().map(|g| 64 + (g.at.len() + g.at_going.len()) * 4 + below(&g.below)).sum();
         self.inside.words().len() * 4 + groups + self.ends.len() * 4 + self.inside_dist.len() * 8 + 64
     }
 
@@ -139,7 +140,8 @@ impl Entry {
         // Per scan, the farthest rest of any live state of its DFA (computed when first needed).
         let mut far: Vec<Option<u32>> = vec![None; dists.len()];
         let mut note_far = |w: &mut LexWalk, k: usize| {
-            let f = *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
+            let f =
+                *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
             w.note_dist(k, f);
         };
         for part in 0..=slices.body.len() {
@@ -184,8 +186,14 @@ impl Entry {
             .members
             .into_iter()
             .map(|m| {
-                let ids = || m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum::<usize>();
-                let below = if m.nodes.len() > 1 && ids() <= MERGE_MAX_IDS { Below::Merged(merged(&m.nodes)) } else { Below::Nodes(m.nodes) };
+                let ids = || {
+                    m.nodes.iter().map(|&(part, node)| slices.trie(part as usize).ids_below(node).len()).sum::<usize>()
+                };
+                let below = if m.nodes.len() > 1 && ids() <= MERGE_MAX_IDS {
+                    Below::Merged(merged(&m.nodes))
+                } else {
+                    Below::Nodes(m.nodes)
+                };
                 Group { start: m.start, end: m.end, at: m.at, at_going: m.at_going, below }
             })
             .collect();
@@ -280,7 +288,9 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
     let mut size = [0usize; 256];
     rep_of.iter().for_each(|&r| size[r as usize] += 1);
     let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
-    let hazard_bytes = |d: u32, c: u32| reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>();
+    let hazard_bytes = |d: u32, c: u32| {
+        reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>()
+    };
     // One breadth-first search: `step(DFA state, content state, byte, depth, found)` is told
     // where a byte leads, notes the byte in `found` if it matters there, and says whether to go
     // on from that pair.
@@ -307,7 +317,8 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
         // With the frontier empty every pair was met: longer strings add nothing.
         let horizon = if frontier.is_empty() { usize::MAX } else { depth };
         // The representatives stand for every byte of their (DFA class, content class) pair.
-        let mut by_len: Vec<(u16, u8)> = (0..=255u8).map(|b| (found[rep_of[b as usize] as usize], b)).filter(|&(len, _)| len != u16::MAX).collect();
+        let mut by_len: Vec<(u16, u8)> =
+            (0..=255u8).map(|b| (found[rep_of[b as usize] as usize], b)).filter(|&(len, _)| len != u16::MAX).collect();
         by_len.sort_unstable();
         let mut levels: Vec<(usize, ByteSet)> = Vec::new();
         for (len, b) in by_len {
@@ -456,7 +467,13 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool, mut work: usize
     let mut visited = Visited::new(dfa.state_count(), q.state_count());
     let mut frontier = vec![(state, q.start())];
     let mut depth = 0;
-    let done = |accept: usize, dead: usize| if first { accept != usize::MAX || dead != usize::MAX } else { accept != usize::MAX && dead != usize::MAX };
+    let done = |accept: usize, dead: usize| {
+        if first {
+            accept != usize::MAX || dead != usize::MAX
+        } else {
+            accept != usize::MAX && dead != usize::MAX
+        }
+    };
     while !frontier.is_empty() && depth < max && !done(accept, dead) {
         depth += 1;
         let mut next = Vec::new();
@@ -542,7 +559,8 @@ fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
         .filter(|&b| seen.insert(dfas.iter().map(|d| d.class(b) as u16).chain([q.class(b) as u16]).collect()))
         .collect();
     // A tuple: the content state, then (scan, state) for each live scan, in scan order.
-    let start: Box<[u32]> = [q.start()].into_iter().chain(states.iter().enumerate().flat_map(|(k, &s)| [k as u32, s])).collect();
+    let start: Box<[u32]> =
+        [q.start()].into_iter().chain(states.iter().enumerate().flat_map(|(k, &s)| [k as u32, s])).collect();
     let mut visited: HashSet<Box<[u32]>, FxBuild> = HashSet::default();
     visited.insert(start.clone());
     let mut frontier = vec![start];
@@ -748,7 +766,8 @@ impl MaskCache {
     pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
         let term = |sc: &Scan| &cfg.terms[sc.term as usize];
         let horizon = horizon(vocab);
-        let key: Vec<(u64, u32)> = scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
+        let key: Vec<(u64, u32)> =
+            scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
         if let Some(e) = self.get(&key) {
             return e;
         }
@@ -781,7 +800,14 @@ impl MaskCache {
     }
 
     /// Builds and keeps the entry for `key` (the scans of `dfas` in `states`).
-    fn build(&self, vocab: &Vocab, key: Vec<(u64, u32)>, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
+    fn build(
+        &self,
+        vocab: &Vocab,
+        key: Vec<(u64, u32)>,
+        dfas: &[&Dfa],
+        dists: &[&[u32]],
+        states: &[u32],
+    ) -> Arc<Entry> {
         // The shortest and the longest slice: every search below stops past the longest.
         let his = || vocab.slices().body.iter().map(|s| s.hi);
         let (hi_min, hi) = (his().min().unwrap_or(0), his().max().unwrap_or(0));
@@ -873,7 +899,12 @@ impl MaskCache {
                 })
                 .collect();
             let hazards: Vec<&Hazards> = hazards.iter().map(|h| &**h).collect();
-            wholesale.avoid = vocab.slices().body.iter().map(|slice| if wholesale.admits(slice.hi) { None } else { avoid_set(&hazards, slice.hi) }).collect();
+            wholesale.avoid = vocab
+                .slices()
+                .body
+                .iter()
+                .map(|slice| if wholesale.admits(slice.hi) { None } else { avoid_set(&hazards, slice.hi) })
+                .collect();
         }
         let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &wholesale, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -1025,7 +1056,13 @@ impl LexWalk<'_> {
                 let g = self.members.len() as u32;
                 let st = self.ends.len() as u32;
                 self.ends.extend_from_slice(&self.ending);
-                self.members.push(Members { start: st, end: self.ends.len() as u32, at: Vec::new(), at_going: Vec::new(), nodes: Vec::new() });
+                self.members.push(Members {
+                    start: st,
+                    end: self.ends.len() as u32,
+                    at: Vec::new(),
+                    at_going: Vec::new(),
+                    nodes: Vec::new(),
+                });
                 self.index.insert(self.ending.as_slice().into(), g);
                 g
             }
@@ -1059,7 +1096,8 @@ impl TrieVisitor for LexWalk<'_> {
             let (part, slices) = (self.part, self.slices);
             let m = self.group();
             m.nodes.push((part, node));
-            if goes_on { &mut m.at_going } else { &mut m.at }.extend_from_slice(slices.trie(part as usize).node_ids(node));
+            if goes_on { &mut m.at_going } else { &mut m.at }
+                .extend_from_slice(slices.trie(part as usize).node_ids(node));
         }
         if !goes_on && self.prune.is_some() {
             self.dropped.push(node);
@@ -1100,7 +1138,11 @@ mod tests {
             let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
             let table = reach_table(&dfa).expect("small");
             for s in 1..dfa.state_count() as u32 {
-                assert_eq!(Some(table[s as usize]), content_reach(&dfa, s, usize::MAX, false, usize::MAX), "{re} state {s}");
+                assert_eq!(
+                    Some(table[s as usize]),
+                    content_reach(&dfa, s, usize::MAX, false, usize::MAX),
+                    "{re} state {s}"
+                );
                 // Stopped at the first event: the smaller distance, whatever the cut-off.
                 for max in [1, 3, usize::MAX] {
                     let (a, d) = content_reach(&dfa, s, max, false, usize::MAX).unwrap();

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 pub use cfg::CfgLimits;
 pub use dfa::{Dfa, DfaLimits};
-pub use matcher::Matcher;
 pub(crate) use mask_cache::MaskCache;
+pub use matcher::Matcher;
 
 use crate::error::{Error, Result};
 use crate::grammar::{self, Grammar};
@@ -51,7 +51,9 @@ impl Constraint {
     /// [`crate::fuzz`] walks it).
     pub fn grammar(&self) -> Result<Grammar> {
         Ok(match self {
-            Constraint::Regex(r) => Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(grammar::regex::parse(r)?))),
+            Constraint::Regex(r) => {
+                Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(grammar::regex::parse(r)?)))
+            }
             Constraint::Choice(options) => {
                 if options.is_empty() {
                     return Err(Error::invalid("a choice needs at least one option"));

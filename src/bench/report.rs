@@ -206,7 +206,16 @@ fn write_text(
             writeln!(
                 e,
                 "  {} {} at {}/{} | wall {} | faults {}/{} | switches {}/{} | re-runs {:?}",
-                r.id, s.us, s.instance, s.step, s.wall_us, ev.minflt, ev.majflt, ev.nvcsw, ev.nivcsw, r.mask_max_rechecks_us
+                r.id,
+                s.us,
+                s.instance,
+                s.step,
+                s.wall_us,
+                ev.minflt,
+                ev.majflt,
+                ev.nvcsw,
+                ev.nivcsw,
+                r.mask_max_rechecks_us
             )?;
         }
         if total.rechecked_cases > 0 {

@@ -140,7 +140,10 @@ impl Generator {
     pub fn new(g: Arc<Grammar>, opts: GenOptions) -> Result<Generator> {
         let plan = Plan::new(&g);
         if plan.rule_size[g.start.0 as usize] == INF {
-            return Err(Error::invalid(format!("the grammar derives no finite string from its start rule `{}`", g.rule(g.start).name)));
+            return Err(Error::invalid(format!(
+                "the grammar derives no finite string from its start rule `{}`",
+                g.rule(g.start).name
+            )));
         }
         let (n_units, n_rules) = (plan.units.len(), g.rules.len());
         Ok(Generator {
@@ -228,7 +231,9 @@ impl Generator {
         let (covered, total) = self.plan.totals(&self.counts);
         let mut per_rule = Vec::new();
         for (i, r) in self.g.rules.iter().enumerate() {
-            let mine: Vec<usize> = (0..self.plan.units.len()).filter(|&u| self.plan.units[u].rule.0 as usize == i && self.plan.units[u].reachable).collect();
+            let mine: Vec<usize> = (0..self.plan.units.len())
+                .filter(|&u| self.plan.units[u].rule.0 as usize == i && self.plan.units[u].reachable)
+                .collect();
             if !mine.is_empty() {
                 let c = mine.iter().filter(|&&u| self.counts[u] > 0).count();
                 per_rule.push((r.name.clone(), c, mine.len()));
@@ -239,7 +244,8 @@ impl Generator {
             .map(|u| self.plan.units[u].describe(&self.g))
             .collect();
         let rules_total = self.plan.rule_reachable.iter().filter(|&&r| r).count();
-        let rules_covered = (0..self.g.rules.len()).filter(|&r| self.plan.rule_reachable[r] && self.rules_used[r]).count();
+        let rules_covered =
+            (0..self.g.rules.len()).filter(|&r| self.plan.rule_reachable[r] && self.rules_used[r]).count();
         Coverage { covered, total, rules_covered, rules_total, per_rule, uncovered }
     }
 
@@ -347,7 +353,15 @@ impl Generator {
     }
 
     /// Expands rule `r`, referenced from rule `from` (`None` for the start).
-    fn rule(&mut self, g: &Grammar, r: RuleId, from: Option<RuleId>, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
+    fn rule(
+        &mut self,
+        g: &Grammar,
+        r: RuleId,
+        from: Option<RuleId>,
+        cx: &mut Cx,
+        depth: u32,
+        reserve: u32,
+    ) -> Result<()> {
         let start = cx.out.len();
         let k = cx.trace.len();
         cx.trace.push(Trace { start, end: start, kind: TraceKind::Rule(r) });
@@ -439,12 +453,7 @@ impl Generator {
         if self.cost(x, true) > free {
             return free;
         }
-        let later = rest
-            .iter()
-            .zip(sizes)
-            .map(|(y, &s)| self.cost(y, true).saturating_sub(s))
-            .min()
-            .unwrap_or(INF);
+        let later = rest.iter().zip(sizes).map(|(y, &s)| self.cost(y, true).saturating_sub(s)).min().unwrap_or(INF);
         if later >= free {
             0
         } else {
@@ -457,8 +466,12 @@ impl Generator {
         let room = self.room(cx, reserve);
         // Candidates: productive alternatives, smallest first (so a byte-stream source that
         // runs out, or shrinks toward 0, gets the shortest choice).
-        let mut cands: Vec<(u32, u32, usize)> =
-            xs.iter().enumerate().map(|(i, x)| (self.plan.size(x), self.plan.height(x, rule), i)).filter(|c| c.1 != INF).collect();
+        let mut cands: Vec<(u32, u32, usize)> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (self.plan.size(x), self.plan.height(x, rule), i))
+            .filter(|c| c.1 != INF)
+            .collect();
         cands.sort();
         let fits: Vec<usize> = cands.iter().filter(|c| c.1 <= depth_left && c.0 <= room).map(|c| c.2).collect();
         if fits.is_empty() || cx.src.exhausted() {
@@ -481,7 +494,11 @@ impl Generator {
         // unit is reached in one sample instead of by luck at every link; the draws between
         // weigh every option that leads somewhere new alike, which keeps samples broad (each
         // covers more: greedy draws alone halved one schema's coverage at 50 samples).
-        let costs: Vec<u32> = fits.iter().zip(&new_here).map(|(&i, &new)| if new { self.plan.size(&xs[i]) } else { self.cost(&xs[i], true) }).collect();
+        let costs: Vec<u32> = fits
+            .iter()
+            .zip(&new_here)
+            .map(|(&i, &new)| if new { self.plan.size(&xs[i]) } else { self.cost(&xs[i], true) })
+            .collect();
         let nearest = costs.iter().copied().filter(|&c| c <= room).min();
         let greedy = self.draws % 2 == 0;
         let weights: Vec<u32> = if let Some(best) = nearest {
@@ -504,16 +521,37 @@ impl Generator {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn repeat(&mut self, g: &Grammar, e: &Expr, body: &Expr, min: u32, max: Option<u32>, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
+    fn repeat(
+        &mut self,
+        g: &Grammar,
+        e: &Expr,
+        body: &Expr,
+        min: u32,
+        max: Option<u32>,
+        rule: RuleId,
+        cx: &mut Cx,
+        depth: u32,
+        reserve: u32,
+    ) -> Result<()> {
         let first = self.plan.nodes[&addr(e)].first_unit;
-        let has_max = self.plan.units.get(first + 2).is_some_and(|u| u.kind == UnitKind::RepeatMax && self.plan.units[first].node == u.node && self.plan.units[first].rule == u.rule);
+        let has_max = self.plan.units.get(first + 2).is_some_and(|u| {
+            u.kind == UnitKind::RepeatMax
+                && self.plan.units[first].node == u.node
+                && self.plan.units[first].rule == u.rule
+        });
         let (bsize, bheight) = (self.plan.size(body), self.plan.height(body, rule));
         let depth_left = self.opts.max_depth.saturating_sub(depth);
         // The most copies the bounds allow: extra copies must fit in the room and the depth.
         let room = self.room(cx, reserve.saturating_add(bsize.saturating_mul(min)));
         let hi = max.unwrap_or(min.saturating_add(4));
         let extra_ok = bheight != INF && bheight <= depth_left && !cx.src.exhausted();
-        let mut affordable = if !extra_ok { 0 } else if bsize == 0 { hi - min } else { (room / bsize).min(hi - min) };
+        let mut affordable = if !extra_ok {
+            0
+        } else if bsize == 0 {
+            hi - min
+        } else {
+            (room / bsize).min(hi - min)
+        };
         if self.hunting && affordable > 1 {
             // Copies that lead somewhere new need room each: no more of them than fit.
             let c = self.cost(body, true);
@@ -547,7 +585,11 @@ impl Generator {
             opts[cx.src.weighted(&w)].0
         };
         let k = cx.trace.len();
-        cx.trace.push(Trace { start: cx.out.len(), end: 0, kind: TraceKind::Repeat { rule, min, max, copies: Vec::new() } });
+        cx.trace.push(Trace {
+            start: cx.out.len(),
+            end: 0,
+            kind: TraceKind::Repeat { rule, min, max, copies: Vec::new() },
+        });
         let mut n = 0;
         while n < target {
             let left = if n + 1 < min { bsize.saturating_mul(min - n - 1) } else { 0 };

@@ -177,7 +177,8 @@ fn count(min: u32, max: Option<u32>, src: &mut dyn Source, shortest: bool, unit_
     if hi <= min {
         return min;
     }
-    let affordable = if unit_min == 0 { hi - min } else { ((*budget).max(0) / unit_min as i64).min((hi - min) as i64) as u32 };
+    let affordable =
+        if unit_min == 0 { hi - min } else { ((*budget).max(0) / unit_min as i64).min((hi - min) as i64) as u32 };
     let hi = min + affordable;
     // 0: min, 1: min + 1, 2: max, 3: anything between.
     let k = match src.weighted(&[4, 2, 1, 1]) {
@@ -201,7 +202,11 @@ pub fn contested(c: u32) -> bool {
 /// (readable corpora), else a range and then a character in it. Shortest: the first one.
 fn unicode_char(ranges: &[regex_syntax::hir::ClassUnicodeRange], src: &mut dyn Source, shortest: bool) -> char {
     if shortest || src.exhausted() {
-        return ranges.iter().flat_map(|r| [r.start(), r.end()]).find(|c| !contested(*c as u32)).unwrap_or(ranges[0].start());
+        return ranges
+            .iter()
+            .flat_map(|r| [r.start(), r.end()])
+            .find(|c| !contested(*c as u32))
+            .unwrap_or(ranges[0].start());
     }
     let ascii: Vec<(u32, u32)> = ranges
         .iter()
@@ -247,7 +252,11 @@ fn draw(h: &Hir, src: &mut dyn Source, shortest: bool, budget: &mut i64, out: &m
             if ranges.is_empty() {
                 return;
             }
-            let (r, pick_lo) = if shortest || src.exhausted() { (&ranges[0], true) } else { (&ranges[src.below(ranges.len())], false) };
+            let (r, pick_lo) = if shortest || src.exhausted() {
+                (&ranges[0], true)
+            } else {
+                (&ranges[src.below(ranges.len())], false)
+            };
             let b = if pick_lo { r.start() } else { r.start() + src.below((r.end() - r.start()) as usize + 1) as u8 };
             out.push(b);
             *budget -= 1;

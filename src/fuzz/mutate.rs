@@ -63,7 +63,11 @@ pub fn structural(g: &Grammar, d: &Derivation, src: &mut dyn Source) -> Vec<Muta
         match &tr.kind {
             TraceKind::Rule(r) if !span.is_empty() => {
                 let name = &g.rule(*r).name;
-                push(splice(t, tr.start, tr.end, b""), "drop", format!("dropped the text {:?} of rule `{name}`", clip(&lossy(span))));
+                push(
+                    splice(t, tr.start, tr.end, b""),
+                    "drop",
+                    format!("dropped the text {:?} of rule `{name}`", clip(&lossy(span))),
+                );
             }
             TraceKind::Repeat { rule, min, max, copies } => {
                 let name = &g.rule(*rule).name;
@@ -73,7 +77,11 @@ pub fn structural(g: &Grammar, d: &Derivation, src: &mut dyn Source) -> Vec<Muta
                         push(
                             splice(t, e, e, &t[s..e]),
                             "repeat-over",
-                            format!("{} copies of {:?} in rule `{name}`, where at most {m} are allowed", m + 1, clip(&lossy(&t[s..e]))),
+                            format!(
+                                "{} copies of {:?} in rule `{name}`, where at most {m} are allowed",
+                                m + 1,
+                                clip(&lossy(&t[s..e]))
+                            ),
                         );
                     }
                 }
@@ -82,7 +90,11 @@ pub fn structural(g: &Grammar, d: &Derivation, src: &mut dyn Source) -> Vec<Muta
                     push(
                         splice(t, s, e, b""),
                         "repeat-under",
-                        format!("{} copies in rule `{name}` (dropped {:?}), where at least {min} are required", n - 1, clip(&lossy(&t[s..e]))),
+                        format!(
+                            "{} copies in rule `{name}` (dropped {:?}), where at least {min} are required",
+                            n - 1,
+                            clip(&lossy(&t[s..e]))
+                        ),
                     );
                 }
             }
@@ -90,21 +102,37 @@ pub fn structural(g: &Grammar, d: &Derivation, src: &mut dyn Source) -> Vec<Muta
                 let k = src.below(span.len());
                 let mut bad = span.to_vec();
                 bad.remove(k);
-                push(splice(t, tr.start, tr.end, &bad), "literal", format!("the literal {:?} misspelt as {:?}", lossy(span), lossy(&bad)));
+                push(
+                    splice(t, tr.start, tr.end, &bad),
+                    "literal",
+                    format!("the literal {:?} misspelt as {:?}", lossy(span), lossy(&bad)),
+                );
             }
             TraceKind::Terminal => {
                 if !span.is_empty() {
                     let cut = &span[..span.len() - 1];
-                    push(splice(t, tr.start, tr.end, cut), "terminal-short", format!("the token {:?} cut to {:?}", clip(&lossy(span)), clip(&lossy(cut))));
+                    push(
+                        splice(t, tr.start, tr.end, cut),
+                        "terminal-short",
+                        format!("the token {:?} cut to {:?}", clip(&lossy(span)), clip(&lossy(cut))),
+                    );
                 }
                 let extra = [b'x', b'"', b'\\', b'-', b'.', b'0', b' '][src.below(7)];
                 let mut long = span.to_vec();
                 long.push(extra);
-                push(splice(t, tr.start, tr.end, &long), "terminal-long", format!("the token {:?} with {:?} appended", clip(&lossy(span)), extra as char));
+                push(
+                    splice(t, tr.start, tr.end, &long),
+                    "terminal-long",
+                    format!("the token {:?} with {:?} appended", clip(&lossy(span)), extra as char),
+                );
                 if span.len() >= 2 && span[0] == b'"' && span[span.len() - 1] == b'"' {
                     let k = 1 + src.below(span.len() - 1);
                     let bad = splice(span, k, k, b"\\q");
-                    push(splice(t, tr.start, tr.end, &bad), "escape", format!("the string {:?} with the invalid escape \\q", clip(&lossy(span))));
+                    push(
+                        splice(t, tr.start, tr.end, &bad),
+                        "escape",
+                        format!("the string {:?} with the invalid escape \\q", clip(&lossy(span))),
+                    );
                 }
             }
             _ => {}
@@ -195,7 +223,11 @@ fn num_plus(n: &Value, delta: i64) -> Option<Value> {
         return Some(Value::from(i.checked_add(delta)?));
     }
     if let Some(u) = n.as_u64() {
-        return Some(Value::from(if delta >= 0 { u.checked_add(delta as u64)? } else { u.checked_sub((-delta) as u64)? }));
+        return Some(Value::from(if delta >= 0 {
+            u.checked_add(delta as u64)?
+        } else {
+            u.checked_sub((-delta) as u64)?
+        }));
     }
     let f = n.as_f64()? + delta as f64;
     serde_json::Number::from_f64(f).map(Value::Number)
@@ -219,13 +251,24 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
         ];
         let allowed = |t: &str| types.contains(&t) || (t == "integer" && types.contains(&"number"));
         if let Some((t, v)) = wrong.iter().find(|(t, _)| !allowed(t)) {
-            out.push((ptr.clone(), "type", format!("a {t} where the schema wants {}", types.join(" or ")), Edit::Set(v.clone())));
+            out.push((
+                ptr.clone(),
+                "type",
+                format!("a {t} where the schema wants {}", types.join(" or ")),
+                Edit::Set(v.clone()),
+            ));
         }
     }
     if let Some(Value::Array(vals)) = obj.get("enum") {
         let bad = match inst {
             Value::String(x) => Value::from(format!("{x}_not_in_enum")),
-            Value::Number(_) => vals.iter().filter_map(|v| v.as_f64()).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))).and_then(|m| serde_json::Number::from_f64(m.floor() + 1.0)).map(Value::Number).unwrap_or(Value::from("x")),
+            Value::Number(_) => vals
+                .iter()
+                .filter_map(|v| v.as_f64())
+                .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+                .and_then(|m| serde_json::Number::from_f64(m.floor() + 1.0))
+                .map(Value::Number)
+                .unwrap_or(Value::from("x")),
             _ => Value::from("not_in_enum"),
         };
         if !vals.contains(&bad) {
@@ -244,7 +287,12 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
     }
     match inst {
         Value::Number(_) => {
-            let bounds = [("maximum", 1i64, false), ("exclusiveMaximum", 0, true), ("minimum", -1, false), ("exclusiveMinimum", 0, true)];
+            let bounds = [
+                ("maximum", 1i64, false),
+                ("exclusiveMaximum", 0, true),
+                ("minimum", -1, false),
+                ("exclusiveMinimum", 0, true),
+            ];
             for (kw, delta, _) in bounds {
                 let Some(b) = obj.get(kw).filter(|b| b.is_number()) else { continue };
                 let Some(v) = num_plus(b, delta) else { continue };
@@ -262,27 +310,56 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
                 while (long.chars().count() as u64) <= max {
                     long.push(long.chars().last().unwrap_or('a'));
                 }
-                out.push((ptr.clone(), "length", format!("a string of {} characters, over maxLength {max}", max + 1), Edit::Set(Value::from(long))));
+                out.push((
+                    ptr.clone(),
+                    "length",
+                    format!("a string of {} characters, over maxLength {max}", max + 1),
+                    Edit::Set(Value::from(long)),
+                ));
             }
             if let Some(min) = obj.get("minLength").and_then(Value::as_u64).filter(|&m| m > 0 && m <= n) {
                 let short: String = x.chars().take(min as usize - 1).collect();
-                out.push((ptr.clone(), "length", format!("a string of {} characters, under minLength {min}", min - 1), Edit::Set(Value::from(short))));
+                out.push((
+                    ptr.clone(),
+                    "length",
+                    format!("a string of {} characters, under minLength {min}", min - 1),
+                    Edit::Set(Value::from(short)),
+                ));
             }
         }
         Value::Array(items) => {
-            if let Some(max) = obj.get("maxItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0) {
+            if let Some(max) =
+                obj.get("maxItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0)
+            {
                 let mut more = items.clone();
                 more.push(items[items.len() - 1].clone());
-                out.push((ptr.clone(), "items", format!("{} items, over maxItems {max}", max + 1), Edit::Set(Value::Array(more))));
+                out.push((
+                    ptr.clone(),
+                    "items",
+                    format!("{} items, over maxItems {max}", max + 1),
+                    Edit::Set(Value::Array(more)),
+                ));
             }
-            if let Some(min) = obj.get("minItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0) {
+            if let Some(min) =
+                obj.get("minItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0)
+            {
                 let fewer = items[..items.len() - 1].to_vec();
-                out.push((ptr.clone(), "items", format!("{} items, under minItems {min}", min - 1), Edit::Set(Value::Array(fewer))));
+                out.push((
+                    ptr.clone(),
+                    "items",
+                    format!("{} items, under minItems {min}", min - 1),
+                    Edit::Set(Value::Array(fewer)),
+                ));
             }
             if obj.get("uniqueItems") == Some(&Value::Bool(true)) && !items.is_empty() {
                 let mut dup = items.clone();
                 dup.push(items[0].clone());
-                out.push((ptr.clone(), "unique", "a repeated item where uniqueItems is true".into(), Edit::Set(Value::Array(dup))));
+                out.push((
+                    ptr.clone(),
+                    "unique",
+                    "a repeated item where uniqueItems is true".into(),
+                    Edit::Set(Value::Array(dup)),
+                ));
             }
             let prefix = obj.get("prefixItems").and_then(Value::as_array);
             for (i, v) in items.iter().enumerate() {
@@ -298,12 +375,25 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
         Value::Object(map) => {
             if let Some(Value::Array(req)) = obj.get("required") {
                 for k in req.iter().filter_map(Value::as_str).filter(|k| map.contains_key(*k)) {
-                    out.push((ptr.clone(), "required", format!("the required property {k:?} dropped"), Edit::Remove(k.to_string())));
+                    out.push((
+                        ptr.clone(),
+                        "required",
+                        format!("the required property {k:?} dropped"),
+                        Edit::Remove(k.to_string()),
+                    ));
                 }
             }
             if obj.get("additionalProperties") == Some(&Value::Bool(false)) && obj.get("patternProperties").is_none() {
-                let key = (0..).map(|i| format!("extra{i}")).find(|k| !map.contains_key(k) && obj.get("properties").and_then(|p| p.get(k)).is_none()).unwrap();
-                out.push((ptr.clone(), "additional", format!("the extra property {key:?} where additionalProperties is false"), Edit::Insert(key, Value::Null)));
+                let key = (0..)
+                    .map(|i| format!("extra{i}"))
+                    .find(|k| !map.contains_key(k) && obj.get("properties").and_then(|p| p.get(k)).is_none())
+                    .unwrap();
+                out.push((
+                    ptr.clone(),
+                    "additional",
+                    format!("the extra property {key:?} where additionalProperties is false"),
+                    Edit::Insert(key, Value::Null),
+                ));
             }
             if let Some(props) = obj.get("properties").and_then(Value::as_object) {
                 for (k, v) in map {

@@ -136,7 +136,11 @@ impl Plan {
                 }
             }
         }
-        (0..n).filter(|&r| reach[r] != INF && self.rule_height[r] != INF).map(|r| reach[r].saturating_add(self.rule_height[r])).max().unwrap_or(0)
+        (0..n)
+            .filter(|&r| reach[r] != INF && self.rule_height[r] != INF)
+            .map(|r| reach[r].saturating_add(self.rule_height[r]))
+            .max()
+            .unwrap_or(0)
     }
 
     /// The plan of `g`. Node addresses are only meaningful while `g` is neither moved nor
@@ -338,7 +342,10 @@ impl Plan {
                 }
                 Expr::Repeat { body, .. } => {
                     let info = &p.nodes[&addr(e)];
-                    let count = p.units[info.first_unit..].iter().take_while(|u| u.node == info.index && u.rule == info.rule).count();
+                    let count = p.units[info.first_unit..]
+                        .iter()
+                        .take_while(|u| u.node == info.index && u.rule == info.rule)
+                        .count();
                     units.extend(info.first_unit..info.first_unit + count);
                     collect(p, body, units, rules);
                 }
@@ -387,7 +394,10 @@ impl Plan {
                 let first = self.nodes[&addr(e)].first_unit;
                 let body_ok = self.productive(body);
                 let (min, max) = (*min, *max);
-                let count = self.units[first..].iter().take_while(|u| u.node == self.units[first].node && u.rule == self.units[first].rule).count();
+                let count = self.units[first..]
+                    .iter()
+                    .take_while(|u| u.node == self.units[first].node && u.rule == self.units[first].rule)
+                    .count();
                 for k in first..first + count {
                     self.units[k].reachable = match self.units[k].kind {
                         UnitKind::RepeatMin => min == 0 || body_ok,

@@ -21,9 +21,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use proptest::prelude::any;
 use proptest::strategy::{NewTree, Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
-use proptest::prelude::any;
 
 use super::{Checker, GenOptions, Generator, StreamSource};
 use crate::automaton::Constraint;
@@ -87,7 +87,12 @@ impl Strategy for GrammarStrategy {
             let choices: Vec<u32> = proptest::collection::vec(any::<u32>(), 0..MAX_CHOICES).new_tree(runner)?.current();
             if let Some((text, used)) = self.0.text(&choices) {
                 let choices = choices[..used].to_vec();
-                return Ok(ChoiceTree { shared: self.0.clone(), accepted: (choices.clone(), text.clone()), current: (choices, text), pending: Vec::new() });
+                return Ok(ChoiceTree {
+                    shared: self.0.clone(),
+                    accepted: (choices.clone(), text.clone()),
+                    current: (choices, text),
+                    pending: Vec::new(),
+                });
             }
         }
         Err("the generator gave no valid string in 16 tries".into())

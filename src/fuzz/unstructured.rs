@@ -78,7 +78,8 @@ fn entry<S: Spec>() -> Entry {
         .or_insert_with(|| {
             let c = S::constraint();
             let g = Arc::new(super::fuzz_grammar(&c).unwrap_or_else(|e| panic!("Spec constraint: {e}")));
-            let gen = Generator::new(g, GenOptions { cover: false, ..S::options() }).unwrap_or_else(|e| panic!("Spec constraint: {e}"));
+            let gen = Generator::new(g, GenOptions { cover: false, ..S::options() })
+                .unwrap_or_else(|e| panic!("Spec constraint: {e}"));
             let checker = Checker::new(&c).unwrap_or_else(|e| panic!("Spec constraint: {e}"));
             Arc::new(Mutex::new((gen, checker)))
         })

@@ -62,7 +62,14 @@ pub enum Lexeme {
     /// with a counter instead of thousands of regex copies when `unit` allows it (prefix-free,
     /// and `close` cannot start a unit). `full` is the same language as one regex, for the
     /// reference recognizer and as the fallback.
-    Counted { open: Vec<u8>, unit: Hir, min: u32, max: Option<u32>, close: Vec<u8>, full: Box<Hir> },
+    Counted {
+        open: Vec<u8>,
+        unit: Hir,
+        min: u32,
+        max: Option<u32>,
+        close: Vec<u8>,
+        full: Box<Hir>,
+    },
 }
 
 impl Lexeme {

@@ -89,7 +89,8 @@ struct Leaf {
 /// Leaves already built, by regex text (equal texts, equal languages): a compile that checks
 /// enum values against a schema builds the same JSON leaves every time. Bounded: emptied when
 /// full.
-static LEAVES: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Leaf>>>> = std::sync::LazyLock::new(Default::default);
+static LEAVES: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Leaf>>>> =
+    std::sync::LazyLock::new(Default::default);
 const MAX_SHARED_LEAVES: usize = 512;
 
 impl Leaf {
@@ -271,7 +272,8 @@ impl<'g> Reference<'g> {
     fn lexeme_live(&self, l: &Lexeme, states: &[StateID]) -> bool {
         let mut hirs = Vec::new();
         lexeme_leaves(l, true, &mut hirs);
-        let leaves: Vec<(&Leaf, bool)> = hirs.iter().map(|(h, req)| (&*self.leaves[&(*h as *const Hir as usize)], *req)).collect();
+        let leaves: Vec<(&Leaf, bool)> =
+            hirs.iter().map(|(h, req)| (&*self.leaves[&(*h as *const Hir as usize)], *req)).collect();
         let hopeless = |t: &[StateID]| leaves.iter().zip(t).any(|((leaf, req), s)| *req && !leaf.live.contains(s));
         let mut seen = std::collections::HashSet::from([states.to_vec()]);
         let mut queue = VecDeque::from([states.to_vec()]);
@@ -284,7 +286,8 @@ impl<'g> Reference<'g> {
             }
             assert!(seen.len() < 2_000_000, "reference: lexeme product too large to explore");
             for b in 0..=255u8 {
-                let next: Vec<StateID> = leaves.iter().zip(&t).map(|((leaf, _), &s)| leaf.dfa.next_state(s, b)).collect();
+                let next: Vec<StateID> =
+                    leaves.iter().zip(&t).map(|((leaf, _), &s)| leaf.dfa.next_state(s, b)).collect();
                 if seen.insert(next.clone()) {
                     queue.push_back(next);
                 }
@@ -660,7 +663,8 @@ mod tests {
         // `dead` derives no finite string, so nothing before it can be completed.
         let src = "root ::= \"a\" dead | \"b\"\ndead ::= \"x\" dead";
         table(src, &[("a", false, false), ("ax", false, false), ("", false, true), ("b", true, true)]);
-        let never = Grammar::single(Expr::Seq(vec![Expr::Literal("a".into()), Expr::Regex(std::sync::Arc::new(Hir::fail()))]));
+        let never =
+            Grammar::single(Expr::Seq(vec![Expr::Literal("a".into()), Expr::Regex(std::sync::Arc::new(Hir::fail()))]));
         assert!(!is_prefix(&never, b"") && !is_prefix(&never, b"a") && !accepts(&never, b"a"));
         let bad_bounds =
             Grammar::single(Expr::Repeat { body: Box::new(Expr::Literal("a".into())), min: 3, max: Some(2) });

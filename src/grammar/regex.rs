@@ -65,7 +65,8 @@ pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
     };
     let near: String = pattern.get(span.start.offset..span.end.offset.max(span.start.offset)).unwrap_or("").into();
     // One line of reasonable length, whatever the span (a 10,000-deep nesting spans it all).
-    let near = if near.chars().count() > 40 { format!("{}…", near.chars().take(40).collect::<String>()) } else { near };
+    let near =
+        if near.chars().count() > 40 { format!("{}…", near.chars().take(40).collect::<String>()) } else { near };
     let msg = if near.is_empty() { msg } else { format!("{msg} (at {near:?})") };
     Error::Regex { at: Location::Column(span.start.column), msg }
 }
@@ -89,12 +90,9 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         Expr::Rule(r) => rule(*r)?,
         Expr::Seq(xs) => Hir::concat(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),
         Expr::Alt(xs) => Hir::alternation(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),
-        Expr::Repeat { body, min, max } => Hir::repetition(Repetition {
-            min: *min,
-            max: *max,
-            greedy: true,
-            sub: Box::new(expr_to_hir(body, rule)?),
-        }),
+        Expr::Repeat { body, min, max } => {
+            Hir::repetition(Repetition { min: *min, max: *max, greedy: true, sub: Box::new(expr_to_hir(body, rule)?) })
+        }
     })
 }
 

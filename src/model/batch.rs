@@ -213,7 +213,9 @@ impl BatchConfig {
         check_silu("qwen2", cfg.hidden_act)?;
         check_window("qwen2", cfg.sliding_window, cfg.max_position_embeddings)?;
         let head_dim = cfg.hidden_size / cfg.num_attention_heads.max(1);
-        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: !has_head, qkv_bias: true, fused: false))
+        Ok(
+            batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: !has_head, qkv_bias: true, fused: false),
+        )
     }
 
     /// A mistral config: `head_dim` as configured, the head tied when `tied` (the loader then
@@ -225,7 +227,9 @@ impl BatchConfig {
             check_window("mistral", w, cfg.max_position_embeddings)?;
         }
         let head_dim = cfg.head_dim.unwrap_or(cfg.hidden_size / cfg.num_attention_heads.max(1));
-        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: tied, qkv_bias: false, fused: false))
+        Ok(
+            batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: tied, qkv_bias: false, fused: false),
+        )
     }
 
     /// A phi3 config: fused weights, tied as `tie_word_embeddings` says (as candle's phi3).
@@ -242,7 +246,9 @@ impl BatchConfig {
         if cfg.partial_rotary_factor.is_some_and(|f| (f * head_dim as f64) as usize != head_dim) {
             return refuse("partial rotary embeddings (partial_rotary_factor < 1)");
         }
-        Ok(batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: cfg.tie_word_embeddings, qkv_bias: false, fused: true))
+        Ok(
+            batch_config!(cfg, head_dim, inv_freq: plain_inv_freq(cfg.rope_theta, head_dim), tied: cfg.tie_word_embeddings, qkv_bias: false, fused: true),
+        )
     }
 }
 

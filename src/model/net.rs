@@ -61,11 +61,7 @@ impl ForwardStats {
 
 #[derive(Clone)]
 enum Net {
-    Llama {
-        model: llama::Llama,
-        cache: llama::Cache,
-        empty: llama::Cache,
-    },
+    Llama { model: llama::Llama, cache: llama::Cache, empty: llama::Cache },
     Qwen2(qwen2::ModelForCausalLM),
     Mistral(mistral::Model),
     Phi3(phi3::Model),

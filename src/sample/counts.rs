@@ -94,11 +94,7 @@ impl TokenCounts {
     /// Every distinct token with a nonzero count under `scope`, once each, with that count, in
     /// the order the tokens were first seen.
     pub fn iter(&self, scope: PenaltyScope) -> impl Iterator<Item = (TokenId, u32)> + '_ {
-        self.ids
-            .iter()
-            .zip(&self.counts)
-            .map(move |(&t, &c)| (t, scoped(c, scope)))
-            .filter(|&(_, n)| n > 0)
+        self.ids.iter().zip(&self.counts).map(move |(&t, &c)| (t, scoped(c, scope))).filter(|&(_, n)| n > 0)
     }
 
     /// Whether no token counts under any scope.

@@ -160,16 +160,24 @@ fn truncation_runs_in_order_on_what_is_left() {
     // Probabilities 0.4, 0.3, 0.2, 0.1. top_k = 2 leaves 0.4/0.7 = 0.571 and 0.429, and
     // top_p = 0.5 then keeps token 0 alone. (top-p first would keep two: 0.4 < 0.5.)
     let logits: Vec<f32> = [0.4f32, 0.3, 0.2, 0.1].iter().map(|p| p.ln()).collect();
-    let got = probs(params(|p| {
-        p.top_k = Some(2);
-        p.top_p = 0.5;
-    }), &logits, None);
+    let got = probs(
+        params(|p| {
+            p.top_k = Some(2);
+            p.top_p = 0.5;
+        }),
+        &logits,
+        None,
+    );
     assert_close(&got, &[1.0, 0.0, 0.0, 0.0]);
     // top_p = 0.6 keeps two, renormalised: 4/7, 3/7.
-    let got = probs(params(|p| {
-        p.top_k = Some(2);
-        p.top_p = 0.6;
-    }), &logits, None);
+    let got = probs(
+        params(|p| {
+            p.top_k = Some(2);
+            p.top_p = 0.6;
+        }),
+        &logits,
+        None,
+    );
     assert_close(&got, &[0.571429, 0.428571, 0.0, 0.0]);
     // Top-p exact boundary: 0.4 + 0.3 = 0.7 keeps exactly tokens 0 and 1.
     let got = probs(params(|p| p.top_p = 0.7), &logits, None);

@@ -26,7 +26,9 @@ use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::{ebnf, regex, Expr, Grammar};
 use crate::vocab::Vocab;
 
-pub use crate::tools::{Tool, ToolFormat, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+pub use crate::tools::{
+    Tool, ToolFormat, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN,
+};
 
 /// Largest cache key kept (a bigger constraint is compiled every time).
 const MAX_KEY_BYTES: usize = 1 << 20;

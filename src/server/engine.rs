@@ -393,7 +393,9 @@ pub(super) trait Pump: Send + 'static {
 /// An SSE response that drains `pump`: queued events first, then the next engine message.
 pub(super) fn sse<P: Pump>(
     pump: P,
-) -> axum::response::sse::Sse<impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>> {
+) -> axum::response::sse::Sse<
+    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
     let stream = futures_util::stream::unfold(pump, |mut p| async move {
         loop {
             if let Some(e) = p.core().pending.pop_front() {

@@ -14,7 +14,12 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits for open connections.
-pub async fn serve(listener: TcpListener, app: axum::Router, header_timeout: Duration, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    header_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {

@@ -97,7 +97,17 @@ impl Vocab {
             .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty())
             .map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32)));
         let trie = TokenTrie::build(text);
-        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None, slices: Default::default(), mask_cache: Default::default() }
+        Vocab {
+            bytes,
+            kinds,
+            eos,
+            bos,
+            trie,
+            names: Vec::new(),
+            encoder: None,
+            slices: Default::default(),
+            mask_cache: Default::default(),
+        }
     }
 
     /// The number of token ids (the highest id + 1).
@@ -138,7 +148,12 @@ impl Vocab {
     /// The text tokens split into [`slices`], built on the first call.
     pub fn slices(&self) -> &slices::Slices {
         self.slices.get_or_init(|| {
-            let text = self.bytes.iter().zip(&self.kinds).enumerate().filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty());
+            let text = self
+                .bytes
+                .iter()
+                .zip(&self.kinds)
+                .enumerate()
+                .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty());
             slices::Slices::build(self.len(), text.map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32))))
         })
     }

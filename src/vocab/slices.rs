@@ -93,8 +93,14 @@ mod tests {
         assert!(!is_content_prefix(b"a\"") && !is_content_prefix(b"\\n") && !is_content_prefix(b"\n"));
         // A character cut short at the end is a prefix of content; anything else invalid is not.
         assert!(is_content_prefix(&[b'a', 0xC3]) && is_content_prefix(&[0xF0, 0x9F, 0x98]), "cut short");
-        assert!(!is_content_prefix(&[0x98, b'a']) && !is_content_prefix(&[0xC3, b'a']), "continuation bytes out of place");
-        assert!(!is_content_prefix(&[0xED, 0xA0]) && !is_content_prefix(&[0xC0]), "never valid: a surrogate, an overlong lead");
+        assert!(
+            !is_content_prefix(&[0x98, b'a']) && !is_content_prefix(&[0xC3, b'a']),
+            "continuation bytes out of place"
+        );
+        assert!(
+            !is_content_prefix(&[0xED, 0xA0]) && !is_content_prefix(&[0xC0]),
+            "never valid: a surrogate, an overlong lead"
+        );
         assert!(!is_content_prefix(&[b'"', 0xC3]), "a quote before the cut");
     }
 }

@@ -143,7 +143,14 @@ impl TokenSet {
 impl std::fmt::Debug for TokenSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ids: Vec<u32> = self.iter().take(16).map(|t| t.0).collect();
-        write!(f, "TokenSet(width {}, {} set: {:?}{})", self.width, self.len(), ids, if self.len() > 16 { " ..." } else { "" })
+        write!(
+            f,
+            "TokenSet(width {}, {} set: {:?}{})",
+            self.width,
+            self.len(),
+            ids,
+            if self.len() > 16 { " ..." } else { "" }
+        )
     }
 }
 

@@ -197,7 +197,12 @@ impl TokenTrie {
     /// below that byte is skipped. For every node whose full byte path is alive, `on_tokens`
     /// gets the state after its last byte and the ids spelled by that path.
     #[inline]
-    pub fn walk<S: Copy>(&self, root: S, mut step: impl FnMut(S, u8) -> Option<S>, on_tokens: impl FnMut(S, &[TokenId])) {
+    pub fn walk<S: Copy>(
+        &self,
+        root: S,
+        mut step: impl FnMut(S, u8) -> Option<S>,
+        on_tokens: impl FnMut(S, &[TokenId]),
+    ) {
         self.walk_nodes(root, |s, b, _| step(s, b), on_tokens)
     }
 
@@ -364,7 +369,10 @@ mod tests {
         }
         for (node, path) in paths.iter().enumerate() {
             let mut want = ByteSet::default();
-            toks.iter().filter(|tok| tok.as_bytes().starts_with(path)).flat_map(|tok| tok.bytes()).for_each(|b| want.insert(b));
+            toks.iter()
+                .filter(|tok| tok.as_bytes().starts_with(path))
+                .flat_map(|tok| tok.bytes())
+                .for_each(|b| want.insert(b));
             assert_eq!(sets[node], want, "node {node} path {:?}", String::from_utf8_lossy(path));
         }
     }
@@ -413,7 +421,10 @@ mod tests {
         assert!(v.path.is_empty(), "every push is popped");
         let got: Vec<u32> = v.seen.iter().map(|s| s.1).collect();
         assert_eq!(got, vec![0, 3, 4, 6, 7]);
-        assert!(v.seen.iter().all(|(p, id)| p == [&b"a"[..], b"ab", b"abc", b"b", b"ba", b"bab", b"c", b"cc"][*id as usize]));
+        assert!(v
+            .seen
+            .iter()
+            .all(|(p, id)| p == [&b"a"[..], b"ab", b"abc", b"b", b"ba", b"bab", b"c", b"cc"][*id as usize]));
     }
 
     #[test]

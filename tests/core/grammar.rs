@@ -121,7 +121,13 @@ fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, oracle: 
                 } else {
                     false
                 };
-                assert_eq!(fast.contains(id), want, "oracle: token {:?} after {:?}", vocab.name(id), String::from_utf8_lossy(&text));
+                assert_eq!(
+                    fast.contains(id),
+                    want,
+                    "oracle: token {:?} after {:?}",
+                    vocab.name(id),
+                    String::from_utf8_lossy(&text)
+                );
             }
         }
         let budget = rng.random_range(1..40);
@@ -185,7 +191,12 @@ fn hand_written_grammars_agree_with_the_reference() {
     for (i, text) in grammars.iter().enumerate() {
         let g = ebnf::parse(text).unwrap();
         let r = Reference::new(&g);
-        let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
+        let c = Compiled::with_options(
+            v.clone(),
+            &Constraint::Grammar(g.clone()),
+            &CompileOptions { engine: EngineChoice::Earley, ..Default::default() },
+        )
+        .unwrap();
         for seed in 0..6 {
             walk(&v, &c, seed * 31 + i as u64, 14, Some(&r));
         }
@@ -234,7 +245,6 @@ fn grammar_outputs_are_complete_under_a_budget() {
     }
 }
 
-
 #[test]
 fn limits_surface_as_errors() {
     use strictly::automaton::CfgLimits;
@@ -253,7 +263,10 @@ fn limits_surface_as_errors() {
     assert!(m.is_accepting());
     // A highly ambiguous grammar under a tiny row limit: commit reports the limit.
     let g = ebnf::parse("root ::= x\nx ::= x x | x x x | \"a\"").unwrap();
-    let opts = CompileOptions { limits: CfgLimits { max_row_items: 40, ..CfgLimits::default() }, engine: EngineChoice::Earley };
+    let opts = CompileOptions {
+        limits: CfgLimits { max_row_items: 40, ..CfgLimits::default() },
+        engine: EngineChoice::Earley,
+    };
     let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g), &opts).unwrap();
     let mut m = c.matcher();
     let a = v.trie().lookup(b"a")[0];
@@ -279,17 +292,26 @@ fn lexeme_schemas_agree_with_the_reference() {
         serde_json::json!({"type": "object", "propertyNames": {"pattern": "^[a-c]{1,2}$"}, "additionalProperties": {"enum": [1, 2]}}),
         serde_json::json!({"type": "array", "items": {"not": {"pattern": "^a"}}}),
     ];
-    let opts = JsonSchemaOptions { whitespace: strictly::grammar::json_schema::Whitespace::Compact, ..Default::default() };
+    let opts =
+        JsonSchemaOptions { whitespace: strictly::grammar::json_schema::Whitespace::Compact, ..Default::default() };
     // The tiny vocabulary plus what JSON structure needs.
-    let mut toks: Vec<Vec<u8>> = (0..tiny_vocab().len() as u32 - 1).map(|i| tiny_vocab().bytes(TokenId(i)).to_vec()).collect();
-    toks.extend(["[", "]", ",", "n", "u", "l", "t", "r", "f", "s", "0", "null", "\"a", "\","].map(|t| t.as_bytes().to_vec()));
+    let mut toks: Vec<Vec<u8>> =
+        (0..tiny_vocab().len() as u32 - 1).map(|i| tiny_vocab().bytes(TokenId(i)).to_vec()).collect();
+    toks.extend(
+        ["[", "]", ",", "n", "u", "l", "t", "r", "f", "s", "0", "null", "\"a", "\","].map(|t| t.as_bytes().to_vec()),
+    );
     toks.push(b"</s>".to_vec());
     let v = Arc::new(Vocab::from_byte_tokens(toks.clone(), &[toks.len() as u32 - 1]));
     for (i, s) in schemas.iter().enumerate() {
         let g = compile(s, &opts).unwrap_or_else(|e| panic!("{s}: {e}")).grammar;
         let r = Reference::new(&g);
         for engine in [EngineChoice::Auto, EngineChoice::Earley] {
-            let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine, ..Default::default() }).unwrap();
+            let c = Compiled::with_options(
+                v.clone(),
+                &Constraint::Grammar(g.clone()),
+                &CompileOptions { engine, ..Default::default() },
+            )
+            .unwrap();
             for seed in 0..4 {
                 walk(&v, &c, seed * 17 + i as u64, 14, Some(&r));
             }

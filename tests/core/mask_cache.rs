@@ -119,7 +119,12 @@ fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, replay: 
 fn cached_mask_equals_reference_on_json_schemas() {
     for (name, vocab) in real_vocabs() {
         for (i, schema) in schemas().into_iter().enumerate() {
-            let c = Compiled::with_options(vocab.clone(), &Constraint::JsonSchema(schema, JsonSchemaOptions::default()), &earley()).unwrap();
+            let c = Compiled::with_options(
+                vocab.clone(),
+                &Constraint::JsonSchema(schema, JsonSchemaOptions::default()),
+                &earley(),
+            )
+            .unwrap();
             for seed in 0..2u64 {
                 let seed = seed * 1000 + i as u64;
                 let taken = walk(vocab, &c, seed, 10, None);

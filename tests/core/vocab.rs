@@ -41,11 +41,7 @@ fn all_real_tokenizers_round_trip() {
             }
             let ids = vocab.encode_canonical(text).unwrap_or_else(|| panic!("{name}: no encoder"));
             let bytes = vocab.decode(&ids);
-            assert_eq!(
-                String::from_utf8_lossy(&bytes),
-                *text,
-                "{name}: encode/decode is not byte-exact; ids {ids:?}"
-            );
+            assert_eq!(String::from_utf8_lossy(&bytes), *text, "{name}: encode/decode is not byte-exact; ids {ids:?}");
             assert!(ids.iter().all(|&t| vocab.kind(t) == TokenKind::Text), "{name}: special token in {text:?}");
             assert_eq!(vocab.encode(text.as_bytes()).as_deref(), Some(&ids[..]), "{name}: {text:?}");
         }

@@ -190,8 +190,22 @@ pub fn samples(c: &Arc<Compiled>, n: u64, max_tokens: usize) -> Vec<Vec<u8>> {
 
 fn regex_structured() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
-        Just("a"), Just("b"), Just("ab"), Just("é"), Just("😀"), Just("."), Just("[a-c]"), Just("[^ab]"),
-        Just(r"\d"), Just("[0-9]"), Just("(?i:a)"), Just(""), Just(r"\n"), Just("[α-γ]"), Just(r"\{"), Just(" "),
+        Just("a"),
+        Just("b"),
+        Just("ab"),
+        Just("é"),
+        Just("😀"),
+        Just("."),
+        Just("[a-c]"),
+        Just("[^ab]"),
+        Just(r"\d"),
+        Just("[0-9]"),
+        Just("(?i:a)"),
+        Just(""),
+        Just(r"\n"),
+        Just("[α-γ]"),
+        Just(r"\{"),
+        Just(" "),
     ]
     .prop_map(String::from);
     leaf.prop_recursive(4, 24, 4, |inner| {
@@ -227,7 +241,12 @@ pub fn check_regex(pattern: &str, seed: u64) {
     // The `regex` crate as the judge, for patterns without look-around: our anchors are
     // implied and assertions inside a pattern do not constrain, which the reference models.
     let hir = grammar::regex::parse(pattern).unwrap();
-    let judge = hir.properties().look_set().is_empty().then(|| regex::Regex::new(&format!(r"\A(?:{pattern})\z")).ok()).flatten();
+    let judge = hir
+        .properties()
+        .look_set()
+        .is_empty()
+        .then(|| regex::Regex::new(&format!(r"\A(?:{pattern})\z")).ok())
+        .flatten();
     let g = Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(hir)));
     let reference = Reference::new(&g);
     for out in samples(&c, 3, 24) {
@@ -259,8 +278,17 @@ proptest! {
 /// A random grammar: `root` and up to three more rules referring to each other.
 fn ebnf_structured() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
-        Just("\"a\""), Just("\"bc\""), Just("[a-c]"), Just("[^a]"), Just("\"\""), Just("\"é\""), Just("r1"), Just("r2"), Just("r3"),
-        Just("[0-9]"), Just("\"{\""),
+        Just("\"a\""),
+        Just("\"bc\""),
+        Just("[a-c]"),
+        Just("[^a]"),
+        Just("\"\""),
+        Just("\"é\""),
+        Just("r1"),
+        Just("r2"),
+        Just("r3"),
+        Just("[0-9]"),
+        Just("\"{\""),
     ]
     .prop_map(String::from);
     let expr = leaf.prop_recursive(3, 16, 3, |inner| {
@@ -294,7 +322,10 @@ fn shipped_texts() -> &'static [String] {
 fn ebnf_mutated() -> impl Strategy<Value = String> {
     (0..5usize, vec((any::<u8>(), any::<usize>(), any::<usize>()), 1..6)).prop_map(|(which, edits)| {
         let mut chars: Vec<char> = shipped_texts()[which].chars().collect();
-        const ALPHABET: &[char] = &['(', ')', '|', '*', '+', '?', '{', '}', '[', ']', '"', '\\', ':', '=', '\n', ' ', '-', '^', '#', 'x', '1', ',', 'é'];
+        const ALPHABET: &[char] = &[
+            '(', ')', '|', '*', '+', '?', '{', '}', '[', ']', '"', '\\', ':', '=', '\n', ' ', '-', '^', '#', 'x', '1',
+            ',', 'é',
+        ];
         for (op, a, b) in edits {
             let n = chars.len().max(1);
             let (i, j) = (a % n, b % n);
@@ -380,8 +411,19 @@ fn schema_leaf() -> impl Strategy<Value = Value> {
         Just(json!({"const": {"a": [true]}})),
         Just(json!({"type": "string", "pattern": "^[a-c]+$"})),
         Just(json!({"type": "string", "pattern": "b"})),
-        prop_oneof![Just("date"), Just("time"), Just("date-time"), Just("email"), Just("ipv4"), Just("ipv6"), Just("uuid"), Just("hostname"), Just("uri"), Just("duration")]
-            .prop_map(|f| json!({"type": "string", "format": f})),
+        prop_oneof![
+            Just("date"),
+            Just("time"),
+            Just("date-time"),
+            Just("email"),
+            Just("ipv4"),
+            Just("ipv6"),
+            Just("uuid"),
+            Just("hostname"),
+            Just("uri"),
+            Just("duration")
+        ]
+        .prop_map(|f| json!({"type": "string", "format": f})),
         Just(json!({"$ref": "#/$defs/d"})),
     ]
 }
@@ -429,19 +471,24 @@ pub fn validator(schema: &Value) -> Option<jsonschema::Validator> {
 
 pub fn check_schema(schema: &Value, seed: u64) {
     let text = schema.to_string();
-    let (compiled, dt) = timed(|| Compiled::new(vocab(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())));
+    let (compiled, dt) =
+        timed(|| Compiled::new(vocab(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())));
     assert!(dt < COMPILE_BOUND, "compile took {dt:?}: {text}");
     let c = match compiled {
         Ok(c) => c,
         Err(e) => {
-            assert!(matches!(e, Error::Schema { .. } | Error::Limit { .. } | Error::Regex { .. } | Error::Grammar { .. }), "{text}: {e:?}");
+            assert!(
+                matches!(e, Error::Schema { .. } | Error::Limit { .. } | Error::Regex { .. } | Error::Grammar { .. }),
+                "{text}: {e:?}"
+            );
             return assert_clear(&e, &text);
         }
     };
     let Some(v) = validator(schema) else { return };
     for out in samples(&c, 3, 64) {
         let s = String::from_utf8(out).expect("UTF-8");
-        let value: Value = serde_json::from_str(&s).unwrap_or_else(|e| panic!("schema {text}: output {s:?} is not JSON: {e}"));
+        let value: Value =
+            serde_json::from_str(&s).unwrap_or_else(|e| panic!("schema {text}: output {s:?} is not JSON: {e}"));
         let errors: Vec<String> = v.iter_errors(&value).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "schema {text} (seed {seed}): output {s} is invalid: {errors:?}");
     }
@@ -452,21 +499,48 @@ pub fn check_schema(schema: &Value, seed: u64) {
 /// Arbitrary JSON (mostly not sensible schemas): must compile or fail clearly, never panic.
 fn json_value() -> impl Strategy<Value = Value> {
     let keys = prop_oneof![
-        Just("type"), Just("properties"), Just("items"), Just("enum"), Just("const"), Just("minLength"), Just("maxItems"),
-        Just("pattern"), Just("anyOf"), Just("$ref"), Just("not"), Just("required"), Just("format"), Just("minimum"),
-        Just("multipleOf"), Just("$defs"), Just("additionalProperties"), Just("prefixItems"), Just("x"),
+        Just("type"),
+        Just("properties"),
+        Just("items"),
+        Just("enum"),
+        Just("const"),
+        Just("minLength"),
+        Just("maxItems"),
+        Just("pattern"),
+        Just("anyOf"),
+        Just("$ref"),
+        Just("not"),
+        Just("required"),
+        Just("format"),
+        Just("minimum"),
+        Just("multipleOf"),
+        Just("$defs"),
+        Just("additionalProperties"),
+        Just("prefixItems"),
+        Just("x"),
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         (-1e6f64..1e6).prop_map(Value::from),
-        prop_oneof![Just("string"), Just("integer"), Just("object"), Just("#"), Just("#/$defs/a"), Just("[a"), Just("email"), Just("")].prop_map(Value::from),
+        prop_oneof![
+            Just("string"),
+            Just("integer"),
+            Just("object"),
+            Just("#"),
+            Just("#/$defs/a"),
+            Just("[a"),
+            Just("email"),
+            Just("")
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 32, 5, move |inner| {
         prop_oneof![
             vec(inner.clone(), 0..4).prop_map(Value::Array),
-            vec((keys.clone(), inner), 0..5).prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            vec((keys.clone(), inner), 0..5)
+                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
         ]
     })
 }
@@ -488,7 +562,10 @@ proptest! {
 // ---- tokenizer-vocabulary loading --------------------------------------------------------------------
 
 fn embedded_tokenizer_json() -> Value {
-    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/stories260K/tokenizer.json")).unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/stories260K/tokenizer.json"),
+    )
+    .unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
@@ -545,10 +622,15 @@ pub fn check_tokenizer_bytes(bytes: &[u8], tag: &str) {
     std::fs::remove_dir_all(&dir).ok();
     assert!(dt < COMPILE_BOUND, "loading took {dt:?}");
     match r {
-        Err(_) => panic!("loading a mutated tokenizer.json panicked: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)])),
+        Err(_) => panic!(
+            "loading a mutated tokenizer.json panicked: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
+        ),
         Ok(Ok(v)) => {
             // What loads must be usable: text encodes, and a mask over it is computable.
-            let encoded = std::panic::catch_unwind(|| (v.encode(b"Once upon a time, 42 {\"x\"}"), v.encode_canonical("h\u{e9}llo \u{1F600}")));
+            let encoded = std::panic::catch_unwind(|| {
+                (v.encode(b"Once upon a time, 42 {\"x\"}"), v.encode_canonical("h\u{e9}llo \u{1F600}"))
+            });
             assert!(encoded.is_ok(), "encoding with a loaded tokenizer panicked");
             let c = Compiled::new(Arc::new(v), &Constraint::Regex("[a-z]{1,3}".into()));
             if let Ok(c) = c {

@@ -116,7 +116,8 @@ fn judge_samples(
         let problem = match serde_json::from_str::<Value>(&text) {
             Err(e) => Some(format!("not JSON: {e}")),
             Ok(value) => {
-                let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+                let errors: Vec<String> =
+                    v.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
                 (!errors.is_empty()).then(|| errors.join("; "))
             }
         };
@@ -140,7 +141,12 @@ fn report(name: &str, t: &Tally) {
     );
     println!("{line}");
     eprintln!("{line}");
-    assert!(failures.is_empty(), "{name}: {} invalid outputs, e.g.:\n{}", failures.len(), failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{name}: {} invalid outputs, e.g.:\n{}",
+        failures.len(),
+        failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// `n` evenly spread JSONSchemaBench schemas (`$STRICTLY_GUARANTEE_SCHEMAS` overrides; 0 = all),
@@ -160,7 +166,9 @@ fn jsb_guarantee(name: &str, vocab: &Arc<Vocab>, n: usize) {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some((file, schema)) = picked.get(i) else { break };
                 t.schemas.fetch_add(1, Ordering::Relaxed);
-                let Ok(c) = Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())) else {
+                let Ok(c) =
+                    Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
+                else {
                     continue;
                 };
                 t.compiled.fetch_add(1, Ordering::Relaxed);
@@ -169,7 +177,17 @@ fn jsb_guarantee(name: &str, vocab: &Arc<Vocab>, n: usize) {
                 t.judged.fetch_add(1, Ordering::Relaxed);
                 let what = file.strip_prefix(&data).unwrap_or(file).display().to_string();
                 let max_tokens = env_usize("STRICTLY_GUARANTEE_MAX_TOKENS", 160);
-                judge_samples(&c, vocab, &v, samples, max_tokens, &[], |seed| Box::new(RandomLogits::new(vocab.len(), seed ^ i as u64)), &what, &t);
+                judge_samples(
+                    &c,
+                    vocab,
+                    &v,
+                    samples,
+                    max_tokens,
+                    &[],
+                    |seed| Box::new(RandomLogits::new(vocab.len(), seed ^ i as u64)),
+                    &what,
+                    &t,
+                );
             });
         }
     });
@@ -197,10 +215,22 @@ fn schema_samples_of_the_real_model_validate() {
     let m = LoadedModel::embedded(&LoadOptions::default()).unwrap();
     let prompt = m.prompt.encode("Once upon a time").unwrap();
     let mut schemas: Vec<(String, Value)> = vec![
-        ("person".into(), serde_json::json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 120}, "email": {"type": "string", "format": "email"}}, "required": ["name", "age"], "additionalProperties": false})),
-        ("list".into(), serde_json::json!({"type": "array", "items": {"enum": ["cat", "dog", 3, null]}, "minItems": 1, "maxItems": 4, "uniqueItems": true})),
-        ("date".into(), serde_json::json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "id": {"type": "string", "format": "uuid"}}, "required": ["when", "id"]})),
-        ("oneOf".into(), serde_json::json!({"oneOf": [{"type": "integer", "multipleOf": 3}, {"type": "integer", "multipleOf": 5}, {"type": "string", "pattern": "^[a-z]{2,4}$"}]})),
+        (
+            "person".into(),
+            serde_json::json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 120}, "email": {"type": "string", "format": "email"}}, "required": ["name", "age"], "additionalProperties": false}),
+        ),
+        (
+            "list".into(),
+            serde_json::json!({"type": "array", "items": {"enum": ["cat", "dog", 3, null]}, "minItems": 1, "maxItems": 4, "uniqueItems": true}),
+        ),
+        (
+            "date".into(),
+            serde_json::json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "id": {"type": "string", "format": "uuid"}}, "required": ["when", "id"]}),
+        ),
+        (
+            "oneOf".into(),
+            serde_json::json!({"oneOf": [{"type": "integer", "multipleOf": 3}, {"type": "integer", "multipleOf": 5}, {"type": "string", "pattern": "^[a-z]{2,4}$"}]}),
+        ),
     ];
     if let Some(data) = shared_data() {
         schemas.extend(spread(&jsb_schemas(&data), 12).into_iter().map(|(f, s)| (f.display().to_string(), s)));
@@ -208,7 +238,11 @@ fn schema_samples_of_the_real_model_validate() {
     let t = Tally::default();
     for (what, schema) in &schemas {
         t.schemas.fetch_add(1, Ordering::Relaxed);
-        let Ok(c) = Compiled::new(m.vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())) else { continue };
+        let Ok(c) =
+            Compiled::new(m.vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
+        else {
+            continue;
+        };
         t.compiled.fetch_add(1, Ordering::Relaxed);
         let Some(v) = validator(schema) else { continue };
         t.judged.fetch_add(1, Ordering::Relaxed);

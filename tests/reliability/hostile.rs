@@ -43,7 +43,10 @@ fn refused(what: &str, constraint: Constraint, needle: &str) -> String {
     };
     assert_clear(&e, what);
     let msg = e.to_string();
-    assert!(msg.to_lowercase().contains(&needle.to_lowercase()), "{what}: the error {msg:?} does not mention {needle:?}");
+    assert!(
+        msg.to_lowercase().contains(&needle.to_lowercase()),
+        "{what}: the error {msg:?} does not mention {needle:?}"
+    );
     assert!(dt < hostile_bound(), "{what}: answered in {dt:?} (bound {:?})", hostile_bound());
     eprintln!("hostile {what}: {dt:?}: {msg}");
     msg
@@ -130,7 +133,10 @@ fn huge_counts_are_refused_or_fast() {
         ("multipleOf 1e300", json!({"type": "integer", "multipleOf": 1e300})),
         ("maxLength 10000 pattern", json!({"type": "string", "maxLength": 10000, "pattern": "^[a-z]*$"})),
         ("minLength 5000 of a format", json!({"type": "string", "minLength": 5000, "format": "email"})),
-        ("items 5000..10000", json!({"type": "array", "minItems": 5000, "maxItems": 10000, "items": {"type": "integer"}})),
+        (
+            "items 5000..10000",
+            json!({"type": "array", "minItems": 5000, "maxItems": 10000, "items": {"type": "integer"}}),
+        ),
     ] {
         answered(what, schema(s));
     }
@@ -147,7 +153,9 @@ fn deep_nesting() {
     let s = deep(10_000, |v| obj(vec![("type", "array".into()), ("items", v)]));
     refused("10,000-deep items", schema(s.clone()), "depth");
     drop_deep(s);
-    let s = deep(10_000, |v| obj(vec![("type", "object".into()), ("properties", obj(vec![("a", v)])), ("required", json!(["a"]))]));
+    let s = deep(10_000, |v| {
+        obj(vec![("type", "object".into()), ("properties", obj(vec![("a", v)])), ("required", json!(["a"]))])
+    });
     refused("10,000-deep properties", schema(s.clone()), "depth");
     drop_deep(s);
     let s = deep(10_000, |v| Value::Array(vec![v]));
@@ -203,7 +211,11 @@ fn cyclic_and_dangling_refs_are_refused() {
         "",
     );
     refused("allOf self", schema(json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})), "");
-    refused("required self", schema(json!({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})), "");
+    refused(
+        "required self",
+        schema(json!({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})),
+        "",
+    );
     refused("dangling", schema(json!({"$ref": "#/$defs/nope"})), "");
     refused("remote", schema(json!({"$ref": "https://example.com/s.json"})), "");
     refused("bad pointer", schema(json!({"$ref": "#/properties/~2"})), "");
@@ -218,7 +230,8 @@ fn huge_enums_and_objects_are_refused_or_fast() {
     let big: Vec<String> = (0..100_000).map(|i| format!("v{i}")).collect();
     // One finite lexeme (a trie), whatever its size: compiled or refused by a limit, fast.
     answered("100,000-option choice", Constraint::Choice(big));
-    let props: serde_json::Map<String, Value> = (0..100_000).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let props: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
     refused("100,000 properties", schema(json!({"type": "object", "properties": props})), "properties");
     let required: Vec<String> = (0..100_000).map(|i| format!("p{i}")).collect();
     refused("100,000 required", schema(json!({"type": "object", "required": required})), "required");
@@ -231,13 +244,22 @@ fn huge_enums_and_objects_are_refused_or_fast() {
     // Values checked against the grammar of the keywords beside them, and values excluded by
     // `not`: both are bounded (the rewrites grow with the values).
     let long: Vec<Value> = (0..256).map(|i| json!(format!("{}{i}@example.com", "x".repeat(480)))).collect();
-    answered("256 long enum values beside a format", schema(json!({"enum": long, "format": "email", "maxLength": 600})));
+    answered(
+        "256 long enum values beside a format",
+        schema(json!({"enum": long, "format": "email", "maxLength": 600})),
+    );
     let arrays: Vec<Value> = (0..256).map(|i| json!(vec![i; 150])).collect();
-    answered("256 long array values beside item keywords", schema(json!({"enum": arrays, "items": {"minimum": 0}, "maxItems": 300})));
+    answered(
+        "256 long array values beside item keywords",
+        schema(json!({"enum": arrays, "items": {"minimum": 0}, "maxItems": 300})),
+    );
     let huge: serde_json::Map<String, Value> = (0..5_000).map(|i| (format!("k{i}"), json!(i))).collect();
     refused("not of a 5,000-member object", schema(json!({"not": {"const": huge}})), "not");
     let closed: serde_json::Map<String, Value> = (0..999).map(|i| (format!("k{i}"), json!({}))).collect();
-    answered("not of a closed 999-property object", schema(json!({"type": "object", "not": {"properties": closed, "additionalProperties": false}})));
+    answered(
+        "not of a closed 999-property object",
+        schema(json!({"type": "object", "not": {"properties": closed, "additionalProperties": false}})),
+    );
 }
 
 // ---- tokenizer files -------------------------------------------------------------------------
@@ -251,7 +273,13 @@ fn tokenizer_file(tag: &str, bytes: &[u8]) -> std::path::PathBuf {
 }
 
 fn embedded_json() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/stories260K/tokenizer.json")).unwrap()).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/stories260K/tokenizer.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -281,7 +309,9 @@ fn tokenizer_files_with_missing_fields_are_refused() {
     cases.push(("invalid UTF-8 in a token", bad_utf8));
     for (i, (what, bytes)) in cases.into_iter().enumerate() {
         let p = tokenizer_file(&i.to_string(), &bytes);
-        let (r, dt) = timed(|| std::panic::catch_unwind(|| Vocab::from_tokenizer_json(&p)).unwrap_or_else(|_| panic!("{what}: panicked")));
+        let (r, dt) = timed(|| {
+            std::panic::catch_unwind(|| Vocab::from_tokenizer_json(&p)).unwrap_or_else(|_| panic!("{what}: panicked"))
+        });
         std::fs::remove_dir_all(p.parent().unwrap()).ok();
         assert!(dt < hostile_bound(), "{what}: {dt:?}");
         match r {
@@ -324,10 +354,19 @@ fn invalid_utf8_in_every_cli_text_input_is_exit_2() {
     let cases: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
         ("regex argument", vec![os(b"check"), os(b"--tokenizer"), t.clone(), os(b"--regex"), os(b"a\xffb")]),
         ("choice argument", vec![os(b"sample"), os(b"--tokenizer"), t.clone(), os(b"--choice"), os(b"\xc0\xaf")]),
-        ("grammar file", vec![os(b"check"), os(b"--tokenizer"), t.clone(), os(b"--grammar"), bad_grammar.into_os_string()]),
-        ("schema file", vec![os(b"check"), os(b"--tokenizer"), t.clone(), os(b"--schema"), bad_schema.into_os_string()]),
+        (
+            "grammar file",
+            vec![os(b"check"), os(b"--tokenizer"), t.clone(), os(b"--grammar"), bad_grammar.into_os_string()],
+        ),
+        (
+            "schema file",
+            vec![os(b"check"), os(b"--tokenizer"), t.clone(), os(b"--schema"), bad_schema.into_os_string()],
+        ),
         ("tokenizer file", vec![os(b"check"), os(b"--tokenizer"), bad_tok.into_os_string(), os(b"--regex"), os(b"a")]),
-        ("tokenizer path", vec![os(b"check"), os(b"--tokenizer"), os(b"/tmp/\xff/tokenizer.json"), os(b"--regex"), os(b"a")]),
+        (
+            "tokenizer path",
+            vec![os(b"check"), os(b"--tokenizer"), os(b"/tmp/\xff/tokenizer.json"), os(b"--regex"), os(b"a")],
+        ),
     ];
     for (what, args) in cases {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();

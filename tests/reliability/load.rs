@@ -110,7 +110,10 @@ async fn client(addr: SocketAddr, kind: usize, seed: usize) -> Result<&'static s
         0 => {
             let body = json!({"messages": [{"role": "user", "content": "Who?"}], "stream": true, "seed": seed, "max_tokens": 48,
                 "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": person()}}});
-            let text = stream(addr, "/v1/chat/completions", body, |c| c["choices"][0]["delta"]["content"].as_str().map(String::from)).await?;
+            let text = stream(addr, "/v1/chat/completions", body, |c| {
+                c["choices"][0]["delta"]["content"].as_str().map(String::from)
+            })
+            .await?;
             let v: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON {text:?}: {e}"))?;
             let validator = jsonschema::draft202012::options().should_validate_formats(true).build(&person()).unwrap();
             validator.validate(&v).map_err(|e| format!("{text}: {e}"))?;
@@ -118,8 +121,10 @@ async fn client(addr: SocketAddr, kind: usize, seed: usize) -> Result<&'static s
         }
         // Streaming completions with a regex.
         1 => {
-            let body = json!({"prompt": "Once upon a time", "stream": true, "seed": seed, "max_tokens": 32, "regex": REGEX});
-            let text = stream(addr, "/v1/completions", body, |c| c["choices"][0]["text"].as_str().map(String::from)).await?;
+            let body =
+                json!({"prompt": "Once upon a time", "stream": true, "seed": seed, "max_tokens": 32, "regex": REGEX});
+            let text =
+                stream(addr, "/v1/completions", body, |c| c["choices"][0]["text"].as_str().map(String::from)).await?;
             let re = regex::Regex::new(&format!(r"\A(?:{REGEX})\z")).unwrap();
             re.is_match(&text).then_some("stream-regex").ok_or(format!("{text:?} does not match"))
         }
@@ -149,7 +154,9 @@ async fn client(addr: SocketAddr, kind: usize, seed: usize) -> Result<&'static s
         }
         // Leaves right after sending the request.
         _ => {
-            let body = json!({"messages": [{"role": "user", "content": "Bye"}], "stream": seed % 2 == 0, "max_tokens": 100}).to_string();
+            let body =
+                json!({"messages": [{"role": "user", "content": "Bye"}], "stream": seed % 2 == 0, "max_tokens": 100})
+                    .to_string();
             let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
             let req = format!("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
             s.write_all(req.as_bytes()).await.map_err(|e| e.to_string())?;
@@ -160,7 +167,12 @@ async fn client(addr: SocketAddr, kind: usize, seed: usize) -> Result<&'static s
 }
 
 /// Reads a whole SSE stream: the concatenated text pieces; an error chunk is an Err.
-async fn stream(addr: SocketAddr, path: &str, body: Value, piece: impl Fn(&Value) -> Option<String>) -> Result<String, String> {
+async fn stream(
+    addr: SocketAddr,
+    path: &str,
+    body: Value,
+    piece: impl Fn(&Value) -> Option<String>,
+) -> Result<String, String> {
     let mut c = Conn::open(addr, "POST", path, &body.to_string()).await;
     if c.status != 200 {
         return Err(format!("status {}", c.status));
@@ -263,14 +275,19 @@ async fn raw(addr: SocketAddr, head: String, body: Vec<u8>) -> (u16, String, Dur
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let answered = loop {
-        let n = tokio::time::timeout(Duration::from_secs(30), rd.read(&mut chunk)).await.expect("no answer").unwrap_or(0);
+        let n =
+            tokio::time::timeout(Duration::from_secs(30), rd.read(&mut chunk)).await.expect("no answer").unwrap_or(0);
         if n == 0 {
             break t0.elapsed();
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
-            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
             if buf.len() >= p + 4 + len {
                 break t0.elapsed();
             }

@@ -14,19 +14,26 @@ use crate::grammar::Expr;
 pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let t = Value::Bool(true);
     // The prefix schemas and the schema for the rest.
-    let (prefix, prefix_kw, rest, rest_kw): (Vec<&Value>, &str, &Value, &str) = match (obj.get("prefixItems"), obj.get("items")) {
-        (Some(Value::Array(p)), items) => (p.iter().collect(), "prefixItems", items.unwrap_or(&t), "items"),
-        (None, Some(Value::Array(p))) => (p.iter().collect(), "items", obj.get("additionalItems").unwrap_or(&t), "additionalItems"),
-        (None, items) => (Vec::new(), "", items.unwrap_or(&t), "items"),
-        (Some(_), _) => return Err(c.bad(&join(pointer, "prefixItems"), "`prefixItems` must be an array")),
-    };
+    let (prefix, prefix_kw, rest, rest_kw): (Vec<&Value>, &str, &Value, &str) =
+        match (obj.get("prefixItems"), obj.get("items")) {
+            (Some(Value::Array(p)), items) => (p.iter().collect(), "prefixItems", items.unwrap_or(&t), "items"),
+            (None, Some(Value::Array(p))) => {
+                (p.iter().collect(), "items", obj.get("additionalItems").unwrap_or(&t), "additionalItems")
+            }
+            (None, items) => (Vec::new(), "", items.unwrap_or(&t), "items"),
+            (Some(_), _) => return Err(c.bad(&join(pointer, "prefixItems"), "`prefixItems` must be an array")),
+        };
     let min = string::count(c, obj, pointer, "minItems")?.unwrap_or(0);
     let mut max = string::count(c, obj, pointer, "maxItems")?;
     let p = prefix.len() as u64;
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
         match unique_items(c, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
-            None => c.unenforced(pointer, "uniqueItems", "supported when every item comes from a small finite set (enum, const, boolean, null)")?,
+            None => c.unenforced(
+                pointer,
+                "uniqueItems",
+                "supported when every item comes from a small finite set (enum, const, boolean, null)",
+            )?,
         }
     }
     if rest == &Value::Bool(false) {
@@ -62,7 +69,11 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         let b = max.map(|m| (m.saturating_sub(p)).min(MAX_COUNT) as u32);
         if first {
             // No item yet: (R (sep R){a-1, b-1})?  with at least one when a ≥ 1.
-            let tail = Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])), min: a.saturating_sub(1), max: b.map(|b| b.saturating_sub(1)) };
+            let tail = Expr::Repeat {
+                body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])),
+                min: a.saturating_sub(1),
+                max: b.map(|b| b.saturating_sub(1)),
+            };
             let one = Expr::Seq(vec![r.clone(), tail]);
             if a == 0 {
                 if b == Some(0) {
@@ -96,7 +107,15 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
 /// array is `Y* (X Y*){min,max}` (separators between). Without `maxContains` the other items
 /// are just `rest` (`X` items among them only add matches), so no negation is needed.
 /// `None` when there is no effective `contains` (the plain array construction applies).
-fn contains(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, prefix: &[&Value], rest: &Value, min: u64, max: Option<u64>) -> Result<Option<Expr>> {
+fn contains(
+    c: &mut Compiler,
+    obj: &Map<String, Value>,
+    pointer: &str,
+    prefix: &[&Value],
+    rest: &Value,
+    min: u64,
+    max: Option<u64>,
+) -> Result<Option<Expr>> {
     let Some(cs) = obj.get("contains") else { return Ok(None) };
     let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
     let max_c = string::count(c, obj, pointer, "maxContains")?;
@@ -132,7 +151,11 @@ fn contains(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, prefix: &
         star(Expr::Seq(vec![y.clone(), sep.clone()])),
         x,
         ys_after.clone(),
-        Expr::Repeat { body: Box::new(group), min: min_c.saturating_sub(1) as u32, max: max_c.map(|m| m.saturating_sub(1) as u32) },
+        Expr::Repeat {
+            body: Box::new(group),
+            min: min_c.saturating_sub(1) as u32,
+            max: max_c.map(|m| m.saturating_sub(1) as u32),
+        },
     ]);
     // No match at all (only Y items, or none) when that is allowed; at least one X otherwise,
     // which `maxContains: 0` rules out.
@@ -151,7 +174,14 @@ const MAX_UNIQUE_VALUES: usize = 10;
 /// `uniqueItems` over finite item sets: a rule per set `S` of values used so far (the position
 /// is `|S|`, every item being new), offering each value of the next position's set that is not
 /// in `S`. `None` if some position's values are not a small finite set.
-fn unique_items(c: &mut Compiler, prefix: &[&Value], rest: &Value, min: u64, max: Option<u64>, pointer: &str) -> Result<Option<Expr>> {
+fn unique_items(
+    c: &mut Compiler,
+    prefix: &[&Value],
+    rest: &Value,
+    min: u64,
+    max: Option<u64>,
+    pointer: &str,
+) -> Result<Option<Expr>> {
     let mut sets: Vec<Vec<Value>> = Vec::new();
     for s in prefix {
         let Some(v) = super::combine::finite_values(c, s) else { return Ok(None) };
@@ -179,7 +209,8 @@ fn unique_items(c: &mut Compiler, prefix: &[&Value], rest: &Value, min: u64, max
     let at = |k: usize| -> &[usize] { allowed.get(k).map_or(&rest_allowed, |v| v) };
     let max = max.unwrap_or(u64::MAX);
     let n = all.len();
-    let rules: Vec<crate::grammar::RuleId> = (0..1usize << n).map(|m| c.new_rule(&format!("{pointer}/unique[{m:b}]"))).collect();
+    let rules: Vec<crate::grammar::RuleId> =
+        (0..1usize << n).map(|m| c.new_rule(&format!("{pointer}/unique[{m:b}]"))).collect();
     let literals: Vec<Expr> = all.iter().map(|v| super::combine::literal(c, v)).collect();
     let sep = c.punct(",");
     for m in 0..1usize << n {
@@ -191,12 +222,19 @@ fn unique_items(c: &mut Compiler, prefix: &[&Value], rest: &Value, min: u64, max
         if (k as u64) < max {
             for &v in at(k) {
                 if m >> v & 1 == 0 {
-                    let item = if k == 0 { literals[v].clone() } else { Expr::Seq(vec![sep.clone(), literals[v].clone()]) };
+                    let item =
+                        if k == 0 { literals[v].clone() } else { Expr::Seq(vec![sep.clone(), literals[v].clone()]) };
                     alts.push(Expr::Seq(vec![item, Expr::Rule(rules[m | 1 << v])]));
                 }
             }
         }
         c.rules[rules[m].0 as usize].body = Expr::Alt(alts);
     }
-    Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), Expr::Rule(rules[0]), c.ws(), Expr::Literal("]".into())])))
+    Ok(Some(Expr::Seq(vec![
+        Expr::Literal("[".into()),
+        c.ws(),
+        Expr::Rule(rules[0]),
+        c.ws(),
+        Expr::Literal("]".into()),
+    ])))
 }

@@ -25,19 +25,82 @@ use crate::grammar::Expr;
 
 /// Keywords with no effect on validation.
 const ANNOTATIONS: &[&str] = &[
-    "title", "description", "default", "examples", "$comment", "readOnly", "writeOnly", "deprecated", "$schema", "$id", "id",
-    "$anchor", "$defs", "definitions", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary", "$dynamicAnchor",
-    "$recursiveAnchor", "discriminator", "nullable", "xml", "externalDocs", "example",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$defs",
+    "definitions",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "$vocabulary",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "discriminator",
+    "nullable",
+    "xml",
+    "externalDocs",
+    "example",
 ];
 
 /// Every keyword that affects validation (drafts 4 to 2020-12); anything else is an annotation.
 const VALIDATION: &[&str] = &[
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
-    "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
-    "minProperties", "required", "dependentRequired", "properties", "patternProperties", "additionalProperties",
-    "propertyNames", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then",
-    "else", "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef",
-    "$recursiveRef", string::EXCLUDE_STRINGS, string::NOT_STRING, number::EXCLUDE_NUMBERS, object::SOME_KEY_NOT_IN,
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    string::EXCLUDE_STRINGS,
+    string::NOT_STRING,
+    number::EXCLUDE_NUMBERS,
+    object::SOME_KEY_NOT_IN,
     number::NOT_INTEGER,
 ];
 
@@ -48,13 +111,27 @@ pub(super) fn is_validation_keyword(k: &str) -> bool {
 /// The JSON type a keyword constrains (`None`: any value).
 fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
-        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | number::EXCLUDE_NUMBERS
+        "multipleOf"
+        | "maximum"
+        | "exclusiveMaximum"
+        | "minimum"
+        | "exclusiveMinimum"
+        | number::EXCLUDE_NUMBERS
         | number::NOT_INTEGER => "number",
         "maxLength" | "minLength" | "pattern" | "format" | string::NOT_STRING | string::EXCLUDE_STRINGS => "string",
-        "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems" | "additionalItems"
-        | "contains" | "unevaluatedItems" => "array",
-        "maxProperties" | "minProperties" | "required" | "dependentRequired" | "properties" | "patternProperties"
-        | "additionalProperties" | "propertyNames" | "dependentSchemas" | "dependencies" | "unevaluatedProperties"
+        "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems"
+        | "additionalItems" | "contains" | "unevaluatedItems" => "array",
+        "maxProperties"
+        | "minProperties"
+        | "required"
+        | "dependentRequired"
+        | "properties"
+        | "patternProperties"
+        | "additionalProperties"
+        | "propertyNames"
+        | "dependentSchemas"
+        | "dependencies"
+        | "unevaluatedProperties"
         | object::SOME_KEY_NOT_IN => "object",
         _ => return None,
     })
@@ -76,7 +153,8 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
 /// [`rewrite_not`] of `obj` (without its `not`) and the `not`'s schema `not`: the copy of
 /// `obj` is the caller's (no copy of the `not` is made to remove it again).
 fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let keys: Vec<&str> = not.iter().filter(|(k, v)| VALIDATION.contains(&k.as_str()) && !no_op(k, v)).map(|(k, _)| k.as_str()).collect();
+    let keys: Vec<&str> =
+        not.iter().filter(|(k, v)| VALIDATION.contains(&k.as_str()) && !no_op(k, v)).map(|(k, _)| k.as_str()).collect();
     let mut out = obj;
     const ALL: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
     let current: Vec<String> = match out.get("type") {
@@ -119,14 +197,22 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             Some(out)
         }
         _ if others.iter().all(|k| matches!(*k, "required" | "properties" | "additionalProperties"))
-            && not.get("additionalProperties").is_none_or(|a| a == &Value::Bool(false) || no_op("additionalProperties", a)) =>
+            && not
+                .get("additionalProperties")
+                .is_none_or(|a| a == &Value::Bool(false) || no_op("additionalProperties", a)) =>
         {
             // not (required R ∧ properties P [∧ additionalProperties false]) on objects: some
             // key of R is missing, or some key of P is present with a value its schema
             // rejects [, or some key outside P is present].
             let mut alts: Vec<Value> = Vec::new();
             if others.contains(&"additionalProperties") {
-                let names: Vec<Value> = not.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| Value::String(k.clone())).collect();
+                let names: Vec<Value> = not
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| Value::String(k.clone()))
+                    .collect();
                 alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: names }));
             }
             for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
@@ -152,7 +238,9 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             }
             negate_family(out, &current, not, "number", |out| push_any_of(out, alts))
         }
-        _ if others.iter().all(|k| matches!(*k, "minItems" | "maxItems")) || (others == ["items"] && !not["items"].is_array()) => {
+        _ if others.iter().all(|k| matches!(*k, "minItems" | "maxItems"))
+            || (others == ["items"] && !not["items"].is_array()) =>
+        {
             // not (items S ∧ minItems a ∧ maxItems b) on arrays: some item fails S, or fewer
             // than a items, or more than b.
             let mut alts: Vec<Value> = Vec::new();
@@ -185,7 +273,10 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
                 None => not["enum"].as_array()?.iter().collect(),
             };
             let values: Vec<&Value> = match not.get("type") {
-                Some(t) => values.into_iter().filter(|v| simple_validate(v, &serde_json::json!({ "type": t })) == Some(true)).collect(),
+                Some(t) => values
+                    .into_iter()
+                    .filter(|v| simple_validate(v, &serde_json::json!({ "type": t })) == Some(true))
+                    .collect(),
                 None => values,
             };
             let mut strings = Vec::new();
@@ -201,7 +292,9 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
                     Value::Number(_) => numbers.push(v.clone()),
                     Value::Null => types.retain(|t| t != "null"),
                     Value::Bool(_) if both_bools => types.retain(|t| t != "boolean"),
-                    Value::Bool(b) => parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]})),
+                    Value::Bool(b) => {
+                        parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]}))
+                    }
                     Value::Object(_) | Value::Array(_) => {
                         // Each member becomes alternatives: keep the rewrite small.
                         structured += members(v);
@@ -236,9 +329,9 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             })
         }
         // not (contains S) on arrays: every item fails S.
-        ["contains"] => {
-            negate_family(out, &current, not, "array", |out| add_to_all_of(out, [serde_json::json!({"items": {"not": not["contains"]}})]))
-        }
+        ["contains"] => negate_family(out, &current, not, "array", |out| {
+            add_to_all_of(out, [serde_json::json!({"items": {"not": not["contains"]}})])
+        }),
         // not (min ≤ #properties ≤ max) on objects: fewer, or more.
         _ if others.iter().all(|k| matches!(*k, "minProperties" | "maxProperties")) => {
             let mut alts: Vec<Value> = Vec::new();
@@ -260,8 +353,10 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
                 for (key, dep) in not[*k].as_object()? {
                     match dep {
                         Value::Array(names) => {
-                            let missing: Vec<Value> =
-                                names.iter().map(|m| Some(serde_json::json!({"properties": {m.as_str()?: false}}))).collect::<Option<_>>()?;
+                            let missing: Vec<Value> = names
+                                .iter()
+                                .map(|m| Some(serde_json::json!({"properties": {m.as_str()?: false}})))
+                                .collect::<Option<_>>()?;
                             if !missing.is_empty() {
                                 alts.push(serde_json::json!({"required": [key], "anyOf": missing}));
                             }
@@ -340,7 +435,9 @@ fn differs_from(v: &Value) -> Value {
             alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: keys }));
             for (k, x) in o {
                 alts.push(serde_json::json!({"type": "object", "properties": {k: false}}));
-                alts.push(serde_json::json!({"type": "object", "required": [k], "properties": {k: {"not": {"const": x}}}}));
+                alts.push(
+                    serde_json::json!({"type": "object", "required": [k], "properties": {k: {"not": {"const": x}}}}),
+                );
             }
         }
         Value::Array(a) => {
@@ -364,10 +461,19 @@ fn differs_from(v: &Value) -> Value {
 /// Does keyword `k` with value `v` accept every instance (`additionalProperties: true`,
 /// `properties: {}`, `minItems: 0`, ...)?
 fn no_op(k: &str, v: &Value) -> bool {
-    let accepts_all = |v: &Value| v == &Value::Bool(true) || v.as_object().is_some_and(|o| !o.keys().any(|k| VALIDATION.contains(&k.as_str())));
+    let accepts_all = |v: &Value| {
+        v == &Value::Bool(true) || v.as_object().is_some_and(|o| !o.keys().any(|k| VALIDATION.contains(&k.as_str())))
+    };
     match k {
-        "additionalProperties" | "additionalItems" | "items" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" => accepts_all(v),
-        "properties" | "patternProperties" | "dependentSchemas" => v.as_object().is_some_and(|o| o.values().all(accepts_all)),
+        "additionalProperties"
+        | "additionalItems"
+        | "items"
+        | "unevaluatedProperties"
+        | "unevaluatedItems"
+        | "propertyNames" => accepts_all(v),
+        "properties" | "patternProperties" | "dependentSchemas" => {
+            v.as_object().is_some_and(|o| o.values().all(accepts_all))
+        }
         "dependentRequired" | "dependencies" => v.as_object().is_some_and(|o| o.is_empty()),
         "required" => v.as_array().is_some_and(|a| a.is_empty()),
         "minLength" | "minItems" | "minProperties" => v.as_u64() == Some(0),
@@ -412,7 +518,11 @@ fn conjuncts(schema: &Map<String, Value>) -> Option<Vec<Value>> {
 ///   ([`rewrite_not`]); otherwise `if` is reported.
 ///
 /// `None` when the schema has none of them.
-pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Map<String, Value>>> {
+pub(super) fn rewrite_conditionals(
+    c: &mut Compiler,
+    obj: &Map<String, Value>,
+    pointer: &str,
+) -> Result<Option<Map<String, Value>>> {
     const KEYWORDS: [&str; 6] = ["dependentRequired", "dependentSchemas", "dependencies", "if", "then", "else"];
     if !KEYWORDS.iter().any(|k| obj.contains_key(*k)) {
         return Ok(None);
@@ -442,7 +552,9 @@ pub(super) fn rewrite_conditionals(c: &mut Compiler, obj: &Map<String, Value>, p
         let then = then.unwrap_or(Value::Bool(true));
         let els = els.unwrap_or(Value::Bool(true));
         match with_not(&Value::Bool(true), &c.resolve_shallow(&cond)) {
-            Some((not_cond, _)) => parts.push(serde_json::json!({"anyOf": [{"allOf": [cond, then]}, {"allOf": [not_cond, els]}]})),
+            Some((not_cond, _)) => {
+                parts.push(serde_json::json!({"anyOf": [{"allOf": [cond, then]}, {"allOf": [not_cond, els]}]}))
+            }
             None => c.unenforced(pointer, "if", "the negation of this `if` schema cannot be written exactly")?,
         }
     }
@@ -498,7 +610,11 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     } else if let Some(e) = obj.get("enum") {
         let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
         if a.len() > MAX_ENUM {
-            return Err(crate::Error::Limit { what: format!("`enum` values at {}", join(pointer, "enum")), limit: MAX_ENUM, hint: None });
+            return Err(crate::Error::Limit {
+                what: format!("`enum` values at {}", join(pointer, "enum")),
+                limit: MAX_ENUM,
+                hint: None,
+            });
         }
         (a.iter().collect(), "enum")
     } else {
@@ -544,7 +660,11 @@ const MAX_CHECKED_RULES: usize = 64;
 
 /// The rules reachable from `start`, renumbered into a grammar of their own; `None` if there
 /// are more than `limit`.
-fn reachable(rules: &[crate::grammar::Rule], start: crate::grammar::RuleId, limit: usize) -> Option<crate::grammar::Grammar> {
+fn reachable(
+    rules: &[crate::grammar::Rule],
+    start: crate::grammar::RuleId,
+    limit: usize,
+) -> Option<crate::grammar::Grammar> {
     use crate::grammar::{Grammar, Rule, RuleId};
     let mut index: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
     let mut order = vec![start];
@@ -651,14 +771,18 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
             let mut a = obj.clone();
             let one = a.remove("oneOf").unwrap();
             let any = a.remove("anyOf").unwrap();
-            let merged = keyword("allOf", Value::Array(vec![Value::Object(a), keyword("anyOf", any), keyword("oneOf", one)]));
+            let merged =
+                keyword("allOf", Value::Array(vec![Value::Object(a), keyword("anyOf", any), keyword("oneOf", one)]));
             return Ok(Some(c.schema(&merged, pointer)?));
         }
         (Some(b), None) => ("anyOf", b),
         (None, Some(b)) => ("oneOf", b),
         (None, None) => return Ok(None),
     };
-    let branches = branches.as_array().filter(|a| !a.is_empty()).ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
+    let branches = branches
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
     if kw == "anyOf" {
         if let Some(e) = any_of_patterns(c, obj, branches, pointer) {
             return Ok(Some(e));
@@ -706,7 +830,8 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
                 }
             }
         }
-        let mut reason = "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine".to_string();
+        let mut reason =
+            "its branches may overlap (exactly-one cannot be enforced); use anyOf if overlap is fine".to_string();
         if let Some(why) = why {
             reason.push_str(&format!(" (keeping them apart failed: {why})"));
         }
@@ -785,7 +910,8 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
     let unchanged: Vec<Value> = branches.iter().map(|b| merged_view(c, &c.resolve_shallow(b))).collect();
     let mut resolved = unchanged.clone();
     const TYPES: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
-    let shared: Vec<&str> = TYPES.into_iter().filter(|t| resolved.iter().filter(|b| accepts_every(b, t)).count() >= 2).collect();
+    let shared: Vec<&str> =
+        TYPES.into_iter().filter(|t| resolved.iter().filter(|b| accepts_every(b, t)).count() >= 2).collect();
     for t in shared {
         for b in resolved.iter_mut() {
             remove_type(b, t);
@@ -839,8 +965,18 @@ fn merged_view(c: &Compiler, s: &Value) -> Value {
         return s.clone();
     }
     let mut merged = Value::Object(base);
-    const HARD: [&str; 10] =
-        ["allOf", "not", "if", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$ref", "$dynamicRef"];
+    const HARD: [&str; 10] = [
+        "allOf",
+        "not",
+        "if",
+        "dependentSchemas",
+        "dependentRequired",
+        "dependencies",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$ref",
+        "$dynamicRef",
+    ];
     for part in parts {
         let part = c.resolve_shallow(part);
         if part.as_object().is_some_and(|o| HARD.iter().any(|k| o.contains_key(*k))) {
@@ -902,7 +1038,8 @@ fn remove_type(b: &mut Value, t: &str) {
         None => ALL.iter().map(|s| s.to_string()).collect(),
         Some(v) => type_list(v).iter().map(|s| s.to_string()).collect(),
     };
-    let keep: Vec<Value> = current.into_iter().filter(|x| x != t && !(t == "number" && x == "integer")).map(Value::String).collect();
+    let keep: Vec<Value> =
+        current.into_iter().filter(|x| x != t && !(t == "number" && x == "integer")).map(Value::String).collect();
     o.insert("type".into(), Value::Array(keep));
 }
 
@@ -939,7 +1076,9 @@ fn pair_disjoint(c: &Compiler, a: &Value, b: &Value) -> bool {
 fn pair_disjoint_within(c: &Compiler, a: &Value, b: &Value, depth: usize) -> bool {
     let (ta, tb) = (type_set(a), type_set(b));
     if let (Some(x), Some(y)) = (&ta, &tb) {
-        let shared = x.iter().any(|t| y.contains(t) || (*t == "integer" && y.contains(&"number")) || (*t == "number" && y.contains(&"integer")));
+        let shared = x.iter().any(|t| {
+            y.contains(t) || (*t == "integer" && y.contains(&"number")) || (*t == "number" && y.contains(&"integer"))
+        });
         if !shared {
             return true;
         }
@@ -957,7 +1096,13 @@ fn pair_disjoint_within(c: &Compiler, a: &Value, b: &Value, depth: usize) -> boo
         return false;
     }
     let required = |s: &Value| -> Vec<String> {
-        s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
+        s.get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
     };
     let prop = |s: &Value, k: &str| s.get("properties").and_then(|p| p.get(k)).map(|p| c.resolve_shallow(p));
     let (ra, rb) = (required(a), required(b));
@@ -995,13 +1140,17 @@ fn value_set(s: &Value) -> Option<Vec<&Value>> {
 /// nothing to merge.
 pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
     let has_all_of = obj.contains_key("allOf");
-    let ref_with_siblings = obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()));
+    let ref_with_siblings =
+        obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()));
     if !has_all_of && !ref_with_siblings {
         return Ok(None);
     }
     // The keywords beside `allOf` (and beside a `$ref` with siblings) are the first part.
-    let base: Map<String, Value> =
-        obj.iter().filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref")).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let base: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let mut parts: Vec<Value> = Vec::new();
     if let Some(all) = obj.get("allOf") {
         let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
@@ -1109,7 +1258,8 @@ enum Merged {
 fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result::Result<Merged, String> {
     if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
         // Nested references/allOf: wrap and let the caller resolve level by level.
-        if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf")) {
+        if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf"))
+        {
             let (with, without) = if a.contains_key("$ref") || a.contains_key("allOf") { (a, b) } else { (b, a) };
             let mut out = without.clone();
             let mut all = vec![];
@@ -1142,7 +1292,13 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
                 let mut t: Vec<Value> = Vec::new();
                 for x in &ta {
                     for y in &tb {
-                        let m = if x == y { Some(*x) } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") { Some("integer") } else { None };
+                        let m = if x == y {
+                            Some(*x)
+                        } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") {
+                            Some("integer")
+                        } else {
+                            None
+                        };
                         if let Some(m) = m {
                             if !t.iter().any(|v| v == m) {
                                 t.push(Value::String(m.into()));
@@ -1161,11 +1317,23 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
                 }
                 Value::Array(r)
             }
-            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum" if av.is_number() && bv.is_number() => {
-                if av.as_f64() >= bv.as_f64() { av.clone() } else { bv.clone() }
+            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
+                if av.is_number() && bv.is_number() =>
+            {
+                if av.as_f64() >= bv.as_f64() {
+                    av.clone()
+                } else {
+                    bv.clone()
+                }
             }
-            "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum" if av.is_number() && bv.is_number() => {
-                if av.as_f64() <= bv.as_f64() { av.clone() } else { bv.clone() }
+            "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum"
+                if av.is_number() && bv.is_number() =>
+            {
+                if av.as_f64() <= bv.as_f64() {
+                    av.clone()
+                } else {
+                    bv.clone()
+                }
             }
             "enum" | "const" => {
                 let ea = value_set_of(k, av);
@@ -1194,7 +1362,13 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
                 if xa.len() * xb.len() > 64 {
                     return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
                 }
-                Value::Array(xa.iter().flat_map(|x| xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()])))).collect())
+                Value::Array(
+                    xa.iter()
+                        .flat_map(|x| {
+                            xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()])))
+                        })
+                        .collect(),
+                )
             }
             _ if ANNOTATIONS.contains(&k.as_str()) => continue,
             "multipleOf" => match (av.as_u64(), bv.as_u64()) {
@@ -1209,13 +1383,17 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
         out.insert(k.clone(), merged);
     }
     // Array items: each side as (prefix schemas, schema for the rest); position by position.
-    let arrays = |o: &Map<String, Value>| o.contains_key("items") || o.contains_key("prefixItems") || o.contains_key("additionalItems");
+    let arrays = |o: &Map<String, Value>| {
+        o.contains_key("items") || o.contains_key("prefixItems") || o.contains_key("additionalItems")
+    };
     if arrays(a) && arrays(b) {
         let (pa, ra) = item_schemas(a);
         let (pb, rb) = item_schemas(b);
         let n = pa.len().max(pb.len());
         let prefix: Vec<Value> = (0..n)
-            .map(|i| both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone())))
+            .map(|i| {
+                both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone()))
+            })
             .collect();
         for k in ["items", "prefixItems", "additionalItems"] {
             out.remove(k);
@@ -1235,15 +1413,21 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
 /// `additionalProperties` would have to hold for keys that only the *other* side's patterns
 /// match (the merged schema cannot say that): then it is an error.
 fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) -> std::result::Result<(), String> {
-    let members = |o: &Map<String, Value>| o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties");
+    let members = |o: &Map<String, Value>| {
+        o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties")
+    };
     if !members(a) || !members(b) {
         return Ok(()); // one side has nothing to say about members: `out` already has the other's
     }
-    let patterns = |o: &Map<String, Value>| o.get("patternProperties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let patterns =
+        |o: &Map<String, Value>| o.get("patternProperties").and_then(Value::as_object).cloned().unwrap_or_default();
     let additional = |o: &Map<String, Value>| o.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
     let (qa, qb) = (patterns(a), patterns(b));
-    if (!qb.is_empty() && additional(a) != Value::Bool(true)) || (!qa.is_empty() && additional(b) != Value::Bool(true)) {
-        return Err("merging `additionalProperties` with another schema's `patternProperties` is not supported yet".into());
+    if (!qb.is_empty() && additional(a) != Value::Bool(true)) || (!qa.is_empty() && additional(b) != Value::Bool(true))
+    {
+        return Err(
+            "merging `additionalProperties` with another schema's `patternProperties` is not supported yet".into()
+        );
     }
     // What side `o` requires of the value of key `k`.
     let view = |o: &Map<String, Value>, q: &Map<String, Value>, k: &str| -> std::result::Result<Value, String> {
@@ -1264,7 +1448,9 @@ fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Chang
         Ok(parts.into_iter().reduce(both).expect("at least one part"))
     };
     let mut props = Map::new();
-    for key in [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k)) {
+    for key in
+        [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k))
+    {
         if !props.contains_key(key) {
             props.insert(key.clone(), both(view(a, &qa, key)?, view(b, &qb, key)?));
         }
@@ -1323,7 +1509,11 @@ fn value_set_of(k: &str, v: &Value) -> Vec<Value> {
 
 fn lcm(a: u64, b: u64) -> u64 {
     fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 { a } else { gcd(b, a % b) }
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
     }
     a / gcd(a, b).max(1) * b
 }
@@ -1366,7 +1556,11 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                 None => true,
                 Some(st) => {
                     let n = st.chars().count() as u64;
-                    if k == "minLength" { n >= s.as_u64()? } else { n <= s.as_u64()? }
+                    if k == "minLength" {
+                        n >= s.as_u64()?
+                    } else {
+                        n <= s.as_u64()?
+                    }
                 }
             },
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => match (v.as_f64(), s.as_f64()) {
@@ -1421,10 +1615,16 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                     Value::Object(o) => o.len() as u64,
                     _ => return Some(true),
                 };
-                if k.starts_with("min") { n >= s.as_u64()? } else { n <= s.as_u64()? }
+                if k.starts_with("min") {
+                    n >= s.as_u64()?
+                } else {
+                    n <= s.as_u64()?
+                }
             }
             "uniqueItems" => match v.as_array() {
-                Some(a) if s == &Value::Bool(true) => (0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j]))),
+                Some(a) if s == &Value::Bool(true) => {
+                    (0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j])))
+                }
                 _ => true,
             },
             // (Array-form `items` is draft-07 tuple validation: not checked here.)
@@ -1518,7 +1718,10 @@ pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> 
         if types.iter().any(|t| !matches!(*t, "boolean" | "null")) {
             return None;
         }
-        types.iter().flat_map(|t| if *t == "null" { vec![Value::Null] } else { vec![Value::Bool(true), Value::Bool(false)] }).collect()
+        types
+            .iter()
+            .flat_map(|t| if *t == "null" { vec![Value::Null] } else { vec![Value::Bool(true), Value::Bool(false)] })
+            .collect()
     };
     let mut out = Vec::new();
     for v in candidates {
@@ -1535,7 +1738,9 @@ pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q))),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q)))
+        }
         _ => a == b,
     }
 }

@@ -104,7 +104,11 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> 
     // Deep JSON is refused first, without recursion: copying it would overflow the stack.
     for v in std::iter::once(schema).chain(opts.documents.values()) {
         if json_depth_exceeds(v, MAX_JSON_DEPTH) {
-            return Err(Error::Limit { what: "JSON nesting depth of the schema document".into(), limit: MAX_JSON_DEPTH, hint: None });
+            return Err(Error::Limit {
+                what: "JSON nesting depth of the schema document".into(),
+                limit: MAX_JSON_DEPTH,
+                hint: None,
+            });
         }
     }
     // `$ref`s made absolute, resources and anchors indexed: see [`refs`].
@@ -303,7 +307,9 @@ impl<'s> Compiler<'s> {
                 rest.remove("not");
                 return self.schema(&Value::Object(rest), pointer);
             }
-            if n == &Value::Bool(true) || n.as_object().is_some_and(|o| !o.keys().any(|k| combine::is_validation_keyword(k))) {
+            if n == &Value::Bool(true)
+                || n.as_object().is_some_and(|o| !o.keys().any(|k| combine::is_validation_keyword(k)))
+            {
                 return Ok(nothing());
             }
             if let Some(r) = n.get("$ref").and_then(Value::as_str) {
@@ -362,7 +368,8 @@ impl<'s> Compiler<'s> {
     /// - Items: only with no in-place applicator at all: `items` (2020-12) or `additionalItems`
     ///   (after an `items` array), or no effect if those are present.
     fn unevaluated(&mut self, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Map<String, Value>>> {
-        const CONDITIONAL: [&str; 7] = ["anyOf", "oneOf", "if", "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef"];
+        const CONDITIONAL: [&str; 7] =
+            ["anyOf", "oneOf", "if", "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef"];
         // (Cloning only when needed: a schema may be nested deeper than a clone can recurse.)
         if !obj.contains_key("unevaluatedProperties") && !obj.contains_key("unevaluatedItems") {
             return Ok(None);
@@ -380,7 +387,9 @@ impl<'s> Compiler<'s> {
                     }
                     // Merge the parts first, then apply the keyword to the merged schema.
                     if let Some(Value::Object(mut merged)) = combine::merge_all_of(self, &out, pointer)? {
-                        if !CONDITIONAL.iter().any(|k| merged.contains_key(*k)) && !merged.contains_key("unevaluatedProperties") {
+                        if !CONDITIONAL.iter().any(|k| merged.contains_key(*k))
+                            && !merged.contains_key("unevaluatedProperties")
+                        {
                             merged.entry("additionalProperties").or_insert_with(|| u.clone());
                             return Ok(Some(merged));
                         }
@@ -393,7 +402,18 @@ impl<'s> Compiler<'s> {
             }
         }
         if let Some(u) = obj.get("unevaluatedItems") {
-            const APPLICATORS: [&str; 10] = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains", "dependentSchemas", "$dynamicRef", "$recursiveRef"];
+            const APPLICATORS: [&str; 10] = [
+                "allOf",
+                "anyOf",
+                "oneOf",
+                "not",
+                "if",
+                "$ref",
+                "contains",
+                "dependentSchemas",
+                "$dynamicRef",
+                "$recursiveRef",
+            ];
             if !APPLICATORS.iter().any(|k| obj.contains_key(*k)) {
                 let key = if obj.get("items").is_some_and(Value::is_array) { "additionalItems" } else { "items" };
                 out.entry(key).or_insert_with(|| u.clone());
@@ -441,10 +461,23 @@ impl<'s> Compiler<'s> {
             let colon = c.punct(":");
             let string = string::any_string();
             let member = Expr::Seq(vec![string.clone(), colon, Expr::Rule(me)]);
-            let members = Expr::Seq(vec![member.clone(), Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), member])), min: 0, max: None }]);
-            let object = Expr::Seq(vec![Expr::Literal("{".into()), ws.clone(), opt(members), ws.clone(), Expr::Literal("}".into())]);
-            let items = Expr::Seq(vec![Expr::Rule(me), Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, Expr::Rule(me)])), min: 0, max: None }]);
-            let array = Expr::Seq(vec![Expr::Literal("[".into()), ws.clone(), opt(items), ws, Expr::Literal("]".into())]);
+            let members = Expr::Seq(vec![
+                member.clone(),
+                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), member])), min: 0, max: None },
+            ]);
+            let object = Expr::Seq(vec![
+                Expr::Literal("{".into()),
+                ws.clone(),
+                opt(members),
+                ws.clone(),
+                Expr::Literal("}".into()),
+            ]);
+            let items = Expr::Seq(vec![
+                Expr::Rule(me),
+                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, Expr::Rule(me)])), min: 0, max: None },
+            ]);
+            let array =
+                Expr::Seq(vec![Expr::Literal("[".into()), ws.clone(), opt(items), ws, Expr::Literal("]".into())]);
             Expr::Alt(vec![
                 object,
                 array,

@@ -100,7 +100,10 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         c.unenforced(pointer, "not", "excluding integers from this number schema is not supported")?;
         return Ok(e);
     };
-    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, Lexeme::Regex(crate::grammar::regex::builtin(&not_integer_regex()))]))))
+    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![
+        lexeme,
+        Lexeme::Regex(crate::grammar::regex::builtin(&not_integer_regex())),
+    ]))))
 }
 
 /// Most significant digits of a number written as a non-integer: with at most 15, the `f64`
@@ -116,7 +119,8 @@ const NOT_INTEGER_DIGITS: usize = 15;
 fn not_integer_regex() -> String {
     let n = NOT_INTEGER_DIGITS;
     // An integer part of k digits leaves the fraction n - k, the last of them non-zero.
-    let whole: Vec<String> = (1..n).map(|k| format!(r"[1-9][0-9]{{{}}}\.[0-9]{{0,{}}}[1-9]", k - 1, n - k - 1)).collect();
+    let whole: Vec<String> =
+        (1..n).map(|k| format!(r"[1-9][0-9]{{{}}}\.[0-9]{{0,{}}}[1-9]", k - 1, n - k - 1)).collect();
     format!(r"-?(?:0\.0{{0,99}}[1-9](?:[0-9]{{0,{}}}[1-9])?|{})0*", n - 2, whole.join("|"))
 }
 
@@ -218,13 +222,21 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
             let Some((v, ex)) = bound else { continue };
             let side = if integral(v) {
                 let v = v as i64;
-                Some(if upper { decimal_range(None, Some((v, ex)), FRAC) } else { decimal_range(Some((v, ex)), None, FRAC) })
+                Some(if upper {
+                    decimal_range(None, Some((v, ex)), FRAC)
+                } else {
+                    decimal_range(Some((v, ex)), None, FRAC)
+                })
             } else {
                 fractional_side(v, ex, upper)
             };
             match side {
                 Some(r) => parts.push(Lexeme::Regex(crate::grammar::regex::builtin(&r))),
-                None => c.unenforced(pointer, if upper { "maximum" } else { "minimum" }, format!("the bound {v} is out of the supported range"))?,
+                None => c.unenforced(
+                    pointer,
+                    if upper { "maximum" } else { "minimum" },
+                    format!("the bound {v} is out of the supported range"),
+                )?,
             }
         }
         return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(parts))));
@@ -248,7 +260,11 @@ fn fractional_side(b: f64, exclusive: bool, upper: bool) -> Option<String> {
     }
     let text = format!("{}", b.abs());
     let (int, digits) = text.split_once('.')?;
-    let whole = if upper { decimal_range(None, Some((b.floor() as i64, false)), FRAC) } else { decimal_range(Some((b.ceil() as i64, false)), None, FRAC) };
+    let whole = if upper {
+        decimal_range(None, Some((b.floor() as i64, false)), FRAC)
+    } else {
+        decimal_range(Some((b.ceil() as i64, false)), None, FRAC)
+    };
     let sign = if b < 0.0 { "-" } else { "" };
     // Away from zero on the bound's integer part the fraction must grow (`ge`), toward zero
     // it must shrink but stay nonzero (`le_nonzero`, as `I.0` is the whole number `I`).
@@ -464,7 +480,8 @@ fn same_len_range(a: &str, b: &str) -> String {
             hi_d -= 1;
         }
         if lo_d <= hi_d {
-            let class = if lo_d == hi_d { (lo_d as char).to_string() } else { format!("[{}-{}]", lo_d as char, hi_d as char) };
+            let class =
+                if lo_d == hi_d { (lo_d as char).to_string() } else { format!("[{}-{}]", lo_d as char, hi_d as char) };
             alts.push(format!("{class}{}", if rest > 0 { format!("[0-9]{{{rest}}}") } else { String::new() }));
         }
         format!("(?:{})", alts.join("|"))
@@ -481,8 +498,14 @@ fn divisible_regex(m: f64) -> Option<String> {
     let m = m as i64;
     let k = (1..=3).find(|&k| 10i64.pow(k) % m == 0)?;
     let modulus = 10i64.pow(k);
-    let tails: Vec<String> = (0..modulus).step_by(m as usize).map(|t| format!("{t:0width$}", width = k as usize)).collect();
+    let tails: Vec<String> =
+        (0..modulus).step_by(m as usize).map(|t| format!("{t:0width$}", width = k as usize)).collect();
     // Multiples below 10^k written without padding, or longer numbers ending in a tail.
     let small: Vec<String> = (0..modulus).step_by(m as usize).map(|t| t.to_string()).collect();
-    Some(format!("-?(?:{}|[1-9][0-9]{{0,{}}}(?:{}))", small.join("|"), MAX_INT_DIGITS - 1 - k as usize, tails.join("|")))
+    Some(format!(
+        "-?(?:{}|[1-9][0-9]{{0,{}}}(?:{}))",
+        small.join("|"),
+        MAX_INT_DIGITS - 1 - k as usize,
+        tails.join("|")
+    ))
 }

@@ -17,8 +17,8 @@
 use serde_json::{Map, Value};
 
 use super::{join, string, Compiler, MAX_COUNT};
-use crate::error::Result;
 use crate::automaton::Dfa;
+use crate::error::Result;
 use crate::grammar::{Expr, Lexeme, RuleId};
 use regex_syntax::hir::Hir;
 
@@ -52,7 +52,11 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     };
     for (kw, n) in [("properties", props.len()), ("required", required.len())] {
         if n > super::MAX_PROPERTIES {
-            return Err(crate::Error::Limit { what: format!("names in `{kw}` at {}", join(pointer, kw)), limit: super::MAX_PROPERTIES, hint: None });
+            return Err(crate::Error::Limit {
+                what: format!("names in `{kw}` at {}", join(pointer, kw)),
+                limit: super::MAX_PROPERTIES,
+                hint: None,
+            });
         }
     }
     let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
@@ -61,7 +65,11 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     let keys = Keys::new(c, obj, &patterns, pointer)?;
     let outside: Option<Vec<&str>> = match obj.get(SOME_KEY_NOT_IN) {
         None => None,
-        Some(v) => Some(v.as_array().and_then(|a| a.iter().map(Value::as_str).collect()).ok_or_else(|| c.bad(pointer, "internal: bad key list"))?),
+        Some(v) => Some(
+            v.as_array()
+                .and_then(|a| a.iter().map(Value::as_str).collect())
+                .ok_or_else(|| c.bad(pointer, "internal: bad key list"))?,
+        ),
     };
     let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
 
@@ -121,7 +129,11 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     // `Builder::build`); one count cannot do both. Lenient compiles count every member.
     let mut distinct_min = open && min >= 2 && cap.is_some();
     if distinct_min && max.is_some() {
-        c.unenforced(pointer, "minProperties", "`minProperties` above 1 together with `maxProperties` and additional properties is not supported")?;
+        c.unenforced(
+            pointer,
+            "minProperties",
+            "`minProperties` above 1 together with `maxProperties` and additional properties is not supported",
+        )?;
         distinct_min = false;
     } else if distinct_min && n + 1 < min {
         c.unenforced(
@@ -132,7 +144,16 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         distinct_min = false;
     }
     let cap = cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES);
-    let b = Builder { members, additional: additional_member, additional_witness, min, max, cap, distinct_min, need_witness: outside.is_some() };
+    let b = Builder {
+        members,
+        additional: additional_member,
+        additional_witness,
+        min,
+        max,
+        cap,
+        distinct_min,
+        need_witness: outside.is_some(),
+    };
     let close = Expr::Seq(vec![c.ws(), Expr::Literal("}".into())]);
     let body = b.build(c, pointer, close);
     Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body]))
@@ -211,7 +232,13 @@ impl Keys {
     /// The schema for the value of the declared or required key `name`, with its pointer: its
     /// `properties` schema (or `additionalProperties` if it has none and no pattern matches
     /// it), together with the schema of every pattern that matches it.
-    fn value_schema(&self, name: &str, props: &[(&String, &Value)], additional: &Value, pointer: &str) -> Result<(Value, String)> {
+    fn value_schema(
+        &self,
+        name: &str,
+        props: &[(&String, &Value)],
+        additional: &Value,
+        pointer: &str,
+    ) -> Result<(Value, String)> {
         let mut matching = Vec::new();
         for (_, _, dfa, schema) in &self.patterns {
             if string::accepts_str(dfa, name) {
@@ -236,9 +263,17 @@ impl Keys {
     /// the keys are outside `outside`). Keys that match no pattern take
     /// `additionalProperties`; the others every matching pattern's schema. With `outside`,
     /// each region splits in two: keys in that list and keys outside it.
-    fn regions(&self, declared: &[&str], additional: &Value, outside: Option<&[&str]>, pointer: &str) -> Result<Vec<(Expr, Value, String, bool)>> {
+    fn regions(
+        &self,
+        declared: &[&str],
+        additional: &Value,
+        outside: Option<&[&str]>,
+        pointer: &str,
+    ) -> Result<Vec<(Expr, Value, String, bool)>> {
         let add_ptr = join(pointer, "additionalProperties");
-        let literals = |names: &[&str]| Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect());
+        let literals = |names: &[&str]| {
+            Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect())
+        };
         let not_declared = (!declared.is_empty()).then(|| {
             let names = declared.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect();
             Lexeme::Not(Box::new(string::quoted(Hir::alternation(names))))
@@ -352,52 +387,60 @@ impl Builder {
                 }
             }
         }
-        let id = |i: usize, s: bool, k: usize, a: usize, w: usize| rules[(((i * 2 + s as usize) * kmax + k) * amax + a) * wmax + w];
+        let id = |i: usize, s: bool, k: usize, a: usize, w: usize| {
+            rules[(((i * 2 + s as usize) * kmax + k) * amax + a) * wmax + w]
+        };
         let sep = c.punct(",");
         let tracked = self.cap.is_some();
         for i in (0..=n).rev() {
             for s in [false, true] {
                 for k in 0..kmax {
                     for a in 0..amax {
-                      for w in 0..wmax {
-                        let wit = |is: bool| if is { wmax - 1 } else { w };
-                        let lead = if s { Some(sep.clone()) } else { None };
-                        let with_lead = |e: Expr| match &lead {
-                            Some(l) => Expr::Seq(vec![l.clone(), e]),
-                            None => e,
-                        };
-                        let mut alts = Vec::new();
-                        // Emitting a member moves the count up (saturating at the cap when only
-                        // a minimum is tracked).
-                        let emit_k = |k: usize| -> Option<usize> {
-                            if !tracked {
-                                return Some(k);
+                        for w in 0..wmax {
+                            let wit = |is: bool| if is { wmax - 1 } else { w };
+                            let lead = if s { Some(sep.clone()) } else { None };
+                            let with_lead = |e: Expr| match &lead {
+                                Some(l) => Expr::Seq(vec![l.clone(), e]),
+                                None => e,
+                            };
+                            let mut alts = Vec::new();
+                            // Emitting a member moves the count up (saturating at the cap when only
+                            // a minimum is tracked).
+                            let emit_k = |k: usize| -> Option<usize> {
+                                if !tracked {
+                                    return Some(k);
+                                }
+                                if self.max.is_some_and(|m| k as u64 >= m) {
+                                    return None;
+                                }
+                                Some((k + 1).min(kmax - 1))
+                            };
+                            for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
+                                let Some(add) = add else { continue };
+                                let next = if distinct && a == 1 { Some(k) } else { emit_k(k) };
+                                if let Some(k2) = next {
+                                    alts.push(Expr::Seq(vec![
+                                        with_lead(add.clone()),
+                                        Expr::Rule(id(i, true, k2, amax - 1, wit(is))),
+                                    ]));
+                                }
                             }
-                            if self.max.is_some_and(|m| k as u64 >= m) {
-                                return None;
+                            if i < n {
+                                let (m, req, is) = &self.members[i];
+                                if let Some(k2) = emit_k(k) {
+                                    alts.push(Expr::Seq(vec![
+                                        with_lead(m.clone()),
+                                        Expr::Rule(id(i + 1, true, k2, a, wit(*is))),
+                                    ]));
+                                }
+                                if !req {
+                                    alts.push(Expr::Rule(id(i + 1, s, k, a, w)));
+                                }
+                            } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
+                                alts.push(close.clone());
                             }
-                            Some((k + 1).min(kmax - 1))
-                        };
-                        for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
-                            let Some(add) = add else { continue };
-                            let next = if distinct && a == 1 { Some(k) } else { emit_k(k) };
-                            if let Some(k2) = next {
-                                alts.push(Expr::Seq(vec![with_lead(add.clone()), Expr::Rule(id(i, true, k2, amax - 1, wit(is)))]));
-                            }
+                            c.rules[id(i, s, k, a, w).0 as usize].body = Expr::Alt(alts);
                         }
-                        if i < n {
-                            let (m, req, is) = &self.members[i];
-                            if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::Seq(vec![with_lead(m.clone()), Expr::Rule(id(i + 1, true, k2, a, wit(*is)))]));
-                            }
-                            if !req {
-                                alts.push(Expr::Rule(id(i + 1, s, k, a, w)));
-                            }
-                        } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
-                            alts.push(close.clone());
-                        }
-                        c.rules[id(i, s, k, a, w).0 as usize].body = Expr::Alt(alts);
-                      }
                     }
                 }
             }

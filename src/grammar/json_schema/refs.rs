@@ -58,7 +58,8 @@ impl Index {
 /// `$ref` absolute, in place.
 pub(super) fn prepare(root: &mut Value, docs: &mut [(String, Value)]) -> Index {
     let schema_uri = root.get("$schema").and_then(Value::as_str).unwrap_or("");
-    let mut index = Index { legacy_id: schema_uri.contains("draft-04") || schema_uri.contains("draft-03"), ..Index::default() };
+    let mut index =
+        Index { legacy_id: schema_uri.contains("draft-04") || schema_uri.contains("draft-03"), ..Index::default() };
     index.record(ROOT_BASE.to_string(), "");
     walk(root, "", ROOT_BASE, &mut index, 0, false);
     for (uri, doc) in docs.iter_mut() {
@@ -70,8 +71,20 @@ pub(super) fn prepare(root: &mut Value, docs: &mut [(String, Value)]) -> Index {
 }
 
 /// Keywords whose values are data, never schemas: nothing in them is touched.
-const DATA_KEYWORDS: [&str; 12] =
-    ["enum", "const", "default", "examples", "required", "type", "format", "pattern", "title", "description", "$comment", "dependentRequired"];
+const DATA_KEYWORDS: [&str; 12] = [
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "required",
+    "type",
+    "format",
+    "pattern",
+    "title",
+    "description",
+    "$comment",
+    "dependentRequired",
+];
 
 /// `in_data`: under a keyword JSON Schema does not know. Such values are schemas only when a
 /// `$ref` points into them: their `$ref`s are made absolute, but their `$id`s and anchors
@@ -126,8 +139,18 @@ fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usi
                     walk(sub, &join(&here, &i.to_string()), &base, index, depth + 1, in_data);
                 }
             }
-            "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" | "contentSchema" => {
+            "items"
+            | "additionalItems"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => {
                 walk(x, &here, &base, index, depth + 1, in_data);
             }
             k if DATA_KEYWORDS.contains(&k) => {}
@@ -147,7 +170,9 @@ impl<'s> Compiler<'s> {
         let err = |msg: String| Error::Schema { at: Location::Pointer(join(pointer, "$ref")), msg };
         let (uri, frag) = r.split_once('#').unwrap_or((r, ""));
         let resource = match self.index.targets.get(uri) {
-            Some(p) if p == AMBIGUOUS => return Err(err(format!("$ref {:?}: that URI is declared by several schemas", shown(r)))),
+            Some(p) if p == AMBIGUOUS => {
+                return Err(err(format!("$ref {:?}: that URI is declared by several schemas", shown(r))))
+            }
             Some(p) => p,
             None => {
                 return Err(err(format!(
@@ -163,7 +188,9 @@ impl<'s> Compiler<'s> {
             Ok(format!("{resource}{}", percent_decode(frag)))
         } else {
             match self.index.targets.get(&format!("{uri}#{frag}")) {
-                Some(p) if p == AMBIGUOUS => Err(err(format!("$anchor {frag:?} is defined several times in one resource"))),
+                Some(p) if p == AMBIGUOUS => {
+                    Err(err(format!("$anchor {frag:?} is defined several times in one resource")))
+                }
                 Some(p) => Ok(p.clone()),
                 None => Err(err(format!("no $anchor named {frag:?} in {:?}", shown(uri)))),
             }
@@ -204,7 +231,8 @@ impl<'s> Compiler<'s> {
     pub(super) fn not_ref(&mut self, obj: &Map<String, Value>, r: &str, pointer: &str) -> Result<Expr> {
         let not = &obj["not"];
         let target = self.ref_target(r, &join(pointer, "not"))?;
-        let alone = |o: &Map<String, Value>, keep: &str| o.keys().all(|k| k == keep || !combine::is_validation_keyword(k));
+        let alone =
+            |o: &Map<String, Value>, keep: &str| o.keys().all(|k| k == keep || !combine::is_validation_keyword(k));
         let inlined = self.resolve_shallow(not);
         if inlined.get("$ref").is_some() {
             // Siblings beside the `$ref` that clash with its target's (see `resolve_shallow`).
@@ -453,7 +481,10 @@ mod tests {
         }
         assert_eq!(resolve("urn:uuid:deadbeef-1234", "#/$defs/x"), "urn:uuid:deadbeef-1234#/$defs/x");
         assert_eq!(resolve("urn:strictly:root", "#foo"), "urn:strictly:root#foo");
-        assert_eq!(resolve("http://localhost:1234/draft2020-12/", "baseUriChange/"), "http://localhost:1234/draft2020-12/baseUriChange/");
+        assert_eq!(
+            resolve("http://localhost:1234/draft2020-12/", "baseUriChange/"),
+            "http://localhost:1234/draft2020-12/baseUriChange/"
+        );
     }
 }
 

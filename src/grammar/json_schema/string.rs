@@ -109,7 +109,8 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         }
     }
     if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
-        let names: Vec<Hir> = ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(encode_str(n).into_bytes())).collect();
+        let names: Vec<Hir> =
+            ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(encode_str(n).into_bytes())).collect();
         parts.push(Lexeme::Not(Box::new(quoted(Hir::alternation(names)))));
     }
     for not in obj.get(NOT_STRING).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object) {
@@ -135,20 +136,28 @@ pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme
         Expr::Alt(xs) => {
             let parts = xs.iter().map(|x| expr_lexeme(c, x, depth + 1)).collect::<Option<Vec<_>>>()?;
             if parts.iter().all(|p| matches!(p, Lexeme::Regex(_))) {
-                Lexeme::Regex(Hir::alternation(parts.into_iter().map(|p| match p {
-                    Lexeme::Regex(h) => h,
-                    _ => unreachable!(),
-                }).collect()))
+                Lexeme::Regex(Hir::alternation(
+                    parts
+                        .into_iter()
+                        .map(|p| match p {
+                            Lexeme::Regex(h) => h,
+                            _ => unreachable!(),
+                        })
+                        .collect(),
+                ))
             } else {
                 // a ∨ b = ¬(¬a ∧ ¬b)
                 Lexeme::Not(Box::new(Lexeme::And(parts.into_iter().map(|p| Lexeme::Not(Box::new(p))).collect())))
             }
         }
         Expr::Seq(xs) => {
-            let parts = xs.iter().map(|x| match expr_lexeme(c, x, depth + 1)? {
-                Lexeme::Regex(h) => Some(h),
-                _ => None,
-            }).collect::<Option<Vec<_>>>()?;
+            let parts = xs
+                .iter()
+                .map(|x| match expr_lexeme(c, x, depth + 1)? {
+                    Lexeme::Regex(h) => Some(h),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
             Lexeme::Regex(Hir::concat(parts))
         }
         Expr::Repeat { .. } => return None,
@@ -169,10 +178,12 @@ pub(super) fn lexeme_is_empty(lexeme: &Lexeme) -> Result<bool> {
 pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &str) -> Result<Option<u64>> {
     match obj.get(kw) {
         None => Ok(None),
-        Some(v) => match v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)) {
-            Some(n) => Ok(Some(n)),
-            None => Err(c.bad(&join(pointer, kw), format!("`{kw}` must be a non-negative integer"))),
-        },
+        Some(v) => {
+            match v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)) {
+                Some(n) => Ok(Some(n)),
+                None => Err(c.bad(&join(pointer, kw), format!("`{kw}` must be a non-negative integer"))),
+            }
+        }
     }
 }
 
@@ -193,7 +204,10 @@ fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
     // A part that matches the empty string and is not anchored at both ends matches in every
     // string (at its start or its end): the pattern says nothing (`([A-Z]+)?`, `^a*`). Kept
     // as a product with a length bound it would cost thousands of states for no constraint.
-    if parts.iter().any(|(start, core, end)| !(*start && *end) && core.iter().all(|x| x.properties().minimum_len() == Some(0))) {
+    if parts
+        .iter()
+        .any(|(start, core, end)| !(*start && *end) && core.iter().all(|x| x.properties().minimum_len() == Some(0)))
+    {
         return Ok(any);
     }
     // Parts anchored alike share their "any units" ends: `.*(a|b).*`, not `.*a.*|.*b.*`. Kept
@@ -260,7 +274,9 @@ fn trim_free_end(h: &Hir, front: bool) -> Hir {
             }
             Hir::concat(xs)
         }
-        HirKind::Alternation(xs) if !xs.iter().any(nullable) => Hir::alternation(xs.iter().map(|x| trim_free_end(x, front)).collect()),
+        HirKind::Alternation(xs) if !xs.iter().any(nullable) => {
+            Hir::alternation(xs.iter().map(|x| trim_free_end(x, front)).collect())
+        }
         // x{n,m} is x{0,m-n}x{n} (or the other way round): the optional copies go.
         HirKind::Repetition(r) if r.min == 1 => trim_free_end(&r.sub, front),
         HirKind::Repetition(r) if r.min > 1 => Hir::repetition(Repetition { max: Some(r.min), ..r.clone() }),
@@ -278,11 +294,15 @@ const MAX_ANCHOR_PARTS: usize = 256;
 /// `^` after something that did, leaves no match (those only keep their empty strings).
 /// Anchors inside repetitions and other look-arounds are refused.
 fn anchor_parts(h: &Hir) -> std::result::Result<Vec<(bool, Vec<Hir>, bool)>, String> {
-    let has_look = |h: &Hir| h.properties().look_set().contains(Look::Start) || h.properties().look_set().contains(Look::End);
+    let has_look =
+        |h: &Hir| h.properties().look_set().contains(Look::Start) || h.properties().look_set().contains(Look::End);
     if !has_look(h) {
         return match h.properties().look_set().is_empty() {
             true => Ok(vec![(false, vec![h.clone()], false)]),
-            false => Err(format!("anchors and word boundaries inside a pattern ({:?}) are not supported", h.properties().look_set())),
+            false => Err(format!(
+                "anchors and word boundaries inside a pattern ({:?}) are not supported",
+                h.properties().look_set()
+            )),
         };
     }
     let empty_only = |core: &[Hir]| core.iter().all(|x| x.properties().minimum_len() == Some(0));
@@ -336,7 +356,9 @@ fn encode(h: &Hir) -> std::result::Result<Hir, String> {
         }
         HirKind::Class(Class::Unicode(cls)) => encode_class(cls),
         HirKind::Class(Class::Bytes(_)) => return Err("byte-oriented classes are not supported in patterns".into()),
-        HirKind::Look(l) => return Err(format!("anchors and word boundaries inside a pattern ({l:?}) are not supported")),
+        HirKind::Look(l) => {
+            return Err(format!("anchors and word boundaries inside a pattern ({l:?}) are not supported"))
+        }
         HirKind::Repetition(r) => Hir::repetition(Repetition { sub: Box::new(encode(&r.sub)?), ..r.clone() }),
         HirKind::Capture(c) => encode(&c.sub)?,
         HirKind::Concat(xs) => Hir::concat(xs.iter().map(encode).collect::<std::result::Result<_, _>>()?),
@@ -444,7 +466,8 @@ pub(super) fn ecma_to_rust(p: &str) -> std::result::Result<String, String> {
 /// cannot enforce.
 fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
     const DATE: &str = r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)";
-    const TIME: &str = r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))";
+    const TIME: &str =
+        r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]))";
     Some(Ok(match f {
         "date" => DATE,
         "time" => TIME,
@@ -456,12 +479,18 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
             );
             DT
         }
-        "duration" => r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)",
+        "duration" => {
+            r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+        }
         // Host labels: letters/digits, single hyphens inside (never `--`, so no `xn--` A-labels
         // whose punycode would need checking), at most 29 characters.
-        "email" => r"[A-Za-z0-9_+-]{1,20}(?:\.[A-Za-z0-9_+-]{1,20}){0,2}@[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}){0,2}\.[A-Za-z]{2,6}",
+        "email" => {
+            r"[A-Za-z0-9_+-]{1,20}(?:\.[A-Za-z0-9_+-]{1,20}){0,2}@[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,18}){0,2}\.[A-Za-z]{2,6}"
+        }
         "hostname" => r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}(?:\.[A-Za-z0-9](?:-?[A-Za-z0-9]){0,28}){0,4}",
-        "ipv4" => r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}",
+        "ipv4" => {
+            r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
+        }
         "ipv6" => concat!(
             r"(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|(?:[0-9a-fA-F]{1,4}:){1,7}:|(?:[0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}",
             r"|(?:[0-9a-fA-F]{1,4}:){1,5}(?::[0-9a-fA-F]{1,4}){1,2}|(?:[0-9a-fA-F]{1,4}:){1,4}(?::[0-9a-fA-F]{1,4}){1,3}",
@@ -502,4 +531,3 @@ fn format_regex(f: &str) -> Option<std::result::Result<&'static str, String>> {
         _ => return None,
     }))
 }
-

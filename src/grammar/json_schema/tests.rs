@@ -12,14 +12,16 @@ fn bytes_vocab() -> std::sync::Arc<Vocab> {
 
 fn accepts(schema: &Value, text: &str) -> bool {
     let v = bytes_vocab();
-    let c = Compiled::new(v, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    let c = Compiled::new(v, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
+        .unwrap_or_else(|e| panic!("{schema}: {e}"));
     let mut m = c.matcher();
     m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
 
 #[test]
 fn basic_types() {
-    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]});
+    let s =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]});
     assert!(accepts(&s, r#"{"a":1}"#));
     assert!(accepts(&s, r#"{"a": -12, "b": "x\"y"}"#));
     assert!(accepts(&s, r#"{"a":1,"zz":[1,{"q":null}]}"#), "additional properties default to true");
@@ -71,10 +73,19 @@ fn strings_patterns_formats() {
 #[test]
 fn any_of_patterns_is_their_alternation() {
     // One lexeme for the alternation: the same language as the branches side by side.
-    let branches = json!([{"pattern": "^a"}, {"pattern": "b$", "description": "ends in b"}, {"pattern": "^x.*\\.can$"}]);
+    let branches =
+        json!([{"pattern": "^a"}, {"pattern": "b$", "description": "ends in b"}, {"pattern": "^x.*\\.can$"}]);
     let merged = json!({"anyOf": branches.clone()});
     let typed = json!({"type": "string", "anyOf": branches});
-    let cases = [(r#""ax""#, true), (r#""xb""#, true), (r#""x1.can""#, true), (r#""ba""#, false), (r#""x.canb""#, true), (r#""x.cane""#, false), (r#""""#, false)];
+    let cases = [
+        (r#""ax""#, true),
+        (r#""xb""#, true),
+        (r#""x1.can""#, true),
+        (r#""ba""#, false),
+        (r#""x.canb""#, true),
+        (r#""x.cane""#, false),
+        (r#""""#, false),
+    ];
     for (text, want) in cases {
         assert_eq!(accepts(&merged, text), want, "{text}");
         assert_eq!(accepts(&typed, text), want, "{text}");
@@ -171,7 +182,9 @@ fn not_rewrites_and_annotations() {
     assert!(accepts(&s, "4") && !accepts(&s, "3") && !accepts(&s, "3.0") && accepts(&s, r#""3""#));
     // Arrays and objects as excluded values: another length, or an item that differs.
     let s = json!({"not": {"const": [1]}});
-    assert!(!accepts(&s, "[1]") && !accepts(&s, "[1.0]") && accepts(&s, "[2]") && accepts(&s, "[1,1]") && accepts(&s, "[]"));
+    assert!(
+        !accepts(&s, "[1]") && !accepts(&s, "[1.0]") && accepts(&s, "[2]") && accepts(&s, "[1,1]") && accepts(&s, "[]")
+    );
     // Unknown keywords are annotations, also inside allOf.
     let s = json!({"allOf": [{"type": "integer", "x-doc": "a"}, {"x-doc": "b", "minimum": 2}]});
     assert!(accepts(&s, "2") && !accepts(&s, "1"));
@@ -187,12 +200,16 @@ fn not_rewrites_and_annotations() {
 fn intersected_string_keywords() {
     // pattern + length: both hold.
     let s = json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4});
-    for (t, ok) in [(r#""ab""#, true), (r#""abcd""#, true), (r#""a""#, false), (r#""abcde""#, false), (r#""aB""#, false)] {
+    for (t, ok) in
+        [(r#""ab""#, true), (r#""abcd""#, true), (r#""a""#, false), (r#""abcde""#, false), (r#""aB""#, false)]
+    {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // An unanchored pattern means "contains", and length counts code points.
     let s = json!({"type": "string", "pattern": "x", "maxLength": 3});
-    for (t, ok) in [(r#""x""#, true), (r#""éxé""#, true), (r#""\nx\t""#, true), (r#""abcx""#, false), (r#""ab""#, false)] {
+    for (t, ok) in
+        [(r#""x""#, true), (r#""éxé""#, true), (r#""\nx\t""#, true), (r#""abcx""#, false), (r#""ab""#, false)]
+    {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // A pattern that matches the empty string, anchored at one end at most, holds for every
@@ -219,7 +236,8 @@ fn intersected_string_keywords() {
     assert!(accepts(&s, "null") && !accepts(&s, r#""""#) && !accepts(&s, r#""a""#));
     // Excluded values together with a length bound (from `not: {enum}`).
     let s = json!({"type": "string", "maxLength": 3, "not": {"enum": ["abc", "x"]}});
-    for (t, ok) in [(r#""ab""#, true), (r#""abc""#, false), (r#""x""#, false), (r#""xy""#, true), (r#""abcd""#, false)] {
+    for (t, ok) in [(r#""ab""#, true), (r#""abc""#, false), (r#""x""#, false), (r#""xy""#, true), (r#""abcd""#, false)]
+    {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
@@ -290,7 +308,14 @@ fn one_of_made_disjoint() {
     // Two bare `required` branches: objects with exactly one of the keys; non-objects satisfy
     // both branches, so none is valid.
     let s = json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
-    for (t, ok) in [(r#"{"a":1}"#, true), (r#"{"b":1}"#, true), (r#"{"a":1,"b":2}"#, false), (r#"{}"#, false), ("1", false), (r#""s""#, false)] {
+    for (t, ok) in [
+        (r#"{"a":1}"#, true),
+        (r#"{"b":1}"#, true),
+        (r#"{"a":1,"b":2}"#, false),
+        (r#"{}"#, false),
+        ("1", false),
+        (r#""s""#, false),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // `not: {required}` rejects non-objects too.
@@ -304,7 +329,14 @@ fn one_of_made_disjoint() {
         {"properties": {"kind": {"const": "x"}, "v": {"type": "integer"}}},
         {"properties": {"kind": {"const": "y"}, "v": {"type": "string"}}}
     ]});
-    for (t, ok) in [(r#"{"kind":"x","v":1}"#, true), (r#"{"kind":"y","v":"s"}"#, true), (r#"{"kind":"x","v":"s"}"#, false), (r#"{"v":1}"#, true), (r#"{}"#, false), ("3", false)] {
+    for (t, ok) in [
+        (r#"{"kind":"x","v":1}"#, true),
+        (r#"{"kind":"y","v":"s"}"#, true),
+        (r#"{"kind":"x","v":"s"}"#, false),
+        (r#"{"v":1}"#, true),
+        (r#"{}"#, false),
+        ("3", false),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // Integers satisfy both branches: only non-integers are valid numbers.
@@ -378,7 +410,12 @@ fn one_of_discriminator_made_required() {
         {"properties": {"kind": {"const": "x"}, "v": {"type": "integer", "multipleOf": 2}}},
         {"properties": {"kind": {"const": "y"}, "v": {"type": "integer", "multipleOf": 5}}}
     ]});
-    for (t, ok) in [(r#"{"kind":"x","v":4}"#, true), (r#"{"kind":"y","v":15}"#, true), (r#"{"kind":"y","v":4}"#, false), (r#"{"v":4}"#, false)] {
+    for (t, ok) in [
+        (r#"{"kind":"x","v":4}"#, true),
+        (r#"{"kind":"y","v":15}"#, true),
+        (r#"{"kind":"y","v":4}"#, false),
+        (r#"{"v":4}"#, false),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
 }
@@ -413,7 +450,8 @@ fn unevaluated_items_beside_applicators_is_reported() {
 fn fractional_bounds_against_f64() {
     let mut xs = Vec::new();
     for i in -12i32..=12 {
-        for f in ["", ".0", ".5", ".05", ".25", ".2500", ".249", ".251", ".75", ".9", ".001", ".999", ".5001", ".0001"] {
+        for f in ["", ".0", ".5", ".05", ".25", ".2500", ".249", ".251", ".75", ".9", ".001", ".999", ".5001", ".0001"]
+        {
             if i < 0 || !f.is_empty() || i >= 0 {
                 xs.push(format!("{i}{f}"));
             }
@@ -455,7 +493,9 @@ fn fractional_bounds_against_f64() {
 fn more_not_rewrites() {
     // Not all of several keys (at least one missing), on objects only.
     let s = json!({"not": {"required": ["a", "b"]}});
-    for (t, ok) in [(r#"{"a":1}"#, true), (r#"{"b":1}"#, true), (r#"{}"#, true), (r#"{"a":1,"b":2}"#, false), ("1", false)] {
+    for (t, ok) in
+        [(r#"{"a":1}"#, true), (r#"{"b":1}"#, true), (r#"{}"#, true), (r#"{"a":1,"b":2}"#, false), ("1", false)]
+    {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     let s = json!({"type": "object", "not": {"allOf": [{"required": ["cmd"]}, {"required": ["args"]}]}});
@@ -464,7 +504,18 @@ fn more_not_rewrites() {
     assert!(accepts(&s, r#"{"z":1}"#) && !accepts(&s, r#"{"x":1}"#) && !accepts(&s, r#"{"y":1}"#));
     // Excluded numbers, in every spelling.
     let s = json!({"type": "number", "not": {"enum": [6379, 0, -1.5]}});
-    for (t, ok) in [("6380", true), ("6379", false), ("6379.00", false), ("0", false), ("-0", false), ("0.0", false), ("-1.5", false), ("-1.50", false), ("-1.25", true), ("63790", true)] {
+    for (t, ok) in [
+        ("6380", true),
+        ("6379", false),
+        ("6379.00", false),
+        ("0", false),
+        ("-0", false),
+        ("0.0", false),
+        ("-1.5", false),
+        ("-1.50", false),
+        ("-1.25", true),
+        ("63790", true),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     let s = json!({"type": "integer", "minimum": 1, "maximum": 5, "not": {"const": 3}});
@@ -502,7 +553,13 @@ fn all_of_merges_object_members() {
         {"properties": {"s_a": {"maxLength": 3}, "b": {"type": "integer"}}},
         {"patternProperties": {"^s_": {"type": "string"}}}
     ]});
-    for (t, ok) in [(r#"{"s_a":"abc","b":1}"#, true), (r#"{"s_a":"abcd"}"#, false), (r#"{"s_a":1}"#, false), (r#"{"s_x":2}"#, false), (r#"{"s_x":"y"}"#, true)] {
+    for (t, ok) in [
+        (r#"{"s_a":"abc","b":1}"#, true),
+        (r#"{"s_a":"abcd"}"#, false),
+        (r#"{"s_a":1}"#, false),
+        (r#"{"s_x":2}"#, false),
+        (r#"{"s_x":"y"}"#, true),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // Two closed sides: only keys both allow.
@@ -510,7 +567,9 @@ fn all_of_merges_object_members() {
         {"properties": {"a": {}, "b": {}}, "additionalProperties": false},
         {"properties": {"b": {"type": "integer"}, "c": {}}, "additionalProperties": false}
     ]});
-    for (t, ok) in [(r#"{"b":1}"#, true), (r#"{"b":"x"}"#, false), (r#"{"a":1}"#, false), (r#"{"c":1}"#, false), (r#"{}"#, true)] {
+    for (t, ok) in
+        [(r#"{"b":1}"#, true), (r#"{"b":"x"}"#, false), (r#"{"a":1}"#, false), (r#"{"c":1}"#, false), (r#"{}"#, true)]
+    {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     // A closed side against the other's patterns cannot be written as one schema: reported.
@@ -551,7 +610,13 @@ fn contains_with_counts() {
 #[test]
 fn unique_items_over_finite_sets() {
     let s = json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "minItems": 1});
-    for (t, ok) in [(r#"["a"]"#, true), (r#"["c","a","b"]"#, true), (r#"["a","a"]"#, false), ("[]", false), (r#"["a","b","a"]"#, false)] {
+    for (t, ok) in [
+        (r#"["a"]"#, true),
+        (r#"["c","a","b"]"#, true),
+        (r#"["a","a"]"#, false),
+        ("[]", false),
+        (r#"["a","b","a"]"#, false),
+    ] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
     let s = json!({"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "items": false, "uniqueItems": true});
@@ -563,7 +628,8 @@ fn unique_items_over_finite_sets() {
 }
 
 fn accepts_with(schema: &Value, opts: &JsonSchemaOptions, text: &str) -> bool {
-    let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(schema.clone(), opts.clone())).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(schema.clone(), opts.clone()))
+        .unwrap_or_else(|e| panic!("{schema}: {e}"));
     let mut m = c.matcher();
     m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
 }
@@ -592,8 +658,10 @@ fn refs_resolve_against_base_uris_and_documents() {
     assert!(accepts(&s, "true") && !accepts(&s, r#""s""#));
     // Registered documents, with relative references inside them resolved against their URI.
     let mut opts = JsonSchemaOptions::default();
-    opts.documents.insert("http://example.com/types.json".into(), json!({"$defs": {"n": {"$ref": "more.json#/$defs/m"}}}));
-    opts.documents.insert("http://example.com/more.json".into(), json!({"$defs": {"m": {"type": "integer", "minimum": 5}}}));
+    opts.documents
+        .insert("http://example.com/types.json".into(), json!({"$defs": {"n": {"$ref": "more.json#/$defs/m"}}}));
+    opts.documents
+        .insert("http://example.com/more.json".into(), json!({"$defs": {"m": {"type": "integer", "minimum": 5}}}));
     let s = json!({"$ref": "http://example.com/types.json#/$defs/n"});
     assert!(accepts_with(&s, &opts, "7") && !accepts_with(&s, &opts, "3") && !accepts_with(&s, &opts, r#""x""#));
     // Refs inside a `$ref`'s target keep their meaning when it is merged with siblings.
@@ -629,7 +697,8 @@ fn repeated_additional_keys_do_not_count_twice() {
     let s = json!({"minProperties": 1});
     assert!(accepts(&s, r#"{"f":1,"f":2}"#) && !accepts(&s, "{}"));
     // Two additional keys needed: they could repeat, so that is refused, naming the keyword.
-    let e = compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
+    let e =
+        compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("minProperties") && e.contains("distinct"), "{e}");
 }
 
@@ -658,7 +727,12 @@ fn anchors_inside_pattern_groups() {
     let uri = r"([A-Za-z][A-Za-z0-9+\-.]*):(?:(//)(?:((?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*)@)?((?:\[(?:(?:(?:(?:[0-9A-Fa-f]{1,4}:){6}|::(?:[0-9A-Fa-f]{1,4}:){5})(?:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}))|[Vv][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*))(?::([0-9]*))?((?:/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*)*)|)(?:\?((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?(?:\#((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?";
     let s = json!({"type": "string", "pattern": uri});
     let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
-    let states = c.stats().as_object().and_then(|o| o.get("dfa_states").or(o.get("lexer_states"))).and_then(|n| n.as_u64()).unwrap();
+    let states = c
+        .stats()
+        .as_object()
+        .and_then(|o| o.get("dfa_states").or(o.get("lexer_states")))
+        .and_then(|n| n.as_u64())
+        .unwrap();
     assert!(states < 50, "{states} states");
     for ok in [r#""http://x""#, r#""see urn:isbn""#, r#""a:""#, r#""x 1a+b:[""#] {
         assert!(accepts(&s, ok), "{ok}");
@@ -670,7 +744,12 @@ fn anchors_inside_pattern_groups() {
     // matched (2^10 times the states; this one took most of a second to compile).
     let s = json!({"type": "string", "pattern": "^list|date|time|string|enum|int|double|long|boolean|number$"});
     let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
-    let states = c.stats().as_object().and_then(|o| o.get("dfa_states").or(o.get("lexer_states"))).and_then(|n| n.as_u64()).unwrap();
+    let states = c
+        .stats()
+        .as_object()
+        .and_then(|o| o.get("dfa_states").or(o.get("lexer_states")))
+        .and_then(|n| n.as_u64())
+        .unwrap();
     assert!(states < 1000, "{states} states");
     for ok in [r#""listx""#, r#""a date""#, r#""a number""#, r#""xintx""#] {
         assert!(accepts(&s, ok), "{ok}");
@@ -747,10 +826,32 @@ fn not_of_refs_and_closed_objects() {
         json!({"oneOf": [{"required": ["x"]}, {"not": {"$ref": "#/$defs/pt"}}], "$defs": defs}),
     ];
     let instances = [
-        "{}", r#"{"x":1}"#, r#"{"x":1,"y":2}"#, r#"{"x":1,"z":2}"#, r#"{"y":2}"#, r#"{"x":"s"}"#, r#"{"x":1.5}"#, r#"{"v":1}"#,
-        r#"{"v":1,"kids":[{"v":2}]}"#, r#"{"v":1,"kids":[{"w":2}]}"#, r#"{"kids":[{"kids":[{"q":1}]}]}"#, r#"{"a":1}"#, r#"{"a":"s"}"#,
-        r#"{"a":1,"b":"s"}"#, r#"{"a":1,"b":2}"#, r#"{"b":"s","c":null}"#, r#"{"p1":3}"#, r#"{"a":1,"p1":3}"#, r#"{"c":1}"#, "3", "899",
-        "900", "1200", "null", r#""s""#, "[1]",
+        "{}",
+        r#"{"x":1}"#,
+        r#"{"x":1,"y":2}"#,
+        r#"{"x":1,"z":2}"#,
+        r#"{"y":2}"#,
+        r#"{"x":"s"}"#,
+        r#"{"x":1.5}"#,
+        r#"{"v":1}"#,
+        r#"{"v":1,"kids":[{"v":2}]}"#,
+        r#"{"v":1,"kids":[{"w":2}]}"#,
+        r#"{"kids":[{"kids":[{"q":1}]}]}"#,
+        r#"{"a":1}"#,
+        r#"{"a":"s"}"#,
+        r#"{"a":1,"b":"s"}"#,
+        r#"{"a":1,"b":2}"#,
+        r#"{"b":"s","c":null}"#,
+        r#"{"p1":3}"#,
+        r#"{"a":1,"p1":3}"#,
+        r#"{"c":1}"#,
+        "3",
+        "899",
+        "900",
+        "1200",
+        "null",
+        r#""s""#,
+        "[1]",
     ];
     agrees_with_validator(&schemas, &instances);
 }
@@ -764,7 +865,19 @@ fn enum_values_filtered_by_the_other_keywords_grammar() {
         json!({"type": "array", "items": {"multipleOf": 5}, "enum": [[5, 10], [4], []]}),
     ];
     let instances = [
-        "[1]", "[1,2,3]", r#""x""#, r#""2024-01-01""#, r#""yesterday""#, "3", r#"{"a":1}"#, r#"{"a":"s"}"#, r#"{"b":2}"#, "[3,6]", "[4]", "[]", "[5,10]",
+        "[1]",
+        "[1,2,3]",
+        r#""x""#,
+        r#""2024-01-01""#,
+        r#""yesterday""#,
+        "3",
+        r#"{"a":1}"#,
+        r#"{"a":"s"}"#,
+        r#"{"b":2}"#,
+        "[3,6]",
+        "[4]",
+        "[]",
+        "[5,10]",
     ];
     agrees_with_validator(&schemas, &instances);
 }
@@ -785,9 +898,31 @@ fn not_of_values_contains_counts_dependencies_and_disjoint_one_of() {
         json!({"not": {"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]}, {"type": "object", "properties": {"k": {"const": 2}}, "required": ["k"]}]}}),
     ];
     let instances = [
-        "true", "false", "null", "1", "1.0", r#""s""#, "[]", "[1,2]", "[1.0,2]", "[1,2,3]", r#"[1,"x"]"#, r#"["x"]"#, "{}", r#"{"a":1}"#,
-        r#"{"a":1,"b":[1,"x"]}"#, r#"{"a":1.0,"b":[1,"x"]}"#, r#"{"a":1,"b":[1,"y"]}"#, r#"{"a":1,"b":[1,"x"],"c":0}"#, r#"{"a":{}}"#,
-        r#"{"a":{"z":1}}"#, r#"{"a":1,"b":2}"#, r#"{"c":1}"#, r#"{"c":1,"d":2}"#, r#"{"k":1}"#, r#"{"k":3}"#,
+        "true",
+        "false",
+        "null",
+        "1",
+        "1.0",
+        r#""s""#,
+        "[]",
+        "[1,2]",
+        "[1.0,2]",
+        "[1,2,3]",
+        r#"[1,"x"]"#,
+        r#"["x"]"#,
+        "{}",
+        r#"{"a":1}"#,
+        r#"{"a":1,"b":[1,"x"]}"#,
+        r#"{"a":1.0,"b":[1,"x"]}"#,
+        r#"{"a":1,"b":[1,"y"]}"#,
+        r#"{"a":1,"b":[1,"x"],"c":0}"#,
+        r#"{"a":{}}"#,
+        r#"{"a":{"z":1}}"#,
+        r#"{"a":1,"b":2}"#,
+        r#"{"c":1}"#,
+        r#"{"c":1,"d":2}"#,
+        r#"{"k":1}"#,
+        r#"{"k":3}"#,
     ];
     agrees_with_validator(&schemas, &instances);
 }
@@ -817,12 +952,25 @@ fn additional_keys_exclude_exactly_the_declared_names() {
 fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
     let schemas = [json!({"type": "string", "format": "uri"}), json!({"type": "string", "format": "uri-reference"})];
     let instances = [
-        r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#,
-        r#""urn:isbn:0451450523""#, r#""mailto:ada@example.com""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
-        r#""ftp://ftp.example.org/""#, r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#,
-        r#""http://[::1]/""#, r#""a b""#, r#""http://exa mple.com""#, r#""%zz""#, r#""""#,
+        r#""http://localhost:8086""#,
+        r##""https://json-schema.org/draft-07/schema#""##,
+        r#""file:///C:/Users/x/doc.txt""#,
+        r#""urn:isbn:0451450523""#,
+        r#""mailto:ada@example.com""#,
+        r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
+        r#""ftp://ftp.example.org/""#,
+        r#""/relative/path?x=1""#,
+        r#""../up/one""#,
+        r##""#only-fragment""##,
+        r#""//host.example/x""#,
+        r#""http://[::1]/""#,
+        r#""a b""#,
+        r#""http://exa mple.com""#,
+        r#""%zz""#,
+        r#""""#,
         // RFC 3986 bounds neither a scheme's length nor user information's.
-        r#""web+a-very-long.scheme-name-2:x""#, r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
+        r#""web+a-very-long.scheme-name-2:x""#,
+        r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
     ];
     for s in &schemas {
         let judge = jsonschema::options().should_validate_formats(true).build(s).unwrap();
@@ -835,7 +983,15 @@ fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
         }
     }
     let uri = &schemas[0];
-    for ok in [r#""http://localhost:8086""#, r##""https://json-schema.org/draft-07/schema#""##, r#""file:///C:/Users/x/doc.txt""#, r#""urn:isbn:0451450523""#, r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##, r#""web+a-very-long.scheme-name-2:x""#, r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#] {
+    for ok in [
+        r#""http://localhost:8086""#,
+        r##""https://json-schema.org/draft-07/schema#""##,
+        r#""file:///C:/Users/x/doc.txt""#,
+        r#""urn:isbn:0451450523""#,
+        r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
+        r#""web+a-very-long.scheme-name-2:x""#,
+        r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
+    ] {
         assert!(accepts(uri, ok), "{ok}");
     }
     for ok in [r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#, r#""""#] {
@@ -852,7 +1008,9 @@ fn non_integers_stay_non_integers_as_f64() {
         assert!(accepts(&s, ok), "{ok}");
         assert!(serde_json::from_str::<f64>(ok).unwrap().fract() != 0.0, "{ok} is whole as f64");
     }
-    for bad in ["8886914205066836.9", "123456789012345.5", "1.0000000000000001", "0.99999999999999999", "2", "2.0", "1e3"] {
+    for bad in
+        ["8886914205066836.9", "123456789012345.5", "1.0000000000000001", "0.99999999999999999", "2", "2.0", "1e3"]
+    {
         assert!(!accepts(&s, bad), "{bad}");
     }
 }
