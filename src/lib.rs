@@ -116,6 +116,7 @@ pub mod fuzz;
 pub mod grammar;
 #[cfg(feature = "model")]
 pub mod model;
+pub mod regular;
 pub mod sample;
 #[cfg(feature = "server")]
 pub mod server;

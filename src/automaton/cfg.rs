@@ -21,9 +21,10 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
-use super::dfa::{Dfa, DfaLimits, DEAD};
 use crate::error::{Error, Location, Result};
-use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Lexeme, RuleId};
+use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
+use crate::regular::Lexeme;
+use crate::regular::{Dfa, DfaLimits, DEAD};
 
 /// A grammar symbol: a terminal or a nonterminal index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

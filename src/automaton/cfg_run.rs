@@ -149,7 +149,12 @@ impl CfgRun {
         }
         let mut found: Option<u8> = None;
         for b in 0..=255u8 {
-            if self.pos().scans.iter().any(|sc| cfg.terms[sc.term as usize].dfa.next(sc.state, b) != super::dfa::DEAD) {
+            if self
+                .pos()
+                .scans
+                .iter()
+                .any(|sc| cfg.terms[sc.term as usize].dfa.next(sc.state, b) != crate::regular::DEAD)
+            {
                 if found.is_some() {
                     return None;
                 }
@@ -378,7 +383,7 @@ impl TrieVisitor for InsideWithin<'_> {
         self.stack.descend(|k, s| {
             let dfa = &cfg.terms[scans[k as usize].term as usize].dfa;
             let next = dfa.next(s, byte);
-            (next != super::dfa::DEAD && dfa.can_continue(next)).then_some(next)
+            (next != crate::regular::DEAD && dfa.can_continue(next)).then_some(next)
         })
     }
 

@@ -20,11 +20,11 @@
 //! - With a cleaned grammar (see [`cfg`](super::cfg)) every live scan and every row reached by a
 //!   live prefix can be completed, so "some scan alive or the row accepts" means "extendable".
 
+use crate::regular::FxBuild;
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::cfg::{Cfg, Sym, TOP, TOP_PROD};
-use super::dfa::DEAD;
+use crate::regular::DEAD;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Item {
@@ -70,7 +70,7 @@ pub struct Chart {
     rows: Vec<Row>,
     /// Per row, lazily: (symbol, fewest usable bytes to finish after that symbol completes).
     costs: Vec<Option<Vec<(Sym, u32)>>>,
-    seen: HashSet<Item, BuildHasherDefault<FxHasher>>,
+    seen: HashSet<Item, FxBuild>,
     accepted: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     /// Set when a row hit `Cfg::max_row_items` (and was made dead); see `take_overflow`.
@@ -434,30 +434,5 @@ fn sym_key(s: Sym) -> u32 {
     match s {
         Sym::T(t) => t << 1,
         Sym::N(n) => (n << 1) | 1,
-    }
-}
-
-/// A small multiplicative hasher for `Item`s (the parser's hot set; no untrusted keys).
-#[derive(Default)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
     }
 }

@@ -55,8 +55,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::Cfg;
-use super::dfa::{Dfa, DEAD};
 use super::earley::Scan;
+use crate::regular::{Dfa, DEAD};
 use crate::vocab::{slices::Slices, trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
 
 /// Most bytes all entries of one cache may take together.
@@ -418,7 +418,7 @@ fn merge_subtrees(vocab: &Vocab, nodes: &[(u32, u32)]) -> TokenTrie {
 fn content_dfa() -> &'static Dfa {
     static CONTENT: OnceLock<Dfa> = OnceLock::new();
     CONTENT.get_or_init(|| {
-        let hir = crate::grammar::regex::parse(r#"[^\x00-\x1f"\\]*"#).expect("valid regex");
+        let hir = crate::regular::regex::parse(r#"[^\x00-\x1f"\\]*"#).expect("valid regex");
         Dfa::from_hir(&hir, Default::default()).expect("small DFA")
     })
 }
@@ -680,8 +680,8 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     }
     let n = pairs.len();
     let far = |d: u32| if d == u32::MAX { usize::MAX } else { d as usize };
-    let accept = super::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_accept[i]), 1);
-    let dead = super::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_dead[i]), 1);
+    let accept = crate::regular::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_accept[i]), 1);
+    let dead = crate::regular::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_dead[i]), 1);
     Some((0..nd).map(|d| (far(accept[d]), far(dead[d]))).collect())
 }
 
@@ -923,7 +923,7 @@ struct Members {
     nodes: Vec<(u32, u32)>,
 }
 
-type FxBuild = std::hash::BuildHasherDefault<super::earley::FxHasher>;
+use crate::regular::FxBuild;
 
 /// The (scan index, DFA state) pairs of a lexer-only trie walk, per depth: one flat buffer,
 /// with each depth's range in `levels` (the base level holds the scans' starting states).
@@ -1135,7 +1135,7 @@ mod tests {
             r#"[ \t\n]{0,3}"x\\y" ?:"#,
         ];
         for re in lexemes {
-            let dfa = Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+            let dfa = Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
             let table = reach_table(&dfa).expect("small");
             for s in 1..dfa.state_count() as u32 {
                 assert_eq!(
@@ -1155,7 +1155,7 @@ mod tests {
 
     #[test]
     fn scans_together_survive_what_each_alone_dies_on() {
-        let dfa = |re: &str| Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+        let dfa = |re: &str| Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
         let dead_all = |res: &[&str], max: usize| {
             let dfas: Vec<Dfa> = res.iter().map(|re| dfa(re)).collect();
             let refs: Vec<&Dfa> = dfas.iter().collect();
@@ -1179,7 +1179,7 @@ mod tests {
 
     #[test]
     fn hazards_are_the_bytes_that_kill_or_accept() {
-        let dfa = |re: &str| Dfa::from_hir(&crate::grammar::regex::parse(re).unwrap(), Default::default()).unwrap();
+        let dfa = |re: &str| Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
         let set = |bytes: &[u8]| {
             let mut s = ByteSet::default();
             bytes.iter().for_each(|&b| s.insert(b));

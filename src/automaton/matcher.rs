@@ -17,8 +17,9 @@
 use std::sync::Arc;
 
 use super::cfg_run::CfgRun;
-use super::{dfa::DEAD, Compiled, Engine};
+use super::{Compiled, Engine};
 use crate::error::{Error, Result};
+use crate::regular::DEAD;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 const ENDED: u32 = u32::MAX;

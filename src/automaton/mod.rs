@@ -17,7 +17,6 @@
 
 pub mod cfg;
 mod cfg_run;
-pub mod dfa;
 mod earley;
 mod mask_cache;
 mod matcher;
@@ -25,12 +24,12 @@ mod matcher;
 use std::sync::Arc;
 
 pub use cfg::CfgLimits;
-pub use dfa::{Dfa, DfaLimits};
 pub(crate) use mask_cache::MaskCache;
 pub use matcher::Matcher;
 
 use crate::error::{Error, Result};
 use crate::grammar::{self, Grammar};
+use crate::regular::Dfa;
 use crate::vocab::Vocab;
 
 /// What the output must match.
@@ -51,9 +50,7 @@ impl Constraint {
     /// [`crate::fuzz`] walks it).
     pub fn grammar(&self) -> Result<Grammar> {
         Ok(match self {
-            Constraint::Regex(r) => {
-                Grammar::single(grammar::Expr::Regex(std::sync::Arc::new(grammar::regex::parse(r)?)))
-            }
+            Constraint::Regex(r) => grammar::regex::grammar(r)?,
             Constraint::Choice(options) => {
                 if options.is_empty() {
                     return Err(Error::invalid("a choice needs at least one option"));
@@ -145,7 +142,7 @@ impl Compiled {
     /// Does the constraint match no output at all?
     pub fn is_empty_language(&self) -> bool {
         match &self.engine {
-            Engine::Dfa { dfa, .. } => dfa.start() == dfa::DEAD,
+            Engine::Dfa { dfa, .. } => dfa.start() == crate::regular::DEAD,
             // Lowering rejects grammars whose start derives nothing.
             Engine::Cfg(_) => false,
         }

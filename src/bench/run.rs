@@ -295,7 +295,7 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
                 // Warm caches would make this no replay: the DFAs (shared process-wide by
                 // lexeme) and the vocabulary's mask cache are emptied, so the re-run starts
                 // colder than the first run did (the lexemes earlier cases shared are cold too).
-                crate::automaton::Dfa::clear_shared();
+                crate::regular::Dfa::clear_shared();
                 vocab.mask_cache.clear();
                 run_case(vocab, case, idx, &once).mask_us.map(|m| m.max)
             };

@@ -27,7 +27,8 @@ use super::Source;
 use crate::automaton::{Compiled, Constraint};
 use crate::decode::{self, GenerateOptions, RandomLogits};
 use crate::error::{Error, Result};
-use crate::grammar::{Expr, Grammar, Lexeme};
+use crate::grammar::{Expr, Grammar};
+use crate::regular::Lexeme;
 use crate::sample::SamplingParams;
 use crate::vocab::Vocab;
 

@@ -13,7 +13,8 @@
 
 use std::collections::HashMap;
 
-use crate::grammar::{Expr, Grammar, Lexeme, RuleId};
+use crate::grammar::{Expr, Grammar, RuleId};
+use crate::regular::Lexeme;
 
 /// "Derives nothing" for sizes and heights.
 pub const INF: u32 = u32::MAX;

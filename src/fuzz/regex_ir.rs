@@ -12,11 +12,11 @@
 use regex_syntax::hir::{Hir, HirKind, Look};
 
 use crate::error::Result;
-use crate::grammar::{regex, Expr, Grammar};
+use crate::grammar::{Expr, Grammar};
 
 /// The grammar of regex `pattern`, laid out for the generator (see the module docs).
 pub fn regex_grammar(pattern: &str) -> Result<Grammar> {
-    Ok(Grammar::single(lay_out(&strip(&regex::parse(pattern)?, true, true))))
+    Ok(Grammar::single(lay_out(&strip(&crate::regular::regex::parse(pattern)?, true, true))))
 }
 
 fn is_start(l: Look) -> bool {

@@ -59,7 +59,8 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
-use crate::grammar::ir::{Expr, Grammar, Lexeme};
+use crate::grammar::ir::{Expr, Grammar};
+use crate::regular::Lexeme;
 
 /// Does `input`, in full, derive from `g.start`?
 pub fn accepts(g: &Grammar, input: &[u8]) -> bool {

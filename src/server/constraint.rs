@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::error::ApiError;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
-use crate::grammar::{ebnf, regex, Expr, Grammar};
+use crate::grammar::{ebnf, regex, Grammar};
 use crate::vocab::Vocab;
 
 pub use crate::tools::{
@@ -71,7 +71,7 @@ impl Spec {
 fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
     let lib = |e| ApiError::from_lib(e, Some(param));
     Ok(match u {
-        UserConstraint::Regex(r) => Grammar::single(Expr::Regex(std::sync::Arc::new(regex::parse(r).map_err(lib)?))),
+        UserConstraint::Regex(r) => regex::grammar(r).map_err(lib)?,
         UserConstraint::Choice(options) => Grammar::single(regex::choice(options)),
         UserConstraint::Grammar(text) => ebnf::parse(text).map_err(lib)?,
         UserConstraint::JsonSchema(schema) => {

@@ -59,7 +59,7 @@ pub use parse::{call_id, OutputParser, Piece, RawCall};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::grammar::{regex, Expr, Grammar, Rule, RuleId};
+use crate::grammar::{Expr, Grammar, Rule, RuleId};
 
 /// The text that opens a tool call.
 pub const TOOL_CALL_OPEN: &str = "<tool_call>";
@@ -122,7 +122,7 @@ fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {
 }
 
 fn re(pattern: &str) -> Expr {
-    Expr::Regex(std::sync::Arc::new(regex::parse(pattern).expect("a valid built-in regex")))
+    Expr::Regex(std::sync::Arc::new(crate::regular::regex::parse(pattern).expect("a valid built-in regex")))
 }
 
 /// The regex of all strings (any Unicode text) that do not contain `marker`. The marker's

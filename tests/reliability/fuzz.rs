@@ -240,7 +240,7 @@ pub fn check_regex(pattern: &str, seed: u64) {
     };
     // The `regex` crate as the judge, for patterns without look-around: our anchors are
     // implied and assertions inside a pattern do not constrain, which the reference models.
-    let hir = grammar::regex::parse(pattern).unwrap();
+    let hir = strictly::regular::regex::parse(pattern).unwrap();
     let judge = hir
         .properties()
         .look_set()

@@ -1685,7 +1685,7 @@ fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
     use std::cell::RefCell;
     use std::collections::HashMap;
     thread_local! {
-        static CACHE: RefCell<HashMap<String, Option<std::rc::Rc<crate::automaton::Dfa>>>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<HashMap<String, Option<std::rc::Rc<crate::regular::Dfa>>>> = RefCell::new(HashMap::new());
     }
     let dfa = CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -1695,7 +1695,7 @@ fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
         c.entry(pattern.to_string())
             .or_insert_with(|| {
                 let h = string::pattern_content(pattern).ok()?;
-                crate::automaton::Dfa::from_hir(&h, Default::default()).ok().map(std::rc::Rc::new)
+                crate::regular::Dfa::from_hir(&h, Default::default()).ok().map(std::rc::Rc::new)
             })
             .clone()
     })?;

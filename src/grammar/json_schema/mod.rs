@@ -252,7 +252,7 @@ impl<'s> Compiler<'s> {
             Whitespace::Bounded => r"(?: ?|\n[ \t]{0,64})",
             Whitespace::Pretty => r"(?: ?|\n[ \t]{0,128})",
         };
-        Expr::Regex(crate::grammar::regex::builtin_shared(re))
+        Expr::Regex(crate::regular::regex::builtin_shared(re))
     }
 
     /// `ws lit ws`: a structural token with whitespace around it.

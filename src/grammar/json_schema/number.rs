@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 use super::{join, Compiler};
 use crate::error::Result;
-use crate::grammar::{Expr, Lexeme};
+use crate::grammar::Expr;
+use crate::regular::Lexeme;
 
 /// At most [`MAX_INT_DIGITS`] integer digits and two exponent digits (stricter than JSON, and
 /// documented): every number the grammar writes has a magnitude below 1e200, so it parses as
@@ -23,7 +24,7 @@ const FRAC: &str = r"(?:\.[0-9]+)?";
 const EXP: &str = r"(?:[eE][+-]?[0-9]{1,2})?";
 
 fn re(s: &str) -> Expr {
-    Expr::Regex(crate::grammar::regex::builtin_shared(s))
+    Expr::Regex(crate::regular::regex::builtin_shared(s))
 }
 
 pub(super) fn any_number() -> Expr {
@@ -102,7 +103,7 @@ pub(super) fn number(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     };
     Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![
         lexeme,
-        Lexeme::Regex(crate::grammar::regex::builtin(&not_integer_regex())),
+        Lexeme::Regex(crate::regular::regex::builtin(&not_integer_regex())),
     ]))))
 }
 
@@ -148,7 +149,7 @@ fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr)
         c.unenforced(pointer, "not", "excluding numbers from this number schema is not supported")?;
         return Ok(e);
     };
-    let parse = |r: &str| Lexeme::Regex(crate::grammar::regex::builtin(r));
+    let parse = |r: &str| Lexeme::Regex(crate::regular::regex::builtin(r));
     let excluded = Lexeme::Not(Box::new(parse(&format!("(?:{})", spellings.join("|")))));
     Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
 }
@@ -217,7 +218,7 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
     let integral = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
     if b.lo.is_some_and(|(v, _)| !integral(v)) || b.hi.is_some_and(|(v, _)| !integral(v)) {
         // Fractional bounds: the intersection of one regex per side (and the syntax).
-        let mut parts = vec![Lexeme::Regex(crate::grammar::regex::builtin(&format!("{INT}{frac}")))];
+        let mut parts = vec![Lexeme::Regex(crate::regular::regex::builtin(&format!("{INT}{frac}")))];
         for (bound, upper) in [(b.lo, false), (b.hi, true)] {
             let Some((v, ex)) = bound else { continue };
             let side = if integral(v) {
@@ -231,7 +232,7 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
                 fractional_side(v, ex, upper)
             };
             match side {
-                Some(r) => parts.push(Lexeme::Regex(crate::grammar::regex::builtin(&r))),
+                Some(r) => parts.push(Lexeme::Regex(crate::regular::regex::builtin(&r))),
                 None => c.unenforced(
                     pointer,
                     if upper { "maximum" } else { "minimum" },

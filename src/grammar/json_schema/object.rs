@@ -17,9 +17,10 @@
 use serde_json::{Map, Value};
 
 use super::{join, string, Compiler, MAX_COUNT};
-use crate::automaton::Dfa;
 use crate::error::Result;
-use crate::grammar::{Expr, Lexeme, RuleId};
+use crate::grammar::{Expr, RuleId};
+use crate::regular::Dfa;
+use crate::regular::Lexeme;
 use regex_syntax::hir::Hir;
 
 /// Internal keyword (made by `not` rewrites, see `combine::rewrite_not`): the object has at

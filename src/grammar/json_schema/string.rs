@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::{join, Compiler, MAX_COUNT};
 use crate::error::Result;
-use crate::grammar::{Expr, Lexeme};
+use crate::grammar::Expr;
+use crate::regular::Lexeme;
 
 /// An internal keyword (set by the `not` rewrite): string values that are excluded.
 pub(super) const EXCLUDE_STRINGS: &str = "x-strictly-exclude-strings";
@@ -30,7 +31,7 @@ pub const LONG_STRING_CAP: u64 = 1000;
 const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u000[0-7]|\\u000[be-f]|\\u001[0-9a-f])"#;
 
 fn hir(re: &str) -> Hir {
-    crate::grammar::regex::builtin(re)
+    crate::regular::regex::builtin(re)
 }
 
 /// Any encoded string content (what a `pattern` that says nothing becomes).
@@ -40,7 +41,7 @@ fn any_units() -> Hir {
 
 /// Any string, quotes included.
 pub(super) fn any_string() -> Expr {
-    Expr::Regex(crate::grammar::regex::builtin_shared(&format!("\"{UNIT}*\"")))
+    Expr::Regex(crate::regular::regex::builtin_shared(&format!("\"{UNIT}*\"")))
 }
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
@@ -165,13 +166,13 @@ pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme
 }
 
 /// Does `dfa` (a lexeme over quoted strings) accept the JSON string `s` (quoted, canonical)?
-pub(super) fn accepts_str(dfa: &crate::automaton::Dfa, s: &str) -> bool {
+pub(super) fn accepts_str(dfa: &crate::regular::Dfa, s: &str) -> bool {
     dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes()))
 }
 
 /// Is the lexeme's language empty?
 pub(super) fn lexeme_is_empty(lexeme: &Lexeme) -> Result<bool> {
-    Ok(crate::automaton::Dfa::shared(lexeme, Default::default())?.start() == crate::automaton::dfa::DEAD)
+    Ok(crate::regular::Dfa::shared(lexeme, Default::default())?.start() == crate::regular::DEAD)
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).
@@ -191,7 +192,7 @@ pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &
 /// ECMA-262 syntax, "contains" semantics unless anchored.
 pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String> {
     let translated = ecma_to_rust(pattern)?;
-    let h = crate::grammar::regex::parse(&translated).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
+    let h = crate::regular::regex::parse(&translated).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
     anchored_branches(&h)
 }
 

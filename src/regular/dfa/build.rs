@@ -1,0 +1,170 @@
+//! Building a [`Dfa`] from a regex: a small finite language as a trie, a sequence that starts
+//! with a finite prefix-free part spliced onto a shared rest, anything else through
+//! `regex-automata` (Thompson NFA, then an anchored dense DFA copied into our own table).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{primitives::StateID, start},
+    Anchored, MatchKind,
+};
+use regex_syntax::hir::Hir;
+
+use super::explore::explore;
+use super::finite::{finite_strings, string_count, FINITE_STRINGS};
+use super::{Dfa, DfaLimits};
+use crate::error::{Error, Result};
+use crate::regular::Lexeme;
+
+impl Dfa {
+    pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        // A small finite language (a property name, a set of enum values) needs no NFA.
+        if let Some(strings) = finite_strings(hir) {
+            return Dfa::from_strings(strings, limits);
+        }
+        Dfa::from_hir_nfa(hir, limits)
+    }
+
+    /// [`from_hir`](Dfa::from_hir) through `regex-automata` always (Thompson NFA, then
+    /// determinization).
+    pub(super) fn from_hir_nfa(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        let too_big = |what: &str, limit: usize| Error::Limit {
+            what: format!("{what} for this regular expression"),
+            limit,
+            hint: Some(
+                "the regex expands to too many automaton states; simplify it or reduce repetition counts".into(),
+            ),
+        };
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)).shrink(false))
+            .build_from_hir(hir)
+            .map_err(|e| {
+                if e.to_string().contains("exceeds") {
+                    too_big("NFA bytes", limits.nfa_bytes)
+                } else {
+                    Error::Regex { at: crate::error::Location::Column(1), msg: e.to_string() }
+                }
+            })?;
+        let dense = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .byte_classes(true)
+                    .minimize(false)
+                    // We copy the table out and never search with it: no acceleration analysis.
+                    .accelerate(false)
+                    .dfa_size_limit(Some(limits.dfa_bytes))
+                    .determinize_size_limit(Some(limits.dfa_bytes)),
+            )
+            .build_from_nfa(&nfa)
+            .map_err(|e| {
+                let s = e.to_string();
+                if s.contains("exceeded") || s.contains("limit") {
+                    too_big("DFA bytes", limits.dfa_bytes)
+                } else if s.contains("word boundary") || s.contains("quit") {
+                    Error::Regex {
+                        at: crate::error::Location::Column(1),
+                        msg: "Unicode word boundaries (\\b) are not supported; use (?-u:\\b) for ASCII".into(),
+                    }
+                } else {
+                    Error::Regex { at: crate::error::Location::Column(1), msg: s }
+                }
+            })?;
+        Self::from_dense(&dense, limits)
+    }
+
+    /// [`from_hir`](Dfa::from_hir), with one shortcut: a sequence that starts with a small
+    /// prefix-free finite part (`"name"` before the whitespace and colon of every key) is that
+    /// part's trie spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all such
+    /// sequences: no determinization of the common rest per name.
+    pub(super) fn from_regex_lexeme(h: &Hir, limits: DfaLimits) -> Result<Dfa> {
+        use regex_syntax::hir::HirKind;
+        // A look-around assertion (`^` inside, `\b`) speaks of the whole text: a part built on
+        // its own would satisfy it at its own start. Such regexes go the regex path whole.
+        let looks = !h.properties().look_set().is_empty();
+        if let (HirKind::Concat(parts), false) = (h.kind(), looks) {
+            // The longest finite prefix that leaves a non-finite rest.
+            let (mut k, mut count) = (0, 1usize);
+            while let Some(n) = parts.get(k).and_then(string_count) {
+                count = count.saturating_mul(n);
+                if count > FINITE_STRINGS {
+                    break;
+                }
+                k += 1;
+            }
+            let head = (k > 0 && k < parts.len() && string_count(h).is_none())
+                .then(|| finite_strings(&Hir::concat(parts[..k].to_vec())))
+                .flatten();
+            if let Some(head) = head {
+                let head = Dfa::from_strings(head, limits)?;
+                let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(parts[k..].to_vec())), limits)?;
+                if let Some(d) = Dfa::splice(&head, &rest, limits)? {
+                    return Ok(d);
+                }
+            }
+        }
+        Dfa::from_hir(h, limits)
+    }
+
+    pub(super) fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
+        let part = |x: &Lexeme| -> Result<(Arc<Dfa>, bool)> {
+            match x {
+                Lexeme::Not(y) => Ok((Dfa::shared(y, limits)?, true)),
+                _ => Ok((Dfa::shared(x, limits)?, false)),
+            }
+        };
+        match lexeme {
+            Lexeme::Regex(h) => Dfa::from_regex_lexeme(h, limits),
+            Lexeme::Counted { open, unit, min, max, close, full } => {
+                let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
+                match Dfa::counted(open, &unit, *min, *max, close, limits)? {
+                    Some(d) => Ok(d),
+                    None => Dfa::from_hir(full, limits),
+                }
+            }
+            Lexeme::Not(_) => Dfa::product(&[part(lexeme)?], limits),
+            Lexeme::And(xs) => Dfa::product(&xs.iter().map(part).collect::<Result<Vec<_>>>()?, limits),
+        }
+    }
+
+    fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
+        // Our byte classes: the distinct class of each byte, with one representative byte each.
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut class_of_ra: HashMap<u8, u8> = HashMap::new();
+        for b in 0..=255u8 {
+            let c = bc.get(b);
+            let ours = *class_of_ra.entry(c).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
+            classes[b as usize] = ours;
+        }
+
+        let start_id = dfa
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| Error::invalid(format!("regex start state: {e}")))?;
+
+        let live = |s: StateID| -> Result<Option<StateID>> {
+            if dfa.is_quit_state(s) {
+                return Err(Error::invalid("regex needs look-around that a DFA cannot do"));
+            }
+            Ok((!dfa.is_dead_state(s)).then_some(s))
+        };
+        explore(
+            classes,
+            &reps,
+            live(start_id)?,
+            limits.states,
+            |&s, b| live(dfa.next_state(s, b)),
+            |&s| dfa.is_match_state(dfa.next_eoi_state(s)),
+            || Error::limit("DFA states for this regular expression", limits.states),
+            None,
+        )
+    }
+}

@@ -1,0 +1,371 @@
+//! Counted repetitions `open · unit{min,max} · close` ([`Dfa::counted`]): tabled when small,
+//! computed on the fly by a [`Counter`] above [`MAX_TABLED_COUNTED`] states.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use super::explore::explore;
+use super::{next_id, Dfa, DfaLimits, DEAD};
+use crate::error::{Error, Result};
+
+impl Dfa {
+    /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
+    /// about `max × |unit|` of them, built directly instead of determinizing `max` copies.
+    /// `None` (use the regex) unless the unit is prefix-free (an accepting state has no way
+    /// on, so a unit ends exactly where it is complete), non-empty, and `close` cannot start
+    /// a unit (so the end of the repetition is never in doubt).
+    pub fn counted(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        limits: DfaLimits,
+    ) -> Result<Option<Dfa>> {
+        Dfa::counted_with(open, unit, min, max, close, limits, MAX_TABLED_COUNTED)
+    }
+
+    /// [`counted`](Dfa::counted), tabled when it has at most `max_tabled` states and computed
+    /// on the fly ([`Counter`]) above that: a string of at most 5,000 characters is 70,000
+    /// states (about 14 per count: the states inside one escaped or multi-byte character),
+    /// whose table took most of a compile to build and search.
+    pub(super) fn counted_with(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        limits: DfaLimits,
+        max_tabled: usize,
+    ) -> Result<Option<Dfa>> {
+        let n_unit = unit.accept.len();
+        let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
+        let u0 = unit.start;
+        if u0 == DEAD
+            || unit.accept[u0 as usize]
+            || !prefix_free
+            || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD)
+        {
+            return Ok(None);
+        }
+        if max.is_some_and(|m| m < min) {
+            return Ok(None);
+        }
+        // Byte classes: the unit's, with every byte of `open`/`close` set apart.
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
+        for b in 0..=255u8 {
+            let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
+            classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
+        }
+        // Positions: Open(i) for i < |open|; Unit(k, s); Close(i) for 1 ≤ i ≤ |close|.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+        enum Pos {
+            Open(u32),
+            Unit(u32, u32),
+            Close(u32),
+        }
+        let cap = max.unwrap_or(min); // unbounded: the count saturates at `min`
+        let step = |p: Pos, b: u8| -> Option<Pos> {
+            let in_unit = |k: u32, s: u32| -> Option<Pos> {
+                let t = unit.next(s, b);
+                if t == DEAD {
+                    return None;
+                }
+                if unit.accept[t as usize] {
+                    Some(Pos::Unit((k + 1).min(cap), u0))
+                } else {
+                    Some(Pos::Unit(k, t))
+                }
+            };
+            let enter = |k: u32| (k >= min).then_some(Pos::Close(1));
+            match p {
+                Pos::Open(i) => (open.get(i as usize) == Some(&b)).then(|| {
+                    if i as usize + 1 == open.len() {
+                        Pos::Unit(0, u0)
+                    } else {
+                        Pos::Open(i + 1)
+                    }
+                }),
+                Pos::Unit(k, s) if s == u0 => {
+                    if close.first() == Some(&b) {
+                        return enter(k);
+                    }
+                    if max.is_some_and(|m| k >= m) {
+                        return None;
+                    }
+                    in_unit(k, s)
+                }
+                Pos::Unit(k, s) => in_unit(k, s),
+                Pos::Close(i) => (close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
+            }
+        };
+        let accepting = |p: Pos| match p {
+            Pos::Close(i) => i as usize == close.len(),
+            Pos::Unit(k, s) => close.is_empty() && s == u0 && k >= min,
+            Pos::Open(_) => false,
+        };
+        let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
+        // Every position has a slot: open bytes, then (count, unit state), then close bytes.
+        let (n_open, n_close) = (open.len(), close.len());
+        let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
+        if slots > max_tabled {
+            let counter = Counter::new(open, unit, min, max, close, reps.clone(), limits.states)?;
+            return Ok(Some(counter.into_dfa(classes)));
+        }
+        let slot = |p: &Pos| match *p {
+            Pos::Open(i) => i as usize,
+            Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
+            Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
+        };
+        explore(
+            classes,
+            &reps,
+            Some(start_pos),
+            limits.states,
+            |&p, b| Ok(step(p, b)),
+            |&p| accepting(p),
+            || Error::limit("DFA states for a counted repetition", limits.states),
+            Some((slots, &slot)),
+        )
+        .map(Some)
+    }
+}
+
+/// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
+const MAX_TABLED_COUNTED: usize = 4_096;
+
+/// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
+/// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
+///
+/// States: 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
+/// states per count `k` in `0..=cap`, the unit's non-accepting states in `row` order (the
+/// unit's start first: "between units"); then "read `close[..i]`" for `i` in `1..=|close|`.
+/// A unit's accepting state is never a state here: completing a unit moves to the next row's
+/// start (`cap` saturates when there is no maximum). States inside a unit on the row of the
+/// maximum cannot be reached (no unit starts there) and are dead.
+///
+/// Every other state is live (the unit is pruned, so a started unit can complete, and counts
+/// up to the maximum can reach the minimum), which is what lets `dist` and `open` be written
+/// down directly instead of searched.
+pub(super) struct Counter {
+    unit: Dfa,
+    open: Vec<u8>,
+    close: Vec<u8>,
+    min: u32,
+    max: Option<u32>,
+    cap: u32,
+    /// Unit state → its place in a row (`u32::MAX`: accepting or dead, never a state here).
+    place: Vec<u32>,
+    /// Place in a row → unit state.
+    row: Vec<u32>,
+    /// One byte per class of the counted automaton.
+    pub(super) reps: Vec<u8>,
+    /// First state of row 0, first "close" state, number of states.
+    rows_at: u32,
+    close_at: u32,
+    states: usize,
+}
+
+impl Counter {
+    /// The counter, or a limit error past `limit` states (counted before any state numbers).
+    fn new(
+        open: &[u8],
+        unit: &Dfa,
+        min: u32,
+        max: Option<u32>,
+        close: &[u8],
+        reps: Vec<u8>,
+        limit: usize,
+    ) -> Result<Counter> {
+        let cap = max.unwrap_or(min);
+        let mut row = vec![unit.start];
+        row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
+        let states =
+            (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
+        if states > limit {
+            return Err(Error::limit("DFA states for a counted repetition", limit));
+        }
+        let mut place = vec![u32::MAX; unit.accept.len()];
+        row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
+        let rows_at = 1 + open.len() as u32;
+        let close_at = rows_at + (cap + 1) * row.len() as u32;
+        Ok(Counter {
+            unit: unit.clone(),
+            open: open.to_vec(),
+            close: close.to_vec(),
+            min,
+            max,
+            cap,
+            place,
+            row,
+            reps,
+            rows_at,
+            close_at,
+            states,
+        })
+    }
+
+    fn width(&self) -> u32 {
+        self.row.len() as u32
+    }
+
+    /// The start of row `k`.
+    fn between(&self, k: u32) -> u32 {
+        self.rows_at + k * self.width()
+    }
+
+    #[inline]
+    pub(super) fn next(&self, state: u32, b: u8) -> u32 {
+        if state == DEAD {
+            return DEAD;
+        }
+        if state < self.rows_at {
+            let i = (state - 1) as usize;
+            return match self.open[i] == b {
+                false => DEAD,
+                true if i + 1 == self.open.len() => self.between(0),
+                true => state + 1,
+            };
+        }
+        if state >= self.close_at {
+            let i = (state - self.close_at) as usize + 1; // close[..i] read
+            return if self.close.get(i) == Some(&b) { state + 1 } else { DEAD };
+        }
+        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
+        let at_max = self.max == Some(k);
+        if p == 0 {
+            if self.close.first() == Some(&b) {
+                return if k >= self.min { self.close_at } else { DEAD };
+            }
+            if at_max {
+                return DEAD;
+            }
+        } else if at_max {
+            return DEAD; // unreachable: no unit starts on the maximum's row
+        }
+        let t = self.unit.next(self.row[p as usize], b);
+        if t == DEAD {
+            return DEAD;
+        }
+        if self.unit.accept[t as usize] {
+            return self.between((k + 1).min(self.cap));
+        }
+        self.between(k) + self.place[t as usize]
+    }
+
+    /// Fewest bytes to acceptance from every state, using only bytes with `usable[b]`
+    /// (`u32::MAX`: none), written down from the unit's own distances.
+    pub(super) fn distances(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let inf = u32::MAX;
+        let unit_dist: Vec<u32> = self.unit.dist_using_uncached(usable);
+        let unit_min = unit_dist[self.unit.start as usize];
+        let close_ok = self.close.iter().all(|&b| usable[b as usize]);
+        let add = |a: u32, b: u32| if a == inf || b == inf { inf } else { a.saturating_add(b) };
+        // From the start of row k: the units still needed, then `close`.
+        let between = |k: u32| -> u32 {
+            if !close_ok {
+                return inf;
+            }
+            let needed = self.min.saturating_sub(k);
+            if needed == 0 {
+                return self.close.len() as u32;
+            }
+            if unit_min == inf {
+                return inf;
+            }
+            needed.saturating_mul(unit_min).saturating_add(self.close.len() as u32)
+        };
+        let mut d = vec![inf; self.states];
+        for (i, slot) in d.iter_mut().enumerate().take(self.rows_at as usize).skip(1) {
+            let rest = self.open.len() - (i - 1);
+            *slot =
+                if self.open[i - 1..].iter().all(|&b| usable[b as usize]) { add(rest as u32, between(0)) } else { inf };
+        }
+        for k in 0..=self.cap {
+            for (p, &s) in self.row.iter().enumerate() {
+                let at = (self.between(k) + p as u32) as usize;
+                d[at] = if p == 0 {
+                    between(k)
+                } else if self.max == Some(k) {
+                    inf
+                } else {
+                    add(unit_dist[s as usize], between((k + 1).min(self.cap)))
+                };
+            }
+        }
+        for i in 1..=self.close.len() {
+            let at = self.close_at as usize + i - 1;
+            d[at] =
+                if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
+        }
+        d
+    }
+
+    /// The state of the same place (open, close, or unit place) on the row that reads every
+    /// string of at most `horizon` bytes the way `state` does: one byte completes at most one
+    /// unit, so a row matters only within `horizon` units of the minimum (acceptance) and of
+    /// the maximum (the end). Rows further than that below the minimum read like row 0, rows
+    /// at or past the minimum and further than that below the maximum like the minimum's.
+    /// (Distances differ: the row chosen needs at least as many units as `state`'s.)
+    pub(super) fn canonical(&self, state: u32, horizon: u32) -> u32 {
+        if state < self.rows_at || state >= self.close_at {
+            return state;
+        }
+        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
+        let far_from_max = self.max.is_none_or(|m| m - k > horizon);
+        let row = if self.min.saturating_sub(k) > horizon {
+            0
+        } else if k >= self.min && far_from_max {
+            self.min
+        } else {
+            k
+        };
+        self.between(row) + p
+    }
+
+    /// The automaton: no table, `accept`, `open` and `dist` written down.
+    fn into_dfa(self, classes: [u8; 256]) -> Dfa {
+        let n = self.states;
+        let dist = self.distances(&[true; 256]);
+        let mut accept = vec![false; n];
+        let mut open = vec![false; n];
+        for s in 1..n as u32 {
+            let at = s as usize;
+            if s >= self.close_at {
+                // Read `close[..i]`: done at its end, else its next byte.
+                let i = (s - self.close_at) as usize + 1;
+                accept[at] = i == self.close.len();
+                open[at] = i < self.close.len();
+            } else if s >= self.rows_at {
+                let (k, p) = ((s - self.rows_at) / self.width(), (s - self.rows_at) % self.width());
+                let at_max = self.max == Some(k);
+                accept[at] = self.close.is_empty() && p == 0 && k >= self.min;
+                // Between units: another unit below the maximum, or `close` (k ≥ min there,
+                // since min ≤ max). Inside a unit (never on the maximum's row): its next byte.
+                open[at] = if p == 0 { !at_max || !self.close.is_empty() } else { !at_max };
+            } else {
+                open[at] = true; // reading `open`
+            }
+        }
+        let start = if self.open.is_empty() { self.between(0) } else { 1 };
+        let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
+        let stride = self.reps.len();
+        Dfa {
+            classes,
+            stride,
+            trans: Vec::new(),
+            accept,
+            open,
+            dist,
+            start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: Some(Arc::new(self)),
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Finite languages: a small set of strings as a trie ([`Dfa::from_strings`]), the strings of a
+//! regex whose language is small and finite ([`finite_strings`]), and a prefix-free language
+//! spliced onto another ([`Dfa::splice`]).
+
+use regex_syntax::hir::Hir;
+
+use super::explore::explore;
+use super::product::common_classes;
+use super::{Dfa, DfaLimits, DEAD};
+use crate::error::{Error, Result};
+
+impl Dfa {
+    /// The DFA of a finite set of strings: a trie. A state is the range of the sorted,
+    /// de-duplicated strings that share the prefix read so far, with that prefix's length.
+    pub fn from_strings(mut strings: Vec<Vec<u8>>, limits: DfaLimits) -> Result<Dfa> {
+        strings.sort_unstable();
+        strings.dedup();
+        let mut used = [false; 256];
+        strings.iter().flatten().for_each(|&b| used[b as usize] = true);
+        // Each used byte its own class; every other byte one class (always dead).
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let unused = (0..=255u8).find(|&b| !used[b as usize]);
+        for b in 0..=255u8 {
+            if used[b as usize] || Some(b) == unused {
+                reps.push(b);
+                classes[b as usize] = (reps.len() - 1) as u8;
+            }
+        }
+        if let Some(u) = unused {
+            let c = classes[u as usize];
+            (0..=255u8).filter(|&b| !used[b as usize]).for_each(|b| classes[b as usize] = c);
+        }
+        let n = strings.len() as u32;
+        explore(
+            classes,
+            &reps,
+            (n > 0).then_some((0u32, n, 0u32)),
+            limits.states,
+            |&(lo, hi, depth), b| {
+                let range = &strings[lo as usize..hi as usize];
+                let d = depth as usize;
+                // The strings longer than the prefix whose next byte is `b`: contiguous, sorted.
+                let first = range.partition_point(|s| s.len() <= d || s[d] < b);
+                let last = range.partition_point(|s| s.len() <= d || s[d] <= b);
+                Ok((first < last).then_some((lo + first as u32, lo + last as u32, depth + 1)))
+            },
+            |&(lo, _, depth)| strings[lo as usize].len() == depth as usize,
+            || Error::limit("DFA states for a set of strings", limits.states),
+            None,
+        )
+    }
+
+    /// `a` then `b`, for an `a` whose accepting states read nothing more (a prefix-free
+    /// language such as a quoted name): on reaching acceptance in `a`, go on as `b` from its
+    /// start. `None` if `a` does not have that shape.
+    pub fn splice(a: &Dfa, b: &Dfa, limits: DfaLimits) -> Result<Option<Dfa>> {
+        if a.start == DEAD || a.accept[a.start as usize] || (1..a.accept.len()).any(|s| a.accept[s] && a.open[s]) {
+            return Ok(None);
+        }
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        enum Pos {
+            A(u32),
+            B(u32),
+        }
+        let (classes, reps) = common_classes([a, b].into_iter(), &[false; 256]);
+        explore(
+            classes,
+            &reps,
+            Some(Pos::A(a.start)),
+            limits.states,
+            |p, byte| {
+                Ok(match *p {
+                    Pos::A(s) => match a.next(s, byte) {
+                        DEAD => None,
+                        t if a.accept[t as usize] => (b.start != DEAD).then_some(Pos::B(b.start)),
+                        t => Some(Pos::A(t)),
+                    },
+                    Pos::B(s) => match b.next(s, byte) {
+                        DEAD => None,
+                        t => Some(Pos::B(t)),
+                    },
+                })
+            },
+            |p| matches!(*p, Pos::B(s) if b.accept[s as usize]),
+            || Error::limit("DFA states for a sequence of regexes", limits.states),
+            Some((a.accept.len() + b.accept.len(), &|p: &Pos| match *p {
+                Pos::A(s) => s as usize,
+                Pos::B(s) => a.accept.len() + s as usize,
+            })),
+        )
+        .map(Some)
+    }
+}
+
+/// Most strings, and most bytes in all, that [`finite_strings`] expands a regex into.
+pub(super) const FINITE_STRINGS: usize = 512;
+pub(super) const FINITE_BYTES: usize = 1 << 14;
+
+/// How many strings (with multiplicity) [`finite_strings`] would list for `hir`, or `None` if
+/// more than [`FINITE_STRINGS`] or infinite: a cheap test before listing them.
+pub(super) fn string_count(hir: &Hir) -> Option<usize> {
+    use regex_syntax::hir::{Class, HirKind};
+    let n = match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) => 1,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().map(|r| r.end() as usize - r.start() as usize + 1).sum(),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().iter().map(|r| r.end() as usize - r.start() as usize + 1).sum(),
+        HirKind::Look(_) => return None,
+        HirKind::Capture(c) => return string_count(&c.sub),
+        HirKind::Concat(parts) => parts.iter().try_fold(1usize, |acc, p| {
+            string_count(p).map(|n| acc.saturating_mul(n)).filter(|&n| n <= FINITE_STRINGS)
+        })?,
+        HirKind::Alternation(parts) => {
+            parts.iter().try_fold(0usize, |acc, p| string_count(p).map(|n| acc + n).filter(|&n| n <= FINITE_STRINGS))?
+        }
+        HirKind::Repetition(r) => {
+            let max = r.max?;
+            let sub = string_count(&r.sub)?;
+            let (mut total, mut power) = (0usize, 1usize);
+            for k in 0..=max {
+                if k >= r.min {
+                    total = total.saturating_add(power);
+                }
+                if total > FINITE_STRINGS || (k < max && sub > 1 && power > FINITE_STRINGS) {
+                    return None;
+                }
+                power = power.saturating_mul(sub);
+            }
+            total
+        }
+    };
+    (n <= FINITE_STRINGS).then_some(n)
+}
+
+/// The strings of a regex whose language is finite and small (literals, small classes,
+/// alternations, bounded repetitions of those), or `None`. Look-around gives `None`.
+pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    string_count(hir)?;
+    finite_strings_unchecked(hir)
+}
+
+fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::{Class, HirKind};
+    let fits = |v: &Vec<Vec<u8>>| v.len() <= FINITE_STRINGS && v.iter().map(Vec::len).sum::<usize>() <= FINITE_BYTES;
+    let concat = |a: Vec<Vec<u8>>, b: &[Vec<u8>]| -> Option<Vec<Vec<u8>>> {
+        if a.len().saturating_mul(b.len()) > FINITE_STRINGS {
+            return None;
+        }
+        let v: Vec<Vec<u8>> = a.iter().flat_map(|x| b.iter().map(move |y| [x.as_slice(), y].concat())).collect();
+        fits(&v).then_some(v)
+    };
+    let v = match hir.kind() {
+        HirKind::Empty => vec![Vec::new()],
+        HirKind::Literal(l) => vec![l.0.to_vec()],
+        HirKind::Class(Class::Unicode(c)) => {
+            let n: u32 = c.ranges().iter().map(|r| r.end() as u32 - r.start() as u32 + 1).sum();
+            if n > 64 {
+                return None;
+            }
+            let mut buf = [0u8; 4];
+            c.ranges()
+                .iter()
+                .flat_map(|r| r.start()..=r.end())
+                .map(|ch| ch.encode_utf8(&mut buf).as_bytes().to_vec())
+                .collect()
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let n: u32 = c.ranges().iter().map(|r| r.end() as u32 - r.start() as u32 + 1).sum();
+            if n > 64 {
+                return None;
+            }
+            c.ranges().iter().flat_map(|r| r.start()..=r.end()).map(|b| vec![b]).collect()
+        }
+        HirKind::Look(_) => return None,
+        HirKind::Capture(c) => return finite_strings_unchecked(&c.sub),
+        HirKind::Concat(parts) => {
+            let mut acc = vec![Vec::new()];
+            for p in parts {
+                acc = concat(acc, &finite_strings_unchecked(p)?)?;
+            }
+            acc
+        }
+        HirKind::Alternation(parts) => {
+            let mut acc = Vec::new();
+            for p in parts {
+                acc.extend(finite_strings_unchecked(p)?);
+                if !fits(&acc) {
+                    return None;
+                }
+            }
+            acc
+        }
+        HirKind::Repetition(r) => {
+            let max = r.max?;
+            if max > 64 {
+                return None;
+            }
+            let sub = finite_strings_unchecked(&r.sub)?;
+            let mut acc = Vec::new();
+            let mut power = vec![Vec::new()];
+            for n in 0..=max {
+                if n >= r.min {
+                    acc.extend(power.iter().cloned());
+                    if !fits(&acc) {
+                        return None;
+                    }
+                }
+                if n < max {
+                    power = concat(power, &sub)?;
+                }
+            }
+            acc
+        }
+    };
+    fits(&v).then_some(v)
+}

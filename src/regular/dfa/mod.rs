@@ -1,0 +1,293 @@
+//! `Dfa`: a compact byte DFA for one regular language, with the facts the matcher needs per
+//! state (accepting? how far to acceptance?).
+//!
+//! Built from a `regex-automata` dense DFA (anchored, `MatchKind::All` so no alternative is
+//! pruned, byte classes), then copied into our own table:
+//! - states are renumbered densely in breadth-first order from the start state;
+//! - every state from which no accepting state is reachable is merged into the dead state, so
+//!   "not dead" means "this prefix can still be completed" — exactly what a mask needs;
+//! - `accept[s]` says the bytes read so far are a complete match (regex-automata reports
+//!   matches one byte late, so we ask its end-of-input transition).
+//!
+//! Other constructions build the same kind of table directly (finite sets of strings as tries,
+//! splices, products for intersections and complements, counters for length bounds), numbering
+//! tuples by a dense slot where the tuple space is small. One kind is not a table: a counted
+//! repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000} `"` has
+//! 70,000; a JSON string of at most ~290 characters is tabled) is computed on the fly by a
+//! `Counter` (`next` by arithmetic over the unit's table; `accept`, `open` and `dist` written
+//! down), which behaves exactly as its table would, and whose rows far from both bounds read
+//! every short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A
+//! product tables a counter before it reads it.
+//!
+//! Invariants: the dead state is always 0 and maps every class to 0; `start != 0` unless the
+//! language is empty; `dist[s]` is the fewest bytes from `s` to an accepting state
+//! (`u32::MAX` only for the dead state, and for a counter's states that no transition reaches);
+//! `next` never leads to a state with `dist == u32::MAX` other than the dead state.
+//!
+//! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
+//! sets, splices), `product` (intersections, complements), `counter` (length bounds),
+//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache).
+
+mod build;
+mod counter;
+mod explore;
+mod finite;
+mod product;
+mod shared;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+
+pub use shared::SHARED_DFA_BYTES;
+
+use counter::Counter;
+
+/// Default limits for building one DFA. Exponential regexes hit these and return an error.
+#[derive(Debug, Clone, Copy)]
+pub struct DfaLimits {
+    /// Bytes of heap for the Thompson NFA.
+    pub nfa_bytes: usize,
+    /// Bytes of heap for the dense DFA and for determinization.
+    pub dfa_bytes: usize,
+    /// States in the final table.
+    pub states: usize,
+}
+
+impl Default for DfaLimits {
+    fn default() -> Self {
+        DfaLimits { nfa_bytes: 8 << 20, dfa_bytes: 8 << 20, states: 200_000 }
+    }
+}
+
+#[derive(Clone)]
+pub struct Dfa {
+    classes: [u8; 256],
+    stride: usize,
+    trans: Vec<u32>,
+    accept: Vec<bool>,
+    /// `open[s]`: some byte leads from `s` to a live state.
+    open: Vec<bool>,
+    dist: Vec<u32>,
+    start: u32,
+    /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
+    /// is compiled again and again for the same vocabulary.
+    dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
+    /// Unique per built table (a clone keeps it: tables never change once built), so caches
+    /// outside one compile can name a DFA (see [`id`](Dfa::id)).
+    id: u64,
+    /// A large counted repetition, computed on the fly: `trans` is empty and [`next`](Dfa::next)
+    /// asks the counter ([`Dfa::counted`]).
+    counter: Option<Arc<Counter>>,
+}
+
+/// The next [`Dfa::id`].
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+pub const DEAD: u32 = 0;
+
+impl Dfa {
+    /// A name for this table, unique in the process (clones share it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Heap bytes of the tables (for cache bounds).
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
+    }
+
+    /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
+    fn prune_dead_ends(&mut self) {
+        let n = self.accept.len();
+        let dist = self.distances(&vec![true; self.stride]);
+        for s in 1..n {
+            for c in 0..self.stride {
+                let t = &mut self.trans[s * self.stride + c];
+                if dist[*t as usize] == u32::MAX {
+                    *t = DEAD;
+                }
+            }
+        }
+        if dist[self.start as usize] == u32::MAX {
+            self.start = DEAD;
+        }
+        self.open = (0..n).map(|s| self.trans[s * self.stride..][..self.stride].iter().any(|&t| t != DEAD)).collect();
+        self.dist = dist;
+    }
+
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    #[inline(always)]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        debug_assert!((state as usize) < self.accept.len());
+        if let Some(c) = &self.counter {
+            return c.next(state, byte);
+        }
+        self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
+    }
+
+    /// The byte class of `byte` (bytes of one class have the same transitions everywhere).
+    #[inline]
+    pub fn class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+
+    /// Runs `bytes` from `state`; `DEAD` as soon as the prefix cannot be completed.
+    pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            state = self.next(state, b);
+            if state == DEAD {
+                break;
+            }
+        }
+        state
+    }
+
+    pub fn is_accepting(&self, state: u32) -> bool {
+        self.accept[state as usize]
+    }
+
+    /// A state that reads every string of at most `horizon` bytes as `state` does (the same
+    /// deaths, acceptances and ends after every prefix), the same one for all such states of
+    /// a counted repetition computed on the fly, else `state` itself. Its distance to
+    /// acceptance is at least `state`'s. The mask cache keys entries by it, so the tokens
+    /// inside a long bounded string share one entry until its bound comes within reach.
+    pub fn canonical(&self, state: u32, horizon: u32) -> u32 {
+        match &self.counter {
+            Some(c) => c.canonical(state, horizon),
+            None => state,
+        }
+    }
+
+    /// Is this a counted repetition computed on the fly (see [`canonical`](Self::canonical))?
+    pub fn is_counter(&self) -> bool {
+        self.counter.is_some()
+    }
+
+    /// Can `state` read another byte (is some transition live)?
+    #[inline]
+    pub fn can_continue(&self, state: u32) -> bool {
+        self.open[state as usize]
+    }
+
+    /// Fewest bytes from `state` to a complete match (`u32::MAX` for the dead state).
+    pub fn dist(&self, state: u32) -> u32 {
+        self.dist[state as usize]
+    }
+
+    /// The number of states, the dead state included.
+    pub fn state_count(&self) -> usize {
+        self.accept.len()
+    }
+
+    /// The one byte that may follow `state`, if exactly one byte value keeps it alive.
+    pub fn only_byte(&self, state: u32) -> Option<u8> {
+        let step = |c: usize| match &self.counter {
+            Some(k) => k.next(state, k.reps[c]),
+            None => self.trans[state as usize * self.stride + c],
+        };
+        let mut live = (0..self.stride).map(step).enumerate().filter(|&(_, t)| t != DEAD);
+        let (class, _) = live.next()?;
+        if live.next().is_some() {
+            return None;
+        }
+        let mut bytes = (0..=255u8).filter(|&b| self.classes[b as usize] as usize == class);
+        let b = bytes.next()?;
+        bytes.next().is_none().then_some(b)
+    }
+
+    /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
+    /// exist as single-byte tokens): an upper bound on the tokens needed to finish.
+    pub fn dist_using(&self, usable: &[bool; 256]) -> Arc<[u32]> {
+        if let Some((u, d)) = self.dist_memo.get() {
+            if u == usable {
+                return d.clone();
+            }
+        }
+        let d: Arc<[u32]> = self.dist_using_uncached(usable).into();
+        let _ = self.dist_memo.set((*usable, d.clone()));
+        d
+    }
+
+    fn dist_using_uncached(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let mut usable_class = vec![false; self.stride];
+        for b in 0..256 {
+            usable_class[self.classes[b] as usize] |= usable[b];
+        }
+        // Every class usable: the distances over all bytes, already known.
+        if usable_class.iter().all(|&u| u) && self.dist.len() == self.accept.len() {
+            return self.dist.clone();
+        }
+        self.distances(&usable_class)
+    }
+
+    /// Fewest transitions over the byte classes with `classes[c]` from each state to an
+    /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
+    /// states.
+    fn distances(&self, classes: &[bool]) -> Vec<u32> {
+        if let Some(c) = &self.counter {
+            let mut usable = [false; 256];
+            (0..256).for_each(|b| usable[b] = classes[self.classes[b] as usize]);
+            return c.distances(&usable);
+        }
+        let n = self.accept.len();
+        let mut edges = Vec::new();
+        // One edge per distinct successor (most classes of a row share one): `seen[t] == s`
+        // marks `t` as already linked from `s`.
+        let mut seen = vec![0u32; n];
+        for s in 1..n {
+            for c in (0..self.stride).filter(|&c| classes[c]) {
+                let t = self.trans[s * self.stride + c];
+                if t != DEAD && seen[t as usize] != s as u32 {
+                    seen[t as usize] = s as u32;
+                    edges.push((t, s as u32));
+                }
+            }
+        }
+        backward_distances(n, &edges, (1..n).filter(|&s| self.accept[s]), 0)
+    }
+}
+
+/// Breadth-first distances over a graph of `n` nodes given by its `(node, predecessor)` edges,
+/// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
+/// plus `first` (`u32::MAX`: none reaches one). Reverse edges are kept flat (counted, then
+/// filled), not one `Vec` per node.
+pub(crate) fn backward_distances(
+    n: usize,
+    edges: &[(u32, u32)],
+    sources: impl Iterator<Item = usize>,
+    first: u32,
+) -> Vec<u32> {
+    let mut start = vec![0u32; n + 1];
+    for &(t, _) in edges {
+        start[t as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut rev = vec![0u32; edges.len()];
+    for &(t, p) in edges {
+        rev[fill[t as usize] as usize] = p;
+        fill[t as usize] += 1;
+    }
+    let mut dist = vec![u32::MAX; n];
+    let mut queue: VecDeque<usize> = sources.collect();
+    queue.iter().for_each(|&s| dist[s] = first);
+    while let Some(s) = queue.pop_front() {
+        for &p in &rev[start[s] as usize..start[s + 1] as usize] {
+            if dist[p as usize] == u32::MAX {
+                dist[p as usize] = dist[s] + 1;
+                queue.push_back(p as usize);
+            }
+        }
+    }
+    dist
+}

@@ -1,0 +1,325 @@
+use super::finite::{finite_strings, FINITE_BYTES};
+use super::*;
+use crate::error::Error;
+use crate::regular::Lexeme;
+
+fn dfa(re: &str) -> Dfa {
+    Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), DfaLimits::default()).unwrap()
+}
+
+#[test]
+fn full_match_and_prefixes() {
+    let d = dfa("a|ab|abc");
+    let s = d.run(d.start(), b"ab");
+    assert!(d.is_accepting(s));
+    assert!(d.is_accepting(d.run(d.start(), b"abc")));
+    assert_eq!(d.run(d.start(), b"abcd"), DEAD);
+    assert_eq!(d.run(d.start(), b"b"), DEAD);
+}
+
+#[test]
+fn unreachable_acceptance_is_dead() {
+    // `a` followed by a class with no members can never complete.
+    let d = dfa(r"x|a[^\s\S]");
+    assert_eq!(d.next(d.start(), b'a'), DEAD);
+    assert_eq!(d.only_byte(d.start()), Some(b'x'));
+}
+
+#[test]
+fn distances() {
+    let d = dfa(r#"\{"a":[0-9]+\}"#);
+    assert_eq!(d.dist(d.start()), 7);
+    assert_eq!(d.only_byte(d.start()), Some(b'{'));
+}
+
+fn lexeme(parts: &[(&str, bool)]) -> Dfa {
+    let parts = parts
+        .iter()
+        .map(|(re, neg)| {
+            let l = Lexeme::Regex(crate::regular::regex::parse(re).unwrap());
+            if *neg {
+                Lexeme::Not(Box::new(l))
+            } else {
+                l
+            }
+        })
+        .collect();
+    Dfa::from_lexeme(&Lexeme::And(parts), DfaLimits::default()).unwrap()
+}
+
+fn accepts(d: &Dfa, s: &str) -> bool {
+    d.is_accepting(d.run(d.start(), s.as_bytes()))
+}
+
+#[test]
+fn intersection_and_complement() {
+    // Contains "ab", at most 4 letters, not exactly "abab".
+    let d = lexeme(&[("[a-z]*ab[a-z]*", false), ("[a-z]{0,4}", false), ("abab", true)]);
+    for (s, ok) in
+        [("ab", true), ("xaby", true), ("abab", false), ("aabb", true), ("xyz", false), ("abcde", false), ("", false)]
+    {
+        assert_eq!(accepts(&d, s), ok, "{s:?}");
+    }
+    // Dead as soon as no completion exists: after 4 letters without "ab".
+    assert_eq!(d.run(d.start(), b"xyzw"), DEAD);
+    assert_eq!(d.dist(d.start()), 2);
+    assert_eq!(d.dist(d.run(d.start(), b"x")), 2);
+    // "abab" itself is rejected but "abab" + nothing else cannot grow (max 4): dead.
+    assert_eq!(d.run(d.start(), b"abab"), DEAD);
+    // An empty intersection has a dead start.
+    assert_eq!(lexeme(&[("a+", false), ("b+", false)]).start(), DEAD);
+    // A complement alone accepts everything else, including what extends the excluded word.
+    let d = lexeme(&[("abc", true)]);
+    assert!(accepts(&d, "") && accepts(&d, "ab") && accepts(&d, "abcd") && !accepts(&d, "abc"));
+}
+
+#[test]
+fn products_numbered_by_slot_or_by_hash_are_the_same_table() {
+    let cases: &[&[(&str, bool)]] = &[
+        &[("[a-z]*ab[a-z]*", false), ("[a-z]{0,4}", false), ("abab", true)],
+        &[("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)],
+        &[("[^\"]{0,40}", false), ("(?:https?|ftp)://[a-z.]+(?:/[a-z0-9]*)*", false)],
+        &[("abc", true)],
+    ];
+    for parts in cases {
+        let dfas: Vec<(Arc<Dfa>, bool)> = parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
+        let by_slot = Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX).unwrap();
+        let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0).unwrap();
+        assert!(by_slot.state_count() > 1, "{parts:?}");
+        assert_eq!(
+            (&by_slot.trans, &by_slot.accept, by_slot.start),
+            (&by_hash.trans, &by_hash.accept, by_hash.start),
+            "{parts:?}"
+        );
+        assert_eq!(by_slot.classes, by_hash.classes);
+    }
+}
+
+#[test]
+fn product_agrees_with_the_regexes() {
+    // Every string over a small alphabet up to length 6, against the `regex` crate. `d`
+    // is refused everywhere by a positive part in the first set (one dead byte class), and
+    // only by the negated part in the second (where it must stay alive).
+    let sets: [&[(&str, bool)]; 2] = [
+        &[("(?:a|bc)*c?", false), ("[abc]{1,5}", false), ("(?:ab)+", true), ("[abc]*cc[abc]*", true)],
+        &[("[a-d]*", false), ("[abc]*cc[abc]*", true)],
+    ];
+    let mut words = vec![Vec::new()];
+    for _ in 0..6 {
+        words = words
+            .iter()
+            .flat_map(|w: &Vec<u8>| b"abcd".iter().map(move |&c| [w.clone(), vec![c]].concat()))
+            .chain(words.clone())
+            .collect();
+        words.sort();
+        words.dedup();
+    }
+    for parts in sets {
+        let d = lexeme(parts);
+        let res: Vec<(regex::bytes::Regex, bool)> =
+            parts.iter().map(|(re, neg)| (regex::bytes::Regex::new(&format!("^(?:{re})$")).unwrap(), *neg)).collect();
+        for w in &words {
+            let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
+            assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{parts:?} {:?}", String::from_utf8_lossy(w));
+        }
+    }
+}
+
+/// Every string over `alphabet` up to `len` bytes.
+fn words(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
+    let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+    for n in 0..len {
+        let next: Vec<Vec<u8>> = words
+            .iter()
+            .filter(|w| w.len() == n)
+            .flat_map(|w| alphabet.iter().map(move |&c| [w.clone(), vec![c]].concat()))
+            .collect();
+        words.extend(next);
+    }
+    words
+}
+
+fn same_language(fast: &Dfa, slow: &Dfa, alphabet: &[u8], len: usize, what: &str) {
+    for w in words(alphabet, len) {
+        let (a, b) = (fast.run(fast.start(), &w), slow.run(slow.start(), &w));
+        assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{what}: {:?}", String::from_utf8_lossy(&w));
+        assert_eq!(a == DEAD, b == DEAD, "{what}: {:?}", String::from_utf8_lossy(&w));
+        assert_eq!(fast.dist(a), slow.dist(b), "{what}: {:?}", String::from_utf8_lossy(&w));
+    }
+}
+
+#[test]
+fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let finite = [
+        r#""name""#,
+        r#"(?:"a"|"ab"|"b"|"")"#,
+        "[ab]{0,3}c?",
+        "a(?:b|)(?:c|ab){1,2}",
+        "(?:)",
+        r"[^\x00-\x{10FFFF}]",
+        "é|e\u{301}|[xy]{2}",
+    ];
+    for re in finite {
+        let h = hir(re);
+        assert!(finite_strings(&h).is_some(), "{re} is finite and small");
+        let (fast, slow) =
+            (Dfa::from_hir(&h, DfaLimits::default()).unwrap(), Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap());
+        same_language(&fast, &slow, "abcé\"xy\u{301}".as_bytes(), 6, re);
+    }
+    assert!(
+        finite_strings(&hir("a*")).is_none()
+            && finite_strings(&hir("[a-z]{0,5}")).is_none()
+            && finite_strings(&hir(r"(?-u:\b)a")).is_none()
+    );
+    // A quoted name spliced onto a shared rest, and shapes the splice must refuse.
+    for re in [
+        r#""ab"[ \t]{0,9}:"#,
+        r#"(?:"a"|"bc")x*"#,
+        r#""a"(?:b|c)*d"#,
+        "(?:a|ab)c*",
+        "(?:|a)b*",
+        "ab^c*d",
+        r"a(?-u:\b)x*",
+    ] {
+        let h = hir(re);
+        let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
+        let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
+        same_language(&fast, &slow, b"abcdx \t:\"", 6, re);
+    }
+    // A name longer than the listing budget: the regex path, same language.
+    let long = format!("\"{}\" *:", "n".repeat(FINITE_BYTES + 1));
+    let d = Dfa::from_regex_lexeme(&hir(&long), DfaLimits::default()).unwrap();
+    assert!(d.is_accepting(d.run(d.start(), long.replace(" *", "  ").as_bytes())));
+    let name = Dfa::from_strings(vec![b"\"ab\"".to_vec()], DfaLimits::default()).unwrap();
+    let rest = Dfa::from_hir_nfa(&hir(" *:"), DfaLimits::default()).unwrap();
+    assert!(Dfa::splice(&name, &rest, DfaLimits::default()).unwrap().is_some());
+    let not_prefix_free = Dfa::from_strings(vec![b"a".to_vec(), b"ab".to_vec()], DfaLimits::default()).unwrap();
+    assert!(Dfa::splice(&not_prefix_free, &rest, DfaLimits::default()).unwrap().is_none());
+}
+
+fn usable_of(bytes: &[u8]) -> [bool; 256] {
+    let mut u = [false; 256];
+    bytes.iter().for_each(|&b| u[b as usize] = true);
+    u
+}
+
+#[test]
+fn counted_equals_the_regex() {
+    let unit = r#"(?:[^"\\]|\\["\\n]|\\u00[0-9a-f]{2})"#;
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
+    // Every string over a small alphabet up to length 6.
+    let alphabet: &[u8] = b"\"\\anu0b";
+    let words = words(alphabet, 6);
+    let usables = [usable_of(alphabet), usable_of(b"\"a"), usable_of(b"a\\n"), usable_of(b"ab\"")];
+    for (open, close) in [(&b"\""[..], &b"\""[..]), (b"", b""), (b"ab", b"\"b")] {
+        for (min, max) in [(0, Some(3)), (2, Some(2)), (1, None), (0, None), (2, Some(4))] {
+            let l = Lexeme::counted(open, hir(unit), min, max, close);
+            let Lexeme::Counted { full, .. } = &l else { unreachable!() };
+            let slow = Dfa::from_hir(full, DfaLimits::default()).unwrap();
+            let slow_using: Vec<Arc<[u32]>> = usables.iter().map(|u| slow.dist_using(u)).collect();
+            // Tabled, and computed on the fly: same acceptance, liveness, distances.
+            for max_tabled in [usize::MAX, 0] {
+                let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled)
+                    .unwrap()
+                    .expect("prefix-free unit");
+                assert_eq!(fast.counter.is_some(), max_tabled == 0);
+                let fast_using: Vec<Arc<[u32]>> = usables.iter().map(|u| fast.dist_using(u)).collect();
+                // What a product reads: the counter as a table.
+                let tabled = fast.counter.as_ref().map(|c| fast.tabled(c));
+                for w in &words {
+                    if let Some(t) = &tabled {
+                        assert_eq!(
+                            t.run(t.start(), w),
+                            fast.run(fast.start(), w),
+                            "tabled counter {:?}",
+                            String::from_utf8_lossy(w)
+                        );
+                    }
+                    let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
+                    let at = format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
+                    assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
+                    assert_eq!(a == DEAD, b == DEAD, "{at}");
+                    assert_eq!(fast.dist(a), slow.dist(b), "{at}");
+                    assert_eq!(fast.can_continue(a), slow.can_continue(b), "{at}");
+                    assert_eq!(fast.only_byte(a), slow.only_byte(b), "{at}");
+                    for (fu, su) in fast_using.iter().zip(&slow_using) {
+                        assert_eq!(fu[a as usize], su[b as usize], "{at}");
+                    }
+                }
+            }
+        }
+    }
+    // A unit that is not prefix-free is refused (the caller falls back to the regex).
+    let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
+    assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
+}
+
+#[test]
+fn canonical_states_read_every_short_string_alike() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let unit = Dfa::from_hir(&hir(r#"(?:[^"\\]|\\["\\n])"#), DfaLimits::default()).unwrap();
+    let alphabet: &[u8] = b"\"\\an";
+    let words = words(alphabet, 4);
+    for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
+        let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0)
+            .unwrap()
+            .expect("prefix-free unit");
+        for horizon in [1, 2, 3] {
+            let mut distinct = std::collections::HashSet::new();
+            for s in 1..dfa.state_count() as u32 {
+                let c = dfa.canonical(s, horizon);
+                distinct.insert(c);
+                assert!(dfa.dist(c) >= dfa.dist(s), "{min} {max:?} h{horizon} state {s} → {c}");
+                // Every prefix of every word of at most `horizon` bytes: the same fate.
+                for w in words.iter().filter(|w| w.len() <= horizon as usize) {
+                    let (a, b) = (dfa.run(s, w), dfa.run(c, w));
+                    let at = format!("{min} {max:?} h{horizon} state {s} → {c} {:?}", String::from_utf8_lossy(w));
+                    assert_eq!(a == DEAD, b == DEAD, "{at}");
+                    assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
+                    assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                }
+            }
+            // Counts far from both bounds share states: fewer canonical states than states.
+            if max.unwrap_or(min) > horizon + 1 {
+                assert!(distinct.len() < dfa.state_count() - 1, "{min} {max:?} h{horizon}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_dfas_are_built_once_per_lexeme_and_limits() {
+    let l = Lexeme::Regex(crate::regular::regex::parse("shared-[a-z]{2}").unwrap());
+    let a = Dfa::shared(&l, DfaLimits::default()).unwrap();
+    let b = Dfa::shared(&l, DfaLimits::default()).unwrap();
+    assert!(Arc::ptr_eq(&a, &b), "the second compile reuses the table");
+    // Other limits are another key: a limit error is never masked by a cached success.
+    let tight = DfaLimits { states: 3, ..DfaLimits::default() };
+    assert!(matches!(Dfa::shared(&l, tight), Err(Error::Limit { .. })));
+    // Distances per usable-byte set are memoized and follow the set.
+    let all = [true; 256];
+    let mut no_z = all;
+    no_z[b'z' as usize] = false;
+    assert!(Arc::ptr_eq(&a.dist_using(&all), &a.dist_using(&all)));
+    assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+    let d = a.dist_using(&no_z);
+    assert_eq!(d[a.run(a.start(), b"shared-z") as usize], 1);
+    assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+}
+
+#[test]
+fn product_of_no_parts_accepts_everything() {
+    let d = Dfa::product::<Arc<Dfa>>(&[], DfaLimits::default()).unwrap();
+    assert!(d.is_accepting(d.start()) && d.is_accepting(d.run(d.start(), b"anything")));
+}
+
+#[test]
+fn exponential_regex_is_a_limit_error() {
+    let hir = crate::regular::regex::parse("(a|b)*a(a|b){40}").unwrap();
+    // Determinizing it needs 2^41 states: the byte limit stops it (a deterministic amount of
+    // work, whatever the machine).
+    let e = Dfa::from_hir(&hir, DfaLimits::default()).err().expect("must hit a limit");
+    assert!(matches!(e, Error::Limit { .. }), "{e}");
+}
