@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, DfaLimits, DEAD};
@@ -118,7 +118,9 @@ impl Cfg {
         Ok(None)
     }
 
-    pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Cfg> {
+    /// The grammar lowered for the Earley engine; `None` when its start rule derives no finite
+    /// string (the language is empty: the caller says so in the front end's terms).
+    pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Option<Cfg>> {
         let (regular, sizes) = regular_rules(g);
         let mut l = Lowering {
             g,
@@ -151,13 +153,16 @@ impl Cfg {
             done += 1;
         }
         let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods, max_row_items: limits.max_row_items };
-        cfg.clean(g)?;
+        if !cfg.clean() {
+            return Ok(None);
+        }
         cfg.analyse();
-        Ok(cfg)
+        Ok(Some(cfg))
     }
 
-    /// Removes non-productive symbols and the productions that use them.
-    fn clean(&mut self, g: &Grammar) -> Result<()> {
+    /// Removes non-productive symbols and the productions that use them; `false` if the start
+    /// symbol itself is non-productive (nothing is left).
+    fn clean(&mut self) -> bool {
         let mut productive = vec![false; self.nts.len()];
         let term_ok: Vec<bool> = self.terms.iter().map(|t| t.dfa.start() != DEAD).collect();
         let sym_ok = |s: &Sym, productive: &[bool]| match *s {
@@ -201,14 +206,7 @@ impl Cfg {
             }
         }
         if !productive[TOP as usize] {
-            let span = g.rule(g.start).span;
-            return Err(Error::Grammar {
-                at: Location::LineCol { line: span.map_or(1, |s| s.line), col: span.map_or(1, |s| s.col) },
-                msg: format!(
-                    "rule `{}` derives no finite string (every alternative recurses forever or matches nothing)",
-                    g.rule(g.start).name
-                ),
-            });
+            return false;
         }
         let keep: Vec<bool> = self.prods.iter().map(|p| p.rhs.iter().all(|s| sym_ok(s, &productive))).collect();
         // Renumber kept productions; production 0 (⊤ → start) is productive, so it stays 0.
@@ -224,7 +222,7 @@ impl Cfg {
         for nt in &mut self.nts {
             nt.prods = nt.prods.iter().map(|&p| new_index[p as usize]).filter(|&p| p != u32::MAX).collect();
         }
-        Ok(())
+        true
     }
 
     /// Nullable sets and minimal lengths (fixpoints), then `rest` per production.

@@ -27,9 +27,9 @@ pub use cfg::CfgLimits;
 pub(crate) use mask_cache::MaskCache;
 pub use matcher::Matcher;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
-use crate::regular::Dfa;
+use crate::regular::{Dfa, DfaLimits, DEAD};
 use crate::vocab::Vocab;
 
 /// What the output must match.
@@ -47,8 +47,14 @@ pub enum Constraint {
 
 impl Constraint {
     /// The constraint as a grammar in the shared IR (what [`Compiled`] compiles; the fuzzer in
-    /// [`crate::fuzz`] walks it).
+    /// [`crate::fuzz`] walks it), under the default limits.
     pub fn grammar(&self) -> Result<Grammar> {
+        self.grammar_within(DfaLimits::default())
+    }
+
+    /// [`grammar`](Self::grammar), with every automaton the front end builds to decide
+    /// something (a JSON Schema's key regions and value checks) under `limits`.
+    pub fn grammar_within(&self, limits: DfaLimits) -> Result<Grammar> {
         Ok(match self {
             Constraint::Regex(r) => grammar::regex::grammar(r)?,
             Constraint::Choice(options) => {
@@ -58,7 +64,7 @@ impl Constraint {
                 Grammar::single(grammar::regex::choice(options))
             }
             Constraint::Grammar(g) => g.clone(),
-            Constraint::JsonSchema(schema, o) => grammar::json_schema::compile(schema, o)?.grammar,
+            Constraint::JsonSchema(schema, o) => grammar::json_schema::compile_within(schema, o, limits)?.grammar,
         })
     }
 }
@@ -102,30 +108,22 @@ impl Compiled {
         for b in 0..=255u8 {
             usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
         }
-        let grammar = constraint.grammar()?;
+        let grammar = constraint.grammar_within(opts.limits.dfa)?;
         let regular = match opts.engine {
             EngineChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
             EngineChoice::Earley => None,
         };
         let engine = match regular {
             Some(lexeme) => {
+                // An empty regular language compiles (`is_empty_language`); generation refuses it.
                 let dfa = Dfa::shared(&lexeme, opts.limits.dfa)?;
                 let finish_tokens = dfa.dist_using(&usable);
                 Engine::Dfa { dfa, finish_tokens }
             }
-            None => Engine::Cfg(cfg::Cfg::lower(&grammar, &usable, opts.limits).map_err(|e| match (e, constraint) {
-                // A schema whose constraints contradict each other: say it in schema terms.
-                (Error::Grammar { msg, .. }, Constraint::JsonSchema(..)) if msg.contains("derives no finite string") => Error::Schema {
-                    at: crate::error::Location::Pointer(String::new()),
-                    msg: "no JSON value validates against this schema (its constraints contradict each other, or every value needs infinite nesting)".into(),
-                },
-                // Likewise a regex (one with look-around goes this way): say it in regex terms.
-                (Error::Grammar { msg, .. }, Constraint::Regex(_)) if msg.contains("derives no finite string") => Error::Regex {
-                    at: crate::error::Location::Column(1),
-                    msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
-                },
-                (e, _) => e,
-            })?),
+            None => match cfg::Cfg::lower(&grammar, &usable, opts.limits)? {
+                Some(cfg) => Engine::Cfg(cfg),
+                None => return Err(empty_language(constraint, &grammar)),
+            },
         };
         Ok(Arc::new(Compiled { vocab, engine }))
     }
@@ -134,18 +132,18 @@ impl Compiled {
         &self.vocab
     }
 
+    /// Does the constraint match no output at all? (Only a regular constraint compiles with an
+    /// empty language; a context-free one whose start derives nothing is a compile error.)
+    pub fn is_empty_language(&self) -> bool {
+        match &self.engine {
+            Engine::Dfa { dfa, .. } => dfa.start() == DEAD,
+            Engine::Cfg(_) => false,
+        }
+    }
+
     /// A fresh matcher at the start of the output.
     pub fn matcher(self: &Arc<Self>) -> Matcher {
         Matcher::new(self.clone())
-    }
-
-    /// Does the constraint match no output at all?
-    pub fn is_empty_language(&self) -> bool {
-        match &self.engine {
-            Engine::Dfa { dfa, .. } => dfa.start() == crate::regular::DEAD,
-            // Lowering rejects grammars whose start derives nothing.
-            Engine::Cfg(_) => false,
-        }
     }
 
     /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
@@ -168,6 +166,33 @@ impl Compiled {
                 "productions": cfg.prods.len(),
                 "lexer_states": cfg.terms.iter().map(|t| t.dfa.state_count()).sum::<usize>(),
             }),
+        }
+    }
+}
+
+/// The error for a context-free constraint whose language is empty, in its front end's terms.
+fn empty_language(constraint: &Constraint, grammar: &Grammar) -> Error {
+    match constraint {
+        Constraint::JsonSchema(..) => Error::Schema {
+            at: Location::Pointer(String::new()),
+            msg: "no JSON value validates against this schema (its constraints contradict each other, or every \
+                  value needs infinite nesting)"
+                .into(),
+        },
+        Constraint::Regex(_) => Error::Regex {
+            at: Location::Column(1),
+            msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
+        },
+        Constraint::Grammar(_) | Constraint::Choice(_) => {
+            let start = grammar.rule(grammar.start);
+            let span = start.span.unwrap_or(crate::grammar::Span { line: 1, col: 1 });
+            Error::Grammar {
+                at: Location::LineCol { line: span.line, col: span.col },
+                msg: format!(
+                    "rule `{}` derives no finite string (every alternative recurses forever or matches nothing)",
+                    start.name
+                ),
+            }
         }
     }
 }

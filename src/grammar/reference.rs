@@ -45,9 +45,14 @@
 //! positively can no longer match). This shares no code with the engine's product automaton.
 //!
 //! Regex leaves are matched on their own: look-around assertions in a leaf (`^`, `$`, `\b`)
-//! see the leaf's span as the whole haystack. Panics if a regex leaf cannot be compiled into
-//! a DFA (for example, a Unicode word boundary): the oracle has no error channel, and such a
-//! grammar is a bug in the test that built it.
+//! see the leaf's span as the whole haystack. [`Reference::new`] (the oracle) panics if a regex
+//! leaf cannot be compiled into a DFA (for example, a Unicode word boundary): such a grammar is
+//! a bug in the test that built it.
+//!
+//! One production use: the JSON Schema front end checks `enum`/`const` values against the
+//! grammar of the keywords beside them (few rules, short values) with [`Reference::within`],
+//! which builds every leaf under the request's [`DfaLimits`] and answers [`Error::Limit`]
+//! past them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -59,8 +64,9 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
+use crate::error::{Error, Result};
 use crate::grammar::ir::{Expr, Grammar};
-use crate::regular::Lexeme;
+use crate::regular::{DfaLimits, Lexeme};
 
 /// Does `input`, in full, derive from `g.start`?
 pub fn accepts(g: &Grammar, input: &[u8]) -> bool {
@@ -87,36 +93,60 @@ struct Leaf {
     live: std::collections::HashSet<StateID>,
 }
 
-/// Leaves already built, by regex text (equal texts, equal languages): a compile that checks
-/// enum values against a schema builds the same JSON leaves every time. Bounded: emptied when
-/// full.
-static LEAVES: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Arc<Leaf>>>> =
+/// Leaves already built, by regex text (equal texts, equal languages) and the limits they were
+/// built under (a leaf is kept only by the limits that allowed it, so an answer never depends on
+/// what an earlier compile happened to build): a compile that checks enum values against a
+/// schema builds the same JSON leaves every time. Bounded: emptied when full.
+type LeafKey = (String, Option<(usize, usize, usize)>);
+static LEAVES: std::sync::LazyLock<std::sync::Mutex<HashMap<LeafKey, Arc<Leaf>>>> =
     std::sync::LazyLock::new(Default::default);
 const MAX_SHARED_LEAVES: usize = 512;
 
 impl Leaf {
-    fn shared(hir: &Hir) -> Arc<Leaf> {
-        let key = hir.to_string();
+    fn shared(hir: &Hir, limits: Option<&DfaLimits>) -> Result<Arc<Leaf>> {
+        let key = (hir.to_string(), limits.map(|l| (l.nfa_bytes, l.dfa_bytes, l.states)));
         if let Some(l) = LEAVES.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return l.clone();
+            return Ok(l.clone());
         }
-        let leaf = Arc::new(Leaf::new(hir));
+        let leaf = Arc::new(Leaf::new(hir, limits)?);
         let mut all = LEAVES.lock().unwrap_or_else(|p| p.into_inner());
         if all.len() >= MAX_SHARED_LEAVES {
             all.clear();
         }
         all.insert(key, leaf.clone());
-        leaf
+        Ok(leaf)
     }
 
-    fn new(hir: &Hir) -> Leaf {
+    /// The leaf's DFA, under `limits` when given (past them: [`Error::Limit`]); without limits
+    /// (the test oracle) a regex that cannot be built is a bug in the test: it panics.
+    fn new(hir: &Hir, limits: Option<&DfaLimits>) -> Result<Leaf> {
+        let limit = |what: &'static str, limit: usize| Error::Limit {
+            what: format!("{what} for a regex checked against values"),
+            limit,
+            hint: Some("the regex expands to too many automaton states; simplify it".into()),
+        };
         let nfa = thompson::Compiler::new()
-            .build_from_hir(hir)
-            .unwrap_or_else(|e| panic!("reference: cannot compile regex leaf {hir:?}: {e}"));
+            .configure(thompson::Config::new().nfa_size_limit(limits.map(|l| l.nfa_bytes)))
+            .build_from_hir(hir);
+        let nfa = match (nfa, limits) {
+            (Ok(nfa), _) => nfa,
+            (Err(_), Some(l)) => return Err(limit("NFA bytes", l.nfa_bytes)),
+            (Err(e), None) => panic!("reference: cannot compile regex leaf {hir:?}: {e}"),
+        };
         let dfa = dense::Builder::new()
-            .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(StartKind::Anchored))
-            .build_from_nfa(&nfa)
-            .unwrap_or_else(|e| panic!("reference: cannot build DFA for {hir:?}: {e}"));
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .dfa_size_limit(limits.map(|l| l.dfa_bytes))
+                    .determinize_size_limit(limits.map(|l| l.dfa_bytes)),
+            )
+            .build_from_nfa(&nfa);
+        let dfa = match (dfa, limits) {
+            (Ok(dfa), _) => dfa,
+            (Err(_), Some(l)) => return Err(limit("DFA bytes", l.dfa_bytes)),
+            (Err(e), None) => panic!("reference: cannot build DFA for {hir:?}: {e}"),
+        };
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .unwrap_or_else(|e| panic!("reference: no start state for {hir:?}: {e}"));
@@ -167,32 +197,58 @@ impl Leaf {
                 }
             }
         }
+        if let Some(l) = limits.filter(|l| states.len() > l.states) {
+            return Err(limit("DFA states", l.states));
+        }
         let live = states.iter().zip(&live).filter(|(_, &l)| l).map(|(&s, _)| s).collect();
-        Leaf { dfa, start, live }
+        Ok(Leaf { dfa, start, live })
     }
 }
 
 impl<'g> Reference<'g> {
+    /// The test oracle: regex leaves built without size limits (a leaf that cannot be built
+    /// panics).
     pub fn new(g: &'g Grammar) -> Reference<'g> {
+        Reference::build(g, None).expect("without limits, building leaves only panics")
+    }
+
+    /// The recognizer with every regex leaf built under `limits`, for checks a compile makes
+    /// (the JSON Schema front end checks `enum` values with it): past them, [`Error::Limit`].
+    pub fn within(g: &'g Grammar, limits: &DfaLimits) -> Result<Reference<'g>> {
+        Reference::build(g, Some(limits))
+    }
+
+    fn build(g: &'g Grammar, limits: Option<&DfaLimits>) -> Result<Reference<'g>> {
         let mut leaves = HashMap::new();
-        fn collect(e: &Expr, leaves: &mut HashMap<usize, Arc<Leaf>>) {
+        fn add(h: &Hir, leaves: &mut HashMap<usize, Arc<Leaf>>, limits: Option<&DfaLimits>) -> Result<()> {
+            if let std::collections::hash_map::Entry::Vacant(e) = leaves.entry(h as *const Hir as usize) {
+                e.insert(Leaf::shared(h, limits)?);
+            }
+            Ok(())
+        }
+        fn collect(e: &Expr, leaves: &mut HashMap<usize, Arc<Leaf>>, limits: Option<&DfaLimits>) -> Result<()> {
             match e {
-                Expr::Regex(h) => {
-                    leaves.entry(&**h as *const Hir as usize).or_insert_with(|| Leaf::shared(h));
-                }
+                Expr::Regex(h) => add(h, leaves, limits)?,
                 Expr::Lexeme(l) => {
                     let mut hirs = Vec::new();
                     lexeme_leaves(l, true, &mut hirs);
                     for (h, _) in hirs {
-                        leaves.entry(h as *const Hir as usize).or_insert_with(|| Leaf::shared(h));
+                        add(h, leaves, limits)?;
                     }
                 }
-                Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| collect(x, leaves)),
-                Expr::Repeat { body, .. } => collect(body, leaves),
+                Expr::Seq(xs) | Expr::Alt(xs) => {
+                    for x in xs {
+                        collect(x, leaves, limits)?;
+                    }
+                }
+                Expr::Repeat { body, .. } => collect(body, leaves, limits)?,
                 Expr::Empty | Expr::Literal(_) | Expr::Rule(_) => {}
             }
+            Ok(())
         }
-        g.rules.iter().for_each(|r| collect(&r.body, &mut leaves));
+        for r in &g.rules {
+            collect(&r.body, &mut leaves, limits)?;
+        }
         let mut me = Reference { g, leaves, nonempty: HashMap::new() };
         // Productive rules: least fixpoint, starting from "every rule is empty".
         let mut productive = vec![false; g.rules.len()];
@@ -214,7 +270,7 @@ impl<'g> Reference<'g> {
         }
         g.rules.iter().for_each(|r| record(&me, &r.body, &productive, &mut nonempty));
         me.nonempty = nonempty;
-        me
+        Ok(me)
     }
 
     /// Is `L(e)` non-empty, given which rules are productive?

@@ -6,6 +6,8 @@
 //!   compiler, tokenizer loading and the matcher (random op sequences judged by the reference).
 //! - `corpus`: every minimized crasher the fuzzers found, replayed as a regression test.
 //! - `hostile`: hostile inputs, each answered by a clear error within a time bound.
+//! - `limits`: schemas whose checks once built automata past the request's limits (peak bytes
+//!   counted per thread, not timed).
 //! - `guarantee`: many sampled outputs per schema of JSONSchemaBench, each validated by the
 //!   independent `jsonschema` crate (formats asserted); grammars judged by independent parsers.
 //! - `load`: a bounded loopback load test of the server (streaming clients, some leaving
@@ -19,6 +21,7 @@ mod corpus;
 mod fuzz;
 mod guarantee;
 mod hostile;
+mod limits;
 #[cfg(feature = "server")]
 mod load;
 

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use super::{join, number, object, string, Compiler, MAX_ENUM};
 use crate::error::Result;
 use crate::grammar::Expr;
+use crate::regular::DfaLimits;
 
 /// Keywords with no effect on validation.
 const ANNOTATIONS: &[&str] = &[
@@ -273,10 +274,7 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
                 None => not["enum"].as_array()?.iter().collect(),
             };
             let values: Vec<&Value> = match not.get("type") {
-                Some(t) => values
-                    .into_iter()
-                    .filter(|v| simple_validate(v, &serde_json::json!({ "type": t })) == Some(true))
-                    .collect(),
+                Some(t) => values.into_iter().filter(|v| type_list(t).iter().any(|t| is_of_type(v, t))).collect(),
                 None => values,
             };
             let mut strings = Vec::new();
@@ -627,11 +625,11 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     let mut alts = Vec::new();
     let mut by_grammar: Option<Vec<bool>> = None;
     for (i, v) in values.iter().enumerate() {
-        let valid = match simple_validate(v, &rest) {
+        let valid = match simple_validate(v, &rest, &c.limits) {
             Some(valid) => Some(valid),
             None => {
                 if by_grammar.is_none() {
-                    by_grammar = Some(accepted_by(c, &rest, &values, pointer).unwrap_or_default());
+                    by_grammar = Some(accepted_by(c, &rest, &values, pointer)?.unwrap_or_default());
                 }
                 by_grammar.as_ref().and_then(|a| a.get(i).copied())
             }
@@ -698,20 +696,22 @@ fn reachable(
 /// too long to check. Sound for filtering: the grammar accepts only valid JSON texts, so a
 /// value it accepts is valid (one it rejects may be valid but outside what the grammar
 /// writes, e.g. keys out of order: dropping it is stricter, never wrong). The compiler is
-/// left as it was.
-fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Option<Vec<bool>> {
+/// left as it was. The recognizer's automata are built under the compile's limits: past them,
+/// the limit error.
+fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Result<Option<Vec<bool>>> {
     let texts: Vec<String> = values.iter().map(|v| serde_json::to_string(v).expect("JSON serializes")).collect();
     if texts.len() > MAX_CHECKED_VALUES
         || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES)
         || texts.iter().map(String::len).sum::<usize>() > MAX_CHECKED_TOTAL
     {
-        return None;
+        return Ok(None);
     }
     let key = format!("{schema}\u{0}{}", texts.join("\u{0}"));
     if let Some(known) = c.value_checks.get(&key) {
-        return known.clone();
+        return Ok(known.clone());
     }
     let mut out = None;
+    let mut limit = None;
     // Always rolled back: the rules built here are only for the check.
     let _ = c.attempt(|c| {
         let before = c.unenforced.len();
@@ -720,14 +720,19 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
         if c.unenforced.len() == before {
             c.rules[start.0 as usize].body = body;
             if let Some(g) = reachable(&c.rules, start, MAX_CHECKED_RULES) {
-                let r = crate::grammar::reference::Reference::new(&g);
-                out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect());
+                match crate::grammar::reference::Reference::within(&g, &c.limits) {
+                    Ok(r) => out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect()),
+                    Err(e) => limit = Some(e),
+                }
             }
         }
         Err::<(), _>(crate::error::Error::invalid("rolled back"))
     });
+    if let Some(e) = limit {
+        return Err(e);
+    }
     c.value_checks.insert(key, out.clone());
-    out
+    Ok(out)
 }
 
 /// A JSON value as a literal, with whitespace allowed between the tokens of arrays/objects.
@@ -982,7 +987,7 @@ fn merged_view(c: &Compiler, s: &Value) -> Value {
         if part.as_object().is_some_and(|o| HARD.iter().any(|k| o.contains_key(*k))) {
             return s.clone();
         }
-        match merge(merged, &part) {
+        match merge(merged, &part, &c.limits) {
             Ok(m) => merged = m,
             Err(_) => return s.clone(),
         }
@@ -1085,7 +1090,7 @@ fn pair_disjoint_within(c: &Compiler, a: &Value, b: &Value, depth: usize) -> boo
     }
     for (p, q) in [(a, b), (b, a)] {
         if let Some(values) = value_set(p) {
-            if values.iter().all(|v| simple_validate(v, q) == Some(false)) {
+            if values.iter().all(|v| simple_validate(v, q, &c.limits) == Some(false)) {
                 return true;
             }
         }
@@ -1194,7 +1199,7 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
             }
             part = Value::Object(o);
         }
-        match merge(merged, &part) {
+        match merge(merged, &part, &c.limits) {
             Ok(m) => merged = m,
             Err((unchanged, why)) => {
                 merged = unchanged;
@@ -1207,7 +1212,7 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
 
 /// The intersection of two schemas as one schema, or why it cannot be written exactly (with
 /// `a` back, unchanged). `a` is taken, not copied: it is the running result of a whole `allOf`.
-fn merge(a: Value, b: &Value) -> std::result::Result<Value, (Value, String)> {
+fn merge(a: Value, b: &Value, limits: &DfaLimits) -> std::result::Result<Value, (Value, String)> {
     match (&a, b) {
         (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
         (Value::Bool(true), x) => return Ok(x.clone()),
@@ -1217,7 +1222,7 @@ fn merge(a: Value, b: &Value) -> std::result::Result<Value, (Value, String)> {
     }
     let (Value::Object(mut a), Value::Object(b)) = (a, b) else { unreachable!("both objects") };
     // Every change is worked out against `a` as it is, then applied to it in order.
-    match merge_changes(&a, b) {
+    match merge_changes(&a, b, limits) {
         Ok(Merged::Whole(v)) => Ok(v),
         Ok(Merged::Changes(changes)) => {
             for (k, v) in changes.0 {
@@ -1255,7 +1260,11 @@ enum Merged {
     Changes(Changes),
 }
 
-fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result::Result<Merged, String> {
+fn merge_changes(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    limits: &DfaLimits,
+) -> std::result::Result<Merged, String> {
     if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
         // Nested references/allOf: wrap and let the caller resolve level by level.
         if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf"))
@@ -1403,7 +1412,7 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
         }
         out.insert("items".into(), both(ra, rb));
     }
-    merge_members(a, b, &mut out)?;
+    merge_members(a, b, &mut out, limits)?;
     Ok(Merged::Changes(out))
 }
 
@@ -1412,7 +1421,12 @@ fn merge_changes(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result:
 /// `additionalProperties`); patterns are united. Exact unless a side's
 /// `additionalProperties` would have to hold for keys that only the *other* side's patterns
 /// match (the merged schema cannot say that): then it is an error.
-fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) -> std::result::Result<(), String> {
+fn merge_members(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    out: &mut Changes,
+    limits: &DfaLimits,
+) -> std::result::Result<(), String> {
     let members = |o: &Map<String, Value>| {
         o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties")
     };
@@ -1436,7 +1450,7 @@ fn merge_members(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Chang
             parts.push(s.clone());
         }
         for (pat, s) in q {
-            match pattern_matches(pat, k) {
+            match pattern_matches(pat, k, limits) {
                 Some(true) => parts.push(s.clone()),
                 Some(false) => {}
                 None => return Err(format!("cannot tell whether pattern {pat:?} matches {k:?}")),
@@ -1520,7 +1534,21 @@ fn lcm(a: u64, b: u64) -> u64 {
 
 /// Validates `v` against the keywords of `schema` that it knows; `None` if the schema uses a
 /// keyword it does not know (then the caller cannot decide).
-pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
+/// Is `v` of the JSON Schema type `t`?
+fn is_of_type(v: &Value, t: &str) -> bool {
+    match t {
+        "null" => v.is_null(),
+        "boolean" => v.is_boolean(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        _ => false,
+    }
+}
+
+pub(crate) fn simple_validate(v: &Value, schema: &Value, limits: &DfaLimits) -> Option<bool> {
     let obj = match schema {
         Value::Bool(b) => return Some(*b),
         Value::Object(o) => o,
@@ -1540,16 +1568,7 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
         }
         let ok = match k.as_str() {
             _ if ANNOTATIONS.contains(&k.as_str()) => true,
-            "type" => type_list(s).iter().any(|t| match *t {
-                "null" => v.is_null(),
-                "boolean" => v.is_boolean(),
-                "string" => v.is_string(),
-                "number" => v.is_number(),
-                "integer" => v.as_f64().is_some_and(|f| f.fract() == 0.0),
-                "array" => v.is_array(),
-                "object" => v.is_object(),
-                _ => false,
-            }),
+            "type" => type_list(s).iter().any(|t| is_of_type(v, t)),
             "enum" => s.as_array()?.iter().any(|x| json_eq(x, v)),
             "const" => json_eq(s, v),
             "minLength" | "maxLength" => match v.as_str() {
@@ -1575,9 +1594,9 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
             },
             "pattern" => match v.as_str() {
                 None => true,
-                Some(st) => pattern_matches(s.as_str()?, st)?,
+                Some(st) => pattern_matches(s.as_str()?, st, limits)?,
             },
-            "not" => !simple_validate(v, s)?,
+            "not" => !simple_validate(v, s, limits)?,
             string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
             number::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
             object::SOME_KEY_NOT_IN => match v.as_object() {
@@ -1591,21 +1610,21 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
             string::NOT_STRING => {
                 let mut ok = true;
                 for x in s.as_array()? {
-                    ok &= !simple_validate(v, x)?;
+                    ok &= !simple_validate(v, x, limits)?;
                 }
                 ok
             }
             "anyOf" => {
                 let mut any = false;
                 for b in s.as_array()? {
-                    any |= simple_validate(v, b)?;
+                    any |= simple_validate(v, b, limits)?;
                 }
                 any
             }
             "allOf" => {
                 let mut all = true;
                 for b in s.as_array()? {
-                    all &= simple_validate(v, b)?;
+                    all &= simple_validate(v, b, limits)?;
                 }
                 all
             }
@@ -1634,7 +1653,7 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                     let from = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
                     let mut ok = true;
                     for x in a.iter().skip(from) {
-                        ok &= simple_validate(x, s)?;
+                        ok &= simple_validate(x, s, limits)?;
                     }
                     ok
                 }
@@ -1644,7 +1663,7 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                 Some(a) => {
                     let mut ok = true;
                     for (x, p) in a.iter().zip(s.as_array()?) {
-                        ok &= simple_validate(x, p)?;
+                        ok &= simple_validate(x, p, limits)?;
                     }
                     ok
                 }
@@ -1664,7 +1683,7 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
                     let mut ok = true;
                     for (k, ps) in s.as_object()? {
                         if let Some(x) = o.get(k) {
-                            ok &= simple_validate(x, ps)?;
+                            ok &= simple_validate(x, ps, limits)?;
                         }
                     }
                     ok
@@ -1679,27 +1698,41 @@ pub(crate) fn simple_validate(v: &Value, schema: &Value) -> Option<bool> {
     Some(true)
 }
 
-/// Does `pattern` match `text`? The compiled pattern runs over the canonical encoding, as the
-/// grammar does. Compiled patterns are cached per thread (enums check many values).
-fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
+/// Does `pattern` match `text`? The pattern runs over the canonical encoding, as the grammar
+/// does. Not a DFA: a bounded NFA simulation (`regex-automata`'s meta regex, whose lazy DFA keeps
+/// a cache of bounded size and falls back to the PikeVM), so a pattern whose DFA is exponential
+/// (`(a|b)*a(a|b){20}`) is still checked against a few values quickly and in bounded memory.
+/// The NFA honours `limits.nfa_bytes` (past it: `None`, the caller cannot decide); the lazy
+/// DFA's cache is at most `limits.dfa_bytes`. Compiled patterns are cached per thread (enums
+/// check many values).
+fn pattern_matches(pattern: &str, text: &str, limits: &DfaLimits) -> Option<bool> {
+    use regex_automata::meta;
+    use regex_syntax::hir::{Hir, Look};
     use std::cell::RefCell;
     use std::collections::HashMap;
+    type Cache = HashMap<(String, usize, usize), Option<std::rc::Rc<meta::Regex>>>;
     thread_local! {
-        static CACHE: RefCell<HashMap<String, Option<std::rc::Rc<crate::regular::Dfa>>>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
     }
-    let dfa = CACHE.with(|c| {
+    let re = CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() > 256 {
             c.clear();
         }
-        c.entry(pattern.to_string())
+        c.entry((pattern.to_string(), limits.nfa_bytes, limits.dfa_bytes))
             .or_insert_with(|| {
                 let h = string::pattern_content(pattern).ok()?;
-                crate::regular::Dfa::from_hir(&h, Default::default()).ok().map(std::rc::Rc::new)
+                let whole = Hir::concat(vec![Hir::look(Look::Start), h, Hir::look(Look::End)]);
+                let config = meta::Config::new()
+                    .nfa_size_limit(Some(limits.nfa_bytes))
+                    .hybrid_cache_capacity(limits.dfa_bytes)
+                    .dfa_size_limit(Some(limits.dfa_bytes))
+                    .dfa_state_limit(Some(limits.states));
+                meta::Builder::new().configure(config).build_from_hir(&whole).ok().map(std::rc::Rc::new)
             })
             .clone()
     })?;
-    Some(dfa.is_accepting(dfa.run(dfa.start(), string::encode_str(text).as_bytes())))
+    Some(re.is_match(string::encode_str(text).as_bytes()))
 }
 
 /// The values a schema allows when they are few and known: `const`/`enum` (checked against
@@ -1725,7 +1758,7 @@ pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> 
     };
     let mut out = Vec::new();
     for v in candidates {
-        match simple_validate(&v, &s)? {
+        match simple_validate(&v, &s, &c.limits)? {
             true => out.push(v),
             false => {}
         }

@@ -42,6 +42,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Location, Result};
 use crate::grammar::{Expr, Grammar, Rule, RuleId};
+use crate::regular::DfaLimits;
 
 /// Whitespace the output may contain between JSON tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -101,6 +102,13 @@ pub const MAX_JSON_DEPTH: usize = 512;
 /// Compiles a schema into a grammar whose language is the JSON texts (in the chosen
 /// whitespace) that validate against it, or fails naming what cannot be enforced.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> {
+    compile_within(schema, opts, DfaLimits::default())
+}
+
+/// [`compile`], building every automaton it needs to decide something (key regions, value
+/// checks, emptiness) under `limits`: a request's compile passes its own limits here, so a
+/// schema that would need a larger automaton is an [`Error::Limit`], whichever path asks.
+pub fn compile_within(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits) -> Result<JsonGrammar> {
     // Deep JSON is refused first, without recursion: copying it would overflow the stack.
     for v in std::iter::once(schema).chain(opts.documents.values()) {
         if json_depth_exceeds(v, MAX_JSON_DEPTH) {
@@ -116,7 +124,7 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> 
     let mut docs: Vec<(String, Value)> =
         opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
     let index = refs::prepare(&mut prepared, &mut docs);
-    let mut c = Compiler::new(&prepared, &docs, index, opts);
+    let mut c = Compiler::new(&prepared, &docs, index, opts, limits);
     let root = c.new_rule("root");
     let body = c.schema(&prepared, "")?;
     c.rules[root.0 as usize].body = body;
@@ -158,10 +166,19 @@ pub(crate) struct Compiler<'s> {
     /// `enum` values checked against the grammar of their sibling keywords, by (schema,
     /// values) text (see `combine::accepted_by`; a pure cache, kept across rollbacks).
     value_checks: HashMap<String, Option<Vec<bool>>>,
+    /// The request's limits for every automaton built while compiling (key regions, emptiness
+    /// and value checks), the same as the lexer's.
+    limits: DfaLimits,
 }
 
 impl<'s> Compiler<'s> {
-    fn new(root: &'s Value, docs: &'s [(String, Value)], index: refs::Index, opts: &JsonSchemaOptions) -> Compiler<'s> {
+    fn new(
+        root: &'s Value,
+        docs: &'s [(String, Value)],
+        index: refs::Index,
+        opts: &JsonSchemaOptions,
+        limits: DfaLimits,
+    ) -> Compiler<'s> {
         Compiler {
             root,
             opts: opts.clone(),
@@ -174,6 +191,7 @@ impl<'s> Compiler<'s> {
             index,
             one_of_attempts: 0,
             value_checks: HashMap::new(),
+            limits,
         }
     }
 

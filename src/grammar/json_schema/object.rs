@@ -94,7 +94,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
     // Additional members, those whose key is outside `outside` (witnesses) apart.
     let mut additional_members = [Vec::new(), Vec::new()];
-    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer)? {
+    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer, c.limits)? {
         let value = c.schema(&schema, &at)?;
         additional_members[wit as usize].push(Expr::Seq(vec![key, c.punct(":"), value]));
     }
@@ -193,7 +193,7 @@ impl Keys {
                 match string::expr_lexeme(c, &e, 0) {
                     Some(l) => {
                         let l = Lexeme::and(vec![string::any_string_lexeme(), l]);
-                        let dfa = Dfa::from_lexeme(&l, Default::default())?;
+                        let dfa = Dfa::from_lexeme(&l, c.limits)?;
                         Some((l, dfa))
                     }
                     None => {
@@ -212,7 +212,7 @@ impl Keys {
             match string::pattern_content(p) {
                 Ok(h) => {
                     let l = string::quoted(h);
-                    let dfa = Dfa::from_lexeme(&l, Default::default())?;
+                    let dfa = Dfa::from_lexeme(&l, c.limits)?;
                     keys.patterns.push(((*p).clone(), l, dfa, (*schema).clone()));
                 }
                 Err(why) => {
@@ -270,6 +270,7 @@ impl Keys {
         additional: &Value,
         outside: Option<&[&str]>,
         pointer: &str,
+        limits: crate::regular::DfaLimits,
     ) -> Result<Vec<(Expr, Value, String, bool)>> {
         let add_ptr = join(pointer, "additionalProperties");
         let literals = |names: &[&str]| {
@@ -326,7 +327,7 @@ impl Keys {
                 let mut parts = parts.clone();
                 parts.extend(extra);
                 let key = Lexeme::and(parts);
-                if string::lexeme_is_empty(&key)? {
+                if string::lexeme_is_empty(&key, limits)? {
                     continue;
                 }
                 out.push((Expr::Lexeme(std::sync::Arc::new(key)), value.clone(), at.clone(), wit));

@@ -170,9 +170,9 @@ pub(super) fn accepts_str(dfa: &crate::regular::Dfa, s: &str) -> bool {
     dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes()))
 }
 
-/// Is the lexeme's language empty?
-pub(super) fn lexeme_is_empty(lexeme: &Lexeme) -> Result<bool> {
-    Ok(crate::regular::Dfa::shared(lexeme, Default::default())?.start() == crate::regular::DEAD)
+/// Is the lexeme's language empty? (Its DFA is built under the compile's limits.)
+pub(super) fn lexeme_is_empty(lexeme: &Lexeme, limits: crate::regular::DfaLimits) -> Result<bool> {
+    Ok(crate::regular::Dfa::shared(lexeme, limits)?.start() == crate::regular::DEAD)
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).
