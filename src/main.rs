@@ -652,28 +652,18 @@ fn generate(a: GenerateArgs) -> anyhow::Result<()> {
     let compile_ms = t_compile.elapsed().as_secs_f64() * 1e3;
     let mut matcher = compiled.as_ref().map(|c| c.matcher());
 
-    let mut s = loaded.defaults.sampling();
-    let set = |slot: &mut f32, v: Option<f32>| {
-        if let Some(v) = v {
-            *slot = v;
-        }
-    };
-    set(&mut s.temperature, a.temperature);
-    set(&mut s.top_p, a.top_p);
-    set(&mut s.min_p, a.min_p);
-    set(&mut s.repetition_penalty, a.repetition_penalty);
-    set(&mut s.frequency_penalty, a.frequency_penalty);
-    set(&mut s.presence_penalty, a.presence_penalty);
-    if a.top_k.is_some() {
-        s.top_k = a.top_k;
+    let s = strictly::sample::SamplingOverrides {
+        temperature: if a.greedy { Some(0.0) } else { a.temperature },
+        top_k: a.top_k,
+        top_p: a.top_p,
+        min_p: a.min_p,
+        top_n_sigma: a.top_n_sigma,
+        repetition_penalty: a.repetition_penalty,
+        frequency_penalty: a.frequency_penalty,
+        presence_penalty: a.presence_penalty,
+        seed: a.seed,
     }
-    if a.top_n_sigma.is_some() {
-        s.top_n_sigma = a.top_n_sigma;
-    }
-    if a.greedy {
-        s.temperature = 0.0;
-    }
-    s.seed = a.seed;
+    .over(loaded.defaults.sampling());
     s.validate()?;
     let opts = GenerateOptions {
         max_tokens: a.max_tokens,

@@ -1,6 +1,12 @@
 //! The request bodies of the OpenAI API as serde types, and the checks that turn one into
 //! [`GenerateOptions`] and a [`Spec`] (the constraint).
 //!
+//! Key types: [`ChatRequest`] and [`CompletionRequest`], which share [`Common`] (the sampling
+//! knobs, `n`, `stop`, streaming, `response_format` and the extension constraints); [`Plan`],
+//! what a request turns into. The sampling fields are read as [`SamplingOverrides`]
+//! ([`Common::sampling`]) and laid over the model's `generation_config.json` defaults, as
+//! `strictly generate` lays its flags.
+//!
 //! Unknown fields are ignored (clients send `user`, `metadata`, `store`, ...); fields that
 //! would change the output but are not supported (`logit_bias`, `functions`, `suffix`, image
 //! content, ...) are a 400 naming them, never silently dropped.
@@ -14,7 +20,7 @@ use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstrai
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::model::GenerationDefaults;
-use crate::sample::{SamplingParams, MAX_TOP_LOGPROBS};
+use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
 use crate::vocab::TokenId;
 
 /// Most choices per request (`n`).
@@ -234,6 +240,21 @@ fn nonneg(name: &str, v: i64) -> Result<usize, ApiError> {
 }
 
 impl Common {
+    /// The sampling fields the request sets (`top_k` `-1` or `0`: off).
+    pub fn sampling(&self) -> SamplingOverrides {
+        SamplingOverrides {
+            temperature: self.temperature,
+            top_k: self.top_k.map(|k| usize::try_from(k).unwrap_or(0)),
+            top_p: self.top_p,
+            min_p: self.min_p,
+            top_n_sigma: self.top_n_sigma,
+            repetition_penalty: self.repetition_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            seed: self.seed.map(Seed::value),
+        }
+    }
+
     /// The sampling knobs over the model's defaults, checked (OpenAI's ranges where OpenAI
     /// has the knob: temperature in [0, 2]).
     pub fn plan(
@@ -247,32 +268,14 @@ impl Common {
                 return Err(ApiError::bad_request("logit_bias is not supported").param("logit_bias"));
             }
         }
-        let mut s: SamplingParams = defaults.sampling();
         if let Some(t) = self.temperature {
             if !(0.0..=2.0).contains(&t) {
                 return Err(
                     ApiError::bad_request(format!("temperature must be in [0, 2], got {t}")).param("temperature")
                 );
             }
-            s.temperature = t;
         }
-        let set = |slot: &mut f32, v: Option<f32>| {
-            if let Some(v) = v {
-                *slot = v;
-            }
-        };
-        set(&mut s.top_p, self.top_p);
-        set(&mut s.min_p, self.min_p);
-        set(&mut s.frequency_penalty, self.frequency_penalty);
-        set(&mut s.presence_penalty, self.presence_penalty);
-        set(&mut s.repetition_penalty, self.repetition_penalty);
-        if let Some(k) = self.top_k {
-            s.top_k = (k > 0).then_some(k as usize);
-        }
-        if self.top_n_sigma.is_some() {
-            s.top_n_sigma = self.top_n_sigma;
-        }
-        s.seed = self.seed.map(Seed::value);
+        let mut s = self.sampling().over(defaults.sampling());
         s.top_logprobs = top_logprobs;
         if let Err(e) = s.validate() {
             let msg = e.to_string();
