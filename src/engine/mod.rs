@@ -27,7 +27,8 @@
 //! (or renders no tools) gets the tools described in the system turn in the Hermes format, the
 //! documented default (see [`crate::tools::format`] and [`crate::tools::ToolChat::render`]).
 //! Every returned [`ToolCall`]'s arguments have been checked to deserialize as the tool's
-//! parameter type, so [`ToolCall::args`] with that type cannot fail.
+//! parameter type, so [`ToolCall::args`] with that type cannot fail. ([`ToolChoice`] is
+//! [`crate::tools::ToolChoice`], the one the server reads `tool_choice` into as well.)
 //!
 //! # Streaming and cancellation
 //!
@@ -52,8 +53,9 @@
 mod stream;
 mod tools;
 
+pub use crate::tools::ToolChoice;
 pub use stream::{Stream, StreamEvent};
-pub use tools::{Reply, ToolCall, ToolChoice, Tools};
+pub use tools::{Reply, ToolCall, Tools};
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -17,10 +17,10 @@ use crate::decode::{schema_for, Output};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::Grammar;
-use crate::model::{ChatMessage, ChatTool};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall};
 #[cfg(doc)]
 use crate::tools::MAX_PARALLEL_TOOL_CALLS;
-use crate::tools::{OutputParser, ToolChat, ToolMode};
+use crate::tools::{is_valid_name, OutputParser, ToolChat, ToolChoice};
 
 /// The functions a model may call. Each has a name (1 to 64 of `a-z A-Z 0-9 _ -`, unique),
 /// a description, and parameters: a schemars type, or a JSON Schema of an object.
@@ -120,10 +120,7 @@ impl Tools {
         type_name: &'static str,
         check: fn(&Value) -> std::result::Result<(), String>,
     ) -> Result<Tools> {
-        let ok = !name.is_empty()
-            && name.len() <= 64
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !ok {
+        if !is_valid_name(name) {
             return Err(Error::invalid(format!(
                 "invalid tool name {name:?}: names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -"
             )));
@@ -151,19 +148,6 @@ impl Tools {
     }
 }
 
-/// What the model must do with the [`Tools`] (OpenAI's `tool_choice`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolChoice {
-    /// No tools: the tools are not offered, the reply is free text.
-    None,
-    /// Free text (without the call marker), or calls.
-    Auto,
-    /// One or more calls.
-    Required,
-    /// One or more calls of this tool.
-    Named(String),
-}
-
 /// The chat [`Engine::choose`](super::Engine::choose) renders: the messages, and the tools
 /// unless `choice` is [`ToolChoice::None`]; an error for no messages, a named tool not in the
 /// set, or a choice that needs tools with none.
@@ -171,20 +155,15 @@ pub(super) fn tool_chat(messages: &[ChatMessage], tools: &Tools, choice: &ToolCh
     if messages.is_empty() {
         return Err(Error::invalid("choose needs at least one message"));
     }
-    let mode = match choice {
-        ToolChoice::None => None,
-        ToolChoice::Auto => Some(ToolMode::Auto),
-        ToolChoice::Required => Some(ToolMode::Required),
-        ToolChoice::Named(n) => {
-            if tools.get(n).is_none() {
-                return Err(Error::invalid(format!(
-                    "ToolChoice::Named({n:?}) names no tool in the set (tools: {:?})",
-                    tools.names()
-                )));
-            }
-            Some(ToolMode::Named(n.clone()))
+    if let ToolChoice::Named(n) = choice {
+        if tools.get(n).is_none() {
+            return Err(Error::invalid(format!(
+                "ToolChoice::Named({n:?}) names no tool in the set (tools: {:?})",
+                tools.names()
+            )));
         }
-    };
+    }
+    let mode = choice.mode();
     if mode.is_some() && tools.is_empty() {
         return Err(Error::invalid(format!("ToolChoice::{choice:?} needs at least one tool")));
     }
@@ -246,11 +225,7 @@ impl Reply {
     pub fn message(&self) -> ChatMessage {
         let mut m = ChatMessage::assistant(self.text.clone());
         for c in &self.calls {
-            m.tool_calls.push(crate::model::ToolCall::function(
-                Some(c.id.clone()),
-                c.name.clone(),
-                c.arguments.clone(),
-            ));
+            m.tool_calls.push(ChatToolCall::function(Some(c.id.clone()), c.name.clone(), c.arguments.clone()));
         }
         m
     }

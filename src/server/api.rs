@@ -5,7 +5,8 @@
 //! knobs, `n`, `stop`, streaming, `response_format` and the extension constraints); [`Plan`],
 //! what a request turns into. The sampling fields are read as [`SamplingOverrides`]
 //! ([`Common::sampling`]) and laid over the model's `generation_config.json` defaults, as
-//! `strictly generate` lays its flags.
+//! `strictly generate` lays its flags. `tool_choice` ([`ToolChoiceParam`], the wire form) is
+//! read as the crate's one [`ToolChoice`].
 //!
 //! Unknown fields are ignored (clients send `user`, `metadata`, `store`, ...); fields that
 //! would change the output but are not supported (`logit_bias`, `functions`, `suffix`, image
@@ -21,6 +22,7 @@ use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::model::GenerationDefaults;
 use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
+use crate::tools::ToolChoice;
 use crate::vocab::TokenId;
 
 /// Most choices per request (`n`).
@@ -171,12 +173,32 @@ pub struct FunctionDef {
     pub strict: Option<bool>,
 }
 
-/// `tool_choice`: `"none"`, `"auto"`, `"required"` or `{"type": "function", "function": {"name"}}`.
+/// `tool_choice` as the request spells it: `"none"`, `"auto"`, `"required"` or
+/// `{"type": "function", "function": {"name"}}`; [`ToolChoiceParam::choice`] reads it as the
+/// crate's one [`ToolChoice`].
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum ToolChoice {
+pub enum ToolChoiceParam {
     Mode(String),
     Named { function: NamedFunction },
+}
+
+impl ToolChoiceParam {
+    /// The choice this names; a 400 for a mode OpenAI does not have.
+    pub fn choice(&self) -> Result<ToolChoice, ApiError> {
+        match self {
+            ToolChoiceParam::Mode(m) => match m.as_str() {
+                "none" => Ok(ToolChoice::None),
+                "auto" => Ok(ToolChoice::Auto),
+                "required" => Ok(ToolChoice::Required),
+                other => Err(ApiError::bad_request(format!(
+                    "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got {other:?}"
+                ))
+                .param("tool_choice")),
+            },
+            ToolChoiceParam::Named { function } => Ok(ToolChoice::Named(function.name.clone())),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -194,7 +216,7 @@ pub struct ChatRequest {
     pub logprobs: Option<bool>,
     pub top_logprobs: Option<i64>,
     pub tools: Option<Vec<ToolIn>>,
-    pub tool_choice: Option<ToolChoice>,
+    pub tool_choice: Option<ToolChoiceParam>,
     pub parallel_tool_calls: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
@@ -375,10 +397,7 @@ impl Common {
 
 /// OpenAI's rule for function and schema names: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn check_name(name: &str, param: &str) -> Result<(), ApiError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+    if crate::tools::is_valid_name(name) {
         Ok(())
     } else {
         Err(ApiError::bad_request(format!(
@@ -400,22 +419,13 @@ impl ChatRequest {
             .param("functions"));
         }
         let tools = self.tools.as_deref().unwrap_or(&[]);
-        let mode = match &self.tool_choice {
-            None if tools.is_empty() => return Ok(None),
-            None => ToolMode::Auto,
-            Some(ToolChoice::Mode(m)) => match m.as_str() {
-                "none" => return Ok(None),
-                "auto" => ToolMode::Auto,
-                "required" => ToolMode::Required,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got {other:?}"
-                    ))
-                    .param("tool_choice"))
-                }
-            },
-            Some(ToolChoice::Named { function }) => ToolMode::Named(function.name.clone()),
+        let choice = match &self.tool_choice {
+            // OpenAI's default: `auto` when there are tools, else `none`.
+            None if tools.is_empty() => ToolChoice::None,
+            None => ToolChoice::Auto,
+            Some(param) => param.choice()?,
         };
+        let Some(mode) = choice.mode() else { return Ok(None) };
         if tools.is_empty() {
             return Err(ApiError::bad_request("tool_choice needs tools").param("tool_choice"));
         }

@@ -29,7 +29,7 @@ use super::error::{ApiError, ApiJson};
 use super::metrics::Metrics;
 use super::{chat_logprobs, count_error, finish, now_secs, response_id, AppState};
 use crate::decode::{Event, GeneratedToken};
-use crate::model::{ChatMessage, ChatTool, PromptFormat, ToolCall};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest>, ApiError>) -> Response {
@@ -91,7 +91,7 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
             for call in m.tool_calls.iter().flatten() {
                 let args = call.function.arguments.as_deref().unwrap_or("{}");
                 let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
-                msg.tool_calls.push(ToolCall::function(call.id.clone(), call.function.name.clone(), args));
+                msg.tool_calls.push(ChatToolCall::function(call.id.clone(), call.function.name.clone(), args));
             }
         }
         if role == "tool" {
