@@ -12,8 +12,8 @@
 
 use super::SamplingParams;
 
-/// Knobs to set over a base [`SamplingParams`]; `None` keeps the base's. See the
-/// [module docs](self).
+/// Knobs to set over a base [`SamplingParams`]: `None` keeps the base's value, `Some` replaces
+/// it (unchecked: validate the result); `top_k: Some(0)` is off, stored as `None`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SamplingOverrides {
     pub temperature: Option<f32>,

@@ -31,7 +31,7 @@
 //! # Layout
 //!
 //! A request flows `api` (the bodies as serde types, checked into a plan: sampling over the
-//! model's defaults, a constraint [`Spec`](constraint::Spec)) ─▶ [`constraint`] (compiled,
+//! model's defaults, a constraint [`Spec`]) ─▶ [`constraint`] (compiled,
 //! cached) ─▶ `scheduler` (admission, slots, the generation loop on a blocking thread, its
 //! messages on a channel) ─▶ `reply` (collected into one body or streamed as SSE, in the wire
 //! format of `chat` or `completions`, the two endpoints). Beside them: `metrics`, `error`,

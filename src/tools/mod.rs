@@ -5,7 +5,7 @@
 //! # The formats
 //!
 //! A model writes its calls the way its chat template teaches ([`ToolFormat`], detected from
-//! the template's source: see [`format`] for which template gets which format). The default,
+//! the template's source: see [`format`](mod@format) for which template gets which format). The default,
 //! for templates that teach none (or render no tools), is the Hermes / Qwen 2.5 format, which
 //! this crate's plain template teaches too:
 //!
@@ -78,8 +78,9 @@ pub struct Tool {
 }
 
 /// What the model must do with the tools offered (OpenAI's `tool_choice`): the one meaning of
-/// a tool choice, for the library ([`Engine::choose`]) and the server (which reads the request's
-/// `tool_choice` into one). [`mode`](Self::mode) gives the grammar's [`ToolMode`].
+/// a tool choice, for the library ([`Engine::choose`](crate::engine::Engine::choose)) and the
+/// server (which reads the request's `tool_choice` into one). [`mode`](Self::mode) gives the
+/// grammar's [`ToolMode`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolChoice {
     /// No tools: the tools are not offered, the reply is free text.

@@ -9,6 +9,10 @@
 //! where the value ends. Content is released as it comes, except a tail that could be the
 //! start of the marker.
 //!
+//! In the code, each state has one method that reads what it can of the buffered text
+//! (`text`, `header`, `args`, `after_call`, ...); [`OutputParser::feed`] steps until one says it
+//! needs more text.
+//!
 //! Invariant: the [`Piece::ToolArgs`] texts of a call concatenate to exactly the arguments'
 //! text in the output, so streamed and non-streamed calls agree.
 
