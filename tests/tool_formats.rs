@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint};
 use strictly::decode::{self, FinishReason, GenerateOptions, RandomLogits, StoppedBy};
 use strictly::grammar::json_schema::{self, JsonSchemaOptions};
-use strictly::model::{ChatMessage, ChatTool, PromptFormat, ToolCall};
+use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use strictly::sample::SamplingParams;
 use strictly::tools::{calls_grammar, native_format, OutputParser, Piece, ToolChat, ToolFormat, ToolMode};
 use strictly::vocab::TokenKind;
@@ -48,7 +48,7 @@ fn tools() -> Vec<ChatTool> {
 /// A chat with one earlier call (id `call_1`) and its result.
 fn chat(mode: Option<ToolMode>) -> ToolChat {
     let mut call = ChatMessage::assistant("");
-    call.tool_calls.push(ToolCall::function(Some("call_1".into()), "get_weather", json!({"city": "Oslo"})));
+    call.tool_calls.push(ChatToolCall::function(Some("call_1".into()), "get_weather", json!({"city": "Oslo"})));
     ToolChat {
         messages: vec![
             ChatMessage::system("You help."),

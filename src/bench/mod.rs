@@ -20,7 +20,7 @@
 //! while it ran that case, reset per case), `automaton` (what the schema compiled to) and,
 //! with `--lenient`, `unenforced`; `mask_slowest` (the slowest mask's instance and step, its
 //! wall time, and the page faults and context switches the thread had during it) and, with
-//! `--recheck-max-ms`, `mask_max_rechecks_us` (see [`run`]); the summary adds `peak_rss_*`
+//! `--recheck-max-ms`, `mask_max_rechecks_us` (see [`run`](mod@run)); the summary adds `peak_rss_*`
 //! tallies, `rechecked_cases` / `mask_max_us_rechecked`, `slowest_masks` and a few settings.
 //! `engine_init_ms` is 0: the vocabulary's one-time work is inside `tokenizer_load_ms`.
 //! The thread-CPU clock is read through a one-line `clock_gettime` declaration (std already

@@ -117,6 +117,17 @@ fn write_text(
     total: &GroupSummary,
     groups: &BTreeMap<String, GroupSummary>,
 ) -> std::io::Result<()> {
+    write_run(e, opts, info)?;
+    write_compliance(e, total)?;
+    write_masks(e, info, results, total)?;
+    write_times(e, total)?;
+    write_groups(e, groups)?;
+    write_failures(e, opts, results)
+}
+
+/// The run: engine, tokenizer, cases, format, clock, workers, wall time, and what was built
+/// once per process.
+fn write_run(e: &mut Vec<u8>, opts: &BenchOptions, info: &RunInfo) -> std::io::Result<()> {
     let s = &opts.settings;
     writeln!(e, "\n=== strictly bench summary ===")?;
     writeln!(
@@ -139,6 +150,11 @@ fn write_text(
         info.load_end,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     )?;
+    Ok(())
+}
+
+/// Coverage (cases compiled), and how far the compiled constraints agree with the tests.
+fn write_compliance(e: &mut Vec<u8>, total: &GroupSummary) -> std::io::Result<()> {
     writeln!(
         e,
         "#cases {} | #compiled {} (coverage {}) | #ok {} | statuses {:?}",
@@ -184,6 +200,11 @@ fn write_text(
         total.tests_total_all,
         pct(total.tests_agree, total.tests_total_all)
     )?;
+    Ok(())
+}
+
+/// Mask times, the slowest masks, and masks per second.
+fn write_masks(e: &mut Vec<u8>, info: &RunInfo, results: &[CaseResult], total: &GroupSummary) -> std::io::Result<()> {
     if let Some(m) = &total.mask_us {
         writeln!(
             e,
@@ -233,6 +254,11 @@ fn write_text(
         "throughput: {} masks/s over the run's wall time with {} worker(s) | {} masks/s per worker in mask time alone",
         t["masks_per_s_wall"], t["workers"], t["masks_per_s_worker"]
     )?;
+    Ok(())
+}
+
+/// Compile and time-to-first-mask times, and peak memory per case.
+fn write_times(e: &mut Vec<u8>, total: &GroupSummary) -> std::io::Result<()> {
     writeln!(
         e,
         "compile ms: median {} | p90 {} | p99 {} | max {}   ttfm ms: median {} | p90 {} | p99 {} | max {}",
@@ -255,62 +281,68 @@ fn write_text(
             opt(total.peak_rss_delta_mib_max)
         )?;
     }
-    if groups.len() > 1 {
+    Ok(())
+}
+
+/// The per-group table (only when there is more than one group).
+fn write_groups(e: &mut Vec<u8>, groups: &BTreeMap<String, GroupSummary>) -> std::io::Result<()> {
+    if groups.len() <= 1 {
+        return Ok(());
+    }
+    writeln!(
+        e,
+        "\n{:<44} {:>6} {:>8} {:>6} {:>13} {:>13} {:>7} {:>8} {:>8} {:>9}",
+        "group", "cases", "compiled", "ok", "valid acc", "invalid rej", "agree", "mask p50", "mask p99", "cmp ms p50"
+    )?;
+    writeln!(
+        e,
+        "  (valid acc / invalid rej counted over all instances; agree = agreeing tests / all tests incl. uncompiled)"
+    )?;
+    for (name, g) in groups {
         writeln!(
             e,
-            "\n{:<44} {:>6} {:>8} {:>6} {:>13} {:>13} {:>7} {:>8} {:>8} {:>9}",
-            "group",
-            "cases",
-            "compiled",
-            "ok",
-            "valid acc",
-            "invalid rej",
-            "agree",
-            "mask p50",
-            "mask p99",
-            "cmp ms p50"
+            "{:<44} {:>6} {:>8} {:>6} {:>13} {:>13} {:>7} {:>8} {:>8} {:>9}",
+            truncate(name, 44),
+            g.cases,
+            g.compiled,
+            g.ok,
+            format!("{}/{}", g.valid_accepted, g.valid),
+            format!("{}/{}", g.invalid_rejected, g.invalid),
+            pct(g.tests_agree, g.tests_total_all),
+            g.mask_us.as_ref().map_or("-".into(), |m| format!("{}", m.p50)),
+            g.mask_us.as_ref().map_or("-".into(), |m| format!("{}", m.p99)),
+            opt(g.compile_ms_median)
         )?;
-        writeln!(e, "  (valid acc / invalid rej counted over all instances; agree = agreeing tests / all tests incl. uncompiled)")?;
-        for (name, g) in groups {
-            writeln!(
-                e,
-                "{:<44} {:>6} {:>8} {:>6} {:>13} {:>13} {:>7} {:>8} {:>8} {:>9}",
-                truncate(name, 44),
-                g.cases,
-                g.compiled,
-                g.ok,
-                format!("{}/{}", g.valid_accepted, g.valid),
-                format!("{}/{}", g.invalid_rejected, g.invalid),
-                pct(g.tests_agree, g.tests_total_all),
-                g.mask_us.as_ref().map_or("-".into(), |m| format!("{}", m.p50)),
-                g.mask_us.as_ref().map_or("-".into(), |m| format!("{}", m.p99)),
-                opt(g.compile_ms_median)
-            )?;
+    }
+    Ok(())
+}
+
+/// With `--show-failures N`: the first N failing cases and instances.
+fn write_failures(e: &mut Vec<u8>, opts: &BenchOptions, results: &[CaseResult]) -> std::io::Result<()> {
+    if opts.show_failures == 0 {
+        return Ok(());
+    }
+    writeln!(e, "\nfailures (first {}):", opts.show_failures)?;
+    let mut lines = Vec::new();
+    for r in results {
+        if r.ttfm_us.is_none() {
+            lines.push(format!("  {} [{}]: {}", r.id, r.status, r.error.clone().unwrap_or_default()));
+            continue;
+        }
+        for i in r.instances.iter().filter(|i| !i.agree) {
+            lines.push(format!(
+                "  {} test {} (valid={}) {:?}: {} {}",
+                r.id,
+                i.idx,
+                i.expected_valid,
+                i.description,
+                i.outcome,
+                i.detail.clone().unwrap_or_default()
+            ));
         }
     }
-    if opts.show_failures > 0 {
-        writeln!(e, "\nfailures (first {}):", opts.show_failures)?;
-        let mut lines = Vec::new();
-        for r in results {
-            if r.ttfm_us.is_none() {
-                lines.push(format!("  {} [{}]: {}", r.id, r.status, r.error.clone().unwrap_or_default()));
-                continue;
-            }
-            for i in r.instances.iter().filter(|i| !i.agree) {
-                lines.push(format!(
-                    "  {} test {} (valid={}) {:?}: {} {}",
-                    r.id,
-                    i.idx,
-                    i.expected_valid,
-                    i.description,
-                    i.outcome,
-                    i.detail.clone().unwrap_or_default()
-                ));
-            }
-        }
-        for l in lines.iter().take(opts.show_failures) {
-            writeln!(e, "{l}")?;
-        }
+    for l in lines.iter().take(opts.show_failures) {
+        writeln!(e, "{l}")?;
     }
     Ok(())
 }

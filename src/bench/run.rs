@@ -196,26 +196,54 @@ fn serialize(v: &Value, pretty: bool) -> String {
     r.expect("serde_json::Value serializes")
 }
 
-/// Runs `case` (the `idx`-th of the run) and measures it.
+/// Runs `case` (the `idx`-th of the run) and measures it: 1. serialize and tokenize the
+/// instances (untimed), 2. compile and take the first mask, 3-4. every instance token by token,
+/// then the status, the memory, and with `recheck_over_ns` the re-runs of a slow maximum.
 pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
     let mut res = CaseResult::for_case(case, idx);
-    let clock = settings.clock;
-    // 1. Serialize and tokenize (not timed).
-    let prepared: Vec<(String, Vec<TokenId>)> = case
-        .instances
+    let prepared = prepare_instances(vocab, case, settings.pretty);
+    let memory = MemoryProbe::start();
+    let started = std::time::Instant::now();
+    let mut mask = TokenSet::new(vocab.len());
+    let Some(compiled) = compile_case(vocab, case, settings, &mut mask, &mut res) else { return res };
+    let slowest = run_instances(vocab, &compiled, &mut mask, case, prepared, settings.clock, &mut res);
+    res.status = status(&res).into();
+    drop(compiled);
+    (res.peak_rss_mib, res.rss_before_mib) = memory.finish();
+    if let (Some((ns, _)), Some(limit)) = (&slowest, settings.recheck_over_ns) {
+        // A long case is not re-run: its re-runs could pass the worker's per-case timeout.
+        if *ns > limit && started.elapsed() < RECHECK_WITHIN {
+            res.mask_max_rechecks_us = recheck(vocab, case, idx, settings);
+        }
+    }
+    res.mask_slowest = slowest.map(|(_, s)| s);
+    res
+}
+
+/// Each instance's text (serialized compact or pretty) and its tokens (canonical where the
+/// vocabulary has a canonical tokenization, else any; empty when none).
+fn prepare_instances(vocab: &Vocab, case: &Case, pretty: bool) -> Vec<(String, Vec<TokenId>)> {
+    case.instances
         .iter()
         .map(|inst| {
-            let text = serialize(&inst.data, settings.pretty);
+            let text = serialize(&inst.data, pretty);
             let toks = vocab.encode_canonical(&text).or_else(|| vocab.encode(text.as_bytes())).unwrap_or_default();
             (text, toks)
         })
-        .collect();
-    let memory = MemoryProbe::start();
-    let started = std::time::Instant::now();
+        .collect()
+}
 
-    // 2. Compile and first mask.
+/// Compiles the case's schema and takes the first mask, timing both into `res` (and listing
+/// what a lenient compile let through); `None` after a compile error, recorded in `res`.
+fn compile_case(
+    vocab: &Arc<Vocab>,
+    case: &Case,
+    settings: &RunSettings,
+    mask: &mut TokenSet,
+    res: &mut CaseResult,
+) -> Option<Arc<Compiled>> {
+    let clock = settings.clock;
     let constraint = Constraint::JsonSchema(case.schema.clone(), settings.schema.clone());
-    let mut mask = TokenSet::new(vocab.len());
     let t0 = clock.now_ns();
     let compiled = Compiled::with_options(vocab.clone(), &constraint, &settings.compile);
     res.compile_us = Some(us(clock.now_ns() - t0));
@@ -224,11 +252,11 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
         Err(e) => {
             res.status = "compile_error".into();
             res.error = Some(truncate(&e.to_string(), 500));
-            return res;
+            return None;
         }
     };
     let mut first = compiled.matcher();
-    first.fill_mask(&mut mask);
+    first.fill_mask(mask);
     res.ttfm_us = Some(us(clock.now_ns() - t0));
     drop(first);
     res.automaton = Some(compiled.stats());
@@ -238,13 +266,25 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
             res.unenforced = g.unenforced.iter().filter_map(|u| serde_json::to_value(u).ok()).collect();
         }
     }
+    Some(compiled)
+}
 
-    // 3-4. Every instance, token by token.
+/// Runs every instance token by token, adding its result and counts to `res`; returns the
+/// case's slowest mask (ns, and where).
+fn run_instances(
+    vocab: &Vocab,
+    compiled: &Arc<Compiled>,
+    mask: &mut TokenSet,
+    case: &Case,
+    prepared: Vec<(String, Vec<TokenId>)>,
+    clock: Clock,
+    res: &mut CaseResult,
+) -> Option<(u64, SlowestMask)> {
     let mut all_mask_ns = Vec::new();
     let mut commit_total = 0u64;
     let mut slowest: Option<(u64, SlowestMask)> = None;
     for (i, (inst, (text, toks))) in case.instances.iter().zip(prepared).enumerate() {
-        let mut ir = run_instance(vocab, &compiled, &mut mask, inst, &text, &toks, clock);
+        let mut ir = run_instance(vocab, compiled, mask, inst, &text, &toks, clock);
         ir.idx = i;
         if let Some((ns, mut s)) = ir.slowest.take() {
             if slowest.as_ref().is_none_or(|(best, _)| ns > *best) {
@@ -268,8 +308,14 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
     if res.n_masks > 0 {
         res.commit_us_mean = Some((commit_total as f64 / res.n_masks as f64 / 100.0).round() / 10.0);
     }
+    slowest
+}
+
+/// The case's status once its instances have run: the first kind of disagreement (valid
+/// instances first), `engine_error` when an instance hit one, else `ok`.
+fn status(res: &CaseResult) -> &'static str {
     let engine_error = res.instances.iter().any(|i| i.outcome == "engine_error");
-    res.status = if res.n_valid_accepted < res.n_valid {
+    if res.n_valid_accepted < res.n_valid {
         if engine_error {
             "engine_error"
         } else {
@@ -284,26 +330,20 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
     } else {
         "ok"
     }
-    .into();
-    drop(compiled);
-    (res.peak_rss_mib, res.rss_before_mib) = memory.finish();
-    if let (Some((ns, _)), Some(limit)) = (&slowest, settings.recheck_over_ns) {
-        // A long case is not re-run: its re-runs could pass the worker's per-case timeout.
-        if *ns > limit && started.elapsed() < RECHECK_WITHIN {
-            let once = RunSettings { recheck_over_ns: None, ..settings.clone() };
-            let rerun = || {
-                // Warm caches would make this no replay: the DFAs (shared process-wide by
-                // lexeme) and the vocabulary's mask cache are emptied, so the re-run starts
-                // colder than the first run did (the lexemes earlier cases shared are cold too).
-                crate::regular::Dfa::clear_shared();
-                vocab.mask_cache.clear();
-                run_case(vocab, case, idx, &once).mask_us.map(|m| m.max)
-            };
-            res.mask_max_rechecks_us = (0..RECHECKS).filter_map(|_| rerun()).collect();
-        }
-    }
-    res.mask_slowest = slowest.map(|(_, s)| s);
-    res
+}
+
+/// The slowest mask µs of each of [`RECHECKS`] re-runs of the case, from cold caches.
+fn recheck(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> Vec<f64> {
+    let once = RunSettings { recheck_over_ns: None, ..settings.clone() };
+    let rerun = || {
+        // Warm caches would make this no replay: the DFAs (shared process-wide by
+        // lexeme) and the vocabulary's mask cache are emptied, so the re-run starts
+        // colder than the first run did (the lexemes earlier cases shared are cold too).
+        crate::regular::Dfa::clear_shared();
+        vocab.mask_cache.clear();
+        run_case(vocab, case, idx, &once).mask_us.map(|m| m.max)
+    };
+    (0..RECHECKS).filter_map(|_| rerun()).collect()
 }
 
 fn run_instance(

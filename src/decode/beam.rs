@@ -16,6 +16,9 @@
 //!    `k` times is forked `k - 1` times and moved into its last child, so the model state is
 //!    never re-run.
 //!
+//! In the code, a `Search` holds what is fixed and what is finished; its `expand` is steps 1-2,
+//! `rank` and `branch` step 3, and `settled` the stopping test below.
+//!
 //! Scores. A finished output scores `sum of logprobs / len^alpha`, `alpha` =
 //! [`BeamOptions::length_penalty`], default 1.0 (the mean logprob per token; 0 is the raw sum,
 //! which favours short outputs). `len` counts the decisions in the sum: the generated tokens,
@@ -87,6 +90,17 @@ struct Candidate {
     score: f64,
 }
 
+/// One step's expansion (steps 1-2): the beams that made a forward pass, each one's top
+/// tokens (by index), and every (beam, token) candidate.
+struct Expansion {
+    parents: Vec<Beam>,
+    tops: Vec<Vec<TokenLogprob>>,
+    cands: Vec<Candidate>,
+}
+
+/// A finished output, and the matcher that produced it (handed back for the best one).
+type Finished = (Hypothesis, Option<Matcher>);
+
 /// Beam search from `prompt`. Returns up to `beam.width` finished outputs, best first.
 ///
 /// `model` is only forked, never advanced: every beam runs on its own fork. With a `matcher`,
@@ -112,86 +126,143 @@ pub fn beam_search(
     }
     let width = model.logits_width();
     let (ctx, stops) = Ctx::new(vocab, width, opts)?;
-    // Nothing is drawn, so a fixed seed spares the operating system's entropy source.
-    let mut sampler = Sampler::new(SamplingParams { seed: Some(0), ..opts.sampling.clone() })?;
-    let mut mask = TokenSet::new(width);
+    let mut search = Search {
+        ctx: &ctx,
+        b,
+        alpha,
+        n_top: opts.sampling.top_logprobs,
+        // Nothing is drawn, so a fixed seed spares the operating system's entropy source.
+        sampler: Sampler::new(SamplingParams { seed: Some(0), ..opts.sampling.clone() })?,
+        mask: TokenSet::new(width),
+        logits: vec![0f32; width],
+        finished: Vec::new(),
+    };
     let mut root = Sequence::new(prompt, stops);
     if let Some(m) = matcher.as_deref_mut() {
-        ctx.check_completable(m, &mut mask, &mut root.masks)?;
+        ctx.check_completable(m, &mut search.mask, &mut root.masks)?;
     }
-    let mut logits = vec![0f32; width];
-    let n_top = opts.sampling.top_logprobs;
-    let per_beam = 2 * b;
-    let norm = |sum: f64, len: usize| sum / (len.max(1) as f64).powf(alpha);
-    let close = |matcher: Option<Matcher>, seq: Sequence, sum: f64, end: End| {
+    let mut live = vec![Beam { model: model.fork()?, matcher: matcher.as_deref().cloned(), seq: root, sum: 0.0 }];
+    loop {
+        let mut step = search.expand(live)?;
+        if step.parents.is_empty() {
+            break;
+        }
+        let chosen = search.rank(&mut step);
+        live = search.branch(step, chosen)?;
+        if live.is_empty() || search.settled(&live) {
+            break;
+        }
+    }
+
+    // Stable: among equal scores, the one finished first stays first.
+    let mut finished = search.finished;
+    finished.sort_by(|(x, _), (y, _)| y.score.total_cmp(&x.score));
+    finished.truncate(b);
+    if let (Some(m), Some((_, Some(best)))) = (matcher, finished.first()) {
+        *m = best.clone();
+    }
+    Ok(finished.into_iter().map(|(h, _)| h).collect())
+}
+
+/// A beam search in progress: its fixed settings, scratch space, and the outputs finished.
+struct Search<'c, 'v> {
+    ctx: &'c Ctx<'v>,
+    /// The beam width.
+    b: usize,
+    /// The length penalty.
+    alpha: f64,
+    /// `top_logprobs` per generated token.
+    n_top: usize,
+    sampler: Sampler,
+    mask: TokenSet,
+    logits: Vec<f32>,
+    finished: Vec<Finished>,
+}
+
+impl Search<'_, '_> {
+    /// `sum / len^alpha`.
+    fn norm(&self, sum: f64, len: usize) -> f64 {
+        sum / (len.max(1) as f64).powf(self.alpha)
+    }
+
+    /// Finishes a beam's output as a [`Hypothesis`].
+    fn close(&mut self, matcher: Option<Matcher>, seq: Sequence, sum: f64, end: End) {
         let ends_with_stop_token = matches!(end.1, Some(StoppedBy::Token(_) | StoppedBy::Constraint));
         let scored_len = seq.tokens.len() + ends_with_stop_token as usize;
         let hyp = Hypothesis {
-            score: norm(sum, scored_len),
+            score: self.norm(sum, scored_len),
             sum_logprob: sum,
             scored_len,
             output: seq.finish(end, &mut |_| {}),
         };
-        (hyp, matcher)
-    };
+        self.finished.push((hyp, matcher));
+    }
 
-    let mut live = vec![Beam { model: model.fork()?, matcher: matcher.as_deref().cloned(), seq: root, sum: 0.0 }];
-    let mut finished: Vec<(Hypothesis, Option<Matcher>)> = Vec::new();
-    loop {
-        // 1-2: fast-forward, stop checks, then one forward pass and the scores of each beam.
-        let mut parents: Vec<Beam> = Vec::new();
-        let mut tops: Vec<Vec<TokenLogprob>> = Vec::new();
-        let mut cands: Vec<Candidate> = Vec::new();
-        for mut beam in std::mem::take(&mut live) {
-            match prepare(&ctx, beam.matcher.as_mut(), &mut beam.seq, &mut mask, &mut |_| {})? {
-                Next::End(end) => finished.push(close(beam.matcher, beam.seq, beam.sum, end)),
+    /// Steps 1-2: each live beam's fast-forward and stop checks (ended beams are finished),
+    /// then one forward pass, and the scores of its `2 · width` best tokens.
+    fn expand(&mut self, live: Vec<Beam>) -> Result<Expansion> {
+        let per_beam = 2 * self.b;
+        let mut step = Expansion { parents: Vec::new(), tops: Vec::new(), cands: Vec::new() };
+        for mut beam in live {
+            match prepare(self.ctx, beam.matcher.as_mut(), &mut beam.seq, &mut self.mask, &mut |_| {})? {
+                Next::End(end) => self.close(beam.matcher, beam.seq, beam.sum, end),
                 Next::Choose => {
-                    beam.seq.forward(&mut *beam.model, &mut logits)?;
-                    let m = beam.matcher.is_some().then_some(&mask);
-                    let mut c = sampler.process(&mut logits, m, &beam.seq.counts)?.clone();
+                    beam.seq.forward(&mut *beam.model, &mut self.logits)?;
+                    let m = beam.matcher.is_some().then_some(&self.mask);
+                    let mut c = self.sampler.process(&mut self.logits, m, &beam.seq.counts)?.clone();
                     let lse = c.log_sum_exp();
                     let top: Vec<TokenLogprob> = c
-                        .sort_prefix(per_beam.max(n_top))
+                        .sort_prefix(per_beam.max(self.n_top))
                         .iter()
                         .map(|x| TokenLogprob { token: x.id, logprob: (x.logit as f64 - lse) as f32 })
                         .collect();
                     for t in top.iter().take(per_beam) {
-                        cands.push(Candidate {
-                            parent: parents.len(),
+                        step.cands.push(Candidate {
+                            parent: step.parents.len(),
                             token: t.token,
                             logprob: t.logprob,
                             score: beam.sum + t.logprob as f64,
                         });
                     }
-                    tops.push(top);
-                    parents.push(beam);
+                    step.tops.push(top);
+                    step.parents.push(beam);
                 }
             }
         }
-        if parents.is_empty() {
-            break;
-        }
+        Ok(step)
+    }
 
-        // 3: rank all candidates (a stable sort keeps beam order, then rank order, for ties).
+    /// Step 3: ranks all candidates (a stable sort keeps beam order, then rank order, for
+    /// ties); a stop token among the first `width` ranks finishes its beam; returns the first
+    /// `width` non-stop candidates.
+    fn rank(&mut self, step: &mut Expansion) -> Vec<Candidate> {
+        let mut cands = std::mem::take(&mut step.cands);
         cands.sort_by(|x, y| y.score.total_cmp(&x.score));
-        let mut chosen: Vec<Candidate> = Vec::with_capacity(b);
+        let mut chosen: Vec<Candidate> = Vec::with_capacity(self.b);
         for (rank, c) in cands.iter().enumerate() {
-            if chosen.len() == b {
+            if chosen.len() == self.b {
                 break;
             }
-            if ctx.stop_tokens.contains(c.token) {
-                if rank < b {
-                    let p = &parents[c.parent];
+            if self.ctx.stop_tokens.contains(c.token) {
+                if rank < self.b {
+                    let p = &step.parents[c.parent];
                     let end = (FinishReason::Stop, Some(StoppedBy::Token(c.token)));
-                    finished.push(close(p.matcher.clone(), p.seq.clone(), c.score, end));
+                    self.close(p.matcher.clone(), p.seq.clone(), c.score, end);
                 }
             } else {
                 chosen.push(*c);
             }
         }
-        let mut uses = vec![0usize; parents.len()];
+        chosen
+    }
+
+    /// The next beams: each chosen candidate appended to its parent. A parent chosen `k` times
+    /// is forked `k - 1` times and moved into its last child, so no model state is re-run.
+    fn branch(&mut self, step: Expansion, chosen: Vec<Candidate>) -> Result<Vec<Beam>> {
+        let mut uses = vec![0usize; step.parents.len()];
         chosen.iter().for_each(|c| uses[c.parent] += 1);
-        let mut slots: Vec<Option<Beam>> = parents.into_iter().map(Some).collect();
+        let mut slots: Vec<Option<Beam>> = step.parents.into_iter().map(Some).collect();
+        let mut live = Vec::with_capacity(chosen.len());
         for c in chosen {
             uses[c.parent] -= 1;
             let mut child = if uses[c.parent] == 0 {
@@ -201,43 +272,35 @@ pub fn beam_search(
                 Beam { model: p.model.fork()?, matcher: p.matcher.clone(), seq: p.seq.clone(), sum: p.sum }
             };
             child.sum = c.score;
-            let top = &tops[c.parent];
+            let top = &step.tops[c.parent];
             let g = GeneratedToken {
                 token: c.token,
                 logprob: c.logprob,
-                top_logprobs: top[..n_top.min(top.len())].to_vec(),
+                top_logprobs: top[..self.n_top.min(top.len())].to_vec(),
                 forced: false,
             };
-            match append(&ctx, child.matcher.as_mut(), &mut child.seq, g, &mut |_| {})? {
-                Some(end) => finished.push(close(child.matcher, child.seq, child.sum, end)),
+            match append(self.ctx, child.matcher.as_mut(), &mut child.seq, g, &mut |_| {})? {
+                Some(end) => self.close(child.matcher, child.seq, child.sum, end),
                 None => live.push(child),
             }
         }
-
-        // Stop once no live beam can still enter the best `b`.
-        if finished.len() >= b && !live.is_empty() {
-            let mut scores: Vec<f64> = finished.iter().map(|(h, _)| h.score).collect();
-            scores.sort_by(|x, y| y.total_cmp(x));
-            let worst = scores[b - 1];
-            let best_possible = |beam: &Beam| {
-                let shortest = beam.seq.tokens.len().max(1);
-                let longest = ctx.max_tokens + 1;
-                norm(beam.sum, if alpha > 0.0 { longest } else { shortest })
-            };
-            if live.iter().all(|beam| best_possible(beam) <= worst) {
-                break;
-            }
-        }
-        if live.is_empty() {
-            break;
-        }
+        Ok(live)
     }
 
-    // Stable: among equal scores, the one finished first stays first.
-    finished.sort_by(|(x, _), (y, _)| y.score.total_cmp(&x.score));
-    finished.truncate(b);
-    if let (Some(m), Some((_, Some(best)))) = (matcher, finished.first()) {
-        *m = best.clone();
+    /// Whether the search is over: `width` outputs are finished and no live beam can still
+    /// enter the best `width` (see the module docs: exact, since logprobs are `<= 0`).
+    fn settled(&self, live: &[Beam]) -> bool {
+        if self.finished.len() < self.b {
+            return false;
+        }
+        let mut scores: Vec<f64> = self.finished.iter().map(|(h, _)| h.score).collect();
+        scores.sort_by(|x, y| y.total_cmp(x));
+        let worst = scores[self.b - 1];
+        let best_possible = |beam: &Beam| {
+            let shortest = beam.seq.tokens.len().max(1);
+            let longest = self.ctx.max_tokens + 1;
+            self.norm(beam.sum, if self.alpha > 0.0 { longest } else { shortest })
+        };
+        live.iter().all(|beam| best_possible(beam) <= worst)
     }
-    Ok(finished.into_iter().map(|(h, _)| h).collect())
 }

@@ -25,7 +25,7 @@ use crate::grammar::json_schema::JsonSchemaOptions;
 use crate::vocab::{TokenId, Vocab};
 
 /// The JSON Schema (draft 2020-12) that `schemars` derives for `T`, with the ranges of Rust's
-/// integer types made explicit ([`bound_integer_formats`]) so that every value deserializes.
+/// integer types made explicit (`bound_integer_formats`) so that every value deserializes.
 pub fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
     let mut schema = schemars::schema_for!(T).to_value();
     bound_integer_formats(&mut schema);

@@ -13,7 +13,7 @@
 //! Tools come the way transformers passes them (Qwen 2.5, Llama 3.x and Hermes templates read
 //! them): `tools` is a list of [`ChatTool`]s, `{"type": "function", "function": {"name",
 //! "description", "parameters"}}`, or none (never an empty list) when there are none; an
-//! assistant [`ChatMessage`] may carry `tool_calls` ([`ToolCall`]: `{"id", "type": "function",
+//! assistant [`ChatMessage`] may carry `tool_calls` ([`ChatToolCall`]: `{"id", "type": "function",
 //! "function": {"name", "arguments"}}`, the arguments a JSON value, not a string), and a `tool`
 //! message the `tool_call_id` it answers. Absent fields are left out of the message, so templates
 //! that test `'tool_calls' in message` or `message.tool_calls is defined` see them only where
@@ -41,7 +41,7 @@ pub struct ChatMessage {
     pub content: String,
     /// The calls an assistant turn made (left out of the template's message when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
+    pub tool_calls: Vec<ChatToolCall>,
     /// The call a `tool` message answers (left out when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
@@ -100,9 +100,12 @@ impl ChatTool {
     }
 }
 
-/// One call in an assistant message: `{"id", "type": "function", "function": {"name", "arguments"}}`.
+/// One call in a chat history's assistant message, as templates read it: `{"id", "type":
+/// "function", "function": {"name", "arguments"}}`. (A call the model has just made, checked
+/// against its tool, is the library's `engine::ToolCall`; `Reply::message` turns those into
+/// these for the next turn.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
+pub struct ChatToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Always `"function"`.
@@ -111,7 +114,7 @@ pub struct ToolCall {
     pub function: CalledFunction,
 }
 
-/// The function of a [`ToolCall`].
+/// The function of a [`ChatToolCall`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CalledFunction {
     pub name: String,
@@ -119,10 +122,10 @@ pub struct CalledFunction {
     pub arguments: Value,
 }
 
-impl ToolCall {
+impl ChatToolCall {
     /// A function call.
-    pub fn function(id: Option<String>, name: impl Into<String>, arguments: Value) -> ToolCall {
-        ToolCall { id, kind: "function".into(), function: CalledFunction { name: name.into(), arguments } }
+    pub fn function(id: Option<String>, name: impl Into<String>, arguments: Value) -> ChatToolCall {
+        ChatToolCall { id, kind: "function".into(), function: CalledFunction { name: name.into(), arguments } }
     }
 }
 
@@ -202,7 +205,7 @@ impl ChatTemplate {
         let tool = ChatTool::function("probe_tool_fn", None, serde_json::json!({"type": "object"}));
         let mut call = ChatMessage::new("assistant", "");
         // An id of 9 letters and digits: Mistral's templates refuse any other.
-        call.tool_calls.push(ToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));
+        call.tool_calls.push(ChatToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));
         let chat = [ChatMessage::new("user", "hi"), call, ChatMessage::new("user", "ok")];
         self.render(&chat, &[tool], true, "", "")
             .is_ok_and(|s| s.contains("probe_tool_fn") && s.contains("probe_call_fn"))
@@ -322,8 +325,12 @@ mod tests {
             ChatTool::function("get_time", None, serde_json::json!({"type": "object"})),
         ];
         let mut call = ChatMessage::new("assistant", "");
-        call.tool_calls.push(ToolCall::function(Some("c1".into()), "get_weather", serde_json::json!({"city": "Oslo"})));
-        call.tool_calls.push(ToolCall::function(None, "get_weather", serde_json::json!({"city": "Bergen"})));
+        call.tool_calls.push(ChatToolCall::function(
+            Some("c1".into()),
+            "get_weather",
+            serde_json::json!({"city": "Oslo"}),
+        ));
+        call.tool_calls.push(ChatToolCall::function(None, "get_weather", serde_json::json!({"city": "Bergen"})));
         let mut result = ChatMessage::new("tool", "-3 C");
         result.tool_call_id = Some("c1".into());
         let chat = [ChatMessage::new("user", "Weather in Oslo?"), call, result];

@@ -79,7 +79,7 @@ use std::sync::Arc;
 
 pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
-pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ToolCall, ToolFunction};
+pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ChatToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};
 pub use device::{DeviceSpec, LoadOptions, Precision};
 pub use net::{CandleModel, ForwardStats};

@@ -1,5 +1,7 @@
 //! Turning a prompt into the model's input tokens ([`PromptFormat`]), and the defaults of
-//! `generation_config.json` ([`GenerationDefaults`]).
+//! `generation_config.json` ([`GenerationDefaults`]: the sampling knobs it names reach the
+//! sampler as [`SamplingOverrides`], the same type the CLI's flags and the server's request
+//! fields are laid over them with).
 //!
 //! Prompts are encoded with the tokenizer's normal behaviour (SentencePiece's leading `▁`,
 //! special-token spellings such as `<|im_start|>` recognised), unlike [`crate::Vocab`]'s
@@ -17,7 +19,7 @@ use super::chat::{ChatMessage, ChatTemplate, ChatTool};
 use super::config::token_ids;
 use super::read_file;
 use crate::error::{Error, Result};
-use crate::sample::SamplingParams;
+use crate::sample::{SamplingOverrides, SamplingParams};
 use crate::vocab::TokenId;
 
 /// How prompts become tokens for one model.
@@ -201,7 +203,7 @@ impl std::fmt::Debug for PromptFormat {
 }
 
 /// What `generation_config.json` asks for. Every field is optional; [`sampling`](Self::sampling)
-/// lays the ones present over [`SamplingParams::default`].
+/// lays the ones present over [`SamplingParams::default`] (as [`SamplingOverrides`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GenerationDefaults {
     /// Extra end-of-sequence ids (`eos_token_id`, one or a list).
@@ -238,24 +240,27 @@ impl GenerationDefaults {
     }
 
     /// The sampling knobs these defaults give: greedy when `do_sample` is explicitly false
-    /// (as in transformers), else the given temperature, top-k, top-p, min-p and repetition
-    /// penalty over [`SamplingParams::default`]. (transformers also treats a missing
-    /// `do_sample` as false; here a missing one leaves sampling on, the OpenAI default.)
+    /// (as in transformers, keeping the repetition penalty), else [`overrides`](Self::overrides)
+    /// over [`SamplingParams::default`]. (transformers also treats a missing `do_sample` as
+    /// false; here a missing one leaves sampling on, the OpenAI default.)
     pub fn sampling(&self) -> SamplingParams {
-        let d = SamplingParams::default();
         if self.do_sample == Some(false) {
-            return SamplingParams {
-                repetition_penalty: self.repetition_penalty.unwrap_or(1.0),
-                ..SamplingParams::greedy()
-            };
+            let penalty = SamplingOverrides { repetition_penalty: self.repetition_penalty, ..Default::default() };
+            return penalty.over(SamplingParams::greedy());
         }
-        SamplingParams {
-            temperature: self.temperature.unwrap_or(d.temperature),
-            top_k: self.top_k.or(d.top_k),
-            top_p: self.top_p.unwrap_or(d.top_p),
-            min_p: self.min_p.unwrap_or(d.min_p),
-            repetition_penalty: self.repetition_penalty.unwrap_or(d.repetition_penalty),
-            ..d
+        self.overrides().over(SamplingParams::default())
+    }
+
+    /// The knobs `generation_config.json` sets: temperature, top-k, top-p, min-p and the
+    /// repetition penalty.
+    pub fn overrides(&self) -> SamplingOverrides {
+        SamplingOverrides {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repetition_penalty: self.repetition_penalty,
+            ..SamplingOverrides::default()
         }
     }
 }

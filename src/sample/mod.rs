@@ -17,6 +17,8 @@
 //!
 //! - [`SamplingParams`]: the knobs, serde-ready, OpenAI/vLLM names and ranges, every one off by
 //!   default; [`SamplingParams::validate`] names the knob that is out of range.
+//! - [`SamplingOverrides`]: the knobs a caller names, laid over a base `SamplingParams` (model
+//!   defaults, command-line flags and request fields all go through it).
 //! - [`TokenCounts`]: seen-token counts for the penalties, prompt and output apart, so that
 //!   [`PenaltyScope`] can choose which count. The default scope is [`PenaltyScope::Output`]
 //!   (OpenAI's rule for frequency/presence); see its docs for why, and for `Both` (HF/vLLM's
@@ -64,6 +66,7 @@
 mod candidates;
 mod counts;
 mod mask;
+mod overrides;
 mod params;
 mod penalty;
 mod sampler;
@@ -72,6 +75,7 @@ mod truncate;
 pub use candidates::{Candidate, Candidates};
 pub use counts::TokenCounts;
 pub use mask::AllowedMask;
+pub use overrides::SamplingOverrides;
 pub use params::{PenaltyScope, SamplingParams, MAX_TOP_LOGPROBS};
 pub use penalty::{FrequencyPenalty, PresencePenalty, RepetitionPenalty};
 pub use sampler::{Choice, Sampler, TokenLogprob};

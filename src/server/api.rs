@@ -1,6 +1,13 @@
 //! The request bodies of the OpenAI API as serde types, and the checks that turn one into
 //! [`GenerateOptions`] and a [`Spec`] (the constraint).
 //!
+//! Key types: [`ChatRequest`] and [`CompletionRequest`], which share [`Common`] (the sampling
+//! knobs, `n`, `stop`, streaming, `response_format` and the extension constraints); [`Plan`],
+//! what a request turns into. The sampling fields are read as [`SamplingOverrides`]
+//! ([`Common::sampling`]) and laid over the model's `generation_config.json` defaults, as
+//! `strictly generate` lays its flags. `tool_choice` ([`ToolChoiceParam`], the wire form) is
+//! read as the crate's one [`ToolChoice`].
+//!
 //! Unknown fields are ignored (clients send `user`, `metadata`, `store`, ...); fields that
 //! would change the output but are not supported (`logit_bias`, `functions`, `suffix`, image
 //! content, ...) are a 400 naming them, never silently dropped.
@@ -14,7 +21,8 @@ use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstrai
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::model::GenerationDefaults;
-use crate::sample::{SamplingParams, MAX_TOP_LOGPROBS};
+use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
+use crate::tools::ToolChoice;
 use crate::vocab::TokenId;
 
 /// Most choices per request (`n`).
@@ -165,12 +173,32 @@ pub struct FunctionDef {
     pub strict: Option<bool>,
 }
 
-/// `tool_choice`: `"none"`, `"auto"`, `"required"` or `{"type": "function", "function": {"name"}}`.
+/// `tool_choice` as the request spells it: `"none"`, `"auto"`, `"required"` or
+/// `{"type": "function", "function": {"name"}}`; [`ToolChoiceParam::choice`] reads it as the
+/// crate's one [`ToolChoice`].
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum ToolChoice {
+pub enum ToolChoiceParam {
     Mode(String),
     Named { function: NamedFunction },
+}
+
+impl ToolChoiceParam {
+    /// The choice this names; a 400 for a mode OpenAI does not have.
+    pub fn choice(&self) -> Result<ToolChoice, ApiError> {
+        match self {
+            ToolChoiceParam::Mode(m) => match m.as_str() {
+                "none" => Ok(ToolChoice::None),
+                "auto" => Ok(ToolChoice::Auto),
+                "required" => Ok(ToolChoice::Required),
+                other => Err(ApiError::bad_request(format!(
+                    "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got {other:?}"
+                ))
+                .param("tool_choice")),
+            },
+            ToolChoiceParam::Named { function } => Ok(ToolChoice::Named(function.name.clone())),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,7 +216,7 @@ pub struct ChatRequest {
     pub logprobs: Option<bool>,
     pub top_logprobs: Option<i64>,
     pub tools: Option<Vec<ToolIn>>,
-    pub tool_choice: Option<ToolChoice>,
+    pub tool_choice: Option<ToolChoiceParam>,
     pub parallel_tool_calls: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
@@ -234,6 +262,21 @@ fn nonneg(name: &str, v: i64) -> Result<usize, ApiError> {
 }
 
 impl Common {
+    /// The sampling fields the request sets (`top_k` `-1` or `0`: off).
+    pub fn sampling(&self) -> SamplingOverrides {
+        SamplingOverrides {
+            temperature: self.temperature,
+            top_k: self.top_k.map(|k| usize::try_from(k).unwrap_or(0)),
+            top_p: self.top_p,
+            min_p: self.min_p,
+            top_n_sigma: self.top_n_sigma,
+            repetition_penalty: self.repetition_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            seed: self.seed.map(Seed::value),
+        }
+    }
+
     /// The sampling knobs over the model's defaults, checked (OpenAI's ranges where OpenAI
     /// has the knob: temperature in [0, 2]).
     pub fn plan(
@@ -247,32 +290,14 @@ impl Common {
                 return Err(ApiError::bad_request("logit_bias is not supported").param("logit_bias"));
             }
         }
-        let mut s: SamplingParams = defaults.sampling();
         if let Some(t) = self.temperature {
             if !(0.0..=2.0).contains(&t) {
                 return Err(
                     ApiError::bad_request(format!("temperature must be in [0, 2], got {t}")).param("temperature")
                 );
             }
-            s.temperature = t;
         }
-        let set = |slot: &mut f32, v: Option<f32>| {
-            if let Some(v) = v {
-                *slot = v;
-            }
-        };
-        set(&mut s.top_p, self.top_p);
-        set(&mut s.min_p, self.min_p);
-        set(&mut s.frequency_penalty, self.frequency_penalty);
-        set(&mut s.presence_penalty, self.presence_penalty);
-        set(&mut s.repetition_penalty, self.repetition_penalty);
-        if let Some(k) = self.top_k {
-            s.top_k = (k > 0).then_some(k as usize);
-        }
-        if self.top_n_sigma.is_some() {
-            s.top_n_sigma = self.top_n_sigma;
-        }
-        s.seed = self.seed.map(Seed::value);
+        let mut s = self.sampling().over(defaults.sampling());
         s.top_logprobs = top_logprobs;
         if let Err(e) = s.validate() {
             let msg = e.to_string();
@@ -372,10 +397,7 @@ impl Common {
 
 /// OpenAI's rule for function and schema names: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn check_name(name: &str, param: &str) -> Result<(), ApiError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+    if crate::tools::is_valid_name(name) {
         Ok(())
     } else {
         Err(ApiError::bad_request(format!(
@@ -397,22 +419,13 @@ impl ChatRequest {
             .param("functions"));
         }
         let tools = self.tools.as_deref().unwrap_or(&[]);
-        let mode = match &self.tool_choice {
-            None if tools.is_empty() => return Ok(None),
-            None => ToolMode::Auto,
-            Some(ToolChoice::Mode(m)) => match m.as_str() {
-                "none" => return Ok(None),
-                "auto" => ToolMode::Auto,
-                "required" => ToolMode::Required,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got {other:?}"
-                    ))
-                    .param("tool_choice"))
-                }
-            },
-            Some(ToolChoice::Named { function }) => ToolMode::Named(function.name.clone()),
+        let choice = match &self.tool_choice {
+            // OpenAI's default: `auto` when there are tools, else `none`.
+            None if tools.is_empty() => ToolChoice::None,
+            None => ToolChoice::Auto,
+            Some(param) => param.choice()?,
         };
+        let Some(mode) = choice.mode() else { return Ok(None) };
         if tools.is_empty() {
             return Err(ApiError::bad_request("tool_choice needs tools").param("tool_choice"));
         }

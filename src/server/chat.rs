@@ -11,26 +11,27 @@
 //! data: {... "choices":[], "usage":{...}}                                     with include_usage
 //! data: [DONE]
 //! ```
-
-use std::convert::Infallible;
-use std::sync::Arc;
+//!
+//! The request becomes a [`ToolChat`] (messages and the tools offered) rendered through the
+//! model's chat template, and a scheduler [`Job`]; [`Chat`] is this endpoint's wire format
+//! ([`Format`]): each output read by an [`OutputParser`] into content and tool calls (in the
+//! [`ToolFormat`] the prompt teaches), whole or delta by delta.
 
 use axum::extract::State;
-use axum::response::sse::{Event as SseEvent, Sse};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::api::{ChatRequest, Content};
 use super::constraint::Spec;
-use super::engine::{Job, Msg};
 use super::error::{ApiError, ApiJson};
 use super::metrics::Metrics;
-use super::{chat_logprobs, count_error, finish, now_secs, response_id, AppState};
-use crate::decode::{Event, GeneratedToken};
-use crate::model::{ChatMessage, ChatTool, PromptFormat, ToolCall};
+use super::reply::{alternatives, answer, finish, token_text, Chunks, Format, Reply};
+use super::scheduler::Job;
+use super::AppState;
+use crate::decode::{GeneratedToken, Output};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
+use crate::vocab::Vocab;
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest>, ApiError>) -> Response {
     Metrics::add(&st.inner.metrics.chat_requests, 1);
@@ -38,10 +39,7 @@ pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest
         Ok(ApiJson(req)) => run(&st, req).await,
         Err(e) => Err(e),
     };
-    match count_error(&st, r) {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
-    }
+    answer(&st, r)
 }
 
 fn content_text(c: &Option<Content>, i: usize) -> Result<String, ApiError> {
@@ -91,7 +89,7 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
             for call in m.tool_calls.iter().flatten() {
                 let args = call.function.arguments.as_deref().unwrap_or("{}");
                 let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
-                msg.tool_calls.push(ToolCall::function(call.id.clone(), call.function.name.clone(), args));
+                msg.tool_calls.push(ChatToolCall::function(call.id.clone(), call.function.name.clone(), args));
             }
         }
         if role == "tool" {
@@ -143,177 +141,36 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let prompt_tokens = prompt.len();
     let job = Job { prompts: vec![prompt], max_tokens: vec![max_tokens], n: plan.n, compiled, opts: plan.opts.clone() };
     let started = st.start(job, ticket, deadline).await?;
-    let reply = Reply {
-        st: st.clone(),
-        id: response_id("chatcmpl"),
-        created: now_secs(),
-        n: plan.n,
-        structured,
-        tools,
-        logprobs: plan.logprobs.then_some(plan.opts.sampling.top_logprobs),
-        prompt_tokens,
-    };
-    if plan.stream {
-        Ok(reply.stream(started.rx, started.first, plan.include_usage).into_response())
-    } else {
-        reply.collect(started.rx).await.map(|v| Json(v).into_response())
-    }
+    let reply = Reply::new(st, "chatcmpl", &plan, plan.n, structured, prompt_tokens);
+    let format = Chat { tools, parsers: (0..plan.n).map(|_| OutputParser::new(tools)).collect() };
+    reply.respond(format, started, &plan).await
 }
 
-/// What a reply needs to know about its request.
-struct Reply {
-    st: AppState,
-    id: String,
-    created: u64,
-    n: usize,
-    structured: bool,
+/// This endpoint's wire format (see the module docs).
+struct Chat {
     /// The format of the calls the output may hold (`None`: no tools).
     tools: Option<ToolFormat>,
-    /// `Some(top_logprobs)` when logprobs are on.
-    logprobs: Option<usize>,
-    prompt_tokens: usize,
+    /// Per choice, the parser that splits the streamed text into content and tool calls.
+    parsers: Vec<OutputParser>,
 }
 
-fn usage(prompt: usize, completion: usize) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
-}
-
-impl Reply {
-    async fn collect(self, mut rx: mpsc::Receiver<Msg>) -> Result<Value, ApiError> {
-        let mut choices: Vec<Value> = Vec::with_capacity(self.n);
-        let mut completion = 0;
-        while choices.len() < self.n {
-            match rx.recv().await {
-                Some(Msg::Done { index, output }) => {
-                    let mut parser = OutputParser::new(self.tools);
-                    parser.feed(&output.text());
-                    parser
-                        .finish()
-                        .map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;
-                    let calls: Vec<Value> = parser
-                        .calls()
-                        .iter()
-                        .map(|c| {
-                            let function = json!({"name": c.name, "arguments": c.arguments});
-                            json!({"id": c.id, "type": "function", "function": function})
-                        })
-                        .collect();
-                    let (reason, stop_reason) = finish(&output, self.structured, !calls.is_empty());
-                    let content = parser.content();
-                    let content =
-                        if calls.is_empty() || !content.trim().is_empty() { json!(content) } else { Value::Null };
-                    let mut message = json!({"role": "assistant", "content": content, "refusal": null});
-                    if !calls.is_empty() {
-                        message["tool_calls"] = json!(calls);
-                    }
-                    let logprobs = match self.logprobs {
-                        Some(k) => {
-                            let content = chat_logprobs(&self.st.inner.vocab, &output.logprobs, k);
-                            json!({"content": content, "refusal": null})
-                        }
-                        None => Value::Null,
-                    };
-                    completion += output.tokens.len();
-                    choices.push(json!({
-                        "index": index,
-                        "message": message,
-                        "logprobs": logprobs,
-                        "finish_reason": reason,
-                        "stop_reason": stop_reason,
-                    }));
-                }
-                Some(Msg::Error(e)) => return Err(e),
-                Some(Msg::Begin { .. } | Msg::Event { .. }) => {}
-                None => return Err(ApiError::internal("the generation ended early")),
-            }
-        }
-        // Choices may finish in any order (they run at once when the model batches).
-        choices.sort_by_key(|c| c["index"].as_u64());
-        Ok(json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.st.model_name(),
-            "system_fingerprint": null,
-            "choices": choices,
-            "usage": usage(self.prompt_tokens, completion),
-        }))
-    }
-
-    fn stream(
-        self,
-        rx: mpsc::Receiver<Msg>,
-        first: usize,
-        include_usage: bool,
-    ) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
-        let mut s = ChatStream {
-            choices: (0..self.n)
-                .map(|_| StreamChoice { parser: OutputParser::new(self.tools), lps: Vec::new() })
-                .collect(),
-            reply: Arc::new(self),
-            core: super::engine::StreamCore::new(rx, include_usage),
-        };
-        s.begin(first);
-        super::engine::sse(s)
-    }
-}
-
-struct StreamChoice {
-    parser: OutputParser,
-    /// Tokens whose logprobs have not been sent yet.
-    lps: Vec<GeneratedToken>,
-}
-
-struct ChatStream {
-    reply: Arc<Reply>,
-    choices: Vec<StreamChoice>,
-    core: super::engine::StreamCore,
-}
-
-impl super::engine::Pump for ChatStream {
-    fn core(&mut self) -> &mut super::engine::StreamCore {
-        &mut self.core
-    }
-
-    fn on_message(&mut self, msg: Option<Msg>) {
-        self.handle(msg);
-    }
-}
-
-impl ChatStream {
-    fn chunk(&mut self, choices: Value) {
-        let r = &self.reply;
-        let c = json!({
-            "id": r.id,
-            "object": "chat.completion.chunk",
-            "created": r.created,
-            "model": r.st.model_name(),
-            "system_fingerprint": null,
-            "choices": choices,
-        });
-        self.core.chunk(c);
-    }
-
-    fn delta(&mut self, index: usize, delta: Value, finish_reason: Value, logprobs: Value) {
-        self.chunk(json!([{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]));
-    }
-
-    fn begin(&mut self, index: usize) {
-        self.delta(index, json!({"role": "assistant", "content": "", "refusal": null}), Value::Null, Value::Null);
+impl Chat {
+    fn delta(chunks: &mut Chunks, index: usize, delta: Value, finish_reason: Value, logprobs: Value) {
+        chunks.chunk(json!([{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]));
     }
 
     /// The logprobs not sent yet for choice `index`, as a chunk's `logprobs`.
-    fn take_logprobs(&mut self, index: usize) -> Value {
-        match self.reply.logprobs {
-            Some(k) if !self.choices[index].lps.is_empty() => {
-                let lps = std::mem::take(&mut self.choices[index].lps);
-                json!({"content": chat_logprobs(&self.reply.st.inner.vocab, &lps, k), "refusal": null})
+    fn take_logprobs(chunks: &mut Chunks, index: usize) -> Value {
+        match chunks.take_logprobs(index) {
+            Some((lps, k)) => {
+                json!({"content": chat_logprobs(&chunks.reply().st.inner.vocab, &lps, k), "refusal": null})
             }
-            _ => Value::Null,
+            None => Value::Null,
         }
     }
 
-    fn pieces(&mut self, index: usize, pieces: Vec<Piece>) {
+    /// One delta chunk per piece: content, a call's start, or more of its arguments.
+    fn pieces(chunks: &mut Chunks, index: usize, pieces: Vec<Piece>) {
         for p in pieces {
             let delta = match p {
                 Piece::Content(s) => json!({"content": s}),
@@ -324,51 +181,87 @@ impl ChatStream {
                     json!({"tool_calls": [{"index": i, "function": {"arguments": text}}]})
                 }
             };
-            let lp = self.take_logprobs(index);
-            self.delta(index, delta, Value::Null, lp);
+            let lp = Chat::take_logprobs(chunks, index);
+            Chat::delta(chunks, index, delta, Value::Null, lp);
         }
     }
+}
 
-    fn fail(&mut self, e: ApiError) {
-        self.core.fail(e);
-    }
+impl Format for Chat {
+    const OBJECT: &'static str = "chat.completion";
+    const CHUNK_OBJECT: &'static str = "chat.completion.chunk";
 
-    fn handle(&mut self, msg: Option<Msg>) {
-        match msg {
-            Some(Msg::Begin { index }) => self.begin(index),
-            Some(Msg::Event { index, event: Event::Token(g) }) => {
-                if self.reply.logprobs.is_some() {
-                    self.choices[index].lps.push(g);
-                }
-            }
-            Some(Msg::Event { index, event: Event::Text(t) }) => {
-                let pieces = self.choices[index].parser.feed(&t);
-                self.pieces(index, pieces);
-            }
-            Some(Msg::Event { event: Event::Finish { .. }, .. }) => {}
-            Some(Msg::Done { index, output }) => {
-                let rest = match self.choices[index].parser.finish() {
-                    Ok(rest) => rest,
-                    Err(e) => return self.fail(ApiError::internal(format!("cannot read the reply's tool calls: {e}"))),
-                };
-                self.pieces(index, rest);
-                let calls = !self.choices[index].parser.calls().is_empty();
-                let (reason, _) = finish(&output, self.reply.structured, calls);
-                let lp = self.take_logprobs(index);
-                self.delta(index, json!({}), json!(reason), lp);
-                let r = &self.reply;
-                self.core.choice_done(output.tokens.len(), r.n, |completion| {
-                    json!({
-                        "id": r.id, "object": "chat.completion.chunk", "created": r.created,
-                        "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
-                        "usage": usage(r.prompt_tokens, completion),
-                    })
-                });
-            }
-            Some(Msg::Error(e)) => self.fail(e),
-            None => self.fail(ApiError::internal("the generation ended early")),
+    fn choice(&mut self, reply: &Reply, index: usize, output: &Output) -> Result<Value, ApiError> {
+        let mut parser = OutputParser::new(self.tools);
+        parser.feed(&output.text());
+        parser.finish().map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;
+        let calls: Vec<Value> = parser
+            .calls()
+            .iter()
+            .map(|c| {
+                let function = json!({"name": c.name, "arguments": c.arguments});
+                json!({"id": c.id, "type": "function", "function": function})
+            })
+            .collect();
+        let (reason, stop_reason) = finish(output, reply.structured, !calls.is_empty());
+        let content = parser.content();
+        let content = if calls.is_empty() || !content.trim().is_empty() { json!(content) } else { Value::Null };
+        let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+        if !calls.is_empty() {
+            message["tool_calls"] = json!(calls);
         }
+        let logprobs = match reply.logprobs {
+            Some(k) => {
+                let content = chat_logprobs(&reply.st.inner.vocab, &output.logprobs, k);
+                json!({"content": content, "refusal": null})
+            }
+            None => Value::Null,
+        };
+        Ok(json!({
+            "index": index,
+            "message": message,
+            "logprobs": logprobs,
+            "finish_reason": reason,
+            "stop_reason": stop_reason,
+        }))
     }
+
+    fn begin(&mut self, chunks: &mut Chunks, index: usize) {
+        let delta = json!({"role": "assistant", "content": "", "refusal": null});
+        Chat::delta(chunks, index, delta, Value::Null, Value::Null);
+    }
+
+    fn text(&mut self, chunks: &mut Chunks, index: usize, text: String) {
+        let pieces = self.parsers[index].feed(&text);
+        Chat::pieces(chunks, index, pieces);
+    }
+
+    fn done(&mut self, chunks: &mut Chunks, index: usize, output: &Output) -> Result<(), ApiError> {
+        let parser = &mut self.parsers[index];
+        let rest =
+            parser.finish().map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;
+        let calls = !parser.calls().is_empty();
+        Chat::pieces(chunks, index, rest);
+        let (reason, _) = finish(output, chunks.reply().structured, calls);
+        let lp = Chat::take_logprobs(chunks, index);
+        Chat::delta(chunks, index, json!({}), json!(reason), lp);
+        Ok(())
+    }
+}
+
+/// Chat-style logprobs entries (`{"token", "logprob", "bytes", "top_logprobs"}`).
+fn chat_logprobs(vocab: &Vocab, tokens: &[GeneratedToken], k: usize) -> Vec<Value> {
+    tokens
+        .iter()
+        .map(|g| {
+            let (t, b) = token_text(vocab, g.token);
+            let tops: Vec<Value> = alternatives(vocab, g, k)
+                .into_iter()
+                .map(|(t, b, lp)| json!({"token": t, "logprob": lp, "bytes": b}))
+                .collect();
+            json!({"token": t, "logprob": g.logprob, "bytes": b, "top_logprobs": tops})
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,22 +3,22 @@
 //! (choice index = prompt index · n + j). Constraints as for chats (`response_format`,
 //! `regex`, `grammar`, `choice`; no tools). `echo` puts the prompt's text in front.
 //! Streaming sends `text_completion` chunks, then `data: [DONE]`.
-
-use std::convert::Infallible;
+//!
+//! The request becomes a scheduler [`Job`]; [`Completions`] is this endpoint's wire format
+//! ([`Format`]): the choice's text (after the echo) and the legacy logprobs object
+//! (`tokens`, `token_logprobs`, `top_logprobs`, `text_offset`), whole or chunk by chunk.
 
 use axum::extract::State;
-use axum::response::sse::{Event as SseEvent, Sse};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::api::CompletionRequest;
-use super::engine::{Job, Msg};
 use super::error::{ApiError, ApiJson};
 use super::metrics::Metrics;
-use super::{alternatives, count_error, finish, now_secs, response_id, token_text, AppState};
-use crate::decode::{Event, GeneratedToken};
+use super::reply::{alternatives, answer, finish, token_text, Chunks, Format, Reply};
+use super::scheduler::Job;
+use super::AppState;
+use crate::decode::{GeneratedToken, Output};
 use crate::vocab::Vocab;
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<CompletionRequest>, ApiError>) -> Response {
@@ -27,10 +27,7 @@ pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<CompletionR
         Ok(ApiJson(req)) => run(&st, req).await,
         Err(e) => Err(e),
     };
-    match count_error(&st, r) {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
-    }
+    answer(&st, r)
 }
 
 async fn run(st: &AppState, req: CompletionRequest) -> Result<Response, ApiError> {
@@ -90,34 +87,72 @@ async fn run(st: &AppState, req: CompletionRequest) -> Result<Response, ApiError
         opts: plan.opts.clone(),
     };
     let started = st.start(job, ticket, deadline).await?;
-    let reply = Reply {
-        st: st.clone(),
-        id: response_id("cmpl"),
-        created: now_secs(),
-        n: plan.n,
-        total,
-        structured,
-        logprobs: plan.logprobs.then_some(plan.opts.sampling.top_logprobs),
-        echoes,
-        prompt_tokens,
-    };
-    if plan.stream {
-        Ok(reply.stream(started.rx, started.first, plan.include_usage).into_response())
-    } else {
-        reply.collect(started.rx).await.map(|v| Json(v).into_response())
+    let reply = Reply::new(st, "cmpl", &plan, total, structured, prompt_tokens);
+    let format = Completions { n: plan.n, echoes, offsets: vec![0; total] };
+    reply.respond(format, started, &plan).await
+}
+
+/// This endpoint's wire format (see the module docs).
+struct Completions {
+    n: usize,
+    /// Per prompt, the text `echo` puts in front ("" without echo).
+    echoes: Vec<String>,
+    /// Bytes of text streamed so far per choice (for `text_offset`).
+    offsets: Vec<usize>,
+}
+
+impl Completions {
+    fn echo(&self, index: usize) -> &str {
+        &self.echoes[index / self.n]
+    }
+
+    /// Streams `text` of choice `index`, with the logprobs of the tokens not sent yet.
+    fn chunk(&mut self, chunks: &mut Chunks, index: usize, text: String, finish_reason: Value) {
+        let logprobs = match chunks.take_logprobs(index) {
+            Some((lps, k)) => legacy_logprobs(&chunks.reply().st.inner.vocab, &lps, k, self.offsets[index]),
+            None => Value::Null,
+        };
+        self.offsets[index] += text.len();
+        chunks.chunk(json!([{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}]));
     }
 }
 
-struct Reply {
-    st: AppState,
-    id: String,
-    created: u64,
-    n: usize,
-    total: usize,
-    structured: bool,
-    logprobs: Option<usize>,
-    echoes: Vec<String>,
-    prompt_tokens: usize,
+impl Format for Completions {
+    const OBJECT: &'static str = "text_completion";
+    const CHUNK_OBJECT: &'static str = "text_completion";
+
+    fn choice(&mut self, reply: &Reply, index: usize, output: &Output) -> Result<Value, ApiError> {
+        let (reason, stop_reason) = finish(output, reply.structured, false);
+        let echo = self.echo(index);
+        let logprobs = match reply.logprobs {
+            Some(k) => legacy_logprobs(&reply.st.inner.vocab, &output.logprobs, k, echo.len()),
+            None => Value::Null,
+        };
+        Ok(json!({
+            "index": index,
+            "text": format!("{echo}{}", output.text()),
+            "logprobs": logprobs,
+            "finish_reason": reason,
+            "stop_reason": stop_reason,
+        }))
+    }
+
+    fn begin(&mut self, chunks: &mut Chunks, index: usize) {
+        let echo = self.echo(index).to_string();
+        if !echo.is_empty() {
+            self.chunk(chunks, index, echo, Value::Null);
+        }
+    }
+
+    fn text(&mut self, chunks: &mut Chunks, index: usize, text: String) {
+        self.chunk(chunks, index, text, Value::Null);
+    }
+
+    fn done(&mut self, chunks: &mut Chunks, index: usize, output: &Output) -> Result<(), ApiError> {
+        let (reason, _) = finish(output, chunks.reply().structured, false);
+        self.chunk(chunks, index, String::new(), json!(reason));
+        Ok(())
+    }
 }
 
 /// The legacy logprobs object for tokens whose text starts at `offset` of the choice's text.
@@ -139,144 +174,4 @@ fn legacy_logprobs(vocab: &Vocab, tokens: &[GeneratedToken], k: usize, mut offse
         tops.push(Value::Object(m));
     }
     json!({"tokens": texts, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets})
-}
-
-fn usage(prompt: usize, completion: usize) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
-}
-
-impl Reply {
-    fn echo(&self, index: usize) -> &str {
-        &self.echoes[index / self.n]
-    }
-
-    async fn collect(self, mut rx: mpsc::Receiver<Msg>) -> Result<Value, ApiError> {
-        let mut choices = Vec::with_capacity(self.total);
-        let mut completion = 0;
-        while choices.len() < self.total {
-            match rx.recv().await {
-                Some(Msg::Done { index, output }) => {
-                    let (reason, stop_reason) = finish(&output, self.structured, false);
-                    let echo = self.echo(index);
-                    let logprobs = match self.logprobs {
-                        Some(k) => legacy_logprobs(&self.st.inner.vocab, &output.logprobs, k, echo.len()),
-                        None => Value::Null,
-                    };
-                    completion += output.tokens.len();
-                    choices.push(json!({
-                        "index": index,
-                        "text": format!("{echo}{}", output.text()),
-                        "logprobs": logprobs,
-                        "finish_reason": reason,
-                        "stop_reason": stop_reason,
-                    }));
-                }
-                Some(Msg::Error(e)) => return Err(e),
-                Some(_) => {}
-                None => return Err(ApiError::internal("the generation ended early")),
-            }
-        }
-        // Choices may finish in any order (they run at once when the model batches).
-        choices.sort_by_key(|c| c["index"].as_u64());
-        Ok(json!({
-            "id": self.id,
-            "object": "text_completion",
-            "created": self.created,
-            "model": self.st.model_name(),
-            "system_fingerprint": null,
-            "choices": choices,
-            "usage": usage(self.prompt_tokens, completion),
-        }))
-    }
-
-    fn stream(
-        self,
-        rx: mpsc::Receiver<Msg>,
-        first: usize,
-        include_usage: bool,
-    ) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
-        let mut s = Stream {
-            lps: vec![Vec::new(); self.total],
-            offsets: vec![0; self.total],
-            reply: self,
-            core: super::engine::StreamCore::new(rx, include_usage),
-        };
-        s.begin(first);
-        super::engine::sse(s)
-    }
-}
-
-struct Stream {
-    reply: Reply,
-    lps: Vec<Vec<GeneratedToken>>,
-    /// Bytes of text sent so far per choice (for `text_offset`).
-    offsets: Vec<usize>,
-    core: super::engine::StreamCore,
-}
-
-impl super::engine::Pump for Stream {
-    fn core(&mut self) -> &mut super::engine::StreamCore {
-        &mut self.core
-    }
-
-    fn on_message(&mut self, msg: Option<Msg>) {
-        self.handle(msg);
-    }
-}
-
-impl Stream {
-    fn chunk(&mut self, index: usize, text: String, finish_reason: Value) {
-        let r = &self.reply;
-        let logprobs = match r.logprobs {
-            Some(k) if !self.lps[index].is_empty() => {
-                let lps = std::mem::take(&mut self.lps[index]);
-                legacy_logprobs(&r.st.inner.vocab, &lps, k, self.offsets[index])
-            }
-            _ => Value::Null,
-        };
-        self.offsets[index] += text.len();
-        let c = json!({
-            "id": r.id,
-            "object": "text_completion",
-            "created": r.created,
-            "model": r.st.model_name(),
-            "system_fingerprint": null,
-            "choices": [{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
-        });
-        self.core.chunk(c);
-    }
-
-    fn begin(&mut self, index: usize) {
-        let echo = self.reply.echo(index).to_string();
-        if !echo.is_empty() {
-            self.chunk(index, echo, Value::Null);
-        }
-    }
-
-    fn handle(&mut self, msg: Option<Msg>) {
-        match msg {
-            Some(Msg::Begin { index }) => self.begin(index),
-            Some(Msg::Event { index, event: Event::Token(g) }) => {
-                if self.reply.logprobs.is_some() {
-                    self.lps[index].push(g);
-                }
-            }
-            Some(Msg::Event { index, event: Event::Text(t) }) => self.chunk(index, t, Value::Null),
-            Some(Msg::Event { .. }) => {}
-            Some(Msg::Done { index, output }) => {
-                let (reason, _) = finish(&output, self.reply.structured, false);
-                self.chunk(index, String::new(), json!(reason));
-                let r = &self.reply;
-                self.core.choice_done(output.tokens.len(), r.total, |completion| {
-                    json!({
-                        "id": r.id, "object": "text_completion", "created": r.created,
-                        "model": r.st.model_name(), "system_fingerprint": null, "choices": [],
-                        "usage": usage(r.prompt_tokens, completion),
-                    })
-                });
-            }
-            Some(Msg::Error(e)) => self.core.fail(e),
-            None => self.core.fail(ApiError::internal("the generation ended early")),
-        }
-    }
 }

@@ -28,6 +28,15 @@
 //!   it into the `Router`.
 //! - [`ApiError`]: every failure as `{"error": {"message", "type", "param", "code"}}`.
 //!
+//! # Layout
+//!
+//! A request flows `api` (the bodies as serde types, checked into a plan: sampling over the
+//! model's defaults, a constraint [`Spec`]) ─▶ [`constraint`] (compiled,
+//! cached) ─▶ `scheduler` (admission, slots, the generation loop on a blocking thread, its
+//! messages on a channel) ─▶ `reply` (collected into one body or streamed as SSE, in the wire
+//! format of `chat` or `completions`, the two endpoints). Beside them: `metrics`, `error`,
+//! `listen` (the accept loop).
+//!
 //! # Behaviour worth knowing
 //!
 //! - **Never truncated, never invalid.** A structured output (any constraint but `auto` tools
@@ -72,10 +81,11 @@ pub mod api;
 mod chat;
 mod completions;
 pub mod constraint;
-mod engine;
 mod error;
 mod listen;
 mod metrics;
+mod reply;
+mod scheduler;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -93,7 +103,7 @@ pub use error::{ApiError, ApiJson};
 pub use listen::serve;
 
 use crate::automaton::Compiled;
-use crate::decode::{GeneratedToken, LanguageModel};
+use crate::decode::LanguageModel;
 use crate::error::Result;
 use crate::model::{BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
 use crate::vocab::Vocab;
@@ -398,86 +408,4 @@ async fn models(State(st): State<AppState>) -> Json<Value> {
 async fn model(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     st.check_model(Some(&id))?;
     Ok(Json(model_card(&st)))
-}
-
-// ---- helpers shared by the two completion routes ----
-
-fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// `prefix-` and 24 random letters and digits.
-fn response_id(prefix: &str) -> String {
-    let call = crate::tools::call_id();
-    format!("{prefix}-{}", &call["call_".len()..])
-}
-
-/// A token as OpenAI's chat logprobs show one: its text and exact bytes.
-fn token_text(vocab: &Vocab, t: crate::TokenId) -> (String, Vec<u8>) {
-    let bytes = vocab.bytes(t).to_vec();
-    (String::from_utf8_lossy(&bytes).into_owned(), bytes)
-}
-
-/// The alternatives of one token (the token itself, at logprob 0, for a forced one).
-fn alternatives(vocab: &Vocab, g: &GeneratedToken, k: usize) -> Vec<(String, Vec<u8>, f32)> {
-    if k == 0 {
-        return Vec::new();
-    }
-    if g.forced || g.top_logprobs.is_empty() {
-        let (t, b) = token_text(vocab, g.token);
-        return vec![(t, b, g.logprob)];
-    }
-    g.top_logprobs
-        .iter()
-        .filter(|a| a.logprob.is_finite())
-        .take(k)
-        .map(|a| {
-            let (t, b) = token_text(vocab, a.token);
-            (t, b, a.logprob)
-        })
-        .collect()
-}
-
-/// Chat-style logprobs entries (`{"token", "logprob", "bytes", "top_logprobs"}`).
-fn chat_logprobs(vocab: &Vocab, tokens: &[GeneratedToken], k: usize) -> Vec<Value> {
-    tokens
-        .iter()
-        .map(|g| {
-            let (t, b) = token_text(vocab, g.token);
-            let tops: Vec<Value> = alternatives(vocab, g, k)
-                .into_iter()
-                .map(|(t, b, lp)| json!({"token": t, "logprob": lp, "bytes": b}))
-                .collect();
-            json!({"token": t, "logprob": g.logprob, "bytes": b, "top_logprobs": tops})
-        })
-        .collect()
-}
-
-/// `finish_reason` and the extension `stop_reason` of an output.
-fn finish(out: &crate::decode::Output, structured: bool, tool_calls: bool) -> (&'static str, Value) {
-    use crate::decode::{FinishReason, StoppedBy};
-    let stop_reason = match (&out.stopped_by, out.finish_reason) {
-        (Some(StoppedBy::String(s)), _) => json!(s),
-        (_, FinishReason::Length) if structured => json!("max_tokens"),
-        _ => Value::Null,
-    };
-    let reason = if tool_calls {
-        "tool_calls"
-    } else {
-        match out.finish_reason {
-            FinishReason::Stop => "stop",
-            FinishReason::Length if structured => "stop",
-            FinishReason::Length => "length",
-        }
-    };
-    (reason, stop_reason)
-}
-
-/// Counts a request that ended in an error.
-fn count_error<T>(st: &AppState, r: Result<T, ApiError>) -> Result<T, ApiError> {
-    if let Err(e) = &r {
-        Metrics::add(&st.inner.metrics.errors, 1);
-        tracing::info!(status = e.status.as_u16(), "request failed: {}", e.message);
-    }
-    r
 }

@@ -202,7 +202,7 @@ pub fn plainer(msgs: &[ChatMessage]) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ChatTemplate, ToolCall};
+    use crate::model::{ChatTemplate, ChatToolCall};
 
     fn prompt_format(template: &str) -> PromptFormat {
         let tok = tokenizers::Tokenizer::from_bytes(crate::model::embedded::TOKENIZER).unwrap();
@@ -222,7 +222,7 @@ mod tests {
         assert!(other.chat_takes_tools() && hermes.chat_takes_tools());
         assert_eq!((native_format(&other), native_format(&hermes)), (None, Some(ToolFormat::Hermes)));
         let mut call = ChatMessage::new("assistant", "");
-        call.tool_calls.push(ToolCall::function(None, "f", json!({"x": 1})));
+        call.tool_calls.push(ChatToolCall::function(None, "f", json!({"x": 1})));
         let chat = ToolChat {
             messages: vec![ChatMessage::new("user", "hi"), call],
             tools: vec![ChatTool::function("f", None, json!({"type": "object"}))],

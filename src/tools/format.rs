@@ -125,7 +125,7 @@ pub fn mistral_id(id: &str) -> String {
     (0..9)
         .map(|_| {
             let c = CHARS[(h % 62) as usize] as char;
-            h = h / 62 ^ h.rotate_left(17);
+            h = (h / 62) ^ h.rotate_left(17);
             c
         })
         .collect()

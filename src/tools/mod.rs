@@ -5,7 +5,7 @@
 //! # The formats
 //!
 //! A model writes its calls the way its chat template teaches ([`ToolFormat`], detected from
-//! the template's source: see [`format`] for which template gets which format). The default,
+//! the template's source: see [`format`](mod@format) for which template gets which format). The default,
 //! for templates that teach none (or render no tools), is the Hermes / Qwen 2.5 format, which
 //! this crate's plain template teaches too:
 //!
@@ -36,6 +36,8 @@
 //!
 //! # Key items
 //!
+//! - [`ToolChoice`]: what the model must do with the tools (none, auto, required, named), and
+//!   [`ToolMode`], the same less `None`, which the grammar takes.
 //! - [`calls_grammar`]: the grammar above, from each offered tool's name and arguments grammar.
 //! - [`OutputParser`]: splits an output, as it streams, into content and [`RawCall`]s, in any
 //!   [`ToolFormat`].
@@ -75,7 +77,35 @@ pub struct Tool {
     pub parameters: Value,
 }
 
-/// What the model must do with the tools (OpenAI's `tool_choice`, `none` aside).
+/// What the model must do with the tools offered (OpenAI's `tool_choice`): the one meaning of
+/// a tool choice, for the library ([`Engine::choose`](crate::engine::Engine::choose)) and the
+/// server (which reads the request's `tool_choice` into one). [`mode`](Self::mode) gives the
+/// grammar's [`ToolMode`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// No tools: the tools are not offered, the reply is free text.
+    None,
+    /// Free text (without the call marker), or calls.
+    Auto,
+    /// One or more calls.
+    Required,
+    /// One or more calls of this tool.
+    Named(String),
+}
+
+impl ToolChoice {
+    /// The mode of the calls' grammar; `None` when no tool is offered ([`ToolChoice::None`]).
+    pub fn mode(&self) -> Option<ToolMode> {
+        match self {
+            ToolChoice::None => None,
+            ToolChoice::Auto => Some(ToolMode::Auto),
+            ToolChoice::Required => Some(ToolMode::Required),
+            ToolChoice::Named(n) => Some(ToolMode::Named(n.clone())),
+        }
+    }
+}
+
+/// How the calls' grammar treats the tools offered: a [`ToolChoice`] other than `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum ToolMode {
     /// Text, or calls.
@@ -95,6 +125,11 @@ pub struct ToolSpec {
     pub max_calls: u32,
     /// How the calls are written (the format the prompt teaches).
     pub format: ToolFormat,
+}
+
+/// Whether `name` is a valid tool (or schema) name, OpenAI's rule: `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Appends `g`'s rules to `rules` (renumbering its references); returns its start rule.

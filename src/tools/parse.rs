@@ -9,6 +9,10 @@
 //! where the value ends. Content is released as it comes, except a tail that could be the
 //! start of the marker.
 //!
+//! In the code, each state has one method that reads what it can of the buffered text
+//! (`text`, `header`, `args`, `after_call`, ...); [`OutputParser::feed`] steps until one says it
+//! needs more text.
+//!
 //! Invariant: the [`Piece::ToolArgs`] texts of a call concatenate to exactly the arguments'
 //! text in the output, so streamed and non-streamed calls agree.
 
@@ -270,137 +274,177 @@ impl OutputParser {
     pub fn feed(&mut self, text: &str) -> Vec<Piece> {
         let mut out = Vec::new();
         self.buf.push_str(text);
-        loop {
-            match self.state {
-                State::Plain => {
-                    let all = std::mem::take(&mut self.buf);
-                    self.emit_content(all, &mut out);
-                    break;
-                }
-                State::Lead => match self.buf.chars().next() {
-                    None => break,
-                    Some('{') => self.state = State::Header,
-                    Some(_) => self.state = State::Plain,
-                },
-                State::Text => {
-                    let marker = self.format.marker().expect("Text is for formats with a marker");
-                    if let Some(p) = self.buf.find(marker) {
-                        let before = self.buf[..p].to_string();
-                        self.emit_content(before, &mut out);
-                        self.buf.drain(..p + marker.len());
-                        self.state = match self.format {
-                            ToolFormat::Mistral => State::ListOpen,
-                            _ => State::Header,
-                        };
-                        continue;
-                    }
-                    let keep = marker_prefix_len(&self.buf, marker);
-                    let release: String = self.buf.drain(..self.buf.len() - keep).collect();
-                    self.emit_content(release, &mut out);
-                    break;
-                }
-                State::ListOpen => {
-                    if !self.step_lit("[", State::Header) {
-                        break;
-                    }
-                }
-                State::Header => match parse_header(&self.buf, self.format.arguments_key()) {
-                    Read::Incomplete => break,
-                    // A Llama 3 reply that begins with `{` but is no call: an answer in a
-                    // response format (under `Auto`), all content.
-                    Read::Bad if self.format == ToolFormat::Llama3 && self.calls.is_empty() => {
-                        self.state = State::Plain
-                    }
-                    Read::Bad => {
-                        self.state = State::Broken;
-                        break;
-                    }
-                    Read::Done(name, n) => {
-                        self.buf.drain(..n);
-                        let index = self.calls.len();
-                        let id = self.format.call_id();
-                        self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-                        out.push(Piece::ToolStart { index, id, name });
-                        self.scan = ValueScanner::default();
-                        self.state = State::Args;
-                    }
-                },
-                State::Args => {
-                    let mut end = None; // byte offset where the value ends
-                    for (i, c) in self.buf.char_indices() {
-                        match self.scan.push(c) {
-                            Step::Continue => {}
-                            Step::EndsWith => {
-                                end = Some(i + c.len_utf8());
-                                break;
-                            }
-                            Step::EndedBefore => {
-                                end = Some(i);
-                                break;
-                            }
-                        }
-                    }
-                    let n = end.unwrap_or(self.buf.len());
-                    let text: String = self.buf.drain(..n).collect();
-                    let index = self.calls.len() - 1;
-                    if !text.is_empty() {
-                        self.calls[index].arguments.push_str(&text);
-                        out.push(Piece::ToolArgs { index, text });
-                    }
-                    if end.is_none() {
-                        break;
-                    }
-                    self.state = State::Tail;
-                }
-                State::Tail => {
-                    if !self.step_lit("}", State::AfterCall) {
-                        break;
-                    }
-                }
-                State::AfterCall => match self.format {
-                    ToolFormat::Hermes => {
-                        if !self.step_lit(TOOL_CALL_CLOSE, State::Between) {
-                            break;
-                        }
-                    }
-                    ToolFormat::Llama3 => self.state = State::End,
-                    ToolFormat::Mistral => match (read_lit(&self.buf, ","), read_lit(&self.buf, "]")) {
-                        (Read::Done(_, n), _) => {
-                            self.buf.drain(..n);
-                            self.state = State::Header;
-                        }
-                        (_, Read::Done(_, n)) => {
-                            self.buf.drain(..n);
-                            self.state = State::End;
-                        }
-                        (Read::Bad, Read::Bad) => {
-                            self.state = State::Broken;
-                            break;
-                        }
-                        _ => break,
-                    },
-                },
-                State::Between => match read_lit(&self.buf, TOOL_CALL_OPEN) {
-                    Read::Done(_, n) => {
-                        self.buf.drain(..n);
-                        self.state = State::Header;
-                    }
-                    Read::Incomplete => break,
-                    Read::Bad => {
-                        self.state = State::Broken;
-                        break;
-                    }
-                },
-                State::End => {
-                    if !self.buf.trim_start_matches(ws).is_empty() {
-                        self.state = State::Broken;
-                    }
-                    break;
-                }
-                State::Broken => break,
+        while self.step(&mut out) {}
+        out
+    }
+
+    /// Reads what it can of the buffer in the current state; true when the state changed and
+    /// there may be more to read, false when it needs more text (or the output is broken).
+    fn step(&mut self, out: &mut Vec<Piece>) -> bool {
+        match self.state {
+            State::Plain => self.plain(out),
+            State::Lead => self.lead(),
+            State::Text => self.text(out),
+            State::ListOpen => self.step_lit("[", State::Header),
+            State::Header => self.header(out),
+            State::Args => self.args(out),
+            State::Tail => self.step_lit("}", State::AfterCall),
+            State::AfterCall => self.after_call(),
+            State::Between => self.between(),
+            State::End => self.end(),
+            State::Broken => false,
+        }
+    }
+
+    /// Content to the end: all of the buffer.
+    fn plain(&mut self, out: &mut Vec<Piece>) -> bool {
+        let all = std::mem::take(&mut self.buf);
+        self.emit_content(all, out);
+        false
+    }
+
+    /// Llama 3's first character: `{` begins a call, anything else is content.
+    fn lead(&mut self) -> bool {
+        match self.buf.chars().next() {
+            None => false,
+            Some('{') => {
+                self.state = State::Header;
+                true
+            }
+            Some(_) => {
+                self.state = State::Plain;
+                true
             }
         }
-        out
+    }
+
+    /// Content up to the marker; a tail that could be the marker's start is held back.
+    fn text(&mut self, out: &mut Vec<Piece>) -> bool {
+        let marker = self.format.marker().expect("Text is for formats with a marker");
+        if let Some(p) = self.buf.find(marker) {
+            let before = self.buf[..p].to_string();
+            self.emit_content(before, out);
+            self.buf.drain(..p + marker.len());
+            self.state = match self.format {
+                ToolFormat::Mistral => State::ListOpen,
+                _ => State::Header,
+            };
+            return true;
+        }
+        let keep = marker_prefix_len(&self.buf, marker);
+        let release: String = self.buf.drain(..self.buf.len() - keep).collect();
+        self.emit_content(release, out);
+        false
+    }
+
+    /// A call object's header, up to its arguments: the call begins.
+    fn header(&mut self, out: &mut Vec<Piece>) -> bool {
+        match parse_header(&self.buf, self.format.arguments_key()) {
+            Read::Incomplete => false,
+            // A Llama 3 reply that begins with `{` but is no call: an answer in a response
+            // format (under `Auto`), all content.
+            Read::Bad if self.format == ToolFormat::Llama3 && self.calls.is_empty() => {
+                self.state = State::Plain;
+                true
+            }
+            Read::Bad => {
+                self.state = State::Broken;
+                false
+            }
+            Read::Done(name, n) => {
+                self.buf.drain(..n);
+                let index = self.calls.len();
+                let id = self.format.call_id();
+                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                out.push(Piece::ToolStart { index, id, name });
+                self.scan = ValueScanner::default();
+                self.state = State::Args;
+                true
+            }
+        }
+    }
+
+    /// The arguments' text, as far as the buffer goes or to the value's end.
+    fn args(&mut self, out: &mut Vec<Piece>) -> bool {
+        let mut end = None; // byte offset where the value ends
+        for (i, c) in self.buf.char_indices() {
+            match self.scan.push(c) {
+                Step::Continue => {}
+                Step::EndsWith => {
+                    end = Some(i + c.len_utf8());
+                    break;
+                }
+                Step::EndedBefore => {
+                    end = Some(i);
+                    break;
+                }
+            }
+        }
+        let n = end.unwrap_or(self.buf.len());
+        let text: String = self.buf.drain(..n).collect();
+        let index = self.calls.len() - 1;
+        if !text.is_empty() {
+            self.calls[index].arguments.push_str(&text);
+            out.push(Piece::ToolArgs { index, text });
+        }
+        if end.is_none() {
+            return false;
+        }
+        self.state = State::Tail;
+        true
+    }
+
+    /// What the format puts after a call object: Hermes' closing marker, nothing for Llama 3,
+    /// Mistral's `,` (another call) or `]` (the end).
+    fn after_call(&mut self) -> bool {
+        match self.format {
+            ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
+            ToolFormat::Llama3 => {
+                self.state = State::End;
+                true
+            }
+            ToolFormat::Mistral => match (read_lit(&self.buf, ","), read_lit(&self.buf, "]")) {
+                (Read::Done(_, n), _) => {
+                    self.buf.drain(..n);
+                    self.state = State::Header;
+                    true
+                }
+                (_, Read::Done(_, n)) => {
+                    self.buf.drain(..n);
+                    self.state = State::End;
+                    true
+                }
+                (Read::Bad, Read::Bad) => {
+                    self.state = State::Broken;
+                    false
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// Hermes, between calls: another `<tool_call>`.
+    fn between(&mut self) -> bool {
+        match read_lit(&self.buf, TOOL_CALL_OPEN) {
+            Read::Done(_, n) => {
+                self.buf.drain(..n);
+                self.state = State::Header;
+                true
+            }
+            Read::Incomplete => false,
+            Read::Bad => {
+                self.state = State::Broken;
+                false
+            }
+        }
+    }
+
+    /// After the last call: anything but whitespace breaks the output.
+    fn end(&mut self) -> bool {
+        if !self.buf.trim_start_matches(ws).is_empty() {
+            self.state = State::Broken;
+        }
+        false
     }
 
     /// The end of the output: releases held-back content; an error if a call is unfinished

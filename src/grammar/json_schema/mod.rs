@@ -20,7 +20,7 @@
 //!
 //! Regular combinations that one regex cannot say (a `pattern` with a length bound or a
 //! `format`, excluded values, `not` of string keywords, `patternProperties` and
-//! `propertyNames` key regions) become [`crate::grammar::Lexeme`]s: intersections and
+//! `propertyNames` key regions) become [`crate::regular::Lexeme`]s: intersections and
 //! complements that the automaton layer builds as product DFAs.
 //!
 //! Layout: [`object`], [`array`], [`string`] (strings, patterns, formats, keys), [`number`],

@@ -1,6 +1,6 @@
-//! Running generations for the HTTP side: admission (a bounded queue), generation slots (a
-//! fair semaphore), and the generation loop on a blocking thread, talking to the request's
-//! task through a channel of [`Msg`]s.
+//! The scheduler: running generations for the HTTP side. Admission (a bounded queue),
+//! generation slots (a fair semaphore), and the generation loop on a blocking thread, talking
+//! to the request's task through a channel of [`Msg`]s.
 //!
 //! ```text
 //! request ─ admit (≤ max_concurrent + max_queue, else 429) ─ compile ─ wait for a slot
@@ -8,14 +8,26 @@
 //!   sequence (ModelSource::fresh) + a fresh matcher ─ Generation ─ Msg ─▶ channel ─▶ handler
 //! ```
 //!
+//! # Key types
+//!
+//! - [`Job`]: one request's work, `n` choices for each prompt (choice index = prompt · n + j).
+//! - [`Ticket`]: a place among the admitted requests; [`AppState::admit`] hands it out.
+//! - [`Started`]: a job whose first choice has begun, and the receiver of its [`Msg`]s
+//!   ([`AppState::start`]); the endpoints turn those into a response (`super::reply`).
+//!
 //! The choices run one after another; with a model source that batches its passes
 //! ([`ModelSource::batching`]), several choices run at once on scoped threads, so that their
 //! passes share batches. Messages of different choices may then interleave; each choice's
 //! own messages keep their order (`Begin`, events, `Done`).
 //!
-//! Cancellation: the handler (or the SSE body) owns the receiver. When the client goes away
-//! axum drops it, the next send fails, and the loop returns, dropping its slot and admission
-//! ticket. A send that waits (the client stopped reading) gives up at the request's deadline.
+//! # Invariants
+//!
+//! - Cancellation: the handler (or the SSE body) owns the receiver. When the client goes away
+//!   axum drops it, the next send fails, and the loop returns, dropping its slot and admission
+//!   ticket. A send that waits (the client stopped reading) gives up at the request's deadline.
+//! - A `Done` output satisfies its constraint: it is checked before it is sent.
+//! - The ticket and the slot are given back before the last `Done` is sent, so a client that
+//!   sends its next request on receiving the response finds them free.
 
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -239,13 +251,7 @@ impl Run<'_> {
     /// Generates choice `index` of prompt `p` and sends its messages; false if the request is
     /// over (an error was sent, the client went away, or another choice ended it).
     fn choice(&self, index: usize, p: usize) -> bool {
-        let (inner, job, tx, deadline) = (&self.st.inner, self.job, self.tx, self.deadline);
-        let m = &inner.metrics;
-        let mut opts = job.opts.clone();
-        opts.max_tokens = job.max_tokens[p];
-        if let Some(s) = opts.sampling.seed {
-            opts.sampling.seed = Some(s.wrapping_add(index as u64));
-        }
+        let (inner, job, tx) = (&self.st.inner, self.job, self.tx);
         let mut model = match inner.source.fresh() {
             Ok(model) => model,
             Err(e) => {
@@ -254,6 +260,7 @@ impl Run<'_> {
             }
         };
         let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
+        let opts = self.options(index, p);
         let t0 = Instant::now();
         let mut g = match Generation::new(&mut *model, &inner.vocab, matcher.as_mut(), &job.prompts[p], &opts) {
             Ok(g) => g,
@@ -270,9 +277,43 @@ impl Run<'_> {
             return false;
         }
         if !tx.send(Msg::Begin { index }) {
-            Metrics::add(&m.cancelled, 1);
+            Metrics::add(&inner.metrics.cancelled, 1);
             return false;
         }
+        if !self.events(index, &mut g) {
+            return false;
+        }
+        let Some(output) = g.into_output() else {
+            tx.send(Msg::Error(ApiError::internal("the generation ended without an output")));
+            return false;
+        };
+        self.count(&output, t0);
+        if let Err(e) = self.check(&output) {
+            tx.send(Msg::Error(e));
+            return false;
+        }
+        if self.left.fetch_sub(1, AcqRel) == 1 {
+            // The last choice: nothing of the request's is running any more.
+            drop(self.guards.lock().unwrap_or_else(|p| p.into_inner()).take());
+        }
+        tx.send(Msg::Done { index, output })
+    }
+
+    /// The job's options for choice `index` of prompt `p`: that prompt's budget, and the
+    /// request's seed + the choice index (so choices differ, and run alike in any order).
+    fn options(&self, index: usize, p: usize) -> GenerateOptions {
+        let mut opts = self.job.opts.clone();
+        opts.max_tokens = self.job.max_tokens[p];
+        if let Some(s) = opts.sampling.seed {
+            opts.sampling.seed = Some(s.wrapping_add(index as u64));
+        }
+        opts
+    }
+
+    /// Sends the generation's events until it ends; false if the request is over (deadline,
+    /// a failing model, the client gone, or another choice ended it).
+    fn events(&self, index: usize, g: &mut Generation<'_>) -> bool {
+        let (tx, deadline) = (self.tx, self.deadline);
         loop {
             if self.stop.load(Relaxed) {
                 return false;
@@ -282,13 +323,13 @@ impl Run<'_> {
                 return false;
             }
             match g.next() {
-                None => break,
+                None => return true,
                 Some(Ok(event)) => {
                     if !tx.send(Msg::Event { index, event }) {
                         if Instant::now() >= deadline {
                             tx.send(Msg::Error(timeout_error()));
                         } else if !self.stop.load(Relaxed) {
-                            Metrics::add(&m.cancelled, 1);
+                            Metrics::add(&self.st.inner.metrics.cancelled, 1);
                         }
                         return false;
                     }
@@ -299,114 +340,35 @@ impl Run<'_> {
                 }
             }
         }
-        let Some(output) = g.into_output() else {
-            tx.send(Msg::Error(ApiError::internal("the generation ended without an output")));
-            return false;
-        };
+    }
+
+    /// Adds a finished choice to the metrics (`t0`: when its generation was set up).
+    fn count(&self, output: &Output, t0: Instant) {
+        let m = &self.st.inner.metrics;
         Metrics::add(&m.generate_micros, t0.elapsed().as_micros() as u64);
         Metrics::add(&m.completion_tokens, output.tokens.len() as u64);
         Metrics::add(&m.forced_tokens, output.forced as u64);
         Metrics::add(&m.forward_passes, output.forward_passes as u64);
         Metrics::add(&m.masks, output.masks.count as u64);
         Metrics::add(&m.mask_micros, output.masks.time.as_micros() as u64);
-        // The engine guarantees this; checking costs one pass over the bytes, and is the
-        // only way to catch a stop string that cut a structured output short.
-        if let Some(c) = &job.compiled {
-            let mut check = c.matcher();
-            if check.commit_bytes(&output.bytes).is_err() || !check.is_accepting() {
-                let e = match &output.stopped_by {
-                    Some(StoppedBy::String(s)) => ApiError::bad_request(format!(
-                        "the stop string {s:?} ended the output before its constraint was complete; \
-                         choose stop strings the constrained output cannot contain"
-                    ))
-                    .param("stop"),
-                    _ => ApiError::internal("the output does not satisfy its constraint (a bug: please report it)"),
-                };
-                tx.send(Msg::Error(e));
-                return false;
-            }
-        }
-        if self.left.fetch_sub(1, AcqRel) == 1 {
-            // The last choice: nothing of the request's is running any more.
-            drop(self.guards.lock().unwrap_or_else(|p| p.into_inner()).take());
-        }
-        tx.send(Msg::Done { index, output })
-    }
-}
-
-/// What every streamed response keeps: the engine's messages, the SSE events queued from them,
-/// and how far the choices have got. Invariant: once `ended`, nothing more is queued.
-pub(super) struct StreamCore {
-    pub rx: mpsc::Receiver<Msg>,
-    pub pending: std::collections::VecDeque<axum::response::sse::Event>,
-    /// Choices finished so far, and their completion tokens.
-    pub done: usize,
-    pub completion: usize,
-    /// `stream_options.include_usage`: every chunk carries `"usage": null`, and a last chunk
-    /// carries the counts.
-    pub include_usage: bool,
-    pub ended: bool,
-}
-
-impl StreamCore {
-    pub fn new(rx: mpsc::Receiver<Msg>, include_usage: bool) -> StreamCore {
-        StreamCore { rx, pending: Default::default(), done: 0, completion: 0, include_usage, ended: false }
     }
 
-    /// Queues one chunk (with `"usage": null` when usage was asked for).
-    pub fn chunk(&mut self, mut c: serde_json::Value) {
-        if self.include_usage {
-            c["usage"] = serde_json::Value::Null;
+    /// Whether the output satisfies the job's constraint. The decoding loop guarantees this;
+    /// checking costs one pass over the bytes, and is the only way to catch a stop string that
+    /// cut a structured output short (a 400 naming `stop`; anything else is a bug, a 500).
+    fn check(&self, output: &Output) -> Result<(), ApiError> {
+        let Some(c) = &self.job.compiled else { return Ok(()) };
+        let mut check = c.matcher();
+        if check.commit_bytes(&output.bytes).is_ok() && check.is_accepting() {
+            return Ok(());
         }
-        self.pending.push_back(axum::response::sse::Event::default().data(c.to_string()));
+        Err(match &output.stopped_by {
+            Some(StoppedBy::String(s)) => ApiError::bad_request(format!(
+                "the stop string {s:?} ended the output before its constraint was complete; \
+                 choose stop strings the constrained output cannot contain"
+            ))
+            .param("stop"),
+            _ => ApiError::internal("the output does not satisfy its constraint (a bug: please report it)"),
+        })
     }
-
-    /// Records a finished choice of `tokens` tokens; after the last of `total`, queues the
-    /// usage chunk (`usage_chunk(completion tokens)`, if asked for) and `[DONE]`.
-    pub fn choice_done(&mut self, tokens: usize, total: usize, usage_chunk: impl FnOnce(usize) -> serde_json::Value) {
-        self.completion += tokens;
-        self.done += 1;
-        if self.done == total {
-            if self.include_usage {
-                let u = usage_chunk(self.completion);
-                self.pending.push_back(axum::response::sse::Event::default().data(u.to_string()));
-            }
-            self.pending.push_back(axum::response::sse::Event::default().data("[DONE]"));
-            self.ended = true;
-        }
-    }
-
-    /// Queues an error body and ends the stream.
-    pub fn fail(&mut self, e: ApiError) {
-        self.pending.push_back(axum::response::sse::Event::default().data(e.body().to_string()));
-        self.ended = true;
-    }
-}
-
-/// One streamed response: its [`StreamCore`] and how it turns engine messages into events.
-pub(super) trait Pump: Send + 'static {
-    fn core(&mut self) -> &mut StreamCore;
-    /// Turns one engine message (`None`: the engine hung up) into queued events.
-    fn on_message(&mut self, msg: Option<Msg>);
-}
-
-/// An SSE response that drains `pump`: queued events first, then the next engine message.
-pub(super) fn sse<P: Pump>(
-    pump: P,
-) -> axum::response::sse::Sse<
-    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
-> {
-    let stream = futures_util::stream::unfold(pump, |mut p| async move {
-        loop {
-            if let Some(e) = p.core().pending.pop_front() {
-                return Some((Ok(e), p));
-            }
-            if p.core().ended {
-                return None;
-            }
-            let msg = p.core().rx.recv().await;
-            p.on_message(msg);
-        }
-    });
-    axum::response::sse::Sse::new(stream).keep_alive(axum::response::sse::KeepAlive::default())
 }

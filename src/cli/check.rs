@@ -1,0 +1,60 @@
+//! `strictly check`: compile a constraint and print one JSON line of facts about it (kind,
+//! vocabulary, whether the language is empty, the forced prefix, the first mask, compile and
+//! first-mask times, and the compiled automaton's own statistics). Bad or unsupported input
+//! exits 2 naming the problem (for a schema: the keyword and its JSON pointer).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::json;
+use strictly::automaton::{Compiled, Constraint};
+use strictly::TokenSet;
+
+use super::{load_vocab, ConstraintArgs};
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// A Hugging Face tokenizer.json [default: the embedded stories260K tokenizer].
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
+}
+
+pub fn run(a: CheckArgs) -> anyhow::Result<()> {
+    let vocab = load_vocab(&a.tokenizer)?;
+    let constraint = a.constraint.required()?;
+    let t0 = Instant::now();
+    let compiled = Compiled::new(vocab.clone(), &constraint)?;
+    let compile_us = t0.elapsed().as_micros();
+    let mut m = compiled.matcher();
+    let mut mask = TokenSet::new(vocab.len());
+    let t1 = Instant::now();
+    m.fill_mask(&mut mask);
+    let mask_us = t1.elapsed().as_micros();
+    let kind = match constraint {
+        Constraint::Regex(_) => "regex",
+        Constraint::Choice(_) => "choice",
+        Constraint::Grammar(_) => "grammar",
+        Constraint::JsonSchema(..) => "json_schema",
+    };
+    let mut facts = json!({
+        "ok": true,
+        "kind": kind,
+        "vocab_size": vocab.len(),
+        "eos_ids": vocab.eos().iter().map(|t| t.0).collect::<Vec<_>>(),
+        "empty_language": compiled.is_empty_language(),
+        "accepts_empty": m.is_accepting(),
+        "min_tokens": compiled.min_tokens(),
+        "forced_prefix": String::from_utf8_lossy(&m.forced_bytes()),
+        "first_mask_allowed": mask.len(),
+        "compile_us": compile_us,
+        "first_mask_us": mask_us,
+    });
+    if let (Some(f), serde_json::Value::Object(stats)) = (facts.as_object_mut(), compiled.stats()) {
+        f.extend(stats);
+    }
+    println!("{facts}");
+    Ok(())
+}

@@ -1,0 +1,377 @@
+//! `strictly generate`: text from a real model (a Hugging Face directory, a GGUF file, or the
+//! embedded stories260K), constrained by `--regex`/`--grammar`/`--schema`/`--choice` or free.
+//! stdout gets the generated text only (a newline after it on a terminal); `--verbose` adds
+//! timings on stderr.
+//!
+//! The steps, in order (bad input fails before the model loads where it can):
+//!
+//! ```text
+//! device, dtype, constraint flags ─▶ load the model ─▶ the prompt's tokens (--chat: through the
+//! chat template) ─▶ compile the constraint ─▶ GenerateOptions (generation_config.json's knobs,
+//! then the flags over them) ─▶ decode (beam search | streamed | whole) ─▶ --verbose report
+//! ```
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use clap::Args;
+use strictly::automaton::{Compiled, Matcher};
+use strictly::decode::{self, BeamOptions, Event, GenerateOptions, Output};
+use strictly::model::{ChatMessage, DeviceSpec, GenerationDefaults, LoadOptions, LoadedModel, Precision};
+use strictly::sample::SamplingOverrides;
+use strictly::TokenId;
+
+use super::ConstraintArgs;
+
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// A Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...)
+    /// [default: the embedded stories260K model].
+    #[arg(long)]
+    model: Option<PathBuf>,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
+    /// The prompt: BOS (where the model wants one) + the prompt's tokens; with --chat, the
+    /// user message of a chat.
+    #[arg(long)]
+    prompt: String,
+    /// Render the prompt with the model's chat template (or, for a model without one, the
+    /// plain `role: content` template) and generate the assistant's reply.
+    #[arg(long)]
+    chat: bool,
+    /// A system message (with --chat).
+    #[arg(long, requires = "chat")]
+    system: Option<String>,
+    /// Most tokens to generate; a constrained output cut here is still complete.
+    #[arg(long, default_value_t = strictly::decode::DEFAULT_MAX_TOKENS)]
+    max_tokens: usize,
+    /// Seed for sampling (same seed, same output).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Softmax temperature (0 = greedy) [default: generation_config.json's, else 1].
+    #[arg(long, allow_negative_numbers = true)]
+    temperature: Option<f32>,
+    /// Greedy decoding (temperature 0).
+    #[arg(long)]
+    greedy: bool,
+    #[arg(long)]
+    top_k: Option<usize>,
+    #[arg(long, allow_negative_numbers = true)]
+    top_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    min_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    top_n_sigma: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    repetition_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    frequency_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    presence_penalty: Option<f32>,
+    /// A stop string (repeatable); the output ends just before it.
+    #[arg(long = "stop")]
+    stop: Vec<String>,
+    /// Beam search with this many beams (deterministic; prints the best output).
+    #[arg(long)]
+    beam_width: Option<usize>,
+    /// Print text as it is generated.
+    #[arg(long)]
+    stream: bool,
+    /// cpu, cuda or cuda:N (cuda needs a binary built with the `cuda` feature).
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda].
+    #[arg(long)]
+    dtype: Option<String>,
+    /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward, mask time.
+    #[arg(long)]
+    verbose: bool,
+    /// When to compute the mask during the forward pass, on a second thread: off, on, or auto
+    /// (when the previous mask took 100 µs or more). The output is the same either way.
+    #[arg(long, default_value = "auto")]
+    overlap: decode::Overlap,
+}
+
+impl GenerateArgs {
+    /// The sampling flags given (`--greedy` wins over `--temperature`).
+    fn sampling(&self) -> SamplingOverrides {
+        SamplingOverrides {
+            temperature: if self.greedy { Some(0.0) } else { self.temperature },
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            top_n_sigma: self.top_n_sigma,
+            repetition_penalty: self.repetition_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            seed: self.seed,
+        }
+    }
+}
+
+pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
+    let device: DeviceSpec = a.device.parse()?;
+    let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
+    // Read the constraint before loading, so bad input fails fast.
+    let constraint = a.constraint.optional()?;
+    let (loaded, load_time) = load(&a, &LoadOptions { device, precision })?;
+    let prompt = prompt_tokens(&a, &loaded)?;
+    let t_compile = Instant::now();
+    let compiled = constraint.map(|c| Compiled::new(loaded.vocab.clone(), &c)).transpose()?;
+    let compile_time = t_compile.elapsed();
+    let opts = options(&a, &loaded.defaults)?;
+    let mut matcher = compiled.as_ref().map(|c| c.matcher());
+    let vocab = loaded.vocab.clone();
+    let mut model = loaded.model;
+    let t_gen = Instant::now();
+    let out = decode_to_stdout(&a, &mut model, &vocab, matcher.as_mut(), &prompt, &opts)?;
+    let gen_time = t_gen.elapsed();
+    if a.verbose {
+        let times = Times { load: load_time, compile: compiled.is_some().then_some(compile_time), generate: gen_time };
+        report(&a, &loaded.info, &model.stats(), &prompt, &out, &times);
+    }
+    Ok(())
+}
+
+/// The model, with a spinner on stderr while a model file loads, and how long it took.
+fn load(a: &GenerateArgs, opts: &LoadOptions) -> anyhow::Result<(LoadedModel, Duration)> {
+    let t_load = Instant::now();
+    let spinner = a.model.as_ref().map(|dir| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(format!("loading {}", dir.display()));
+        pb.enable_steady_tick(Duration::from_millis(100));
+        pb
+    });
+    let loaded = LoadedModel::load(a.model.as_deref(), opts);
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    Ok((loaded?, t_load.elapsed()))
+}
+
+/// `--prompt` as the model's input: with `--chat`, a (system and) user turn through the chat
+/// template, ready for the assistant's reply; else BOS (where the model wants one) + the text.
+fn prompt_tokens(a: &GenerateArgs, loaded: &LoadedModel) -> anyhow::Result<Vec<TokenId>> {
+    if !a.chat {
+        return Ok(loaded.prompt.encode(&a.prompt)?);
+    }
+    let mut messages = Vec::new();
+    if let Some(s) = &a.system {
+        messages.push(ChatMessage::new("system", s.as_str()));
+    }
+    messages.push(ChatMessage::new("user", a.prompt.as_str()));
+    Ok(loaded.prompt.encode_chat(&messages, &[], true)?)
+}
+
+/// The model's generation defaults with the flags over them, checked; the model's EOS ids stop.
+fn options(a: &GenerateArgs, defaults: &GenerationDefaults) -> anyhow::Result<GenerateOptions> {
+    let sampling = a.sampling().over(defaults.sampling());
+    sampling.validate()?;
+    Ok(GenerateOptions {
+        max_tokens: a.max_tokens,
+        sampling,
+        stop: a.stop.clone(),
+        stop_token_ids: defaults.eos.clone(),
+        overlap: a.overlap,
+    })
+}
+
+/// Generates (the best beam, streamed, or whole) and writes the text to stdout.
+fn decode_to_stdout(
+    a: &GenerateArgs,
+    model: &mut strictly::model::CandleModel,
+    vocab: &strictly::Vocab,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    opts: &GenerateOptions,
+) -> anyhow::Result<Output> {
+    let mut stdout = std::io::stdout().lock();
+    let out = if let Some(width) = a.beam_width {
+        let beam = BeamOptions { width, ..BeamOptions::default() };
+        let hyps = decode::beam_search(&*model, vocab, matcher, prompt, opts, &beam)?;
+        let best = hyps.into_iter().next().ok_or_else(|| anyhow!("beam search finished no output"))?;
+        stdout.write_all(best.output.text().as_bytes())?;
+        best.output
+    } else if a.stream {
+        let mut werr = None;
+        let out = decode::generate_stream(model, vocab, matcher, prompt, opts, |ev| {
+            if let (Event::Text(t), None) = (ev, &werr) {
+                if let Err(e) = stdout.write_all(t.as_bytes()).and_then(|_| stdout.flush()) {
+                    werr = Some(e);
+                }
+            }
+        })?;
+        if let Some(e) = werr {
+            return Err(e.into());
+        }
+        out
+    } else {
+        let out = decode::generate(model, vocab, matcher, prompt, opts)?;
+        stdout.write_all(out.text().as_bytes())?;
+        out
+    };
+    if std::io::stdout().is_terminal() {
+        writeln!(stdout)?;
+    }
+    stdout.flush()?;
+    Ok(out)
+}
+
+/// How long each step took (`compile`: only with a constraint).
+struct Times {
+    load: Duration,
+    compile: Option<Duration>,
+    generate: Duration,
+}
+
+/// `--verbose`: the model, the compile, prefill and decode speed, forced tokens, mask time.
+fn report(
+    a: &GenerateArgs,
+    i: &strictly::model::ModelInfo,
+    st: &strictly::model::ForwardStats,
+    prompt: &[TokenId],
+    out: &Output,
+    times: &Times,
+) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    eprintln!(
+        "strictly: model {} ({}, {:.2}M parameters, {} on {}) loaded in {:.1} ms",
+        i.name,
+        i.arch,
+        i.parameters as f64 / 1e6,
+        i.precision,
+        i.device,
+        ms(times.load)
+    );
+    if let Some(compile) = times.compile {
+        eprintln!("strictly: constraint compiled in {:.1} ms", ms(compile));
+    }
+    let gen_s = times.generate.as_secs_f64();
+    let n = out.tokens.len();
+    if a.beam_width.is_none() {
+        let decode_s = gen_s - st.prefill.as_secs_f64();
+        eprintln!(
+            "strictly: prompt {} tokens, prefill {:.1} ms; {n} tokens in {:.1} ms: {:.1} tokens/s after the prefill",
+            prompt.len(),
+            st.prefill.as_secs_f64() * 1e3,
+            gen_s * 1e3,
+            if decode_s > 0.0 { n.saturating_sub(1) as f64 / decode_s } else { 0.0 },
+        );
+    } else {
+        eprintln!("strictly: prompt {} tokens; best beam {n} tokens in {:.1} ms", prompt.len(), gen_s * 1e3);
+    }
+    eprintln!(
+        "strictly: {} forward passes, {} tokens forced (forward passes saved by fast-forward); finish: {:?}",
+        out.forward_passes, out.forced, out.finish_reason
+    );
+    if times.compile.is_some() {
+        let m = &out.masks;
+        eprintln!(
+            "strictly: {} masks in {:.1} ms ({:.1} us each); {} overlapped with a forward pass, {} passes rewound",
+            m.count,
+            m.time.as_secs_f64() * 1e3,
+            m.time.as_secs_f64() * 1e6 / m.count.max(1) as f64,
+            m.overlapped,
+            m.rewound
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+    use strictly::sample::{SamplingOverrides, SamplingParams};
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: GenerateArgs,
+    }
+
+    fn flags(extra: &[&str]) -> SamplingParams {
+        let defaults = defaults();
+        let argv = ["strictly-generate", "--prompt", "p"].iter().chain(extra);
+        options(&Cmd::try_parse_from(argv).unwrap().args, &defaults).unwrap().sampling
+    }
+
+    fn request(fields: serde_json::Value) -> SamplingParams {
+        let common: strictly::server::api::Common = serde_json::from_value(fields).unwrap();
+        common.plan(&defaults(), None, (false, 0)).unwrap().opts.sampling
+    }
+
+    fn defaults() -> GenerationDefaults {
+        GenerationDefaults::from_json(
+            &json!({"temperature": 0.6, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1}),
+        )
+    }
+
+    /// The knobs written once ([`SamplingOverrides`]) mean the same from the three places that
+    /// set them: `generation_config.json`, the `generate` flags, and a request's fields.
+    #[test]
+    fn flags_request_fields_and_generation_config_set_the_same_knobs() {
+        // Nothing given: the model's defaults, everywhere.
+        assert_eq!(flags(&[]), defaults().sampling());
+        assert_eq!(request(json!({})), defaults().sampling());
+        // Every knob given.
+        let from_flags = flags(&[
+            "--temperature",
+            "0.7",
+            "--top-k",
+            "5",
+            "--top-p",
+            "0.9",
+            "--min-p",
+            "0.05",
+            "--top-n-sigma",
+            "1.5",
+            "--repetition-penalty",
+            "1.2",
+            "--frequency-penalty",
+            "0.3",
+            "--presence-penalty",
+            "-0.4",
+            "--seed",
+            "7",
+        ]);
+        let from_request = request(json!({
+            "temperature": 0.7, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "top_n_sigma": 1.5,
+            "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": -0.4, "seed": 7
+        }));
+        let expected = SamplingParams {
+            temperature: 0.7,
+            top_k: Some(5),
+            top_p: 0.9,
+            min_p: 0.05,
+            top_n_sigma: Some(1.5),
+            repetition_penalty: 1.2,
+            frequency_penalty: 0.3,
+            presence_penalty: -0.4,
+            seed: Some(7),
+            ..SamplingParams::default()
+        };
+        assert_eq!(from_flags, expected);
+        assert_eq!(from_request, expected);
+        // generation_config.json's knobs, laid over the plain defaults the same way.
+        let config =
+            GenerationDefaults::from_json(&json!({"temperature": 0.7, "top_k": 5, "top_p": 0.9, "min_p": 0.05}));
+        let five = SamplingOverrides {
+            temperature: Some(0.7),
+            top_k: Some(5),
+            top_p: Some(0.9),
+            min_p: Some(0.05),
+            ..Default::default()
+        };
+        assert_eq!(config.sampling(), five.over(SamplingParams::default()));
+        // Top-k off: `--top-k 0`, `"top_k": 0` and vLLM's `-1` all switch off the default's 40.
+        assert_eq!(flags(&["--top-k", "0"]).top_k, None);
+        assert_eq!(request(json!({"top_k": 0})).top_k, None);
+        assert_eq!(request(json!({"top_k": -1})).top_k, None);
+        // Greedy: `--greedy` is temperature 0, as a request's `"temperature": 0`.
+        assert_eq!(flags(&["--greedy", "--temperature", "0.9"]), request(json!({"temperature": 0})));
+    }
+}

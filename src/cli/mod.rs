@@ -1,0 +1,156 @@
+//! The `strictly` command line: one file per verb, each with its clap `Args` and its `run`.
+//!
+//! ```text
+//! strictly sample   (sample.rs)    seeded random logits: a grammar fuzzer; --cover, --mutate
+//! strictly check    (check.rs)     one JSON line of facts about a compiled constraint
+//! strictly bench    (bench.rs)     the JSON Schema benchmark (src/bench)
+//! strictly generate (generate.rs)  a real model, constrained or not (feature `model`)
+//! strictly serve    (serve.rs)     the OpenAI-compatible server (feature `server`)
+//! ```
+//!
+//! This module holds what the verbs share: the parser ([`Cli`]), the constraint flags
+//! ([`ConstraintArgs`]) and how they become a [`Constraint`], and the vocabulary flag.
+//!
+//! The contract (DESIGN.md, checked by `tests/cli.rs`): exit 0 on success; exit 2 on bad input
+//! with one line on stderr, `strictly: ` and the message (`strictly: error: ` for errors of a
+//! verb, the error's causes joined on one line). `--help` and `--version` go to stdout, exit 0.
+
+mod bench;
+mod check;
+#[cfg(feature = "model")]
+mod generate;
+mod sample;
+#[cfg(feature = "server")]
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+use clap::{Args, Parser, Subcommand};
+use strictly::automaton::Constraint;
+use strictly::Vocab;
+
+#[derive(Parser)]
+#[command(
+    name = "strictly",
+    version,
+    about = "Constrained decoding: regexes, grammars and JSON Schemas as token masks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sample outputs with seeded random logits (a grammar fuzzer). One JSON line per sample.
+    Sample(sample::SampleArgs),
+    /// Compile a constraint and print one JSON line of facts about it.
+    Check(check::CheckArgs),
+    /// JSON Schema benchmark (peer-bench's inputs, method and output): one JSON line per case,
+    /// a summary on stderr.
+    Bench(bench::BenchArgs),
+    /// Generate text with a real model (default: the embedded stories260K), optionally
+    /// constrained by a regex, grammar, schema or choice. stdout: the generated text only.
+    #[cfg(feature = "model")]
+    Generate(generate::GenerateArgs),
+    /// Serve the OpenAI-compatible HTTP API (default: the embedded stories260K model):
+    /// /health, /metrics, /v1/models, /v1/chat/completions, /v1/completions.
+    #[cfg(feature = "server")]
+    Serve(serve::ServeArgs),
+}
+
+/// Parses the command line, runs the verb, and turns the outcome into the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
+            print!("{e}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+            eprintln!("strictly: {}", first.trim_start_matches("error: ").trim());
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Sample(a) => sample::run(a),
+        Command::Check(a) => check::run(a),
+        Command::Bench(a) => bench::run(a),
+        #[cfg(feature = "model")]
+        Command::Generate(a) => generate::run(a),
+        #[cfg(feature = "server")]
+        Command::Serve(a) => serve::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("strictly: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The constraint flags; at most one. `sample`/`check` need one, `generate` may have none.
+#[derive(Args)]
+#[group(required = false, multiple = false)]
+pub struct ConstraintArgs {
+    /// A regex the whole output must match.
+    #[arg(long)]
+    regex: Option<String>,
+    /// An EBNF/GBNF grammar file (start rule `root`).
+    #[arg(long)]
+    grammar: Option<PathBuf>,
+    /// A JSON Schema file.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// The output is exactly one of these strings.
+    #[arg(long, num_args = 1..)]
+    choice: Option<Vec<String>>,
+}
+
+impl ConstraintArgs {
+    /// The constraint given; an error when none is.
+    pub fn required(&self) -> anyhow::Result<Constraint> {
+        self.optional()?.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
+    }
+
+    /// The constraint given, if any (files read and parsed).
+    pub fn optional(&self) -> anyhow::Result<Option<Constraint>> {
+        if let Some(r) = &self.regex {
+            return Ok(Some(Constraint::Regex(r.clone())));
+        }
+        if let Some(options) = &self.choice {
+            return Ok(Some(Constraint::Choice(options.clone())));
+        }
+        if let Some(path) = &self.grammar {
+            let text = std::fs::read(path).with_context(|| format!("cannot read grammar {}", path.display()))?;
+            let text = String::from_utf8(text).map_err(|e| anyhow!("grammar {} is not UTF-8: {e}", path.display()))?;
+            let g = strictly::grammar::ebnf::parse(&text).with_context(|| format!("grammar {}", path.display()))?;
+            return Ok(Some(Constraint::Grammar(g)));
+        }
+        if let Some(path) = &self.schema {
+            let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_slice(&text)
+                .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
+            return Ok(Some(Constraint::JsonSchema(schema, Default::default())));
+        }
+        Ok(None)
+    }
+}
+
+/// The vocabulary of `--tokenizer`: a tokenizer.json, `bytes` (one token per byte, no model
+/// tokenizer needed), or the embedded stories260K tokenizer when not given.
+pub fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
+    Ok(Arc::new(match path {
+        Some(p) if p.as_os_str() == "bytes" => Vocab::byte_level(),
+        Some(p) => Vocab::from_tokenizer_json(p)?,
+        None => Vocab::embedded(),
+    }))
+}

@@ -1,0 +1,338 @@
+//! [`Engine`]: the library's front door. A model and its vocabulary, loaded once; typed
+//! generation, tool choice and streaming on top of the constrained decoding loop.
+//!
+//! ```text
+//!  Engine::embedded() / Engine::load(dir)          (a LoadedModel: network, Vocab, PromptFormat)
+//!     │
+//!     ├─ generate::<T>(prompt, opts) ─▶ T's schema (schemars) ─▶ constrained JSON ─▶ T
+//!     ├─ choose(messages, tools, choice, opts) ─▶ chat template + tool-call grammar
+//!     │                                          ─▶ Reply { text, calls: [ToolCall] }
+//!     └─ stream::<T>(..) / choose_stream(..) ─▶ Stream: StreamEvent::{Text, CallStart,
+//!                                               CallArgs, ..., Done(value)}; drop to cancel
+//! ```
+//!
+//! Every method takes `&self`: each generation runs on a fresh sequence over the shared
+//! weights ([`CandleModel::restart`]), so one engine serves many threads.
+//!
+//! # Tool calls
+//!
+//! [`Tools`] is a set of functions, each with a name, a description and a parameter type that
+//! derives [`schemars::JsonSchema`] and [`serde::Deserialize`]. [`Engine::choose`] offers them
+//! to the model under a [`ToolChoice`] and returns a [`Reply`]: text, tool calls, or (under
+//! `Auto`) text followed by calls. The calls are written in the format the model's chat
+//! template teaches ([`ToolFormat`]: Hermes/Qwen `<tool_call>{"name": ..., "arguments":
+//! ...}</tool_call>`, Llama 3.x's bare `{"name": ..., "parameters": ...}`, Mistral's
+//! `[TOOL_CALLS] [...]`), enforced by a grammar whose arguments are each tool's schema, and
+//! the tools reach the model through that template. A template that teaches no known format
+//! (or renders no tools) gets the tools described in the system turn in the Hermes format, the
+//! documented default (see [`crate::tools::format`] and [`crate::tools::ToolChat::render`]).
+//! Every returned [`ToolCall`]'s arguments have been checked to deserialize as the tool's
+//! parameter type, so [`ToolCall::args`] with that type cannot fail. ([`ToolChoice`] is
+//! [`crate::tools::ToolChoice`], the one the server reads `tool_choice` into as well.)
+//!
+//! # Streaming and cancellation
+//!
+//! [`Engine::stream`] and [`Engine::choose_stream`] run the same generation as their blocking
+//! twins on a worker thread and hand out [`StreamEvent`]s as they happen; with the same seed
+//! the events add up to exactly the blocking result, which comes last as
+//! [`StreamEvent::Done`]. Dropping the [`Stream`] (or [`Stream::cancel`]) stops the
+//! generation at its next token and waits for the worker to finish.
+//!
+//! # Invariants
+//!
+//! - A method that returns `Ok` returned a value that parsed and deserialized; a failure of
+//!   that (which the constraint rules out) is an [`Error`], never a panic.
+//! - The [`Stream`] worker sends at most [`STREAM_AHEAD`] events ahead of the consumer.
+//!
+//! # Layout
+//!
+//! This file: [`Engine`] and its private `Job` (one generation, owning its model sequence,
+//! matcher and options, run blocking or on a stream's worker). `tools.rs`: [`Tools`],
+//! [`ToolCall`], [`Reply`]. `stream.rs`: [`Stream`] and [`StreamEvent`].
+
+mod stream;
+mod tools;
+
+pub use crate::tools::ToolChoice;
+pub use stream::{Stream, StreamEvent};
+pub use tools::{Reply, ToolCall, Tools};
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::automaton::{Compiled, Constraint, Matcher};
+use crate::decode::{deserialize, schema_for, Event, GenerateOptions, Generation, Output, Typed};
+use crate::error::{Error, Result};
+use crate::grammar::json_schema::JsonSchemaOptions;
+use crate::model::{CandleModel, ChatMessage, LoadOptions, LoadedModel};
+use crate::tools::{calls_grammar, OutputParser, Piece, ToolFormat, MAX_PARALLEL_TOOL_CALLS};
+use crate::vocab::{TokenId, Vocab};
+use tools::{reply, tool_chat};
+
+/// How many events a [`Stream`]'s worker may run ahead of the consumer.
+pub const STREAM_AHEAD: usize = 8;
+/// Most compiled constraints an [`Engine`] keeps (it forgets them all when full).
+const CACHE_CAPACITY: usize = 64;
+
+/// A loaded model, ready to generate. See the [module docs](self).
+pub struct Engine {
+    loaded: LoadedModel,
+    /// Compiled constraints by a key naming what they constrain (a schema, a tool set).
+    cache: Mutex<HashMap<String, Arc<Compiled>>>,
+}
+
+impl Engine {
+    /// The embedded stories260K model (no files, no network; see [`crate::model`]).
+    pub fn embedded() -> Result<Engine> {
+        Ok(Engine::from_loaded(LoadedModel::embedded(&LoadOptions::default())?))
+    }
+
+    /// A Hugging Face model directory (config.json, safetensors, tokenizer.json, ...) on the CPU.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Engine> {
+        Ok(Engine::from_loaded(LoadedModel::from_dir(dir, &LoadOptions::default())?))
+    }
+
+    /// A model loaded with your own [`LoadOptions`] (device, precision).
+    pub fn from_loaded(loaded: LoadedModel) -> Engine {
+        Engine { loaded, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// The model, its vocabulary, prompt format and defaults.
+    pub fn loaded(&self) -> &LoadedModel {
+        &self.loaded
+    }
+
+    /// The byte-exact vocabulary (for building your own [`Compiled`] constraints).
+    pub fn vocab(&self) -> &Arc<Vocab> {
+        &self.loaded.vocab
+    }
+
+    /// A prompt's tokens: as a user turn through the model's chat template when it has one,
+    /// else the text itself after the BOS (a base model continues it).
+    pub fn prompt_tokens(&self, prompt: &str) -> Result<Vec<TokenId>> {
+        let p = &self.loaded.prompt;
+        if p.has_chat_template() {
+            p.encode_chat(&[ChatMessage::user(prompt)], &[], true)
+        } else {
+            p.encode(prompt)
+        }
+    }
+
+    /// A value of type `T`, generated as JSON under the schema `schemars` derives for `T`.
+    ///
+    /// Errors only up front (a schema that cannot be enforced exactly, no complete value
+    /// within `opts.max_tokens`, bad options) or if the model fails; never a parse error.
+    /// Every method lowers `max_tokens` to what the model's context leaves after the prompt
+    /// (a constrained output still ends complete: see [`crate::decode`]).
+    pub fn generate<T: JsonSchema + DeserializeOwned>(&self, prompt: &str, opts: &GenerateOptions) -> Result<T> {
+        Ok(self.generate_typed::<T>(prompt, opts)?.value)
+    }
+
+    /// [`generate`](Self::generate), with the [`Output`] it was read from (tokens, logprobs, ...).
+    pub fn generate_typed<T: JsonSchema + DeserializeOwned>(
+        &self,
+        prompt: &str,
+        opts: &GenerateOptions,
+    ) -> Result<Typed<T>> {
+        let job = self.typed_job::<T>(prompt, opts)?;
+        let output = job.run(&mut |_| true)?.expect("never cancelled").0;
+        Ok(Typed { value: deserialize(&output)?, output })
+    }
+
+    /// Text under any constraint (`None`: free text) from a prompt ([`prompt_tokens`](Self::prompt_tokens)).
+    pub fn generate_text(
+        &self,
+        prompt: &str,
+        constraint: Option<&Constraint>,
+        opts: &GenerateOptions,
+    ) -> Result<Output> {
+        let compiled = constraint.map(|c| Compiled::new(self.vocab().clone(), c)).transpose()?;
+        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, None)?;
+        Ok(job.run(&mut |_| true)?.expect("never cancelled").0)
+    }
+
+    /// [`generate`](Self::generate) as a [`Stream`] of the JSON text as it comes, then
+    /// [`StreamEvent::Done`] with the value.
+    pub fn stream<T: JsonSchema + DeserializeOwned + Send + 'static>(
+        &self,
+        prompt: &str,
+        opts: &GenerateOptions,
+    ) -> Result<Stream<T>> {
+        let job = self.typed_job::<T>(prompt, opts)?;
+        Stream::spawn(job, |output, _| deserialize(&output))
+    }
+
+    /// Offers `tools` to the model after `messages`, under `choice`; see the
+    /// [module docs](self#tool-calls).
+    pub fn choose(
+        &self,
+        messages: &[ChatMessage],
+        tools: &Tools,
+        choice: &ToolChoice,
+        opts: &GenerateOptions,
+    ) -> Result<Reply> {
+        let (job, tools) = self.choose_job(messages, tools, choice, opts)?;
+        let (output, parser) = job.run(&mut |_| true)?.expect("never cancelled");
+        reply(output, &parser, &tools)
+    }
+
+    /// [`choose`](Self::choose) as a [`Stream`]: text, each call's start and arguments as
+    /// they come, then [`StreamEvent::Done`] with the [`Reply`].
+    pub fn choose_stream(
+        &self,
+        messages: &[ChatMessage],
+        tools: &Tools,
+        choice: &ToolChoice,
+        opts: &GenerateOptions,
+    ) -> Result<Stream<Reply>> {
+        let (job, tools) = self.choose_job(messages, tools, choice, opts)?;
+        Stream::spawn(job, move |output, parser| reply(output, parser, &tools))
+    }
+
+    /// The prompt text [`choose`](Self::choose) gives the model for this chat.
+    pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<String> {
+        Ok(tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)?.text)
+    }
+
+    /// The tool-call format [`choose`](Self::choose) asks of the model for this chat (its chat
+    /// template's, or the default).
+    pub fn tool_format(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<ToolFormat> {
+        Ok(tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)?.format)
+    }
+
+    fn typed_job<T: JsonSchema>(&self, prompt: &str, opts: &GenerateOptions) -> Result<Job> {
+        let schema = schema_for::<T>();
+        let key = format!("schema {schema}");
+        let compiled =
+            self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())))?;
+        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None)
+    }
+
+    fn choose_job(
+        &self,
+        messages: &[ChatMessage],
+        tools: &Tools,
+        choice: &ToolChoice,
+        opts: &GenerateOptions,
+    ) -> Result<(Job, Tools)> {
+        let chat = tool_chat(messages, tools, choice)?;
+        let rendered = chat.render(&self.loaded.prompt)?;
+        let format = rendered.format;
+        let prompt = self.loaded.prompt.encode_raw(&rendered.text)?;
+        let matcher = match &chat.mode {
+            None => None,
+            Some(mode) => {
+                let max_calls = if tools.parallel { MAX_PARALLEL_TOOL_CALLS } else { 1 };
+                let names: Vec<&str> = tools.list.iter().map(|t| t.tool.function.name.as_str()).collect();
+                let key = format!("tools {names:?} {:?} {max_calls} {format:?} {}", mode, tools.key);
+                let compiled = self.compiled(key, || {
+                    let args = tools.list.iter().map(|t| (t.tool.function.name.clone(), t.grammar.clone())).collect();
+                    Ok(Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None)))
+                })?;
+                Some(compiled.matcher())
+            }
+        };
+        let calls = matcher.is_some().then_some(format);
+        Ok((self.job(prompt, matcher, opts, calls)?, tools.clone()))
+    }
+
+    /// The cached compile under `key`, or `make()` compiled for this vocabulary.
+    fn compiled(&self, key: String, make: impl FnOnce() -> Result<Constraint>) -> Result<Arc<Compiled>> {
+        if let Some(c) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(c.clone());
+        }
+        let compiled = Compiled::new(self.vocab().clone(), &make()?)?;
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// A generation of `prompt`; `max_tokens` lowered to what the model's context has left
+    /// after the prompt (a prompt that fills it is an error).
+    fn job(
+        &self,
+        prompt: Vec<TokenId>,
+        matcher: Option<Matcher>,
+        opts: &GenerateOptions,
+        tools: Option<ToolFormat>,
+    ) -> Result<Job> {
+        let context = self.loaded.info.max_positions;
+        if prompt.len() >= context {
+            return Err(Error::Limit {
+                what: format!("prompt length ({} tokens)", prompt.len()),
+                limit: context - 1,
+                hint: Some("the model's context (max_position_embeddings) must leave room for the output".into()),
+            });
+        }
+        let mut opts = opts.clone();
+        opts.max_tokens = opts.max_tokens.min(context - prompt.len());
+        Ok(Job {
+            model: self.loaded.model.restart(),
+            vocab: self.vocab().clone(),
+            matcher,
+            prompt,
+            opts,
+            tools,
+            tokens: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Engine({:?})", self.loaded.info)
+    }
+}
+
+/// One generation, owning all it needs (so it can move to a worker thread).
+pub(super) struct Job {
+    model: CandleModel,
+    vocab: Arc<Vocab>,
+    matcher: Option<Matcher>,
+    prompt: Vec<TokenId>,
+    opts: GenerateOptions,
+    /// The format of the tool calls the output may hold (`None`: no calls).
+    tools: Option<ToolFormat>,
+    /// Tokens generated so far (read by [`Stream::cancel`]).
+    pub(super) tokens: Arc<AtomicUsize>,
+}
+
+impl Job {
+    /// Runs the generation, passing each [`Piece`] of the output to `on`; `Ok(None)` when
+    /// `on` returned false (cancelled), else the output and the parser that read it.
+    pub(super) fn run(mut self, on: &mut dyn FnMut(Piece) -> bool) -> Result<Option<(Output, OutputParser)>> {
+        let mut parser = OutputParser::new(self.tools);
+        let mut g = Generation::new(&mut self.model, &self.vocab, self.matcher.as_mut(), &self.prompt, &self.opts)?;
+        for ev in &mut g {
+            match ev? {
+                Event::Token(_) => {
+                    self.tokens.fetch_add(1, Ordering::Relaxed);
+                }
+                Event::Text(t) => {
+                    for piece in parser.feed(&t) {
+                        if !on(piece) {
+                            return Ok(None);
+                        }
+                    }
+                }
+                Event::Finish { .. } => {}
+            }
+        }
+        let output = g.into_output().expect("the events ran to Finish");
+        let rest = parser.finish().map_err(|e| Error::invalid(format!("cannot read the reply's tool calls: {e}")))?;
+        for piece in rest {
+            if !on(piece) {
+                return Ok(None);
+            }
+        }
+        Ok(Some((output, parser)))
+    }
+}
