@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::decode::{generate, GenerateOptions, LanguageModel, Overlap, RandomLogits};
 use strictly::sample::SamplingParams;
 use strictly::{TokenId, Vocab};
@@ -45,7 +45,7 @@ fn main() {
     let vocab = std::sync::Arc::new(Vocab::from_tokenizer_json(&path).expect("a tokenizer.json"));
     let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/story.schema.json")).unwrap();
     let constraint = Constraint::JsonSchema(serde_json::from_str(&schema).unwrap(), Default::default());
-    let compiled = Compiled::new(vocab.clone(), &constraint).expect("the schema compiles");
+    let compiled = Compiled::new(&VocabEnv::new(vocab.clone()), &constraint).expect("the schema compiles");
     println!("vocabulary {} tokens ({path})", vocab.len());
     println!("pass ms | overlap | tokens/s (median of 5) | mask µs (mean) | masks overlapped | rewound");
     for pass_ms in [1u64, 3, 10] {

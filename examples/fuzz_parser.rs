@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::decode::{generate, GenerateOptions, RandomLogits};
 use strictly::grammar::ebnf;
 use strictly::Vocab;
@@ -124,7 +124,8 @@ fn main() -> anyhow::Result<()> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/grammars/arithmetic.gbnf");
     let grammar = ebnf::parse(&std::fs::read_to_string(path)?)?;
     let vocab = Arc::new(Vocab::embedded());
-    let compiled = Compiled::new(vocab.clone(), &Constraint::Grammar(grammar))?;
+    let env = VocabEnv::new(vocab.clone());
+    let compiled = Compiled::new(&env, &Constraint::Grammar(grammar))?;
     let samples = 300;
     let mut distinct = HashSet::new();
     let mut longest = String::new();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::{TokenId, TokenSet, Vocab};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -39,7 +39,8 @@ fn main() -> anyhow::Result<()> {
     let vocab = Arc::new(Vocab::from_byte_tokens(tokens, &[eos.0]));
 
     // Compile once (shareable across threads), then one matcher per sequence.
-    let compiled = Compiled::new(vocab.clone(), &Constraint::json_schema_for::<Point>())?;
+    let env = VocabEnv::new(vocab.clone());
+    let compiled = Compiled::new(&env, &Constraint::json_schema_for::<Point>())?;
     for run in 0..3 {
         let mut matcher = compiled.matcher();
         let mut mask = TokenSet::new(vocab.len());

@@ -60,17 +60,19 @@
 //!    model needed (`examples/mask_loop.rs`; `examples/fuzz_parser.rs` drives the loop with
 //!    random logits as a grammar fuzzer):
 //!
-//! Key types: [`Vocab`] (token id → exact bytes, EOS ids, token trie), [`TokenSet`] (the mask),
-//! [`automaton::Compiled`] and [`automaton::Matcher`].
+//! Key types: [`Vocab`] (token id → exact bytes, EOS ids, token trie), [`automaton::VocabEnv`]
+//! (a vocabulary with its caches: one per vocabulary, shared by every constraint compiled for
+//! it), [`TokenSet`] (the mask), [`automaton::Compiled`] and [`automaton::Matcher`].
 //!
 //! ```
 //! use std::sync::Arc;
-//! use strictly::{automaton::{Compiled, Constraint}, TokenId, TokenSet, Vocab};
+//! use strictly::{automaton::{Compiled, Constraint, VocabEnv}, TokenId, TokenSet, Vocab};
 //!
 //! // A tiny vocabulary: ids 0..=4, id 4 is EOS.
 //! let vocab = Arc::new(Vocab::from_byte_tokens(
 //!     vec![b"a".to_vec(), b"b".to_vec(), b"ab".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[4]));
-//! let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("(ab)+".into())).unwrap();
+//! let env = VocabEnv::new(vocab.clone()); // once per vocabulary
+//! let compiled = Compiled::new(&env, &Constraint::Regex("(ab)+".into())).unwrap();
 //! let mut m = compiled.matcher();
 //! let mut mask = TokenSet::new(5);
 //! m.fill_mask(&mut mask);

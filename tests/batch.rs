@@ -239,8 +239,7 @@ fn greedy(max_tokens: usize) -> GenerateOptions {
 fn concurrent_batched_generations_equal_single_ones() {
     let m = Arc::new(embedded());
     let batcher = Arc::new(Batcher::new(m.model.batched().unwrap(), 8).unwrap());
-    let compiled =
-        Arc::new(Compiled::new(m.vocab.clone(), &Constraint::Regex("[A-Z][a-z]+( [a-z]+){2,6}\\.".into())).unwrap());
+    let compiled = Arc::new(Compiled::new(&m.env, &Constraint::Regex("[A-Z][a-z]+( [a-z]+){2,6}\\.".into())).unwrap());
     let prompts = ["Once upon a time", "The cat", "Lily and Tom went to the park. They", "One day", "A big dog", "Sam"];
     // (prompt, constrained, options): greedy and seeded, free and constrained, overlap forced on
     // for some (their speculative passes are rewound through the batched sequence too).
@@ -259,7 +258,7 @@ fn concurrent_batched_generations_equal_single_ones() {
         .iter()
         .map(|(p, c, o)| {
             let mut matcher = c.then(|| compiled.matcher());
-            generate(&mut m.model.restart(), &m.vocab, matcher.as_mut(), p, o).unwrap()
+            generate(&mut m.model.restart(), m.vocab(), matcher.as_mut(), p, o).unwrap()
         })
         .collect();
     let barrier = Arc::new(Barrier::new(jobs.len()));
@@ -271,7 +270,7 @@ fn concurrent_batched_generations_equal_single_ones() {
                 let mut seq = batcher.sequence();
                 let mut matcher = c.then(|| compiled.matcher());
                 barrier.wait();
-                generate(&mut seq, &m.vocab, matcher.as_mut(), &p, &o).unwrap()
+                generate(&mut seq, m.vocab(), matcher.as_mut(), &p, &o).unwrap()
             })
         })
         .collect();
@@ -326,7 +325,7 @@ fn max_batch_caps_a_pass_and_every_sequence_gets_its_turn() {
     let m = Arc::new(embedded());
     let batcher = Arc::new(Batcher::new(m.model.batched().unwrap(), 2).unwrap());
     let prompt = m.prompt.encode("Once upon a time").unwrap();
-    let single = generate(&mut m.model.restart(), &m.vocab, None, &prompt, &greedy(20)).unwrap();
+    let single = generate(&mut m.model.restart(), m.vocab(), None, &prompt, &greedy(20)).unwrap();
     let barrier = Arc::new(Barrier::new(5));
     let handles: Vec<_> = (0..5)
         .map(|_| {
@@ -334,7 +333,7 @@ fn max_batch_caps_a_pass_and_every_sequence_gets_its_turn() {
             std::thread::spawn(move || {
                 let mut seq = batcher.sequence();
                 barrier.wait();
-                generate(&mut seq, &m.vocab, None, &prompt, &greedy(20)).unwrap()
+                generate(&mut seq, m.vocab(), None, &prompt, &greedy(20)).unwrap()
             })
         })
         .collect();

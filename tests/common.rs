@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use strictly::automaton::VocabEnv;
 use strictly::Vocab;
 
 /// `../shared/data` (or `$STRICTLY_SHARED_DATA`), if present. Prints a loud notice if not.
@@ -40,6 +41,15 @@ pub fn real_vocabs() -> &'static [(String, Arc<Vocab>)] {
             })
             .collect()
     })
+}
+
+/// The environment of a vocabulary from [`real_vocabs`]: one per vocabulary per test binary,
+/// as a server keeps one, so its caches (slices, lexer-state masks) serve every test. Panics for
+/// any other vocabulary (tests that make their own make their own environment).
+pub fn real_env(vocab: &Arc<Vocab>) -> Arc<VocabEnv> {
+    static E: OnceLock<Vec<Arc<VocabEnv>>> = OnceLock::new();
+    let envs = E.get_or_init(|| real_vocabs().iter().map(|(_, v)| VocabEnv::new(v.clone())).collect());
+    envs.iter().find(|e| Arc::ptr_eq(e.vocab(), vocab)).cloned().expect("a vocabulary from real_vocabs()")
 }
 
 /// A small hand-made vocabulary: all single bytes a..e, some multi-byte tokens, a token that

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{Compiled, Constraint, VocabEnv},
     grammar::json_schema::JsonSchemaOptions,
     Vocab,
 };
@@ -75,11 +75,13 @@ fn accepts(c: &Arc<Compiled>, vocab: &Vocab, text: &str) -> bool {
 /// Runs every file on `threads` threads; returns the counts and the false accepts found.
 fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaOptions) -> (Counts, Vec<String>) {
     let chunks: Vec<&[PathBuf]> = files.chunks(files.len().div_ceil(threads).max(1)).collect();
+    // One environment for the run, as a server keeps one per vocabulary: its caches are shared.
+    let env = VocabEnv::new(vocab.clone());
     let results: Vec<(Counts, Vec<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
             .iter()
             .map(|chunk| {
-                let vocab = vocab.clone();
+                let env = env.clone();
                 std::thread::Builder::new()
                     .stack_size(16 << 20)
                     .spawn_scoped(s, move || {
@@ -89,7 +91,7 @@ fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaO
                             for (schema, tests) in groups(f) {
                                 n.schemas += 1;
                                 let compiled =
-                                    Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), opts.clone()));
+                                    Compiled::new(&env, &Constraint::JsonSchema(schema.clone(), opts.clone()));
                                 let Ok(c) = compiled else {
                                     n.not_compiled += tests.len() as u64;
                                     n.tests += tests.len() as u64;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use strictly::automaton::{Compiled, Constraint, Matcher};
+use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
 use strictly::decode::{
     beam_search, generate, generate_stream, BeamOptions, Event, FinishReason, GenerateOptions, Generation,
     LanguageModel, Output, RandomLogits, ScriptedModel, StoppedBy,
@@ -231,7 +231,7 @@ fn letters() -> Arc<Vocab> {
 }
 
 fn matcher(v: &Arc<Vocab>, re: &str) -> Matcher {
-    Compiled::new(v.clone(), &Constraint::Regex(re.into())).unwrap().matcher()
+    Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Regex(re.into())).unwrap().matcher()
 }
 
 #[test]
@@ -566,7 +566,7 @@ fn typed_outputs_deserialize() {
             sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() },
             ..Default::default()
         };
-        let t = strictly::decode::generate_typed::<Ticket>(&mut model, &v, &[], &opts)
+        let t = strictly::decode::generate_typed::<Ticket>(&mut model, &VocabEnv::new(v.clone()), &[], &opts)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let text = String::from_utf8(t.output.bytes.clone()).unwrap();
         assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");

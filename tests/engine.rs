@@ -302,11 +302,11 @@ fn wide_integers_always_fit_their_type() {
     let schema = strictly::decode::schema_for::<Counts>();
     assert_eq!(schema["properties"]["a"]["maximum"], serde_json::json!(u32::MAX));
     assert_eq!(schema["properties"]["f"]["minimum"], serde_json::json!(5));
-    let vocab = engine().vocab().clone();
+    let env = engine().env().clone();
     for seed in 0..40 {
-        let mut model = RandomLogits::new(vocab.len(), seed);
+        let mut model = RandomLogits::new(env.vocab().len(), seed);
         let o = opts(seed, 200);
-        let c = generate_typed::<Counts>(&mut model, &vocab, &[], &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let c = generate_typed::<Counts>(&mut model, &env, &[], &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(c.value.f >= 5 && c.value.c < 9_000_000_000_000_000, "{c:?}");
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{Compiled, Constraint, VocabEnv},
     decode::FinishReason,
     grammar::{ebnf, reference::Reference, Grammar},
     Vocab,
@@ -28,7 +28,7 @@ fn vocabs() -> Vec<(String, Arc<Vocab>)> {
 
 /// `n` samples: (text, finish reason).
 fn samples(g: &Grammar, vocab: &Arc<Vocab>, n: u64, max_tokens: usize) -> Vec<(String, FinishReason)> {
-    let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
+    let c = Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Grammar(g.clone())).unwrap();
     (0..n)
         .map(|seed| {
             let out = crate::common::random_sample(&c, seed, max_tokens).unwrap();

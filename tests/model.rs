@@ -94,7 +94,7 @@ fn the_generation_loop_with_greedy_sampling_gives_the_reference_too() {
     let (expected, v) = reference();
     let mut m = embedded();
     let opts = GenerateOptions { max_tokens: 256, sampling: SamplingParams::greedy(), ..GenerateOptions::default() };
-    let out = generate(&mut m.model, &m.vocab, None, &ids(&expected[..1]), &opts).unwrap();
+    let out = generate(&mut m.model, m.env.vocab(), None, &ids(&expected[..1]), &opts).unwrap();
     let got: Vec<u32> = out.tokens.iter().map(|t| t.0).collect();
     assert_eq!(&got[..], &expected[1..]);
     assert_eq!(out.forward_passes, 256);
@@ -232,12 +232,12 @@ fn constrained_generation_with_the_real_model_matches_the_regex() {
         r"[0-9]{2}:[0-9]{2}",
         r"\{name: [a-z]{1,8}\}",
     ] {
-        let compiled = Compiled::new(m.vocab.clone(), &Constraint::Regex(re.into())).unwrap();
+        let compiled = Compiled::new(&m.env, &Constraint::Regex(re.into())).unwrap();
         let full = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
         for seed in 0..4 {
             let mut model = m.model.restart();
             let mut matcher = compiled.matcher();
-            let out = generate(&mut model, &m.vocab, Some(&mut matcher), &prompt, &sample_opts(seed, 24)).unwrap();
+            let out = generate(&mut model, m.vocab(), Some(&mut matcher), &prompt, &sample_opts(seed, 24)).unwrap();
             assert!(full.is_match(&out.text()), "{re} seed {seed}: {:?} ({:?})", out.text(), out.finish_reason);
             assert!(out.tokens.len() <= 24);
         }
@@ -254,7 +254,7 @@ fn constrained_generation_with_the_real_model_follows_a_grammar() {
            item ::= [0-9] | [1-9] [0-9] | list"#,
     )
     .unwrap();
-    let compiled = Compiled::new(m.vocab.clone(), &Constraint::Grammar(g)).unwrap();
+    let compiled = Compiled::new(&m.env, &Constraint::Grammar(g)).unwrap();
     fn ok(v: &serde_json::Value) -> bool {
         match v {
             serde_json::Value::Array(a) => a.iter().all(ok),
@@ -266,7 +266,7 @@ fn constrained_generation_with_the_real_model_follows_a_grammar() {
     for seed in 0..6 {
         let mut model = m.model.restart();
         let mut matcher = compiled.matcher();
-        let out = generate(&mut model, &m.vocab, Some(&mut matcher), &prompt, &sample_opts(seed, 40)).unwrap();
+        let out = generate(&mut model, m.vocab(), Some(&mut matcher), &prompt, &sample_opts(seed, 40)).unwrap();
         let text = out.text();
         let v: serde_json::Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("seed {seed}: {text:?} is not JSON: {e}"));
@@ -281,7 +281,7 @@ fn seeded_sampling_is_deterministic() {
     let prompt = m.prompt.encode("Once upon a time").unwrap();
     let run = |seed: u64| {
         let mut model = m.model.restart();
-        generate(&mut model, &m.vocab, None, &prompt, &sample_opts(seed, 40)).unwrap().tokens
+        generate(&mut model, m.vocab(), None, &prompt, &sample_opts(seed, 40)).unwrap().tokens
     };
     let a = run(11);
     assert_eq!(a.len(), 40.min(a.len()));
@@ -424,11 +424,10 @@ fn every_architecture_loads_from_random_safetensors_and_runs() {
             m.model.restart().forward(&ids(&[1, 41]), &mut r2).unwrap();
             assert!(r1.iter().all(|x| x.is_finite()) && r1 != r2, "{what}");
             // Constrained generation through the whole stack.
-            let compiled =
-                Compiled::new(m.vocab.clone(), &Constraint::Regex("[a-z]{3,6}( [a-z]{2,5})?".into())).unwrap();
+            let compiled = Compiled::new(&m.env, &Constraint::Regex("[a-z]{3,6}( [a-z]{2,5})?".into())).unwrap();
             let mut matcher = compiled.matcher();
             let prompt = m.prompt.encode("Once").unwrap();
-            let out = generate(&mut m.model, &m.vocab, Some(&mut matcher), &prompt, &sample_opts(3, 12)).unwrap();
+            let out = generate(&mut m.model, m.env.vocab(), Some(&mut matcher), &prompt, &sample_opts(3, 12)).unwrap();
             assert!(
                 regex::Regex::new("^[a-z]{3,6}( [a-z]{2,5})?$").unwrap().is_match(&out.text()),
                 "{what}: {:?}",

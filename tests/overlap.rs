@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::decode::{
     generate, generate_stream, Event, GenerateOptions, LanguageModel, Output, Overlap, RandomLogits, ScriptedModel,
     StoppedBy,
@@ -103,13 +103,13 @@ fn overlap_gives_identical_output_on_the_embedded_model() {
     let prompt = m.prompt.encode("Once upon a time").unwrap();
     let mut seen = Seen::default();
     for (what, constraint, stop) in cases() {
-        let compiled = Compiled::new(m.vocab.clone(), &constraint).unwrap();
+        let compiled = Compiled::new(&m.env, &constraint).unwrap();
         for seed in 0..4 {
             let what = format!("{what}, seed {seed}");
             let mut on_model = m.model.restart();
             let mut off_model = m.model.restart();
-            let on = run(&mut on_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, Overlap::On));
-            let off = run(&mut off_model, &m.vocab, &compiled, &prompt, &opts(seed, 64, &stop, Overlap::Off));
+            let on = run(&mut on_model, m.vocab(), &compiled, &prompt, &opts(seed, 64, &stop, Overlap::On));
+            let off = run(&mut off_model, m.vocab(), &compiled, &prompt, &opts(seed, 64, &stop, Overlap::Off));
             assert_same(&on, &off, &what);
             // The model is left where it would be without overlap: every kept pass, nothing more.
             assert_eq!(on_model.position(), off_model.position(), "{what}: model position");
@@ -121,10 +121,11 @@ fn overlap_gives_identical_output_on_the_embedded_model() {
 
 #[test]
 fn overlap_gives_identical_output_with_random_logits() {
-    let vocab = embedded().vocab;
+    let env = embedded().env;
+    let vocab = env.vocab().clone();
     let mut seen = Seen::default();
     for (what, constraint, stop) in cases() {
-        let compiled = Compiled::new(vocab.clone(), &constraint).unwrap();
+        let compiled = Compiled::new(&env, &constraint).unwrap();
         for seed in 0..16 {
             let what = format!("{what}, seed {seed}");
             let on =
@@ -143,7 +144,7 @@ fn overlap_gives_identical_output_with_random_logits() {
 fn abc() -> (Arc<Vocab>, Arc<Compiled>) {
     let vocab =
         Arc::new(Vocab::from_byte_tokens(vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[3]));
-    let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("a[bc]".into())).unwrap();
+    let compiled = Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Regex("a[bc]".into())).unwrap();
     (vocab, compiled)
 }
 
@@ -196,7 +197,7 @@ impl LanguageModel for Failing {
 fn a_failed_pass_that_was_not_needed_is_no_error() {
     let vocab = Arc::new(Vocab::from_byte_tokens(vec![b"ab".to_vec(), b"c".to_vec(), b"</s>".to_vec()], &[2]));
     // "ab" is forced and completes the output: no pass is needed, so none may fail it.
-    let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("ab".into())).unwrap();
+    let compiled = Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Regex("ab".into())).unwrap();
     for overlap in [Overlap::On, Overlap::Off] {
         let mut model = Failing(0);
         let mut matcher = compiled.matcher();
@@ -210,7 +211,7 @@ fn a_failed_pass_that_was_not_needed_is_no_error() {
         );
     }
     // A pass that is needed still fails the generation.
-    let compiled = Compiled::new(vocab.clone(), &Constraint::Regex("ab(c)?".into())).unwrap();
+    let compiled = Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Regex("ab(c)?".into())).unwrap();
     let mut matcher = compiled.matcher();
     let err = generate(&mut Failing(0), &vocab, Some(&mut matcher), &[], &GenerateOptions::default()).unwrap_err();
     assert!(err.to_string().contains("out of context"), "{err}");
@@ -221,12 +222,12 @@ fn a_failed_pass_that_was_not_needed_is_no_error() {
 #[test]
 fn overlap_if_the_mask_takes_long_enough() {
     let m = embedded();
-    let compiled = Compiled::new(m.vocab.clone(), &story_schema()).unwrap();
+    let compiled = Compiled::new(&m.env, &story_schema()).unwrap();
     let prompt = m.prompt.encode("Once upon a time").unwrap();
     let hour = std::time::Duration::from_secs(3600);
     let mut outs = Vec::new();
     for overlap in [Overlap::IfMaskTakes(hour), Overlap::IfMaskTakes(std::time::Duration::ZERO), Overlap::Off] {
-        outs.push(run(&mut m.model.restart(), &m.vocab, &compiled, &prompt, &opts(5, 64, &[], overlap)));
+        outs.push(run(&mut m.model.restart(), m.vocab(), &compiled, &prompt, &opts(5, 64, &[], overlap)));
     }
     assert_eq!(outs[0].0.masks.overlapped, 0);
     assert_same(&outs[1], &outs[0], "a zero threshold is always");

@@ -72,10 +72,10 @@ impl ModelSource for Slow {
 }
 
 fn slow_state(delay: Duration, config: ServerConfig) -> (AppState, Arc<AtomicUsize>) {
-    let LoadedModel { model, vocab, prompt, defaults, info } = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let LoadedModel { model, env, prompt, defaults, info } = LoadedModel::embedded(&LoadOptions::default()).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let source = Arc::new(Slow { model, delay, calls: calls.clone() });
-    (AppState::with_source(source, vocab, prompt, defaults, info, config), calls)
+    (AppState::with_source(source, env, prompt, defaults, info, config), calls)
 }
 
 async fn call_raw(app: &Router, method: &str, path: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {

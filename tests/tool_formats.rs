@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::decode::{self, FinishReason, GenerateOptions, RandomLogits, StoppedBy};
 use strictly::grammar::json_schema::{self, JsonSchemaOptions};
 use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
@@ -22,7 +22,7 @@ use strictly::tools::{calls_grammar, native_format, OutputParser, Piece, ToolCha
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
 
-use crate::common::{real_vocabs, shared_data};
+use crate::common::{real_env, real_vocabs, shared_data};
 
 fn tools() -> Vec<ChatTool> {
     vec![
@@ -224,9 +224,12 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
         .collect();
     for (name, dir, format) in models(&data) {
         // The shared tokenizers are loaded once per test binary.
-        let vocab = match real_vocabs().iter().find(|(n, _)| n == name) {
-            Some((_, v)) => v.clone(),
-            None => Arc::new(Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap()),
+        let (vocab, env) = match real_vocabs().iter().find(|(n, _)| n == name) {
+            Some((_, v)) => (v.clone(), real_env(v)),
+            None => {
+                let v = Arc::new(Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+                (v.clone(), VocabEnv::new(v))
+            }
         };
         let p = PromptFormat::from_dir(&dir).unwrap();
         assert_eq!(chat(Some(ToolMode::Auto)).render(&p).unwrap().format, format);
@@ -242,7 +245,7 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
         let (mut calls_seen, mut texts_seen) = (0, 0);
         for (mode, max_calls) in modes {
             let g = calls_grammar(args.clone(), &mode, max_calls, format, None);
-            let compiled = Compiled::new(vocab.clone(), &Constraint::Grammar(g)).unwrap();
+            let compiled = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
             for seed in 0..3u64 {
                 let mut m = compiled.matcher();
                 let opts = GenerateOptions {

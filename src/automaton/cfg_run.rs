@@ -13,7 +13,9 @@
 use super::cfg::Cfg;
 use super::earley::{Chart, ChartLen, RowCopy, Scan};
 use super::mask_cache::{Below, Entry, ScanStack};
-use crate::vocab::{slices::Slices, trie::TrieVisitor, TokenId, TokenSet};
+use super::slices::Slices;
+use super::VocabEnv;
+use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
 struct Pos {
@@ -189,7 +191,7 @@ impl CfgRun {
     /// budget — everywhere but the last tokens of a budget; otherwise the tokens that keep a
     /// lexeme going are checked one by one by a lexer-only walk (each one's finish cost along
     /// that way), and the groups as always.
-    pub fn fill(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
+    pub fn fill(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32) {
         let p = self.positions.last().expect("never empty");
         if p.ended {
             return;
@@ -200,7 +202,7 @@ impl CfgRun {
                 return;
             }
         }
-        let entry = vocab.mask_cache.get_or_build(cfg, vocab, &p.scans);
+        let entry = env.mask_cache().get_or_build(cfg, env, &p.scans);
         // Under a budget: each scan's wait cost, and the bound on the inside tokens' finish cost.
         let waits: Vec<u32> = if after_budget == u32::MAX {
             Vec::new()
@@ -215,7 +217,7 @@ impl CfgRun {
             .max()
             .unwrap_or(0);
         if need <= after_budget {
-            let (refused, cost) = self.fill_cached(cfg, vocab.slices(), &entry, mask, after_budget);
+            let (refused, cost) = self.fill_cached(cfg, env.slices(), &entry, mask, after_budget);
             if !refused {
                 let need = if after_budget == u32::MAX { u32::MAX } else { need.max(cost) };
                 let scans = &self.positions.last().expect("never empty").scans;
@@ -242,8 +244,8 @@ impl CfgRun {
             mask: &mut *mask,
         };
         w.stack.reset(p.scans.iter().map(|sc| sc.state));
-        vocab.trie().walk_visitor(&mut w);
-        self.fill_groups(cfg, vocab.slices(), &entry, mask, after_budget);
+        env.vocab().trie().walk_visitor(&mut w);
+        self.fill_groups(cfg, env.slices(), &entry, mask, after_budget);
     }
 
     /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one

@@ -56,8 +56,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::Cfg;
 use super::earley::Scan;
+use super::slices::Slices;
+use super::VocabEnv;
 use crate::regular::{Dfa, DEAD};
-use crate::vocab::{slices::Slices, trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie, Vocab};
+use crate::vocab::{trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie};
 
 /// Most bytes all entries of one cache may take together.
 pub const MAX_CACHE_BYTES: usize = 64 << 20;
@@ -116,11 +118,11 @@ impl Entry {
         dfas: &[&Dfa],
         dists: &[&[u32]],
         states: &[u32],
-        vocab: &Vocab,
+        env: &VocabEnv,
         wholesale: &Wholesale,
         mut merged: impl FnMut(&[(u32, u32)]) -> Arc<TokenTrie>,
     ) -> Entry {
-        let slices = vocab.slices();
+        let slices = env.slices();
         let reach = &wholesale.reach;
         let mut w = LexWalk {
             dfas,
@@ -129,7 +131,7 @@ impl Entry {
             slices,
             stack: ScanStack::default(),
             part: 0,
-            inside: TokenSet::new(vocab.len()),
+            inside: TokenSet::new(env.vocab().len()),
             ends: Vec::new(),
             index: HashMap::default(),
             ending: Vec::new(),
@@ -402,13 +404,13 @@ fn avoid_set(hazards: &[&Hazards], hi: usize) -> Option<(usize, ByteSet)> {
 }
 
 /// The strict subtrees below `nodes` ((slice, trie node) pairs) merged into one walk-only trie.
-fn merge_subtrees(vocab: &Vocab, nodes: &[(u32, u32)]) -> TokenTrie {
-    let slices = vocab.slices();
+fn merge_subtrees(env: &VocabEnv, nodes: &[(u32, u32)]) -> TokenTrie {
+    let slices = env.slices();
     let mut pairs = Vec::new();
     for &(part, node) in nodes {
         let trie = slices.trie(part as usize);
         let depth = trie.node_depth(node);
-        pairs.extend(trie.ids_below(node).iter().map(|&id| (&vocab.bytes(id)[depth..], id)));
+        pairs.extend(trie.ids_below(node).iter().map(|&id| (&env.vocab().bytes(id)[depth..], id)));
     }
     TokenTrie::build_walk_only(pairs)
 }
@@ -693,8 +695,8 @@ pub struct MaskCache {
 /// How far one token can move a lexer: the longest token, in bytes. Keys hold each state as
 /// [`Dfa::canonical`] for it: states that read every token alike share one entry, built from
 /// the canonical state (whose distances are at least theirs, so `inside_dist` stays a bound).
-fn horizon(vocab: &Vocab) -> u32 {
-    vocab.slices().longest.try_into().unwrap_or(u32::MAX)
+fn horizon(env: &VocabEnv) -> u32 {
+    env.slices().longest.try_into().unwrap_or(u32::MAX)
 }
 
 /// A lexer key: the scans' (DFA id, [canonical](horizon) state) pairs, in order.
@@ -763,9 +765,9 @@ impl MaskCache {
     }
 
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
-    pub fn get_or_build(&self, cfg: &Cfg, vocab: &Vocab, scans: &[Scan]) -> Arc<Entry> {
+    pub fn get_or_build(&self, cfg: &Cfg, env: &VocabEnv, scans: &[Scan]) -> Arc<Entry> {
         let term = |sc: &Scan| &cfg.terms[sc.term as usize];
-        let horizon = horizon(vocab);
+        let horizon = horizon(env);
         let key: Vec<(u64, u32)> =
             scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
         if let Some(e) = self.get(&key) {
@@ -774,20 +776,20 @@ impl MaskCache {
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*term(sc).dfa).collect();
         let dists: Vec<&[u32]> = scans.iter().map(|sc| &*term(sc).dist).collect();
         let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
-        self.build(vocab, key, &dfas, &dists, &states)
+        self.build(env, key, &dfas, &dists, &states)
     }
 
     /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
     /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA engine asks with its one
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
-    pub fn get_or_build_for(&self, vocab: &Vocab, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
-        let horizon = horizon(vocab);
+    pub fn get_or_build_for(&self, env: &VocabEnv, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
+        let horizon = horizon(env);
         let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), d.canonical(s, horizon))).collect();
         match self.get(&key) {
             Some(e) => e,
             None => {
                 let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
-                self.build(vocab, key, dfas, dists, &states)
+                self.build(env, key, dfas, dists, &states)
             }
         }
     }
@@ -802,14 +804,14 @@ impl MaskCache {
     /// Builds and keeps the entry for `key` (the scans of `dfas` in `states`).
     fn build(
         &self,
-        vocab: &Vocab,
+        env: &VocabEnv,
         key: Vec<(u64, u32)>,
         dfas: &[&Dfa],
         dists: &[&[u32]],
         states: &[u32],
     ) -> Arc<Entry> {
         // The shortest and the longest slice: every search below stops past the longest.
-        let his = || vocab.slices().body.iter().map(|s| s.hi);
+        let his = || env.slices().body.iter().map(|s| s.hi);
         let (hi_min, hi) = (his().min().unwrap_or(0), his().max().unwrap_or(0));
         let reach: Vec<(usize, usize)> = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -866,7 +868,7 @@ impl MaskCache {
             if let Some(t) = self.inner.lock().unwrap_or_else(|e| e.into_inner()).merged.get(nodes) {
                 return t.clone();
             }
-            let t = Arc::new(merge_subtrees(vocab, nodes));
+            let t = Arc::new(merge_subtrees(env, nodes));
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             inner.reserve(t.node_count() * 12 + t.id_count() * 4 + nodes.len() * 8 + 32);
             inner.merged.entry(nodes.into()).or_insert(t).clone()
@@ -899,14 +901,14 @@ impl MaskCache {
                 })
                 .collect();
             let hazards: Vec<&Hazards> = hazards.iter().map(|h| &**h).collect();
-            wholesale.avoid = vocab
+            wholesale.avoid = env
                 .slices()
                 .body
                 .iter()
                 .map(|slice| if wholesale.admits(slice.hi) { None } else { avoid_set(&hazards, slice.hi) })
                 .collect();
         }
-        let entry = Arc::new(Entry::build(dfas, dists, states, vocab, &wholesale, merged));
+        let entry = Arc::new(Entry::build(dfas, dists, states, env, &wholesale, merged));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()

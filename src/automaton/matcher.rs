@@ -131,7 +131,8 @@ impl Matcher {
     fn fill(&mut self, mask: &mut TokenSet, after_budget: u32, reference: bool) {
         mask.clear();
         let compiled = self.compiled.clone();
-        let vocab = &compiled.vocab;
+        let env = &compiled.env;
+        let vocab = env.vocab();
         match (&mut self.run, &compiled.engine) {
             (Run::Dfa(stack), Engine::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
@@ -152,7 +153,7 @@ impl Matcher {
                 } else {
                     // Cached per (DFA, state) for the vocabulary, when the budget cannot bind on
                     // the tokens that keep the DFA going (the ones that end it need 0 more).
-                    let entry = vocab.mask_cache.get_or_build_for(vocab, &[&**dfa], &[&**finish_tokens], &[s]);
+                    let entry = env.mask_cache().get_or_build_for(env, &[&**dfa], &[&**finish_tokens], &[s]);
                     if entry.inside_dist[0].is_none_or(|d| d <= after_budget) {
                         mask.union_clipped(&entry.inside);
                         entry.groups.iter().for_each(|g| mask.insert_clipped(&g.at));
@@ -176,7 +177,7 @@ impl Matcher {
                 if reference {
                     c.reference(cfg, vocab, mask, after_budget);
                 } else {
-                    c.fill(cfg, vocab, mask, after_budget);
+                    c.fill(cfg, env, mask, after_budget);
                 }
             }
             _ => unreachable!("run matches engine"),
@@ -193,7 +194,7 @@ impl Matcher {
     /// Is `token` allowed now?
     pub fn allows(&mut self, token: TokenId) -> bool {
         let compiled = self.compiled.clone();
-        let vocab = &compiled.vocab;
+        let vocab = compiled.vocab();
         match vocab.kind(token) {
             TokenKind::Text => self.allows_bytes(vocab.bytes(token)),
             TokenKind::Special => vocab.is_eos(token) && self.is_accepting(),
@@ -217,7 +218,7 @@ impl Matcher {
 
     /// Appends `token`. Errors (and changes nothing) if it is not allowed.
     pub fn commit(&mut self, token: TokenId) -> Result<()> {
-        let vocab = self.compiled.vocab.clone();
+        let vocab = self.compiled.vocab().clone();
         let not_allowed = || Error::TokenNotAllowed {
             token: token.0,
             text: String::from_utf8_lossy(vocab.bytes(token)).into_owned(),
@@ -326,7 +327,7 @@ impl Matcher {
         if bytes.is_empty() {
             return Vec::new();
         }
-        let Some(mut tokens) = self.compiled.vocab.encode(&bytes) else { return Vec::new() };
+        let Some(mut tokens) = self.compiled.vocab().encode(&bytes) else { return Vec::new() };
         let finishes = self.commit_bytes(&bytes).is_ok() && {
             let f = self.is_finished();
             self.rollback(1).expect("just committed");

@@ -18,13 +18,15 @@
 pub mod cfg;
 mod cfg_run;
 mod earley;
+mod env;
 mod mask_cache;
 mod matcher;
+pub mod slices;
 
 use std::sync::Arc;
 
 pub use cfg::CfgLimits;
-pub(crate) use mask_cache::MaskCache;
+pub use env::VocabEnv;
 pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};
@@ -94,20 +96,19 @@ pub(crate) enum Engine {
 
 /// A constraint compiled for one vocabulary. Immutable; matchers share it.
 pub struct Compiled {
-    vocab: Arc<Vocab>,
+    env: Arc<VocabEnv>,
     engine: Engine,
 }
 
 impl Compiled {
-    pub fn new(vocab: Arc<Vocab>, constraint: &Constraint) -> Result<Arc<Compiled>> {
-        Self::with_options(vocab, constraint, &CompileOptions::default())
+    /// `constraint` compiled for the vocabulary of `env` (whose caches it shares with every
+    /// other constraint compiled there), under the default limits.
+    pub fn new(env: &Arc<VocabEnv>, constraint: &Constraint) -> Result<Arc<Compiled>> {
+        Self::with_options(env, constraint, &CompileOptions::default())
     }
 
-    pub fn with_options(vocab: Arc<Vocab>, constraint: &Constraint, opts: &CompileOptions) -> Result<Arc<Compiled>> {
-        let mut usable = [false; 256];
-        for b in 0..=255u8 {
-            usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
-        }
+    pub fn with_options(env: &Arc<VocabEnv>, constraint: &Constraint, opts: &CompileOptions) -> Result<Arc<Compiled>> {
+        let usable = env.usable_bytes();
         let grammar = constraint.grammar_within(opts.limits.dfa)?;
         let regular = match opts.engine {
             EngineChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
@@ -117,19 +118,24 @@ impl Compiled {
             Some(lexeme) => {
                 // An empty regular language compiles (`is_empty_language`); generation refuses it.
                 let dfa = Dfa::shared(&lexeme, opts.limits.dfa)?;
-                let finish_tokens = dfa.dist_using(&usable);
+                let finish_tokens = dfa.dist_using(usable);
                 Engine::Dfa { dfa, finish_tokens }
             }
-            None => match cfg::Cfg::lower(&grammar, &usable, opts.limits)? {
+            None => match cfg::Cfg::lower(&grammar, usable, opts.limits)? {
                 Some(cfg) => Engine::Cfg(cfg),
                 None => return Err(empty_language(constraint, &grammar)),
             },
         };
-        Ok(Arc::new(Compiled { vocab, engine }))
+        Ok(Arc::new(Compiled { env: env.clone(), engine }))
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
-        &self.vocab
+        self.env.vocab()
+    }
+
+    /// The vocabulary environment this was compiled for.
+    pub fn env(&self) -> &Arc<VocabEnv> {
+        &self.env
     }
 
     /// Does the constraint match no output at all? (Only a regular constraint compiles with an

@@ -49,6 +49,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::automaton::VocabEnv;
 use crate::error::{Error, Result};
 use crate::vocab::Vocab;
 use cases::Case;
@@ -191,9 +192,9 @@ fn check_settings(opts: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-fn warm_up(vocab: &Arc<Vocab>, opts: &BenchOptions) {
+fn warm_up(env: &Arc<VocabEnv>, opts: &BenchOptions) {
     if opts.warmup {
-        let r = run::warm_up(vocab, &opts.settings);
+        let r = run::warm_up(env, &opts.settings);
         if r.status != "ok" {
             let why = r.error.or_else(|| r.instances.iter().find(|i| !i.agree).and_then(|i| i.detail.clone()));
             eprintln!("warning: warm-up case status {}: {}", r.status, why.unwrap_or_default());
@@ -207,7 +208,8 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     check_settings(opts)?;
     let t_start = Instant::now();
     let load_start = report::loadavg();
-    let vocab = Arc::new(load_vocab(opts)?);
+    let env = VocabEnv::new(Arc::new(load_vocab(opts)?));
+    let vocab = env.vocab().clone();
     let tok_load_ms = t_start.elapsed().as_secs_f64() * 1000.0;
     let vocab_size = vocab.len();
     let cases = selected_cases(opts, false)?;
@@ -239,12 +241,12 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         Ok(())
     };
     if !opts.isolate {
-        warm_up(&vocab, opts);
+        warm_up(&env, opts);
         for (idx, case) in cases.iter().enumerate() {
-            emit(run_guarded(&vocab, case, idx, &opts.settings))?;
+            emit(run_guarded(&env, case, idx, &opts.settings))?;
         }
     } else {
-        drop(vocab);
+        drop((vocab, env));
         let cases = Arc::new(cases);
         let next = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel::<CaseResult>();
@@ -310,10 +312,10 @@ fn inject_fault(id: &str) {
 }
 
 /// `run_case`, with a panic caught and reported as the case's status.
-fn run_guarded(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
+fn run_guarded(env: &Arc<VocabEnv>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
     let run = || {
         inject_fault(&case.id);
-        run::run_case(vocab, case, idx, settings)
+        run::run_case(env, case, idx, settings)
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|p| {
         let msg = p
@@ -331,8 +333,8 @@ fn run_guarded(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettin
 /// so its memory holds one file's cases, not the whole run's.
 pub fn worker_main(opts: &BenchOptions) -> Result<()> {
     check_settings(opts)?;
-    let vocab = Arc::new(load_vocab(opts)?);
-    warm_up(&vocab, opts);
+    let env = VocabEnv::new(Arc::new(load_vocab(opts)?));
+    warm_up(&env, opts);
     let io = |source| Error::Io { path: "worker pipe".into(), source };
     let stdout = std::io::stdout();
     let say = |line: &str| -> Result<()> {
@@ -351,7 +353,7 @@ pub fn worker_main(opts: &BenchOptions) -> Result<()> {
         let r = match found {
             Some(mut case) => {
                 filter_instances(&mut case, opts);
-                run_guarded(&vocab, &case, req.idx, &opts.settings)
+                run_guarded(&env, &case, req.idx, &opts.settings)
             }
             None => CaseResult {
                 idx: req.idx,

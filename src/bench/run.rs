@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use super::cases::{Case, Instance};
 use super::stats::{summarize_ns_as_us, us, Clock, Summary, ThreadEvents};
+use crate::automaton::VocabEnv;
 use crate::automaton::{CompileOptions, Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::vocab::{TokenId, TokenSet, Vocab};
@@ -199,13 +200,14 @@ fn serialize(v: &Value, pretty: bool) -> String {
 /// Runs `case` (the `idx`-th of the run) and measures it: 1. serialize and tokenize the
 /// instances (untimed), 2. compile and take the first mask, 3-4. every instance token by token,
 /// then the status, the memory, and with `recheck_over_ns` the re-runs of a slow maximum.
-pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
+pub fn run_case(env: &Arc<VocabEnv>, case: &Case, idx: usize, settings: &RunSettings) -> CaseResult {
+    let vocab = env.vocab();
     let mut res = CaseResult::for_case(case, idx);
     let prepared = prepare_instances(vocab, case, settings.pretty);
     let memory = MemoryProbe::start();
     let started = std::time::Instant::now();
     let mut mask = TokenSet::new(vocab.len());
-    let Some(compiled) = compile_case(vocab, case, settings, &mut mask, &mut res) else { return res };
+    let Some(compiled) = compile_case(env, case, settings, &mut mask, &mut res) else { return res };
     let slowest = run_instances(vocab, &compiled, &mut mask, case, prepared, settings.clock, &mut res);
     res.status = status(&res).into();
     drop(compiled);
@@ -213,7 +215,7 @@ pub fn run_case(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSetti
     if let (Some((ns, _)), Some(limit)) = (&slowest, settings.recheck_over_ns) {
         // A long case is not re-run: its re-runs could pass the worker's per-case timeout.
         if *ns > limit && started.elapsed() < RECHECK_WITHIN {
-            res.mask_max_rechecks_us = recheck(vocab, case, idx, settings);
+            res.mask_max_rechecks_us = recheck(env, case, idx, settings);
         }
     }
     res.mask_slowest = slowest.map(|(_, s)| s);
@@ -236,7 +238,7 @@ fn prepare_instances(vocab: &Vocab, case: &Case, pretty: bool) -> Vec<(String, V
 /// Compiles the case's schema and takes the first mask, timing both into `res` (and listing
 /// what a lenient compile let through); `None` after a compile error, recorded in `res`.
 fn compile_case(
-    vocab: &Arc<Vocab>,
+    env: &Arc<VocabEnv>,
     case: &Case,
     settings: &RunSettings,
     mask: &mut TokenSet,
@@ -245,7 +247,7 @@ fn compile_case(
     let clock = settings.clock;
     let constraint = Constraint::JsonSchema(case.schema.clone(), settings.schema.clone());
     let t0 = clock.now_ns();
-    let compiled = Compiled::with_options(vocab.clone(), &constraint, &settings.compile);
+    let compiled = Compiled::with_options(env, &constraint, &settings.compile);
     res.compile_us = Some(us(clock.now_ns() - t0));
     let compiled = match compiled {
         Ok(c) => c,
@@ -333,15 +335,15 @@ fn status(res: &CaseResult) -> &'static str {
 }
 
 /// The slowest mask µs of each of [`RECHECKS`] re-runs of the case, from cold caches.
-fn recheck(vocab: &Arc<Vocab>, case: &Case, idx: usize, settings: &RunSettings) -> Vec<f64> {
+fn recheck(env: &Arc<VocabEnv>, case: &Case, idx: usize, settings: &RunSettings) -> Vec<f64> {
     let once = RunSettings { recheck_over_ns: None, ..settings.clone() };
     let rerun = || {
         // Warm caches would make this no replay: the DFAs (shared process-wide by
         // lexeme) and the vocabulary's mask cache are emptied, so the re-run starts
         // colder than the first run did (the lexemes earlier cases shared are cold too).
         crate::regular::Dfa::clear_shared();
-        vocab.mask_cache.clear();
-        run_case(vocab, case, idx, &once).mask_us.map(|m| m.max)
+        env.clear_mask_cache();
+        run_case(env, case, idx, &once).mask_us.map(|m| m.max)
     };
     (0..RECHECKS).filter_map(|_| rerun()).collect()
 }
@@ -477,7 +479,7 @@ pub fn json_context(text: &[u8], off: usize) -> &'static str {
 }
 
 /// The untimed warm-up case (peer-bench's), run three times before the first real case.
-pub fn warm_up(vocab: &Arc<Vocab>, settings: &RunSettings) -> CaseResult {
+pub fn warm_up(env: &Arc<VocabEnv>, settings: &RunSettings) -> CaseResult {
     let case = Case {
         id: "warmup".into(),
         group: "warmup".into(),
@@ -493,7 +495,7 @@ pub fn warm_up(vocab: &Arc<Vocab>, settings: &RunSettings) -> CaseResult {
     let settings = RunSettings { pretty: false, clock: Clock::Wall, recheck_over_ns: None, ..settings.clone() };
     let mut last = CaseResult::default();
     for _ in 0..3 {
-        last = run_case(vocab, &case, 0, &settings);
+        last = run_case(env, &case, 0, &settings);
     }
     last
 }

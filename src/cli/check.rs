@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::TokenSet;
 
 use super::{load_vocab, ConstraintArgs};
@@ -26,7 +26,8 @@ pub fn run(a: CheckArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
     let constraint = a.constraint.required()?;
     let t0 = Instant::now();
-    let compiled = Compiled::new(vocab.clone(), &constraint)?;
+    let env = VocabEnv::new(vocab.clone());
+    let compiled = Compiled::new(&env, &constraint)?;
     let compile_us = t0.elapsed().as_micros();
     let mut m = compiled.matcher();
     let mut mask = TokenSet::new(vocab.len());

@@ -119,11 +119,11 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let (loaded, load_time) = load(&a, &LoadOptions { device, precision })?;
     let prompt = prompt_tokens(&a, &loaded)?;
     let t_compile = Instant::now();
-    let compiled = constraint.map(|c| Compiled::new(loaded.vocab.clone(), &c)).transpose()?;
+    let compiled = constraint.map(|c| Compiled::new(&loaded.env, &c)).transpose()?;
     let compile_time = t_compile.elapsed();
     let opts = options(&a, &loaded.defaults)?;
     let mut matcher = compiled.as_ref().map(|c| c.matcher());
-    let vocab = loaded.vocab.clone();
+    let vocab = loaded.vocab().clone();
     let mut model = loaded.model;
     let t_gen = Instant::now();
     let out = decode_to_stdout(&a, &mut model, &vocab, matcher.as_mut(), &prompt, &opts)?;

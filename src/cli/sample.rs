@@ -16,7 +16,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use serde_json::{json, Value};
-use strictly::automaton::{Compiled, Constraint};
+use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::decode::{self, GenerateOptions, RandomLogits};
 use strictly::fuzz::{mutate, Checker, Derivation, GenOptions, Generator, RngSource};
 use strictly::sample::SamplingParams;
@@ -68,7 +68,8 @@ pub struct SampleArgs {
 pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
     let constraint = a.constraint.required()?;
-    let compiled = Compiled::new(vocab.clone(), &constraint)?;
+    let env = VocabEnv::new(vocab.clone());
+    let compiled = Compiled::new(&env, &constraint)?;
     let sampling = SamplingParams { temperature: a.temperature, seed: Some(a.seed), ..SamplingParams::default() };
     sampling.validate()?;
     if a.cover || a.mutate {

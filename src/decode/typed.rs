@@ -2,12 +2,12 @@
 //! constraint, and the constrained output comes back deserialized as that type.
 //!
 //! ```no_run
-//! # use strictly::{decode::{generate_typed, GenerateOptions, RandomLogits}, Vocab};
+//! # use strictly::{automaton::VocabEnv, decode::{generate_typed, GenerateOptions, RandomLogits}, Vocab};
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Call { name: String, count: u8 }
-//! let vocab = std::sync::Arc::new(Vocab::embedded());
-//! let mut model = RandomLogits::new(vocab.len(), 7);
-//! let call = generate_typed::<Call>(&mut model, &vocab, &[], &GenerateOptions::default()).unwrap().value;
+//! let env = VocabEnv::new(std::sync::Arc::new(Vocab::embedded()));
+//! let mut model = RandomLogits::new(env.vocab().len(), 7);
+//! let call = generate_typed::<Call>(&mut model, &env, &[], &GenerateOptions::default()).unwrap().value;
 //! ```
 //!
 //! The schema compiles like any other (fail closed: a type whose schema cannot be enforced
@@ -19,10 +19,10 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 
 use super::{generate, GenerateOptions, LanguageModel, Output};
-use crate::automaton::{Compiled, Constraint};
+use crate::automaton::{Compiled, Constraint, VocabEnv};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
-use crate::vocab::{TokenId, Vocab};
+use crate::vocab::TokenId;
 
 /// The JSON Schema (draft 2020-12) that `schemars` derives for `T`, with the ranges of Rust's
 /// integer types made explicit (`bound_integer_formats`) so that every value deserializes.
@@ -94,13 +94,13 @@ pub struct Typed<T> {
 /// Generates JSON constrained by `T`'s schema and deserializes it.
 pub fn generate_typed<T: schemars::JsonSchema + DeserializeOwned>(
     model: &mut dyn LanguageModel,
-    vocab: &Arc<Vocab>,
+    env: &Arc<VocabEnv>,
     prompt: &[TokenId],
     opts: &GenerateOptions,
 ) -> Result<Typed<T>> {
-    let compiled = Compiled::new(vocab.clone(), &Constraint::json_schema_for::<T>())?;
+    let compiled = Compiled::new(env, &Constraint::json_schema_for::<T>())?;
     let mut matcher = compiled.matcher();
-    let output = generate(model, vocab, Some(&mut matcher), prompt, opts)?;
+    let output = generate(model, env.vocab(), Some(&mut matcher), prompt, opts)?;
     Ok(Typed { value: deserialize(&output)?, output })
 }
 

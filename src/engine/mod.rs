@@ -65,7 +65,7 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::automaton::{Compiled, Constraint, Matcher};
+use crate::automaton::{Compiled, Constraint, Matcher, VocabEnv};
 use crate::decode::{deserialize, schema_for, Event, GenerateOptions, Generation, Output, Typed};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
@@ -107,9 +107,14 @@ impl Engine {
         &self.loaded
     }
 
-    /// The byte-exact vocabulary (for building your own [`Compiled`] constraints).
+    /// The byte-exact vocabulary.
     pub fn vocab(&self) -> &Arc<Vocab> {
-        &self.loaded.vocab
+        self.loaded.vocab()
+    }
+
+    /// The vocabulary with its caches, for building your own [`Compiled`] constraints.
+    pub fn env(&self) -> &Arc<VocabEnv> {
+        &self.loaded.env
     }
 
     /// A prompt's tokens: as a user turn through the model's chat template when it has one,
@@ -151,7 +156,7 @@ impl Engine {
         constraint: Option<&Constraint>,
         opts: &GenerateOptions,
     ) -> Result<Output> {
-        let compiled = constraint.map(|c| Compiled::new(self.vocab().clone(), c)).transpose()?;
+        let compiled = constraint.map(|c| Compiled::new(self.env(), c)).transpose()?;
         let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, None)?;
         Ok(job.run(&mut |_| true)?.expect("never cancelled").0)
     }
@@ -246,7 +251,7 @@ impl Engine {
         if let Some(c) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(c.clone());
         }
-        let compiled = Compiled::new(self.vocab().clone(), &make()?)?;
+        let compiled = Compiled::new(self.env(), &make()?)?;
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= CACHE_CAPACITY {
             cache.clear();

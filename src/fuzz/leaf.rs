@@ -24,7 +24,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::plan::hir_min;
 use super::Source;
-use crate::automaton::{Compiled, Constraint};
+use crate::automaton::{Compiled, Constraint, VocabEnv};
 use crate::decode::{self, GenerateOptions, RandomLogits};
 use crate::error::{Error, Result};
 use crate::grammar::{Expr, Grammar};
@@ -42,7 +42,7 @@ const UNBOUNDED_EXTRA: u32 = 3;
 pub struct Leaves {
     dfas: HashMap<usize, dense::DFA<Vec<u32>>>,
     engines: HashMap<String, Arc<Compiled>>,
-    bytes: Option<Arc<Vocab>>,
+    bytes: Option<Arc<VocabEnv>>,
 }
 
 impl Leaves {
@@ -137,9 +137,10 @@ impl Leaves {
     /// Samples a member of `e` with the engine over the byte-level vocabulary (random logits,
     /// seeded from the source). The never-truncated rule makes every output complete.
     fn engine_sample(&mut self, e: &Expr, key: String, src: &mut dyn Source, room: u32) -> Result<Vec<u8>> {
-        let vocab = self.bytes.get_or_insert_with(|| Arc::new(Vocab::byte_level())).clone();
+        let env = self.bytes.get_or_insert_with(|| VocabEnv::new(Arc::new(Vocab::byte_level()))).clone();
+        let vocab = env.vocab();
         if !self.engines.contains_key(&key) {
-            let c = Compiled::new(vocab.clone(), &Constraint::Grammar(Grammar::single(e.clone())))?;
+            let c = Compiled::new(&env, &Constraint::Grammar(Grammar::single(e.clone())))?;
             if c.is_empty_language() {
                 return Err(Error::invalid(format!("fuzz: the terminal {key} matches nothing")));
             }
@@ -155,7 +156,7 @@ impl Leaves {
             overlap: decode::Overlap::Off,
             ..GenerateOptions::default()
         };
-        let out = decode::generate(&mut model, &vocab, Some(&mut m), &[], &opts)?;
+        let out = decode::generate(&mut model, vocab, Some(&mut m), &[], &opts)?;
         Ok(out.bytes)
     }
 }

@@ -41,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 pub use cover::{Coverage, Derivation, GenOptions, Generator};
 pub use regex_ir::regex_grammar;
 
-use crate::automaton::{Compiled, Constraint};
+use crate::automaton::{Compiled, Constraint, VocabEnv};
 use crate::error::Result;
 use crate::vocab::Vocab;
 
@@ -141,7 +141,7 @@ pub struct Checker {
 
 impl Checker {
     pub fn new(constraint: &Constraint) -> Result<Checker> {
-        Ok(Checker { compiled: Compiled::new(Arc::new(Vocab::byte_level()), constraint)? })
+        Ok(Checker { compiled: Compiled::new(&VocabEnv::new(Arc::new(Vocab::byte_level())), constraint)? })
     }
 
     pub fn accepts(&self, text: &[u8]) -> bool {

@@ -37,12 +37,12 @@
 //! let m = LoadedModel::embedded(&LoadOptions::default())?; // or LoadedModel::from_dir(dir, ..)
 //! let prompt = m.prompt.encode("Once upon a time")?; // BOS + the prompt's tokens
 //! let re = Constraint::Regex("[A-Z][a-z]+( [a-z]+){2,5}\\.".into());
-//! let compiled = Compiled::new(m.vocab.clone(), &re)?;
+//! let compiled = Compiled::new(&m.env, &re)?;
 //! let mut matcher = compiled.matcher();
 //! let mut model = m.model.restart(); // a fresh sequence on the shared weights
 //! let sampling = SamplingParams { seed: Some(7), ..SamplingParams::default() };
 //! let opts = GenerateOptions { max_tokens: 32, sampling, ..GenerateOptions::default() };
-//! let out = generate(&mut model, &m.vocab, Some(&mut matcher), &prompt, &opts)?;
+//! let out = generate(&mut model, m.vocab(), Some(&mut matcher), &prompt, &opts)?;
 //! assert!(out.text().ends_with('.'));
 //! # Ok::<(), strictly::Error>(())
 //! ```
@@ -86,6 +86,7 @@ pub use net::{CandleModel, ForwardStats};
 pub use prompt::{GenerationDefaults, PromptFormat};
 pub use weights::Weights;
 
+use crate::automaton::VocabEnv;
 #[cfg(doc)]
 use crate::decode::LanguageModel;
 use crate::error::{Error, Result};
@@ -123,14 +124,20 @@ pub struct LoadedModel {
     /// The network with an empty sequence; use [`CandleModel::restart`] (or clone it) for each
     /// new generation.
     pub model: CandleModel,
-    /// The byte-exact vocabulary, for constraints (its EOS ids include generation_config's).
-    pub vocab: Arc<Vocab>,
+    /// The byte-exact vocabulary (its EOS ids include generation_config's) with its caches:
+    /// compile constraints against it ([`Compiled::new`](crate::automaton::Compiled::new)).
+    pub env: Arc<VocabEnv>,
     pub prompt: PromptFormat,
     pub defaults: GenerationDefaults,
     pub info: ModelInfo,
 }
 
 impl LoadedModel {
+    /// The byte-exact vocabulary.
+    pub fn vocab(&self) -> &Arc<Vocab> {
+        self.env.vocab()
+    }
+
     /// Loads a Hugging Face model directory (see the module docs for the files read).
     pub fn from_dir(dir: impl AsRef<Path>, opts: &LoadOptions) -> Result<LoadedModel> {
         let dir = dir.as_ref();
@@ -165,7 +172,7 @@ impl LoadedModel {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| dir.display().to_string());
-        Ok(LoadedModel { info: info(name, &cfg, opts), model, vocab, prompt, defaults })
+        Ok(LoadedModel { info: info(name, &cfg, opts), model, env: VocabEnv::new(vocab), prompt, defaults })
     }
 
     /// The embedded stories260K model (see the module docs).
@@ -182,7 +189,7 @@ impl LoadedModel {
         Ok(LoadedModel {
             info: info(embedded::NAME.to_string(), &cfg, opts),
             model,
-            vocab: Arc::new(Vocab::embedded()),
+            env: VocabEnv::new(Arc::new(Vocab::embedded())),
             prompt,
             defaults,
         })
@@ -217,7 +224,7 @@ fn info(name: String, cfg: &ArchConfig, opts: &LoadOptions) -> ModelInfo {
 
 impl std::fmt::Debug for LoadedModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LoadedModel({:?}, {:?})", self.info, self.vocab)
+        write!(f, "LoadedModel({:?}, {:?})", self.info, self.vocab())
     }
 }
 

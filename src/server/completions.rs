@@ -51,7 +51,7 @@ async fn run(st: &AppState, req: CompletionRequest) -> Result<Response, ApiError
     let ticket = st.admit()?;
     let prompts = st
         .blocking(move |st| {
-            let width = st.inner.vocab.len();
+            let width = st.inner.env.vocab().len();
             let p = &st.inner.prompt;
             req.prompts(|t| p.encode(t).map_err(|e| ApiError::from_lib(e, Some("prompt"))), width)
         })
@@ -64,7 +64,7 @@ async fn run(st: &AppState, req: CompletionRequest) -> Result<Response, ApiError
     let compiled = st.compile(spec).await?;
     let prompt_tokens: usize = prompts.iter().map(|p| p.1.len()).sum();
     Metrics::add(&st.inner.metrics.prompt_tokens, prompt_tokens as u64);
-    let vocab = &st.inner.vocab;
+    let vocab = &st.inner.env.vocab();
     // The echoed prompt: its text as given, or its tokens' text.
     let echoes: Vec<String> = prompts
         .iter()
@@ -109,7 +109,7 @@ impl Completions {
     /// Streams `text` of choice `index`, with the logprobs of the tokens not sent yet.
     fn chunk(&mut self, chunks: &mut Chunks, index: usize, text: String, finish_reason: Value) {
         let logprobs = match chunks.take_logprobs(index) {
-            Some((lps, k)) => legacy_logprobs(&chunks.reply().st.inner.vocab, &lps, k, self.offsets[index]),
+            Some((lps, k)) => legacy_logprobs(&chunks.reply().st.inner.env.vocab(), &lps, k, self.offsets[index]),
             None => Value::Null,
         };
         self.offsets[index] += text.len();
@@ -125,7 +125,7 @@ impl Format for Completions {
         let (reason, stop_reason) = finish(output, reply.structured, false);
         let echo = self.echo(index);
         let logprobs = match reply.logprobs {
-            Some(k) => legacy_logprobs(&reply.st.inner.vocab, &output.logprobs, k, echo.len()),
+            Some(k) => legacy_logprobs(&reply.st.inner.env.vocab(), &output.logprobs, k, echo.len()),
             None => Value::Null,
         };
         Ok(json!({

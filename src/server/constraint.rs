@@ -21,10 +21,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::automaton::VocabEnv;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::{ebnf, regex, Grammar};
-use crate::vocab::Vocab;
 
 pub use crate::tools::{
     Tool, ToolFormat, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN,
@@ -124,15 +124,15 @@ pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
     Ok(Constraint::Grammar(crate::tools::calls_grammar(args, &tools.mode, tools.max_calls, tools.format, format)))
 }
 
-/// Compiles a spec for `vocab`; library errors become 400s naming the field.
-pub fn compile(vocab: &Arc<Vocab>, spec: &Spec) -> Result<Arc<Compiled>, ApiError> {
+/// Compiles a spec for the vocabulary of `env`; library errors become 400s naming the field.
+pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiError> {
     let constraint = build(spec)?;
     let param = if spec.tools.is_some() && spec.user.is_none() {
         "tools"
     } else {
         spec.user_param.as_deref().unwrap_or("tools")
     };
-    Compiled::new(vocab.clone(), &constraint).map_err(|e| ApiError::from_lib(e, Some(param)))
+    Compiled::new(env, &constraint).map_err(|e| ApiError::from_lib(e, Some(param)))
 }
 
 /// A small LRU of compiled constraints, keyed by the spec's canonical JSON.

@@ -103,10 +103,10 @@ pub use error::{ApiError, ApiJson};
 pub use listen::serve;
 
 use crate::automaton::Compiled;
+use crate::automaton::VocabEnv;
 use crate::decode::LanguageModel;
 use crate::error::Result;
 use crate::model::{BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
-use crate::vocab::Vocab;
 use constraint::{CompileCache, Spec};
 use metrics::Metrics;
 
@@ -191,7 +191,7 @@ pub struct AppState {
 struct Inner {
     name: String,
     info: ModelInfo,
-    vocab: Arc<Vocab>,
+    env: Arc<VocabEnv>,
     prompt: PromptFormat,
     defaults: GenerationDefaults,
     source: Arc<dyn ModelSource>,
@@ -210,7 +210,7 @@ impl AppState {
     /// refused config, logged at startup with the reason; `max_batch` 1) each starts from
     /// `loaded.model.restart()` and runs its own passes.
     pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
-        let LoadedModel { model, vocab, prompt, defaults, info } = loaded;
+        let LoadedModel { model, env, prompt, defaults, info } = loaded;
         let source: Arc<dyn ModelSource> = if config.max_batch > 1 {
             match model.batched().and_then(|b| Batcher::new(b, config.max_batch)) {
                 // The single-sequence network is dropped here: one copy of the weights stays.
@@ -223,14 +223,14 @@ impl AppState {
         } else {
             Arc::new(model)
         };
-        AppState::with_source(source, vocab, prompt, defaults, info, config)
+        AppState::with_source(source, env, prompt, defaults, info, config)
     }
 
     /// Serves a model given by parts, with any [`ModelSource`] (tests wrap the real model to
     /// slow it down or count its calls).
     pub fn with_source(
         source: Arc<dyn ModelSource>,
-        vocab: Arc<Vocab>,
+        env: Arc<VocabEnv>,
         prompt: PromptFormat,
         defaults: GenerationDefaults,
         info: ModelInfo,
@@ -243,7 +243,7 @@ impl AppState {
             inner: Arc::new(Inner {
                 name,
                 info,
-                vocab,
+                env,
                 prompt,
                 defaults,
                 source,
@@ -296,7 +296,7 @@ impl AppState {
         let st = self.clone();
         let task = tokio::task::spawn_blocking(move || {
             let t0 = Instant::now();
-            let r = constraint::compile(&st.inner.vocab, &spec);
+            let r = constraint::compile(&st.inner.env, &spec);
             if let Ok(c) = &r {
                 st.inner.cache.insert(&spec, c.clone());
                 Metrics::add(&st.inner.metrics.compiles, 1);

@@ -14,7 +14,6 @@
 //! - Ids at or past [`Vocab::len`] (a model's logits may be wider) are never allowed.
 
 mod hf;
-pub mod slices;
 pub mod tokenset;
 pub mod trie;
 
@@ -49,11 +48,6 @@ pub struct Vocab {
     names: Vec<String>,
     /// Byte-exact encoder (see `hf`), when loaded from a tokenizer file.
     encoder: Option<tokenizers::Tokenizer>,
-    /// The trie split into slices (see [`slices`]), built on first use.
-    slices: std::sync::OnceLock<slices::Slices>,
-    /// Lexer-state masks of the Earley engine, shared by every constraint compiled for this
-    /// vocabulary (keyed by lexeme DFAs, which are shared across compiles too).
-    pub(crate) mask_cache: crate::automaton::MaskCache,
 }
 
 impl Vocab {
@@ -97,17 +91,7 @@ impl Vocab {
             .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty())
             .map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32)));
         let trie = TokenTrie::build(text);
-        Vocab {
-            bytes,
-            kinds,
-            eos,
-            bos,
-            trie,
-            names: Vec::new(),
-            encoder: None,
-            slices: Default::default(),
-            mask_cache: Default::default(),
-        }
+        Vocab { bytes, kinds, eos, bos, trie, names: Vec::new(), encoder: None }
     }
 
     /// The number of token ids (the highest id + 1).
@@ -143,19 +127,6 @@ impl Vocab {
 
     pub fn trie(&self) -> &TokenTrie {
         &self.trie
-    }
-
-    /// The text tokens split into [`slices`], built on the first call.
-    pub fn slices(&self) -> &slices::Slices {
-        self.slices.get_or_init(|| {
-            let text = self
-                .bytes
-                .iter()
-                .zip(&self.kinds)
-                .enumerate()
-                .filter(|(_, (b, k))| **k == TokenKind::Text && !b.is_empty());
-            slices::Slices::build(self.len(), text.map(|(i, (b, _))| (b.as_slice(), TokenId(i as u32))))
-        })
     }
 
     /// The tokenizer's own spelling of a token (e.g. `Ġthe`), or its bytes shown lossily.

@@ -10,12 +10,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 use strictly::{
-    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, Matcher},
+    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, Matcher, VocabEnv},
     grammar::{ebnf, reference::Reference, Grammar},
     TokenId, TokenSet, Vocab,
 };
 
-use crate::common::{real_vocabs, tiny_vocab};
+use crate::common::{real_env, real_vocabs, tiny_vocab};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -65,9 +65,10 @@ fn run_text(m: &mut Matcher, vocab: &Vocab, text: &str) -> Option<bool> {
 }
 
 fn check_corpus(vocab: &Arc<Vocab>, engine: EngineChoice) {
+    let env = VocabEnv::new(vocab.clone());
     for (name, constraint, case) in corpus() {
         let opts = CompileOptions { engine, ..CompileOptions::default() };
-        let c = Compiled::with_options(vocab.clone(), &constraint, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let c = Compiled::with_options(&env, &constraint, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut m = c.matcher();
         for s in case["accept"].as_array().unwrap() {
             let s = s.as_str().unwrap();
@@ -156,7 +157,7 @@ proptest! {
     fn fast_mask_equals_reference_for_shipped_grammars(seed in any::<u64>(), which in 0..SHIPPED.len()) {
         let g = shipped_grammar(SHIPPED[which]);
         for (_, vocab) in real_vocabs() {
-            let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
+            let c = Compiled::new(&real_env(vocab), &Constraint::Grammar(g.clone())).unwrap();
             walk(vocab, &c, seed, 8, None);
         }
     }
@@ -165,7 +166,7 @@ proptest! {
     fn earley_agrees_with_the_reference_recognizer(seed in any::<u64>(), which in 0..SHIPPED.len()) {
         let g = shipped_grammar(SHIPPED[which]);
         let v = tiny_vocab();
-        let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
+        let c = Compiled::with_options(&VocabEnv::new(v.clone()), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
         let r = Reference::new(&g);
         walk(&v, &c, seed, 12, Some(&r));
     }
@@ -192,7 +193,7 @@ fn hand_written_grammars_agree_with_the_reference() {
         let g = ebnf::parse(text).unwrap();
         let r = Reference::new(&g);
         let c = Compiled::with_options(
-            v.clone(),
+            &VocabEnv::new(v.clone()),
             &Constraint::Grammar(g.clone()),
             &CompileOptions { engine: EngineChoice::Earley, ..Default::default() },
         )
@@ -207,11 +208,11 @@ fn hand_written_grammars_agree_with_the_reference() {
 fn non_productive_and_recursive_errors() {
     let v = tiny_vocab();
     let g = ebnf::parse("root ::= a\na ::= a \"x\"").unwrap();
-    let e = Compiled::new(v.clone(), &Constraint::Grammar(g)).err().unwrap().to_string();
+    let e = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Grammar(g)).err().unwrap().to_string();
     assert!(e.contains("derives no finite string") && e.contains("1:1"), "{e}");
     // A non-productive alternative is dropped; the rest still works.
     let g = ebnf::parse("root ::= \"a\" | b\nb ::= b \"c\"").unwrap();
-    let c = Compiled::new(v.clone(), &Constraint::Grammar(g)).unwrap();
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Grammar(g)).unwrap();
     let mut mask = TokenSet::new(v.len());
     c.matcher().fill_mask(&mut mask);
     let got: Vec<&[u8]> = mask.iter().map(|t| v.bytes(t)).collect();
@@ -222,7 +223,7 @@ fn non_productive_and_recursive_errors() {
 fn grammar_outputs_are_complete_under_a_budget() {
     let v = tiny_vocab();
     let g = ebnf::parse(r#"root ::= "{" (root ("," root)*)? "}" | "a""#).unwrap();
-    let c = Compiled::new(v.clone(), &Constraint::Grammar(g.clone())).unwrap();
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Grammar(g.clone())).unwrap();
     let r = Reference::new(&g);
     for seed in 0..20u64 {
         let mut m = c.matcher();
@@ -256,7 +257,7 @@ fn limits_surface_as_errors() {
     }
     text.push_str("r5000 ::= \"c\"\n");
     let g = ebnf::parse(&text).unwrap();
-    let c = Compiled::new(v.clone(), &Constraint::Grammar(g)).unwrap();
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Grammar(g)).unwrap();
     let mut m = c.matcher();
     m.commit(v.trie().lookup(b"c")[0]).unwrap();
     m.commit(v.trie().lookup(b"a")[0]).unwrap();
@@ -267,14 +268,14 @@ fn limits_surface_as_errors() {
         limits: CfgLimits { max_row_items: 40, ..CfgLimits::default() },
         engine: EngineChoice::Earley,
     };
-    let c = Compiled::with_options(v.clone(), &Constraint::Grammar(g), &opts).unwrap();
+    let c = Compiled::with_options(&VocabEnv::new(v.clone()), &Constraint::Grammar(g), &opts).unwrap();
     let mut m = c.matcher();
     let a = v.trie().lookup(b"a")[0];
     let err = (0..50).find_map(|_| m.commit(a).err()).expect("the row limit is hit");
     assert!(err.to_string().contains("Earley items"), "{err}");
     // Counted repetition of a recursive rule beyond the unroll limit.
     let g = ebnf::parse("root ::= x{5000}\nx ::= \"(\" x \")\" | \"a\"").unwrap();
-    let e = Compiled::new(v, &Constraint::Grammar(g)).err().unwrap().to_string();
+    let e = Compiled::new(&VocabEnv::new(v), &Constraint::Grammar(g)).err().unwrap().to_string();
     assert!(e.contains("limit exceeded"), "{e}");
 }
 
@@ -307,7 +308,7 @@ fn lexeme_schemas_agree_with_the_reference() {
         let r = Reference::new(&g);
         for engine in [EngineChoice::Auto, EngineChoice::Earley] {
             let c = Compiled::with_options(
-                v.clone(),
+                &VocabEnv::new(v.clone()),
                 &Constraint::Grammar(g.clone()),
                 &CompileOptions { engine, ..Default::default() },
             )
@@ -317,7 +318,7 @@ fn lexeme_schemas_agree_with_the_reference() {
             }
         }
         for (_, vocab) in real_vocabs() {
-            let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g.clone())).unwrap();
+            let c = Compiled::new(&real_env(vocab), &Constraint::Grammar(g.clone())).unwrap();
             walk(vocab, &c, i as u64, 6, None);
         }
     }

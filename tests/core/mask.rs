@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{Compiled, Constraint, VocabEnv},
     TokenId, TokenSet, Vocab,
 };
 
@@ -26,7 +26,7 @@ const REGEXES: &[&str] = &[
 /// Walks `steps` random tokens from the start, checking fast == reference at every state
 /// (plain and budgeted), with occasional rollbacks.
 fn check_random_walk(vocab: &Arc<Vocab>, regex: &str, seed: u64, steps: usize) {
-    let c = Compiled::new(vocab.clone(), &Constraint::Regex(regex.into())).unwrap();
+    let c = Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Regex(regex.into())).unwrap();
     let mut m = c.matcher();
     let width = vocab.len() + 7; // logits wider than the vocabulary
     let (mut fast, mut slow) = (TokenSet::new(width), TokenSet::new(width));
@@ -76,7 +76,7 @@ fn ids(set: &TokenSet) -> Vec<u32> {
 
 fn tiny(regex: &str) -> (Arc<Vocab>, strictly::automaton::Matcher) {
     let v = tiny_vocab();
-    let c = Compiled::new(v.clone(), &Constraint::Regex(regex.into())).unwrap();
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Regex(regex.into())).unwrap();
     (v, c.matcher())
 }
 
@@ -165,12 +165,12 @@ fn budget_steers_into_a_complete_output() {
 #[test]
 fn choice_and_empty_language() {
     let v = tiny_vocab();
-    let c = Compiled::new(v.clone(), &Constraint::Choice(vec!["abc".into(), "ba".into()])).unwrap();
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Choice(vec!["abc".into(), "ba".into()])).unwrap();
     let mut mask = TokenSet::new(v.len());
     c.matcher().fill_mask(&mut mask);
     let got: Vec<&[u8]> = mask.iter().map(|t| v.bytes(t)).collect();
     assert_eq!(got, vec![&b"a"[..], b"b", b"ab", b"abc", b"ba"]);
-    let empty = Compiled::new(v, &Constraint::Regex(r"[^\s\S]".into())).unwrap();
+    let empty = Compiled::new(&VocabEnv::new(v), &Constraint::Regex(r"[^\s\S]".into())).unwrap();
     assert!(empty.is_empty_language());
-    assert!(Compiled::new(tiny_vocab(), &Constraint::Choice(vec![])).is_err());
+    assert!(Compiled::new(&VocabEnv::new(tiny_vocab()), &Constraint::Choice(vec![])).is_err());
 }

@@ -18,7 +18,7 @@ use strictly::{
     TokenId, TokenSet, Vocab,
 };
 
-use crate::common::real_vocabs;
+use crate::common::{real_env, real_vocabs};
 
 fn schemas() -> Vec<serde_json::Value> {
     vec![
@@ -120,7 +120,7 @@ fn cached_mask_equals_reference_on_json_schemas() {
     for (name, vocab) in real_vocabs() {
         for (i, schema) in schemas().into_iter().enumerate() {
             let c = Compiled::with_options(
-                vocab.clone(),
+                &real_env(vocab),
                 &Constraint::JsonSchema(schema, JsonSchemaOptions::default()),
                 &earley(),
             )
@@ -141,7 +141,7 @@ fn cached_mask_equals_reference_on_grammars() {
     for (name, vocab) in real_vocabs() {
         for (i, text) in GRAMMARS.iter().enumerate() {
             let g = strictly::grammar::ebnf::parse(text).unwrap_or_else(|e| panic!("grammar {i}: {e}"));
-            let c = Compiled::with_options(vocab.clone(), &Constraint::Grammar(g), &earley()).unwrap();
+            let c = Compiled::with_options(&real_env(vocab), &Constraint::Grammar(g), &earley()).unwrap();
             for seed in 0..2u64 {
                 let seed = seed * 1000 + i as u64;
                 let taken = walk(vocab, &c, seed, 10, None);

@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{Compiled, Constraint, VocabEnv},
     grammar::{self, ebnf, json_schema::JsonSchemaOptions, reference::Reference, Grammar},
     vocab::TokenKind,
     Error, TokenId, TokenSet, Vocab,
@@ -32,8 +32,13 @@ use super::{fuzz_cases, timed};
 /// The embedded 512-token vocabulary: byte fallback makes every byte spellable, so the language
 /// the matcher enforces is exactly the grammar's and the reference can judge every token.
 pub fn vocab() -> Arc<Vocab> {
-    static V: OnceLock<Arc<Vocab>> = OnceLock::new();
-    V.get_or_init(|| Arc::new(Vocab::embedded())).clone()
+    env().vocab().clone()
+}
+
+/// [`vocab`]'s environment, one for the tier (its caches shared, as a server's would be).
+pub fn env() -> Arc<VocabEnv> {
+    static E: OnceLock<Arc<VocabEnv>> = OnceLock::new();
+    E.get_or_init(|| VocabEnv::new(Arc::new(Vocab::embedded()))).clone()
 }
 
 fn config(cases: u32) -> ProptestConfig {
@@ -229,7 +234,7 @@ fn regex_raw() -> impl Strategy<Value = String> {
 /// The regex target: compile, then judge samples by the `regex` crate and walks by the reference.
 pub fn check_regex(pattern: &str, seed: u64) {
     let vocab = vocab();
-    let (r, dt) = timed(|| Compiled::new(vocab.clone(), &Constraint::Regex(pattern.into())));
+    let (r, dt) = timed(|| Compiled::new(&VocabEnv::new(vocab.clone()), &Constraint::Regex(pattern.into())));
     assert!(dt < COMPILE_BOUND, "regex {pattern:?} took {dt:?}");
     let c = match r {
         Ok(c) => c,
@@ -357,7 +362,7 @@ pub fn check_ebnf(src: &str, seed: u64) {
             return assert_clear(&e, src);
         }
     };
-    let (compiled, dt) = timed(|| Compiled::new(vocab(), &Constraint::Grammar(g.clone())));
+    let (compiled, dt) = timed(|| Compiled::new(&env(), &Constraint::Grammar(g.clone())));
     assert!(dt < COMPILE_BOUND, "compile took {dt:?}: {src:?}");
     let c = match compiled {
         Ok(c) => c,
@@ -472,7 +477,7 @@ pub fn validator(schema: &Value) -> Option<jsonschema::Validator> {
 pub fn check_schema(schema: &Value, seed: u64) {
     let text = schema.to_string();
     let (compiled, dt) =
-        timed(|| Compiled::new(vocab(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())));
+        timed(|| Compiled::new(&env(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())));
     assert!(dt < COMPILE_BOUND, "compile took {dt:?}: {text}");
     let c = match compiled {
         Ok(c) => c,
@@ -632,7 +637,7 @@ pub fn check_tokenizer_bytes(bytes: &[u8], tag: &str) {
                 (v.encode(b"Once upon a time, 42 {\"x\"}"), v.encode_canonical("h\u{e9}llo \u{1F600}"))
             });
             assert!(encoded.is_ok(), "encoding with a loaded tokenizer panicked");
-            let c = Compiled::new(Arc::new(v), &Constraint::Regex("[a-z]{1,3}".into()));
+            let c = Compiled::new(&VocabEnv::new(Arc::new(v)), &Constraint::Regex("[a-z]{1,3}".into()));
             if let Ok(c) = c {
                 let mut m = c.matcher();
                 let mut mask = TokenSet::new(c.vocab().len());
@@ -676,7 +681,7 @@ proptest! {
     #[test]
     fn fuzz_matcher_ops_on_shipped_grammars(which in 0..5usize, seed in any::<u64>()) {
         let g = ebnf::parse(&shipped_texts()[which]).unwrap();
-        let c = Compiled::new(vocab(), &Constraint::Grammar(g.clone())).unwrap();
+        let c = Compiled::new(&env(), &Constraint::Grammar(g.clone())).unwrap();
         op_walk(&c, &Reference::new(&g), seed, 24);
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use strictly::{
-    automaton::{Compiled, Constraint},
+    automaton::{Compiled, Constraint, VocabEnv},
     decode::{self, GenerateOptions, LanguageModel, RandomLogits},
     grammar::json_schema::JsonSchemaOptions,
     sample::SamplingParams,
@@ -160,14 +160,14 @@ fn jsb_guarantee(name: &str, vocab: &Arc<Vocab>, n: usize) {
     let samples = env_usize("STRICTLY_GUARANTEE_SAMPLES", 2) as u64;
     let t = Tally::default();
     let next = AtomicU64::new(0);
+    let env = VocabEnv::new(vocab.clone());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some((file, schema)) = picked.get(i) else { break };
                 t.schemas.fetch_add(1, Ordering::Relaxed);
-                let Ok(c) =
-                    Compiled::new(vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
+                let Ok(c) = Compiled::new(&env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
                 else {
                     continue;
                 };
@@ -238,15 +238,13 @@ fn schema_samples_of_the_real_model_validate() {
     let t = Tally::default();
     for (what, schema) in &schemas {
         t.schemas.fetch_add(1, Ordering::Relaxed);
-        let Ok(c) =
-            Compiled::new(m.vocab.clone(), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
-        else {
+        let Ok(c) = Compiled::new(&m.env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())) else {
             continue;
         };
         t.compiled.fetch_add(1, Ordering::Relaxed);
         let Some(v) = validator(schema) else { continue };
         t.judged.fetch_add(1, Ordering::Relaxed);
-        judge_samples(&c, &m.vocab, &v, 2, 160, &prompt, |_| Box::new(m.model.restart()), what, &t);
+        judge_samples(&c, &m.vocab(), &v, 2, 160, &prompt, |_| Box::new(m.model.restart()), what, &t);
     }
     report("embedded stories260K model", &t);
 }
@@ -258,9 +256,10 @@ fn grammar_samples_pass_independent_parsers_at_scale() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars");
     let mut failures = Vec::new();
     let mut count = 0;
+    let env = VocabEnv::new(vocab.clone());
     for name in ["json.gbnf", "arithmetic.gbnf"] {
         let g = strictly::grammar::ebnf::parse(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
-        let c = Compiled::new(vocab.clone(), &Constraint::Grammar(g)).unwrap();
+        let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
         for seed in 0..n {
             let mut model = RandomLogits::new(vocab.len(), seed);
             let mut m = c.matcher();

@@ -13,7 +13,7 @@ use strictly::{
     Error, Vocab,
 };
 
-use super::fuzz::{assert_clear, vocab};
+use super::fuzz::{assert_clear, env};
 use super::{hostile_bound, timed};
 
 /// Compiles `constraint` with the embedded vocabulary on a thread with a small (2 MiB) stack,
@@ -22,7 +22,7 @@ fn compile(constraint: Constraint) -> (Result<Arc<Compiled>, Error>, Duration) {
     let (r, dt, constraint) = std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
-            let (r, dt) = timed(|| Compiled::new(vocab(), &constraint));
+            let (r, dt) = timed(|| Compiled::new(&env(), &constraint));
             (r, dt, constraint)
         })
         .unwrap()

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use strictly::automaton::{CfgLimits, CompileOptions, Compiled, Constraint};
+use strictly::automaton::{CfgLimits, CompileOptions, Compiled, Constraint, VocabEnv};
 use strictly::grammar::json_schema::JsonSchemaOptions;
 use strictly::regular::DfaLimits;
 use strictly::{Error, Vocab};
@@ -85,7 +85,7 @@ fn compile_counted(schema: Value, limits: CfgLimits) -> (Result<Arc<Compiled>, E
         let constraint = Constraint::JsonSchema(schema, JsonSchemaOptions::default());
         let base = LIVE.with(Cell::get);
         PEAK.with(|p| p.set(base));
-        let r = Compiled::with_options(vocab, &constraint, &opts);
+        let r = Compiled::with_options(&VocabEnv::new(vocab), &constraint, &opts);
         (r, PEAK.with(Cell::get) - base)
     })
     .join()

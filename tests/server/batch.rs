@@ -156,11 +156,11 @@ impl ModelSource for SlowBatched {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_disconnect_stops_a_batched_generation() {
-    let LoadedModel { model, vocab, prompt, defaults, info } = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let LoadedModel { model, env, prompt, defaults, info } = LoadedModel::embedded(&LoadOptions::default()).unwrap();
     let batcher = Arc::new(Batcher::new(model.batched().unwrap(), 8).unwrap());
     let source = Arc::new(SlowBatched { batcher: batcher.clone(), delay: Duration::from_millis(25) });
     let config = ServerConfig { max_concurrent: 2, max_queue: 0, ..ServerConfig::default() };
-    let st = AppState::with_source(source, vocab, prompt, defaults, info, config);
+    let st = AppState::with_source(source, env, prompt, defaults, info, config);
     let addr = serve(st.clone()).await;
     let long = json!({"messages": msgs("Tell me a long story."), "max_tokens": 400, "stream": true, "seed": 1,
         "regex": "[a-z ]{400}"});

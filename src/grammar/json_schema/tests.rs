@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::automaton::{Compiled, Constraint};
+use crate::automaton::{Compiled, Constraint, VocabEnv};
 use crate::vocab::Vocab;
 
 /// Byte vocabulary: every text is one token per byte.
@@ -12,7 +12,7 @@ fn bytes_vocab() -> std::sync::Arc<Vocab> {
 
 fn accepts(schema: &Value, text: &str) -> bool {
     let v = bytes_vocab();
-    let c = Compiled::new(v, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
+    let c = Compiled::new(&VocabEnv::new(v), &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default()))
         .unwrap_or_else(|e| panic!("{schema}: {e}"));
     let mut m = c.matcher();
     m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
@@ -147,7 +147,10 @@ fn bad_schemas_are_clear_errors() {
     // A cycle with no base case: nothing validates, which the grammar reports.
     let s = json!({"$defs": {"a": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "$ref": "#/$defs/a"});
     let v = bytes_vocab();
-    let e = Compiled::new(v, &Constraint::JsonSchema(s, JsonSchemaOptions::default())).err().unwrap().to_string();
+    let e = Compiled::new(&VocabEnv::new(v), &Constraint::JsonSchema(s, JsonSchemaOptions::default()))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("no JSON value validates"), "{e}");
     // Deep nesting is a limit, not a stack overflow.
     let mut deep = json!({"type": "integer"});
@@ -465,7 +468,9 @@ fn fractional_bounds_against_f64() {
     for b in [0.5, -0.5, 2.25, -2.25, 0.05, -0.001, 1.75, -10.5, 0.999] {
         for kw in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
             let s = json!({"type": "number", kw: b});
-            let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s, JsonSchemaOptions::default())).unwrap();
+            let c =
+                Compiled::new(&VocabEnv::new(bytes_vocab()), &Constraint::JsonSchema(s, JsonSchemaOptions::default()))
+                    .unwrap();
             let accepts = |_: &Value, text: &str| {
                 let mut m = c.matcher();
                 m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
@@ -628,7 +633,7 @@ fn unique_items_over_finite_sets() {
 }
 
 fn accepts_with(schema: &Value, opts: &JsonSchemaOptions, text: &str) -> bool {
-    let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(schema.clone(), opts.clone()))
+    let c = Compiled::new(&VocabEnv::new(bytes_vocab()), &Constraint::JsonSchema(schema.clone(), opts.clone()))
         .unwrap_or_else(|e| panic!("{schema}: {e}"));
     let mut m = c.matcher();
     m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
@@ -726,7 +731,9 @@ fn anchors_inside_pattern_groups() {
     // and a colon somewhere" (the full pattern determinized for 0.3 s into thousands of states).
     let uri = r"([A-Za-z][A-Za-z0-9+\-.]*):(?:(//)(?:((?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*)@)?((?:\[(?:(?:(?:(?:[0-9A-Fa-f]{1,4}:){6}|::(?:[0-9A-Fa-f]{1,4}:){5})(?:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}))|[Vv][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*))(?::([0-9]*))?((?:/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*)*)|)(?:\?((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?(?:\#((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?";
     let s = json!({"type": "string", "pattern": uri});
-    let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
+    let c =
+        Compiled::new(&VocabEnv::new(bytes_vocab()), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default()))
+            .unwrap();
     let states = c
         .stats()
         .as_object()
@@ -743,7 +750,9 @@ fn anchors_inside_pattern_groups() {
     // Many unanchored alternatives stay one search, not a union that remembers which of them
     // matched (2^10 times the states; this one took most of a second to compile).
     let s = json!({"type": "string", "pattern": "^list|date|time|string|enum|int|double|long|boolean|number$"});
-    let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
+    let c =
+        Compiled::new(&VocabEnv::new(bytes_vocab()), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default()))
+            .unwrap();
     let states = c
         .stats()
         .as_object()
@@ -781,7 +790,11 @@ fn anchors_inside_pattern_groups() {
     let mut rng = 7u64;
     for p in patterns {
         let s = json!({"type": "string", "pattern": p});
-        let c = Compiled::new(bytes_vocab(), &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default())).unwrap();
+        let c = Compiled::new(
+            &VocabEnv::new(bytes_vocab()),
+            &Constraint::JsonSchema(s.clone(), JsonSchemaOptions::default()),
+        )
+        .unwrap();
         let re = regex_automata::meta::Regex::new(p).unwrap();
         for _ in 0..400 {
             rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

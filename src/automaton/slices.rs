@@ -5,16 +5,16 @@
 //! characters are all at least U+0020 and neither `"` nor `\`, the last one possibly cut short:
 //! byte-level vocabularies split many characters between tokens), bucketed by byte length, and
 //! the rest. A lexer state that provably admits every prefix of string content up to a
-//! bucket's longest token (see `automaton::mask_cache`: its searches run over the content
+//! bucket's longest token (see [`mask_cache`](super::mask_cache): its searches run over the content
 //! automaton's states, those inside a character included) takes that bucket's mask as is and
 //! never walks its trie; only the other parts are walked. Built once per vocabulary, lazily
-//! (the first cached mask).
+//! (the first cached mask), and kept in its [`VocabEnv`](super::VocabEnv).
 //!
 //! Invariants: every text token is in exactly one part; a body slice's tokens are all between
 //! `lo` and `hi` bytes long.
 
-use super::trie::ByteSet;
-use super::{TokenId, TokenSet, TokenTrie};
+use crate::vocab::trie::ByteSet;
+use crate::vocab::{TokenId, TokenSet, TokenTrie};
 
 /// Byte-length buckets of the string-content slices (inclusive upper bounds; the last is open).
 const BUCKETS: &[usize] = &[2, 4, 6, 9, 13];

@@ -1,0 +1,80 @@
+//! [`VocabEnv`]: a vocabulary together with what the automaton keeps per vocabulary, shared by
+//! every constraint compiled for it (llguidance calls the same idea its token environment).
+//!
+//! - the vocabulary ([`Vocab`]: token bytes, kinds, EOS, the token trie);
+//! - its [`Slices`](super::slices::Slices): the text tokens split into parts a lexer state
+//!   often admits wholesale, built on first use;
+//! - the [`MaskCache`](super::mask_cache::MaskCache): per set of lexer states, the part of the
+//!   mask that does not depend on the parser, keyed by lexeme DFA ids (lexeme DFAs are shared
+//!   across compiles, so the entry for "inside a JSON string" serves every schema);
+//! - the bytes that exist as single-byte tokens (the unit of the never-truncated budget).
+//!
+//! Create one per vocabulary and compile every constraint for that vocabulary against it
+//! ([`Compiled::new`](super::Compiled::new)): the caches are what make the second schema's
+//! masks cheap. Immutable but for its caches (interior, bounded); `Send + Sync`.
+//!
+//! The vocabulary itself knows nothing of automata: data flows vocab ← automaton.
+
+use std::sync::{Arc, OnceLock};
+
+use super::mask_cache::MaskCache;
+use super::slices::Slices;
+use crate::vocab::{TokenId, TokenKind, Vocab};
+
+pub struct VocabEnv {
+    vocab: Arc<Vocab>,
+    /// Built on the first cached mask.
+    slices: OnceLock<Slices>,
+    mask_cache: MaskCache,
+    /// `usable[b]`: some text token is exactly the byte `b`.
+    usable: [bool; 256],
+}
+
+impl VocabEnv {
+    /// The environment of `vocab`, with empty caches.
+    pub fn new(vocab: Arc<Vocab>) -> Arc<VocabEnv> {
+        let mut usable = [false; 256];
+        for b in 0..=255u8 {
+            usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
+        }
+        Arc::new(VocabEnv { vocab, slices: OnceLock::new(), mask_cache: MaskCache::default(), usable })
+    }
+
+    pub fn vocab(&self) -> &Arc<Vocab> {
+        &self.vocab
+    }
+
+    /// The text tokens split into [`Slices`], built on the first call.
+    pub fn slices(&self) -> &Slices {
+        self.slices.get_or_init(|| {
+            let v = &self.vocab;
+            let text = (0..v.len() as u32)
+                .map(TokenId)
+                .filter(|&id| v.kind(id) == TokenKind::Text && !v.bytes(id).is_empty())
+                .map(|id| (v.bytes(id), id));
+            Slices::build(v.len(), text)
+        })
+    }
+
+    pub(crate) fn mask_cache(&self) -> &MaskCache {
+        &self.mask_cache
+    }
+
+    /// Which bytes exist as single-byte text tokens.
+    pub(crate) fn usable_bytes(&self) -> &[bool; 256] {
+        &self.usable
+    }
+
+    /// Empties the mask cache, so the next masks are computed as in a fresh process (with the
+    /// shared lexeme DFAs emptied too, see `regular::Dfa::clear_shared`). For measurements that
+    /// must replay a first mask; a server never needs it.
+    pub fn clear_mask_cache(&self) {
+        self.mask_cache.clear();
+    }
+}
+
+impl std::fmt::Debug for VocabEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VocabEnv({:?})", self.vocab)
+    }
+}
