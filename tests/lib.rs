@@ -4,7 +4,9 @@
 //! - `reliability`: fuzz targets, the crasher corpus, hostile inputs, the guarantee at scale
 //!   (independent validators) and a server load test; figures in RELIABILITY.md.
 //!
-//! Tiers that need `../shared/data` say loudly when it is missing and skip.
+//! Tiers that need `../shared/data` find it through `common::shared_data` only: when it is
+//! missing they say so loudly and skip, or fail with `STRICTLY_REQUIRE_DATA=1` (as `.ci/run`
+//! sets).
 
 #[cfg(feature = "model")]
 mod batch;
