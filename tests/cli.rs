@@ -99,9 +99,8 @@ fn choice_samples_are_options() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let tok = shared_data()
-        .map(|d| d.join("tokenizers/gpt2/tokenizer.json").to_string_lossy().into_owned())
-        .unwrap_or_else(|| "/nonexistent/tokenizer.json".into());
+    // The byte-level vocabulary: no data needed, so every case runs everywhere.
+    let tok = "bytes".to_string();
     let not_json = std::env::temp_dir().join(format!("strictly-not-json-{}.json", std::process::id()));
     std::fs::write(&not_json, "{ not json").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -117,15 +116,13 @@ fn bad_input_exits_2_with_one_line() {
         (vec!["sample", "--tokenizer", &tok, "--regex", r"[^\s\S]"], "no output"),
     ];
     for (args, needle) in cases {
-        if shared_data().is_none() && args.contains(&"--regex") && !needle.contains("cannot read") {
-            continue;
-        }
-        let t = std::time::Instant::now();
-        let (code, _, err) = strictly(&args);
+        // Each refusal is checked by its message: the exponential regex by the limit it hit
+        // (a deterministic size limit), never by how long it took.
+        let (code, out, err) = strictly(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: printed {out:?} before failing");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-        assert!(t.elapsed().as_secs() < 10, "{args:?} took {:?}", t.elapsed());
     }
     let _ = std::fs::remove_file(not_json);
 }

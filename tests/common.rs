@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use strictly::Vocab;
 
@@ -34,6 +35,10 @@ pub fn shared_data() -> Option<PathBuf> {
 fn data_required() -> bool {
     std::env::var("STRICTLY_REQUIRE_DATA").is_ok_and(|v| !v.is_empty() && v != "0")
 }
+
+/// A hang guard for waits on asynchronous events, never a speed limit: tests poll for the
+/// condition they wait for and give up only after this long, saying that the test hung.
+pub const WATCHDOG: Duration = Duration::from_secs(300);
 
 pub const TOKENIZERS: &[&str] = &["gpt2", "llama-3.2", "phi-2", "phi-3-mini", "qwen2.5", "tinyllama-1.1b-chat"];
 

@@ -6,7 +6,8 @@
 //!
 //! Tiers that need `../shared/data` find it through `common::shared_data` only: when it is
 //! missing they say so loudly and skip, or fail with `STRICTLY_REQUIRE_DATA=1` (as `.ci/run`
-//! sets).
+//! sets). No test asserts a wall-clock time: waits poll for their condition, under a
+//! watchdog of minutes (`common::WATCHDOG`) whose failure says the test hung.
 
 #[cfg(feature = "model")]
 mod batch;
