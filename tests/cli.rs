@@ -79,8 +79,10 @@ fn same_seed_same_samples() {
         ])
         .1
     };
-    assert_eq!(run("3"), run("3"));
-    assert_ne!(run("3"), run("4"));
+    let three = run("3");
+    assert_eq!(three.lines().count(), 3, "{three}");
+    assert_eq!(three, run("3"));
+    assert_ne!(three, run("4"));
 }
 
 #[test]
@@ -90,6 +92,7 @@ fn choice_samples_are_options() {
     let (code, out, err) =
         strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--choice", "yes", "no", "maybe so", "-n", "6"]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 6, "{out}");
     for line in out.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert!(["yes", "no", "maybe so"].contains(&v["text"].as_str().unwrap()), "{line}");

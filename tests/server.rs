@@ -536,13 +536,17 @@ async fn completions_prompts_n_echo_and_constraints() {
     assert_eq!(s, StatusCode::OK, "{v}");
     let idx: Vec<u64> = v["choices"].as_array().unwrap().iter().map(|c| c["index"].as_u64().unwrap()).collect();
     assert_eq!(idx, [0, 1, 2, 3]);
-    // Token ids, echo.
+    // Token ids, echo: the prompt's tokens' text comes first, and they are the prompt.
     let (s, v) = post(&app, "/v1/completions", json!({"prompt": [1, 403, 261], "max_tokens": 5, "echo": true})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    let ids = [TokenId(1), TokenId(403), TokenId(261)];
+    let echoed = String::from_utf8(strictly::Vocab::embedded().decode(&ids)).unwrap();
+    assert!(!echoed.is_empty());
+    assert!(v["choices"][0]["text"].as_str().unwrap().starts_with(&echoed), "{echoed:?}: {v}");
+    assert_eq!(v["usage"]["prompt_tokens"], 3, "{v}");
     let (s, v2) = post(&app, "/v1/completions", json!({"prompt": "Lily", "max_tokens": 4, "echo": true})).await;
     assert_eq!(s, StatusCode::OK, "{v2}");
     assert!(v2["choices"][0]["text"].as_str().unwrap().starts_with("Lily"), "{v2}");
-    let _ = v;
     // A constraint.
     let (s, v) = post(&app, "/v1/completions", json!({"prompt": "Pick:", "regex": "(red|green) [0-9]{2}"})).await;
     assert_eq!(s, StatusCode::OK, "{v}");

@@ -141,6 +141,8 @@ fn report(name: &str, t: &Tally) {
     );
     println!("{line}");
     eprintln!("{line}");
+    // A run that judged nothing proves nothing.
+    assert!(t.judged.load(Ordering::Relaxed) > 0 && t.samples.load(Ordering::Relaxed) > 0, "nothing judged: {line}");
     assert!(
         failures.is_empty(),
         "{name}: {} invalid outputs, e.g.:\n{}",
@@ -192,7 +194,6 @@ fn jsb_guarantee(name: &str, vocab: &Arc<Vocab>, n: usize) {
         }
     });
     report(&format!("jsonschemabench/{name}/random ({:.0} s)", t0.elapsed().as_secs_f64()), &t);
-    assert!(t.samples.load(Ordering::Relaxed) > 0);
 }
 
 /// Many schemas through the embedded 512-token vocabulary (cheap steps: breadth).
