@@ -9,6 +9,9 @@
 //! sets). No test asserts a wall-clock time: waits poll for their condition, under a
 //! watchdog of minutes (`common::WATCHDOG`) whose failure says the test hung.
 
+// The evaluator of grammars/arithmetic.gbnf, shared with the examples (one copy).
+#[path = "../examples/shared/arithmetic.rs"]
+mod arithmetic;
 #[cfg(feature = "model")]
 mod batch;
 mod bench;
