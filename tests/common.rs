@@ -24,10 +24,18 @@ pub fn shared_data() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!(
-        "!!! SKIPPED: shared test data not found at {} (set STRICTLY_SHARED_DATA; STRICTLY_REQUIRE_DATA=1 makes this fail)",
-        dir.display()
-    );
+    // Straight to stderr, once: the test harness captures `eprintln!` of passing tests, which
+    // would make the notice invisible exactly when it matters.
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "!!! SKIPPED: shared test data not found at {} (set STRICTLY_SHARED_DATA; STRICTLY_REQUIRE_DATA=1 \
+             makes this fail): the data-driven tests pass without checking anything",
+            dir.display()
+        );
+    });
     None
 }
 
