@@ -26,26 +26,14 @@ struct Calculate {
 #[serde(deny_unknown_fields)]
 struct Clock {}
 
-/// Evaluates `n (op n)*` with `*` before `+` and `-`.
-fn calculate(expr: &str) -> anyhow::Result<i64> {
-    let mut parts = expr.split(' ');
-    let mut terms: Vec<i64> = Vec::new(); // summands, signs applied
-    let mut current: i64 = parts.next().ok_or_else(|| anyhow::anyhow!("empty"))?.parse()?;
-    let mut sign = 1;
-    while let Some(op) = parts.next() {
-        let n: i64 = parts.next().ok_or_else(|| anyhow::anyhow!("{expr:?}: no operand after {op}"))?.parse()?;
-        match op {
-            "*" => current *= n,
-            "+" | "-" => {
-                terms.push(sign * current);
-                sign = if op == "+" { 1 } else { -1 };
-                current = n;
-            }
-            _ => anyhow::bail!("{expr:?}: unknown operator {op:?}"),
-        }
-    }
-    terms.push(sign * current);
-    Ok(terms.iter().sum())
+// The calculator: the evaluator of `grammars/arithmetic.gbnf` shared with the tests (the
+// expressions the schema above allows are a subset of that grammar's language).
+#[path = "shared/arithmetic.rs"]
+mod arithmetic;
+
+/// Evaluates an expression the calculator's schema allows (`*` before `+` and `-`).
+fn calculate(expr: &str) -> anyhow::Result<f64> {
+    arithmetic::eval(expr).ok_or_else(|| anyhow::anyhow!("{expr:?} is not an arithmetic expression"))
 }
 
 /// The time of day in UTC.
@@ -55,7 +43,7 @@ fn clock() -> String {
 }
 
 fn main() -> anyhow::Result<()> {
-    assert_eq!(calculate("2 + 3 * 4 - 5")?, 9);
+    assert_eq!(calculate("2 + 3 * 4 - 5")?, 9.0);
     let engine = Engine::embedded()?;
     let tools = Tools::new()
         .function::<Calculate>("calculator", "Evaluates an arithmetic expression")?

@@ -2,7 +2,8 @@
 //!
 //! `cargo run --profile ci --features proptest --example fuzz_proptest`
 //!
-//! The parser is a recursive-descent evaluator for `grammars/arithmetic.gbnf`. Two properties:
+//! The parser is the recursive-descent evaluator for `grammars/arithmetic.gbnf` in
+//! `examples/shared/arithmetic.rs` (the one the tests use too). Two properties:
 //! 1. every string in the grammar's language parses and evaluates (256 cases);
 //! 2. a deliberately buggy parser (it forgets unary minus inside parentheses) is caught, and
 //!    proptest shrinks the failing input to a short one: the strategy shrinks toward shorter
@@ -13,83 +14,15 @@ use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner
 use strictly::automaton::Constraint;
 use strictly::grammar::ebnf;
 
+// The parser under test: the shared arithmetic evaluator (one copy for the examples and the
+// tests), whose deliberate bug this example switches on in part 2.
+#[path = "shared/arithmetic.rs"]
+mod arithmetic;
+
 /// Evaluates an arithmetic expression; `None` if it does not parse. With `buggy`, a unary
 /// minus right after `(` is rejected.
 fn eval(s: &str, buggy: bool) -> Option<f64> {
-    struct P<'a> {
-        s: &'a [u8],
-        i: usize,
-        buggy: bool,
-    }
-    impl P<'_> {
-        fn ws(&mut self) {
-            if self.s.get(self.i) == Some(&b' ') {
-                self.i += 1;
-            }
-        }
-        fn op(&mut self, ops: &[u8]) -> Option<u8> {
-            let save = self.i;
-            self.ws();
-            match self.s.get(self.i) {
-                Some(&c) if ops.contains(&c) => {
-                    self.i += 1;
-                    self.ws();
-                    Some(c)
-                }
-                _ => {
-                    self.i = save;
-                    None
-                }
-            }
-        }
-        fn expr(&mut self) -> Option<f64> {
-            let mut v = self.term()?;
-            while let Some(op) = self.op(b"+-") {
-                let r = self.term()?;
-                v = if op == b'+' { v + r } else { v - r };
-            }
-            Some(v)
-        }
-        fn term(&mut self) -> Option<f64> {
-            let mut v = self.factor()?;
-            while let Some(op) = self.op(b"*/") {
-                let r = self.factor()?;
-                v = if op == b'*' { v * r } else { v / r };
-            }
-            Some(v)
-        }
-        fn factor(&mut self) -> Option<f64> {
-            match *self.s.get(self.i)? {
-                b'-' => {
-                    self.i += 1;
-                    Some(-self.factor()?)
-                }
-                b'(' => {
-                    self.i += 1;
-                    self.ws();
-                    if self.buggy && self.s.get(self.i) == Some(&b'-') {
-                        return None;
-                    }
-                    let v = self.expr()?;
-                    self.ws();
-                    (self.s.get(self.i) == Some(&b')')).then(|| self.i += 1)?;
-                    Some(v)
-                }
-                _ => {
-                    let start = self.i;
-                    while self.s.get(self.i).is_some_and(|c| c.is_ascii_digit() || *c == b'.') {
-                        self.i += 1;
-                    }
-                    std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()
-                }
-            }
-        }
-    }
-    let mut p = P { s: s.as_bytes(), i: 0, buggy };
-    p.ws();
-    let v = p.expr()?;
-    p.ws();
-    (p.i == p.s.len()).then_some(v)
+    arithmetic::Evaluator { forget_minus_after_paren: buggy }.eval(s)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -79,8 +79,10 @@ fn same_seed_same_samples() {
         ])
         .1
     };
-    assert_eq!(run("3"), run("3"));
-    assert_ne!(run("3"), run("4"));
+    let three = run("3");
+    assert_eq!(three.lines().count(), 3, "{three}");
+    assert_eq!(three, run("3"));
+    assert_ne!(three, run("4"));
 }
 
 #[test]
@@ -90,6 +92,7 @@ fn choice_samples_are_options() {
     let (code, out, err) =
         strictly(&["sample", "--tokenizer", tok.to_str().unwrap(), "--choice", "yes", "no", "maybe so", "-n", "6"]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 6, "{out}");
     for line in out.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert!(["yes", "no", "maybe so"].contains(&v["text"].as_str().unwrap()), "{line}");
@@ -99,9 +102,8 @@ fn choice_samples_are_options() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let tok = shared_data()
-        .map(|d| d.join("tokenizers/gpt2/tokenizer.json").to_string_lossy().into_owned())
-        .unwrap_or_else(|| "/nonexistent/tokenizer.json".into());
+    // The byte-level vocabulary: no data needed, so every case runs everywhere.
+    let tok = "bytes".to_string();
     let not_json = std::env::temp_dir().join(format!("strictly-not-json-{}.json", std::process::id()));
     std::fs::write(&not_json, "{ not json").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -117,15 +119,13 @@ fn bad_input_exits_2_with_one_line() {
         (vec!["sample", "--tokenizer", &tok, "--regex", r"[^\s\S]"], "no output"),
     ];
     for (args, needle) in cases {
-        if shared_data().is_none() && args.contains(&"--regex") && !needle.contains("cannot read") {
-            continue;
-        }
-        let t = std::time::Instant::now();
-        let (code, _, err) = strictly(&args);
+        // Each refusal is checked by its message: the exponential regex by the limit it hit
+        // (a deterministic size limit), never by how long it took.
+        let (code, out, err) = strictly(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: printed {out:?} before failing");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-        assert!(t.elapsed().as_secs() < 10, "{args:?} took {:?}", t.elapsed());
     }
     let _ = std::fs::remove_file(not_json);
 }

@@ -2,22 +2,52 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use strictly::automaton::VocabEnv;
 use strictly::Vocab;
 
-/// `../shared/data` (or `$STRICTLY_SHARED_DATA`), if present. Prints a loud notice if not.
+/// `../shared/data` (or `$STRICTLY_SHARED_DATA`), if present: the one lookup every data-driven
+/// test goes through. When it is missing, a loud notice and `None` (the test skips), unless
+/// `$STRICTLY_REQUIRE_DATA` is set (to anything but `0` or empty, as `.ci/run` does): then a
+/// panic, so a CI run without the data fails instead of passing with tiers skipped.
 pub fn shared_data() -> Option<PathBuf> {
     let dir = std::env::var_os("STRICTLY_SHARED_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
     if dir.join("tokenizers").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("!!! SKIPPED: shared test data not found at {} (set STRICTLY_SHARED_DATA)", dir.display());
-        None
+        return Some(dir);
     }
+    if data_required() {
+        panic!(
+            "shared test data not found at {} and STRICTLY_REQUIRE_DATA is set: the data-driven tiers \
+             cannot run (set STRICTLY_SHARED_DATA to the data folder, or unset STRICTLY_REQUIRE_DATA to skip them)",
+            dir.display()
+        );
+    }
+    // Straight to stderr, once: the test harness captures `eprintln!` of passing tests, which
+    // would make the notice invisible exactly when it matters.
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "!!! SKIPPED: shared test data not found at {} (set STRICTLY_SHARED_DATA; STRICTLY_REQUIRE_DATA=1 \
+             makes this fail): the data-driven tests pass without checking anything",
+            dir.display()
+        );
+    });
+    None
 }
+
+/// Is `$STRICTLY_REQUIRE_DATA` set (and not `0` or empty)?
+fn data_required() -> bool {
+    std::env::var("STRICTLY_REQUIRE_DATA").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A hang guard for waits on asynchronous events, never a speed limit: tests poll for the
+/// condition they wait for and give up only after this long, saying that the test hung.
+pub const WATCHDOG: Duration = Duration::from_secs(300);
 
 pub const TOKENIZERS: &[&str] = &["gpt2", "llama-3.2", "phi-2", "phi-3-mini", "qwen2.5", "tinyllama-1.1b-chat"];
 

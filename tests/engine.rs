@@ -58,10 +58,11 @@ fn generate_typed_values() {
         assert!((1..=16).contains(&p.name.chars().count()) && p.age <= 120, "{p:?}");
         let s: Scene = e.generate("Tom drew shapes.", &opts(seed, 160)).unwrap();
         assert!((1..=3).contains(&s.shapes.len()), "{s:?}");
-        let n: Vec<i8> = e.generate("Numbers:", &opts(seed, 64)).unwrap();
-        assert!(n.len() <= 64);
-        let b: bool = e.generate("Yes or no?", &opts(seed, 8)).unwrap();
-        let _ = b;
+        // The value is exactly the JSON it was read from (a list of i8, a bool).
+        let n = e.generate_typed::<Vec<i8>>("Numbers:", &opts(seed, 64)).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<i8>>(&n.output.text()).unwrap(), n.value, "{}", n.output.text());
+        let b = e.generate_typed::<bool>("Yes or no?", &opts(seed, 8)).unwrap();
+        assert_eq!(b.output.text().trim(), if b.value { "true" } else { "false" }, "seed {seed}");
     }
     // The same seed, the same value; the output it was read from is exactly its JSON.
     let a = e.generate_typed::<Person>("Lily", &opts(3, 128)).unwrap();
@@ -168,7 +169,20 @@ fn replies_go_back_into_the_chat() {
     assert!(prompt.contains("tool: -3 C and snowing"), "{prompt}");
     // The plain template teaches the default format.
     assert_eq!(e.tool_format(&msgs, &tools, &ToolChoice::Auto).unwrap(), strictly::ToolFormat::Hermes);
-    assert!(e.choose(&msgs, &tools, &ToolChoice::Auto, &opts(5, 16)).is_ok());
+    // The chat with the call and its result goes on: a reply that is text or calls of known
+    // tools with typed arguments, never the raw marker.
+    let r = e.choose(&msgs, &tools, &ToolChoice::Auto, &opts(5, 16)).unwrap();
+    assert!(!r.text.contains("<tool_call>"), "{r:?}");
+    for c in &r.calls {
+        assert!(["calculator", "clock", "get_weather"].contains(&c.name.as_str()), "{r:?}");
+        assert!(c.args::<serde_json::Value>().unwrap().is_object(), "{r:?}");
+    }
+    // And the tool turn can be forced: a named call after the result is a well-typed call.
+    let r = e.choose(&msgs, &tools, &ToolChoice::Named("clock".into()), &opts(5, 96)).unwrap();
+    assert!(!r.calls.is_empty(), "{r:?}");
+    for c in &r.calls {
+        assert_eq!((c.name.as_str(), c.args::<Clock>().unwrap()), ("clock", Clock {}));
+    }
 }
 
 #[test]
@@ -279,7 +293,7 @@ fn cancellation_stops_generation() {
     assert!(generated <= 2 + 2 * strictly::engine::STREAM_AHEAD, "stopped early: {generated} of {whole} tokens");
     // Dropping a stream mid-way cancels it too (and joins its worker: this returns).
     let mut s = e.stream::<Long>("Once", &opts(2, 500)).unwrap();
-    let _ = s.next();
+    assert!(matches!(s.next(), Some(Ok(StreamEvent::Text(_)))));
     drop(s);
 }
 

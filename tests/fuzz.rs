@@ -65,7 +65,7 @@ fn arithmetic_samples_evaluate() {
     for (name, v) in vocabs() {
         for (text, _) in samples(&g, &v, 12, 40) {
             assert!(r.accepts(text.as_bytes()), "{name}: {text:?}");
-            assert!(eval(&text).is_some(), "{name}: {text:?} does not evaluate");
+            assert!(crate::arithmetic::eval(&text).is_some(), "{name}: {text:?} does not evaluate");
         }
     }
 }
@@ -112,78 +112,4 @@ fn every_grammar_samples_inside_its_language() {
             }
         }
     }
-}
-
-/// A recursive-descent evaluator for grammars/arithmetic.gbnf (one function per rule).
-pub(crate) fn eval(s: &str) -> Option<f64> {
-    struct P<'a> {
-        s: &'a [u8],
-        i: usize,
-    }
-    impl P<'_> {
-        fn ws(&mut self) {
-            if self.s.get(self.i) == Some(&b' ') {
-                self.i += 1;
-            }
-        }
-        fn peek_op(&mut self, ops: &[u8]) -> Option<u8> {
-            let save = self.i;
-            self.ws();
-            match self.s.get(self.i) {
-                Some(&c) if ops.contains(&c) => {
-                    self.i += 1;
-                    self.ws();
-                    Some(c)
-                }
-                _ => {
-                    self.i = save;
-                    None
-                }
-            }
-        }
-        fn expr(&mut self) -> Option<f64> {
-            let mut v = self.term()?;
-            while let Some(op) = self.peek_op(b"+-") {
-                let r = self.term()?;
-                v = if op == b'+' { v + r } else { v - r };
-            }
-            Some(v)
-        }
-        fn term(&mut self) -> Option<f64> {
-            let mut v = self.factor()?;
-            while let Some(op) = self.peek_op(b"*/") {
-                let r = self.factor()?;
-                v = if op == b'*' { v * r } else { v / r };
-            }
-            Some(v)
-        }
-        fn factor(&mut self) -> Option<f64> {
-            match self.s.get(self.i)? {
-                b'-' => {
-                    self.i += 1;
-                    Some(-self.factor()?)
-                }
-                b'(' => {
-                    self.i += 1;
-                    self.ws();
-                    let v = self.expr()?;
-                    self.ws();
-                    (self.s.get(self.i) == Some(&b')')).then(|| self.i += 1)?;
-                    Some(v)
-                }
-                _ => {
-                    let start = self.i;
-                    while self.s.get(self.i).is_some_and(|c| c.is_ascii_digit() || *c == b'.') {
-                        self.i += 1;
-                    }
-                    std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()
-                }
-            }
-        }
-    }
-    let mut p = P { s: s.as_bytes(), i: 0 };
-    p.ws();
-    let v = p.expr()?;
-    p.ws();
-    (p.i == s.len()).then_some(v)
 }

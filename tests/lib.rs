@@ -3,9 +3,17 @@
 //! - `core`: vocabularies from every real tokenizer, fast mask == reference mask.
 //! - `reliability`: fuzz targets, the crasher corpus, hostile inputs, the guarantee at scale
 //!   (independent validators) and a server load test; figures in RELIABILITY.md.
+//! - `corpus`: the shared data-driven corpus (`tests/corpus/*.json`: regex, GBNF and JSON Schema
+//!   cases) through the reference recognizer and both engines, over every vocabulary.
 //!
-//! Tiers that need `../shared/data` say loudly when it is missing and skip.
+//! Tiers that need `../shared/data` find it through `common::shared_data` only: when it is
+//! missing they say so loudly and skip, or fail with `STRICTLY_REQUIRE_DATA=1` (as `.ci/run`
+//! sets). No test asserts a wall-clock time: waits poll for their condition, under a
+//! watchdog of minutes (`common::WATCHDOG`) whose failure says the test hung.
 
+// The evaluator of grammars/arithmetic.gbnf, shared with the examples (one copy).
+#[path = "../examples/shared/arithmetic.rs"]
+mod arithmetic;
 #[cfg(feature = "model")]
 mod batch;
 mod bench;
@@ -13,6 +21,7 @@ mod cli;
 mod common;
 mod conformance;
 mod core;
+mod corpus;
 mod decode;
 #[cfg(feature = "model")]
 mod engine;

@@ -753,10 +753,6 @@ fn cli_generate_with_the_story_schema() {
     let schema = manifest().join("examples/story.schema.json");
     let (code, out, err) =
         strictly(&["generate", "--schema", schema.to_str().unwrap(), "--prompt", "Once upon a time", "--seed", "4"]);
-    if code == 2 && err.contains("not built yet") {
-        eprintln!("!!! SKIPPED cli_generate_with_the_story_schema: JSON Schema compilation is not built yet: {err}");
-        return;
-    }
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out:?}: {e}"));
     let o = v.as_object().expect("an object");

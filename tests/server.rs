@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -30,7 +30,7 @@ use tower::ServiceExt;
 
 mod batch;
 pub mod tcp;
-use tcp::{http_json, serve, sse, Conn};
+use tcp::{http_json, serve, sse, wait_until, Conn};
 
 // ---- set-up ---------------------------------------------------------------------------------
 
@@ -536,13 +536,17 @@ async fn completions_prompts_n_echo_and_constraints() {
     assert_eq!(s, StatusCode::OK, "{v}");
     let idx: Vec<u64> = v["choices"].as_array().unwrap().iter().map(|c| c["index"].as_u64().unwrap()).collect();
     assert_eq!(idx, [0, 1, 2, 3]);
-    // Token ids, echo.
+    // Token ids, echo: the prompt's tokens' text comes first, and they are the prompt.
     let (s, v) = post(&app, "/v1/completions", json!({"prompt": [1, 403, 261], "max_tokens": 5, "echo": true})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    let ids = [TokenId(1), TokenId(403), TokenId(261)];
+    let echoed = String::from_utf8(strictly::Vocab::embedded().decode(&ids)).unwrap();
+    assert!(!echoed.is_empty());
+    assert!(v["choices"][0]["text"].as_str().unwrap().starts_with(&echoed), "{echoed:?}: {v}");
+    assert_eq!(v["usage"]["prompt_tokens"], 3, "{v}");
     let (s, v2) = post(&app, "/v1/completions", json!({"prompt": "Lily", "max_tokens": 4, "echo": true})).await;
     assert_eq!(s, StatusCode::OK, "{v2}");
     assert!(v2["choices"][0]["text"].as_str().unwrap().starts_with("Lily"), "{v2}");
-    let _ = v;
     // A constraint.
     let (s, v) = post(&app, "/v1/completions", json!({"prompt": "Pick:", "regex": "(red|green) [0-9]{2}"})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
@@ -725,11 +729,7 @@ async fn full_queue_is_429_and_timeouts_are_errors() {
             post(&app, "/v1/chat/completions", json!({"messages": msgs("hi"), "max_tokens": 40})).await
         })
     };
-    let t0 = Instant::now();
-    while st.running() == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the first request never started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("the first request to take the only slot", || st.running() > 0).await;
     let e = expect_error(
         &app,
         "/v1/chat/completions",
@@ -745,7 +745,7 @@ async fn full_queue_is_429_and_timeouts_are_errors() {
 
     // A request that runs past its timeout is a 504, and frees its slot.
     let config = ServerConfig { request_timeout: Duration::from_millis(300), ..ServerConfig::default() };
-    let (st, _) = slow_state(Duration::from_millis(50), config);
+    let (st, calls) = slow_state(Duration::from_millis(50), config);
     let app = app_of(st.clone());
     let e = expect_error(
         &app,
@@ -755,11 +755,14 @@ async fn full_queue_is_429_and_timeouts_are_errors() {
     )
     .await;
     assert_eq!(e["code"], "timeout", "{e}");
-    let t0 = Instant::now();
-    while st.running() > 0 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the timed-out generation kept its slot");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("the timed-out generation to free its slot", || st.running() == 0).await;
+    // It stopped at the timeout, well before its 100 tokens (a pass takes 50 ms, the limit is 300 ms).
+    let passes = calls.load(Ordering::SeqCst);
+    assert!(passes < 100, "{passes} forward passes: the timed-out generation ran to max_tokens");
+    let (_, text) = call_raw(&app, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(metric_value(&text, "strictly_request_errors_total"), 1.0, "the 504 is counted as an error");
+    assert_eq!(metric_value(&text, "strictly_generations_running"), 0.0);
 }
 
 fn app_of(st: AppState) -> Router {
@@ -899,11 +902,7 @@ async fn client_disconnect_stops_the_generation_and_frees_the_slot() {
     }
     assert_eq!(st.running(), 1);
     drop(c);
-    let t0 = Instant::now();
-    while st.running() > 0 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the generation went on after the client left");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("the generation to free its slot after its client left", || st.running() == 0).await;
     let stopped_at = calls.load(Ordering::SeqCst);
     assert!(stopped_at < 100, "{stopped_at} forward passes: the generation was not stopped early");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -914,6 +913,9 @@ async fn client_disconnect_stops_the_generation_and_frees_the_slot() {
     assert_eq!(s, 200, "{v}");
     let (s, h) = http_json(addr, "GET", "/health", Value::Null).await;
     assert_eq!((s, h["running"].as_u64(), h["queued"].as_u64()), (200, Some(0), Some(0)), "{h}");
+    // The server saw the disconnect as a cancellation (and the second request as none).
+    let (_, text) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+    assert_eq!(metric_value(&text, "strictly_generations_cancelled_total"), 1.0, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -941,7 +943,7 @@ async fn parallel_requests_over_tcp_all_succeed() {
         }));
     }
     for t in tasks {
-        tokio::time::timeout(Duration::from_secs(120), t).await.expect("a request hung").unwrap();
+        tokio::time::timeout(crate::common::WATCHDOG, t).await.expect("hung: a request never finished").unwrap();
     }
     // Over TCP, too, an oversized body is a 413 with a JSON body.
     let addr = serve(state(ServerConfig { max_body_bytes: 1000, ..ServerConfig::default() })).await;

@@ -1,6 +1,7 @@
-//! The context-free engine: the shared corpus through both engines and every tokenizer; fast
-//! mask == reference mask on random reachable states of every shipped grammar; and agreement
-//! with the independent reference recognizer (`strictly::grammar::reference`).
+//! The context-free engine: fast mask == reference mask on random reachable states of every
+//! shipped grammar, and agreement with the independent reference recognizer
+//! (`strictly::grammar::reference`). The shared corpus through both engines and every
+//! vocabulary is the `corpus` tier.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,9 +9,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 use strictly::{
-    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, Matcher, VocabEnv},
+    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, VocabEnv},
     grammar::{ebnf, reference::Reference, Grammar},
     TokenId, TokenSet, Vocab,
 };
@@ -24,77 +24,6 @@ fn root() -> PathBuf {
 pub fn shipped_grammar(name: &str) -> Grammar {
     let text = std::fs::read_to_string(root().join("grammars").join(name)).unwrap();
     ebnf::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn corpus() -> Vec<(String, Constraint, Value)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/corpus"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 6, "corpus files missing");
-    files
-        .into_iter()
-        .map(|p| {
-            let case: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            let c = if let Some(f) = case["grammar_file"].as_str() {
-                Constraint::Grammar(ebnf::parse(&std::fs::read_to_string(root().join(f)).unwrap()).unwrap())
-            } else if let Some(g) = case["grammar"].as_str() {
-                Constraint::Grammar(ebnf::parse(g).unwrap())
-            } else {
-                Constraint::Regex(case["regex"].as_str().unwrap().into())
-            };
-            (p.file_name().unwrap().to_string_lossy().into_owned(), c, case)
-        })
-        .collect()
-}
-
-/// Feeds `text` as tokens; `Some(accepting at the end)` or `None` if a token was refused.
-fn run_text(m: &mut Matcher, vocab: &Vocab, text: &str) -> Option<bool> {
-    m.reset();
-    let tokens = vocab.encode(text.as_bytes()).expect("encodable");
-    for t in tokens {
-        if !m.allows(t) {
-            assert!(m.commit(t).is_err());
-            return None;
-        }
-        m.commit(t).unwrap();
-    }
-    Some(m.is_accepting())
-}
-
-fn check_corpus(vocab: &Arc<Vocab>, engine: EngineChoice) {
-    let env = VocabEnv::new(vocab.clone());
-    for (name, constraint, case) in corpus() {
-        let opts = CompileOptions { engine, ..CompileOptions::default() };
-        let c = Compiled::with_options(&env, &constraint, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut m = c.matcher();
-        for s in case["accept"].as_array().unwrap() {
-            let s = s.as_str().unwrap();
-            assert_eq!(run_text(&mut m, vocab, s), Some(true), "{name} ({engine:?}): must accept {s:?}");
-        }
-        for s in case["reject"].as_array().unwrap() {
-            let s = s.as_str().unwrap();
-            assert_ne!(run_text(&mut m, vocab, s), Some(true), "{name} ({engine:?}): must reject {s:?}");
-        }
-    }
-}
-
-#[test]
-fn corpus_on_tiny_vocab_both_engines() {
-    // Single bytes only: every text splits into one token per byte.
-    let bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([b"</s>".to_vec()]).collect();
-    let v = Arc::new(Vocab::from_byte_tokens(bytes, &[256]));
-    check_corpus(&v, EngineChoice::Auto);
-    check_corpus(&v, EngineChoice::Earley);
-}
-
-#[test]
-fn corpus_on_real_tokenizers() {
-    for (_, vocab) in real_vocabs() {
-        check_corpus(vocab, EngineChoice::Auto);
-    }
 }
 
 const SHIPPED: &[&str] = &["json.gbnf", "arithmetic.gbnf", "sql-select.gbnf", "csv.gbnf", "tool-call.gbnf"];

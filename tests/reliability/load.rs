@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::hostile_bound;
+use crate::common::WATCHDOG;
 use crate::server::tcp::{http_json, Conn};
 
 /// A `strictly serve` child process on 127.0.0.1, port 0; killed on drop.
@@ -89,18 +89,26 @@ fn person() -> Value {
 
 const REGEX: &str = "[a-z]+( [a-z]+){0,6}\\.";
 
-/// Waits until `/health` shows nothing running or queued.
+/// Waits until `/health` shows nothing running or queued; returns how long that took (a figure
+/// to report, not a limit). Slots that never come back fail it after the [`WATCHDOG`].
 async fn wait_idle(addr: SocketAddr) -> Duration {
     let t0 = Instant::now();
-    loop {
-        let (s, h) = http_json(addr, "GET", "/health", Value::Null).await;
-        assert_eq!(s, 200, "{h}");
-        if h["running"] == 0 && h["queued"] == 0 {
-            return t0.elapsed();
+    let mut last = Value::Null;
+    let poll = async {
+        loop {
+            let (s, h) = http_json(addr, "GET", "/health", Value::Null).await;
+            assert_eq!(s, 200, "{h}");
+            if h["running"] == 0 && h["queued"] == 0 {
+                return;
+            }
+            last = h;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "slots leaked: {h}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    if tokio::time::timeout(WATCHDOG, poll).await.is_err() {
+        panic!("hung: slots leaked, /health still shows {last} after {WATCHDOG:?}");
     }
+    t0.elapsed()
 }
 
 /// One client; returns Err(description) for anything that is not a success.
@@ -209,10 +217,10 @@ fn load(rounds: usize, clients: usize) -> String {
             let tasks: Vec<_> = (0..clients).map(|i| tokio::spawn(client(addr, i % 5, round * clients + i))).collect();
             let mut out = Vec::new();
             for t in tasks {
-                out.push(match tokio::time::timeout(Duration::from_secs(120), t).await {
+                out.push(match tokio::time::timeout(WATCHDOG, t).await {
                     Ok(Ok(r)) => r,
                     Ok(Err(e)) => Err(format!("client panicked: {e}")),
-                    Err(_) => Err("client hung".into()),
+                    Err(_) => Err(format!("hung: a client did not finish within {WATCHDOG:?}")),
                 });
             }
             out
@@ -275,8 +283,7 @@ async fn raw(addr: SocketAddr, head: String, body: Vec<u8>) -> (u16, String, Dur
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let answered = loop {
-        let n =
-            tokio::time::timeout(Duration::from_secs(30), rd.read(&mut chunk)).await.expect("no answer").unwrap_or(0);
+        let n = tokio::time::timeout(WATCHDOG, rd.read(&mut chunk)).await.expect("hung: no answer").unwrap_or(0);
         if n == 0 {
             break t0.elapsed();
         }
@@ -324,16 +331,16 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
     let addr = server.addr;
     let rt = runtime();
     rt.block_on(async {
-        let bound = hostile_bound();
+        // Times are printed, not asserted: each answer is checked by its status and body.
         // 20 MB bodies: with a length, and chunked.
         let big = format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{}\"}}]}}", "x".repeat(20 << 20)).into_bytes();
         let (code, body, dt) = raw(addr, post_head(Some(big.len())), big.clone()).await;
         assert_eq!(code, 413, "{body}");
-        assert!(body.contains("request_too_large") && dt < bound, "{body} in {dt:?}");
+        assert!(body.contains("request_too_large"), "{body}");
         eprintln!("hostile server: 20 MB body: 413 in {dt:?}");
         let (code, body, dt) = raw(addr, post_head(None), chunked(&big)).await;
         assert_eq!(code, 413, "{body}");
-        assert!(dt < bound * 2, "chunked 20 MB: {dt:?}");
+        assert!(body.contains("request_too_large"), "chunked: {body}");
         eprintln!("hostile server: 20 MB chunked body: 413 in {dt:?}");
 
         // Invalid UTF-8 inside JSON strings, in every text field a request has.
@@ -351,7 +358,6 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
             assert_eq!(code, 400, "{text}");
             let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
             assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
-            assert!(dt < bound, "{dt:?}");
             eprintln!("hostile server: invalid UTF-8: 400 in {dt:?}: {}", v["error"]["message"]);
         }
         // 10,000-deep JSON in the body, and a 10,000-deep schema.
@@ -365,7 +371,6 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
         ] {
             let (code, text, dt) = raw(addr, post_head(Some(body.len())), body.into_bytes()).await;
             assert_eq!(code, 400, "{text}");
-            assert!(dt < bound, "{dt:?}");
             eprintln!("hostile server: 10,000-deep JSON: 400 in {dt:?}: {text}");
         }
 
@@ -380,10 +385,9 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
                     post_head(Some(1000))
                 };
                 s.write_all(head.as_bytes()).await.unwrap();
-                for _ in 0..40 {
-                    if s.write_all(b"a").await.is_err() {
-                        break;
-                    }
+                // Dribble until the server hangs up (its header or request timeout) or the test
+                // aborts this task: open for as long as the server lets it be.
+                while s.write_all(b"a").await.is_ok() {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }));
@@ -391,11 +395,9 @@ fn hostile_clients_get_clear_errors_and_the_server_lives() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         // Ordinary clients are served promptly meanwhile, and the slow ones hold no slot.
         for i in 0..6 {
-            let t0 = Instant::now();
             let (s, v) = http_json(addr, "POST", "/v1/chat/completions", json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "seed": i})).await;
             assert_eq!(s, 200, "{v}");
-            let dt = t0.elapsed();
-            assert!(dt < bound * 3, "an ordinary request took {dt:?} among slowloris clients");
+            assert!(v["usage"]["completion_tokens"].as_u64().is_some_and(|n| (1..=8).contains(&n)), "{v}");
             // The slot is freed just after the response: poll (the slow clients stay open).
             wait_idle(addr).await;
         }
@@ -419,7 +421,8 @@ fn slowloris_connections_are_closed_after_the_header_timeout() {
         wr.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: a").await.unwrap();
         let t0 = Instant::now();
         let mut buf = [0u8; 512];
-        // Keep dribbling; the server must hang up (EOF, a 408, or a reset) within a few seconds.
+        // Keep dribbling until the server hangs up (EOF, a 408, or a reset); the WATCHDOG only
+        // catches a server that never does.
         let closed = loop {
             tokio::select! {
                 r = rd.read(&mut buf) => break matches!(r, Ok(0) | Err(_)) || String::from_utf8_lossy(&buf).contains("408"),
@@ -429,11 +432,11 @@ fn slowloris_connections_are_closed_after_the_header_timeout() {
                     }
                 }
             }
-            if t0.elapsed() > Duration::from_secs(15) {
+            if t0.elapsed() > WATCHDOG {
                 break false;
             }
         };
-        assert!(closed, "a dribbling client was still connected after {:?}", t0.elapsed());
+        assert!(closed, "hung: a dribbling client was still connected after {:?}", t0.elapsed());
         eprintln!("slowloris: closed after {:?}", t0.elapsed());
         let (code, v) = http_json(addr, "GET", "/health", Value::Null).await;
         assert_eq!(code, 200, "{v}");

@@ -7,6 +7,7 @@
 use strictly::model::{BatchStats, Batcher};
 
 use super::*;
+use crate::common::WATCHDOG;
 
 /// Texts of every choice of a response (non-streamed), or of a stream's chunks.
 fn texts(v: &Value) -> Vec<String> {
@@ -80,7 +81,7 @@ async fn concurrent_batched_requests_equal_unbatched_ones() {
         }));
     }
     for (i, (t, want)) in tasks.into_iter().zip(&expected).enumerate() {
-        let got = tokio::time::timeout(Duration::from_secs(120), t).await.expect("a request hung").unwrap();
+        let got = tokio::time::timeout(WATCHDOG, t).await.expect("hung: a request never finished").unwrap();
         assert_eq!(&got, want, "request {i}");
     }
     let (_, h) = http_json(addr, "GET", "/health", Value::Null).await;
@@ -173,11 +174,7 @@ async fn client_disconnect_stops_a_batched_generation() {
     }
     assert_eq!((st.running(), batcher.live()), (2, 2));
     drop(a);
-    let t0 = Instant::now();
-    while batcher.live() > 1 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the generation went on after its client left");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("the batched sequence of the client that left to end", || batcher.live() <= 1).await;
     // The other one goes on, alone in its passes now.
     let before = batcher.stats().rows;
     for _ in 0..3 {
@@ -185,10 +182,7 @@ async fn client_disconnect_stops_a_batched_generation() {
     }
     assert!(batcher.stats().rows > before);
     drop(b);
-    while st.running() > 0 || batcher.live() > 0 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the generations kept their slots");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("both generations to free their slots", || st.running() == 0 && batcher.live() == 0).await;
     let stopped_at = batcher.stats().rows;
     assert!(stopped_at < 200, "{stopped_at} sequence steps: the generations were not stopped early");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -197,6 +191,8 @@ async fn client_disconnect_stops_a_batched_generation() {
     let (s, v) =
         http_json(addr, "POST", "/v1/chat/completions", json!({"messages": msgs("hi"), "max_tokens": 3})).await;
     assert_eq!(s, 200, "{v}");
+    let (_, text) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+    assert_eq!(metric_value(&text, "strictly_generations_cancelled_total"), 2.0, "both disconnects seen: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,7 +225,7 @@ async fn a_qwen2_model_batches_and_gives_the_unbatched_outputs() {
         })
         .collect();
     for (i, (t, want)) in tasks.into_iter().zip(&expected).enumerate() {
-        let (s, v) = tokio::time::timeout(Duration::from_secs(60), t).await.expect("a request hung").unwrap();
+        let (s, v) = tokio::time::timeout(WATCHDOG, t).await.expect("hung: a request never finished").unwrap();
         assert_eq!(s, 200, "{v}");
         assert_eq!(v["choices"][0]["text"].as_str().unwrap(), want, "request {i}");
     }

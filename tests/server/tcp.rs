@@ -8,6 +8,19 @@ use strictly::server::{app, AppState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::common::WATCHDOG;
+
+/// Polls `cond` every 10 ms until it holds. Not a speed limit: it gives up only after the
+/// [`WATCHDOG`], saying that the test hung waiting for `what`.
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let wait = async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(WATCHDOG, wait).await.unwrap_or_else(|_| panic!("hung: waited {WATCHDOG:?} for {what}"));
+}
+
 /// Serves `st` on 127.0.0.1, port 0; the server task ends with the test's runtime.
 pub async fn serve(st: AppState) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -29,8 +42,10 @@ pub struct Conn {
 
 impl Conn {
     pub async fn open(addr: std::net::SocketAddr, method: &str, path: &str, body: &str) -> Conn {
-        let mut stream =
-            tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr)).await.unwrap().unwrap();
+        let mut stream = tokio::time::timeout(WATCHDOG, TcpStream::connect(addr))
+            .await
+            .unwrap_or_else(|_| panic!("hung: connecting to {addr}"))
+            .unwrap();
         let req = format!(
             "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
              content-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -54,9 +69,9 @@ impl Conn {
 
     async fn read_more(&mut self) -> bool {
         let mut buf = [0u8; 8192];
-        let n = tokio::time::timeout(Duration::from_secs(60), self.stream.read(&mut buf))
+        let n = tokio::time::timeout(WATCHDOG, self.stream.read(&mut buf))
             .await
-            .expect("read timed out")
+            .unwrap_or_else(|_| panic!("hung: nothing read for {WATCHDOG:?}"))
             .unwrap();
         self.raw.extend_from_slice(&buf[..n]);
         n > 0
