@@ -513,6 +513,13 @@ fn bad_model_directories_are_clear_errors_not_panics() {
     std::fs::write(dir.join("model.safetensors"), b"this is not a safetensors file").unwrap();
     let e = load_err(&dir);
     assert!(e.contains("model.safetensors") && e.contains("safetensors"), "{e}");
+    // A model error a caller can match on, keeping candle's error as its source.
+    match LoadedModel::from_dir(&dir, &LoadOptions::default()) {
+        Err(e @ strictly::Error::Model { .. }) => {
+            assert!(std::error::Error::source(&e).is_some(), "{e}: the cause is kept as the source")
+        }
+        other => panic!("expected Error::Model, got {:?}", other.map(|_| ())),
+    }
 
     // No weights, an unsupported architecture, a broken config, a shard listed but missing.
     std::fs::remove_file(dir.join("model.safetensors")).unwrap();

@@ -180,7 +180,7 @@ impl LanguageModel for Failing {
     }
     fn forward(&mut self, _: &[TokenId], _: &mut [f32]) -> strictly::Result<()> {
         self.0 += 1;
-        Err(strictly::Error::invalid("out of context"))
+        Err(strictly::Error::model("out of context"))
     }
     fn fork(&self) -> strictly::Result<Box<dyn LanguageModel>> {
         Ok(Box::new(Failing(self.0)))

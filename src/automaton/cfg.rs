@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, DfaLimits, DEAD};
@@ -462,7 +462,7 @@ impl<'a> Lowering<'a> {
 
     fn add_prod(&mut self, lhs: u32, rhs: Vec<Sym>) -> Result<()> {
         if self.prods.len() >= self.limits.max_productions {
-            return Err(Error::limit("grammar productions", self.limits.max_productions));
+            return Err(Error::limit(LimitKind::Productions, "grammar productions", self.limits.max_productions));
         }
         self.nts[lhs as usize].prods.push(self.prods.len() as u32);
         self.prods.push(Prod { lhs, rhs, rest: Vec::new() });
@@ -494,11 +494,15 @@ impl<'a> Lowering<'a> {
             return Ok(Sym::T(t));
         }
         if self.terms.len() >= self.limits.max_terminals {
-            return Err(Error::limit("grammar terminals (distinct lexemes)", self.limits.max_terminals));
+            return Err(Error::limit(
+                LimitKind::Terminals,
+                "grammar terminals (distinct lexemes)",
+                self.limits.max_terminals,
+            ));
         }
         let dfa = Dfa::shared_keyed(lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
-            Error::Limit { what, limit, hint } => {
-                Error::Limit { what: format!("{what} (in rule `{name}`)"), limit, hint }
+            Error::Limit { kind, what, limit, hint } => {
+                Error::Limit { kind, what: format!("{what} (in rule `{name}`)"), limit, hint }
             }
             other => other,
         })?;
@@ -629,6 +633,7 @@ impl<'a> Lowering<'a> {
         let copies = max.unwrap_or(min);
         if copies > self.limits.max_unrolled {
             return Err(Error::Limit {
+                kind: LimitKind::Unrolled,
                 what: "copies of a repeated non-regular expression".into(),
                 limit: self.limits.max_unrolled as usize,
                 hint: Some(format!("{{{min},{}}} unrolls to {copies}", max.map_or(String::new(), |m| m.to_string()))),

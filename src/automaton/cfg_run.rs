@@ -110,7 +110,11 @@ impl CfgRun {
             _ => {
                 self.chart.truncate(mark);
                 if self.chart.take_overflow() {
-                    return Err(crate::Error::limit("Earley items in one parser row", cfg.max_row_items));
+                    return Err(crate::Error::limit(
+                        crate::error::LimitKind::ParserRow,
+                        "Earley items in one parser row",
+                        cfg.max_row_items,
+                    ));
                 }
                 Ok(false)
             }

@@ -257,14 +257,14 @@ impl Matcher {
         if ok {
             Ok(())
         } else {
-            Err(Error::invalid(format!("text {:?} is not allowed here", String::from_utf8_lossy(bytes))))
+            Err(Error::TextNotAllowed { text: String::from_utf8_lossy(bytes).into_owned() })
         }
     }
 
     /// Undoes the last `n` commits. Errors if fewer than `n` were made.
     pub fn rollback(&mut self, n: usize) -> Result<()> {
         if n > self.len() {
-            return Err(Error::invalid(format!("cannot roll back {n} tokens: only {} committed", self.len())));
+            return Err(Error::state(format!("cannot roll back {n} tokens: only {} committed", self.len())));
         }
         match &mut self.run {
             Run::Dfa(stack) => stack.truncate(stack.len() - n),

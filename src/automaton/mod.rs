@@ -61,7 +61,7 @@ impl Constraint {
             Constraint::Regex(r) => grammar::regex::grammar(r)?,
             Constraint::Choice(options) => {
                 if options.is_empty() {
-                    return Err(Error::invalid("a choice needs at least one option"));
+                    return Err(Error::param("a choice needs at least one option"));
                 }
                 Grammar::single(grammar::regex::choice(options))
             }

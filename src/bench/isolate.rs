@@ -92,11 +92,11 @@ impl Worker {
             Ok(l) if l == READY => Ok(w),
             Ok(l) => {
                 w.kill();
-                Err(Error::invalid(format!("bench worker said {:?} instead of {READY}", truncate(&l, 200))))
+                Err(Error::param(format!("bench worker said {:?} instead of {READY}", truncate(&l, 200))))
             }
             Err(_) => {
                 let status = w.kill();
-                Err(Error::invalid(format!("bench worker failed to start ({status})")))
+                Err(Error::param(format!("bench worker failed to start ({status})")))
             }
         }
     }
@@ -140,7 +140,7 @@ pub fn supervise(
         };
         let case = &cases[idx];
         let req = Request { idx, id: case.id.clone(), file: case.file.clone() };
-        let req = serde_json::to_string(&req).map_err(|e| Error::invalid(format!("{}: {e}", case.file.display())))?;
+        let req = serde_json::to_string(&req).map_err(|e| Error::param(format!("{}: {e}", case.file.display())))?;
         let sent = writeln!(w.stdin, "{req}").and_then(|_| w.stdin.flush());
         let answer =
             if sent.is_ok() { w.lines.recv_timeout(timeout) } else { Err(mpsc::RecvTimeoutError::Disconnected) };

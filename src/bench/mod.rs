@@ -142,7 +142,7 @@ fn load_vocab(opts: &BenchOptions) -> Result<Vocab> {
 /// `quiet` (workers load the same list the parent already warned about).
 pub fn selected_cases(opts: &BenchOptions, quiet: bool) -> Result<Vec<Case>> {
     if !opts.cases.exists() {
-        return Err(Error::invalid(format!("cases {}: no such file or directory", opts.cases.display())));
+        return Err(Error::param(format!("cases {}: no such file or directory", opts.cases.display())));
     }
     let (mut cases, warnings) = cases::load(&opts.cases)?;
     if !quiet {
@@ -181,13 +181,13 @@ fn filter_instances(case: &mut Case, opts: &BenchOptions) {
 
 fn check_settings(opts: &BenchOptions) -> Result<()> {
     if !opts.settings.clock.is_available() {
-        return Err(Error::invalid(format!("clock {:?} is not available on this platform", opts.settings.clock)));
+        return Err(Error::param(format!("clock {:?} is not available on this platform", opts.settings.clock)));
     }
     if opts.timeout_s.is_nan() || opts.timeout_s <= 0.0 {
-        return Err(Error::invalid("--timeout-s must be positive"));
+        return Err(Error::param("--timeout-s must be positive"));
     }
     if opts.mem_limit_gb.is_nan() || opts.mem_limit_gb < 0.0 {
-        return Err(Error::invalid("--mem-limit-gb must be 0 (none) or positive"));
+        return Err(Error::param("--mem-limit-gb must be 0 (none) or positive"));
     }
     Ok(())
 }
@@ -286,7 +286,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     };
     report::print_summary(opts, &info, &results)?;
     if n_done < n_cases {
-        return Err(Error::invalid(format!("only {n_done} of {n_cases} cases produced results")));
+        return Err(Error::param(format!("only {n_done} of {n_cases} cases produced results")));
     }
     Ok(())
 }

@@ -118,11 +118,11 @@ pub fn beam_search(
 ) -> Result<Vec<Hypothesis>> {
     let b = beam.width;
     if b == 0 || b > MAX_BEAM_WIDTH {
-        return Err(Error::invalid(format!("beam width must be in 1..={MAX_BEAM_WIDTH}, got {b}")));
+        return Err(Error::param(format!("beam width must be in 1..={MAX_BEAM_WIDTH}, got {b}")));
     }
     let alpha = beam.length_penalty as f64;
     if !alpha.is_finite() {
-        return Err(Error::invalid(format!("length_penalty must be finite, got {alpha}")));
+        return Err(Error::param(format!("length_penalty must be finite, got {alpha}")));
     }
     let width = model.logits_width();
     let (ctx, stops) = Ctx::new(vocab, width, opts)?;

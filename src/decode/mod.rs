@@ -218,7 +218,7 @@ impl std::str::FromStr for Overlap {
             "off" => Ok(Overlap::Off),
             "on" => Ok(Overlap::On),
             "auto" => Ok(Overlap::DEFAULT),
-            _ => Err(crate::Error::invalid(format!("overlap must be off, on or auto, got {s:?}"))),
+            _ => Err(crate::Error::param(format!("overlap must be off, on or auto, got {s:?}"))),
         }
     }
 }

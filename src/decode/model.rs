@@ -62,7 +62,7 @@ pub trait LanguageModel {
     /// exactly as if those passes had never run. Errors if there is no checkpoint to return to
     /// (always, by default).
     fn rewind(&mut self) -> Result<()> {
-        Err(Error::invalid("this model has no checkpoint to rewind to"))
+        Err(Error::state("this model has no checkpoint to rewind to"))
     }
 }
 
@@ -115,7 +115,7 @@ impl LanguageModel for RandomLogits {
     }
 
     fn rewind(&mut self) -> Result<()> {
-        self.rng = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        self.rng = self.saved.take().ok_or_else(|| Error::state("no checkpoint to rewind to"))?;
         Ok(())
     }
 }
@@ -199,7 +199,7 @@ impl LanguageModel for ScriptedModel {
     }
 
     fn rewind(&mut self) -> Result<()> {
-        let (len, calls) = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        let (len, calls) = self.saved.take().ok_or_else(|| Error::state("no checkpoint to rewind to"))?;
         self.history.truncate(len);
         self.calls = calls;
         Ok(())

@@ -66,7 +66,7 @@ impl<'v> Ctx<'v> {
     /// Validates what does not depend on the sequence: the logits width, the stop strings.
     pub fn new(vocab: &'v Vocab, width: usize, opts: &GenerateOptions) -> Result<(Ctx<'v>, StopStrings)> {
         if width < vocab.len() {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "model logits width {width} is smaller than the vocabulary ({})",
                 vocab.len()
             )));
@@ -98,9 +98,9 @@ impl<'v> Ctx<'v> {
         }
         m.fill_mask(mask);
         if mask.is_empty() && !m.is_accepting() {
-            return Err(Error::invalid("the constraint matches no output at all (from this point)"));
+            return Err(Error::param("the constraint matches no output at all (from this point)"));
         }
-        Err(Error::invalid(format!(
+        Err(Error::param(format!(
             "max_tokens {} is too small: no output this constraint allows fits in it",
             self.max_tokens
         )))

@@ -45,6 +45,7 @@ impl StopStrings {
     pub fn new<S: AsRef<str>>(stops: &[S]) -> Result<StopStrings> {
         if stops.len() > MAX_STOP_STRINGS {
             return Err(Error::Limit {
+                kind: crate::error::LimitKind::StopStrings,
                 what: format!("{} stop strings", stops.len()),
                 limit: MAX_STOP_STRINGS,
                 hint: None,
@@ -54,10 +55,11 @@ impl StopStrings {
         for s in stops {
             let s = s.as_ref();
             if s.is_empty() {
-                return Err(Error::invalid("a stop string must not be empty"));
+                return Err(Error::param("a stop string must not be empty"));
             }
             if s.len() > MAX_STOP_BYTES {
                 return Err(Error::Limit {
+                    kind: crate::error::LimitKind::StopStrings,
                     what: format!("a stop string of {} bytes", s.len()),
                     limit: MAX_STOP_BYTES,
                     hint: None,
@@ -210,7 +212,7 @@ mod tests {
 
     #[test]
     fn bad_stop_lists_are_errors() {
-        assert!(matches!(StopStrings::new(&[""]), Err(Error::Invalid(_))));
+        assert!(matches!(StopStrings::new(&[""]), Err(Error::Param { .. })));
         assert!(matches!(StopStrings::new(&["x".repeat(MAX_STOP_BYTES + 1)]), Err(Error::Limit { .. })));
         let many: Vec<String> = (0..=MAX_STOP_STRINGS).map(|i| i.to_string()).collect();
         assert!(matches!(StopStrings::new(&many), Err(Error::Limit { .. })));

@@ -107,6 +107,6 @@ pub fn generate_typed<T: schemars::JsonSchema + DeserializeOwned>(
 /// `output`'s text as a `T`; an error (never expected under `T`'s schema) if it is not one.
 pub(crate) fn deserialize<T: DeserializeOwned>(output: &Output) -> Result<T> {
     serde_json::from_slice(&output.bytes).map_err(|e| {
-        Error::invalid(format!("the constrained output does not deserialize as {}: {e}", std::any::type_name::<T>()))
+        Error::output(format!("the constrained output does not deserialize as {}: {e}", std::any::type_name::<T>()))
     })
 }

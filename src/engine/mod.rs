@@ -272,6 +272,7 @@ impl Engine {
         let context = self.loaded.info.max_positions;
         if prompt.len() >= context {
             return Err(Error::Limit {
+                kind: crate::error::LimitKind::Context,
                 what: format!("prompt length ({} tokens)", prompt.len()),
                 limit: context - 1,
                 hint: Some("the model's context (max_position_embeddings) must leave room for the output".into()),
@@ -332,7 +333,7 @@ impl Job {
             }
         }
         let output = g.into_output().expect("the events ran to Finish");
-        let rest = parser.finish().map_err(|e| Error::invalid(format!("cannot read the reply's tool calls: {e}")))?;
+        let rest = parser.finish().map_err(|e| Error::output(format!("cannot read the reply's tool calls: {e}")))?;
         for piece in rest {
             if !on(piece) {
                 return Ok(None);

@@ -104,7 +104,7 @@ impl<T> Stream<T> {
                 return Ok(v);
             }
         }
-        Err(Error::invalid("the stream ended without a result"))
+        Err(Error::state("the stream ended without a result"))
     }
 
     fn stop(&mut self) {

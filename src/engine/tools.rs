@@ -121,20 +121,20 @@ impl Tools {
         check: fn(&Value) -> std::result::Result<(), String>,
     ) -> Result<Tools> {
         if !is_valid_name(name) {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "invalid tool name {name:?}: names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -"
             )));
         }
         if self.list.iter().any(|t| t.tool.function.name == name) {
-            return Err(Error::invalid(format!("two tools are named {name:?}")));
+            return Err(Error::param(format!("two tools are named {name:?}")));
         }
         if parameters.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "tool {name:?}: the parameters must be a JSON Schema with \"type\": \"object\" (a struct), got {parameters}"
             )));
         }
         let grammar = json_schema::compile(&parameters, &JsonSchemaOptions::default())
-            .map_err(|e| Error::invalid(format!("tool {name:?}: invalid parameters schema: {e}")))?
+            .map_err(|e| Error::param(format!("tool {name:?}: invalid parameters schema: {e}")))?
             .grammar;
         self.key.push_str(&format!("{name}={parameters};"));
         let description = (!description.is_empty()).then(|| description.to_string());
@@ -153,11 +153,11 @@ impl Tools {
 /// set, or a choice that needs tools with none.
 pub(super) fn tool_chat(messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<ToolChat> {
     if messages.is_empty() {
-        return Err(Error::invalid("choose needs at least one message"));
+        return Err(Error::param("choose needs at least one message"));
     }
     if let ToolChoice::Named(n) = choice {
         if tools.get(n).is_none() {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "ToolChoice::Named({n:?}) names no tool in the set (tools: {:?})",
                 tools.names()
             )));
@@ -165,7 +165,7 @@ pub(super) fn tool_chat(messages: &[ChatMessage], tools: &Tools, choice: &ToolCh
     }
     let mode = choice.mode();
     if mode.is_some() && tools.is_empty() {
-        return Err(Error::invalid(format!("ToolChoice::{choice:?} needs at least one tool")));
+        return Err(Error::param(format!("ToolChoice::{choice:?} needs at least one tool")));
     }
     let offered = if mode.is_some() { tools.list.iter().map(|t| t.tool.clone()).collect() } else { Vec::new() };
     Ok(ToolChat { messages: messages.to_vec(), tools: offered, mode })
@@ -191,7 +191,7 @@ impl ToolCall {
     pub fn args<A: DeserializeOwned + 'static>(&self) -> Result<A> {
         if let Some(t) = self.type_id {
             if t != TypeId::of::<A>() && TypeId::of::<A>() != TypeId::of::<Value>() {
-                return Err(Error::invalid(format!(
+                return Err(Error::param(format!(
                     "tool {:?} takes {}, not {}",
                     self.name,
                     self.type_name,
@@ -200,7 +200,7 @@ impl ToolCall {
             }
         }
         A::deserialize(&self.arguments)
-            .map_err(|e| Error::invalid(format!("tool {:?}: arguments do not deserialize: {e}", self.name)))
+            .map_err(|e| Error::output(format!("tool {:?}: arguments do not deserialize: {e}", self.name)))
     }
 
     /// The `tool` message that answers this call, for the next turn.
@@ -237,11 +237,11 @@ pub(super) fn reply(output: Output, parser: &OutputParser, tools: &Tools) -> Res
     for raw in parser.calls() {
         let tool = tools
             .get(&raw.name)
-            .ok_or_else(|| Error::invalid(format!("the reply calls {:?}, which is not a tool", raw.name)))?;
+            .ok_or_else(|| Error::output(format!("the reply calls {:?}, which is not a tool", raw.name)))?;
         let arguments: Value = serde_json::from_str(&raw.arguments)
-            .map_err(|e| Error::invalid(format!("tool {:?}: the arguments are not JSON: {e}", raw.name)))?;
+            .map_err(|e| Error::output(format!("tool {:?}: the arguments are not JSON: {e}", raw.name)))?;
         (tool.check)(&arguments).map_err(|e| {
-            Error::invalid(format!("tool {:?}: the arguments do not deserialize as {}: {e}", raw.name, tool.type_name))
+            Error::output(format!("tool {:?}: the arguments do not deserialize as {}: {e}", raw.name, tool.type_name))
         })?;
         calls.push(ToolCall {
             id: raw.id.clone(),

@@ -140,7 +140,7 @@ impl Generator {
     pub fn new(g: Arc<Grammar>, opts: GenOptions) -> Result<Generator> {
         let plan = Plan::new(&g);
         if plan.rule_size[g.start.0 as usize] == INF {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "the grammar derives no finite string from its start rule `{}`",
                 g.rule(g.start).name
             )));

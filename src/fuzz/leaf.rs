@@ -49,13 +49,17 @@ impl Leaves {
     fn dfa(&mut self, h: &Hir) -> Result<&dense::DFA<Vec<u32>>> {
         let key = h as *const Hir as usize;
         if !self.dfas.contains_key(&key) {
-            let nfa = thompson::Compiler::new()
-                .build_from_hir(h)
-                .map_err(|e| Error::invalid(format!("fuzz: cannot compile regex leaf {h}: {e}")))?;
+            let nfa = thompson::Compiler::new().build_from_hir(h).map_err(|e| Error::Regex {
+                at: crate::error::Location::Column(1),
+                msg: format!("fuzz: cannot compile regex leaf {h}: {e}"),
+            })?;
             let dfa = dense::Builder::new()
                 .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(StartKind::Anchored))
                 .build_from_nfa(&nfa)
-                .map_err(|e| Error::invalid(format!("fuzz: cannot build a DFA for regex leaf {h}: {e}")))?;
+                .map_err(|e| Error::Regex {
+                    at: crate::error::Location::Column(1),
+                    msg: format!("fuzz: cannot build a DFA for regex leaf {h}: {e}"),
+                })?;
             self.dfas.insert(key, dfa);
         }
         Ok(&self.dfas[&key])
@@ -64,9 +68,10 @@ impl Leaves {
     /// Is `s`, in full, in the regex's language?
     pub fn full_match(&mut self, h: &Hir, s: &[u8]) -> Result<bool> {
         let dfa = self.dfa(h)?;
-        let mut st = dfa
-            .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| Error::invalid(format!("fuzz: regex leaf {h}: {e}")))?;
+        let mut st = dfa.start_state(&start::Config::new().anchored(Anchored::Yes)).map_err(|e| Error::Regex {
+            at: crate::error::Location::Column(1),
+            msg: format!("fuzz: regex leaf {h}: {e}"),
+        })?;
         for &b in s {
             st = dfa.next_state(st, b);
             if dfa.is_dead_state(st) || dfa.is_quit_state(st) {
@@ -142,7 +147,10 @@ impl Leaves {
         if !self.engines.contains_key(&key) {
             let c = Compiled::new(&env, &Constraint::Grammar(Grammar::single(e.clone())))?;
             if c.is_empty_language() {
-                return Err(Error::invalid(format!("fuzz: the terminal {key} matches nothing")));
+                return Err(Error::Grammar {
+                    at: crate::error::Location::Column(1),
+                    msg: format!("fuzz: the terminal {key} matches nothing"),
+                });
             }
             self.engines.insert(key.clone(), c);
         }

@@ -47,7 +47,7 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, LimitKind, Location, Result};
 use crate::grammar::ir::{Expr, Grammar, Rule, RuleId, Span};
 
 /// Default limit on parenthesis nesting (also the nest limit of regex terminals).
@@ -148,9 +148,9 @@ impl Parser {
         Error::Grammar { at: Location::LineCol { line, col }, msg: msg.into() }
     }
 
-    fn limit_at(&self, pos: usize, what: &str, limit: usize, hint: &str) -> Error {
+    fn limit_at(&self, pos: usize, kind: LimitKind, what: &str, limit: usize, hint: &str) -> Error {
         let (line, col) = self.line_col(pos);
-        Error::Limit { what: format!("{what} at {line}:{col}"), limit, hint: Some(hint.to_string()) }
+        Error::Limit { kind, what: format!("{what} at {line}:{col}"), limit, hint: Some(hint.to_string()) }
     }
 
     fn peek(&self) -> Option<char> {
@@ -307,6 +307,7 @@ impl Parser {
                     if depth >= self.limits.max_depth {
                         return Err(self.limit_at(
                             open,
+                            LimitKind::GrammarNesting,
                             "parenthesis nesting depth",
                             self.limits.max_depth,
                             "raise ebnf::Limits::max_depth or flatten the grammar",
@@ -335,6 +336,7 @@ impl Parser {
                     if depth + stacked > self.limits.max_depth {
                         return Err(self.limit_at(
                             at,
+                            LimitKind::GrammarNesting,
                             "nesting depth (stacked repetition operators)",
                             self.limits.max_depth,
                             "raise ebnf::Limits::max_depth",
@@ -409,7 +411,13 @@ impl Parser {
         self.pos += 1;
         let limit = self.limits.max_repeat as u64;
         if min > limit || max.is_some_and(|n| n > limit) {
-            return Err(self.limit_at(at, "repetition count", limit as usize, "raise ebnf::Limits::max_repeat"));
+            return Err(self.limit_at(
+                at,
+                LimitKind::Repetition,
+                "repetition count",
+                limit as usize,
+                "raise ebnf::Limits::max_repeat",
+            ));
         }
         if let Some(n) = max {
             if min > n {

@@ -64,7 +64,7 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::Hir;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Result};
 use crate::grammar::ir::{Expr, Grammar};
 use crate::regular::{DfaLimits, Lexeme};
 
@@ -120,7 +120,8 @@ impl Leaf {
     /// The leaf's DFA, under `limits` when given (past them: [`Error::Limit`]); without limits
     /// (the test oracle) a regex that cannot be built is a bug in the test: it panics.
     fn new(hir: &Hir, limits: Option<&DfaLimits>) -> Result<Leaf> {
-        let limit = |what: &'static str, limit: usize| Error::Limit {
+        let limit = |kind: LimitKind, what: &'static str, limit: usize| Error::Limit {
+            kind,
             what: format!("{what} for a regex checked against values"),
             limit,
             hint: Some("the regex expands to too many automaton states; simplify it".into()),
@@ -130,7 +131,7 @@ impl Leaf {
             .build_from_hir(hir);
         let nfa = match (nfa, limits) {
             (Ok(nfa), _) => nfa,
-            (Err(_), Some(l)) => return Err(limit("NFA bytes", l.nfa_bytes)),
+            (Err(_), Some(l)) => return Err(limit(LimitKind::NfaBytes, "NFA bytes", l.nfa_bytes)),
             (Err(e), None) => panic!("reference: cannot compile regex leaf {hir:?}: {e}"),
         };
         let dfa = dense::Builder::new()
@@ -144,7 +145,7 @@ impl Leaf {
             .build_from_nfa(&nfa);
         let dfa = match (dfa, limits) {
             (Ok(dfa), _) => dfa,
-            (Err(_), Some(l)) => return Err(limit("DFA bytes", l.dfa_bytes)),
+            (Err(_), Some(l)) => return Err(limit(LimitKind::DfaBytes, "DFA bytes", l.dfa_bytes)),
             (Err(e), None) => panic!("reference: cannot build DFA for {hir:?}: {e}"),
         };
         let start = dfa
@@ -198,7 +199,7 @@ impl Leaf {
             }
         }
         if let Some(l) = limits.filter(|l| states.len() > l.states) {
-            return Err(limit("DFA states", l.states));
+            return Err(limit(LimitKind::DfaStates, "DFA states", l.states));
         }
         let live = states.iter().zip(&live).filter(|(_, &l)| l).map(|(&s, _)| s).collect();
         Ok(Leaf { dfa, start, live })

@@ -29,7 +29,12 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         Expr::Lexeme(l) => match &**l {
             crate::regular::Lexeme::Regex(h) => h.clone(),
             crate::regular::Lexeme::Counted { full, .. } => (**full).clone(),
-            _ => return Err(Error::invalid("an intersection or complement of regexes is not one regex")),
+            _ => {
+                return Err(Error::Grammar {
+                    at: crate::error::Location::Column(1),
+                    msg: "an intersection or complement of regexes is not one regex".into(),
+                })
+            }
         },
         Expr::Rule(r) => rule(*r)?,
         Expr::Seq(xs) => Hir::concat(xs.iter().map(|x| expr_to_hir(x, rule)).collect::<Result<_>>()?),

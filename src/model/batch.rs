@@ -158,7 +158,7 @@ fn check_silu(arch: &str, act: candle_nn::Activation) -> Result<()> {
     if matches!(act, candle_nn::Activation::Silu) {
         Ok(())
     } else {
-        Err(Error::invalid(format!("no batched forward pass for a {arch} model with hidden_act {act:?} (only silu)")))
+        Err(Error::model(format!("no batched forward pass for a {arch} model with hidden_act {act:?} (only silu)")))
     }
 }
 
@@ -167,7 +167,7 @@ fn check_silu(arch: &str, act: candle_nn::Activation) -> Result<()> {
 /// window in the pass, which is not implemented, and must never run inexactly.
 fn check_window(arch: &str, window: usize, max_positions: usize) -> Result<()> {
     if window < max_positions {
-        return Err(Error::invalid(format!(
+        return Err(Error::model(format!(
             "no batched forward pass for a {arch} model whose sliding window ({window}) is shorter than its \
              context ({max_positions} positions); it runs unbatched"
         )));
@@ -239,7 +239,7 @@ impl BatchConfig {
     pub fn phi3(cfg: &phi3::Config) -> Result<BatchConfig> {
         check_silu("phi3", cfg.hidden_act)?;
         let head_dim = cfg.head_dim();
-        let refuse = |what: &str| Err(Error::invalid(format!("no batched forward pass for a phi3 model with {what}")));
+        let refuse = |what: &str| Err(Error::model(format!("no batched forward pass for a phi3 model with {what}")));
         if cfg.rope_scaling.is_some() {
             return refuse("rope_scaling (longrope)");
         }
@@ -270,7 +270,7 @@ pub struct BatchNet {
 }
 
 fn candle_err(what: &'static str) -> impl Fn(candle_core::Error) -> Error {
-    move |e| Error::invalid(format!("{what}: {}", super::net::candle_msg(&e)))
+    move |e| Error::model_from(format!("{what}: {}", super::net::candle_msg(&e)), e)
 }
 
 /// The rotary frequencies, with Llama 3's long-context scaling when the config asks for it.
@@ -304,15 +304,14 @@ fn inv_freq(cfg: &llama::Config) -> Vec<f32> {
 /// every id below `width`, no more than `max_positions` in all.
 pub(crate) fn check_row(pos: usize, tokens: &[TokenId], width: usize, max_positions: usize) -> Result<()> {
     if tokens.is_empty() {
-        return Err(Error::invalid(
-            "the model needs at least one input token (a BOS or a prompt) before it can predict",
-        ));
+        return Err(Error::param("the model needs at least one input token (a BOS or a prompt) before it can predict"));
     }
     if let Some(t) = tokens.iter().find(|t| t.0 as usize >= width) {
-        return Err(Error::invalid(format!("token id {} is outside the model's vocabulary ({width})", t.0)));
+        return Err(Error::param(format!("token id {} is outside the model's vocabulary ({width})", t.0)));
     }
     if pos + tokens.len() > max_positions {
         return Err(Error::Limit {
+            kind: crate::error::LimitKind::Context,
             what: format!("context length ({pos} tokens so far + {} new)", tokens.len()),
             limit: max_positions,
             hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
@@ -329,13 +328,13 @@ impl BatchNet {
         let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
         let heads_fit = cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0;
         if cfg.heads == 0 || !heads_fit || cfg.head_dim == 0 || cfg.head_dim % 2 != 0 {
-            return Err(Error::invalid(format!(
+            return Err(Error::model(format!(
                 "batched network: {} heads of {} and {} key/value heads do not fit (hidden size {h})",
                 cfg.heads, cfg.head_dim, cfg.kv_heads
             )));
         }
         if cfg.inv_freq.len() != cfg.head_dim / 2 {
-            return Err(Error::invalid(format!(
+            return Err(Error::model(format!(
                 "batched network: {} rotary frequencies for head_dim {}",
                 cfg.inv_freq.len(),
                 cfg.head_dim

@@ -109,7 +109,7 @@ impl Batcher {
         std::thread::Builder::new()
             .name("strictly-batch".into())
             .spawn(move || run(model, rx, &s, max_batch))
-            .map_err(|e| Error::invalid(format!("cannot start the batch thread: {e}")))?;
+            .map_err(|e| Error::model(format!("cannot start the batch thread: {e}")))?;
         Ok(Batcher { tx, shared, width, max_positions, max_batch })
     }
 
@@ -202,7 +202,7 @@ fn run(model: BatchNet, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
                 batch.iter_mut().map(|r| BatchRow { cache: &mut r.cache, tokens: &r.tokens }).collect();
             model.forward(&mut rows)
         }))
-        .unwrap_or_else(|_| Err(Error::invalid("the batched forward pass panicked")));
+        .unwrap_or_else(|_| Err(Error::model("the batched forward pass panicked")));
         let took = t0.elapsed();
         wait = took.clamp(MIN_WAIT, MAX_WAIT);
         let n = batch.len();
@@ -225,7 +225,7 @@ fn run(model: BatchNet, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
             Err(e) => {
                 let msg = e.to_string();
                 for r in batch {
-                    let _ = r.reply.send((r.cache, Err(Error::invalid(msg.clone()))));
+                    let _ = r.reply.send((r.cache, Err(Error::model(msg.clone()))));
                 }
             }
         }
@@ -275,7 +275,7 @@ impl LanguageModel for BatchedSequence {
         // Checked here, so that one sequence's bad input never fails a pass the others share.
         check_row(self.position(), tokens, self.width, self.max_positions)?;
         if logits.len() != self.width {
-            return Err(Error::invalid(format!("logits buffer has {} entries, expected {}", logits.len(), self.width)));
+            return Err(Error::param(format!("logits buffer has {} entries, expected {}", logits.len(), self.width)));
         }
         let cache = self.cache.take().expect("the cache is home between passes");
         // A channel per pass: if the batch thread died holding the request, the reply's sender
@@ -286,17 +286,17 @@ impl LanguageModel for BatchedSequence {
             if let Msg::Pass(req) = msg {
                 self.cache = Some(req.cache);
             }
-            return Err(Error::invalid("the batch thread has stopped"));
+            return Err(Error::model("the batch thread has stopped"));
         }
         let Ok((cache, row)) = reply_rx.recv() else {
             // The thread dropped the request without replying (it cannot, short of dying).
             self.cache = Some(KvCache::default());
-            return Err(Error::invalid("the batch thread stopped during a pass; the sequence is lost"));
+            return Err(Error::model("the batch thread stopped during a pass; the sequence is lost"));
         };
         self.cache = Some(cache);
         let row = row?;
         if row.len() != self.width {
-            return Err(Error::invalid(format!("logits row has {} entries, expected {}", row.len(), self.width)));
+            return Err(Error::param(format!("logits row has {} entries, expected {}", row.len(), self.width)));
         }
         logits.copy_from_slice(&row);
         Ok(())
@@ -313,7 +313,7 @@ impl LanguageModel for BatchedSequence {
     }
 
     fn rewind(&mut self) -> Result<()> {
-        let saved = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        let saved = self.saved.take().ok_or_else(|| Error::state("no checkpoint to rewind to"))?;
         self.cache = Some(saved);
         Ok(())
     }

@@ -178,7 +178,7 @@ impl ChatTemplate {
         });
         env.add_filter("tojson", tojson);
         env.add_template_owned("chat", source.to_string())
-            .map_err(|e| Error::invalid(format!("chat template in {name}: {}", one_line(&e))))?;
+            .map_err(|e| Error::Template { name: Some(name.to_string()), msg: one_line(&e) })?;
         let mut t = ChatTemplate { env, source: source.to_string(), takes_tools: false };
         t.takes_tools = t.probe_tools();
         Ok(t)
@@ -224,7 +224,7 @@ impl ChatTemplate {
         let t = self.env.get_template("chat").expect("added in new");
         let tools = (!tools.is_empty()).then_some(tools);
         t.render(context! { messages, tools, add_generation_prompt, bos_token, eos_token })
-            .map_err(|e| Error::invalid(format!("chat template: {}", one_line(&e))))
+            .map_err(|e| Error::Template { name: None, msg: one_line(&e) })
     }
 }
 

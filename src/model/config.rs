@@ -85,7 +85,7 @@ const MAX_DIM: usize = 1 << 20;
 impl ArchConfig {
     /// Reads config.json's text; `name` (a path) goes into error messages.
     pub fn parse(text: &[u8], name: &str) -> Result<ArchConfig> {
-        let err = |msg: String| Error::invalid(format!("{name}: {msg}"));
+        let err = |msg: String| Error::model(format!("{name}: {msg}"));
         let raw: Value = serde_json::from_slice(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
         if !raw.is_object() {
             return Err(err("not a JSON object".into()));

@@ -31,7 +31,7 @@ impl FromStr for DeviceSpec {
             "cuda" | "gpu" => Ok(DeviceSpec::Cuda(0)),
             _ => match t.strip_prefix("cuda:").map(str::parse::<usize>) {
                 Some(Ok(n)) => Ok(DeviceSpec::Cuda(n)),
-                _ => Err(Error::invalid(format!("unknown device {s:?} (expected cpu, cuda or cuda:N)"))),
+                _ => Err(Error::param(format!("unknown device {s:?} (expected cpu, cuda or cuda:N)"))),
             },
         }
     }
@@ -54,12 +54,12 @@ impl DeviceSpec {
             DeviceSpec::Cpu => Ok(Device::Cpu),
             DeviceSpec::Cuda(n) => {
                 if !cfg!(feature = "cuda") {
-                    return Err(Error::invalid(format!(
+                    return Err(Error::param(format!(
                         "device cuda:{n}: this binary was built without the `cuda` feature \
                          (cargo build --release --features cuda)"
                     )));
                 }
-                Device::new_cuda(n).map_err(|e| Error::invalid(format!("device cuda:{n}: {e}")))
+                Device::new_cuda(n).map_err(|e| Error::param(format!("device cuda:{n}: {e}")))
             }
         }
     }
@@ -89,7 +89,7 @@ impl FromStr for Precision {
             "f32" | "float32" | "fp32" => Ok(Precision::F32),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
             "f16" | "float16" | "fp16" | "half" => Ok(Precision::F16),
-            _ => Err(Error::invalid(format!("unknown dtype {s:?} (expected f32, bf16 or f16)"))),
+            _ => Err(Error::param(format!("unknown dtype {s:?} (expected f32, bf16 or f16)"))),
         }
     }
 }

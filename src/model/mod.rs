@@ -143,11 +143,11 @@ impl LoadedModel {
         let dir = dir.as_ref();
         if !dir.is_dir() {
             let what = if dir.exists() { "is not a directory" } else { "does not exist" };
-            return Err(Error::invalid(format!("model directory {} {what}", dir.display())));
+            return Err(Error::model(format!("model directory {} {what}", dir.display())));
         }
         let cfg_path = dir.join("config.json");
         if !cfg_path.is_file() {
-            return Err(Error::invalid(format!(
+            return Err(Error::model(format!(
                 "{}: no config.json (expected a Hugging Face model directory)",
                 dir.display()
             )));
@@ -156,7 +156,7 @@ impl LoadedModel {
         let cfg = ArchConfig::parse(&text, &cfg_path.display().to_string())?;
         let tok_path = dir.join("tokenizer.json");
         if !tok_path.is_file() {
-            return Err(Error::invalid(format!(
+            return Err(Error::model(format!(
                 "{}: no tokenizer.json (only fast tokenizers are supported)",
                 dir.display()
             )));
@@ -206,7 +206,7 @@ impl LoadedModel {
 
 /// Reads a whole file; the error names it (one line, no nested source).
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::invalid(format!("{}: cannot read: {e}", path.display())))
+    std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })
 }
 
 fn info(name: String, cfg: &ArchConfig, opts: &LoadOptions) -> ModelInfo {

@@ -111,7 +111,7 @@ pub struct CandleModel {
 }
 
 fn candle_err(what: &str) -> impl Fn(candle_core::Error) -> Error + '_ {
-    move |e| Error::invalid(format!("{what}: {}", candle_msg(&e)))
+    move |e| Error::model_from(format!("{what}: {}", candle_msg(&e)), e)
 }
 
 /// A candle error on one line (with `RUST_BACKTRACE` set, candle appends a backtrace).
@@ -134,7 +134,7 @@ impl CandleModel {
     pub(crate) fn build(cfg: &ArchConfig, weights: Weights, device: &Device, dtype: DType) -> Result<CandleModel> {
         weights.check(cfg)?;
         let name = weights.name.clone();
-        let cfg_err = |e: serde_json::Error| Error::invalid(format!("config for {name}: {e}"));
+        let cfg_err = |e: serde_json::Error| Error::model_from(format!("config for {name}: {e}"), e);
         let mut raw = cfg.raw.clone();
         use serde_json::json;
         let aliases: &[(&str, &str)] = if cfg.arch == Arch::Mistral && cfg.tied && !weights.contains("lm_head.weight") {
@@ -201,7 +201,7 @@ impl CandleModel {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "unknown error".into());
-                return Err(Error::invalid(format!("{name}: the {} loader failed: {msg}", cfg.arch)));
+                return Err(Error::model(format!("{name}: the {} loader failed: {msg}", cfg.arch)));
             }
         };
         Ok(CandleModel {
@@ -265,7 +265,7 @@ impl CandleModel {
     pub fn batched(&self) -> Result<BatchNet> {
         match &self.batch {
             Ok((vb, cfg)) => BatchNet::load(vb.clone(), cfg, self.dtype, &self.device),
-            Err(why) => Err(Error::invalid(why.clone())),
+            Err(why) => Err(Error::model(why.clone())),
         }
     }
 
@@ -291,19 +291,20 @@ impl LanguageModel for CandleModel {
 
     fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
         if self.broken {
-            return Err(Error::invalid("the model's state is unusable after a failed forward pass; restart it"));
+            return Err(Error::model("the model's state is unusable after a failed forward pass; restart it"));
         }
         if tokens.is_empty() {
-            return Err(Error::invalid(
+            return Err(Error::param(
                 "the model needs at least one input token (a BOS or a prompt) before it can predict",
             ));
         }
         if let Some(t) = tokens.iter().find(|t| t.0 as usize >= self.width) {
-            return Err(Error::invalid(format!("token id {} is outside the model's vocabulary ({})", t.0, self.width)));
+            return Err(Error::param(format!("token id {} is outside the model's vocabulary ({})", t.0, self.width)));
         }
         let end = self.pos + tokens.len();
         if end > self.max_positions {
             return Err(Error::Limit {
+                kind: crate::error::LimitKind::Context,
                 what: format!("context length ({} tokens so far + {} new)", self.pos, tokens.len()),
                 limit: self.max_positions,
                 hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
@@ -322,7 +323,7 @@ impl LanguageModel for CandleModel {
         };
         if row.len() != self.width || logits.len() != self.width {
             self.broken = true;
-            return Err(Error::invalid(format!(
+            return Err(Error::model(format!(
                 "logits row has {} entries, expected {} (buffer {})",
                 row.len(),
                 self.width,
@@ -343,7 +344,7 @@ impl LanguageModel for CandleModel {
 
     fn fork(&self) -> Result<Box<dyn LanguageModel>> {
         if self.broken {
-            return Err(Error::invalid("cannot fork a model whose last forward pass failed"));
+            return Err(Error::state("cannot fork a model whose last forward pass failed"));
         }
         let mut fork = self.clone();
         fork.saved = None;
@@ -356,7 +357,7 @@ impl LanguageModel for CandleModel {
     }
 
     fn rewind(&mut self) -> Result<()> {
-        let saved = self.saved.take().ok_or_else(|| Error::invalid("no checkpoint to rewind to"))?;
+        let saved = self.saved.take().ok_or_else(|| Error::state("no checkpoint to rewind to"))?;
         (self.net, self.pos, self.broken) = *saved;
         Ok(())
     }

@@ -52,7 +52,7 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
     let text = read_file(path)?;
     serde_json::from_slice(&text)
         .map(Some)
-        .map_err(|e| Error::invalid(format!("{}: not valid JSON: {e}", path.display())))
+        .map_err(|e| Error::model_from(format!("{}: not valid JSON: {e}", path.display()), e))
 }
 
 impl PromptFormat {
@@ -68,7 +68,7 @@ impl PromptFormat {
         let jinja = dir.join("chat_template.jinja");
         let template = if jinja.is_file() {
             let src = String::from_utf8(read_file(&jinja)?)
-                .map_err(|_| Error::invalid(format!("{}: not UTF-8", jinja.display())))?;
+                .map_err(|_| Error::model(format!("{}: not UTF-8", jinja.display())))?;
             Some(ChatTemplate::new(&src, &jinja.display().to_string())?)
         } else {
             match tc.as_ref().and_then(|t| t.get("chat_template")) {

@@ -42,7 +42,7 @@ impl Weights {
         // disk while the model is loaded is undefined behaviour; model files are not edited in
         // place while a server reads them, and this is how candle (and safetensors) load.
         let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(|e| {
-            Error::invalid(format!("{name}: not a readable safetensors file: {}", super::net::candle_msg(&e)))
+            Error::model_from(format!("{name}: not a readable safetensors file: {}", super::net::candle_msg(&e)), e)
         })?;
         let index =
             st.tensors().into_iter().map(|(n, v)| (n, (v.shape().to_vec(), DType::try_from(v.dtype()).ok()))).collect();
@@ -51,8 +51,9 @@ impl Weights {
 
     /// Weights in a static buffer (the embedded model).
     pub fn from_static(bytes: &'static [u8], name: &str) -> Result<Weights> {
-        let st = SliceSafetensors::new(bytes)
-            .map_err(|e| Error::invalid(format!("{name}: not a safetensors buffer: {}", super::net::candle_msg(&e))))?;
+        let st = SliceSafetensors::new(bytes).map_err(|e| {
+            Error::model_from(format!("{name}: not a safetensors buffer: {}", super::net::candle_msg(&e)), e)
+        })?;
         let index =
             st.tensors().into_iter().map(|(n, v)| (n, (v.shape().to_vec(), DType::try_from(v.dtype()).ok()))).collect();
         Ok(Weights { backend: Box::new(st), index, name: name.to_string() })
@@ -110,7 +111,7 @@ impl Weights {
         } else {
             ""
         };
-        Err(Error::invalid(format!(
+        Err(Error::model(format!(
             "weights {} do not fit this {} config: {}{hint}",
             self.name,
             cfg.arch,
@@ -136,30 +137,27 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if index.is_file() {
         let text = read_file(&index)?;
         let json: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| Error::invalid(format!("{}: not valid JSON: {e}", index.display())))?;
+            .map_err(|e| Error::model_from(format!("{}: not valid JSON: {e}", index.display()), e))?;
         let map = json
             .get("weight_map")
             .and_then(|m| m.as_object())
-            .ok_or_else(|| Error::invalid(format!("{}: no \"weight_map\" object", index.display())))?;
+            .ok_or_else(|| Error::model(format!("{}: no \"weight_map\" object", index.display())))?;
         let mut shards: BTreeMap<String, ()> = BTreeMap::new();
         for (tensor, file) in map {
             let file = file.as_str().ok_or_else(|| {
-                Error::invalid(format!("{}: weight_map[{tensor:?}] is not a file name", index.display()))
+                Error::model(format!("{}: weight_map[{tensor:?}] is not a file name", index.display()))
             })?;
             if file.contains('/') || file.contains('\\') || file.starts_with('.') {
-                return Err(Error::invalid(format!(
-                    "{}: shard name {file:?} is not a plain file name",
-                    index.display()
-                )));
+                return Err(Error::model(format!("{}: shard name {file:?} is not a plain file name", index.display())));
             }
             shards.insert(file.to_string(), ());
         }
         let files: Vec<PathBuf> = shards.into_keys().map(|f| dir.join(f)).collect();
         if let Some(f) = files.iter().find(|f| !f.is_file()) {
-            return Err(Error::invalid(format!("{}: shard {} is missing", index.display(), f.display())));
+            return Err(Error::model(format!("{}: shard {} is missing", index.display(), f.display())));
         }
         if files.is_empty() {
-            return Err(Error::invalid(format!("{}: weight_map is empty", index.display())));
+            return Err(Error::model(format!("{}: weight_map is empty", index.display())));
         }
         return Ok(files);
     }
@@ -167,7 +165,7 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if single.is_file() {
         return Ok(vec![single]);
     }
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::invalid(format!("{}: cannot list: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "safetensors"))
@@ -176,7 +174,7 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if files.is_empty() {
         let other = ["pytorch_model.bin", "model.bin", "consolidated.00.pth"].iter().find(|f| dir.join(f).is_file());
         let hint = other.map_or(String::new(), |f| format!(" (found {f}: only safetensors weights are supported)"));
-        return Err(Error::invalid(format!("{}: no *.safetensors weights{hint}", dir.display())));
+        return Err(Error::model(format!("{}: no *.safetensors weights{hint}", dir.display())));
     }
     Ok(files)
 }

@@ -67,7 +67,7 @@ impl Candidates {
             }
             if !l.is_finite() {
                 self.items.clear();
-                return Err(Error::invalid(format!(
+                return Err(Error::param(format!(
                     "logit of token {i} is {l}; logits must be finite, or -inf for a disallowed token"
                 )));
             }
@@ -75,7 +75,7 @@ impl Candidates {
             self.items.push(Candidate { id: TokenId(i as u32), logit: l + 0.0 });
         }
         if self.items.is_empty() {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "no token is allowed: all {} logits are -inf after the mask",
                 logits.len()
             )));
@@ -192,9 +192,13 @@ mod tests {
         let c = Candidates::from_logits(&[1.0, ninf, -0.0, 3.0]).unwrap();
         assert_eq!(ids(c.as_slice()), vec![0, 2, 3]);
         assert_eq!(c.top().id, TokenId(3));
-        assert!(matches!(Candidates::from_logits(&[ninf, ninf]), Err(Error::Invalid(m)) if m.contains("no token")));
-        assert!(matches!(Candidates::from_logits(&[]), Err(Error::Invalid(_))));
-        assert!(matches!(Candidates::from_logits(&[0.0, f32::NAN]), Err(Error::Invalid(m)) if m.contains("token 1")));
+        assert!(
+            matches!(Candidates::from_logits(&[ninf, ninf]), Err(Error::Param { msg }) if msg.contains("no token"))
+        );
+        assert!(matches!(Candidates::from_logits(&[]), Err(Error::Param { .. })));
+        assert!(
+            matches!(Candidates::from_logits(&[0.0, f32::NAN]), Err(Error::Param { msg }) if msg.contains("token 1"))
+        );
         assert!(Candidates::from_logits(&[f32::INFINITY]).is_err());
     }
 

@@ -40,7 +40,7 @@
 //! # Invariants
 //!
 //! - After the mask, if no token has a finite logit, [`Sampler::sample`] returns
-//!   [`Error::Invalid`](crate::Error::Invalid); it never panics and never picks a masked token.
+//!   [`Error::Param`](crate::Error::Param); it never panics and never picks a masked token.
 //! - Every filter keeps the top candidate (highest logit, lowest id among equal logits), so the
 //!   candidate list is never empty once filled.
 //! - Ties are broken by token id, so every cut, and hence every step, is deterministic: the same

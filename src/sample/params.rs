@@ -120,7 +120,7 @@ impl SamplingParams {
         check_openai_penalty("frequency_penalty", self.frequency_penalty)?;
         check_openai_penalty("presence_penalty", self.presence_penalty)?;
         if self.top_logprobs > MAX_TOP_LOGPROBS {
-            return Err(Error::invalid(format!(
+            return Err(Error::param(format!(
                 "top_logprobs must be at most {MAX_TOP_LOGPROBS}, got {}",
                 self.top_logprobs
             )));
@@ -136,7 +136,7 @@ pub(crate) fn check_temperature(t: f32) -> Result<()> {
     if t.is_finite() && t >= 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!("temperature must be a finite number >= 0 (0 means greedy), got {t}")))
+        Err(Error::param(format!("temperature must be a finite number >= 0 (0 means greedy), got {t}")))
     }
 }
 
@@ -144,7 +144,7 @@ pub(crate) fn check_top_p(p: f32) -> Result<()> {
     if p > 0.0 && p <= 1.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!("top_p must be in (0, 1], got {p}")))
+        Err(Error::param(format!("top_p must be in (0, 1], got {p}")))
     }
 }
 
@@ -152,7 +152,7 @@ pub(crate) fn check_min_p(p: f32) -> Result<()> {
     if (0.0..=1.0).contains(&p) {
         Ok(())
     } else {
-        Err(Error::invalid(format!("min_p must be in [0, 1], got {p}")))
+        Err(Error::param(format!("min_p must be in [0, 1], got {p}")))
     }
 }
 
@@ -160,7 +160,7 @@ pub(crate) fn check_top_n_sigma(n: f32) -> Result<()> {
     if n.is_finite() && n > 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!("top_n_sigma must be a finite number > 0, got {n}")))
+        Err(Error::param(format!("top_n_sigma must be a finite number > 0, got {n}")))
     }
 }
 
@@ -168,7 +168,7 @@ pub(crate) fn check_repetition_penalty(p: f32) -> Result<()> {
     if p.is_finite() && p > 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!("repetition_penalty must be a finite number > 0 (1 is off), got {p}")))
+        Err(Error::param(format!("repetition_penalty must be a finite number > 0 (1 is off), got {p}")))
     }
 }
 
@@ -176,7 +176,7 @@ pub(crate) fn check_openai_penalty(name: &str, v: f32) -> Result<()> {
     if (-2.0..=2.0).contains(&v) {
         Ok(())
     } else {
-        Err(Error::invalid(format!("{name} must be in [-2, 2], got {v}")))
+        Err(Error::param(format!("{name} must be in [-2, 2], got {v}")))
     }
 }
 
@@ -186,8 +186,8 @@ mod tests {
 
     fn err(p: SamplingParams) -> String {
         match p.validate() {
-            Err(Error::Invalid(m)) => m,
-            other => panic!("expected Error::Invalid, got {other:?}"),
+            Err(Error::Param { msg }) => msg,
+            other => panic!("expected Error::Param, got {other:?}"),
         }
     }
 

@@ -118,7 +118,7 @@ fn nothing_allowed_is_an_error_not_a_panic() {
     let mut s = Sampler::new(params(|_| ())).unwrap();
     let none = TokenSet::new(4);
     let r = s.sample(&mut [1.0; 4], Some(&none), &TokenCounts::new());
-    assert!(matches!(r, Err(Error::Invalid(ref m)) if m.contains("no token is allowed")), "{r:?}");
+    assert!(matches!(r, Err(Error::Param { ref msg }) if msg.contains("no token is allowed")), "{r:?}");
     // An allowed token whose logit is NaN is an error; a masked NaN is harmless.
     let mask = set(3, &[0, 1]);
     assert!(s.sample(&mut [0.0, f32::NAN, 1.0], Some(&mask), &TokenCounts::new()).is_err());
@@ -276,7 +276,7 @@ fn sampler_new_validates() {
         params(|p| p.presence_penalty = f32::NAN),
         params(|p| p.top_logprobs = MAX_TOP_LOGPROBS + 1),
     ] {
-        assert!(matches!(Sampler::new(bad.clone()), Err(Error::Invalid(_))), "{bad:?} accepted");
+        assert!(matches!(Sampler::new(bad.clone()), Err(Error::Param { .. })), "{bad:?} accepted");
     }
     // top_k = Some(0) means off, not an error.
     assert!(Sampler::new(params(|p| p.top_k = Some(0))).is_ok());

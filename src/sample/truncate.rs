@@ -31,7 +31,7 @@ impl Temperature {
         if t.is_finite() && t > 0.0 {
             Ok(Temperature { t })
         } else {
-            Err(Error::invalid(format!("Temperature needs a finite t > 0 (use greedy for 0), got {t}")))
+            Err(Error::param(format!("Temperature needs a finite t > 0 (use greedy for 0), got {t}")))
         }
     }
 }
@@ -55,7 +55,7 @@ impl TopK {
     /// `k >= 1`.
     pub fn new(k: usize) -> Result<TopK> {
         if k == 0 {
-            return Err(Error::invalid("top_k must be at least 1 (use None for off)"));
+            return Err(Error::param("top_k must be at least 1 (use None for off)"));
         }
         Ok(TopK { k })
     }
@@ -137,7 +137,7 @@ impl MinP {
     pub fn new(min_p: f32) -> Result<MinP> {
         check_min_p(min_p)?;
         if min_p == 0.0 {
-            return Err(Error::invalid("MinP needs min_p > 0 (0 is off)"));
+            return Err(Error::param("MinP needs min_p > 0 (0 is off)"));
         }
         Ok(MinP { min_p })
     }

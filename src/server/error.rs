@@ -63,16 +63,22 @@ impl ApiError {
         self
     }
 
-    /// A library error about the request's `param` (a schema, grammar, regex, sampling knob):
-    /// 400, except I/O and tokenizer failures, which are the server's (500).
+    /// A library error about the request's `param` (a schema, grammar, regex, sampling knob,
+    /// messages the chat template refuses): 400; the server's own failures (I/O, tokenizer,
+    /// model, an output that does not read back, a call out of order) are 500s.
     pub fn from_lib(e: Error, param: Option<&str>) -> ApiError {
         let code = match &e {
             Error::Schema { .. } => Some("invalid_schema"),
             Error::Grammar { .. } => Some("invalid_grammar"),
             Error::Regex { .. } => Some("invalid_regex"),
             Error::Limit { .. } => Some("limit_exceeded"),
-            Error::Invalid(_) | Error::TokenNotAllowed { .. } => None,
-            Error::Tokenizer { .. } | Error::Io { .. } => {
+            Error::Template { .. } => Some("invalid_messages"),
+            Error::Param { .. } | Error::TokenNotAllowed { .. } | Error::TextNotAllowed { .. } => None,
+            Error::Tokenizer { .. }
+            | Error::Io { .. }
+            | Error::Model { .. }
+            | Error::Output { .. }
+            | Error::State { .. } => {
                 return ApiError::internal(one_line(&e.to_string()));
             }
         };

@@ -121,7 +121,7 @@ impl ToolChat {
             }
         }
         let e = first.expect("at least one attempt");
-        Err(Error::invalid(format!("the model's chat template refused these messages: {e}")))
+        Err(Error::Template { name: None, msg: format!("it refused these messages: {e}") })
     }
 }
 

@@ -82,7 +82,7 @@ fn load_bytes(text: &[u8], name: &str, configs: Configs) -> Result<Vocab> {
         return Err(err("empty vocabulary".into()));
     }
     if n > 1 << 24 {
-        return Err(Error::limit("vocabulary size", 1 << 24));
+        return Err(Error::limit(crate::error::LimitKind::Vocabulary, "vocabulary size", 1 << 24));
     }
     let mut names = vec![String::new(); n];
     for (s, &id) in &full {

@@ -142,7 +142,7 @@ impl LanguageModel for SlowSequence {
         self.inner.forward(tokens, logits)
     }
     fn fork(&self) -> strictly::Result<Box<dyn LanguageModel>> {
-        Err(strictly::Error::invalid("no forks here"))
+        Err(strictly::Error::state("no forks here"))
     }
 }
 

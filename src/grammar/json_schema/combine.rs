@@ -609,6 +609,7 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
         if a.len() > MAX_ENUM {
             return Err(crate::Error::Limit {
+                kind: crate::error::LimitKind::EnumValues,
                 what: format!("`enum` values at {}", join(pointer, "enum")),
                 limit: MAX_ENUM,
                 hint: None,
@@ -726,7 +727,7 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
                 }
             }
         }
-        Err::<(), _>(crate::error::Error::invalid("rolled back"))
+        Err::<(), _>(crate::error::Error::state("rolled back"))
     });
     if let Some(e) = limit {
         return Err(e);
@@ -824,7 +825,7 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
                 let before = c.unenforced.len();
                 let e = compile_all(c, &full)?;
                 if c.unenforced.len() > before {
-                    return Err(crate::error::Error::invalid("not exact"));
+                    return Err(crate::error::Error::state("not exact"));
                 }
                 Ok(e)
             });

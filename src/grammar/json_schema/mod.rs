@@ -40,7 +40,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, LimitKind, Location, Result};
 use crate::grammar::{Expr, Grammar, Rule, RuleId};
 use crate::regular::DfaLimits;
 
@@ -113,6 +113,7 @@ pub fn compile_within(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimit
     for v in std::iter::once(schema).chain(opts.documents.values()) {
         if json_depth_exceeds(v, MAX_JSON_DEPTH) {
             return Err(Error::Limit {
+                kind: LimitKind::DocumentDepth,
                 what: "JSON nesting depth of the schema document".into(),
                 limit: MAX_JSON_DEPTH,
                 hint: None,
@@ -286,6 +287,7 @@ impl<'s> Compiler<'s> {
             let shown: String = pointer.chars().take(80).collect();
             let more = if shown.len() < pointer.len() { "…" } else { "" };
             return Err(Error::Limit {
+                kind: LimitKind::SchemaDepth,
                 what: format!("schema nesting depth at {shown}{more}"),
                 limit: MAX_DEPTH,
                 hint: None,

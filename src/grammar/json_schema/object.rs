@@ -54,6 +54,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     for (kw, n) in [("properties", props.len()), ("required", required.len())] {
         if n > super::MAX_PROPERTIES {
             return Err(crate::Error::Limit {
+                kind: crate::error::LimitKind::Properties,
                 what: format!("names in `{kw}` at {}", join(pointer, kw)),
                 limit: super::MAX_PROPERTIES,
                 hint: None,

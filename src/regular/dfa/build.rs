@@ -16,7 +16,7 @@ use regex_syntax::hir::Hir;
 use super::explore::explore;
 use super::finite::{finite_strings, string_count, FINITE_STRINGS};
 use super::{Dfa, DfaLimits};
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Location, Result};
 use crate::regular::Lexeme;
 
 impl Dfa {
@@ -31,7 +31,8 @@ impl Dfa {
     /// [`from_hir`](Dfa::from_hir) through `regex-automata` always (Thompson NFA, then
     /// determinization).
     pub(super) fn from_hir_nfa(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
-        let too_big = |what: &str, limit: usize| Error::Limit {
+        let too_big = |kind: LimitKind, what: &str, limit: usize| Error::Limit {
+            kind,
             what: format!("{what} for this regular expression"),
             limit,
             hint: Some(
@@ -43,7 +44,7 @@ impl Dfa {
             .build_from_hir(hir)
             .map_err(|e| {
                 if e.to_string().contains("exceeds") {
-                    too_big("NFA bytes", limits.nfa_bytes)
+                    too_big(LimitKind::NfaBytes, "NFA bytes", limits.nfa_bytes)
                 } else {
                     Error::Regex { at: crate::error::Location::Column(1), msg: e.to_string() }
                 }
@@ -64,7 +65,7 @@ impl Dfa {
             .map_err(|e| {
                 let s = e.to_string();
                 if s.contains("exceeded") || s.contains("limit") {
-                    too_big("DFA bytes", limits.dfa_bytes)
+                    too_big(LimitKind::DfaBytes, "DFA bytes", limits.dfa_bytes)
                 } else if s.contains("word boundary") || s.contains("quit") {
                     Error::Regex {
                         at: crate::error::Location::Column(1),
@@ -148,11 +149,14 @@ impl Dfa {
 
         let start_id = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| Error::invalid(format!("regex start state: {e}")))?;
+            .map_err(|e| Error::Regex { at: Location::Column(1), msg: format!("regex start state: {e}") })?;
 
         let live = |s: StateID| -> Result<Option<StateID>> {
             if dfa.is_quit_state(s) {
-                return Err(Error::invalid("regex needs look-around that a DFA cannot do"));
+                return Err(Error::Regex {
+                    at: Location::Column(1),
+                    msg: "regex needs look-around that a DFA cannot do".into(),
+                });
             }
             Ok((!dfa.is_dead_state(s)).then_some(s))
         };
@@ -163,7 +167,7 @@ impl Dfa {
             limits.states,
             |&s, b| live(dfa.next_state(s, b)),
             |&s| dfa.is_match_state(dfa.next_eoi_state(s)),
-            || Error::limit("DFA states for this regular expression", limits.states),
+            || Error::limit(LimitKind::DfaStates, "DFA states for this regular expression", limits.states),
             None,
         )
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::explore::explore;
 use super::{next_id, Dfa, DfaLimits, DEAD};
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Result};
 
 impl Dfa {
     /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
@@ -129,7 +129,7 @@ impl Dfa {
             limits.states,
             |&p, b| Ok(step(p, b)),
             |&p| accepting(p),
-            || Error::limit("DFA states for a counted repetition", limits.states),
+            || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limits.states),
             Some((slots, &slot)),
         )
         .map(Some)
@@ -188,7 +188,7 @@ impl Counter {
         let states =
             (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
         if states > limit {
-            return Err(Error::limit("DFA states for a counted repetition", limit));
+            return Err(Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limit));
         }
         let mut place = vec![u32::MAX; unit.accept.len()];
         row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);

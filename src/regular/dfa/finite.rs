@@ -7,7 +7,7 @@ use regex_syntax::hir::Hir;
 use super::explore::explore;
 use super::product::common_classes;
 use super::{Dfa, DfaLimits, DEAD};
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Result};
 
 impl Dfa {
     /// The DFA of a finite set of strings: a trie. A state is the range of the sorted,
@@ -46,7 +46,7 @@ impl Dfa {
                 Ok((first < last).then_some((lo + first as u32, lo + last as u32, depth + 1)))
             },
             |&(lo, _, depth)| strings[lo as usize].len() == depth as usize,
-            || Error::limit("DFA states for a set of strings", limits.states),
+            || Error::limit(LimitKind::DfaStates, "DFA states for a set of strings", limits.states),
             None,
         )
     }
@@ -83,7 +83,7 @@ impl Dfa {
                 })
             },
             |p| matches!(*p, Pos::B(s) if b.accept[s as usize]),
-            || Error::limit("DFA states for a sequence of regexes", limits.states),
+            || Error::limit(LimitKind::DfaStates, "DFA states for a sequence of regexes", limits.states),
             Some((a.accept.len() + b.accept.len(), &|p: &Pos| match *p {
                 Pos::A(s) => s as usize,
                 Pos::B(s) => a.accept.len() + s as usize,

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use super::explore::SlotIds;
 use super::{next_id, Counter, Dfa, DfaLimits, DEAD};
-use crate::error::{Error, Result};
+use crate::error::{Error, LimitKind, Result};
 use crate::regular::FxBuild;
 
 impl Dfa {
@@ -47,6 +47,7 @@ impl Dfa {
         }
         let (classes, reps) = common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes);
         let too_many = || Error::Limit {
+            kind: LimitKind::DfaStates,
             what: "DFA states for an intersection or complement of regexes".into(),
             limit: limits.states,
             hint: Some(

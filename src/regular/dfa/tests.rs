@@ -321,5 +321,9 @@ fn exponential_regex_is_a_limit_error() {
     // Determinizing it needs 2^41 states: the byte limit stops it (a deterministic amount of
     // work, whatever the machine).
     let e = Dfa::from_hir(&hir, DfaLimits::default()).err().expect("must hit a limit");
-    assert!(matches!(e, Error::Limit { .. }), "{e}");
+    assert_eq!(e.limit_kind(), Some(crate::error::LimitKind::DfaBytes), "{e}");
+    // A state limit is a limit of another kind, which a caller can tell apart.
+    let tight = DfaLimits { states: 10, ..DfaLimits::default() };
+    let e = Dfa::from_hir(&crate::regular::regex::parse("[a-z]{20}").unwrap(), tight).err().expect("a limit");
+    assert_eq!(e.limit_kind(), Some(crate::error::LimitKind::DfaStates), "{e}");
 }
