@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use strictly::{
-    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, VocabEnv},
+    automaton::{BackendChoice, CompileOptions, Compiled, Constraint, VocabEnv},
     grammar::{ebnf, json_schema::JsonSchemaOptions, reference::Reference, Grammar},
     TokenSet, Vocab,
 };
@@ -113,8 +113,8 @@ fn read_case(path: &Path) -> Case {
 }
 
 /// The one place the runner compiles a case.
-fn compile(env: &Arc<VocabEnv>, constraint: &Constraint, engine: EngineChoice) -> strictly::Result<Arc<Compiled>> {
-    Compiled::with_options(env, constraint, &CompileOptions { engine, ..CompileOptions::default() })
+fn compile(env: &Arc<VocabEnv>, constraint: &Constraint, engine: BackendChoice) -> strictly::Result<Arc<Compiled>> {
+    Compiled::with_options(env, constraint, &CompileOptions { backend: engine, ..CompileOptions::default() })
 }
 
 // ---- the corpus itself, by independent judges ------------------------------------------------
@@ -246,7 +246,7 @@ fn run_vocab(vname: &str, vocab: &Arc<Vocab>) -> usize {
     let mut p = Problems::default();
     let mut inputs = 0;
     for case in cases() {
-        for engine in [EngineChoice::Auto, EngineChoice::Earley] {
+        for engine in [BackendChoice::Auto, BackendChoice::Earley] {
             let what = format!("{} with {vname} ({engine:?})", case.name);
             let c = match compile(&env, &case.constraint, engine) {
                 Ok(c) => c,

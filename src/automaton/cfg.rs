@@ -1,4 +1,4 @@
-//! `Cfg`: a grammar lowered for the Earley engine — productions over nonterminals and
+//! `Cfg`: a grammar lowered for the Earley parser — productions over nonterminals and
 //! terminals, where each terminal is a regular language (a lexeme) with its own [`Dfa`].
 //!
 //! Lowering from the IR:
@@ -118,7 +118,7 @@ impl Cfg {
         Ok(None)
     }
 
-    /// The grammar lowered for the Earley engine; `None` when its start rule derives no finite
+    /// The grammar lowered for the Earley parser; `None` when its start rule derives no finite
     /// string (the language is empty: the caller says so in the front end's terms).
     pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Option<Cfg>> {
         let (regular, sizes) = regular_rules(g);

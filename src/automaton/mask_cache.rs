@@ -1,7 +1,7 @@
 //! `MaskCache`: per set of lexer states, the part of the mask that does not depend on the
 //! parser, and the few places where it does.
 //!
-//! Between lexeme boundaries the Earley engine's position is a list of scans (terminal, DFA
+//! Between lexeme boundaries the Earley parser's position is a list of scans (terminal, DFA
 //! state, origin row). While a token's bytes keep some scan alive, the token is allowed
 //! whatever the rows are: a live scan can always be completed (see [`earley`](super::earley)).
 //! So per *lexer key* (the scans' (DFA, state) pairs, in order) we walk the token trie once
@@ -37,7 +37,7 @@
 //! Under a token budget (how generation asks) an entry also bounds the finish cost of its
 //! `inside` tokens (`inside_dist`, per scan: the farthest rest its lexeme may still need); when
 //! the budget covers the bound the cached mask is used with the budget checked in the group
-//! walks only, else the caller walks the whole trie. The DFA engine (a regular constraint)
+//! walks only, else the caller walks the whole trie. The DFA backend (a regular constraint)
 //! uses the entry of its one DFA: its mask is `inside` and the groups' `at` ids.
 //!
 //! Entries are built lazily, on the first mask at a key, so compiling stays cheap. An entry
@@ -780,7 +780,7 @@ impl MaskCache {
     }
 
     /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
-    /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA engine asks with its one
+    /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA backend asks with its one
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
     pub fn get_or_build_for(&self, env: &VocabEnv, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
         let horizon = horizon(env);

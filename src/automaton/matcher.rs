@@ -1,12 +1,12 @@
 //! `Matcher`: the per-sequence state of one constrained output.
 //!
-//! One public type over two engines: a DFA run (regular constraints: a stack of DFA states)
+//! One public type over two backends: a DFA run (regular constraints: a stack of DFA states)
 //! and an Earley run (context-free grammars, see [`cfg_run`](super::cfg_run)). Both keep one
 //! state per committed token, so `rollback(n)` is exact. The mask is "every token whose bytes
 //! keep the output extendable, plus EOS exactly when the output so far is complete". A token
 //! whose bytes end inside a UTF-8 character is fine: the automata run on bytes.
 //!
-//! Masks take `&mut self` because the Earley engine builds rows speculatively while it walks
+//! Masks take `&mut self` because the Earley parser builds rows speculatively while it walks
 //! the token trie (and removes them before returning): the matcher's observable state does not
 //! change.
 //!
@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use super::cfg_run::CfgRun;
-use super::{Compiled, Engine};
+use super::{Backend, Compiled};
 use crate::error::{Error, Result};
 use crate::regular::DEAD;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -42,9 +42,9 @@ pub struct Matcher {
 
 impl Matcher {
     pub fn new(compiled: Arc<Compiled>) -> Matcher {
-        let run = match &compiled.engine {
-            Engine::Dfa { dfa, .. } => Run::Dfa(vec![dfa.start()]),
-            Engine::Cfg(cfg) => Run::Cfg(Box::new(CfgRun::new(cfg))),
+        let run = match &compiled.backend {
+            Backend::Dfa { dfa, .. } => Run::Dfa(vec![dfa.start()]),
+            Backend::Earley(cfg) => Run::Cfg(Box::new(CfgRun::new(cfg))),
         };
         Matcher { compiled, run }
     }
@@ -75,25 +75,25 @@ impl Matcher {
 
     /// Is the output so far complete (EOS allowed now)?
     pub fn is_accepting(&self) -> bool {
-        match (&self.run, &self.compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+        match (&self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
                 s != ENDED && s != DEAD && dfa.is_accepting(s)
             }
             (Run::Cfg(c), _) => c.is_accepting(),
-            _ => unreachable!("run matches engine"),
+            _ => unreachable!("the run matches the backend"),
         }
     }
 
     /// Is no continuation possible except EOS (the output is complete and cannot grow)?
     pub fn is_finished(&self) -> bool {
-        match (&self.run, &self.compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+        match (&self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
                 s == ENDED || (self.is_accepting() && (0..=255u8).all(|b| dfa.next(s, b) == DEAD))
             }
             (Run::Cfg(c), _) => c.is_finished(),
-            _ => unreachable!("run matches engine"),
+            _ => unreachable!("the run matches the backend"),
         }
     }
 
@@ -133,8 +133,8 @@ impl Matcher {
         let compiled = self.compiled.clone();
         let env = &compiled.env;
         let vocab = env.vocab();
-        match (&mut self.run, &compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { dfa, finish_tokens }) => {
+        match (&mut self.run, &compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
                 if s == ENDED || s == DEAD {
                     return;
@@ -173,14 +173,14 @@ impl Matcher {
                     }
                 }
             }
-            (Run::Cfg(c), Engine::Cfg(cfg)) => {
+            (Run::Cfg(c), Backend::Earley(cfg)) => {
                 if reference {
                     c.reference(cfg, vocab, mask, after_budget);
                 } else {
                     c.fill(cfg, env, mask, after_budget);
                 }
             }
-            _ => unreachable!("run matches engine"),
+            _ => unreachable!("the run matches the backend"),
         }
         if self.is_accepting() {
             for &e in vocab.eos() {
@@ -206,13 +206,13 @@ impl Matcher {
         if bytes.is_empty() {
             return false;
         }
-        match (&mut self.run, &self.compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+        match (&mut self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
                 s != ENDED && dfa.run(s, bytes) != DEAD
             }
-            (Run::Cfg(c), Engine::Cfg(cfg)) => c.allows_bytes(cfg, bytes),
-            _ => unreachable!("run matches engine"),
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.allows_bytes(cfg, bytes),
+            _ => unreachable!("the run matches the backend"),
         }
     }
 
@@ -242,8 +242,8 @@ impl Matcher {
     /// Appends raw bytes as if a token spelled them (for forced text). Errors if not allowed.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         let ok = !bytes.is_empty()
-            && match (&mut self.run, &self.compiled.engine) {
-                (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+            && match (&mut self.run, &self.compiled.backend) {
+                (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                     let s = *stack.last().expect("never empty");
                     let t = if s == ENDED { DEAD } else { dfa.run(s, bytes) };
                     if t != DEAD {
@@ -251,8 +251,8 @@ impl Matcher {
                     }
                     t != DEAD
                 }
-                (Run::Cfg(c), Engine::Cfg(cfg)) => c.commit_bytes(cfg, bytes)?,
-                _ => unreachable!("run matches engine"),
+                (Run::Cfg(c), Backend::Earley(cfg)) => c.commit_bytes(cfg, bytes)?,
+                _ => unreachable!("the run matches the backend"),
             };
         if ok {
             Ok(())
@@ -282,8 +282,8 @@ impl Matcher {
     /// Fewest tokens (counting single-byte tokens) that finish the output from here: an upper
     /// bound on what a budget must leave. `None` if it cannot be finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
-        let d = match (&mut self.run, &self.compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { finish_tokens, .. }) => {
+        let d = match (&mut self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { finish_tokens, .. }) => {
                 let s = *stack.last().expect("never empty");
                 if s == ENDED {
                     0
@@ -291,8 +291,8 @@ impl Matcher {
                     finish_tokens[s as usize]
                 }
             }
-            (Run::Cfg(c), Engine::Cfg(cfg)) => c.finish_cost(cfg),
-            _ => unreachable!("run matches engine"),
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg),
+            _ => unreachable!("the run matches the backend"),
         };
         (d != u32::MAX).then_some(d)
     }
@@ -300,8 +300,8 @@ impl Matcher {
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if
     /// the output may end here).
     pub fn forced_bytes(&mut self) -> Vec<u8> {
-        match (&mut self.run, &self.compiled.engine) {
-            (Run::Dfa(stack), Engine::Dfa { dfa, .. }) => {
+        match (&mut self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let mut out = Vec::new();
                 let mut s = *stack.last().expect("never empty");
                 if s == ENDED {
@@ -314,8 +314,8 @@ impl Matcher {
                 }
                 out
             }
-            (Run::Cfg(c), Engine::Cfg(cfg)) => c.forced_bytes(cfg, MAX_FORCED_BYTES),
-            _ => unreachable!("run matches engine"),
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.forced_bytes(cfg, MAX_FORCED_BYTES),
+            _ => unreachable!("the run matches the backend"),
         }
     }
 

@@ -8,7 +8,7 @@
 //!   `is_accepting`, `forced_tokens`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
-//! the automaton, skipping every subtree whose prefix is dead; the Earley engine caches, per set
+//! the automaton, skipping every subtree whose prefix is dead; the Earley parser caches, per set
 //! of lexer states and for every constraint compiled for a vocabulary, the tokens whose answer
 //! does not depend on the parser and the few places where it does (`mask_cache`), and each
 //! sequence keeps its last mask while its lexer position does not change. A slow
@@ -71,33 +71,34 @@ impl Constraint {
     }
 }
 
-/// Which engine to compile to. `Auto` uses the DFA whenever the language is regular.
+/// Which backend to compile to. `Auto` uses the DFA whenever the language is regular.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EngineChoice {
+pub enum BackendChoice {
     #[default]
     Auto,
-    /// Always the Earley engine (for tests that compare the two).
+    /// Always the Earley parser (for tests that compare the two).
     Earley,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CompileOptions {
     pub limits: CfgLimits,
-    pub engine: EngineChoice,
+    pub backend: BackendChoice,
 }
 
-pub(crate) enum Engine {
+/// The compiled form of a constraint: what [`BackendChoice`] chose.
+pub(crate) enum Backend {
     /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
     /// `s` to acceptance (an upper bound on the tokens needed to finish).
     Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
-    /// A context-free grammar for the Earley engine.
-    Cfg(cfg::Cfg),
+    /// A context-free grammar for the Earley parser.
+    Earley(cfg::Cfg),
 }
 
 /// A constraint compiled for one vocabulary. Immutable; matchers share it.
 pub struct Compiled {
     env: Arc<VocabEnv>,
-    engine: Engine,
+    backend: Backend,
 }
 
 impl Compiled {
@@ -110,23 +111,23 @@ impl Compiled {
     pub fn with_options(env: &Arc<VocabEnv>, constraint: &Constraint, opts: &CompileOptions) -> Result<Arc<Compiled>> {
         let usable = env.usable_bytes();
         let grammar = constraint.grammar_within(opts.limits.dfa)?;
-        let regular = match opts.engine {
-            EngineChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
-            EngineChoice::Earley => None,
+        let regular = match opts.backend {
+            BackendChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
+            BackendChoice::Earley => None,
         };
-        let engine = match regular {
+        let backend = match regular {
             Some(lexeme) => {
                 // An empty regular language compiles (`is_empty_language`); generation refuses it.
                 let dfa = Dfa::shared(&lexeme, opts.limits.dfa)?;
                 let finish_tokens = dfa.dist_using(usable);
-                Engine::Dfa { dfa, finish_tokens }
+                Backend::Dfa { dfa, finish_tokens }
             }
             None => match cfg::Cfg::lower(&grammar, usable, opts.limits)? {
-                Some(cfg) => Engine::Cfg(cfg),
+                Some(cfg) => Backend::Earley(cfg),
                 None => return Err(empty_language(constraint, &grammar)),
             },
         };
-        Ok(Arc::new(Compiled { env: env.clone(), engine }))
+        Ok(Arc::new(Compiled { env: env.clone(), backend }))
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
@@ -141,9 +142,9 @@ impl Compiled {
     /// Does the constraint match no output at all? (Only a regular constraint compiles with an
     /// empty language; a context-free one whose start derives nothing is a compile error.)
     pub fn is_empty_language(&self) -> bool {
-        match &self.engine {
-            Engine::Dfa { dfa, .. } => dfa.start() == DEAD,
-            Engine::Cfg(_) => false,
+        match &self.backend {
+            Backend::Dfa { dfa, .. } => dfa.start() == DEAD,
+            Backend::Earley(_) => false,
         }
     }
 
@@ -154,18 +155,18 @@ impl Compiled {
 
     /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
     pub fn min_tokens(&self) -> Option<u32> {
-        let d = match &self.engine {
-            Engine::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start() as usize],
-            Engine::Cfg(cfg) => cfg.nts[cfg::TOP as usize].minlen,
+        let d = match &self.backend {
+            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start() as usize],
+            Backend::Earley(cfg) => cfg.nts[cfg::TOP as usize].minlen,
         };
         (d != u32::MAX).then_some(d)
     }
 
     /// Facts about the compiled form, for `strictly check`.
     pub fn stats(&self) -> serde_json::Value {
-        match &self.engine {
-            Engine::Dfa { dfa, .. } => serde_json::json!({"engine": "dfa", "dfa_states": dfa.state_count()}),
-            Engine::Cfg(cfg) => serde_json::json!({
+        match &self.backend {
+            Backend::Dfa { dfa, .. } => serde_json::json!({"engine": "dfa", "dfa_states": dfa.state_count()}),
+            Backend::Earley(cfg) => serde_json::json!({
                 "engine": "earley",
                 "terminals": cfg.terms.len(),
                 "nonterminals": cfg.nts.len(),

@@ -126,7 +126,7 @@ pub fn engine_description(settings: &RunSettings) -> String {
         "strictly {} (json_schema whitespace {:?}, engine {:?})",
         env!("CARGO_PKG_VERSION"),
         settings.schema.whitespace,
-        settings.compile.engine
+        settings.compile.backend
     )
     .to_lowercase()
 }

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use strictly::automaton::{CompileOptions, EngineChoice};
+use strictly::automaton::{BackendChoice, CompileOptions};
 use strictly::bench::{run::RunSettings, BenchOptions, Clock};
 use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
 
@@ -99,7 +99,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         BenchWhitespace::Compact => Whitespace::Compact,
         BenchWhitespace::Pretty => Whitespace::Pretty,
     };
-    let engine = if a.earley { EngineChoice::Earley } else { EngineChoice::Auto };
+    let engine = if a.earley { BackendChoice::Earley } else { BackendChoice::Auto };
     if let Some(ms) = a.recheck_max_ms.filter(|ms| !(ms.is_finite() && *ms >= 0.0)) {
         anyhow::bail!("--recheck-max-ms must be a non-negative number of milliseconds, not {ms}");
     }
@@ -118,7 +118,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             pretty: a.pretty,
             clock: a.clock,
             schema: JsonSchemaOptions { whitespace, lenient: a.lenient, ..Default::default() },
-            compile: CompileOptions { engine, ..CompileOptions::default() },
+            compile: CompileOptions { backend: engine, ..CompileOptions::default() },
             recheck_over_ns: a.recheck_max_ms.map(|ms| (ms.max(0.0) * 1e6) as u64),
         },
         per_step: a.per_step,

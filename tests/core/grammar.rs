@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strictly::{
-    automaton::{CompileOptions, Compiled, Constraint, EngineChoice, VocabEnv},
+    automaton::{BackendChoice, CompileOptions, Compiled, Constraint, VocabEnv},
     grammar::{ebnf, reference::Reference, Grammar},
     TokenId, TokenSet, Vocab,
 };
@@ -95,7 +95,7 @@ proptest! {
     fn earley_agrees_with_the_reference_recognizer(seed in any::<u64>(), which in 0..SHIPPED.len()) {
         let g = shipped_grammar(SHIPPED[which]);
         let v = tiny_vocab();
-        let c = Compiled::with_options(&VocabEnv::new(v.clone()), &Constraint::Grammar(g.clone()), &CompileOptions { engine: EngineChoice::Earley, ..Default::default() }).unwrap();
+        let c = Compiled::with_options(&VocabEnv::new(v.clone()), &Constraint::Grammar(g.clone()), &CompileOptions { backend: BackendChoice::Earley, ..Default::default() }).unwrap();
         let r = Reference::new(&g);
         walk(&v, &c, seed, 12, Some(&r));
     }
@@ -124,7 +124,7 @@ fn hand_written_grammars_agree_with_the_reference() {
         let c = Compiled::with_options(
             &VocabEnv::new(v.clone()),
             &Constraint::Grammar(g.clone()),
-            &CompileOptions { engine: EngineChoice::Earley, ..Default::default() },
+            &CompileOptions { backend: BackendChoice::Earley, ..Default::default() },
         )
         .unwrap();
         for seed in 0..6 {
@@ -195,7 +195,7 @@ fn limits_surface_as_errors() {
     let g = ebnf::parse("root ::= x\nx ::= x x | x x x | \"a\"").unwrap();
     let opts = CompileOptions {
         limits: CfgLimits { max_row_items: 40, ..CfgLimits::default() },
-        engine: EngineChoice::Earley,
+        backend: BackendChoice::Earley,
     };
     let c = Compiled::with_options(&VocabEnv::new(v.clone()), &Constraint::Grammar(g), &opts).unwrap();
     let mut m = c.matcher();
@@ -235,11 +235,11 @@ fn lexeme_schemas_agree_with_the_reference() {
     for (i, s) in schemas.iter().enumerate() {
         let g = compile(s, &opts).unwrap_or_else(|e| panic!("{s}: {e}")).grammar;
         let r = Reference::new(&g);
-        for engine in [EngineChoice::Auto, EngineChoice::Earley] {
+        for engine in [BackendChoice::Auto, BackendChoice::Earley] {
             let c = Compiled::with_options(
                 &VocabEnv::new(v.clone()),
                 &Constraint::Grammar(g.clone()),
-                &CompileOptions { engine, ..Default::default() },
+                &CompileOptions { backend: engine, ..Default::default() },
             )
             .unwrap();
             for seed in 0..4 {

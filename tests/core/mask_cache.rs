@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strictly::{
-    automaton::{CompileOptions, Compiled, Constraint, EngineChoice},
+    automaton::{BackendChoice, CompileOptions, Compiled, Constraint},
     grammar::json_schema::JsonSchemaOptions,
     TokenId, TokenSet, Vocab,
 };
@@ -63,7 +63,7 @@ fn schemas() -> Vec<serde_json::Value> {
 
 /// The cached path is the Earley engine's (some of these languages are regular).
 fn earley() -> CompileOptions {
-    CompileOptions { engine: EngineChoice::Earley, ..Default::default() }
+    CompileOptions { backend: BackendChoice::Earley, ..Default::default() }
 }
 
 /// Grammars whose lexemes may end after nearly any byte.
