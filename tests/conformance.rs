@@ -101,7 +101,7 @@ fn run(files: &[PathBuf], vocab: &Arc<Vocab>, threads: usize, opts: &JsonSchemaO
                                 for (data, valid) in tests {
                                     n.tests += 1;
                                     let text = serde_json::to_string(&data).unwrap();
-                                    match (accepts(&c, &vocab, &text), valid) {
+                                    match (accepts(&c, env.vocab(), &text), valid) {
                                         (a, v) if a == v => n.agree += 1,
                                         (true, false) => {
                                             n.false_accept += 1;

@@ -163,7 +163,7 @@ impl Chat {
     fn take_logprobs(chunks: &mut Chunks, index: usize) -> Value {
         match chunks.take_logprobs(index) {
             Some((lps, k)) => {
-                json!({"content": chat_logprobs(&chunks.reply().st.inner.env.vocab(), &lps, k), "refusal": null})
+                json!({"content": chat_logprobs(chunks.reply().st.inner.env.vocab(), &lps, k), "refusal": null})
             }
             None => Value::Null,
         }
@@ -212,7 +212,7 @@ impl Format for Chat {
         }
         let logprobs = match reply.logprobs {
             Some(k) => {
-                let content = chat_logprobs(&reply.st.inner.env.vocab(), &output.logprobs, k);
+                let content = chat_logprobs(reply.st.inner.env.vocab(), &output.logprobs, k);
                 json!({"content": content, "refusal": null})
             }
             None => Value::Null,

@@ -109,7 +109,7 @@ impl Completions {
     /// Streams `text` of choice `index`, with the logprobs of the tokens not sent yet.
     fn chunk(&mut self, chunks: &mut Chunks, index: usize, text: String, finish_reason: Value) {
         let logprobs = match chunks.take_logprobs(index) {
-            Some((lps, k)) => legacy_logprobs(&chunks.reply().st.inner.env.vocab(), &lps, k, self.offsets[index]),
+            Some((lps, k)) => legacy_logprobs(chunks.reply().st.inner.env.vocab(), &lps, k, self.offsets[index]),
             None => Value::Null,
         };
         self.offsets[index] += text.len();
@@ -125,7 +125,7 @@ impl Format for Completions {
         let (reason, stop_reason) = finish(output, reply.structured, false);
         let echo = self.echo(index);
         let logprobs = match reply.logprobs {
-            Some(k) => legacy_logprobs(&reply.st.inner.env.vocab(), &output.logprobs, k, echo.len()),
+            Some(k) => legacy_logprobs(reply.st.inner.env.vocab(), &output.logprobs, k, echo.len()),
             None => Value::Null,
         };
         Ok(json!({

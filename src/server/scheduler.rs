@@ -262,7 +262,7 @@ impl Run<'_> {
         let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
         let opts = self.options(index, p);
         let t0 = Instant::now();
-        let mut g = match Generation::new(&mut *model, &inner.env.vocab(), matcher.as_mut(), &job.prompts[p], &opts) {
+        let mut g = match Generation::new(&mut *model, inner.env.vocab(), matcher.as_mut(), &job.prompts[p], &opts) {
             Ok(g) => g,
             Err(e) => {
                 let mut err = ApiError::from_lib(e, None);

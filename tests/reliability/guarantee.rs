@@ -83,22 +83,28 @@ fn opts(seed: u64, max_tokens: usize) -> GenerateOptions {
     }
 }
 
-/// Samples `n` outputs of `c` with `model_for(seed)` and validates each one; records failures.
-fn judge_samples(
-    c: &Arc<Compiled>,
-    vocab: &Vocab,
-    v: &jsonschema::Validator,
+/// How many outputs to sample per schema, and the token budget of each.
+#[derive(Clone, Copy)]
+struct Samples {
     n: u64,
     max_tokens: usize,
+}
+
+/// Samples outputs of `c` with `model_for(seed)` and validates each one; records failures.
+fn judge_samples(
+    c: &Arc<Compiled>,
+    v: &jsonschema::Validator,
+    samples: Samples,
     prompt: &[strictly::TokenId],
     mut model_for: impl FnMut(u64) -> Box<dyn LanguageModel>,
     what: &str,
     t: &Tally,
 ) {
-    for seed in 0..n {
+    for seed in 0..samples.n {
         let mut model = model_for(seed);
         let mut m = c.matcher();
-        let out = match decode::generate(model.as_mut(), vocab, Some(&mut m), prompt, &opts(seed, max_tokens)) {
+        let opts = opts(seed, samples.max_tokens);
+        let out = match decode::generate(model.as_mut(), c.vocab(), Some(&mut m), prompt, &opts) {
             Ok(out) => out,
             Err(e) => {
                 // The only errors allowed up front: the schema admits no value at all, or no
@@ -181,10 +187,8 @@ fn jsb_guarantee(name: &str, vocab: &Arc<Vocab>, n: usize) {
                 let max_tokens = env_usize("STRICTLY_GUARANTEE_MAX_TOKENS", 160);
                 judge_samples(
                     &c,
-                    vocab,
                     &v,
-                    samples,
-                    max_tokens,
+                    Samples { n: samples, max_tokens },
                     &[],
                     |seed| Box::new(RandomLogits::new(vocab.len(), seed ^ i as u64)),
                     &what,
@@ -245,7 +249,8 @@ fn schema_samples_of_the_real_model_validate() {
         t.compiled.fetch_add(1, Ordering::Relaxed);
         let Some(v) = validator(schema) else { continue };
         t.judged.fetch_add(1, Ordering::Relaxed);
-        judge_samples(&c, &m.vocab(), &v, 2, 160, &prompt, |_| Box::new(m.model.restart()), what, &t);
+        let samples = Samples { n: 2, max_tokens: 160 };
+        judge_samples(&c, &v, samples, &prompt, |_| Box::new(m.model.restart()), what, &t);
     }
     report("embedded stories260K model", &t);
 }
