@@ -107,6 +107,28 @@
 //! Invariants that hold everywhere: the mask is applied before any truncation of the
 //! distribution; EOS is allowed exactly when the output so far is complete; special tokens
 //! are never produced by grammar text; limits surface as [`Error`]s, never as panics.
+//!
+//! # Layout
+//!
+//! Data flows one way, bottom to top; a module never imports one above it:
+//!
+//! ```text
+//! error, vocab        typed errors; token id ↔ exact bytes, EOS, the token trie, TokenSet
+//! regular             regex → HIR, the Lexeme algebra, Dfa (products, complements, counters),
+//!                     the shared DFA cache, DfaLimits
+//! grammar             the grammar IR and its front ends: regex, GBNF, JSON Schema; the
+//!                     reference recognizer (the test oracle)
+//! automaton           a constraint compiled for a vocabulary: VocabEnv (the vocabulary with its
+//!                     caches), Backend (one DFA, or lexer DFAs + Earley parser), Matcher
+//! sample              logits processors and the seeded sampler
+//! decode              the generation loop: stops, streaming detokenizer, forced tokens, beam
+//! model               candle models, chat templates, prompt formats   (feature `model`)
+//! engine, tools       the library front door; tool-call formats, grammars and parsers
+//! server              the OpenAI-compatible HTTP API                 (feature `server`)
+//! bench, fuzz         beside the pipeline: the mask benchmark and the grammar fuzzer
+//! ```
+//!
+//! The binary (`src/main.rs`, `src/cli/`: one file per verb) sits on top of all of it.
 
 pub mod automaton;
 pub mod bench;
