@@ -23,7 +23,7 @@ use crate::regular::Dfa;
 use crate::regular::Lexeme;
 use regex_syntax::hir::Hir;
 
-/// Internal keyword (made by `not` rewrites, see `combine::rewrite_not`): the object has at
+/// Internal keyword (made by `not` rewrites, see `not::rewrite_not`): the object has at
 /// least one key that is not in this list of names. Tracked by the member rules as a flag
 /// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
 /// member whose key is outside it.
@@ -256,7 +256,7 @@ impl Keys {
         }
         let mut all = vec![own];
         all.extend(matching);
-        Ok((super::combine::keyword("allOf", Value::Array(all)), at))
+        Ok((super::keywords::keyword("allOf", Value::Array(all)), at))
     }
 
     /// The keys other than `declared`, split by which patterns match them: for each region
@@ -303,7 +303,7 @@ impl Keys {
                 [i] => (self.patterns[*i].3.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
                 _ => {
                     let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].3.clone()).collect();
-                    (super::combine::keyword("allOf", Value::Array(all)), join(pointer, "patternProperties"))
+                    (super::keywords::keyword("allOf", Value::Array(all)), join(pointer, "patternProperties"))
                 }
             };
             if value == Value::Bool(false) {
