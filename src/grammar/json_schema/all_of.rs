@@ -141,30 +141,17 @@ enum Merged {
     Changes(Changes),
 }
 
+/// The changes that merge object schema `b` into `a`: keywords only `b` has are added, those
+/// both have merged one by one ([`merge_keyword`]), then array items ([`merge_items`]) and
+/// object members ([`merge_members`]) together. A side with a `$ref` or an `allOf` is not
+/// merged but wrapped ([`wrap_nested`]).
 fn merge_changes(
     a: &Map<String, Value>,
     b: &Map<String, Value>,
     limits: &DfaLimits,
 ) -> std::result::Result<Merged, String> {
     if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
-        // Nested references/allOf: wrap and let the caller resolve level by level.
-        if !(a.contains_key("$ref") && b.contains_key("$ref")) && !(a.contains_key("allOf") && b.contains_key("allOf"))
-        {
-            let (with, without) = if a.contains_key("$ref") || a.contains_key("allOf") { (a, b) } else { (b, a) };
-            let mut out = without.clone();
-            let mut all = vec![];
-            let mut w = with.clone();
-            if let Some(x) = w.remove("allOf") {
-                all.extend(x.as_array().cloned().unwrap_or_default());
-            }
-            if let Some(r) = w.remove("$ref") {
-                all.push(serde_json::json!({"$ref": r}));
-            }
-            all.push(Value::Object(w));
-            out.insert("allOf".into(), Value::Array(all));
-            return Ok(Merged::Whole(Value::Object(out)));
-        }
-        return Err("nested `$ref`/`allOf` on both sides".into());
+        return wrap_nested(a, b).map(Merged::Whole);
     }
     let mut out = Changes::default();
     for (k, bv) in b {
@@ -175,126 +162,167 @@ fn merge_changes(
         if av == bv {
             continue;
         }
-        let merged = match k.as_str() {
-            "type" => {
-                let ta: Vec<&str> = type_list(av);
-                let tb: Vec<&str> = type_list(bv);
-                let mut t: Vec<Value> = Vec::new();
-                for x in &ta {
-                    for y in &tb {
-                        let m = if x == y {
-                            Some(*x)
-                        } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") {
-                            Some("integer")
-                        } else {
-                            None
-                        };
-                        if let Some(m) = m {
-                            if !t.iter().any(|v| v == m) {
-                                t.push(Value::String(m.into()));
-                            }
-                        }
-                    }
-                }
-                Value::Array(t)
-            }
-            "required" => {
-                let mut r = av.as_array().cloned().unwrap_or_default();
-                for x in bv.as_array().into_iter().flatten() {
-                    if !r.contains(x) {
-                        r.push(x.clone());
-                    }
-                }
-                Value::Array(r)
-            }
-            "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
-                if av.is_number() && bv.is_number() =>
-            {
-                if av.as_f64() >= bv.as_f64() {
-                    av.clone()
-                } else {
-                    bv.clone()
-                }
-            }
-            "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum"
-                if av.is_number() && bv.is_number() =>
-            {
-                if av.as_f64() <= bv.as_f64() {
-                    av.clone()
-                } else {
-                    bv.clone()
-                }
-            }
-            "enum" | "const" => {
-                let ea = value_set_of(k, av);
-                let eb = value_set_of(k, bv);
-                let both: Vec<Value> = ea.into_iter().filter(|v| eb.contains(v)).collect();
-                out.remove(k);
-                out.insert("enum".into(), Value::Array(both));
-                continue;
-            }
-            // Object member keywords are merged together below.
-            "properties" | "patternProperties" => continue,
-            "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
-            string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
-                let mut all = av.as_array().cloned().unwrap_or_default();
-                all.extend(bv.as_array().into_iter().flatten().cloned());
-                Value::Array(all)
-            }
-            "items" | "prefixItems" | "additionalItems" => continue, // merged below
-            // Each part's `not` is rewritten before merging where it can be; two that cannot
-            // would need `not (A ∨ B)`, which could only be rewritten back into the same two.
-            "not" => return Err("two `not` keywords that cannot be rewritten cannot be merged".into()),
-            "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
-            // (a1 ∨ a2) ∧ (b1 ∨ b2) = ∨ (ai ∧ bj)
-            "anyOf" => {
-                let (xa, xb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
-                if xa.len() * xb.len() > 64 {
-                    return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
-                }
-                Value::Array(
-                    xa.iter()
-                        .flat_map(|x| {
-                            xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()])))
-                        })
-                        .collect(),
-                )
-            }
-            _ if ANNOTATIONS.contains(&k.as_str()) => continue,
-            "multipleOf" => match (av.as_u64(), bv.as_u64()) {
-                (Some(x), Some(y)) => Value::from(lcm(x, y)),
-                _ => return Err("two different non-integer `multipleOf` values".into()),
-            },
-            "$defs" | "definitions" => continue,
-            // Unknown keywords are annotations: no effect on validation.
-            _ if !VALIDATION.contains(&k.as_str()) => continue,
-            _ => return Err(format!("two different `{k}` values cannot be merged exactly")),
-        };
-        out.insert(k.clone(), merged);
+        merge_keyword(k, av, bv, &mut out)?;
     }
-    // Array items: each side as (prefix schemas, schema for the rest); position by position.
+    merge_items(a, b, &mut out);
+    merge_members(a, b, &mut out, limits)?;
+    Ok(Merged::Changes(out))
+}
+
+/// Nested references or `allOf` on one side: the other side with an `allOf` of that side's
+/// parts, for the caller to resolve level by level. On both sides: an error.
+fn wrap_nested(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result::Result<Value, String> {
+    let both_have = |k: &str| a.contains_key(k) && b.contains_key(k);
+    if both_have("$ref") || both_have("allOf") {
+        return Err("nested `$ref`/`allOf` on both sides".into());
+    }
+    let (with, without) = if a.contains_key("$ref") || a.contains_key("allOf") { (a, b) } else { (b, a) };
+    let mut out = without.clone();
+    let mut all = vec![];
+    let mut w = with.clone();
+    if let Some(x) = w.remove("allOf") {
+        all.extend(x.as_array().cloned().unwrap_or_default());
+    }
+    if let Some(r) = w.remove("$ref") {
+        all.push(serde_json::json!({"$ref": r}));
+    }
+    all.push(Value::Object(w));
+    out.insert("allOf".into(), Value::Array(all));
+    Ok(Value::Object(out))
+}
+
+/// Merges keyword `k`, which both sides have with different values `av` and `bv`, into `out`;
+/// or why it cannot be merged exactly. Array item and object member keywords are left to
+/// [`merge_items`] and [`merge_members`]; annotations and unknown keywords are left as `a` has
+/// them.
+fn merge_keyword(k: &str, av: &Value, bv: &Value, out: &mut Changes) -> std::result::Result<(), String> {
+    let merged = match k {
+        "type" => intersect_types(av, bv),
+        "required" => {
+            let mut r = av.as_array().cloned().unwrap_or_default();
+            for x in bv.as_array().into_iter().flatten() {
+                if !r.contains(x) {
+                    r.push(x.clone());
+                }
+            }
+            Value::Array(r)
+        }
+        "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
+            if av.is_number() && bv.is_number() =>
+        {
+            if av.as_f64() >= bv.as_f64() {
+                av.clone()
+            } else {
+                bv.clone()
+            }
+        }
+        "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum"
+            if av.is_number() && bv.is_number() =>
+        {
+            if av.as_f64() <= bv.as_f64() {
+                av.clone()
+            } else {
+                bv.clone()
+            }
+        }
+        "enum" | "const" => {
+            let ea = value_set_of(k, av);
+            let eb = value_set_of(k, bv);
+            let both: Vec<Value> = ea.into_iter().filter(|v| eb.contains(v)).collect();
+            out.remove(k);
+            out.insert("enum".into(), Value::Array(both));
+            return Ok(());
+        }
+        // Object member keywords are merged together by `merge_members`.
+        "properties" | "patternProperties" => return Ok(()),
+        "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
+        string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
+            let mut all = av.as_array().cloned().unwrap_or_default();
+            all.extend(bv.as_array().into_iter().flatten().cloned());
+            Value::Array(all)
+        }
+        "items" | "prefixItems" | "additionalItems" => return Ok(()), // merged by `merge_items`
+        // Each part's `not` is rewritten before merging where it can be; two that cannot
+        // would need `not (A ∨ B)`, which could only be rewritten back into the same two.
+        "not" => return Err("two `not` keywords that cannot be rewritten cannot be merged".into()),
+        "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
+        "anyOf" => multiply_any_of(av, bv)?,
+        _ if ANNOTATIONS.contains(&k) => return Ok(()),
+        "multipleOf" => match (av.as_u64(), bv.as_u64()) {
+            (Some(x), Some(y)) => Value::from(lcm(x, y)),
+            _ => return Err("two different non-integer `multipleOf` values".into()),
+        },
+        "$defs" | "definitions" => return Ok(()),
+        // Unknown keywords are annotations: no effect on validation.
+        _ if !VALIDATION.contains(&k) => return Ok(()),
+        _ => return Err(format!("two different `{k}` values cannot be merged exactly")),
+    };
+    out.insert(k.to_string(), merged);
+    Ok(())
+}
+
+/// The types both `type` values allow (`integer` and `number` meet in `integer`).
+fn intersect_types(av: &Value, bv: &Value) -> Value {
+    let ta: Vec<&str> = type_list(av);
+    let tb: Vec<&str> = type_list(bv);
+    let mut t: Vec<Value> = Vec::new();
+    for x in &ta {
+        for y in &tb {
+            let m = if x == y {
+                Some(*x)
+            } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") {
+                Some("integer")
+            } else {
+                None
+            };
+            if let Some(m) = m {
+                if !t.iter().any(|v| v == m) {
+                    t.push(Value::String(m.into()));
+                }
+            }
+        }
+    }
+    Value::Array(t)
+}
+
+/// (a1 ∨ a2) ∧ (b1 ∨ b2) = ∨ (ai ∧ bj): the branches of two `anyOf`s multiplied out, or an
+/// error past 64 pairs.
+fn multiply_any_of(av: &Value, bv: &Value) -> std::result::Result<Value, String> {
+    let (xa, xb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
+    if xa.len() * xb.len() > 64 {
+        return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
+    }
+    Ok(Value::Array(
+        xa.iter()
+            .flat_map(|x| xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()]))))
+            .collect(),
+    ))
+}
+
+/// Merges the item keywords of two array schemas into `out` when both have some: each side as
+/// (prefix schemas, schema for the rest), intersected position by position.
+fn merge_items(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) {
     let arrays = |o: &Map<String, Value>| {
         o.contains_key("items") || o.contains_key("prefixItems") || o.contains_key("additionalItems")
     };
-    if arrays(a) && arrays(b) {
-        let (pa, ra) = item_schemas(a);
-        let (pb, rb) = item_schemas(b);
-        let n = pa.len().max(pb.len());
-        let prefix: Vec<Value> = (0..n)
-            .map(|i| {
-                both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone()))
-            })
-            .collect();
-        for k in ["items", "prefixItems", "additionalItems"] {
-            out.remove(k);
-        }
-        if n > 0 {
-            out.insert("prefixItems".into(), Value::Array(prefix));
-        }
-        out.insert("items".into(), both(ra, rb));
+    if !(arrays(a) && arrays(b)) {
+        return;
     }
-    merge_members(a, b, &mut out, limits)?;
-    Ok(Merged::Changes(out))
+    let (pa, ra) = item_schemas(a);
+    let (pb, rb) = item_schemas(b);
+    let n = pa.len().max(pb.len());
+    let prefix: Vec<Value> = (0..n)
+        .map(|i| {
+            both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone()))
+        })
+        .collect();
+    for k in ["items", "prefixItems", "additionalItems"] {
+        out.remove(k);
+    }
+    if n > 0 {
+        out.insert("prefixItems".into(), Value::Array(prefix));
+    }
+    out.insert("items".into(), both(ra, rb));
 }
 
 /// Merges the member keywords of two object schemas into `out`: each declared key gets what

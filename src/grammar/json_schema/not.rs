@@ -34,7 +34,8 @@ pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>
 }
 
 /// [`rewrite_not`] of `obj` (without its `not`) and the `not`'s schema `not`: the copy of
-/// `obj` is the caller's (no copy of the `not` is made to remove it again).
+/// `obj` is the caller's (no copy of the `not` is made to remove it again). Dispatches on the
+/// validation keywords of the `not` (those that constrain something) to one step per family.
 fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<Map<String, Value>> {
     let keys: Vec<&str> =
         not.iter().filter(|(k, v)| VALIDATION.contains(&k.as_str()) && !no_op(k, v)).map(|(k, _)| k.as_str()).collect();
@@ -51,93 +52,28 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
         t.contains(&"integer") && !t.contains(&"number")
     };
     if integers_only && !others.is_empty() && current.iter().any(|c| c == "number") {
-        // not (integer ∧ K) = not integer ∨ not K, where the schema allows other numbers.
-        let mut rest = not.clone();
-        let t = rest.remove("type").expect("has a type");
-        add_to_all_of(&mut out, [serde_json::json!({ "anyOf": [{"not": {"type": t}}, {"not": rest}] })]);
-        return Some(out);
+        return Some(not_integer_and_rest(out, not));
     }
+    let all_in = |family: &[&str]| others.iter().all(|k| family.contains(k));
     match others.as_slice() {
         // `not {}`: nothing is valid.
         [] if !has_type => {
             out.insert("type".into(), Value::Array(Vec::new()));
             Some(out)
         }
-        [] => {
-            let ex = type_list(&not["type"]);
-            let mut keep: Vec<Value> = Vec::new();
-            for t in &current {
-                if ex.contains(&t.as_str()) || (t == "integer" && ex.contains(&"number")) {
-                    continue;
-                }
-                if t == "number" && ex.contains(&"integer") {
-                    // Numbers that are not integers.
-                    out.insert(number::NOT_INTEGER.into(), Value::Bool(true));
-                }
-                keep.push(Value::String(t.clone()));
-            }
-            out.insert("type".into(), Value::Array(keep));
-            Some(out)
-        }
-        _ if others.iter().all(|k| matches!(*k, "required" | "properties" | "additionalProperties"))
+        [] => Some(not_types(out, &current, not)),
+        _ if all_in(&["required", "properties", "additionalProperties"])
             && not
                 .get("additionalProperties")
                 .is_none_or(|a| a == &Value::Bool(false) || no_op("additionalProperties", a)) =>
         {
-            // not (required R ∧ properties P [∧ additionalProperties false]) on objects: some
-            // key of R is missing, or some key of P is present with a value its schema
-            // rejects [, or some key outside P is present].
-            let mut alts: Vec<Value> = Vec::new();
-            if others.contains(&"additionalProperties") {
-                let names: Vec<Value> = not
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, _)| Value::String(k.clone()))
-                    .collect();
-                alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: names }));
-            }
-            for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
-                alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
-            }
-            for (k, s) in not.get("properties").and_then(Value::as_object).into_iter().flatten() {
-                alts.push(serde_json::json!({"required": [k], "properties": {k: {"not": s}}}));
-            }
-            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
+            not_members(out, &current, not, &others)
         }
-        _ if others.iter().all(|k| matches!(*k, "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum")) => {
-            // not (x ≥ a ∧ x ≤ b) on numbers: x < a or x > b.
-            let mut alts: Vec<Value> = Vec::new();
-            for k in &others {
-                let v = not[*k].as_f64()?; // draft-04 boolean exclusives: not handled
-                let flipped = match *k {
-                    "minimum" => "exclusiveMaximum",
-                    "exclusiveMinimum" => "maximum",
-                    "maximum" => "exclusiveMinimum",
-                    _ => "minimum",
-                };
-                alts.push(serde_json::json!({ flipped: v }));
-            }
-            negate_family(out, &current, not, "number", |out| push_any_of(out, alts))
+        _ if all_in(&["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) => {
+            not_bounds(out, &current, not, &others)
         }
-        _ if others.iter().all(|k| matches!(*k, "minItems" | "maxItems"))
-            || (others == ["items"] && !not["items"].is_array()) =>
-        {
-            // not (items S ∧ minItems a ∧ maxItems b) on arrays: some item fails S, or fewer
-            // than a items, or more than b.
-            let mut alts: Vec<Value> = Vec::new();
-            for k in &others {
-                match *k {
-                    "items" => alts.push(serde_json::json!({"contains": {"not": not["items"]}})),
-                    "minItems" => match not[*k].as_u64()? {
-                        0 => {}
-                        n => alts.push(serde_json::json!({ "maxItems": n - 1 })),
-                    },
-                    _ => alts.push(serde_json::json!({ "minItems": not[*k].as_u64()? + 1 })),
-                }
-            }
-            negate_family(out, &current, not, "array", |out| push_any_of(out, alts))
+        _ if all_in(&["minItems", "maxItems"]) || (others == ["items"] && !not["items"].is_array()) => {
+            not_items(out, &current, not, &others)
         }
         // not (A ∨ B) = not A ∧ not B; not (A ∧ B) = not A ∨ not B.
         ["anyOf"] | ["allOf"] if !has_type => {
@@ -149,57 +85,8 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             }
             Some(out)
         }
-        ["const"] | ["enum"] => {
-            // With `type` beside, only the values of that type are excluded.
-            let values: Vec<&Value> = match not.get("const") {
-                Some(v) => vec![v],
-                None => not["enum"].as_array()?.iter().collect(),
-            };
-            let values: Vec<&Value> = match not.get("type") {
-                Some(t) => values.into_iter().filter(|v| type_list(t).iter().any(|t| is_of_type(v, t))).collect(),
-                None => values,
-            };
-            let mut strings = Vec::new();
-            let mut numbers = Vec::new();
-            let mut types: Vec<String> = current.clone();
-            // Parts for values that no keyword excludes directly (structured ones, one boolean).
-            let mut parts: Vec<Value> = Vec::new();
-            let both_bools = values.contains(&&Value::Bool(true)) && values.contains(&&Value::Bool(false));
-            let mut structured = 0;
-            for v in values {
-                match v {
-                    Value::String(s) => strings.push(Value::String(s.clone())),
-                    Value::Number(_) => numbers.push(v.clone()),
-                    Value::Null => types.retain(|t| t != "null"),
-                    Value::Bool(_) if both_bools => types.retain(|t| t != "boolean"),
-                    Value::Bool(b) => {
-                        parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]}))
-                    }
-                    Value::Object(_) | Value::Array(_) => {
-                        // Each member becomes alternatives: keep the rewrite small.
-                        structured += members(v);
-                        if structured > MAX_EXCLUDED_MEMBERS {
-                            return None;
-                        }
-                        parts.push(differs_from(v));
-                    }
-                }
-            }
-            add_to_all_of(&mut out, parts);
-            out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
-            if !strings.is_empty() {
-                let mut all = out.get(string::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
-                all.extend(strings);
-                out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(all));
-            }
-            if !numbers.is_empty() {
-                let mut all = out.get(number::EXCLUDE_NUMBERS).and_then(Value::as_array).cloned().unwrap_or_default();
-                all.extend(numbers);
-                out.insert(number::EXCLUDE_NUMBERS.into(), Value::Array(all));
-            }
-            Some(out)
-        }
-        _ if others.iter().all(|k| matches!(*k, "pattern" | "format" | "minLength" | "maxLength")) => {
+        ["const"] | ["enum"] => not_values(out, &current, not),
+        _ if all_in(&["pattern", "format", "minLength", "maxLength"]) => {
             let mut excluded = not.clone();
             excluded.remove("type");
             negate_family(out, &current, not, "string", |out| {
@@ -212,40 +99,9 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
         ["contains"] => negate_family(out, &current, not, "array", |out| {
             add_to_all_of(out, [serde_json::json!({"items": {"not": not["contains"]}})])
         }),
-        // not (min ≤ #properties ≤ max) on objects: fewer, or more.
-        _ if others.iter().all(|k| matches!(*k, "minProperties" | "maxProperties")) => {
-            let mut alts: Vec<Value> = Vec::new();
-            if let Some(n) = not.get("minProperties") {
-                match n.as_u64()? {
-                    0 => {}
-                    n => alts.push(serde_json::json!({"maxProperties": n - 1})),
-                }
-            }
-            if let Some(n) = not.get("maxProperties") {
-                alts.push(serde_json::json!({"minProperties": n.as_u64()? + 1}));
-            }
-            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
-        }
-        // not (dependencies) on objects: some key is present whose dependency fails.
-        _ if others.iter().all(|k| matches!(*k, "dependencies" | "dependentSchemas" | "dependentRequired")) => {
-            let mut alts: Vec<Value> = Vec::new();
-            for k in &others {
-                for (key, dep) in not[*k].as_object()? {
-                    match dep {
-                        Value::Array(names) => {
-                            let missing: Vec<Value> = names
-                                .iter()
-                                .map(|m| Some(serde_json::json!({"properties": {m.as_str()?: false}})))
-                                .collect::<Option<_>>()?;
-                            if !missing.is_empty() {
-                                alts.push(serde_json::json!({"required": [key], "anyOf": missing}));
-                            }
-                        }
-                        schema => alts.push(serde_json::json!({"required": [key], "not": schema})),
-                    }
-                }
-            }
-            negate_family(out, &current, not, "object", |out| push_any_of(out, alts))
+        _ if all_in(&["minProperties", "maxProperties"]) => not_property_counts(out, &current, not),
+        _ if all_in(&["dependencies", "dependentSchemas", "dependentRequired"]) => {
+            not_dependencies(out, &current, not, &others)
         }
         // not not Y = Y
         ["not"] if !has_type => {
@@ -259,6 +115,204 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             Some(out)
         }
     }
+}
+
+/// `not (integer ∧ K)` where the schema allows other numbers too: `not integer ∨ not K`.
+fn not_integer_and_rest(mut out: Map<String, Value>, not: &Map<String, Value>) -> Map<String, Value> {
+    let mut rest = not.clone();
+    let t = rest.remove("type").expect("has a type");
+    add_to_all_of(&mut out, [serde_json::json!({ "anyOf": [{"not": {"type": t}}, {"not": rest}] })]);
+    out
+}
+
+/// `not {type: T}`: the schema's types less those in `T` (numbers less integers: the
+/// non-integer numbers).
+fn not_types(mut out: Map<String, Value>, current: &[String], not: &Map<String, Value>) -> Map<String, Value> {
+    let ex = type_list(&not["type"]);
+    let mut keep: Vec<Value> = Vec::new();
+    for t in current {
+        if ex.contains(&t.as_str()) || (t == "integer" && ex.contains(&"number")) {
+            continue;
+        }
+        if t == "number" && ex.contains(&"integer") {
+            // Numbers that are not integers.
+            out.insert(number::NOT_INTEGER.into(), Value::Bool(true));
+        }
+        keep.push(Value::String(t.clone()));
+    }
+    out.insert("type".into(), Value::Array(keep));
+    out
+}
+
+/// not (required R ∧ properties P [∧ additionalProperties false]) on objects: some key of R is
+/// missing, or some key of P is present with a value its schema rejects [, or some key outside
+/// P is present].
+fn not_members(
+    out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+    others: &[&str],
+) -> Option<Map<String, Value>> {
+    let mut alts: Vec<Value> = Vec::new();
+    if others.contains(&"additionalProperties") {
+        let names: Vec<Value> = not
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| Value::String(k.clone()))
+            .collect();
+        alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: names }));
+    }
+    for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
+        alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
+    }
+    for (k, s) in not.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        alts.push(serde_json::json!({"required": [k], "properties": {k: {"not": s}}}));
+    }
+    negate_family(out, current, not, "object", |out| push_any_of(out, alts))
+}
+
+/// not (x ≥ a ∧ x ≤ b) on numbers: x < a or x > b (each bound flipped).
+fn not_bounds(
+    out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+    others: &[&str],
+) -> Option<Map<String, Value>> {
+    let mut alts: Vec<Value> = Vec::new();
+    for k in others {
+        let v = not[*k].as_f64()?; // draft-04 boolean exclusives: not handled
+        let flipped = match *k {
+            "minimum" => "exclusiveMaximum",
+            "exclusiveMinimum" => "maximum",
+            "maximum" => "exclusiveMinimum",
+            _ => "minimum",
+        };
+        alts.push(serde_json::json!({ flipped: v }));
+    }
+    negate_family(out, current, not, "number", |out| push_any_of(out, alts))
+}
+
+/// not (items S ∧ minItems a ∧ maxItems b) on arrays: some item fails S, or fewer than a
+/// items, or more than b.
+fn not_items(
+    out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+    others: &[&str],
+) -> Option<Map<String, Value>> {
+    let mut alts: Vec<Value> = Vec::new();
+    for k in others {
+        match *k {
+            "items" => alts.push(serde_json::json!({"contains": {"not": not["items"]}})),
+            "minItems" => match not[*k].as_u64()? {
+                0 => {}
+                n => alts.push(serde_json::json!({ "maxItems": n - 1 })),
+            },
+            _ => alts.push(serde_json::json!({ "minItems": not[*k].as_u64()? + 1 })),
+        }
+    }
+    negate_family(out, current, not, "array", |out| push_any_of(out, alts))
+}
+
+/// `not {const}` / `not {enum}` (with `type` beside, only the values of that type): strings and
+/// numbers excluded through the internal keywords, `null` and both booleans by type, one
+/// boolean by the other, objects and arrays by what differs from them ([`differs_from`],
+/// bounded by [`MAX_EXCLUDED_MEMBERS`]).
+fn not_values(mut out: Map<String, Value>, current: &[String], not: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let values: Vec<&Value> = match not.get("const") {
+        Some(v) => vec![v],
+        None => not["enum"].as_array()?.iter().collect(),
+    };
+    let values: Vec<&Value> = match not.get("type") {
+        Some(t) => values.into_iter().filter(|v| type_list(t).iter().any(|t| is_of_type(v, t))).collect(),
+        None => values,
+    };
+    let mut strings = Vec::new();
+    let mut numbers = Vec::new();
+    let mut types: Vec<String> = current.to_vec();
+    // Parts for values that no keyword excludes directly (structured ones, one boolean).
+    let mut parts: Vec<Value> = Vec::new();
+    let both_bools = values.contains(&&Value::Bool(true)) && values.contains(&&Value::Bool(false));
+    let mut structured = 0;
+    for v in values {
+        match v {
+            Value::String(s) => strings.push(Value::String(s.clone())),
+            Value::Number(_) => numbers.push(v.clone()),
+            Value::Null => types.retain(|t| t != "null"),
+            Value::Bool(_) if both_bools => types.retain(|t| t != "boolean"),
+            Value::Bool(b) => parts.push(serde_json::json!({"anyOf": [{"not": {"type": "boolean"}}, {"const": !b}]})),
+            Value::Object(_) | Value::Array(_) => {
+                // Each member becomes alternatives: keep the rewrite small.
+                structured += members(v);
+                if structured > MAX_EXCLUDED_MEMBERS {
+                    return None;
+                }
+                parts.push(differs_from(v));
+            }
+        }
+    }
+    add_to_all_of(&mut out, parts);
+    out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
+    if !strings.is_empty() {
+        let mut all = out.get(string::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
+        all.extend(strings);
+        out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(all));
+    }
+    if !numbers.is_empty() {
+        let mut all = out.get(number::EXCLUDE_NUMBERS).and_then(Value::as_array).cloned().unwrap_or_default();
+        all.extend(numbers);
+        out.insert(number::EXCLUDE_NUMBERS.into(), Value::Array(all));
+    }
+    Some(out)
+}
+
+/// not (min ≤ #properties ≤ max) on objects: fewer, or more.
+fn not_property_counts(
+    out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let mut alts: Vec<Value> = Vec::new();
+    if let Some(n) = not.get("minProperties") {
+        match n.as_u64()? {
+            0 => {}
+            n => alts.push(serde_json::json!({"maxProperties": n - 1})),
+        }
+    }
+    if let Some(n) = not.get("maxProperties") {
+        alts.push(serde_json::json!({"minProperties": n.as_u64()? + 1}));
+    }
+    negate_family(out, current, not, "object", |out| push_any_of(out, alts))
+}
+
+/// not (dependencies) on objects: some key is present whose dependency fails (a name it needs
+/// is missing, or its schema fails).
+fn not_dependencies(
+    out: Map<String, Value>,
+    current: &[String],
+    not: &Map<String, Value>,
+    others: &[&str],
+) -> Option<Map<String, Value>> {
+    let mut alts: Vec<Value> = Vec::new();
+    for k in others {
+        for (key, dep) in not[*k].as_object()? {
+            match dep {
+                Value::Array(names) => {
+                    let missing: Vec<Value> = names
+                        .iter()
+                        .map(|m| Some(serde_json::json!({"properties": {m.as_str()?: false}})))
+                        .collect::<Option<_>>()?;
+                    if !missing.is_empty() {
+                        alts.push(serde_json::json!({"required": [key], "anyOf": missing}));
+                    }
+                }
+                schema => alts.push(serde_json::json!({"required": [key], "not": schema})),
+            }
+        }
+    }
+    negate_family(out, current, not, "object", |out| push_any_of(out, alts))
 }
 
 /// Adds `anyOf: alts` to `out`'s `allOf` (`false` when there are no alternatives).

@@ -190,11 +190,11 @@ fn disjoint_branches(c: &Compiler, branches: &[Value]) -> Vec<Vec<Value>> {
     let mut exact = resolved.clone();
     let mut ok = true;
     let mut deferred = false;
-    for i in 0..n {
+    for (i, branch) in exact.iter_mut().enumerate() {
         for j in (0..n).filter(|&j| j != i && overlapping(&resolved, i, j)) {
-            match with_not(&exact[i], &resolved[j]) {
+            match with_not(branch, &resolved[j]) {
                 Some((v, d)) => {
-                    exact[i] = v;
+                    *branch = v;
                     deferred |= d;
                 }
                 None => ok = false,

@@ -440,6 +440,15 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A schema object without its `$ref`.
+fn not_without_ref(s: &Value) -> Value {
+    let mut s = s.clone();
+    if let Value::Object(o) = &mut s {
+        o.remove("$ref");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::resolve;
@@ -486,13 +495,4 @@ mod tests {
             "http://localhost:1234/draft2020-12/baseUriChange/"
         );
     }
-}
-
-/// A schema object without its `$ref`.
-fn not_without_ref(s: &Value) -> Value {
-    let mut s = s.clone();
-    if let Value::Object(o) = &mut s {
-        o.remove("$ref");
-    }
-    s
 }

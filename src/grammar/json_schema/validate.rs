@@ -9,7 +9,7 @@
 //! pattern over the canonical encoding, as the grammar does, with a bounded NFA simulation
 //! under the compile's limits. [`json_eq`] is JSON Schema equality (`1 == 1.0`).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::keywords::{keyword_type, type_list, ANNOTATIONS, VALIDATION};
 use super::{number, object, string};
@@ -49,136 +49,174 @@ pub(super) fn simple_validate(v: &Value, schema: &Value, limits: &DfaLimits) -> 
         if !applies || !VALIDATION.contains(&k.as_str()) {
             continue;
         }
-        let ok = match k.as_str() {
-            _ if ANNOTATIONS.contains(&k.as_str()) => true,
-            "type" => type_list(s).iter().any(|t| is_of_type(v, t)),
-            "enum" => s.as_array()?.iter().any(|x| json_eq(x, v)),
-            "const" => json_eq(s, v),
-            "minLength" | "maxLength" => match v.as_str() {
-                None => true,
-                Some(st) => {
-                    let n = st.chars().count() as u64;
-                    if k == "minLength" {
-                        n >= s.as_u64()?
-                    } else {
-                        n <= s.as_u64()?
-                    }
-                }
-            },
-            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => match (v.as_f64(), s.as_f64()) {
-                (None, _) => true,
-                (Some(x), Some(b)) => match k.as_str() {
-                    "minimum" => x >= b,
-                    "maximum" => x <= b,
-                    "exclusiveMinimum" => x > b,
-                    _ => x < b,
-                },
-                _ => return None,
-            },
-            "pattern" => match v.as_str() {
-                None => true,
-                Some(st) => pattern_matches(s.as_str()?, st, limits)?,
-            },
-            "not" => !simple_validate(v, s, limits)?,
-            string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
-            number::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
-            object::SOME_KEY_NOT_IN => match v.as_object() {
-                None => true,
-                Some(o) => {
-                    let names = s.as_array()?;
-                    o.keys().any(|k| !names.iter().any(|n| n == k.as_str()))
-                }
-            },
-            number::EXCLUDE_NUMBERS => !s.as_array()?.iter().any(|x| json_eq(x, v)),
-            string::NOT_STRING => {
-                let mut ok = true;
-                for x in s.as_array()? {
-                    ok &= !simple_validate(v, x, limits)?;
-                }
-                ok
+        if !keyword_holds(v, k, s, obj, limits)? {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// Does `v` satisfy the validation keyword `k: s` of schema `obj`, which applies to its type?
+/// `None` if the keyword is not one this validator knows (or its value is malformed). Each
+/// family is a step of its own.
+fn keyword_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits: &DfaLimits) -> Option<bool> {
+    match k {
+        _ if ANNOTATIONS.contains(&k) => Some(true),
+        "type" => Some(type_list(s).iter().any(|t| is_of_type(v, t))),
+        "enum" => Some(s.as_array()?.iter().any(|x| json_eq(x, v))),
+        "const" => Some(json_eq(s, v)),
+        "minLength" | "maxLength" | "pattern" | string::EXCLUDE_STRINGS | string::NOT_STRING => {
+            string_holds(v, k, s, limits)
+        }
+        "minimum"
+        | "maximum"
+        | "exclusiveMinimum"
+        | "exclusiveMaximum"
+        | "multipleOf"
+        | number::NOT_INTEGER
+        | number::EXCLUDE_NUMBERS => number_holds(v, k, s),
+        "not" => Some(!simple_validate(v, s, limits)?),
+        "anyOf" => {
+            let mut any = false;
+            for b in s.as_array()? {
+                any |= simple_validate(v, b, limits)?;
             }
-            "anyOf" => {
-                let mut any = false;
-                for b in s.as_array()? {
-                    any |= simple_validate(v, b, limits)?;
-                }
-                any
+            Some(any)
+        }
+        "allOf" => {
+            let mut all = true;
+            for b in s.as_array()? {
+                all &= simple_validate(v, b, limits)?;
             }
-            "allOf" => {
-                let mut all = true;
-                for b in s.as_array()? {
-                    all &= simple_validate(v, b, limits)?;
-                }
-                all
-            }
-            "minItems" | "maxItems" | "minProperties" | "maxProperties" => {
-                let n = match v {
-                    Value::Array(a) => a.len() as u64,
-                    Value::Object(o) => o.len() as u64,
-                    _ => return Some(true),
-                };
-                if k.starts_with("min") {
+            Some(all)
+        }
+        "minItems" | "maxItems" | "minProperties" | "maxProperties" => size_holds(v, k, s),
+        "uniqueItems" | "items" | "prefixItems" => array_holds(v, k, s, obj, limits),
+        "required" | "properties" | object::SOME_KEY_NOT_IN => object_holds(v, k, s, limits),
+        _ => None,
+    }
+}
+
+/// The string keywords: lengths (in characters), `pattern`, excluded strings, and the
+/// internal `not` of string keywords. Non-strings pass.
+fn string_holds(v: &Value, k: &str, s: &Value, limits: &DfaLimits) -> Option<bool> {
+    Some(match k {
+        "minLength" | "maxLength" => match v.as_str() {
+            None => true,
+            Some(st) => {
+                let n = st.chars().count() as u64;
+                if k == "minLength" {
                     n >= s.as_u64()?
                 } else {
                     n <= s.as_u64()?
                 }
             }
-            "uniqueItems" => match v.as_array() {
-                Some(a) if s == &Value::Bool(true) => {
-                    (0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j])))
-                }
-                _ => true,
-            },
-            // (Array-form `items` is draft-07 tuple validation: not checked here.)
-            "items" if !s.is_array() => match v.as_array() {
-                None => true,
-                Some(a) => {
-                    let from = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
-                    let mut ok = true;
-                    for x in a.iter().skip(from) {
-                        ok &= simple_validate(x, s, limits)?;
-                    }
-                    ok
-                }
-            },
-            "prefixItems" => match v.as_array() {
-                None => true,
-                Some(a) => {
-                    let mut ok = true;
-                    for (x, p) in a.iter().zip(s.as_array()?) {
-                        ok &= simple_validate(x, p, limits)?;
-                    }
-                    ok
-                }
-            },
-            "multipleOf" => match (v.as_i64(), s.as_u64()) {
-                (None, _) if !v.is_number() => true,
-                (Some(x), Some(m)) if m > 0 => x % m as i64 == 0,
-                _ => return None,
-            },
-            "required" => match v.as_object() {
-                None => true,
-                Some(o) => s.as_array()?.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k))),
-            },
-            "properties" => match v.as_object() {
-                None => true,
-                Some(o) => {
-                    let mut ok = true;
-                    for (k, ps) in s.as_object()? {
-                        if let Some(x) = o.get(k) {
-                            ok &= simple_validate(x, ps, limits)?;
-                        }
-                    }
-                    ok
-                }
+        },
+        "pattern" => match v.as_str() {
+            None => true,
+            Some(st) => pattern_matches(s.as_str()?, st, limits)?,
+        },
+        string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
+        _ => {
+            let mut ok = true;
+            for x in s.as_array()? {
+                ok &= !simple_validate(v, x, limits)?;
+            }
+            ok
+        }
+    })
+}
+
+/// The number keywords: bounds, integer `multipleOf`, the internal "not an integer" and
+/// excluded numbers. Non-numbers pass.
+fn number_holds(v: &Value, k: &str, s: &Value) -> Option<bool> {
+    Some(match k {
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => match (v.as_f64(), s.as_f64()) {
+            (None, _) => true,
+            (Some(x), Some(b)) => match k {
+                "minimum" => x >= b,
+                "maximum" => x <= b,
+                "exclusiveMinimum" => x > b,
+                _ => x < b,
             },
             _ => return None,
-        };
-        if !ok {
-            return Some(false);
+        },
+        "multipleOf" => match (v.as_i64(), s.as_u64()) {
+            (None, _) if !v.is_number() => true,
+            (Some(x), Some(m)) if m > 0 => x % m as i64 == 0,
+            _ => return None,
+        },
+        number::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
+        _ => !s.as_array()?.iter().any(|x| json_eq(x, v)),
+    })
+}
+
+/// `minItems`/`maxItems`/`minProperties`/`maxProperties`: the number of items or members.
+/// (Only called where the keyword applies, so `v` is an array or an object.)
+fn size_holds(v: &Value, k: &str, s: &Value) -> Option<bool> {
+    let n = match v {
+        Value::Array(a) => a.len() as u64,
+        Value::Object(o) => o.len() as u64,
+        _ => return Some(true),
+    };
+    Some(if k.starts_with("min") { n >= s.as_u64()? } else { n <= s.as_u64()? })
+}
+
+/// The array keywords: `uniqueItems`, single-schema `items` (after `prefixItems`) and
+/// `prefixItems`. Array-form `items` (draft-07 tuples) is not known here: `None`.
+fn array_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits: &DfaLimits) -> Option<bool> {
+    Some(match k {
+        "uniqueItems" => match v.as_array() {
+            Some(a) if s == &Value::Bool(true) => {
+                (0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j])))
+            }
+            _ => true,
+        },
+        "items" if !s.is_array() => match v.as_array() {
+            None => true,
+            Some(a) => {
+                let from = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
+                let mut ok = true;
+                for x in a.iter().skip(from) {
+                    ok &= simple_validate(x, s, limits)?;
+                }
+                ok
+            }
+        },
+        "prefixItems" => match v.as_array() {
+            None => true,
+            Some(a) => {
+                let mut ok = true;
+                for (x, p) in a.iter().zip(s.as_array()?) {
+                    ok &= simple_validate(x, p, limits)?;
+                }
+                ok
+            }
+        },
+        _ => return None,
+    })
+}
+
+/// The object keywords: `required`, `properties`, and the internal "some key outside this
+/// list". Non-objects pass.
+fn object_holds(v: &Value, k: &str, s: &Value, limits: &DfaLimits) -> Option<bool> {
+    let Some(o) = v.as_object() else { return Some(true) };
+    Some(match k {
+        "required" => s.as_array()?.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k))),
+        "properties" => {
+            let mut ok = true;
+            for (k, ps) in s.as_object()? {
+                if let Some(x) = o.get(k) {
+                    ok &= simple_validate(x, ps, limits)?;
+                }
+            }
+            ok
         }
-    }
-    Some(true)
+        _ => {
+            let names = s.as_array()?;
+            o.keys().any(|k| !names.iter().any(|n| n == k.as_str()))
+        }
+    })
 }
 
 /// Does `pattern` match `text`? The pattern runs over the canonical encoding, as the grammar

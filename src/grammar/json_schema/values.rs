@@ -92,11 +92,11 @@ fn reachable(
         let mut found = Vec::new();
         rules[order[i].0 as usize].body.for_each_rule(&mut |r| found.push(r));
         for r in found {
-            if !index.contains_key(&r.0) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = index.entry(r.0) {
                 if order.len() >= limit {
                     return None;
                 }
-                index.insert(r.0, order.len() as u32);
+                slot.insert(order.len() as u32);
                 order.push(r);
             }
         }
@@ -216,9 +216,8 @@ pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> 
     };
     let mut out = Vec::new();
     for v in candidates {
-        match simple_validate(&v, &s, &c.limits)? {
-            true => out.push(v),
-            false => {}
+        if simple_validate(&v, &s, &c.limits)? {
+            out.push(v);
         }
     }
     Some(out)
