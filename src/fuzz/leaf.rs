@@ -48,7 +48,7 @@ pub struct Leaves {
 impl Leaves {
     fn dfa(&mut self, h: &Hir) -> Result<&dense::DFA<Vec<u32>>> {
         let key = h as *const Hir as usize;
-        if !self.dfas.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.dfas.entry(key) {
             let nfa = thompson::Compiler::new()
                 .build_from_hir(h)
                 .map_err(|e| Error::invalid(format!("fuzz: cannot compile regex leaf {h}: {e}")))?;
@@ -56,7 +56,7 @@ impl Leaves {
                 .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(StartKind::Anchored))
                 .build_from_nfa(&nfa)
                 .map_err(|e| Error::invalid(format!("fuzz: cannot build a DFA for regex leaf {h}: {e}")))?;
-            self.dfas.insert(key, dfa);
+            slot.insert(dfa);
         }
         Ok(&self.dfas[&key])
     }
