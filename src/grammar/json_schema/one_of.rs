@@ -9,8 +9,9 @@
 //! compiles exactly:
 //! - provably disjoint pairs ([`pair_disjoint`]: types, values, a discriminating property, a key
 //!   one requires and the other forbids) stay as they are; a JSON type two branches accept in
-//!   full is removed from all; an overlapping pair gets `not <other>` in one branch where that
-//!   rewrites exactly ([`super::not::with_not`]): exact;
+//!   full is removed from all; an overlapping pair gets `not <other>` in one branch
+//!   ([`super::not::with_not`]: rewritten at once, or left to the compiler, which rewrites it
+//!   level by level or fails this way): exact;
 //! - (stricter, documented) a property every branch declares with pairwise disjoint values is
 //!   made required, so every output names its branch.
 //!
