@@ -545,13 +545,8 @@ impl Generator {
         let room = self.room(cx, reserve.saturating_add(bsize.saturating_mul(min)));
         let hi = max.unwrap_or(min.saturating_add(4));
         let extra_ok = bheight != INF && bheight <= depth_left && !cx.src.exhausted();
-        let mut affordable = if !extra_ok {
-            0
-        } else if bsize == 0 {
-            hi - min
-        } else {
-            (room / bsize).min(hi - min)
-        };
+        // (A body of size 0 needs no room: as many copies as the bounds allow.)
+        let mut affordable = if extra_ok { room.checked_div(bsize).map_or(hi - min, |n| n.min(hi - min)) } else { 0 };
         if self.hunting && affordable > 1 {
             // Copies that lead somewhere new need room each: no more of them than fit.
             let c = self.cost(body, true);

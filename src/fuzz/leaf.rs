@@ -48,7 +48,7 @@ pub struct Leaves {
 impl Leaves {
     fn dfa(&mut self, h: &Hir) -> Result<&dense::DFA<Vec<u32>>> {
         let key = h as *const Hir as usize;
-        if !self.dfas.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.dfas.entry(key) {
             let nfa = thompson::Compiler::new().build_from_hir(h).map_err(|e| Error::Regex {
                 at: crate::error::Location::Column(1),
                 msg: format!("fuzz: cannot compile regex leaf {h}: {e}"),
@@ -60,7 +60,7 @@ impl Leaves {
                     at: crate::error::Location::Column(1),
                     msg: format!("fuzz: cannot build a DFA for regex leaf {h}: {e}"),
                 })?;
-            self.dfas.insert(key, dfa);
+            slot.insert(dfa);
         }
         Ok(&self.dfas[&key])
     }

@@ -16,7 +16,7 @@
 //! and a semantic one only when the checker rejects it, so "invalid" never rests on a
 //! formatting detail.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::cover::{Derivation, TraceKind};
 use super::{Checker, Source};
@@ -233,6 +233,8 @@ fn num_plus(n: &Value, delta: i64) -> Option<Value> {
     serde_json::Number::from_f64(f).map(Value::Number)
 }
 
+/// Collects into `out` the edits that break one keyword of schema `s` at the instance value
+/// `inst` (at JSON pointer `ptr`), then recurses into the items and properties `s` describes.
 fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, depth: usize) {
     if depth > 32 {
         return;
@@ -240,127 +242,19 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
     let s = resolve(root, s);
     let Some(obj) = s.as_object() else { return };
     if let Some(types) = type_names(s) {
-        let wrong = [
-            ("string", Value::from("x")),
-            ("integer", Value::from(7)),
-            ("number", Value::from(0.5)),
-            ("boolean", Value::from(true)),
-            ("null", Value::Null),
-            ("array", Value::Array(vec![])),
-            ("object", Value::Object(Default::default())),
-        ];
-        let allowed = |t: &str| types.contains(&t) || (t == "integer" && types.contains(&"number"));
-        if let Some((t, v)) = wrong.iter().find(|(t, _)| !allowed(t)) {
-            out.push((
-                ptr.clone(),
-                "type",
-                format!("a {t} where the schema wants {}", types.join(" or ")),
-                Edit::Set(v.clone()),
-            ));
-        }
+        wrong_type(&types, &ptr, out);
     }
     if let Some(Value::Array(vals)) = obj.get("enum") {
-        let bad = match inst {
-            Value::String(x) => Value::from(format!("{x}_not_in_enum")),
-            Value::Number(_) => vals
-                .iter()
-                .filter_map(|v| v.as_f64())
-                .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
-                .and_then(|m| serde_json::Number::from_f64(m.floor() + 1.0))
-                .map(Value::Number)
-                .unwrap_or(Value::from("x")),
-            _ => Value::from("not_in_enum"),
-        };
-        if !vals.contains(&bad) {
-            out.push((ptr.clone(), "enum", format!("{bad} is not one of the enum values"), Edit::Set(bad)));
-        }
+        outside_enum(vals, inst, &ptr, out);
     }
     if let Some(c) = obj.get("const") {
-        let bad = match c {
-            Value::String(x) => Value::from(format!("{x}_")),
-            Value::Number(_) => num_plus(c, 1).unwrap_or(Value::Null),
-            Value::Bool(b) => Value::from(!b),
-            Value::Null => Value::from(0),
-            _ => Value::Null,
-        };
-        out.push((ptr.clone(), "const", format!("{bad} instead of the const {c}"), Edit::Set(bad)));
+        not_const(c, &ptr, out);
     }
     match inst {
-        Value::Number(_) => {
-            let bounds = [
-                ("maximum", 1i64, false),
-                ("exclusiveMaximum", 0, true),
-                ("minimum", -1, false),
-                ("exclusiveMinimum", 0, true),
-            ];
-            for (kw, delta, _) in bounds {
-                let Some(b) = obj.get(kw).filter(|b| b.is_number()) else { continue };
-                let Some(v) = num_plus(b, delta) else { continue };
-                // An integer schema stays integral: only the bound is broken.
-                if type_names(s).is_some_and(|t| t == ["integer"]) && !(v.is_i64() || v.is_u64()) {
-                    continue;
-                }
-                out.push((ptr.clone(), "range", format!("{v}, just past {kw} {b}"), Edit::Set(v)));
-            }
-        }
-        Value::String(x) => {
-            let n = x.chars().count() as u64;
-            if let Some(max) = obj.get("maxLength").and_then(Value::as_u64).filter(|&m| m < 10_000) {
-                let mut long: String = x.chars().take(max as usize).collect();
-                while (long.chars().count() as u64) <= max {
-                    long.push(long.chars().last().unwrap_or('a'));
-                }
-                out.push((
-                    ptr.clone(),
-                    "length",
-                    format!("a string of {} characters, over maxLength {max}", max + 1),
-                    Edit::Set(Value::from(long)),
-                ));
-            }
-            if let Some(min) = obj.get("minLength").and_then(Value::as_u64).filter(|&m| m > 0 && m <= n) {
-                let short: String = x.chars().take(min as usize - 1).collect();
-                out.push((
-                    ptr.clone(),
-                    "length",
-                    format!("a string of {} characters, under minLength {min}", min - 1),
-                    Edit::Set(Value::from(short)),
-                ));
-            }
-        }
+        Value::Number(_) => past_bounds(s, obj, &ptr, out),
+        Value::String(x) => wrong_length(obj, x, &ptr, out),
         Value::Array(items) => {
-            if let Some(max) =
-                obj.get("maxItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0)
-            {
-                let mut more = items.clone();
-                more.push(items[items.len() - 1].clone());
-                out.push((
-                    ptr.clone(),
-                    "items",
-                    format!("{} items, over maxItems {max}", max + 1),
-                    Edit::Set(Value::Array(more)),
-                ));
-            }
-            if let Some(min) =
-                obj.get("minItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0)
-            {
-                let fewer = items[..items.len() - 1].to_vec();
-                out.push((
-                    ptr.clone(),
-                    "items",
-                    format!("{} items, under minItems {min}", min - 1),
-                    Edit::Set(Value::Array(fewer)),
-                ));
-            }
-            if obj.get("uniqueItems") == Some(&Value::Bool(true)) && !items.is_empty() {
-                let mut dup = items.clone();
-                dup.push(items[0].clone());
-                out.push((
-                    ptr.clone(),
-                    "unique",
-                    "a repeated item where uniqueItems is true".into(),
-                    Edit::Set(Value::Array(dup)),
-                ));
-            }
+            array_edits(obj, items, &ptr, out);
             let prefix = obj.get("prefixItems").and_then(Value::as_array);
             for (i, v) in items.iter().enumerate() {
                 let sub = match prefix {
@@ -373,28 +267,7 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
             }
         }
         Value::Object(map) => {
-            if let Some(Value::Array(req)) = obj.get("required") {
-                for k in req.iter().filter_map(Value::as_str).filter(|k| map.contains_key(*k)) {
-                    out.push((
-                        ptr.clone(),
-                        "required",
-                        format!("the required property {k:?} dropped"),
-                        Edit::Remove(k.to_string()),
-                    ));
-                }
-            }
-            if obj.get("additionalProperties") == Some(&Value::Bool(false)) && obj.get("patternProperties").is_none() {
-                let key = (0..)
-                    .map(|i| format!("extra{i}"))
-                    .find(|k| !map.contains_key(k) && obj.get("properties").and_then(|p| p.get(k)).is_none())
-                    .unwrap();
-                out.push((
-                    ptr.clone(),
-                    "additional",
-                    format!("the extra property {key:?} where additionalProperties is false"),
-                    Edit::Insert(key, Value::Null),
-                ));
-            }
+            object_edits(obj, map, &ptr, out);
             if let Some(props) = obj.get("properties").and_then(Value::as_object) {
                 for (k, v) in map {
                     if let Some(sub) = props.get(k) {
@@ -404,5 +277,164 @@ fn walk(root: &Value, s: &Value, inst: &Value, ptr: String, out: &mut Edits, dep
             }
         }
         _ => {}
+    }
+}
+
+/// A value of the first JSON type that `types` does not allow.
+fn wrong_type(types: &[&str], ptr: &str, out: &mut Edits) {
+    let wrong = [
+        ("string", Value::from("x")),
+        ("integer", Value::from(7)),
+        ("number", Value::from(0.5)),
+        ("boolean", Value::from(true)),
+        ("null", Value::Null),
+        ("array", Value::Array(vec![])),
+        ("object", Value::Object(Default::default())),
+    ];
+    let allowed = |t: &str| types.contains(&t) || (t == "integer" && types.contains(&"number"));
+    if let Some((t, v)) = wrong.iter().find(|(t, _)| !allowed(t)) {
+        out.push((
+            ptr.to_string(),
+            "type",
+            format!("a {t} where the schema wants {}", types.join(" or ")),
+            Edit::Set(v.clone()),
+        ));
+    }
+}
+
+/// A value outside the `enum` values `vals`, of the instance's kind where that is easy (a
+/// string with a suffix, a number past the largest).
+fn outside_enum(vals: &[Value], inst: &Value, ptr: &str, out: &mut Edits) {
+    let bad = match inst {
+        Value::String(x) => Value::from(format!("{x}_not_in_enum")),
+        Value::Number(_) => vals
+            .iter()
+            .filter_map(|v| v.as_f64())
+            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+            .and_then(|m| serde_json::Number::from_f64(m.floor() + 1.0))
+            .map(Value::Number)
+            .unwrap_or(Value::from("x")),
+        _ => Value::from("not_in_enum"),
+    };
+    if !vals.contains(&bad) {
+        out.push((ptr.to_string(), "enum", format!("{bad} is not one of the enum values"), Edit::Set(bad)));
+    }
+}
+
+/// A value next to the `const` `c` (a string with a suffix, the number plus one, ...).
+fn not_const(c: &Value, ptr: &str, out: &mut Edits) {
+    let bad = match c {
+        Value::String(x) => Value::from(format!("{x}_")),
+        Value::Number(_) => num_plus(c, 1).unwrap_or(Value::Null),
+        Value::Bool(b) => Value::from(!b),
+        Value::Null => Value::from(0),
+        _ => Value::Null,
+    };
+    out.push((ptr.to_string(), "const", format!("{bad} instead of the const {c}"), Edit::Set(bad)));
+}
+
+/// Numbers just past each bound of `obj` (integral for an integer schema `s`).
+fn past_bounds(s: &Value, obj: &Map<String, Value>, ptr: &str, out: &mut Edits) {
+    let bounds = [
+        ("maximum", 1i64, false),
+        ("exclusiveMaximum", 0, true),
+        ("minimum", -1, false),
+        ("exclusiveMinimum", 0, true),
+    ];
+    for (kw, delta, _) in bounds {
+        let Some(b) = obj.get(kw).filter(|b| b.is_number()) else { continue };
+        let Some(v) = num_plus(b, delta) else { continue };
+        // An integer schema stays integral: only the bound is broken.
+        if type_names(s).is_some_and(|t| t == ["integer"]) && !(v.is_i64() || v.is_u64()) {
+            continue;
+        }
+        out.push((ptr.to_string(), "range", format!("{v}, just past {kw} {b}"), Edit::Set(v)));
+    }
+}
+
+/// The string `x` one character over `maxLength` and one under `minLength`.
+fn wrong_length(obj: &Map<String, Value>, x: &str, ptr: &str, out: &mut Edits) {
+    let n = x.chars().count() as u64;
+    if let Some(max) = obj.get("maxLength").and_then(Value::as_u64).filter(|&m| m < 10_000) {
+        let mut long: String = x.chars().take(max as usize).collect();
+        while (long.chars().count() as u64) <= max {
+            long.push(long.chars().last().unwrap_or('a'));
+        }
+        out.push((
+            ptr.to_string(),
+            "length",
+            format!("a string of {} characters, over maxLength {max}", max + 1),
+            Edit::Set(Value::from(long)),
+        ));
+    }
+    if let Some(min) = obj.get("minLength").and_then(Value::as_u64).filter(|&m| m > 0 && m <= n) {
+        let short: String = x.chars().take(min as usize - 1).collect();
+        out.push((
+            ptr.to_string(),
+            "length",
+            format!("a string of {} characters, under minLength {min}", min - 1),
+            Edit::Set(Value::from(short)),
+        ));
+    }
+}
+
+/// The array `items` one item over `maxItems` or under `minItems` (where it is at the bound),
+/// and with a repeated item where `uniqueItems` is true.
+fn array_edits(obj: &Map<String, Value>, items: &[Value], ptr: &str, out: &mut Edits) {
+    if let Some(max) = obj.get("maxItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0) {
+        let mut more = items.to_vec();
+        more.push(items[items.len() - 1].clone());
+        out.push((
+            ptr.to_string(),
+            "items",
+            format!("{} items, over maxItems {max}", max + 1),
+            Edit::Set(Value::Array(more)),
+        ));
+    }
+    if let Some(min) = obj.get("minItems").and_then(Value::as_u64).filter(|&m| m as usize == items.len() && m > 0) {
+        let fewer = items[..items.len() - 1].to_vec();
+        out.push((
+            ptr.to_string(),
+            "items",
+            format!("{} items, under minItems {min}", min - 1),
+            Edit::Set(Value::Array(fewer)),
+        ));
+    }
+    if obj.get("uniqueItems") == Some(&Value::Bool(true)) && !items.is_empty() {
+        let mut dup = items.to_vec();
+        dup.push(items[0].clone());
+        out.push((
+            ptr.to_string(),
+            "unique",
+            "a repeated item where uniqueItems is true".into(),
+            Edit::Set(Value::Array(dup)),
+        ));
+    }
+}
+
+/// The object `map` without each required property it has, and with an extra property where
+/// `additionalProperties` is false (and no patterns).
+fn object_edits(obj: &Map<String, Value>, map: &Map<String, Value>, ptr: &str, out: &mut Edits) {
+    if let Some(Value::Array(req)) = obj.get("required") {
+        for k in req.iter().filter_map(Value::as_str).filter(|k| map.contains_key(*k)) {
+            out.push((
+                ptr.to_string(),
+                "required",
+                format!("the required property {k:?} dropped"),
+                Edit::Remove(k.to_string()),
+            ));
+        }
+    }
+    if obj.get("additionalProperties") == Some(&Value::Bool(false)) && obj.get("patternProperties").is_none() {
+        let key = (0..)
+            .map(|i| format!("extra{i}"))
+            .find(|k| !map.contains_key(k) && obj.get("properties").and_then(|p| p.get(k)).is_none())
+            .unwrap();
+        out.push((
+            ptr.to_string(),
+            "additional",
+            format!("the extra property {key:?} where additionalProperties is false"),
+            Edit::Insert(key, Value::Null),
+        ));
     }
 }

@@ -207,8 +207,8 @@ impl Plan {
                 break;
             }
         }
-        for (i, r) in g.rules.iter().enumerate() {
-            plan.locals(&r.body, RuleId(i as u32));
+        for r in &g.rules {
+            plan.locals(&r.body);
         }
         // Reachability: from the start rule, through productive expressions only.
         if plan.rule_height[g.start.0 as usize] != INF {
@@ -332,7 +332,7 @@ impl Plan {
     }
 
     /// Fills `local_units` / `local_rules` for the alternatives and bodies under `e`.
-    fn locals(&mut self, e: &Expr, rule: RuleId) {
+    fn locals(&mut self, e: &Expr) {
         fn collect(p: &Plan, e: &Expr, units: &mut Vec<usize>, rules: &mut Vec<RuleId>) {
             match e {
                 Expr::Rule(r) => rules.push(*r),
@@ -361,7 +361,7 @@ impl Plan {
                     collect(self, x, &mut u, &mut r);
                     self.local_units.insert(addr(x), u);
                     self.local_rules.insert(addr(x), r);
-                    self.locals(x, rule);
+                    self.locals(x);
                 }
             }
             Expr::Repeat { body, .. } => {
@@ -369,9 +369,9 @@ impl Plan {
                 collect(self, body, &mut u, &mut r);
                 self.local_units.insert(addr(body), u);
                 self.local_rules.insert(addr(body), r);
-                self.locals(body, rule);
+                self.locals(body);
             }
-            Expr::Seq(xs) => xs.iter().for_each(|x| self.locals(x, rule)),
+            Expr::Seq(xs) => xs.iter().for_each(|x| self.locals(x)),
             _ => {}
         }
     }

@@ -4,7 +4,7 @@
 //! - [`regex`]: regexes (the whole output must match), parsed with `regex-syntax`.
 //! - [`ebnf`]: GBNF-compatible EBNF (llama.cpp syntax plus `/regex/` terminals).
 //! - [`json_schema`]: JSON Schema (draft 2020-12 and draft-07 spellings) into the IR.
-//! - [`reference`]: a slow, independent recognizer over the IR, used as a test oracle.
+//! - [`reference`](mod@reference): a slow, independent recognizer over the IR, used as a test oracle.
 
 pub mod ebnf;
 pub mod ir;

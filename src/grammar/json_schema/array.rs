@@ -184,26 +184,26 @@ fn unique_items(
 ) -> Result<Option<Expr>> {
     let mut sets: Vec<Vec<Value>> = Vec::new();
     for s in prefix {
-        let Some(v) = super::combine::finite_values(c, s) else { return Ok(None) };
+        let Some(v) = super::values::finite_values(c, s) else { return Ok(None) };
         sets.push(v);
     }
     let rest_set = if max.is_some_and(|m| m <= prefix.len() as u64) {
         Vec::new() // no item past the prefix
     } else {
-        let Some(v) = super::combine::finite_values(c, rest) else { return Ok(None) };
+        let Some(v) = super::values::finite_values(c, rest) else { return Ok(None) };
         v
     };
     // All values that can occur, without JSON-equal repeats; items are indices into it.
     let mut all: Vec<Value> = Vec::new();
     for v in sets.iter().flatten().chain(&rest_set) {
-        if !all.iter().any(|x| super::combine::json_eq(x, v)) {
+        if !all.iter().any(|x| super::validate::json_eq(x, v)) {
             all.push(v.clone());
         }
     }
     if all.len() > MAX_UNIQUE_VALUES {
         return Ok(None);
     }
-    let index = |v: &Value| all.iter().position(|x| super::combine::json_eq(x, v)).expect("collected");
+    let index = |v: &Value| all.iter().position(|x| super::validate::json_eq(x, v)).expect("collected");
     let allowed: Vec<Vec<usize>> = sets.iter().map(|s| s.iter().map(index).collect()).collect();
     let rest_allowed: Vec<usize> = rest_set.iter().map(index).collect();
     let at = |k: usize| -> &[usize] { allowed.get(k).map_or(&rest_allowed, |v| v) };
@@ -211,7 +211,7 @@ fn unique_items(
     let n = all.len();
     let rules: Vec<crate::grammar::RuleId> =
         (0..1usize << n).map(|m| c.new_rule(&format!("{pointer}/unique[{m:b}]"))).collect();
-    let literals: Vec<Expr> = all.iter().map(|v| super::combine::literal(c, v)).collect();
+    let literals: Vec<Expr> = all.iter().map(|v| super::values::literal(c, v)).collect();
     let sep = c.punct(",");
     for m in 0..1usize << n {
         let k = m.count_ones() as usize;

@@ -23,18 +23,33 @@
 //! `propertyNames` key regions) become [`crate::regular::Lexeme`]s: intersections and
 //! complements that the automaton layer builds as product DFAs.
 //!
-//! Layout: [`object`], [`array`], [`string`] (strings, patterns, formats, keys), [`number`],
-//! [`combine`] (enum/const, anyOf/oneOf/allOf), [`refs`] ($ref, $defs, anchors).
+//! Layout, one keyword family per file:
+//! - `object.rs` (`properties`, `required`, `additionalProperties`, `patternProperties`,
+//!   `propertyNames`, property counts), `array.rs` (items, `contains`, counts, `uniqueItems`),
+//!   `string.rs` (strings, lengths, `pattern`, `format`, key languages), `number.rs` (numbers,
+//!   integers, bounds, `multipleOf`);
+//! - `values.rs` (`enum`/`const`), `one_of.rs` (`anyOf`/`oneOf`), `all_of.rs` (`allOf`
+//!   merging), `not.rs` (`not` rewrites), `conditional.rs` (`if`/`then`/`else`, dependencies),
+//!   `refs.rs` (`$ref`, `$defs`, `$id`, anchors);
+//! - `keywords.rs` (which keywords validate, the type each constrains, schema-building
+//!   helpers) and `validate.rs` (a small value validator the rewrites use to decide);
+//! - `tests/` (unit tests by family).
 //!
 //! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
 //! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it.
 
+mod all_of;
 mod array;
-mod combine;
+mod conditional;
+mod keywords;
+mod not;
 mod number;
 mod object;
+mod one_of;
 mod refs;
 mod string;
+mod validate;
+mod values;
 
 use std::collections::HashMap;
 
@@ -162,10 +177,10 @@ pub(crate) struct Compiler<'s> {
     docs: &'s [(String, Value)],
     /// Resources and anchors by absolute URI → location.
     index: refs::Index,
-    /// Rewritten `oneOf` branch sets tried so far (see `combine::any_one_of`).
+    /// Rewritten `oneOf` branch sets tried so far (see `one_of::any_one_of`).
     one_of_attempts: usize,
     /// `enum` values checked against the grammar of their sibling keywords, by (schema,
-    /// values) text (see `combine::accepted_by`; a pure cache, kept across rollbacks).
+    /// values) text (see `values::accepted_by`; a pure cache, kept across rollbacks).
     value_checks: HashMap<String, Option<Vec<bool>>>,
     /// The request's limits for every automaton built while compiling (key regions, emptiness
     /// and value checks), the same as the lexer's.
@@ -309,10 +324,10 @@ impl<'s> Compiler<'s> {
             return self.schema(&Value::Object(rewritten), pointer);
         }
         // Conditionals become allOf parts; allOf (and $ref with siblings) merge into one schema.
-        if let Some(rewritten) = combine::rewrite_conditionals(self, obj, pointer)? {
+        if let Some(rewritten) = conditional::rewrite_conditionals(self, obj, pointer)? {
             return self.schema(&Value::Object(rewritten), pointer);
         }
-        if let Some(merged) = combine::merge_all_of(self, obj, pointer)? {
+        if let Some(merged) = all_of::merge_all_of(self, obj, pointer)? {
             return self.schema(&merged, pointer);
         }
         if let Some(r) = obj.get("$ref") {
@@ -328,20 +343,20 @@ impl<'s> Compiler<'s> {
                 return self.schema(&Value::Object(rest), pointer);
             }
             if n == &Value::Bool(true)
-                || n.as_object().is_some_and(|o| !o.keys().any(|k| combine::is_validation_keyword(k)))
+                || n.as_object().is_some_and(|o| !o.keys().any(|k| keywords::is_validation_keyword(k)))
             {
                 return Ok(nothing());
             }
             if let Some(r) = n.get("$ref").and_then(Value::as_str) {
                 return self.not_ref(obj, r, pointer);
             }
-            if let Some(as_any) = combine::one_of_as_any_of(self, n) {
+            if let Some(as_any) = one_of::one_of_as_any_of(self, n) {
                 // Branches that are pairwise disjoint: `oneOf` is `anyOf`, whose `not` rewrites.
                 let mut o = obj.clone();
                 o.insert("not".into(), as_any);
                 return self.schema(&Value::Object(o), pointer);
             }
-            match combine::rewrite_not(obj) {
+            match not::rewrite_not(obj) {
                 Some(rewritten) => return self.schema(&Value::Object(rewritten), pointer),
                 None => self.unenforced(pointer, "not", "no exact rewrite of this `not` is known (supported: types, values, the keywords of one JSON type, closed objects, `$ref`s, and `anyOf`/`allOf`/`not` of those)")?,
             }
@@ -353,10 +368,10 @@ impl<'s> Compiler<'s> {
                 }
             }
         }
-        if let Some(e) = combine::enum_const(self, obj, pointer)? {
+        if let Some(e) = values::enum_const(self, obj, pointer)? {
             return Ok(e);
         }
-        if let Some(e) = combine::any_one_of(self, obj, pointer)? {
+        if let Some(e) = one_of::any_one_of(self, obj, pointer)? {
             return Ok(e);
         }
         let types = self.types(obj, pointer)?;
@@ -406,7 +421,7 @@ impl<'s> Compiler<'s> {
                         out.insert("allOf".into(), Value::Array(all));
                     }
                     // Merge the parts first, then apply the keyword to the merged schema.
-                    if let Some(Value::Object(mut merged)) = combine::merge_all_of(self, &out, pointer)? {
+                    if let Some(Value::Object(mut merged)) = all_of::merge_all_of(self, &out, pointer)? {
                         if !CONDITIONAL.iter().any(|k| merged.contains_key(*k))
                             && !merged.contains_key("unevaluatedProperties")
                         {

@@ -23,7 +23,7 @@ use crate::regular::Dfa;
 use crate::regular::Lexeme;
 use regex_syntax::hir::Hir;
 
-/// Internal keyword (made by `not` rewrites, see `combine::rewrite_not`): the object has at
+/// Internal keyword (made by `not` rewrites, see `not::rewrite_not`): the object has at
 /// least one key that is not in this list of names. Tracked by the member rules as a flag
 /// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
 /// member whose key is outside it.
@@ -32,7 +32,72 @@ pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
 /// Most rules the count-tracking construction may create.
 const MAX_COUNT_RULES: u64 = 20_000;
 
+/// The value expression of an object schema: `{`, the member rules (declared members in
+/// order, additional members in the key regions, counts where bounds need them: see
+/// [`Builder::build`]), `}`.
 pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let Declared { props, required, patterns } = declared(c, obj, pointer)?;
+    let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
+    let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
+    let max = string::count(c, obj, pointer, "maxProperties")?;
+    let keys = Keys::new(c, obj, &patterns, pointer)?;
+    let outside = some_key_not_in(c, obj, pointer)?;
+    let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
+
+    let Some(members) = declared_members(c, &keys, &props, &required, additional, pointer)? else {
+        return Ok(super::nothing());
+    };
+    let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
+    // Additional members, those whose key is outside `outside` (witnesses) apart.
+    let mut additional_members = [Vec::new(), Vec::new()];
+    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer, c.limits)? {
+        let value = c.schema(&schema, &at)?;
+        additional_members[wit as usize].push(Expr::Seq(vec![key, c.punct(":"), value]));
+    }
+    let [plain, witnesses] = additional_members;
+    let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
+    let additional_witness = (!witnesses.is_empty()).then(|| super::alt(witnesses));
+    let members: Vec<(Expr, bool, bool)> = members
+        .into_iter()
+        .map(|(k, v, req)| {
+            let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
+            let member = Expr::Seq(vec![key, c.punct(":"), v]);
+            (c.share(&format!("{pointer}/member:{k}"), member), req, witness(&k))
+        })
+        .collect();
+    let additional_member = additional_member.map(|m| c.share(&format!("{pointer}/additional"), m));
+    let additional_witness = additional_witness.map(|m| c.share(&format!("{pointer}/additional-outside"), m));
+
+    let open = additional_member.is_some() || additional_witness.is_some();
+    let Some(Counting { cap, distinct_min }) = counting(c, &members, open, min, max, pointer)? else {
+        return Ok(super::nothing());
+    };
+    let b = Builder {
+        members,
+        additional: additional_member,
+        additional_witness,
+        min,
+        max,
+        cap,
+        distinct_min,
+        need_witness: outside.is_some(),
+    };
+    let close = Expr::Seq(vec![c.ws(), Expr::Literal("}".into())]);
+    let body = b.build(c, pointer, close);
+    Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body]))
+}
+
+/// What an object schema declares by name: `properties` (in order), `required`, and
+/// `patternProperties` (in order).
+struct Declared<'o> {
+    props: Vec<(&'o String, &'o Value)>,
+    required: Vec<&'o str>,
+    patterns: Vec<(&'o String, &'o Value)>,
+}
+
+/// Reads (and checks the shape of) `properties`, `required` and `patternProperties`, with
+/// [`super::MAX_PROPERTIES`] names at most in each of the first two.
+fn declared<'o>(c: &Compiler, obj: &'o Map<String, Value>, pointer: &str) -> Result<Declared<'o>> {
     let props: Vec<(&String, &Value)> = match obj.get("properties") {
         None => Vec::new(),
         Some(Value::Object(p)) => p.iter().collect(),
@@ -61,21 +126,33 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
             });
         }
     }
-    let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
-    let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
-    let max = string::count(c, obj, pointer, "maxProperties")?;
-    let keys = Keys::new(c, obj, &patterns, pointer)?;
-    let outside: Option<Vec<&str>> = match obj.get(SOME_KEY_NOT_IN) {
-        None => None,
-        Some(v) => Some(
+    Ok(Declared { props, required, patterns })
+}
+
+/// The names of the internal [`SOME_KEY_NOT_IN`] keyword, if the schema has it.
+fn some_key_not_in<'o>(c: &Compiler, obj: &'o Map<String, Value>, pointer: &str) -> Result<Option<Vec<&'o str>>> {
+    match obj.get(SOME_KEY_NOT_IN) {
+        None => Ok(None),
+        Some(v) => Ok(Some(
             v.as_array()
                 .and_then(|a| a.iter().map(Value::as_str).collect())
                 .ok_or_else(|| c.bad(pointer, "internal: bad key list"))?,
-        ),
-    };
-    let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
+        )),
+    }
+}
 
-    // Declared members, then required keys with no declaration (their value: additional).
+/// The declared members, then the required keys with no declaration (their value:
+/// additional), each as (name, value expression, required), in that order; names that
+/// `propertyNames` forbids are left out. `None` if a forbidden name is required: no object
+/// is valid.
+fn declared_members(
+    c: &mut Compiler,
+    keys: &Keys,
+    props: &[(&String, &Value)],
+    required: &[&str],
+    additional: &Value,
+    pointer: &str,
+) -> Result<Option<Vec<(String, Expr, bool)>>> {
     let mut members: Vec<(String, Expr, bool)> = Vec::new();
     // (`outside` names that are neither declared nor required are additional keys.)
     let mut names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
@@ -84,42 +161,43 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         let req = required.contains(&name);
         if !keys.name_allowed(name) {
             if req {
-                return Ok(super::nothing());
+                return Ok(None);
             }
             continue;
         }
-        let (schema, at) = keys.value_schema(name, &props, additional, pointer)?;
+        let (schema, at) = keys.value_schema(name, props, additional, pointer)?;
         let value = c.schema(&schema, &at)?;
         members.push((name.to_string(), value, req));
     }
-    let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
-    // Additional members, those whose key is outside `outside` (witnesses) apart.
-    let mut additional_members = [Vec::new(), Vec::new()];
-    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer, c.limits)? {
-        let value = c.schema(&schema, &at)?;
-        additional_members[wit as usize].push(Expr::Seq(vec![key, c.punct(":"), value]));
-    }
-    let [plain, witnesses] = additional_members;
-    let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
-    let additional_witness = (!witnesses.is_empty()).then(|| super::alt(witnesses));
-    let members: Vec<(Expr, bool, bool)> = members
-        .into_iter()
-        .map(|(k, v, req)| {
-            let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
-            let member = Expr::Seq(vec![key, c.punct(":"), v]);
-            (c.share(&format!("{pointer}/member:{k}"), member), req, witness(&k))
-        })
-        .collect();
-    let additional_member = additional_member.map(|m| c.share(&format!("{pointer}/additional"), m));
-    let additional_witness = additional_witness.map(|m| c.share(&format!("{pointer}/additional-outside"), m));
+    Ok(Some(members))
+}
 
+/// How the member rules count properties (see [`Builder::build`]).
+struct Counting {
+    /// Counts are tracked up to this (the larger bound), when the bounds matter.
+    cap: Option<u64>,
+    /// The minimum counts only the first additional member.
+    distinct_min: bool,
+}
+
+/// Whether and how far the member rules must count properties for `minProperties`/
+/// `maxProperties`, given the declared `members` and whether additional ones are allowed
+/// (`open`). Bounds too large to track, or that need distinct additional keys, are reported.
+/// `None` if the bounds leave no valid object.
+fn counting(
+    c: &mut Compiler,
+    members: &[(Expr, bool, bool)],
+    open: bool,
+    min: u64,
+    max: Option<u64>,
+    pointer: &str,
+) -> Result<Option<Counting>> {
     let n = members.len() as u64;
     let n_req = members.iter().filter(|(_, r, _)| *r).count() as u64;
-    let open = additional_member.is_some() || additional_witness.is_some();
     // Does the count matter? Without additional members the count ranges over [n_req, n].
     let count_matters = min > n_req || max.is_some_and(|m| m < n || open);
     if max.is_some_and(|m| m < n_req) || (!open && min > n) {
-        return Ok(super::nothing());
+        return Ok(None);
     }
     let cap = if count_matters { Some(max.unwrap_or(min).max(min)) } else { None };
     if let Some(cap) = cap {
@@ -146,19 +224,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         distinct_min = false;
     }
     let cap = cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES);
-    let b = Builder {
-        members,
-        additional: additional_member,
-        additional_witness,
-        min,
-        max,
-        cap,
-        distinct_min,
-        need_witness: outside.is_some(),
-    };
-    let close = Expr::Seq(vec![c.ws(), Expr::Literal("}".into())]);
-    let body = b.build(c, pointer, close);
-    Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body]))
+    Ok(Some(Counting { cap, distinct_min }))
 }
 
 /// The key languages of an object: `propertyNames` and the `patternProperties` patterns, each
@@ -257,7 +323,7 @@ impl Keys {
         }
         let mut all = vec![own];
         all.extend(matching);
-        Ok((super::combine::keyword("allOf", Value::Array(all)), at))
+        Ok((super::keywords::keyword("allOf", Value::Array(all)), at))
     }
 
     /// The keys other than `declared`, split by which patterns match them: for each region
@@ -272,41 +338,19 @@ impl Keys {
         outside: Option<&[&str]>,
         pointer: &str,
         limits: crate::regular::DfaLimits,
-    ) -> Result<Vec<(Expr, Value, String, bool)>> {
+    ) -> Result<Vec<Region>> {
         let add_ptr = join(pointer, "additionalProperties");
-        let literals = |names: &[&str]| {
-            Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect())
-        };
         let not_declared = (!declared.is_empty()).then(|| {
             let names = declared.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect();
             Lexeme::Not(Box::new(string::quoted(Hir::alternation(names))))
         });
         if self.patterns.is_empty() && self.names.is_none() && outside.is_none() {
-            if additional == &Value::Bool(false) {
-                return Ok(Vec::new());
-            }
-            // Plain keys: any string but the declared names. As a lexeme (the product of the
-            // string automaton and the names' trie: about one state per trie node) rather than
-            // one regex that spells the complement out, which determinizes to dozens of states
-            // per trie node (every node carries its own copy of "any other character, then any
-            // string") and was most of the compile time of schemas with many properties.
-            let key = match not_declared {
-                None => Expr::Regex(std::sync::Arc::new(hir_of(string::any_string_lexeme()))),
-                Some(not) => Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
-            };
-            return Ok(vec![(key, additional.clone(), add_ptr, false)]);
+            return Ok(plain_keys(not_declared, additional, add_ptr));
         }
         let mut out = Vec::new();
+        // Each region: the set of patterns that match its keys, as a bit mask.
         for mask in 0..1usize << self.patterns.len() {
-            let matching: Vec<usize> = (0..self.patterns.len()).filter(|i| mask >> i & 1 == 1).collect();
-            let (value, at) = match matching.as_slice() {
-                [] => (additional.clone(), add_ptr.clone()),
-                [i] => (self.patterns[*i].3.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
-                _ => {
-                    let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].3.clone()).collect();
-                    (super::combine::keyword("allOf", Value::Array(all)), join(pointer, "patternProperties"))
-                }
-            };
+            let (value, at) = self.region_value(mask, additional, &add_ptr, pointer);
             if value == Value::Bool(false) {
                 continue;
             }
@@ -316,26 +360,79 @@ impl Keys {
             for (i, (_, l, _, _)) in self.patterns.iter().enumerate() {
                 parts.push(if mask >> i & 1 == 1 { l.clone() } else { Lexeme::Not(Box::new(l.clone())) });
             }
-            let split: Vec<(Option<Lexeme>, bool)> = match outside {
-                None => vec![(None, false)],
-                Some([]) => vec![(None, true)],
-                Some(names) => {
-                    let listed = string::quoted(literals(names));
-                    vec![(Some(Lexeme::Not(Box::new(listed.clone()))), true), (Some(listed), false)]
-                }
-            };
-            for (extra, wit) in split {
-                let mut parts = parts.clone();
-                parts.extend(extra);
-                let key = Lexeme::and(parts);
-                if string::lexeme_is_empty(&key, limits)? {
-                    continue;
-                }
+            for (key, wit) in split_by_outside(parts, outside, limits)? {
                 out.push((Expr::Lexeme(std::sync::Arc::new(key)), value.clone(), at.clone(), wit));
             }
         }
         Ok(out)
     }
+
+    /// The value schema (and its pointer) of the keys that exactly the patterns in `mask`
+    /// match: `additionalProperties` for none, else the `allOf` of their schemas.
+    fn region_value(&self, mask: usize, additional: &Value, add_ptr: &str, pointer: &str) -> (Value, String) {
+        let matching: Vec<usize> = (0..self.patterns.len()).filter(|i| mask >> i & 1 == 1).collect();
+        match matching.as_slice() {
+            [] => (additional.clone(), add_ptr.to_string()),
+            [i] => (self.patterns[*i].3.clone(), join(&join(pointer, "patternProperties"), &self.patterns[*i].0)),
+            _ => {
+                let all: Vec<Value> = matching.iter().map(|&i| self.patterns[i].3.clone()).collect();
+                (super::keywords::keyword("allOf", Value::Array(all)), join(pointer, "patternProperties"))
+            }
+        }
+    }
+}
+
+/// An additional key's region: (quoted-key expression, value schema, its pointer, whether the
+/// keys are outside the [`SOME_KEY_NOT_IN`] list).
+type Region = (Expr, Value, String, bool);
+
+/// The one region of an object with no patterns, no `propertyNames` and no
+/// [`SOME_KEY_NOT_IN`]: any key but the declared names (none if `additionalProperties` is
+/// `false`).
+fn plain_keys(not_declared: Option<Lexeme>, additional: &Value, add_ptr: String) -> Vec<Region> {
+    if additional == &Value::Bool(false) {
+        return Vec::new();
+    }
+    // Plain keys: any string but the declared names. As a lexeme (the product of the string
+    // automaton and the names' trie: about one state per trie node) rather than one regex that
+    // spells the complement out, which determinizes to dozens of states per trie node (every
+    // node carries its own copy of "any other character, then any string") and was most of the
+    // compile time of schemas with many properties.
+    let key = match not_declared {
+        None => Expr::Regex(std::sync::Arc::new(hir_of(string::any_string_lexeme()))),
+        Some(not) => Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
+    };
+    vec![(key, additional.clone(), add_ptr, false)]
+}
+
+/// A region's key lexeme (the conjunction of `parts`), split by the [`SOME_KEY_NOT_IN`] list
+/// `outside` into keys outside it (`true`: witnesses) and keys in it; the empty ones dropped.
+fn split_by_outside(
+    parts: Vec<Lexeme>,
+    outside: Option<&[&str]>,
+    limits: crate::regular::DfaLimits,
+) -> Result<Vec<(Lexeme, bool)>> {
+    let split: Vec<(Option<Lexeme>, bool)> = match outside {
+        None => vec![(None, false)],
+        Some([]) => vec![(None, true)],
+        Some(names) => {
+            let literals =
+                Hir::alternation(names.iter().map(|n| Hir::literal(string::encode_str(n).into_bytes())).collect());
+            let listed = string::quoted(literals);
+            vec![(Some(Lexeme::Not(Box::new(listed.clone()))), true), (Some(listed), false)]
+        }
+    };
+    let mut out = Vec::new();
+    for (extra, wit) in split {
+        let mut parts = parts.clone();
+        parts.extend(extra);
+        let key = Lexeme::and(parts);
+        if string::lexeme_is_empty(&key, limits)? {
+            continue;
+        }
+        out.push((key, wit));
+    }
+    Ok(out)
 }
 
 struct Builder {

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{combine, join, Compiler};
+use super::{join, keywords, not, Compiler};
 use crate::error::{Error, Location, Result};
 use crate::grammar::Expr;
 
@@ -232,14 +232,14 @@ impl<'s> Compiler<'s> {
         let not = &obj["not"];
         let target = self.ref_target(r, &join(pointer, "not"))?;
         let alone =
-            |o: &Map<String, Value>, keep: &str| o.keys().all(|k| k == keep || !combine::is_validation_keyword(k));
+            |o: &Map<String, Value>, keep: &str| o.keys().all(|k| k == keep || !keywords::is_validation_keyword(k));
         let inlined = self.resolve_shallow(not);
         if inlined.get("$ref").is_some() {
             // Siblings beside the `$ref` that clash with its target's (see `resolve_shallow`).
             let mut rest = obj.clone();
             rest.remove("not");
             rest.insert("not".into(), serde_json::json!({"allOf": [{"$ref": r}, not_without_ref(not)]}));
-            return match combine::rewrite_not(&rest) {
+            return match not::rewrite_not(&rest) {
                 Some(rw) => self.schema(&Value::Object(rw), pointer),
                 None => Err(self.bad(&join(pointer, "not"), "`not` of this `$ref` cannot be rewritten")),
             };
@@ -251,7 +251,7 @@ impl<'s> Compiler<'s> {
             }
             let rule = self.new_rule(&key);
             self.ref_rules.insert(key, rule);
-            let body = self.schema(&super::combine::keyword("not", inlined), pointer)?;
+            let body = self.schema(&keywords::keyword("not", inlined), pointer)?;
             self.rules[rule.0 as usize].body = body;
             return Ok(Expr::Rule(rule));
         }
@@ -440,6 +440,15 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A schema object without its `$ref`.
+fn not_without_ref(s: &Value) -> Value {
+    let mut s = s.clone();
+    if let Value::Object(o) = &mut s {
+        o.remove("$ref");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::resolve;
@@ -486,13 +495,4 @@ mod tests {
             "http://localhost:1234/draft2020-12/baseUriChange/"
         );
     }
-}
-
-/// A schema object without its `$ref`.
-fn not_without_ref(s: &Value) -> Value {
-    let mut s = s.clone();
-    if let Value::Object(o) = &mut s {
-        o.remove("$ref");
-    }
-    s
 }

@@ -381,7 +381,7 @@ fn encode_class(cls: &ClassUnicode) -> Hir {
     plain.difference(&special);
     special.intersect(cls);
     let mut alts = Vec::new();
-    if plain.ranges().first().is_some() {
+    if !plain.ranges().is_empty() {
         alts.push(Hir::class(Class::Unicode(plain)));
     }
     for r in special.ranges() {

@@ -1,0 +1,434 @@
+//! `allOf` (and a `$ref` with constraining siblings): merged into one schema.
+//!
+//! [`merge_all_of`] takes the parts through a worklist: each part's `$ref` resolved, its own
+//! `unevaluated*`, conditionals and `not` rewritten first, its nested `allOf` flattened into
+//! further parts. [`merge`] intersects two schemas keyword by keyword ([`merge_changes`]): types
+//! intersect, bounds tighten, `required` unions, value sets intersect, `multipleOf`s take their
+//! least common multiple, two `anyOf`s multiply out, array items merge position by position,
+//! and object members merge with each side's `additionalProperties` applied to the other's keys
+//! ([`merge_members`]).
+//!
+//! Exact: a pair of keywords that cannot be merged exactly (two different patterns, two
+//! `contains`, ...) is an error with the reason, which the caller reports as `allOf`
+//! unenforceable. The running result is moved, never copied: an `allOf` may have many parts.
+
+use serde_json::{Map, Value};
+
+use super::conditional::rewrite_conditionals;
+use super::keywords::{keyword, type_list, ANNOTATIONS, VALIDATION};
+use super::not::rewrite_not;
+use super::validate::pattern_matches;
+use super::{join, number, string, Compiler};
+use crate::error::Result;
+use crate::regular::DfaLimits;
+
+/// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
+/// nothing to merge.
+pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
+    let has_all_of = obj.contains_key("allOf");
+    let ref_with_siblings =
+        obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()));
+    if !has_all_of && !ref_with_siblings {
+        return Ok(None);
+    }
+    // The keywords beside `allOf` (and beside a `$ref` with siblings) are the first part.
+    let base: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut parts: Vec<Value> = Vec::new();
+    if let Some(all) = obj.get("allOf") {
+        let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
+        parts.extend(a.iter().cloned());
+    }
+    if ref_with_siblings {
+        parts.push(serde_json::json!({"$ref": obj["$ref"].clone()}));
+    }
+    let mut merged = Value::Object(base);
+    // A worklist: a part's own conditionals and `allOf` are flattened into further parts.
+    let mut queue: std::collections::VecDeque<Value> = parts.into();
+    let mut taken = 0;
+    while let Some(part) = queue.pop_front() {
+        taken += 1;
+        if taken > 1000 {
+            return Err(c.bad(pointer, "`allOf` expands to more than 1000 parts (a cycle of `$ref`s through `allOf`?)"));
+        }
+        let mut part = c.resolve_shallow_owned(part);
+        if let Value::Object(o) = part {
+            // A part's own `unevaluated*` sees only that part: close it before merging.
+            let mut o = match c.unevaluated(&o, pointer)? {
+                Some(closed) => closed,
+                None => o,
+            };
+            for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+                if o.get(kw).is_some_and(|v| v != &Value::Bool(true)) {
+                    c.unenforced(pointer, kw, "inside an `allOf` part with conditional applicators beside it")?;
+                }
+                o.remove(kw);
+            }
+            let o = match rewrite_conditionals(c, &o, pointer)? {
+                Some(rewritten) => rewritten,
+                None => o,
+            };
+            let mut o = if o.contains_key("not") { rewrite_not(&o).unwrap_or(o) } else { o };
+            if let Some(all) = o.remove("allOf") {
+                queue.extend(all.as_array().cloned().unwrap_or_default());
+            }
+            if o.contains_key("$ref") {
+                queue.push_back(serde_json::json!({"$ref": o.remove("$ref").unwrap()}));
+            }
+            part = Value::Object(o);
+        }
+        match merge(merged, &part, &c.limits) {
+            Ok(m) => merged = m,
+            Err((unchanged, why)) => {
+                merged = unchanged;
+                c.unenforced(pointer, "allOf", why)?;
+            }
+        }
+    }
+    Ok(Some(merged))
+}
+
+/// The intersection of two schemas as one schema, or why it cannot be written exactly (with
+/// `a` back, unchanged). `a` is taken, not copied: it is the running result of a whole `allOf`.
+pub(super) fn merge(a: Value, b: &Value, limits: &DfaLimits) -> std::result::Result<Value, (Value, String)> {
+    match (&a, b) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
+        (Value::Bool(true), x) => return Ok(x.clone()),
+        (_, Value::Bool(true)) => return Ok(a),
+        (Value::Object(_), Value::Object(_)) => {}
+        _ => return Err((a, "a subschema is neither an object nor a boolean".into())),
+    }
+    let (Value::Object(mut a), Value::Object(b)) = (a, b) else { unreachable!("both objects") };
+    // Every change is worked out against `a` as it is, then applied to it in order.
+    match merge_changes(&a, b, limits) {
+        Ok(Merged::Whole(v)) => Ok(v),
+        Ok(Merged::Changes(changes)) => {
+            for (k, v) in changes.0 {
+                match v {
+                    Some(v) => {
+                        a.insert(k, v);
+                    }
+                    None => {
+                        a.remove(&k);
+                    }
+                }
+            }
+            Ok(Value::Object(a))
+        }
+        Err(why) => Err((Value::Object(a), why)),
+    }
+}
+
+/// Inserts (`Some`) and removals (`None`) of keywords, in order.
+#[derive(Default)]
+struct Changes(Vec<(String, Option<Value>)>);
+
+impl Changes {
+    fn insert(&mut self, k: String, v: Value) {
+        self.0.push((k, Some(v)));
+    }
+    fn remove(&mut self, k: &str) {
+        self.0.push((k.to_string(), None));
+    }
+}
+
+/// What merging two object schemas gives: a new schema, or changes to the first.
+enum Merged {
+    Whole(Value),
+    Changes(Changes),
+}
+
+/// The changes that merge object schema `b` into `a`: keywords only `b` has are added, those
+/// both have merged one by one ([`merge_keyword`]), then array items ([`merge_items`]) and
+/// object members ([`merge_members`]) together. A side with a `$ref` or an `allOf` is not
+/// merged but wrapped ([`wrap_nested`]).
+fn merge_changes(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    limits: &DfaLimits,
+) -> std::result::Result<Merged, String> {
+    if a.contains_key("$ref") || b.contains_key("$ref") || a.contains_key("allOf") || b.contains_key("allOf") {
+        return wrap_nested(a, b).map(Merged::Whole);
+    }
+    let mut out = Changes::default();
+    for (k, bv) in b {
+        let Some(av) = a.get(k) else {
+            out.insert(k.clone(), bv.clone());
+            continue;
+        };
+        if av == bv {
+            continue;
+        }
+        merge_keyword(k, av, bv, &mut out)?;
+    }
+    merge_items(a, b, &mut out);
+    merge_members(a, b, &mut out, limits)?;
+    Ok(Merged::Changes(out))
+}
+
+/// Nested references or `allOf` on one side: the other side with an `allOf` of that side's
+/// parts, for the caller to resolve level by level. On both sides: an error.
+fn wrap_nested(a: &Map<String, Value>, b: &Map<String, Value>) -> std::result::Result<Value, String> {
+    let both_have = |k: &str| a.contains_key(k) && b.contains_key(k);
+    if both_have("$ref") || both_have("allOf") {
+        return Err("nested `$ref`/`allOf` on both sides".into());
+    }
+    let (with, without) = if a.contains_key("$ref") || a.contains_key("allOf") { (a, b) } else { (b, a) };
+    let mut out = without.clone();
+    let mut all = vec![];
+    let mut w = with.clone();
+    if let Some(x) = w.remove("allOf") {
+        all.extend(x.as_array().cloned().unwrap_or_default());
+    }
+    if let Some(r) = w.remove("$ref") {
+        all.push(serde_json::json!({"$ref": r}));
+    }
+    all.push(Value::Object(w));
+    out.insert("allOf".into(), Value::Array(all));
+    Ok(Value::Object(out))
+}
+
+/// Merges keyword `k`, which both sides have with different values `av` and `bv`, into `out`;
+/// or why it cannot be merged exactly. Array item and object member keywords are left to
+/// [`merge_items`] and [`merge_members`]; annotations and unknown keywords are left as `a` has
+/// them.
+fn merge_keyword(k: &str, av: &Value, bv: &Value, out: &mut Changes) -> std::result::Result<(), String> {
+    let merged = match k {
+        "type" => intersect_types(av, bv),
+        "required" => {
+            let mut r = av.as_array().cloned().unwrap_or_default();
+            for x in bv.as_array().into_iter().flatten() {
+                if !r.contains(x) {
+                    r.push(x.clone());
+                }
+            }
+            Value::Array(r)
+        }
+        "minimum" | "minLength" | "minItems" | "minProperties" | "exclusiveMinimum"
+            if av.is_number() && bv.is_number() =>
+        {
+            if av.as_f64() >= bv.as_f64() {
+                av.clone()
+            } else {
+                bv.clone()
+            }
+        }
+        "maximum" | "maxLength" | "maxItems" | "maxProperties" | "exclusiveMaximum"
+            if av.is_number() && bv.is_number() =>
+        {
+            if av.as_f64() <= bv.as_f64() {
+                av.clone()
+            } else {
+                bv.clone()
+            }
+        }
+        "enum" | "const" => {
+            let ea = value_set_of(k, av);
+            let eb = value_set_of(k, bv);
+            let both: Vec<Value> = ea.into_iter().filter(|v| eb.contains(v)).collect();
+            out.remove(k);
+            out.insert("enum".into(), Value::Array(both));
+            return Ok(());
+        }
+        // Object member keywords are merged together by `merge_members`.
+        "properties" | "patternProperties" => return Ok(()),
+        "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
+        string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
+            let mut all = av.as_array().cloned().unwrap_or_default();
+            all.extend(bv.as_array().into_iter().flatten().cloned());
+            Value::Array(all)
+        }
+        "items" | "prefixItems" | "additionalItems" => return Ok(()), // merged by `merge_items`
+        // Each part's `not` is rewritten before merging where it can be; two that cannot
+        // would need `not (A ∨ B)`, which could only be rewritten back into the same two.
+        "not" => return Err("two `not` keywords that cannot be rewritten cannot be merged".into()),
+        "contains" => return Err("two `contains` keywords (each needs its own item) cannot be merged".into()),
+        "anyOf" => multiply_any_of(av, bv)?,
+        _ if ANNOTATIONS.contains(&k) => return Ok(()),
+        "multipleOf" => match (av.as_u64(), bv.as_u64()) {
+            (Some(x), Some(y)) => Value::from(lcm(x, y)),
+            _ => return Err("two different non-integer `multipleOf` values".into()),
+        },
+        "$defs" | "definitions" => return Ok(()),
+        // Unknown keywords are annotations: no effect on validation.
+        _ if !VALIDATION.contains(&k) => return Ok(()),
+        _ => return Err(format!("two different `{k}` values cannot be merged exactly")),
+    };
+    out.insert(k.to_string(), merged);
+    Ok(())
+}
+
+/// The types both `type` values allow (`integer` and `number` meet in `integer`).
+fn intersect_types(av: &Value, bv: &Value) -> Value {
+    let ta: Vec<&str> = type_list(av);
+    let tb: Vec<&str> = type_list(bv);
+    let mut t: Vec<Value> = Vec::new();
+    for x in &ta {
+        for y in &tb {
+            let m = if x == y {
+                Some(*x)
+            } else if (*x, *y) == ("integer", "number") || (*x, *y) == ("number", "integer") {
+                Some("integer")
+            } else {
+                None
+            };
+            if let Some(m) = m {
+                if !t.iter().any(|v| v == m) {
+                    t.push(Value::String(m.into()));
+                }
+            }
+        }
+    }
+    Value::Array(t)
+}
+
+/// (a1 ∨ a2) ∧ (b1 ∨ b2) = ∨ (ai ∧ bj): the branches of two `anyOf`s multiplied out, or an
+/// error past 64 pairs.
+fn multiply_any_of(av: &Value, bv: &Value) -> std::result::Result<Value, String> {
+    let (xa, xb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
+    if xa.len() * xb.len() > 64 {
+        return Err("two `anyOf` keywords with more than 64 branch pairs cannot be merged".into());
+    }
+    Ok(Value::Array(
+        xa.iter()
+            .flat_map(|x| xb.iter().map(move |y| keyword("allOf", Value::Array(vec![x.clone(), y.clone()]))))
+            .collect(),
+    ))
+}
+
+/// Merges the item keywords of two array schemas into `out` when both have some: each side as
+/// (prefix schemas, schema for the rest), intersected position by position.
+fn merge_items(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) {
+    let arrays = |o: &Map<String, Value>| {
+        o.contains_key("items") || o.contains_key("prefixItems") || o.contains_key("additionalItems")
+    };
+    if !(arrays(a) && arrays(b)) {
+        return;
+    }
+    let (pa, ra) = item_schemas(a);
+    let (pb, rb) = item_schemas(b);
+    let n = pa.len().max(pb.len());
+    let prefix: Vec<Value> = (0..n)
+        .map(|i| {
+            both(pa.get(i).cloned().unwrap_or_else(|| ra.clone()), pb.get(i).cloned().unwrap_or_else(|| rb.clone()))
+        })
+        .collect();
+    for k in ["items", "prefixItems", "additionalItems"] {
+        out.remove(k);
+    }
+    if n > 0 {
+        out.insert("prefixItems".into(), Value::Array(prefix));
+    }
+    out.insert("items".into(), both(ra, rb));
+}
+
+/// Merges the member keywords of two object schemas into `out`: each declared key gets what
+/// *each* side says of it (its own schema and matching patterns, or its
+/// `additionalProperties`); patterns are united. Exact unless a side's
+/// `additionalProperties` would have to hold for keys that only the *other* side's patterns
+/// match (the merged schema cannot say that): then it is an error.
+fn merge_members(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    out: &mut Changes,
+    limits: &DfaLimits,
+) -> std::result::Result<(), String> {
+    let members = |o: &Map<String, Value>| {
+        o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties")
+    };
+    if !members(a) || !members(b) {
+        return Ok(()); // one side has nothing to say about members: `out` already has the other's
+    }
+    let patterns =
+        |o: &Map<String, Value>| o.get("patternProperties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let additional = |o: &Map<String, Value>| o.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+    let (qa, qb) = (patterns(a), patterns(b));
+    if (!qb.is_empty() && additional(a) != Value::Bool(true)) || (!qa.is_empty() && additional(b) != Value::Bool(true))
+    {
+        return Err(
+            "merging `additionalProperties` with another schema's `patternProperties` is not supported yet".into()
+        );
+    }
+    // What side `o` requires of the value of key `k`.
+    let view = |o: &Map<String, Value>, q: &Map<String, Value>, k: &str| -> std::result::Result<Value, String> {
+        let mut parts: Vec<Value> = Vec::new();
+        if let Some(s) = o.get("properties").and_then(|p| p.get(k)) {
+            parts.push(s.clone());
+        }
+        for (pat, s) in q {
+            match pattern_matches(pat, k, limits) {
+                Some(true) => parts.push(s.clone()),
+                Some(false) => {}
+                None => return Err(format!("cannot tell whether pattern {pat:?} matches {k:?}")),
+            }
+        }
+        if parts.is_empty() {
+            parts.push(additional(o));
+        }
+        Ok(parts.into_iter().reduce(both).expect("at least one part"))
+    };
+    let mut props = Map::new();
+    for key in
+        [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k))
+    {
+        if !props.contains_key(key) {
+            props.insert(key.clone(), both(view(a, &qa, key)?, view(b, &qb, key)?));
+        }
+    }
+    if !props.is_empty() {
+        out.insert("properties".into(), Value::Object(props));
+    }
+    let mut q = qa;
+    for (pat, s) in qb {
+        let merged = match q.remove(&pat) {
+            Some(x) => both(x, s),
+            None => s,
+        };
+        q.insert(pat, merged);
+    }
+    if !q.is_empty() {
+        out.insert("patternProperties".into(), Value::Object(q));
+    }
+    Ok(())
+}
+
+/// An array schema's (prefix item schemas, schema for the other items), either draft.
+fn item_schemas(o: &Map<String, Value>) -> (Vec<Value>, Value) {
+    let t = Value::Bool(true);
+    match (o.get("prefixItems"), o.get("items")) {
+        (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(t)),
+        (None, Some(Value::Array(p))) => (p.clone(), o.get("additionalItems").cloned().unwrap_or(t)),
+        (_, items) => (Vec::new(), items.cloned().unwrap_or(t)),
+    }
+}
+
+fn both(a: Value, b: Value) -> Value {
+    match (&a, &b) {
+        (Value::Bool(true), _) => b,
+        (_, Value::Bool(true)) => a,
+        _ if a == b => a,
+        _ => keyword("allOf", Value::Array(vec![a, b])),
+    }
+}
+
+fn value_set_of(k: &str, v: &Value) -> Vec<Value> {
+    if k == "const" {
+        vec![v.clone()]
+    } else {
+        v.as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    a / gcd(a, b).max(1) * b
+}

@@ -1,0 +1,195 @@
+//! `anyOf`/`oneOf`/`allOf`, conditionals, `unevaluated*`, and `enum` values filtered by their siblings.
+
+use super::*;
+
+#[test]
+fn combinators_and_refs() {
+    let s = json!({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 5}]});
+    assert!(accepts(&s, r#""x""#) && accepts(&s, "7") && !accepts(&s, "3"));
+    let s = json!({"oneOf": [{"type": "string"}, {"type": "null"}]});
+    assert!(accepts(&s, "null"));
+    // Exact by `not`: arrays of 3+ items, or the empty array.
+    let s = json!({"oneOf": [{"type": "array", "minItems": 1}, {"type": "array", "maxItems": 2}]});
+    assert!(accepts(&s, "[]") && accepts(&s, "[1,2,3]") && !accepts(&s, "[1]") && !accepts(&s, "[1,2]"));
+    let overlapping = json!({"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 5}]});
+    let e = compile(&overlapping, &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("/oneOf") && e.contains("overlap"), "{e}");
+    let lenient = compile(&overlapping, &JsonSchemaOptions { lenient: true, ..Default::default() }).unwrap();
+    assert_eq!(lenient.unenforced.len(), 1);
+    let s = json!({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"properties": {"a": {"minimum": 3}}}]});
+    assert!(accepts(&s, r#"{"a":3}"#) && !accepts(&s, r#"{"a":2}"#));
+    let tree = json!({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"], "additionalProperties": false}}, "$ref": "#/$defs/node"});
+    assert!(accepts(&tree, r#"{"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]}"#));
+    assert!(!accepts(&tree, r#"{"v":1,"kids":[{"w":2}]}"#));
+    let s = json!({"enum": ["a", 1, null, {"k": [true]}]});
+    assert!(accepts(&s, r#""a""#) && accepts(&s, r#"{"k": [ true ]}"#) && !accepts(&s, r#""b""#));
+}
+
+#[test]
+fn one_of_made_disjoint() {
+    // Two bare `required` branches: objects with exactly one of the keys; non-objects satisfy
+    // both branches, so none is valid.
+    let s = json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    for (t, ok) in [
+        (r#"{"a":1}"#, true),
+        (r#"{"b":1}"#, true),
+        (r#"{"a":1,"b":2}"#, false),
+        (r#"{}"#, false),
+        ("1", false),
+        (r#""s""#, false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // `not: {required}` rejects non-objects too.
+    let s = json!({"not": {"required": ["a"]}});
+    for (t, ok) in [(r#"{"b":1}"#, true), (r#"{"a":1}"#, false), ("1", false), ("null", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Overlapping where the discriminator is missing: exact by `not` of each other branch
+    // ({"v":1} fits only the first branch; {} fits both).
+    let s = json!({"oneOf": [
+        {"properties": {"kind": {"const": "x"}, "v": {"type": "integer"}}},
+        {"properties": {"kind": {"const": "y"}, "v": {"type": "string"}}}
+    ]});
+    for (t, ok) in [
+        (r#"{"kind":"x","v":1}"#, true),
+        (r#"{"kind":"y","v":"s"}"#, true),
+        (r#"{"kind":"x","v":"s"}"#, false),
+        (r#"{"v":1}"#, true),
+        (r#"{}"#, false),
+        ("3", false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Integers satisfy both branches: only non-integers are valid numbers.
+    let s = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
+    for (t, ok) in [("1.5", true), ("-0.25", true), ("1", false), ("1.0", false), ("0", false), ("\"a\"", false)] {
+        assert_eq!(accepts(&s, t), ok, "non-integer numbers only: {t}");
+    }
+    // A string branch minus a narrower one: exact by complement.
+    let s = json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]});
+    assert!(accepts(&s, r#""abc""#) && !accepts(&s, r#""ab""#) && !accepts(&s, "1"));
+    // A discriminator that both require, with objects only.
+    let s = json!({"oneOf": [
+        {"type": "object", "required": ["t"], "properties": {"t": {"enum": [1, 2]}}},
+        {"type": "object", "required": ["t"], "properties": {"t": {"enum": [3]}}}
+    ]});
+    assert!(accepts(&s, r#"{"t":2}"#) && accepts(&s, r#"{"t":3}"#) && !accepts(&s, r#"{"t":4}"#));
+    // Without types, the same branches overlap on every non-object: those are rejected.
+    let s = json!({"oneOf": [
+        {"required": ["t"], "properties": {"t": {"enum": [1, 2]}}},
+        {"required": ["t"], "properties": {"t": {"enum": [3]}}}
+    ]});
+    assert!(accepts(&s, r#"{"t":3}"#) && !accepts(&s, "5") && !accepts(&s, r#""x""#));
+}
+
+#[test]
+fn conditionals() {
+    let s = json!({"type": "object", "dependentRequired": {"card": ["billing"]}, "dependencies": {"a": {"required": ["b"], "properties": {"b": {"type": "integer"}}}}});
+    for (t, ok) in [
+        (r#"{}"#, true),
+        (r#"{"billing":2,"card":1}"#, true),
+        (r#"{"card":1}"#, false),
+        // (keys in the order the grammar generates: declared, then required-only ones)
+        (r#"{"b":2,"a":1}"#, true),
+        (r#"{"b":"x","a":1}"#, false),
+        (r#"{"a":1}"#, false),
+        (r#"{"b":"x"}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({
+        "type": "object",
+        "properties": {"country": {"type": "string"}, "zip": {"type": "string"}},
+        "if": {"properties": {"country": {"const": "US"}}},
+        "then": {"properties": {"zip": {"pattern": "^[0-9]{5}$"}}},
+        "else": {"properties": {"zip": {"maxLength": 3}}}
+    });
+    for (t, ok) in [
+        (r#"{"country":"US","zip":"12345"}"#, true),
+        (r#"{"country":"US","zip":"1234"}"#, false),
+        (r#"{"country":"CA","zip":"K1A"}"#, true),
+        (r#"{"country":"CA","zip":"12345"}"#, false),
+        // No country: `if` holds (properties only checks present keys), so `then` applies.
+        (r#"{"zip":"12345"}"#, true),
+        (r#"{"zip":"K1A"}"#, false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // An `if` whose branches cannot be written is reported.
+    let s = json!({"if": {"multipleOf": 2}, "then": {"maximum": 3}});
+    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("cannot be enforced"));
+    // A cycle of `$ref`s through `allOf` is an error, not a hang.
+    let s = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn one_of_discriminator_made_required() {
+    // The exact rewrite needs `not {multipleOf: 5}` (not expressible): the declared
+    // discriminator becomes required instead (stricter; outputs name their branch).
+    let s = json!({"oneOf": [
+        {"properties": {"kind": {"const": "x"}, "v": {"type": "integer", "multipleOf": 2}}},
+        {"properties": {"kind": {"const": "y"}, "v": {"type": "integer", "multipleOf": 5}}}
+    ]});
+    for (t, ok) in [
+        (r#"{"kind":"x","v":4}"#, true),
+        (r#"{"kind":"y","v":15}"#, true),
+        (r#"{"kind":"y","v":4}"#, false),
+        (r#"{"v":4}"#, false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn unevaluated_keywords() {
+    let s = json!({"properties": {"a": {}}, "unevaluatedProperties": false});
+    assert!(accepts(&s, r#"{"a":1}"#) && !accepts(&s, r#"{"b":1}"#));
+    // Parts of `allOf` evaluate their properties for the parent.
+    let s = json!({"allOf": [{"properties": {"a": {}}}, {"$ref": "#/$defs/b"}], "$defs": {"b": {"properties": {"b": {"type": "integer"}}}},
+                   "unevaluatedProperties": false});
+    assert!(accepts(&s, r#"{"a":1,"b":2}"#) && !accepts(&s, r#"{"a":1,"b":"x"}"#) && !accepts(&s, r#"{"a":1,"c":3}"#));
+    let s = json!({"$ref": "#/$defs/b", "$defs": {"b": {"properties": {"b": {}}}}, "unevaluatedProperties": {"type": "string"}});
+    assert!(accepts(&s, r#"{"b":1,"c":"s"}"#) && !accepts(&s, r#"{"b":1,"c":2}"#));
+    // A part's own unevaluatedProperties does not see its siblings' properties.
+    let s = json!({"allOf": [{"properties": {"a": {}}, "unevaluatedProperties": false}, {"properties": {"b": {}}}]});
+    assert!(accepts(&s, r#"{"a":1}"#) && !accepts(&s, r#"{"a":1,"b":2}"#));
+    let s = json!({"prefixItems": [{"type": "integer"}], "unevaluatedItems": false});
+    assert!(accepts(&s, "[1]") && !accepts(&s, "[1,2]"));
+    // Conditional applicators make the evaluated set dynamic: reported.
+    let s = json!({"anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}], "unevaluatedProperties": false});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn unevaluated_items_beside_applicators_is_reported() {
+    let s = json!({"prefixItems": [{"type": "string"}], "allOf": [{"prefixItems": [true, {"type": "number"}]}], "unevaluatedItems": false});
+    assert!(compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string().contains("unevaluatedItems"));
+}
+
+#[test]
+fn enum_values_filtered_by_the_other_keywords_grammar() {
+    let schemas = [
+        json!({"allOf": [{"enum": [[1], [1, 2, 3], "x"]}, {"not": {"not": {"maxItems": 2}}}]}),
+        json!({"enum": ["2024-01-01", "yesterday", 3], "format": "date"}),
+        json!({"enum": [{"a": 1}, {"a": "s"}, {"b": 2}], "properties": {"a": {"type": "integer"}}, "required": ["a"]}),
+        json!({"type": "array", "items": {"multipleOf": 5}, "enum": [[5, 10], [4], []]}),
+    ];
+    let instances = [
+        "[1]",
+        "[1,2,3]",
+        r#""x""#,
+        r#""2024-01-01""#,
+        r#""yesterday""#,
+        "3",
+        r#"{"a":1}"#,
+        r#"{"a":"s"}"#,
+        r#"{"b":2}"#,
+        "[3,6]",
+        "[4]",
+        "[]",
+        "[5,10]",
+    ];
+    agrees_with_validator(&schemas, &instances);
+}

@@ -1,0 +1,82 @@
+//! Numbers: bounds (integral and fractional, checked against `f64`), `multipleOf`, non-integers.
+
+use super::*;
+
+#[test]
+fn numbers_and_ranges() {
+    let s = json!({"type": "integer", "minimum": -15, "maximum": 120});
+    for ok in ["-15", "-9", "0", "7", "99", "120"] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in ["-16", "121", "1000", "-100", "01"] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    let s = json!({"type": "number", "exclusiveMinimum": 0, "maximum": 10});
+    for ok in ["0.5", "10", "10.0", "9.99", "3"] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in ["0", "0.0", "-1", "10.01", "11", "-0.5"] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    let s = json!({"type": "number", "multipleOf": 0.01});
+    assert!(accepts(&s, "12.34") && !accepts(&s, "12.345"));
+    let s = json!({"type": "integer", "multipleOf": 4});
+    assert!(accepts(&s, "12") && accepts(&s, "1000") && !accepts(&s, "10") && !accepts(&s, "1002"));
+}
+
+#[test]
+fn fractional_bounds_against_f64() {
+    let mut xs = Vec::new();
+    for i in -12i32..=12 {
+        for f in ["", ".0", ".5", ".05", ".25", ".2500", ".249", ".251", ".75", ".9", ".001", ".999", ".5001", ".0001"]
+        {
+            xs.push(format!("{i}{f}"));
+        }
+        if i == 0 {
+            for f in [".5", ".25", ".05", ".001", ".75"] {
+                xs.push(format!("-0{f}"));
+            }
+        }
+    }
+    for b in [0.5, -0.5, 2.25, -2.25, 0.05, -0.001, 1.75, -10.5, 0.999] {
+        for kw in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+            let s = json!({"type": "number", kw: b});
+            let c = compiled(&s, &JsonSchemaOptions::default()).unwrap();
+            let accepts = |_: &Value, text: &str| {
+                let mut m = c.matcher();
+                m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+            };
+            for x in &xs {
+                let v: f64 = x.parse().unwrap();
+                let want = match kw {
+                    "minimum" => v >= b,
+                    "maximum" => v <= b,
+                    "exclusiveMinimum" => v > b,
+                    _ => v < b,
+                };
+                assert_eq!(accepts(&Value::Null, x), want, "{kw} {b}: {x}");
+            }
+        }
+    }
+    // Both sides, with a decimal multipleOf.
+    let s = json!({"type": "number", "minimum": 0.5, "exclusiveMaximum": 2, "multipleOf": 0.01});
+    for (t, ok) in [("0.5", true), ("0.49", false), ("1.99", true), ("2", false), ("1.995", false), ("1", true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn non_integers_stay_non_integers_as_f64() {
+    // A number that is not an integer keeps a fraction an `f64` can hold: with 17 significant
+    // digits `8886914205066836.9` parses as 8886914205066837.0, which validators call an integer.
+    let s = json!({"not": {"type": "integer"}, "type": "number"});
+    for ok in ["1.5", "-0.25", "0.000123", "123456789012.125", "12345678901234.5", "0.100", "99999999999999.9"] {
+        assert!(accepts(&s, ok), "{ok}");
+        assert!(serde_json::from_str::<f64>(ok).unwrap().fract() != 0.0, "{ok} is whole as f64");
+    }
+    for bad in
+        ["8886914205066836.9", "123456789012345.5", "1.0000000000000001", "0.99999999999999999", "2", "2.0", "1e3"]
+    {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+}

@@ -1,0 +1,118 @@
+//! Objects: `patternProperties`, `propertyNames`, merged members, additional keys, property counts.
+
+use super::*;
+
+#[test]
+fn pattern_properties() {
+    let s = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "s_fixed": {"type": "string"}},
+        "patternProperties": {"^s_": {"type": "string"}, "_n$": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    for (t, ok) in [
+        (r#"{"id":1}"#, true),
+        (r#"{"s_a":"x","b_n":3}"#, true),
+        (r#"{"s_a":1}"#, false),
+        (r#"{"b_n":"x"}"#, false),
+        (r#"{"other":1}"#, false),
+        // Matches both patterns: must be a string and an integer, so nothing is valid.
+        (r#"{"s_n":"x"}"#, false),
+        (r#"{"s_n":1}"#, false),
+        // A declared key must satisfy its own schema and every matching pattern.
+        (r#"{"s_fixed":"x"}"#, true),
+        (r#"{"id":1,"s_b":"y","c_n":2}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": "object", "patternProperties": {"^x-": true}, "additionalProperties": {"type": "integer"}});
+    for (t, ok) in [(r#"{"x-a":"s","b":2}"#, true), (r#"{"b":"s"}"#, false), (r#"{"x-":[1]}"#, true)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // A required key that a pattern matches takes the pattern's schema.
+    let s = json!({"type": "object", "required": ["n_1"], "patternProperties": {"^n_": {"type": "integer"}}});
+    assert!(accepts(&s, r#"{"n_1":1}"#) && !accepts(&s, r#"{"n_1":"a"}"#) && !accepts(&s, r#"{}"#));
+}
+
+#[test]
+fn property_names() {
+    let s = json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}});
+    for (t, ok) in [(r#"{}"#, true), (r#"{"ab":1,"xyz":[]}"#, true), (r#"{"abcd":1}"#, false), (r#"{"aB":1}"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Declared keys that fail propertyNames cannot appear; a required one makes the schema empty.
+    let s = json!({"type": "object", "properties": {"Bad": {}, "ok": {}}, "propertyNames": {"enum": ["ok", "fine"]}});
+    for (t, ok) in [(r#"{"ok":1,"fine":2}"#, true), (r#"{"Bad":1}"#, false), (r#"{"other":1}"#, false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    let s = json!({"type": ["object", "null"], "required": ["Bad"], "propertyNames": {"maxLength": 2}});
+    assert!(accepts(&s, "null") && !accepts(&s, r#"{"Bad":1}"#));
+}
+
+#[test]
+fn all_of_merges_object_members() {
+    // properties on one side, patternProperties on the other.
+    let s = json!({"allOf": [
+        {"properties": {"s_a": {"maxLength": 3}, "b": {"type": "integer"}}},
+        {"patternProperties": {"^s_": {"type": "string"}}}
+    ]});
+    for (t, ok) in [
+        (r#"{"s_a":"abc","b":1}"#, true),
+        (r#"{"s_a":"abcd"}"#, false),
+        (r#"{"s_a":1}"#, false),
+        (r#"{"s_x":2}"#, false),
+        (r#"{"s_x":"y"}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // Two closed sides: only keys both allow.
+    let s = json!({"allOf": [
+        {"properties": {"a": {}, "b": {}}, "additionalProperties": false},
+        {"properties": {"b": {"type": "integer"}, "c": {}}, "additionalProperties": false}
+    ]});
+    for (t, ok) in
+        [(r#"{"b":1}"#, true), (r#"{"b":"x"}"#, false), (r#"{"a":1}"#, false), (r#"{"c":1}"#, false), (r#"{}"#, true)]
+    {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // A closed side against the other's patterns cannot be written as one schema: reported.
+    let s = json!({"allOf": [{"additionalProperties": false}, {"patternProperties": {"^x": {}}}]});
+    assert!(compile(&s, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn repeated_additional_keys_do_not_count_twice() {
+    // `{"f":1,"f":2,...}` is one property "f": a minimum must not count it twice.
+    let s = json!({"type": "object", "properties": {"x": {}, "y": {}}, "additionalProperties": {"type": "integer"}, "minProperties": 3});
+    assert!(accepts(&s, r#"{"x":1,"y":2,"z":3}"#));
+    assert!(!accepts(&s, r#"{"x":1,"z":3,"z":3}"#) && !accepts(&s, r#"{"z":1,"z":2,"z":3}"#));
+    let s = json!({"patternProperties": {"^[a-f]$": {}}, "additionalProperties": false, "minProperties": 2, "properties": {"g": {}}});
+    assert!(accepts(&s, r#"{"g":1,"f":2}"#) && !accepts(&s, r#"{"f":1,"f":2}"#));
+    let s = json!({"minProperties": 1});
+    assert!(accepts(&s, r#"{"f":1,"f":2}"#) && !accepts(&s, "{}"));
+    // Two additional keys needed: they could repeat, so that is refused, naming the keyword.
+    let e =
+        compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("minProperties") && e.contains("distinct"), "{e}");
+}
+
+#[test]
+fn additional_keys_exclude_exactly_the_declared_names() {
+    // Declared names take their own schema; every other key (prefixes and extensions of
+    // names, escaped spellings, non-ASCII) takes `additionalProperties`.
+    let s = json!({"type": "object", "properties": {"name": {"type": "integer"}, "namé": {"type": "integer"}, "a\"b": {"type": "integer"}},
+                   "additionalProperties": {"type": "string"}});
+    for (t, ok) in [
+        (r#"{"name":1}"#, true),
+        (r#"{"name":"x"}"#, false),
+        (r#"{"namé":2,"a\"b":3}"#, true),
+        (r#"{"namé":"x"}"#, false),
+        (r#"{"a\"b":"x"}"#, false),
+        (r#"{"nam":"x","names":"y","nameé":"z","":"e","a":"f","a\"":"g","a\"bc":"h"}"#, true),
+        (r#"{"nam":1}"#, false),
+        (r#"{"names":1}"#, false),
+        (r#"{"na\nme":"x","x\u0001":"y"}"#, true),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}

@@ -1,0 +1,55 @@
+//! `$ref` resolution against base URIs, `$id`s and registered documents.
+
+use super::*;
+
+#[test]
+fn refs_resolve_against_base_uris_and_documents() {
+    // `$id`s change the base: the same relative reference means different schemas.
+    let s = json!({
+        "$id": "http://example.com/root.json",
+        "properties": {
+            "a": {"$ref": "item.json"},
+            "b": {"$id": "nested/", "properties": {"c": {"$ref": "item.json"}}}
+        },
+        "$defs": {
+            "x": {"$id": "item.json", "type": "integer"},
+            "y": {"$id": "nested/item.json", "type": "string"}
+        }
+    });
+    assert!(accepts(&s, r#"{"a":1,"b":{"c":"s"}}"#));
+    assert!(!accepts(&s, r#"{"a":"s"}"#) && !accepts(&s, r#"{"b":{"c":1}}"#));
+    // Anchors belong to their resource.
+    let s = json!({"$ref": "http://example.com/b.json#it", "$defs": {
+        "a": {"$id": "http://example.com/a.json", "$defs": {"t": {"$anchor": "it", "type": "string"}}},
+        "b": {"$id": "http://example.com/b.json", "$defs": {"t": {"$anchor": "it", "type": "boolean"}}}
+    }});
+    assert!(accepts(&s, "true") && !accepts(&s, r#""s""#));
+    // Registered documents, with relative references inside them resolved against their URI.
+    let mut opts = JsonSchemaOptions::default();
+    opts.documents
+        .insert("http://example.com/types.json".into(), json!({"$defs": {"n": {"$ref": "more.json#/$defs/m"}}}));
+    opts.documents
+        .insert("http://example.com/more.json".into(), json!({"$defs": {"m": {"type": "integer", "minimum": 5}}}));
+    let s = json!({"$ref": "http://example.com/types.json#/$defs/n"});
+    assert!(accepts_with(&s, &opts, "7") && !accepts_with(&s, &opts, "3") && !accepts_with(&s, &opts, r#""x""#));
+    // Refs inside a `$ref`'s target keep their meaning when it is merged with siblings.
+    let s = json!({"$ref": "#/definitions/car", "definitions": {
+        "vehicle": {"properties": {"reg": {"type": "string"}}, "required": ["reg"]},
+        "car": {"$ref": "#/definitions/vehicle", "properties": {"wheels": {"type": "integer"}}}
+    }});
+    // (Merged members come in one order; either is fine here.)
+    assert!(accepts(&s, r#"{"reg":"x","wheels":4}"#) || accepts(&s, r#"{"wheels":4,"reg":"x"}"#));
+    for bad in [r#"{"reg":6,"wheels":4}"#, r#"{"wheels":4,"reg":6}"#, r#"{"wheels":4}"#, r#"{"reg":6}"#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Draft-04 identifies with `id`, and `$id` means nothing there.
+    let s = json!({"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {
+        "p": {"$id": "p", "type": "string"}, "q": {"$id": "q", "oneOf": [{"$ref": "#/definitions/p"}, {"type": "null"}]}
+    }, "$ref": "#/definitions/q"});
+    assert!(accepts(&s, r#""s""#), "string");
+    assert!(accepts(&s, "null"), "null");
+    assert!(!accepts(&s, "1"), "1");
+    // Unknown URIs are errors naming the reference.
+    let e = compile(&json!({"$ref": "other.json"}), &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("other.json") && e.contains("/$ref"), "{e}");
+}

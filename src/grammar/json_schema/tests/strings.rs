@@ -1,0 +1,234 @@
+//! Strings: lengths, `pattern` (anchors, alternations, against the `regex` crate), `format`, intersected string keywords.
+
+use super::*;
+
+#[test]
+fn strings_patterns_formats() {
+    let s = json!({"type": "string", "minLength": 2, "maxLength": 3});
+    assert!(accepts(&s, r#""ab""#) && accepts(&s, r#""a\nb""#) && accepts(&s, r#""éé""#));
+    assert!(!accepts(&s, r#""a""#) && !accepts(&s, r#""abcd""#));
+    let s = json!({"type": "string", "pattern": "^[A-Z]{2}\\d$"});
+    assert!(accepts(&s, r#""AB1""#) && !accepts(&s, r#""AB12""#) && !accepts(&s, r#""ab1""#));
+    let s = json!({"type": "string", "pattern": "a\"b"});
+    assert!(accepts(&s, r#""xxa\"bxx""#), "contains, with the quote escaped");
+    let s = json!({"type": "string", "format": "date"});
+    assert!(accepts(&s, r#""2024-02-29""#) && !accepts(&s, r#""2023-02-29""#) && !accepts(&s, r#""2024-13-01""#));
+    let s = json!({"type": "string", "format": "ipv4"});
+    assert!(accepts(&s, r#""192.168.0.1""#) && !accepts(&s, r#""256.1.1.1""#));
+}
+
+#[test]
+fn any_of_patterns_is_their_alternation() {
+    // One lexeme for the alternation: the same language as the branches side by side.
+    let branches =
+        json!([{"pattern": "^a"}, {"pattern": "b$", "description": "ends in b"}, {"pattern": "^x.*\\.can$"}]);
+    let merged = json!({"anyOf": branches.clone()});
+    let typed = json!({"type": "string", "anyOf": branches});
+    let cases = [
+        (r#""ax""#, true),
+        (r#""xb""#, true),
+        (r#""x1.can""#, true),
+        (r#""ba""#, false),
+        (r#""x.canb""#, true),
+        (r#""x.cane""#, false),
+        (r#""""#, false),
+    ];
+    for (text, want) in cases {
+        assert_eq!(accepts(&merged, text), want, "{text}");
+        assert_eq!(accepts(&typed, text), want, "{text}");
+    }
+    // Patterns accept every non-string; `type` still restricts.
+    assert!(accepts(&merged, "12") && accepts(&merged, "null") && !accepts(&typed, "12"));
+    // A branch with another keyword is not merged (and still works).
+    let mixed = json!({"anyOf": [{"pattern": "^a"}, {"type": "integer"}]});
+    assert!(accepts(&mixed, r#""ab""#) && accepts(&mixed, "3") && !accepts(&mixed, r#""ba""#));
+}
+
+#[test]
+fn intersected_string_keywords() {
+    // pattern + length: both hold.
+    let s = json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4});
+    for (t, ok) in
+        [(r#""ab""#, true), (r#""abcd""#, true), (r#""a""#, false), (r#""abcde""#, false), (r#""aB""#, false)]
+    {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // An unanchored pattern means "contains", and length counts code points.
+    let s = json!({"type": "string", "pattern": "x", "maxLength": 3});
+    for (t, ok) in
+        [(r#""x""#, true), (r#""éxé""#, true), (r#""\nx\t""#, true), (r#""abcx""#, false), (r#""ab""#, false)]
+    {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // A pattern that matches the empty string, anchored at one end at most, holds for every
+    // string; anchored at both ends it does not.
+    for p in ["([A-Z]+)?", "^a*", "(b|c)?$", "x?y*"] {
+        let s = json!({"type": "string", "pattern": p, "maxLength": 3});
+        // Only the length bound is left: no intersection to build.
+        let g = compile(&s, &JsonSchemaOptions::default()).unwrap();
+        assert!(!format!("{:?}", g.grammar).contains("And("), "{p}: the pattern was kept");
+        for (t, ok) in [("\"\"", true), ("\"zé!\"", true), ("\"zzzz\"", false)] {
+            assert_eq!(accepts(&s, t), ok, "{p} {t}");
+        }
+    }
+    let s = json!({"type": "string", "pattern": "^a*$", "maxLength": 3});
+    for (t, ok) in [("\"\"", true), ("\"aa\"", true), ("\"ab\"", false), ("\"aaaa\"", false)] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+    // format + pattern.
+    let s = json!({"type": "string", "format": "date", "pattern": "^2024-"});
+    assert!(accepts(&s, r#""2024-02-29""#));
+    assert!(!accepts(&s, r#""2023-02-28""#) && !accepts(&s, r#""2024-02-30""#));
+    // An empty intersection: nothing validates.
+    let s = json!({"type": ["string", "null"], "pattern": "^a+$", "maxLength": 0});
+    assert!(accepts(&s, "null") && !accepts(&s, r#""""#) && !accepts(&s, r#""a""#));
+    // Excluded values together with a length bound (from `not: {enum}`).
+    let s = json!({"type": "string", "maxLength": 3, "not": {"enum": ["abc", "x"]}});
+    for (t, ok) in [(r#""ab""#, true), (r#""abc""#, false), (r#""x""#, false), (r#""xy""#, true), (r#""abcd""#, false)]
+    {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
+#[test]
+fn anchors_inside_pattern_groups() {
+    let s = json!({"type": "string", "pattern": "^([0-9]{3})$|^(default)$"});
+    for ok in [r#""200""#, r#""default""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""2000""#, r#""xdefault""#, r#""defaults""#, r#""""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Anchors inside a group in the middle, and alternatives with and without them.
+    let s = json!({"type": "string", "pattern": "(^a|b)c($|d)"});
+    for ok in [r#""ac""#, r#""acd""#, r#""xbcdx""#, r#""xbc""#, r#""acdd""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""xac""#, r#""bx""#, r#""cd""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // `$` followed by more text matches only where that text can be empty.
+    let s = json!({"type": "string", "pattern": "^$[a-z]*$"});
+    assert!(accepts(&s, r#""""#) && !accepts(&s, r#""a""#));
+    // A URI pattern whose parts after the scheme's colon may all be empty, unanchored: "a scheme
+    // and a colon somewhere" (the full pattern determinized for 0.3 s into thousands of states).
+    let uri = r"([A-Za-z][A-Za-z0-9+\-.]*):(?:(//)(?:((?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*)@)?((?:\[(?:(?:(?:(?:[0-9A-Fa-f]{1,4}:){6}|::(?:[0-9A-Fa-f]{1,4}:){5})(?:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}))|[Vv][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*))(?::([0-9]*))?((?:/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})*)*)|)(?:\?((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?(?:\#((?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?";
+    let s = json!({"type": "string", "pattern": uri});
+    let c = compiled(&s, &JsonSchemaOptions::default()).unwrap();
+    let states = c
+        .stats()
+        .as_object()
+        .and_then(|o| o.get("dfa_states").or(o.get("lexer_states")))
+        .and_then(|n| n.as_u64())
+        .unwrap();
+    assert!(states < 50, "{states} states");
+    for ok in [r#""http://x""#, r#""see urn:isbn""#, r#""a:""#, r#""x 1a+b:[""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""http""#, r#""1:""#, r#""::""#, r#""""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Many unanchored alternatives stay one search, not a union that remembers which of them
+    // matched (2^10 times the states; this one took most of a second to compile).
+    let s = json!({"type": "string", "pattern": "^list|date|time|string|enum|int|double|long|boolean|number$"});
+    let c = compiled(&s, &JsonSchemaOptions::default()).unwrap();
+    let states = c
+        .stats()
+        .as_object()
+        .and_then(|o| o.get("dfa_states").or(o.get("lexer_states")))
+        .and_then(|n| n.as_u64())
+        .unwrap();
+    assert!(states < 1000, "{states} states");
+    for ok in [r#""listx""#, r#""a date""#, r#""a number""#, r#""xintx""#] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in [r#""xlist""#, r#""numbers""#, r#""dat""#] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Differential: random strings against the `regex` crate's own search semantics.
+    // The second row: unanchored ends trimmed of what "contains" makes redundant (optional
+    // parts, extra repetitions, alternatives each), at one end or both.
+    let patterns = [
+        "^(ab|c)$|x",
+        "(^|-)[0-9]+($|-)",
+        "a(^b|c)",
+        "(a$|b)c?",
+        "^(?:foo|bar)(?:$|/)",
+        "^ab|c1|fo|x-|r/|ox|bf|oc$|^o$",
+        "a(b|)c?",
+        "(x+|o{2,4})f*",
+        "(ab)?c(a|b)*",
+        "a{2,3}",
+        "(?:f(o|x)?)+r?",
+        "1(a|b?)",
+        "^(ab)?c(a|b)*",
+        "(o{2,3}x|r)b?$",
+        "(?:(a|1)c+){2,}-?",
+        "((fo)?r)+(/|-)?x",
+    ];
+    let mut rng = 7u64;
+    for p in patterns {
+        let s = json!({"type": "string", "pattern": p});
+        let c = compiled(&s, &JsonSchemaOptions::default()).unwrap();
+        let re = regex_automata::meta::Regex::new(p).unwrap();
+        for _ in 0..400 {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (rng >> 60) as usize % 6;
+            let text: String = (0..len).map(|i| b"abcfox-/1r"[((rng >> (i * 5 + 3)) % 10) as usize] as char).collect();
+            let mut m = c.matcher();
+            let ours = m.commit_bytes(format!("\"{text}\"").as_bytes()).is_ok() && m.is_accepting();
+            assert_eq!(ours, re.is_match(&text), "pattern {p:?} on {text:?}");
+        }
+    }
+}
+
+#[test]
+fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
+    let schemas = [json!({"type": "string", "format": "uri"}), json!({"type": "string", "format": "uri-reference"})];
+    let instances = [
+        r#""http://localhost:8086""#,
+        r##""https://json-schema.org/draft-07/schema#""##,
+        r#""file:///C:/Users/x/doc.txt""#,
+        r#""urn:isbn:0451450523""#,
+        r#""mailto:ada@example.com""#,
+        r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
+        r#""ftp://ftp.example.org/""#,
+        r#""/relative/path?x=1""#,
+        r#""../up/one""#,
+        r##""#only-fragment""##,
+        r#""//host.example/x""#,
+        r#""http://[::1]/""#,
+        r#""a b""#,
+        r#""http://exa mple.com""#,
+        r#""%zz""#,
+        r#""""#,
+        // RFC 3986 bounds neither a scheme's length nor user information's.
+        r#""web+a-very-long.scheme-name-2:x""#,
+        r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
+    ];
+    for s in &schemas {
+        let judge = jsonschema::options().should_validate_formats(true).build(s).unwrap();
+        for text in instances {
+            let v: Value = serde_json::from_str(text).unwrap();
+            // A subset of the format: nothing accepted that the validator rejects.
+            if accepts(s, text) {
+                assert!(judge.is_valid(&v), "{s} accepted {text}");
+            }
+        }
+    }
+    let uri = &schemas[0];
+    for ok in [
+        r#""http://localhost:8086""#,
+        r##""https://json-schema.org/draft-07/schema#""##,
+        r#""file:///C:/Users/x/doc.txt""#,
+        r#""urn:isbn:0451450523""#,
+        r##""https://u:p@example.com:443/a%20b/c?q=1&r=%2F#frag""##,
+        r#""web+a-very-long.scheme-name-2:x""#,
+        r#""ssh://a-very-long-user-name-with-many-characters-in-it:pw@h/""#,
+    ] {
+        assert!(accepts(uri, ok), "{ok}");
+    }
+    for ok in [r#""/relative/path?x=1""#, r#""../up/one""#, r##""#only-fragment""##, r#""//host.example/x""#, r#""""#] {
+        assert!(accepts(&schemas[1], ok), "{ok}");
+    }
+}

@@ -1,0 +1,225 @@
+//! `enum` and `const`: each allowed value becomes a literal ([`literal`]: whitespace allowed
+//! between the tokens of arrays and objects).
+//!
+//! Values that the schema's other keywords reject are dropped ([`enum_const`]): checked by the
+//! small validator ([`super::validate::simple_validate`]) for the keywords it knows, else by the
+//! grammar of those keywords ([`accepted_by`]: the reference recognizer over the rules that
+//! grammar reaches, under the compile's limits). The grammar check is sound but may be
+//! stricter: a valid value the grammar does not write (keys out of order) is dropped, never an
+//! invalid one kept. Values that neither check can decide make the keyword unenforceable.
+//!
+//! [`finite_values`] is the value set of a schema when it is small and known (`const`, `enum`,
+//! `boolean`/`null`), for `uniqueItems` over finite item sets.
+//!
+//! Invariant: [`accepted_by`] leaves the compiler as it was (its rules are built inside an
+//! attempt that is always rolled back); its answers are cached by (schema, values) text.
+
+use serde_json::{Map, Value};
+
+use super::keywords::type_list;
+use super::validate::simple_validate;
+use super::{join, string, Compiler, MAX_ENUM};
+use crate::error::Result;
+use crate::grammar::Expr;
+
+pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
+    let (values, kw): (Vec<&Value>, &str) = if let Some(v) = obj.get("const") {
+        (vec![v], "const")
+    } else if let Some(e) = obj.get("enum") {
+        let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
+        if a.len() > MAX_ENUM {
+            return Err(crate::Error::Limit {
+                kind: crate::error::LimitKind::EnumValues,
+                what: format!("`enum` values at {}", join(pointer, "enum")),
+                limit: MAX_ENUM,
+                hint: None,
+            });
+        }
+        (a.iter().collect(), "enum")
+    } else {
+        return Ok(None);
+    };
+    // Other constraining keywords filter the values (an `enum` beside a `const` included).
+    let mut rest = obj.clone();
+    rest.remove(kw);
+    let rest = Value::Object(rest);
+    let mut alts = Vec::new();
+    let mut by_grammar: Option<Vec<bool>> = None;
+    for (i, v) in values.iter().enumerate() {
+        let valid = match simple_validate(v, &rest, &c.limits) {
+            Some(valid) => Some(valid),
+            None => {
+                if by_grammar.is_none() {
+                    by_grammar = Some(accepted_by(c, &rest, &values, pointer)?.unwrap_or_default());
+                }
+                by_grammar.as_ref().and_then(|a| a.get(i).copied())
+            }
+        };
+        match valid {
+            Some(true) => alts.push(literal(c, v)),
+            Some(false) => {}
+            None => {
+                c.unenforced(pointer, kw, "the other keywords beside it cannot be checked against its values")?;
+                alts.push(literal(c, v));
+            }
+        }
+    }
+    Ok(Some(Expr::Alt(alts)))
+}
+
+/// Most values, longest value and most bytes in all (compact JSON) that [`accepted_by`]
+/// checks: the reference recognizer is polynomial in the length, not linear.
+const MAX_CHECKED_VALUES: usize = 256;
+const MAX_CHECKED_BYTES: usize = 128;
+const MAX_CHECKED_TOTAL: usize = 2048;
+
+/// Most rules in a grammar that [`accepted_by`] checks with (the reference recognizer builds
+/// an automaton for every regex it holds: cheap for a few rules, not for a whole large schema).
+const MAX_CHECKED_RULES: usize = 64;
+
+/// The rules reachable from `start`, renumbered into a grammar of their own; `None` if there
+/// are more than `limit`.
+fn reachable(
+    rules: &[crate::grammar::Rule],
+    start: crate::grammar::RuleId,
+    limit: usize,
+) -> Option<crate::grammar::Grammar> {
+    use crate::grammar::{Grammar, Rule, RuleId};
+    let mut index: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut order = vec![start];
+    index.insert(start.0, 0);
+    let mut i = 0;
+    while i < order.len() {
+        let mut found = Vec::new();
+        rules[order[i].0 as usize].body.for_each_rule(&mut |r| found.push(r));
+        for r in found {
+            if let std::collections::hash_map::Entry::Vacant(slot) = index.entry(r.0) {
+                if order.len() >= limit {
+                    return None;
+                }
+                slot.insert(order.len() as u32);
+                order.push(r);
+            }
+        }
+        i += 1;
+    }
+    let rules = order.iter().map(|r| {
+        let rule = &rules[r.0 as usize];
+        let mut body = rule.body.clone();
+        body.for_each_rule_mut(&mut |r| *r = RuleId(index[&r.0]));
+        Rule { name: rule.name.clone(), body, span: None }
+    });
+    Some(Grammar { rules: rules.collect(), start: RuleId(0) })
+}
+
+/// Which of `values` the grammar of `schema` accepts (compact JSON), checked by the reference
+/// recognizer; `None` if the schema does not compile exactly or the values are too many or
+/// too long to check. Sound for filtering: the grammar accepts only valid JSON texts, so a
+/// value it accepts is valid (one it rejects may be valid but outside what the grammar
+/// writes, e.g. keys out of order: dropping it is stricter, never wrong). The compiler is
+/// left as it was. The recognizer's automata are built under the compile's limits: past them,
+/// the limit error.
+fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Result<Option<Vec<bool>>> {
+    let texts: Vec<String> = values.iter().map(|v| serde_json::to_string(v).expect("JSON serializes")).collect();
+    if texts.len() > MAX_CHECKED_VALUES
+        || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES)
+        || texts.iter().map(String::len).sum::<usize>() > MAX_CHECKED_TOTAL
+    {
+        return Ok(None);
+    }
+    let key = format!("{schema}\u{0}{}", texts.join("\u{0}"));
+    if let Some(known) = c.value_checks.get(&key) {
+        return Ok(known.clone());
+    }
+    let mut out = None;
+    let mut limit = None;
+    // Always rolled back: the rules built here are only for the check.
+    let _ = c.attempt(|c| {
+        let before = c.unenforced.len();
+        let start = c.new_rule("enum-check");
+        let body = c.schema(schema, pointer)?;
+        if c.unenforced.len() == before {
+            c.rules[start.0 as usize].body = body;
+            if let Some(g) = reachable(&c.rules, start, MAX_CHECKED_RULES) {
+                match crate::grammar::reference::Reference::within(&g, &c.limits) {
+                    Ok(r) => out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect()),
+                    Err(e) => limit = Some(e),
+                }
+            }
+        }
+        Err::<(), _>(crate::error::Error::state("rolled back"))
+    });
+    if let Some(e) = limit {
+        return Err(e);
+    }
+    c.value_checks.insert(key, out.clone());
+    Ok(out)
+}
+
+/// A JSON value as a literal, with whitespace allowed between the tokens of arrays/objects.
+pub(super) fn literal(c: &Compiler, v: &Value) -> Expr {
+    match v {
+        Value::Array(a) => {
+            let mut parts = vec![Expr::Literal("[".into()), c.ws()];
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    parts.push(c.punct(","));
+                }
+                parts.push(literal(c, x));
+            }
+            parts.extend([c.ws(), Expr::Literal("]".into())]);
+            Expr::Seq(parts)
+        }
+        Value::Object(o) => {
+            let mut parts = vec![Expr::Literal("{".into()), c.ws()];
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    parts.push(c.punct(","));
+                }
+                parts.push(Expr::Literal(format!("\"{}\"", string::encode_str(k))));
+                parts.push(c.punct(":"));
+                parts.push(literal(c, x));
+            }
+            parts.extend([c.ws(), Expr::Literal("}".into())]);
+            Expr::Seq(parts)
+        }
+        other => Expr::Literal(serde_json::to_string(other).expect("JSON serializes")),
+    }
+}
+
+pub(super) fn value_set(s: &Value) -> Option<Vec<&Value>> {
+    if let Some(v) = s.get("const") {
+        return Some(vec![v]);
+    }
+    s.get("enum")?.as_array().map(|a| a.iter().collect())
+}
+
+/// The values a schema allows when they are few and known: `const`/`enum` (checked against
+/// the other keywords), or the types `boolean`/`null` alone. `None` otherwise.
+pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> {
+    let s = c.resolve_shallow(schema);
+    let o = match &s {
+        Value::Bool(false) => return Some(Vec::new()),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    let candidates: Vec<Value> = if let Some(v) = value_set(&s) {
+        v.into_iter().cloned().collect()
+    } else {
+        let types = type_list(o.get("type")?);
+        if types.iter().any(|t| !matches!(*t, "boolean" | "null")) {
+            return None;
+        }
+        types
+            .iter()
+            .flat_map(|t| if *t == "null" { vec![Value::Null] } else { vec![Value::Bool(true), Value::Bool(false)] })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for v in candidates {
+        if simple_validate(&v, &s, &c.limits)? {
+            out.push(v);
+        }
+    }
+    Some(out)
+}
