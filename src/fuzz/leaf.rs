@@ -25,12 +25,13 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 use super::plan::hir_min;
 use super::Source;
 use crate::automaton::{Compiled, Constraint, VocabEnv};
-use crate::decode::{self, GenerateOptions, RandomLogits};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::error::{Error, Result};
 use crate::grammar::{Expr, Grammar};
-use crate::regular::Lexeme;
-use crate::sample::SamplingParams;
-use crate::vocab::Vocab;
+use crate::regular::{DfaLimits, Lexeme};
+use crate::vocab::{TokenSet, Vocab};
 
 /// Draws tried per lexeme before falling back to the engine.
 const REJECTION_TRIES: usize = 24;
@@ -49,12 +50,23 @@ impl Leaves {
     fn dfa(&mut self, h: &Hir) -> Result<&dense::DFA<Vec<u32>>> {
         let key = h as *const Hir as usize;
         if let std::collections::hash_map::Entry::Vacant(slot) = self.dfas.entry(key) {
-            let nfa = thompson::Compiler::new().build_from_hir(h).map_err(|e| Error::Regex {
-                at: crate::error::Location::Column(1),
-                msg: format!("fuzz: cannot compile regex leaf {h}: {e}"),
-            })?;
+            // Under the default automaton limits, as every automaton built for a request.
+            let limits = DfaLimits::default();
+            let nfa = thompson::Compiler::new()
+                .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)))
+                .build_from_hir(h)
+                .map_err(|e| Error::Regex {
+                    at: crate::error::Location::Column(1),
+                    msg: format!("fuzz: cannot compile regex leaf {h}: {e}"),
+                })?;
             let dfa = dense::Builder::new()
-                .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(StartKind::Anchored))
+                .configure(
+                    dense::Config::new()
+                        .match_kind(MatchKind::All)
+                        .start_kind(StartKind::Anchored)
+                        .dfa_size_limit(Some(limits.dfa_bytes))
+                        .determinize_size_limit(Some(limits.dfa_bytes)),
+                )
                 .build_from_nfa(&nfa)
                 .map_err(|e| Error::Regex {
                     at: crate::error::Location::Column(1),
@@ -155,18 +167,36 @@ impl Leaves {
             self.engines.insert(key.clone(), c);
         }
         let c = &self.engines[&key];
-        let seed = src.below(1 << 30) as u64;
-        let mut model = RandomLogits::new(vocab.len(), seed);
-        let mut m = c.matcher();
-        let opts = GenerateOptions {
-            max_tokens: room.max(c.min_tokens().unwrap_or(0)).max(1) as usize,
-            sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
-            overlap: decode::Overlap::Off,
-            ..GenerateOptions::default()
-        };
-        let out = decode::generate(&mut model, vocab, Some(&mut m), &[], &opts)?;
-        Ok(out.bytes)
+        let mut rng = ChaCha8Rng::seed_from_u64(src.below(1 << 30) as u64);
+        let budget = room.max(c.min_tokens().unwrap_or(0)).max(1) as usize;
+        random_walk(c, vocab, &mut rng, budget)
     }
+}
+
+/// A member of `c`'s language: tokens drawn uniformly among those the mask allows (the stop
+/// token among them once the output is complete), within `budget` tokens, so the walk always
+/// ends complete (the never-truncated rule). The matcher alone, no model.
+fn random_walk(c: &Arc<Compiled>, vocab: &Vocab, rng: &mut ChaCha8Rng, budget: usize) -> Result<Vec<u8>> {
+    let mut m = c.matcher();
+    let mut mask = TokenSet::new(vocab.len());
+    let mut out = Vec::new();
+    for step in 0..budget {
+        m.fill_mask_within(&mut mask, budget - step);
+        let allowed: Vec<_> = mask.iter().collect();
+        if allowed.is_empty() {
+            break;
+        }
+        let t = allowed[rng.random_range(0..allowed.len())];
+        if vocab.is_eos(t) {
+            break;
+        }
+        m.commit(t)?;
+        out.extend_from_slice(vocab.bytes(t));
+    }
+    if !m.is_accepting() {
+        return Err(Error::state(format!("fuzz: no complete member of {} bytes or fewer", budget)));
+    }
+    Ok(out)
 }
 
 fn positives<'l>(l: &'l Lexeme, out: &mut Vec<&'l Lexeme>) {
