@@ -1,0 +1,232 @@
+//! Oneshot requests that must fail the OpenAI way (status, type, param, code), oversized
+//! bodies, a full queue and timeouts, and parallel oneshot requests.
+
+use super::*;
+
+// ---- oneshot: errors ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn bad_requests_are_openai_errors() {
+    let app = app(state(ServerConfig::default()));
+    let chat = "/v1/chat/completions";
+    let m = msgs("hi");
+    // Malformed JSON and wrong types.
+    let (s, bytes) = call_raw(&app, "POST", chat, b"{\"messages\": [".to_vec()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["code"], "invalid_json", "{v}");
+    let (s, _) = call_raw(&app, "POST", chat, Vec::new()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let e = expect_error(&app, chat, json!({"messages": m, "temperature": "hot"}), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("invalid type"), "{e}");
+    expect_error(&app, chat, json!({"messages": "hi"}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, json!({"model": "stories260K"}), StatusCode::BAD_REQUEST).await;
+    // Unknown model.
+    let e = expect_error(&app, chat, json!({"model": "gpt-4o", "messages": m}), StatusCode::NOT_FOUND).await;
+    assert_eq!((e["param"].as_str(), e["code"].as_str()), (Some("model"), Some("model_not_found")));
+    // Knobs out of range name the knob.
+    for (k, bad) in [
+        ("temperature", json!(2.5)),
+        ("temperature", json!(-1)),
+        ("top_p", json!(0)),
+        ("top_p", json!(1.5)),
+        ("min_p", json!(2)),
+        ("frequency_penalty", json!(3)),
+        ("presence_penalty", json!(-3)),
+        ("repetition_penalty", json!(0)),
+        ("n", json!(0)),
+        ("n", json!(100)),
+        ("max_tokens", json!(0)),
+        ("top_logprobs", json!(50)),
+    ] {
+        let mut body = json!({"messages": m, "logprobs": true});
+        body[k] = bad.clone();
+        let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+        assert_eq!(e["param"].as_str(), Some(k), "{k}={bad}: {e}");
+        assert!(e["message"].as_str().unwrap().contains(k), "{e}");
+    }
+    // Schemas: the message names the keyword and the JSON pointer.
+    let bad = |schema: Value| json!({"messages": m, "response_format": schema_format("x", schema)});
+    let e = expect_error(
+        &app,
+        chat,
+        bad(json!({"type": "object", "properties": {"a": {"type": "strnig"}}})),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("/properties/a") && msg.contains("strnig"), "{e}");
+    assert_eq!(e["code"], "invalid_schema");
+    let e = expect_error(&app, chat, bad(json!({"type": "string", "pattern": "(?=x)"})), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("pattern"), "{e}");
+    expect_error(&app, chat, bad(json!({"$ref": "#/$defs/missing"})), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, bad(json!(42)), StatusCode::BAD_REQUEST).await;
+    let body = json!({"messages": m, "response_format": schema_format("bad name!", json!({}))});
+    let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+    assert!(e["param"].as_str().unwrap().contains("name"), "{e}");
+    expect_error(&app, chat, json!({"messages": m, "response_format": {"type": "xml"}}), StatusCode::BAD_REQUEST).await;
+    // Grammars and regexes say where.
+    let e =
+        expect_error(&app, chat, json!({"messages": m, "grammar": "root ::= item\n"}), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("1:10"), "{e}");
+    assert_eq!((e["param"].as_str(), e["code"].as_str()), (Some("grammar"), Some("invalid_grammar")));
+    let e = expect_error(&app, chat, json!({"messages": m, "regex": "a(b"}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "regex");
+    expect_error(&app, chat, json!({"messages": m, "choice": []}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, json!({"messages": m, "regex": "a", "choice": ["a"]}), StatusCode::BAD_REQUEST).await;
+    // A tool parameter schema that does not compile names the tool.
+    let params = json!({"type": "object", "properties": {"x": {"type": 5}}});
+    let tool = json!([{"type": "function", "function": {"name": "f", "parameters": params}}]);
+    let e = expect_error(
+        &app,
+        chat,
+        json!({"messages": m, "tools": tool, "tool_choice": "required"}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    assert!(e["message"].as_str().unwrap().contains("tools[0].function.parameters"), "{e}");
+    // Tools misuse.
+    let tools = json!([weather_tool()]);
+    expect_error(&app, chat, json!({"messages": m, "tool_choice": "required"}), StatusCode::BAD_REQUEST).await;
+    expect_error(
+        &app,
+        chat,
+        json!({"messages": m, "tools": tools, "tool_choice": "sometimes"}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    expect_error(
+        &app,
+        chat,
+        json!({"messages": m, "tools": tools, "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    expect_error(
+        &app,
+        chat,
+        json!({"messages": m, "tools": [weather_tool(), weather_tool()]}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    expect_error(&app, chat, json!({"messages": m, "functions": [{"name": "f"}]}), StatusCode::BAD_REQUEST).await;
+    // Messages.
+    expect_error(&app, chat, json!({"messages": []}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, json!({"messages": [{"role": "wizard", "content": "x"}]}), StatusCode::BAD_REQUEST).await;
+    let img = json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]);
+    expect_error(&app, chat, json!({"messages": img}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, json!({"messages": m, "logit_bias": {"5": 10}}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, chat, json!({"messages": m, "stop": ["a", "b", "c", "d", "e"]}), StatusCode::BAD_REQUEST).await;
+    expect_error(
+        &app,
+        chat,
+        json!({"messages": m, "stream_options": {"include_usage": true}}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    // Budgets: a constraint that cannot fit, a prompt past the context.
+    let body = json!({"messages": m, "max_tokens": 2, "response_format": schema_format("p", person_schema())});
+    let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "max_tokens", "{e}");
+    let e = expect_error(&app, chat, json!({"messages": m, "max_tokens": 600}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["code"], "context_length_exceeded", "{e}");
+    let long = "word ".repeat(2000);
+    let e = expect_error(&app, chat, json!({"messages": msgs(&long)}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["code"], "context_length_exceeded", "{e}");
+    // A stop string that would cut a structured output is an error, not a broken success.
+    let body = json!({"messages": m, "stop": ["\""], "response_format": schema_format("p", person_schema())});
+    let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "stop", "{e}");
+    // Completions.
+    let c = "/v1/completions";
+    expect_error(&app, c, json!({"prompt": []}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, c, json!({"prompt": [99999]}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, c, json!({"prompt": "x", "suffix": "y"}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, c, json!({"prompt": "x", "best_of": 3}), StatusCode::BAD_REQUEST).await;
+    expect_error(&app, c, json!({"prompt": "x", "model": "davinci"}), StatusCode::NOT_FOUND).await;
+    // Still healthy after all that.
+    chat_ok(&app, json!({"max_tokens": 3})).await;
+}
+
+#[tokio::test]
+async fn oversized_body_is_413() {
+    let config = ServerConfig { max_body_bytes: 4096, ..ServerConfig::default() };
+    let app = app(state(config));
+    let body = json!({"messages": msgs(&"x".repeat(5000))}).to_string().into_bytes();
+    let (s, bytes) = call_raw(&app, "POST", "/v1/chat/completions", body).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["code"], "request_too_large", "{v}");
+    // Just under the limit is read (and then refused for its length in tokens, not bytes).
+    let body = json!({"messages": msgs(&"x".repeat(3000))}).to_string().into_bytes();
+    let (s, _) = call_raw(&app, "POST", "/v1/chat/completions", body).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_queue_is_429_and_timeouts_are_errors() {
+    let config = ServerConfig { max_concurrent: 1, max_queue: 0, ..ServerConfig::default() };
+    let (st, _) = slow_state(Duration::from_millis(20), config);
+    let app = app(st.clone());
+    let busy = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            post(&app, "/v1/chat/completions", json!({"messages": msgs("hi"), "max_tokens": 40})).await
+        })
+    };
+    wait_until("the first request to take the only slot", || st.running() > 0).await;
+    let e = expect_error(
+        &app,
+        "/v1/chat/completions",
+        json!({"messages": msgs("hi"), "max_tokens": 5}),
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+    assert_eq!(e["type"], "rate_limit_error", "{e}");
+    let (s, v) = busy.await.unwrap();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    // Now free again.
+    chat_ok(&app, json!({"max_tokens": 3})).await;
+
+    // A request that runs past its timeout is a 504, and frees its slot.
+    let config = ServerConfig { request_timeout: Duration::from_millis(300), ..ServerConfig::default() };
+    let (st, calls) = slow_state(Duration::from_millis(50), config);
+    let app = app_of(st.clone());
+    let e = expect_error(
+        &app,
+        "/v1/chat/completions",
+        json!({"messages": msgs("hi"), "max_tokens": 100}),
+        StatusCode::GATEWAY_TIMEOUT,
+    )
+    .await;
+    assert_eq!(e["code"], "timeout", "{e}");
+    wait_until("the timed-out generation to free its slot", || st.running() == 0).await;
+    // It stopped at the timeout, well before its 100 tokens (a pass takes 50 ms, the limit is 300 ms).
+    let passes = calls.load(Ordering::SeqCst);
+    assert!(passes < 100, "{passes} forward passes: the timed-out generation ran to max_tokens");
+    let (_, text) = call_raw(&app, "GET", "/metrics", Vec::new()).await;
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(metric_value(&text, "strictly_request_errors_total"), 1.0, "the 504 is counted as an error");
+    assert_eq!(metric_value(&text, "strictly_generations_running"), 0.0);
+}
+
+fn app_of(st: AppState) -> Router {
+    app(st)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_oneshot_requests_all_succeed() {
+    let app = app(state(ServerConfig { max_concurrent: 3, ..ServerConfig::default() }));
+    let mut tasks = Vec::new();
+    for i in 0..12u64 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            let rf = schema_format("p", person_schema());
+            chat_ok(&app, json!({"seed": i, "max_tokens": 200, "response_format": rf})).await
+        }));
+    }
+    for t in tasks {
+        let v = t.await.unwrap();
+        check_person(&serde_json::from_str(&content(&v, 0)).unwrap());
+    }
+}
