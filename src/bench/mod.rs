@@ -36,8 +36,10 @@
 //! `rss_before_mib`, so `--worker-per-case` is the exact per-schema measure.
 
 pub mod cases;
+pub mod groups;
 pub mod isolate;
 pub mod report;
+pub mod result;
 pub mod run;
 pub mod stats;
 

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
+use super::groups::GroupSummary;
 use super::run::{truncate, CaseResult, SlowestMask};
-use super::stats::GroupSummary;
 use super::BenchOptions;
 use crate::error::{Error, Result};
 

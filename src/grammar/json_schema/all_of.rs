@@ -18,7 +18,7 @@ use super::conditional::rewrite_conditionals;
 use super::keywords::{keyword, type_list, ANNOTATIONS, VALIDATION};
 use super::not::rewrite_not;
 use super::validate::pattern_matches;
-use super::{join, number, string, Compiler};
+use super::{join, Compiler};
 use crate::error::Result;
 use crate::regular::DfaLimits;
 
@@ -236,7 +236,7 @@ fn merge_keyword(k: &str, av: &Value, bv: &Value, out: &mut Changes) -> std::res
         // Object member keywords are merged together by `merge_members`.
         "properties" | "patternProperties" => return Ok(()),
         "additionalProperties" | "propertyNames" => both(av.clone(), bv.clone()),
-        string::NOT_STRING | string::EXCLUDE_STRINGS | number::EXCLUDE_NUMBERS => {
+        super::keywords::NOT_STRING | super::keywords::EXCLUDE_STRINGS | super::keywords::EXCLUDE_NUMBERS => {
             let mut all = av.as_array().cloned().unwrap_or_default();
             all.extend(bv.as_array().into_iter().flatten().cloned());
             Value::Array(all)

@@ -2,9 +2,9 @@
 //! schemas as JSON values.
 //!
 //! - [`VALIDATION`]: every keyword that affects validation (drafts 4 to 2020-12, and the
-//!   internal keywords the `not` rewrites make: [`string::EXCLUDE_STRINGS`],
-//!   [`string::NOT_STRING`], [`number::EXCLUDE_NUMBERS`], [`number::NOT_INTEGER`],
-//!   [`object::SOME_KEY_NOT_IN`]); anything else is an annotation. [`ANNOTATIONS`] lists the
+//!   internal keywords the `not` rewrites make: [`EXCLUDE_STRINGS`],
+//!   [`NOT_STRING`], [`EXCLUDE_NUMBERS`], [`NOT_INTEGER`],
+//!   [`SOME_KEY_NOT_IN`]); anything else is an annotation. [`ANNOTATIONS`] lists the
 //!   well-known annotations, which the merges and `oneOf` checks skip by name.
 //! - [`keyword_type`]: the one JSON type a keyword constrains (`None`: any value).
 //! - [`keyword`], [`without`], [`add_to_all_of`], [`type_list`]: schema values built and read
@@ -15,7 +15,29 @@
 
 use serde_json::{Map, Value};
 
-use super::{number, object, string};
+// ---- the internal keywords the `not` rewrites write (see `not.rs`) --------------------------
+
+/// An internal keyword (set by the `not` rewrite): string values that are excluded.
+pub(super) const EXCLUDE_STRINGS: &str = "x-strictly-exclude-strings";
+
+/// An internal keyword (set by the `not` rewrite): schemas of string keywords that string
+/// values must *not* satisfy.
+pub(super) const NOT_STRING: &str = "x-strictly-not-string";
+
+/// An internal keyword (set by the `not` rewrite): numbers that are excluded.
+pub(super) const EXCLUDE_NUMBERS: &str = "x-strictly-exclude-numbers";
+
+/// Internal keyword (made by `not` rewrites): the number is not an integer. Such numbers are
+/// written without exponent (stricter, documented: `1.5e1` is 15, an integer, and which
+/// spellings with an exponent are whole is not a regular language), with a non-zero digit in
+/// the fraction and at most 15 significant digits ([`not_integer_regex`]).
+pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
+
+/// Internal keyword (made by `not` rewrites, see `not::rewrite_not`): the object has at
+/// least one key that is not in this list of names. Tracked by the member rules as a flag
+/// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
+/// member whose key is outside it.
+pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
 
 /// Keywords with no effect on validation.
 pub(super) const ANNOTATIONS: &[&str] = &[
@@ -91,11 +113,11 @@ pub(super) const VALIDATION: &[&str] = &[
     "$ref",
     "$dynamicRef",
     "$recursiveRef",
-    string::EXCLUDE_STRINGS,
-    string::NOT_STRING,
-    number::EXCLUDE_NUMBERS,
-    object::SOME_KEY_NOT_IN,
-    number::NOT_INTEGER,
+    EXCLUDE_STRINGS,
+    NOT_STRING,
+    EXCLUDE_NUMBERS,
+    SOME_KEY_NOT_IN,
+    NOT_INTEGER,
 ];
 
 pub(super) fn is_validation_keyword(k: &str) -> bool {
@@ -105,14 +127,9 @@ pub(super) fn is_validation_keyword(k: &str) -> bool {
 /// The JSON type a keyword constrains (`None`: any value).
 pub(super) fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
-        "multipleOf"
-        | "maximum"
-        | "exclusiveMaximum"
-        | "minimum"
-        | "exclusiveMinimum"
-        | number::EXCLUDE_NUMBERS
-        | number::NOT_INTEGER => "number",
-        "maxLength" | "minLength" | "pattern" | "format" | string::NOT_STRING | string::EXCLUDE_STRINGS => "string",
+        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | EXCLUDE_NUMBERS
+        | NOT_INTEGER => "number",
+        "maxLength" | "minLength" | "pattern" | "format" | NOT_STRING | EXCLUDE_STRINGS => "string",
         "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems"
         | "additionalItems" | "contains" | "unevaluatedItems" => "array",
         "maxProperties"
@@ -126,7 +143,7 @@ pub(super) fn keyword_type(k: &str) -> Option<&'static str> {
         | "dependentSchemas"
         | "dependencies"
         | "unevaluatedProperties"
-        | object::SOME_KEY_NOT_IN => "object",
+        | SOME_KEY_NOT_IN => "object",
         _ => return None,
     })
 }

@@ -18,14 +18,13 @@ use serde_json::{Map, Value};
 
 use super::keywords::{add_to_all_of, keyword, type_list, without, VALIDATION};
 use super::validate::is_of_type;
-use super::{number, object, string};
 
 /// Rewrites `not` into plain keywords where that is exact; `None` if it cannot.
 /// Handled: `not: {type}`; `not: {const/enum}` of strings, numbers, booleans or null
 /// (excluded values); `not` of the keywords of one JSON type, with or without `type`
 /// ([`negate_family`]): object keywords `required`/`properties` (some key missing, or present
 /// with a value that fails), number bounds (flipped), string keywords (`pattern`, `format`,
-/// lengths; a regular complement, [`string::NOT_STRING`]); `not` of `anyOf`/`allOf`
+/// lengths; a regular complement, [`super::keywords::NOT_STRING`]); `not` of `anyOf`/`allOf`
 /// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
     let not = obj.get("not")?.as_object()?;
@@ -90,9 +89,10 @@ fn rewrite_not_of(obj: Map<String, Value>, not: &Map<String, Value>) -> Option<M
             let mut excluded = not.clone();
             excluded.remove("type");
             negate_family(out, &current, not, "string", |out| {
-                let mut all = out.get(string::NOT_STRING).and_then(Value::as_array).cloned().unwrap_or_default();
+                let mut all =
+                    out.get(super::keywords::NOT_STRING).and_then(Value::as_array).cloned().unwrap_or_default();
                 all.push(Value::Object(excluded));
-                out.insert(string::NOT_STRING.into(), Value::Array(all));
+                out.insert(super::keywords::NOT_STRING.into(), Value::Array(all));
             })
         }
         // not (contains S) on arrays: every item fails S.
@@ -136,7 +136,7 @@ fn not_types(mut out: Map<String, Value>, current: &[String], not: &Map<String, 
         }
         if t == "number" && ex.contains(&"integer") {
             // Numbers that are not integers.
-            out.insert(number::NOT_INTEGER.into(), Value::Bool(true));
+            out.insert(super::keywords::NOT_INTEGER.into(), Value::Bool(true));
         }
         keep.push(Value::String(t.clone()));
     }
@@ -162,7 +162,7 @@ fn not_members(
             .flatten()
             .map(|(k, _)| Value::String(k.clone()))
             .collect();
-        alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: names }));
+        alts.push(serde_json::json!({ super::keywords::SOME_KEY_NOT_IN: names }));
     }
     for r in not.get("required").and_then(Value::as_array).into_iter().flatten() {
         alts.push(serde_json::json!({"properties": {r.as_str()?: false}}));
@@ -256,14 +256,14 @@ fn not_values(mut out: Map<String, Value>, current: &[String], not: &Map<String,
     add_to_all_of(&mut out, parts);
     out.insert("type".into(), Value::Array(types.into_iter().map(Value::String).collect()));
     if !strings.is_empty() {
-        let mut all = out.get(string::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut all = out.get(super::keywords::EXCLUDE_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
         all.extend(strings);
-        out.insert(string::EXCLUDE_STRINGS.into(), Value::Array(all));
+        out.insert(super::keywords::EXCLUDE_STRINGS.into(), Value::Array(all));
     }
     if !numbers.is_empty() {
-        let mut all = out.get(number::EXCLUDE_NUMBERS).and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut all = out.get(super::keywords::EXCLUDE_NUMBERS).and_then(Value::as_array).cloned().unwrap_or_default();
         all.extend(numbers);
-        out.insert(number::EXCLUDE_NUMBERS.into(), Value::Array(all));
+        out.insert(super::keywords::EXCLUDE_NUMBERS.into(), Value::Array(all));
     }
     Some(out)
 }
@@ -341,7 +341,7 @@ fn differs_from(v: &Value) -> Value {
         Value::Object(o) => {
             alts.push(serde_json::json!({"not": {"type": "object"}}));
             let keys: Vec<Value> = o.keys().map(|k| Value::String(k.clone())).collect();
-            alts.push(serde_json::json!({ object::SOME_KEY_NOT_IN: keys }));
+            alts.push(serde_json::json!({ super::keywords::SOME_KEY_NOT_IN: keys }));
             for (k, x) in o {
                 alts.push(serde_json::json!({"type": "object", "properties": {k: false}}));
                 alts.push(

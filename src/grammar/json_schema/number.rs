@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::keywords::{EXCLUDE_NUMBERS, NOT_INTEGER};
 use super::{join, Compiler};
 use crate::error::Result;
 use crate::grammar::Expr;
@@ -73,15 +74,6 @@ fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<
         },
     }
 }
-
-/// An internal keyword (set by the `not` rewrite): numbers that are excluded.
-pub(super) const EXCLUDE_NUMBERS: &str = "x-strictly-exclude-numbers";
-
-/// Internal keyword (made by `not` rewrites): the number is not an integer. Such numbers are
-/// written without exponent (stricter, documented: `1.5e1` is 15, an integer, and which
-/// spellings with an exponent are whole is not a regular language), with a non-zero digit in
-/// the fraction and at most 15 significant digits ([`not_integer_regex`]).
-pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
 
 pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     if obj.get(NOT_INTEGER) == Some(&Value::Bool(true)) {

@@ -16,18 +16,13 @@
 
 use serde_json::{Map, Value};
 
+use super::keywords::SOME_KEY_NOT_IN;
 use super::{join, string, Compiler, MAX_COUNT};
 use crate::error::Result;
 use crate::grammar::{Expr, RuleId};
 use crate::regular::Dfa;
 use crate::regular::Lexeme;
 use regex_syntax::hir::Hir;
-
-/// Internal keyword (made by `not` rewrites, see `not::rewrite_not`): the object has at
-/// least one key that is not in this list of names. Tracked by the member rules as a flag
-/// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
-/// member whose key is outside it.
-pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
 
 /// Most rules the count-tracking construction may create.
 const MAX_COUNT_RULES: u64 = 20_000;

@@ -11,17 +11,11 @@
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 use serde_json::{Map, Value};
 
+use super::keywords::{EXCLUDE_STRINGS, NOT_STRING};
 use super::{join, Compiler, MAX_COUNT};
 use crate::error::Result;
 use crate::grammar::Expr;
 use crate::regular::Lexeme;
-
-/// An internal keyword (set by the `not` rewrite): string values that are excluded.
-pub(super) const EXCLUDE_STRINGS: &str = "x-strictly-exclude-strings";
-
-/// An internal keyword (set by the `not` rewrite): schemas of string keywords that string
-/// values must *not* satisfy.
-pub(super) const NOT_STRING: &str = "x-strictly-not-string";
 
 /// Strings whose `maxLength` is above [`MAX_COUNT`] are produced with at most this many
 /// characters (a documented, stricter subset).

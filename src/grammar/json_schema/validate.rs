@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 use super::keywords::{keyword_type, type_list, ANNOTATIONS, VALIDATION};
-use super::{number, object, string};
+use super::string;
 use crate::regular::DfaLimits;
 
 /// Is `v` of the JSON Schema type `t`?
@@ -65,7 +65,7 @@ fn keyword_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits
         "type" => Some(type_list(s).iter().any(|t| is_of_type(v, t))),
         "enum" => Some(s.as_array()?.iter().any(|x| json_eq(x, v))),
         "const" => Some(json_eq(s, v)),
-        "minLength" | "maxLength" | "pattern" | string::EXCLUDE_STRINGS | string::NOT_STRING => {
+        "minLength" | "maxLength" | "pattern" | super::keywords::EXCLUDE_STRINGS | super::keywords::NOT_STRING => {
             string_holds(v, k, s, limits)
         }
         "minimum"
@@ -73,8 +73,8 @@ fn keyword_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits
         | "exclusiveMinimum"
         | "exclusiveMaximum"
         | "multipleOf"
-        | number::NOT_INTEGER
-        | number::EXCLUDE_NUMBERS => number_holds(v, k, s),
+        | super::keywords::NOT_INTEGER
+        | super::keywords::EXCLUDE_NUMBERS => number_holds(v, k, s),
         "not" => Some(!simple_validate(v, s, limits)?),
         "anyOf" => {
             let mut any = false;
@@ -92,7 +92,7 @@ fn keyword_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits
         }
         "minItems" | "maxItems" | "minProperties" | "maxProperties" => size_holds(v, k, s),
         "uniqueItems" | "items" | "prefixItems" => array_holds(v, k, s, obj, limits),
-        "required" | "properties" | object::SOME_KEY_NOT_IN => object_holds(v, k, s, limits),
+        "required" | "properties" | super::keywords::SOME_KEY_NOT_IN => object_holds(v, k, s, limits),
         _ => None,
     }
 }
@@ -116,7 +116,7 @@ fn string_holds(v: &Value, k: &str, s: &Value, limits: &DfaLimits) -> Option<boo
             None => true,
             Some(st) => pattern_matches(s.as_str()?, st, limits)?,
         },
-        string::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
+        super::keywords::EXCLUDE_STRINGS => !s.as_array()?.contains(v),
         _ => {
             let mut ok = true;
             for x in s.as_array()? {
@@ -146,7 +146,7 @@ fn number_holds(v: &Value, k: &str, s: &Value) -> Option<bool> {
             (Some(x), Some(m)) if m > 0 => x % m as i64 == 0,
             _ => return None,
         },
-        number::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
+        super::keywords::NOT_INTEGER => v.as_f64().is_none_or(|f| f.fract() != 0.0),
         _ => !s.as_array()?.iter().any(|x| json_eq(x, v)),
     })
 }
