@@ -58,7 +58,7 @@ use super::cfg::Cfg;
 use super::earley::Scan;
 use super::slices::Slices;
 use super::VocabEnv;
-use crate::regular::{Dfa, DEAD};
+use crate::regular::{Dfa, StateId, UNREACHABLE};
 use crate::vocab::{trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie};
 
 /// Most bytes all entries of one cache may take together.
@@ -117,7 +117,7 @@ impl Entry {
     fn build(
         dfas: &[&Dfa],
         dists: &[&[u32]],
-        states: &[u32],
+        states: &[StateId],
         env: &VocabEnv,
         wholesale: &Wholesale,
         mut merged: impl FnMut(&[(u32, u32)]) -> Arc<TokenTrie>,
@@ -142,8 +142,8 @@ impl Entry {
         // Per scan, the farthest rest of any live state of its DFA (computed when first needed).
         let mut far: Vec<Option<u32>> = vec![None; dists.len()];
         let mut note_far = |w: &mut LexWalk, k: usize| {
-            let f =
-                *far[k].get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0));
+            let f = *far[k]
+                .get_or_insert_with(|| dists[k].iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0));
             w.note_dist(k, f);
         };
         for part in 0..=slices.body.len() {
@@ -282,21 +282,21 @@ const HAZARD_WORK: usize = 1 << 16;
 const CUT_HAZARD_BYTES: usize = 32;
 
 /// [`Hazards`] from DFA state `state`, for strings up to `max` bytes.
-fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
+fn content_hazards(dfa: &Dfa, state: StateId, max: usize) -> Hazards {
     let q = content_dfa();
     let reps = content_reps(dfa);
     // How many bytes each representative stands for.
     let rep_of = class_reps(dfa);
     let mut size = [0usize; 256];
     rep_of.iter().for_each(|&r| size[r as usize] += 1);
-    let ends = |d: u32| d == DEAD || dfa.is_accepting(d);
-    let hazard_bytes = |d: u32, c: u32| {
-        reps[c as usize].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>()
+    let ends = |d: StateId| d == StateId::DEAD || dfa.is_accepting(d);
+    let hazard_bytes = |d: StateId, c: StateId| {
+        reps[c.index()].iter().filter(|&&(b, _)| ends(dfa.next(d, b))).map(|&(b, _)| size[b as usize]).sum::<usize>()
     };
     // One breadth-first search: `step(DFA state, content state, byte, depth, found)` is told
     // where a byte leads, notes the byte in `found` if it matters there, and says whether to go
     // on from that pair.
-    let search = |step: &mut dyn FnMut(u32, u32, u8, u16, &mut [u16; 256]) -> bool| {
+    let search = |step: &mut dyn FnMut(StateId, StateId, u8, u16, &mut [u16; 256]) -> bool| {
         let mut found = Box::new([u16::MAX; 256]);
         let mut seen = Visited::new(dfa.state_count(), q.state_count());
         seen.insert(state, q.start());
@@ -305,11 +305,11 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
             depth += 1;
             let mut next = Vec::new();
             for &(d, c) in &frontier {
-                for &(b, c2) in &reps[c as usize] {
+                for &(b, c2) in &reps[c.index()] {
                     work += 1;
                     let d2 = dfa.next(d, b);
                     if step(d2, c2, b, depth.min(usize::from(u16::MAX - 1)) as u16, &mut found) && seen.insert(d2, c2) {
-                        work += reps[c2 as usize].len();
+                        work += reps[c2.index()].len();
                         next.push((d2, c2));
                     }
                 }
@@ -359,10 +359,10 @@ fn content_hazards(dfa: &Dfa, state: u32, max: usize) -> Hazards {
         })
     };
     let accept = search(&mut |d2, _, b, depth, found| {
-        if d2 != DEAD && dfa.is_accepting(d2) {
+        if d2 != StateId::DEAD && dfa.is_accepting(d2) {
             note(found, b, depth);
         }
-        d2 != DEAD
+        d2 != StateId::DEAD
     });
     Hazards { survive, accept }
 }
@@ -445,12 +445,13 @@ fn class_reps(dfa: &Dfa) -> [u8; 256] {
 
 /// Per content state, the representative bytes ([`class_reps`]) that are string content
 /// there, with the content state after each.
-fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, u32)>> {
+fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, StateId)>> {
     let q = content_dfa();
     let rep = class_reps(dfa);
     let reps: Vec<u8> = (0..=255u8).filter(|&b| rep[b as usize] == b).collect();
     (0..q.state_count() as u32)
-        .map(|c| reps.iter().filter_map(|&b| Some((b, q.next(c, b))).filter(|&(_, c2)| c2 != DEAD)).collect())
+        .map(StateId)
+        .map(|c| reps.iter().filter_map(|&b| Some((b, q.next(c, b))).filter(|&(_, c2)| c2 != StateId::DEAD)).collect())
         .collect()
 }
 
@@ -462,7 +463,7 @@ fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, u32)>> {
 /// With `first`, the search stops at the first depth where either is found (the other may
 /// then be reported as not found): enough where only the smaller of the two matters. `None`
 /// past `work` (pair, byte class) steps.
-fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool, mut work: usize) -> Option<(usize, usize)> {
+fn content_reach(dfa: &Dfa, state: StateId, max: usize, first: bool, mut work: usize) -> Option<(usize, usize)> {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let (mut accept, mut dead) = (usize::MAX, usize::MAX);
@@ -480,10 +481,10 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool, mut work: usize
         depth += 1;
         let mut next = Vec::new();
         for &(d, c) in &frontier {
-            work = work.checked_sub(reps[c as usize].len())?;
-            for &(b, c2) in &reps[c as usize] {
+            work = work.checked_sub(reps[c.index()].len())?;
+            for &(b, c2) in &reps[c.index()] {
                 let d2 = dfa.next(d, b);
-                if d2 == DEAD {
+                if d2 == StateId::DEAD {
                     dead = dead.min(depth);
                     continue;
                 }
@@ -505,7 +506,7 @@ fn content_reach(dfa: &Dfa, state: u32, max: usize, first: bool, mut work: usize
 /// hash set.
 enum Visited {
     Dense { bits: Vec<u64>, nq: usize },
-    Sparse(HashSet<(u32, u32), FxBuild>),
+    Sparse(HashSet<(StateId, StateId), FxBuild>),
 }
 
 /// Largest pair space [`Visited`] keeps as a bitset (2 MiB).
@@ -520,10 +521,10 @@ impl Visited {
     }
 
     /// Is `(d, c)` marked?
-    fn contains(&self, d: u32, c: u32) -> bool {
+    fn contains(&self, d: StateId, c: StateId) -> bool {
         match self {
             Visited::Dense { bits, nq } => {
-                let i = d as usize * *nq + c as usize;
+                let i = d.index() * *nq + c.index();
                 bits[i / 64] >> (i % 64) & 1 == 1
             }
             Visited::Sparse(set) => set.contains(&(d, c)),
@@ -531,10 +532,10 @@ impl Visited {
     }
 
     /// Marks `(d, c)`; `true` if it was new.
-    fn insert(&mut self, d: u32, c: u32) -> bool {
+    fn insert(&mut self, d: StateId, c: StateId) -> bool {
         match self {
             Visited::Dense { bits, nq } => {
-                let i = d as usize * *nq + c as usize;
+                let i = d.index() * *nq + c.index();
                 let new = bits[i / 64] >> (i % 64) & 1 == 0;
                 bits[i / 64] |= 1 << (i % 64);
                 new
@@ -553,16 +554,18 @@ const DEAD_ALL_WORK: usize = 1 << 20;
 /// keys of an object: each name dies on most strings, the lexeme of any other name on the
 /// names). Searched breadth-first over the tuples of the scans' states; past
 /// [`DEAD_ALL_WORK`] it gives up with 0, the answer that admits nothing.
-fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
+fn content_dead_all(dfas: &[&Dfa], states: &[StateId], max: usize) -> usize {
     let q = content_dfa();
     // One byte per distinct tuple of classes (every DFA's and the content DFA's).
     let mut seen: HashSet<Vec<u16>, FxBuild> = HashSet::default();
     let reps: Vec<u8> = (0..=255u8)
         .filter(|&b| seen.insert(dfas.iter().map(|d| d.class(b) as u16).chain([q.class(b) as u16]).collect()))
         .collect();
-    // A tuple: the content state, then (scan, state) for each live scan, in scan order.
+    // A tuple, packed in `u32`s so that it hashes and compares as one slice: the content
+    // state, then (scan, state) for each live scan, in scan order. States are read back with
+    // `StateId(..)` where they are stepped.
     let start: Box<[u32]> =
-        [q.start()].into_iter().chain(states.iter().enumerate().flat_map(|(k, &s)| [k as u32, s])).collect();
+        [q.start().0].into_iter().chain(states.iter().enumerate().flat_map(|(k, &s)| [k as u32, s.0])).collect();
     let mut visited: HashSet<Box<[u32]>, FxBuild> = HashSet::default();
     visited.insert(start.clone());
     let mut frontier = vec![start];
@@ -575,16 +578,16 @@ fn content_dead_all(dfas: &[&Dfa], states: &[u32], max: usize) -> usize {
                 if work > DEAD_ALL_WORK {
                     return 0;
                 }
-                let c2 = q.next(t[0], b);
-                if c2 == DEAD {
+                let c2 = q.next(StateId(t[0]), b);
+                if c2 == StateId::DEAD {
                     continue;
                 }
                 t2.clear();
-                t2.push(c2);
+                t2.push(c2.0);
                 for ks in t[1..].chunks_exact(2) {
-                    let s2 = dfas[ks[0] as usize].next(ks[1], b);
-                    if s2 != DEAD {
-                        t2.extend([ks[0], s2]);
+                    let s2 = dfas[ks[0] as usize].next(StateId(ks[1]), b);
+                    if s2 != StateId::DEAD {
+                        t2.extend([ks[0], s2.0]);
                     }
                 }
                 if t2.len() == 1 {
@@ -642,9 +645,9 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
     // too, never stepped), the rest after them; `index` by d * nq + c, 0 for not yet found
     // (no pair but the dead state's start is numbered 0, and nothing steps to it).
     let mut index = vec![0u32; nd.checked_mul(nq)?];
-    let mut pairs: Vec<(u32, u32)> = (0..nd as u32).map(|d| (d, q.start())).collect();
+    let mut pairs: Vec<(StateId, StateId)> = (0..nd as u32).map(|d| (StateId(d), q.start())).collect();
     for (i, &(d, c)) in pairs.iter().enumerate() {
-        index[d as usize * nq + c as usize] = i as u32;
+        index[d.index() * nq + c.index()] = i as u32;
     }
     // Edges between live pairs (one per distinct successor: `seen[t] == i` marks `t` as
     // already linked from `i`; most bytes of a row lead to one pair), and the pairs one byte
@@ -658,14 +661,14 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
             return None;
         }
         let (d, c) = pairs[i];
-        for &(b, c2) in &reps[c as usize] {
+        for &(b, c2) in &reps[c.index()] {
             let next = (dfa.next(d, b), c2);
-            if next.0 == DEAD {
+            if next.0 == StateId::DEAD {
                 to_dead[i] = true;
                 continue;
             }
             to_accept[i] |= dfa.is_accepting(next.0);
-            let slot = &mut index[next.0 as usize * nq + next.1 as usize];
+            let slot = &mut index[next.0.index() * nq + next.1.index()];
             if *slot == 0 {
                 *slot = pairs.len() as u32;
                 pairs.push(next);
@@ -681,7 +684,7 @@ fn reach_table(dfa: &Dfa) -> Option<Vec<(usize, usize)>> {
         i += 1;
     }
     let n = pairs.len();
-    let far = |d: u32| if d == u32::MAX { usize::MAX } else { d as usize };
+    let far = |d: u32| if d == UNREACHABLE { usize::MAX } else { d as usize };
     let accept = crate::regular::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_accept[i]), 1);
     let dead = crate::regular::dfa::backward_distances(n, &edges, (1..n).filter(|&i| to_dead[i]), 1);
     Some((0..nd).map(|d| (far(accept[d]), far(dead[d]))).collect())
@@ -700,7 +703,7 @@ fn horizon(env: &VocabEnv) -> u32 {
 }
 
 /// A lexer key: the scans' (DFA id, [canonical](horizon) state) pairs, in order.
-type Key = Box<[(u64, u32)]>;
+type Key = Box<[(u64, StateId)]>;
 
 #[derive(Default)]
 struct Inner {
@@ -710,12 +713,12 @@ struct Inner {
     /// [`content_reach_table`] per DFA id.
     reach_tables: HashMap<u64, Option<Arc<[(usize, usize)]>>, FxBuild>,
     /// [`content_reach`] per (DFA id, state), for DFAs without a table.
-    reach: HashMap<(u64, u32), (usize, usize), FxBuild>,
+    reach: HashMap<(u64, StateId), (usize, usize), FxBuild>,
     /// The same stopped at the first event (`first`), for keys of one scan: the smaller of
     /// the two distances.
-    reach_first: HashMap<(u64, u32), usize, FxBuild>,
+    reach_first: HashMap<(u64, StateId), usize, FxBuild>,
     /// [`content_hazards`] per (DFA id, state).
-    hazards: HashMap<(u64, u32), Arc<Hazards>, FxBuild>,
+    hazards: HashMap<(u64, StateId), Arc<Hazards>, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -766,36 +769,37 @@ impl MaskCache {
 
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
     pub fn get_or_build(&self, cfg: &Cfg, env: &VocabEnv, scans: &[Scan]) -> Arc<Entry> {
-        let term = |sc: &Scan| &cfg.terms[sc.term as usize];
+        let term = |sc: &Scan| cfg.term(sc.term);
         let horizon = horizon(env);
-        let key: Vec<(u64, u32)> =
+        let key: Vec<(u64, StateId)> =
             scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
         if let Some(e) = self.get(&key) {
             return e;
         }
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*term(sc).dfa).collect();
         let dists: Vec<&[u32]> = scans.iter().map(|sc| &*term(sc).dist).collect();
-        let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
+        let states: Vec<StateId> = key.iter().map(|&(_, s)| s).collect();
         self.build(env, key, &dfas, &dists, &states)
     }
 
     /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
     /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA backend asks with its one
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
-    pub fn get_or_build_for(&self, env: &VocabEnv, dfas: &[&Dfa], dists: &[&[u32]], states: &[u32]) -> Arc<Entry> {
+    pub fn get_or_build_for(&self, env: &VocabEnv, dfas: &[&Dfa], dists: &[&[u32]], states: &[StateId]) -> Arc<Entry> {
         let horizon = horizon(env);
-        let key: Vec<(u64, u32)> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), d.canonical(s, horizon))).collect();
+        let key: Vec<(u64, StateId)> =
+            dfas.iter().zip(states).map(|(d, &s)| (d.id(), d.canonical(s, horizon))).collect();
         match self.get(&key) {
             Some(e) => e,
             None => {
-                let states: Vec<u32> = key.iter().map(|&(_, s)| s).collect();
+                let states: Vec<StateId> = key.iter().map(|&(_, s)| s).collect();
                 self.build(env, key, dfas, dists, &states)
             }
         }
     }
 
     /// The cached entry for `key` (and a few retired values freed on the way).
-    fn get(&self, key: &[(u64, u32)]) -> Option<Arc<Entry>> {
+    fn get(&self, key: &[(u64, StateId)]) -> Option<Arc<Entry>> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.free_some();
         inner.map.get(key).cloned()
@@ -805,10 +809,10 @@ impl MaskCache {
     fn build(
         &self,
         env: &VocabEnv,
-        key: Vec<(u64, u32)>,
+        key: Vec<(u64, StateId)>,
         dfas: &[&Dfa],
         dists: &[&[u32]],
-        states: &[u32],
+        states: &[StateId],
     ) -> Arc<Entry> {
         // The shortest and the longest slice: every search below stops past the longest.
         let his = || env.slices().body.iter().map(|s| s.hi);
@@ -836,7 +840,7 @@ impl MaskCache {
                 // longest slice does not.
                 let r = match (cached, inner.reach_tables.get(&k.0)) {
                     (Some(r), _) => r,
-                    (None, Some(Some(t))) => t[k.1 as usize],
+                    (None, Some(Some(t))) => t[k.1.index()],
                     (None, Some(None)) => search(usize::MAX).expect("no work bound"),
                     (None, None) => match search(QUICK_REACH_WORK) {
                         Some(r) => r,
@@ -845,7 +849,7 @@ impl MaskCache {
                             inner.reserve(t.as_ref().map_or(0, |t| t.len() * 16) + 32);
                             inner.reach_tables.insert(k.0, t.clone());
                             match t {
-                                Some(t) => t[k.1 as usize],
+                                Some(t) => t[k.1.index()],
                                 None => search(usize::MAX).expect("no work bound"),
                             }
                         }
@@ -931,12 +935,12 @@ use crate::regular::FxBuild;
 /// with each depth's range in `levels` (the base level holds the scans' starting states).
 #[derive(Default)]
 pub(super) struct ScanStack {
-    buf: Vec<(u32, u32)>,
+    buf: Vec<(u32, StateId)>,
     levels: Vec<(u32, u32)>,
 }
 
 impl ScanStack {
-    pub fn reset(&mut self, states: impl Iterator<Item = u32>) {
+    pub fn reset(&mut self, states: impl Iterator<Item = StateId>) {
         self.buf.clear();
         self.buf.extend(states.enumerate().map(|(k, s)| (k as u32, s)));
         self.levels.clear();
@@ -944,7 +948,7 @@ impl ScanStack {
     }
 
     /// The pairs of the deepest level.
-    pub fn top(&self) -> &[(u32, u32)] {
+    pub fn top(&self) -> &[(u32, StateId)] {
         let (start, end) = *self.levels.last().expect("base level");
         &self.buf[start as usize..end as usize]
     }
@@ -953,7 +957,7 @@ impl ScanStack {
     /// results as a new level and returns `true`, or keeps nothing and returns `false` if none
     /// goes on.
     #[inline]
-    pub fn descend(&mut self, mut next: impl FnMut(u32, u32) -> Option<u32>) -> bool {
+    pub fn descend(&mut self, mut next: impl FnMut(u32, StateId) -> Option<StateId>) -> bool {
         let (start, end) = *self.levels.last().expect("base level");
         for i in start as usize..end as usize {
             let (k, s) = self.buf[i];
@@ -1008,7 +1012,7 @@ impl LexWalk<'_> {
 
     /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
     /// the state on the trie walk's own stack.
-    fn walk_one(&mut self, dfa: &Dfa, state: u32, trie: &TokenTrie) {
+    fn walk_one(&mut self, dfa: &Dfa, state: StateId, trie: &TokenTrie) {
         let (mut nodes, mut at, mut at_going) = (Vec::new(), Vec::new(), Vec::new());
         let part = self.part;
         let inside = &mut self.inside;
@@ -1022,8 +1026,8 @@ impl LexWalk<'_> {
                     return None;
                 }
                 let next = dfa.next(s, byte);
-                let goes_on = next != DEAD && dfa.can_continue(next);
-                if next != DEAD && dfa.is_accepting(next) {
+                let goes_on = next != StateId::DEAD && dfa.can_continue(next);
+                if next != StateId::DEAD && dfa.is_accepting(next) {
                     nodes.push((part, node));
                     if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
                 }
@@ -1032,8 +1036,8 @@ impl LexWalk<'_> {
                 }
                 goes_on.then_some(next)
             },
-            |s, ids| {
-                far = Some(far.map_or(dist[s as usize], |f| f.max(dist[s as usize])));
+            |s: StateId, ids| {
+                far = Some(far.map_or(dist[s.index()], |f| f.max(dist[s.index()])));
                 ids.iter().for_each(|&id| inside.insert(id));
             },
         );
@@ -1084,7 +1088,7 @@ impl TrieVisitor for LexWalk<'_> {
         let goes_on = self.stack.descend(|k, s| {
             let dfa = dfas[k as usize];
             let next = dfa.next(s, byte);
-            if next == DEAD {
+            if next == StateId::DEAD {
                 return None;
             }
             if dfa.is_accepting(next) {
@@ -1118,7 +1122,7 @@ impl TrieVisitor for LexWalk<'_> {
         }
         for i in 0..self.stack.top().len() {
             let (k, s) = self.stack.top()[i];
-            let d = self.dists[k as usize][s as usize];
+            let d = self.dists[k as usize][s.index()];
             self.note_dist(k as usize, d);
         }
     }
@@ -1139,9 +1143,9 @@ mod tests {
         for re in lexemes {
             let dfa = Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
             let table = reach_table(&dfa).expect("small");
-            for s in 1..dfa.state_count() as u32 {
+            for s in (1..dfa.state_count() as u32).map(StateId) {
                 assert_eq!(
-                    Some(table[s as usize]),
+                    Some(table[s.index()]),
                     content_reach(&dfa, s, usize::MAX, false, usize::MAX),
                     "{re} state {s}"
                 );
@@ -1161,7 +1165,7 @@ mod tests {
         let dead_all = |res: &[&str], max: usize| {
             let dfas: Vec<Dfa> = res.iter().map(|re| dfa(re)).collect();
             let refs: Vec<&Dfa> = dfas.iter().collect();
-            let states: Vec<u32> = dfas.iter().map(|d| d.start()).collect();
+            let states: Vec<StateId> = dfas.iter().map(|d| d.start()).collect();
             content_dead_all(&refs, &states, max)
         };
         // A name, names starting with `_`, and every other name: no content string kills all.

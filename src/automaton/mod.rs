@@ -31,8 +31,13 @@ pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
-use crate::regular::{Dfa, DfaLimits, DEAD};
+use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
 use crate::vocab::Vocab;
+
+/// The token budget that binds nothing (a mask without `max_tokens`): as the most usable bytes
+/// allowed to finish after a token, it admits every finish cost, [`UNREACHABLE`] included.
+/// Real budgets stay below it (see `Matcher::fill_mask_within`).
+const NO_BUDGET: u32 = u32::MAX;
 
 /// What the output must match.
 #[derive(Debug, Clone)]
@@ -88,8 +93,9 @@ pub struct CompileOptions {
 
 /// The compiled form of a constraint: what [`BackendChoice`] chose.
 pub(crate) enum Backend {
-    /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
-    /// `s` to acceptance (an upper bound on the tokens needed to finish).
+    /// A regular language: one DFA; `finish_tokens[s.index()]` = fewest single-byte tokens from
+    /// state `s` to acceptance (an upper bound on the tokens needed to finish; [`UNREACHABLE`]:
+    /// none suffice).
     Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley parser.
     Earley(cfg::Cfg),
@@ -143,7 +149,7 @@ impl Compiled {
     /// empty language; a context-free one whose start derives nothing is a compile error.)
     pub fn is_empty_language(&self) -> bool {
         match &self.backend {
-            Backend::Dfa { dfa, .. } => dfa.start() == DEAD,
+            Backend::Dfa { dfa, .. } => dfa.start() == StateId::DEAD,
             Backend::Earley(_) => false,
         }
     }
@@ -156,10 +162,10 @@ impl Compiled {
     /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
     pub fn min_tokens(&self) -> Option<u32> {
         let d = match &self.backend {
-            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start() as usize],
-            Backend::Earley(cfg) => cfg.nts[cfg::TOP as usize].minlen,
+            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start().index()],
+            Backend::Earley(cfg) => cfg.nt(cfg::NtId::TOP).minlen,
         };
-        (d != u32::MAX).then_some(d)
+        (d != UNREACHABLE).then_some(d)
     }
 
     /// Facts about the compiled form, for `strictly check`.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use super::explore::explore;
-use super::{next_id, Dfa, DfaLimits, DEAD};
+use super::{next_id, Dfa, DfaLimits, StateId, UNREACHABLE};
 use crate::error::{Error, LimitKind, Result};
 
 impl Dfa {
@@ -41,10 +41,10 @@ impl Dfa {
         let n_unit = unit.accept.len();
         let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
         let u0 = unit.start;
-        if u0 == DEAD
-            || unit.accept[u0 as usize]
+        if u0 == StateId::DEAD
+            || unit.accept[u0.index()]
             || !prefix_free
-            || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD)
+            || close.first().is_some_and(|&b| unit.next(u0, b) != StateId::DEAD)
         {
             return Ok(None);
         }
@@ -66,17 +66,17 @@ impl Dfa {
         #[derive(Clone, Copy, PartialEq, Eq, Hash)]
         enum Pos {
             Open(u32),
-            Unit(u32, u32),
+            Unit(u32, StateId),
             Close(u32),
         }
         let cap = max.unwrap_or(min); // unbounded: the count saturates at `min`
         let step = |p: Pos, b: u8| -> Option<Pos> {
-            let in_unit = |k: u32, s: u32| -> Option<Pos> {
+            let in_unit = |k: u32, s: StateId| -> Option<Pos> {
                 let t = unit.next(s, b);
-                if t == DEAD {
+                if t == StateId::DEAD {
                     return None;
                 }
-                if unit.accept[t as usize] {
+                if unit.accept[t.index()] {
                     Some(Pos::Unit((k + 1).min(cap), u0))
                 } else {
                     Some(Pos::Unit(k, t))
@@ -119,7 +119,7 @@ impl Dfa {
         }
         let slot = |p: &Pos| match *p {
             Pos::Open(i) => i as usize,
-            Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
+            Pos::Unit(k, s) => n_open + k as usize * n_unit + s.index(),
             Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
         };
         explore(
@@ -139,10 +139,14 @@ impl Dfa {
 /// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
 const MAX_TABLED_COUNTED: usize = 4_096;
 
+/// [`Counter::place`] of a unit state that has no place in a row: an accepting state (a
+/// completed unit moves to the next row's start) or the dead one.
+const NOT_PLACED: u32 = u32::MAX;
+
 /// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
 /// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
 ///
-/// States: 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
+/// States (numbers here, [`StateId`]s outside): 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
 /// states per count `k` in `0..=cap`, the unit's non-accepting states in `row` order (the
 /// unit's start first: "between units"); then "read `close[..i]`" for `i` in `1..=|close|`.
 /// A unit's accepting state is never a state here: completing a unit moves to the next row's
@@ -159,13 +163,14 @@ pub(super) struct Counter {
     min: u32,
     max: Option<u32>,
     cap: u32,
-    /// Unit state → its place in a row (`u32::MAX`: accepting or dead, never a state here).
+    /// Unit state → its place in a row ([`NOT_PLACED`]: accepting or dead, never a state here).
     place: Vec<u32>,
     /// Place in a row → unit state.
-    row: Vec<u32>,
+    row: Vec<StateId>,
     /// One byte per class of the counted automaton.
     pub(super) reps: Vec<u8>,
-    /// First state of row 0, first "close" state, number of states.
+    /// The numbers of the first state of row 0 and of the first "close" state; the number of
+    /// states.
     rows_at: u32,
     close_at: u32,
     states: usize,
@@ -184,14 +189,14 @@ impl Counter {
     ) -> Result<Counter> {
         let cap = max.unwrap_or(min);
         let mut row = vec![unit.start];
-        row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
+        row.extend((1..unit.accept.len() as u32).map(StateId).filter(|&s| s != unit.start && !unit.accept[s.index()]));
         let states =
             (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
         if states > limit {
             return Err(Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limit));
         }
-        let mut place = vec![u32::MAX; unit.accept.len()];
-        row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
+        let mut place = vec![NOT_PLACED; unit.accept.len()];
+        row.iter().enumerate().for_each(|(i, &s)| place[s.index()] = i as u32);
         let rows_at = 1 + open.len() as u32;
         let close_at = rows_at + (cap + 1) * row.len() as u32;
         Ok(Counter {
@@ -214,13 +219,22 @@ impl Counter {
         self.row.len() as u32
     }
 
-    /// The start of row `k`.
+    /// The number of the start of row `k`.
     fn between(&self, k: u32) -> u32 {
         self.rows_at + k * self.width()
     }
 
+    /// The state after byte `b`.
     #[inline]
-    pub(super) fn next(&self, state: u32, b: u8) -> u32 {
+    pub(super) fn next(&self, state: StateId, b: u8) -> StateId {
+        StateId(self.next_number(state.0, b))
+    }
+
+    /// [`next`](Self::next) over state numbers, by the layout above.
+    #[inline]
+    fn next_number(&self, state: u32, b: u8) -> u32 {
+        // The dead state's number.
+        const DEAD: u32 = StateId::DEAD.0;
         if state == DEAD {
             return DEAD;
         }
@@ -249,21 +263,21 @@ impl Counter {
             return DEAD; // unreachable: no unit starts on the maximum's row
         }
         let t = self.unit.next(self.row[p as usize], b);
-        if t == DEAD {
+        if t == StateId::DEAD {
             return DEAD;
         }
-        if self.unit.accept[t as usize] {
+        if self.unit.accept[t.index()] {
             return self.between((k + 1).min(self.cap));
         }
-        self.between(k) + self.place[t as usize]
+        self.between(k) + self.place[t.index()]
     }
 
     /// Fewest bytes to acceptance from every state, using only bytes with `usable[b]`
-    /// (`u32::MAX`: none), written down from the unit's own distances.
+    /// ([`UNREACHABLE`]: none), written down from the unit's own distances.
     pub(super) fn distances(&self, usable: &[bool; 256]) -> Vec<u32> {
-        let inf = u32::MAX;
+        let inf = UNREACHABLE;
         let unit_dist: Vec<u32> = self.unit.dist_using_uncached(usable);
-        let unit_min = unit_dist[self.unit.start as usize];
+        let unit_min = unit_dist[self.unit.start.index()];
         let close_ok = self.close.iter().all(|&b| usable[b as usize]);
         let add = |a: u32, b: u32| if a == inf || b == inf { inf } else { a.saturating_add(b) };
         // From the start of row k: the units still needed, then `close`.
@@ -294,7 +308,7 @@ impl Counter {
                 } else if self.max == Some(k) {
                     inf
                 } else {
-                    add(unit_dist[s as usize], between((k + 1).min(self.cap)))
+                    add(unit_dist[s.index()], between((k + 1).min(self.cap)))
                 };
             }
         }
@@ -312,9 +326,10 @@ impl Counter {
     /// the maximum (the end). Rows further than that below the minimum read like row 0, rows
     /// at or past the minimum and further than that below the maximum like the minimum's.
     /// (Distances differ: the row chosen needs at least as many units as `state`'s.)
-    pub(super) fn canonical(&self, state: u32, horizon: u32) -> u32 {
+    pub(super) fn canonical(&self, state: StateId, horizon: u32) -> StateId {
+        let state = state.0;
         if state < self.rows_at || state >= self.close_at {
-            return state;
+            return StateId(state);
         }
         let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
         let far_from_max = self.max.is_none_or(|m| m - k > horizon);
@@ -325,7 +340,7 @@ impl Counter {
         } else {
             k
         };
-        self.between(row) + p
+        StateId(self.between(row) + p)
     }
 
     /// The automaton: no table, `accept`, `open` and `dist` written down.
@@ -352,8 +367,8 @@ impl Counter {
                 open[at] = true; // reading `open`
             }
         }
-        let start = if self.open.is_empty() { self.between(0) } else { 1 };
-        let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
+        let start = StateId(if self.open.is_empty() { self.between(0) } else { 1 });
+        let start = if dist[start.index()] == UNREACHABLE { StateId::DEAD } else { start };
         let stride = self.reps.len();
         Dfa {
             classes,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::explore::SlotIds;
-use super::{next_id, Counter, Dfa, DfaLimits, DEAD};
+use super::{next_id, Counter, Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
 use crate::regular::FxBuild;
 
@@ -55,11 +55,11 @@ impl Dfa {
             ),
         };
         // A tuple with a positive part dead is dead.
-        let live = |t: &[u32]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD);
+        let live = |t: &[StateId]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == StateId::DEAD);
         // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
-        let mut ids: HashMap<Box<[u32]>, u32, FxBuild> = HashMap::default();
+        let mut ids: HashMap<Box<[StateId]>, StateId, FxBuild> = HashMap::default();
         let dense: Option<SlotIds> = parts
             .iter()
             .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
@@ -71,29 +71,29 @@ impl Dfa {
         // cache (a quarter of the time of a pattern ∧ length product went to slot lookups).
         let mut radix: Vec<usize> = (0..k).collect();
         radix.sort_by_key(|&j| std::cmp::Reverse(parts[j].0.accept.len()));
-        let slot = |t: &[u32]| radix.iter().fold(0usize, |acc, &j| acc * parts[j].0.accept.len() + t[j] as usize);
+        let slot = |t: &[StateId]| radix.iter().fold(0usize, |acc, &j| acc * parts[j].0.accept.len() + t[j].index());
         let mut slot_ids = dense;
-        let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
+        let mut tuples: Vec<StateId> = parts.iter().map(|(d, _)| d.start).collect();
         let start = if live(&tuples) {
             if limits.states <= 1 {
                 return Err(too_many());
             }
             match slot_ids.as_mut() {
-                Some(v) => v.set(slot(&tuples), 1),
+                Some(v) => v.set(slot(&tuples), StateId(1)),
                 None => {
-                    ids.insert(tuples.clone().into_boxed_slice(), 1);
+                    ids.insert(tuples.clone().into_boxed_slice(), StateId(1));
                 }
             }
-            1
+            StateId(1)
         } else {
             tuples.clear();
-            DEAD
+            StateId::DEAD
         };
         let stride = reps.len();
-        let mut trans = vec![DEAD; stride];
+        let mut trans = vec![StateId::DEAD; stride];
         let mut accept = vec![false];
-        let mut buf = vec![0u32; k];
-        let mut n = usize::from(start != DEAD);
+        let mut buf = vec![StateId::DEAD; k];
+        let mut n = usize::from(start != StateId::DEAD);
         let mut i = 0;
         while i < n {
             for &rep in &reps {
@@ -101,11 +101,11 @@ impl Dfa {
                     buf[j] = parts[j].0.next(tuples[i * k + j], rep);
                 }
                 let known = || match slot_ids.as_ref() {
-                    Some(v) => Some(v.get(slot(&buf))).filter(|&id| id != 0),
+                    Some(v) => Some(v.get(slot(&buf))).filter(|&id| id != StateId::DEAD),
                     None => ids.get(&buf[..]).copied(),
                 };
                 let t = if !live(&buf) {
-                    DEAD
+                    StateId::DEAD
                 } else if let Some(id) = known() {
                     id
                 } else {
@@ -114,18 +114,18 @@ impl Dfa {
                         return Err(too_many());
                     }
                     match slot_ids.as_mut() {
-                        Some(v) => v.set(slot(&buf), n as u32),
+                        Some(v) => v.set(slot(&buf), StateId(n as u32)),
                         None => {
-                            ids.insert(buf.clone().into_boxed_slice(), n as u32);
+                            ids.insert(buf.clone().into_boxed_slice(), StateId(n as u32));
                         }
                     }
                     tuples.extend_from_slice(&buf);
-                    n as u32
+                    StateId(n as u32)
                 };
                 trans.push(t);
             }
             let t = &tuples[i * k..(i + 1) * k];
-            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
+            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s.index()] != *neg));
             i += 1;
         }
         let mut dfa = Dfa {
@@ -148,7 +148,7 @@ impl Dfa {
     pub(super) fn tabled(&self, c: &Counter) -> Dfa {
         let n = self.accept.len();
         let mut trans = Vec::with_capacity(n * self.stride);
-        for s in 0..n as u32 {
+        for s in (0..n as u32).map(StateId) {
             trans.extend(c.reps.iter().map(|&b| c.next(s, b)));
         }
         Dfa {
@@ -169,7 +169,7 @@ impl Dfa {
     /// dead on it?
     fn dead_classes(&self) -> Vec<bool> {
         debug_assert!(self.counter.is_none(), "a counter has no table to read");
-        (0..self.stride).map(|c| self.trans.iter().skip(c).step_by(self.stride).all(|&t| t == DEAD)).collect()
+        (0..self.stride).map(|c| self.trans.iter().skip(c).step_by(self.stride).all(|&t| t == StateId::DEAD)).collect()
     }
 }
 
