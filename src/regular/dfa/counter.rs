@@ -38,101 +38,142 @@ impl Dfa {
         limits: DfaLimits,
         max_tabled: usize,
     ) -> Result<Option<Dfa>> {
-        let n_unit = unit.accept.len();
-        let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
-        let u0 = unit.start;
-        if u0 == StateId::DEAD
-            || unit.accept[u0.index()]
-            || !prefix_free
-            || close.first().is_some_and(|&b| unit.next(u0, b) != StateId::DEAD)
-        {
+        if !countable(unit, min, max, close) {
             return Ok(None);
         }
-        if max.is_some_and(|m| m < min) {
-            return Ok(None);
-        }
-        // Byte classes: the unit's, with every byte of `open`/`close` set apart.
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
-        for b in 0..=255u8 {
-            let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
-            classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            });
-        }
-        // Positions: Open(i) for i < |open|; Unit(k, s); Close(i) for 1 ≤ i ≤ |close|.
-        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-        enum Pos {
-            Open(u32),
-            Unit(u32, StateId),
-            Close(u32),
-        }
-        let cap = max.unwrap_or(min); // unbounded: the count saturates at `min`
-        let step = |p: Pos, b: u8| -> Option<Pos> {
-            let in_unit = |k: u32, s: StateId| -> Option<Pos> {
-                let t = unit.next(s, b);
-                if t == StateId::DEAD {
-                    return None;
-                }
-                if unit.accept[t.index()] {
-                    Some(Pos::Unit((k + 1).min(cap), u0))
-                } else {
-                    Some(Pos::Unit(k, t))
-                }
-            };
-            let enter = |k: u32| (k >= min).then_some(Pos::Close(1));
-            match p {
-                Pos::Open(i) => (open.get(i as usize) == Some(&b)).then(|| {
-                    if i as usize + 1 == open.len() {
-                        Pos::Unit(0, u0)
-                    } else {
-                        Pos::Open(i + 1)
-                    }
-                }),
-                Pos::Unit(k, s) if s == u0 => {
-                    if close.first() == Some(&b) {
-                        return enter(k);
-                    }
-                    if max.is_some_and(|m| k >= m) {
-                        return None;
-                    }
-                    in_unit(k, s)
-                }
-                Pos::Unit(k, s) => in_unit(k, s),
-                Pos::Close(i) => (close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
-            }
-        };
-        let accepting = |p: Pos| match p {
-            Pos::Close(i) => i as usize == close.len(),
-            Pos::Unit(k, s) => close.is_empty() && s == u0 && k >= min,
-            Pos::Open(_) => false,
-        };
-        let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
-        // Every position has a slot: open bytes, then (count, unit state), then close bytes.
-        let (n_open, n_close) = (open.len(), close.len());
-        let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
-        if slots > max_tabled {
+        let (classes, reps) = counted_classes(unit, open, close);
+        let c = Counting { open, unit, close, min, max, cap: max.unwrap_or(min), u0: unit.start };
+        if c.slots() > max_tabled {
             let counter = Counter::new(open, unit, min, max, close, reps.clone(), limits.states)?;
             return Ok(Some(counter.into_dfa(classes)));
         }
-        let slot = |p: &Pos| match *p {
-            Pos::Open(i) => i as usize,
-            Pos::Unit(k, s) => n_open + k as usize * n_unit + s.index(),
-            Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
-        };
+        let start = if open.is_empty() { Pos::Unit(0, c.u0) } else { Pos::Open(0) };
         explore(
             classes,
             &reps,
-            Some(start_pos),
+            Some(start),
             limits.states,
-            |&p, b| Ok(step(p, b)),
-            |&p| accepting(p),
+            |&p, b| Ok(c.step(p, b)),
+            |&p| c.accepting(p),
             || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limits.states),
-            Some((slots, &slot)),
+            Some((c.slots(), &|p: &Pos| c.slot(*p))),
         )
         .map(Some)
+    }
+}
+
+/// Can `open · unit{min,max} · close` be counted: is the unit prefix-free (an accepting state
+/// has no way on, so a unit ends exactly where it is complete) and non-empty, can `close` not
+/// start a unit (so the end of the repetition is never in doubt), and is `min ≤ max`?
+fn countable(unit: &Dfa, min: u32, max: Option<u32>, close: &[u8]) -> bool {
+    let prefix_free = (1..unit.accept.len()).all(|s| !unit.accept[s] || !unit.open[s]);
+    let u0 = unit.start;
+    !(u0 == StateId::DEAD
+        || unit.accept[u0.index()]
+        || !prefix_free
+        || close.first().is_some_and(|&b| unit.next(u0, b) != StateId::DEAD)
+        || max.is_some_and(|m| m < min))
+}
+
+/// The byte classes of a counted repetition: the unit's, with every byte of `open`/`close`
+/// set apart; one representative byte per class.
+fn counted_classes(unit: &Dfa, open: &[u8], close: &[u8]) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
+    for b in 0..=255u8 {
+        let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
+        classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
+            reps.push(b);
+            (reps.len() - 1) as u8
+        });
+    }
+    (classes, reps)
+}
+
+/// A position in `open · unit{min,max} · close`, the state of the tabled construction:
+/// `Open(i)` for `i < |open|` bytes of `open` read; `Unit(k, s)` with `k` units complete and
+/// the unit's DFA in `s`; `Close(i)` for `1 ≤ i ≤ |close|` bytes of `close` read.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Pos {
+    Open(u32),
+    Unit(u32, StateId),
+    Close(u32),
+}
+
+/// The tabled construction of [`Dfa::counted_with`]: the step, acceptance and dense slot of
+/// each [`Pos`].
+struct Counting<'a> {
+    open: &'a [u8],
+    unit: &'a Dfa,
+    close: &'a [u8],
+    min: u32,
+    max: Option<u32>,
+    /// The most units counted: the maximum, or the minimum where there is none (the count
+    /// saturates there).
+    cap: u32,
+    /// The unit's start: between units.
+    u0: StateId,
+}
+
+impl Counting<'_> {
+    /// Every position has a slot: open bytes, then (count, unit state), then close bytes.
+    fn slots(&self) -> usize {
+        self.open.len() + (self.cap as usize + 1) * self.unit.accept.len() + self.close.len() + 1
+    }
+
+    fn slot(&self, p: Pos) -> usize {
+        let (n_open, n_unit) = (self.open.len(), self.unit.accept.len());
+        match p {
+            Pos::Open(i) => i as usize,
+            Pos::Unit(k, s) => n_open + k as usize * n_unit + s.index(),
+            Pos::Close(i) => n_open + (self.cap as usize + 1) * n_unit + i as usize,
+        }
+    }
+
+    /// The position after byte `b` (`None`: dead).
+    fn step(&self, p: Pos, b: u8) -> Option<Pos> {
+        match p {
+            Pos::Open(i) => (self.open.get(i as usize) == Some(&b)).then(|| {
+                if i as usize + 1 == self.open.len() {
+                    Pos::Unit(0, self.u0)
+                } else {
+                    Pos::Open(i + 1)
+                }
+            }),
+            Pos::Unit(k, s) if s == self.u0 => {
+                if self.close.first() == Some(&b) {
+                    return (k >= self.min).then_some(Pos::Close(1));
+                }
+                if self.max.is_some_and(|m| k >= m) {
+                    return None;
+                }
+                self.in_unit(k, s, b)
+            }
+            Pos::Unit(k, s) => self.in_unit(k, s, b),
+            Pos::Close(i) => (self.close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
+        }
+    }
+
+    /// Byte `b` inside a unit: a unit that completes moves to the next count.
+    fn in_unit(&self, k: u32, s: StateId, b: u8) -> Option<Pos> {
+        let t = self.unit.next(s, b);
+        if t == StateId::DEAD {
+            return None;
+        }
+        if self.unit.accept[t.index()] {
+            Some(Pos::Unit((k + 1).min(self.cap), self.u0))
+        } else {
+            Some(Pos::Unit(k, t))
+        }
+    }
+
+    fn accepting(&self, p: Pos) -> bool {
+        match p {
+            Pos::Close(i) => i as usize == self.close.len(),
+            Pos::Unit(k, s) => self.close.is_empty() && s == self.u0 && k >= self.min,
+            Pos::Open(_) => false,
+        }
     }
 }
 

@@ -3,9 +3,8 @@
 //! [`SlotIds`], state ids by dense slot.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
-use super::{next_id, Dfa, StateId};
+use super::{Dfa, StateId};
 use crate::error::{Error, Result};
 use crate::regular::FxBuild;
 
@@ -104,18 +103,5 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa {
-        classes,
-        stride,
-        trans,
-        accept,
-        open: Vec::new(),
-        dist: Vec::new(),
-        start,
-        dist_memo: OnceLock::new(),
-        id: next_id(),
-        counter: None,
-    };
-    dfa.prune_dead_ends();
-    Ok(dfa)
+    Ok(Dfa::from_rows(classes, stride, trans, accept, start))
 }

@@ -106,6 +106,25 @@ impl Dfa {
         self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
     }
 
+    /// A table from its rows (`trans[s * stride + class]`, the dead state's row first) and
+    /// per-state acceptance, with dead ends pruned ([`prune_dead_ends`](Self::prune_dead_ends)).
+    fn from_rows(classes: [u8; 256], stride: usize, trans: Vec<StateId>, accept: Vec<bool>, start: StateId) -> Dfa {
+        let mut dfa = Dfa {
+            classes,
+            stride,
+            trans,
+            accept,
+            open: Vec::new(),
+            dist: Vec::new(),
+            start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: None,
+        };
+        dfa.prune_dead_ends();
+        dfa
+    }
+
     /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
     fn prune_dead_ends(&mut self) {
         let n = self.accept.len();
