@@ -124,7 +124,7 @@ pub(super) fn content_hazards(dfa: &Dfa, state: StateId, max: usize) -> Hazards 
     } else {
         let mut cut = Visited::new(dfa.state_count(), q.state_count());
         let mut judged = Visited::new(dfa.state_count(), q.state_count());
-        search_depths(dfa, state, max, (&reps, &rep_of), &mut |d2, c2, b, depth, found| {
+        search_depths(dfa, state, max, &reps, &rep_of, &mut |d2, c2, b, depth, found| {
             if ends(d2) {
                 note(found, b, depth);
                 return false;
@@ -141,7 +141,7 @@ pub(super) fn content_hazards(dfa: &Dfa, state: StateId, max: usize) -> Hazards 
             true
         })
     };
-    let accept = search_depths(dfa, state, max, (&reps, &rep_of), &mut |d2, _, b, depth, found| {
+    let accept = search_depths(dfa, state, max, &reps, &rep_of, &mut |d2, _, b, depth, found| {
         if d2 != StateId::DEAD && dfa.is_accepting(d2) {
             note(found, b, depth);
         }
@@ -158,7 +158,8 @@ fn search_depths(
     dfa: &Dfa,
     state: StateId,
     max: usize,
-    (reps, rep_of): (&[Vec<(u8, StateId)>], &[u8; 256]),
+    reps: &[Vec<(u8, StateId)>],
+    rep_of: &[u8; 256],
     step: &mut Step<'_>,
 ) -> Depths {
     let q = content_dfa();
