@@ -341,7 +341,7 @@ impl Cfg {
     }
 }
 
-/// The largest inlined size (see [`weight`]) folded into one lexeme. Bigger regular parts stay
+/// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
 /// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
 /// a regular grammar with many optional parts would expand exponentially into one DFA.
 pub const MAX_LEXEME_WEIGHT: u64 = 400;

@@ -9,6 +9,10 @@
 //! The scan also continues, since the lexeme may go on: every split is considered, so the
 //! language is exactly the grammar's.
 //!
+//! Rows are `u32` indices into the chart; an [`Item`] is a [`ProdId`], a dot and an origin
+//! row. Finish costs (fewest usable bytes to finish, per row and symbol, computed lazily) are
+//! [`UNREACHABLE`] where nothing finishes.
+//!
 //! Invariants:
 //! - Row 0 is the initial row (prediction of `⊤ → • start`); a row only refers to earlier rows.
 //! - The chart is a stack: speculative rows (built while walking the token trie) are removed by

@@ -1,11 +1,18 @@
-//! Automata and the per-sequence matcher.
+//! Compiling a constraint for a vocabulary, and the per-sequence matcher.
 //!
-//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned. Lexeme
-//!   DFAs are shared process-wide ([`Dfa::shared`]): a lexeme many schemas use is determinized
-//!   once, not per compile.
-//! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an `Arc`).
+//! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an
+//!   `Arc`). Its backend is one [`Dfa`] when the language is regular (lexeme DFAs are shared
+//!   process-wide, [`Dfa::shared`]), else a [`cfg::Cfg`] for the Earley parser: terminals
+//!   (lexemes with their DFAs), nonterminals and productions, named by [`cfg::TermId`],
+//!   [`cfg::NtId`] and [`cfg::ProdId`].
+//! - [`VocabEnv`]: the vocabulary with what is kept per vocabulary (its slices, the lexer-state
+//!   mask cache), shared by every constraint compiled for it.
 //! - [`Matcher`]: per-sequence state over a `Compiled`: `fill_mask`, `commit`, `rollback`,
 //!   `is_accepting`, `forced_tokens`.
+//!
+//! Files: `cfg` (lowering the IR), `earley` (the chart and the per-byte step), `cfg_run` (an
+//! Earley sequence: positions, rollback, the mask walks), `mask_cache` (per lexer key, the part
+//! of the mask that does not depend on the parser), `slices`, `env`, `matcher`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
 //! the automaton, skipping every subtree whose prefix is dead; the Earley parser caches, per set
@@ -14,6 +21,10 @@
 //! sequence keeps its last mask while its lexer position does not change. A slow
 //! reference mask that tries every token byte by byte is kept beside it; tests check the two
 //! agree on random states.
+//!
+//! Under a token budget (`fill_mask_within`) a mask keeps only the tokens after which the
+//! output can still be finished within the budget, counted in usable bytes (bytes that are
+//! single tokens); costs that cannot be met are [`UNREACHABLE`], and no budget is `NO_BUDGET`.
 
 pub mod cfg;
 mod cfg_run;

@@ -1,7 +1,7 @@
 //! Regular languages: the bottom layer that the grammar front ends and the automaton share.
 //!
 //! - [`regex`]: regex syntax to a `regex_syntax` HIR ([`regex::parse`] for user regexes, with
-//!   errors naming the column; [`regex::builtin`] for the engine's own, memoized).
+//!   errors naming the column; `regex::builtin` for the engine's own, memoized).
 //! - [`Lexeme`]: a boolean combination of regexes (intersection, complement, counted
 //!   repetition): what a front end asks for when one regex cannot say it.
 //! - [`Dfa`]: a compact byte DFA for one regular language, its states [`StateId`]s, with the

@@ -155,7 +155,7 @@ struct Inner {
     map: HashMap<Key, Arc<Entry>, FxBuild>,
     /// Merged subtrees by their members.
     merged: HashMap<Box<[SliceNode]>, Arc<TokenTrie>, FxBuild>,
-    /// [`content_reach_table`](wholesale::content_reach_table) per DFA id (`None`: the DFA
+    /// `wholesale::content_reach_table` per DFA id (`None`: the DFA
     /// has none).
     reach_tables: HashMap<u64, Option<Arc<[Reach]>>, FxBuild>,
     /// [`content_reach`](wholesale::content_reach) per scan, for DFAs without a table.

@@ -2,7 +2,7 @@
 //! state, scans together against each alone, hazards against the bytes they name.
 
 use super::hazards::{avoid_set, content_hazards};
-use super::wholesale::{content_dead_all, content_reach, reach_table};
+use super::wholesale::{content_dead_all, content_reach, reach_table, NEVER};
 use crate::regular::{Dfa, StateId};
 use crate::vocab::trie::ByteSet;
 
@@ -44,13 +44,13 @@ fn scans_together_survive_what_each_alone_dies_on() {
         let alone = content_reach(&dfa(re), dfa(re).start(), 50, false, usize::MAX).unwrap().1;
         assert!(alone <= 1, "{re} alone dies at once on some byte: {alone}");
     }
-    assert_eq!(dead_all(&keys, 50), usize::MAX);
+    assert_eq!(dead_all(&keys, 50), NEVER);
     // Without the last: a string of one other byte kills both.
     assert_eq!(dead_all(&keys[..2], 50), 1);
     // Up to three other characters, or `_` then anything: "abcd" kills both after four bytes.
     let short = [r#"[^_"\\][^"\\]{0,2}"#, r#"_[^"\\]*"#];
     assert_eq!(dead_all(&short, 50), 4);
-    assert_eq!(dead_all(&short, 3), usize::MAX);
+    assert_eq!(dead_all(&short, 3), NEVER);
 }
 
 #[test]

@@ -29,7 +29,8 @@
 //!
 //! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
 //! sets, splices), `product` (intersections, complements), `counter` (length bounds),
-//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache).
+//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache),
+//! `state` ([`StateId`], [`UNREACHABLE`]).
 
 mod build;
 mod counter;
@@ -66,6 +67,7 @@ impl Default for DfaLimits {
     }
 }
 
+/// A compact byte DFA for one regular language, with its per-state facts (see the module docs).
 #[derive(Clone)]
 pub struct Dfa {
     classes: [u8; 256],
