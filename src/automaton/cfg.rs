@@ -14,8 +14,12 @@
 //!   terminals with an empty language are removed with every production that uses them, so
 //!   every item the parser builds can still be completed: a live prefix is always extendable.
 //!
-//! Invariants: production 0 is `⊤ → start` (the augmented start); `minlen` counts *usable*
-//! bytes (those that are single tokens), so it is an upper bound on the tokens needed.
+//! Ids: [`TermId`], [`NtId`] and [`ProdId`] index [`Cfg::terms`], [`Cfg::nts`] and
+//! [`Cfg::prods`]; a [`Sym`] is one of the first two.
+//!
+//! Invariants: nonterminal 0 is the augmented start ⊤ ([`NtId::TOP`]) and production 0 is
+//! `⊤ → start` ([`ProdId::TOP`]); `minlen` counts *usable* bytes (those that are single
+//! tokens), so it is an upper bound on the tokens needed ([`UNREACHABLE`]: none suffice).
 
 use std::collections::HashMap;
 
@@ -24,19 +28,63 @@ use regex_syntax::hir::Hir;
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
 use crate::regular::Lexeme;
-use crate::regular::{Dfa, DfaLimits, DEAD};
+use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
 
-/// A grammar symbol: a terminal or a nonterminal index.
+/// Declares an id: an index into one table of a [`Cfg`], `#[repr(transparent)]` over `u32` (a
+/// table of ids is a table of `u32`s, and structures that pack ids keep their layout), with
+/// [`index`](TermId::index) to index its table.
+macro_rules! cfg_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(transparent)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The id's entry in its table.
+            #[inline(always)]
+            pub const fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+cfg_id!(
+    /// A terminal (a lexeme with its DFA): an index into [`Cfg::terms`].
+    TermId
+);
+cfg_id!(
+    /// A nonterminal: an index into [`Cfg::nts`].
+    NtId
+);
+cfg_id!(
+    /// A production: an index into [`Cfg::prods`].
+    ProdId
+);
+
+impl NtId {
+    /// The augmented start ⊤, nonterminal 0.
+    pub const TOP: NtId = NtId(0);
+}
+
+impl ProdId {
+    /// `⊤ → start`, production 0.
+    pub const TOP: ProdId = ProdId(0);
+}
+
+/// A grammar symbol: a terminal or a nonterminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sym {
-    T(u32),
-    N(u32),
+    T(TermId),
+    N(NtId),
 }
 
 pub struct Term {
     /// Shared with other compiles of the same lexeme (see [`Dfa::shared`]).
     pub dfa: std::sync::Arc<Dfa>,
-    /// Per DFA state: fewest usable bytes to acceptance.
+    /// Per DFA state (by [`StateId::index`]): fewest usable bytes to acceptance
+    /// ([`UNREACHABLE`]: none suffice).
     pub dist: std::sync::Arc<[u32]>,
     pub nullable: bool,
     pub name: String,
@@ -44,14 +92,14 @@ pub struct Term {
 
 pub struct Nt {
     pub name: String,
-    pub prods: Vec<u32>,
+    pub prods: Vec<ProdId>,
     pub nullable: bool,
-    /// Fewest usable bytes this nonterminal derives.
+    /// Fewest usable bytes this nonterminal derives ([`UNREACHABLE`]: no finite string).
     pub minlen: u32,
 }
 
 pub struct Prod {
-    pub lhs: u32,
+    pub lhs: NtId,
     pub rhs: Vec<Sym>,
     /// `rest[d]` = fewest usable bytes that `rhs[d..]` derives.
     pub rest: Vec<u32>,
@@ -95,10 +143,6 @@ pub struct Cfg {
 /// nonterminals instead (which also bounds the recursion depth of inlining).
 pub const MAX_INLINE_DEPTH: usize = 200;
 
-/// Nonterminal 0 is the augmented start ⊤; production 0 is `⊤ → start`.
-pub const TOP: u32 = 0;
-pub const TOP_PROD: u32 = 0;
-
 impl Cfg {
     /// Is the grammar regular: does its start rule inline into one regex, or is it one
     /// [`Lexeme`]? Then it returns that lexeme (for a single [`Dfa`]).
@@ -139,7 +183,7 @@ impl Cfg {
         };
         l.new_nt("⊤".into());
         let start = l.rule_sym(g.start)?;
-        l.add_prod(TOP, vec![start])?;
+        l.add_prod(NtId::TOP, vec![start])?;
         // Rules are lowered on first reference; keep going until none is pending.
         let mut done = 0;
         while done < l.nts.len() {
@@ -147,7 +191,7 @@ impl Cfg {
             if let Some(rule) = nt_rule {
                 let body = &g.rule(rule).body;
                 for alt in l.alts(body)? {
-                    l.add_prod(done as u32, alt)?;
+                    l.add_prod(NtId(done as u32), alt)?;
                 }
             }
             done += 1;
@@ -164,26 +208,28 @@ impl Cfg {
     /// symbol itself is non-productive (nothing is left).
     fn clean(&mut self) -> bool {
         let mut productive = vec![false; self.nts.len()];
-        let term_ok: Vec<bool> = self.terms.iter().map(|t| t.dfa.start() != DEAD).collect();
+        let term_ok: Vec<bool> = self.terms.iter().map(|t| t.dfa.start() != StateId::DEAD).collect();
         let sym_ok = |s: &Sym, productive: &[bool]| match *s {
-            Sym::T(t) => term_ok[t as usize],
-            Sym::N(n) => productive[n as usize],
+            Sym::T(t) => term_ok[t.index()],
+            Sym::N(n) => productive[n.index()],
         };
         // Worklist: each production waits for its not-yet-productive nonterminals (counted
         // with multiplicity); a nonterminal becomes productive with its first ready production.
         // Linear in the grammar's size (a rule chain would take one sweep per link otherwise).
+        // A production that uses a terminal with an empty language waits forever.
+        const NEVER_READY: usize = usize::MAX;
         let mut waiting: Vec<usize> = vec![0; self.prods.len()];
         let mut users: Vec<Vec<usize>> = vec![Vec::new(); self.nts.len()];
         let mut ready: Vec<usize> = Vec::new();
         for (i, p) in self.prods.iter().enumerate() {
-            if p.rhs.iter().any(|s| matches!(*s, Sym::T(t) if !term_ok[t as usize])) {
-                waiting[i] = usize::MAX;
+            if p.rhs.iter().any(|s| matches!(*s, Sym::T(t) if !term_ok[t.index()])) {
+                waiting[i] = NEVER_READY;
                 continue;
             }
             for s in &p.rhs {
                 if let Sym::N(n) = *s {
                     waiting[i] += 1;
-                    users[n as usize].push(i);
+                    users[n.index()].push(i);
                 }
             }
             if waiting[i] == 0 {
@@ -191,13 +237,13 @@ impl Cfg {
             }
         }
         while let Some(i) = ready.pop() {
-            let lhs = self.prods[i].lhs as usize;
+            let lhs = self.prods[i].lhs.index();
             if productive[lhs] {
                 continue;
             }
             productive[lhs] = true;
             for &u in &users[lhs] {
-                if waiting[u] != usize::MAX {
+                if waiting[u] != NEVER_READY {
                     waiting[u] -= 1;
                     if waiting[u] == 0 {
                         ready.push(u);
@@ -205,22 +251,23 @@ impl Cfg {
                 }
             }
         }
-        if !productive[TOP as usize] {
+        if !productive[NtId::TOP.index()] {
             return false;
         }
         let keep: Vec<bool> = self.prods.iter().map(|p| p.rhs.iter().all(|s| sym_ok(s, &productive))).collect();
         // Renumber kept productions; production 0 (⊤ → start) is productive, so it stays 0.
-        let mut new_index = vec![u32::MAX; self.prods.len()];
+        // `None`: removed.
+        let mut new_index: Vec<Option<ProdId>> = vec![None; self.prods.len()];
         let mut kept = Vec::new();
         for (i, p) in std::mem::take(&mut self.prods).into_iter().enumerate() {
             if keep[i] {
-                new_index[i] = kept.len() as u32;
+                new_index[i] = Some(ProdId(kept.len() as u32));
                 kept.push(p);
             }
         }
         self.prods = kept;
         for nt in &mut self.nts {
-            nt.prods = nt.prods.iter().map(|&p| new_index[p as usize]).filter(|&p| p != u32::MAX).collect();
+            nt.prods = nt.prods.iter().filter_map(|&p| new_index[p.index()]).collect();
         }
         true
     }
@@ -236,7 +283,7 @@ impl Cfg {
             for p in order {
                 let nullable = p.rhs.iter().all(|s| self.nullable(*s));
                 let len = p.rhs.iter().fold(0u32, |acc, s| acc.saturating_add(self.minlen(*s)));
-                let nt = &mut self.nts[p.lhs as usize];
+                let nt = &mut self.nts[p.lhs.index()];
                 if nullable && !nt.nullable {
                     nt.nullable = true;
                     changed = true;
@@ -260,25 +307,41 @@ impl Cfg {
         }
     }
 
+    #[inline]
+    pub fn term(&self, t: TermId) -> &Term {
+        &self.terms[t.index()]
+    }
+
+    #[inline]
+    pub fn nt(&self, n: NtId) -> &Nt {
+        &self.nts[n.index()]
+    }
+
+    #[inline]
+    pub fn prod(&self, p: ProdId) -> &Prod {
+        &self.prods[p.index()]
+    }
+
     pub fn nullable(&self, s: Sym) -> bool {
         match s {
-            Sym::T(t) => self.terms[t as usize].nullable,
-            Sym::N(n) => self.nts[n as usize].nullable,
+            Sym::T(t) => self.term(t).nullable,
+            Sym::N(n) => self.nt(n).nullable,
         }
     }
 
+    /// Fewest usable bytes `s` derives ([`UNREACHABLE`]: no finite string).
     pub fn minlen(&self, s: Sym) -> u32 {
         match s {
             Sym::T(t) => {
-                let term = &self.terms[t as usize];
-                term.dist.get(term.dfa.start() as usize).copied().unwrap_or(u32::MAX)
+                let term = self.term(t);
+                term.dist.get(term.dfa.start().index()).copied().unwrap_or(UNREACHABLE)
             }
-            Sym::N(n) => self.nts[n as usize].minlen,
+            Sym::N(n) => self.nt(n).minlen,
         }
     }
 }
 
-/// The largest inlined size (see [`weight`]) folded into one lexeme. Bigger regular parts stay
+/// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
 /// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
 /// a regular grammar with many optional parts would expand exponentially into one DFA.
 pub const MAX_LEXEME_WEIGHT: u64 = 400;
@@ -401,9 +464,9 @@ struct Lowering<'a> {
     limits: CfgLimits,
     usable: &'a [bool; 256],
     terms: Vec<Term>,
-    term_ids: HashMap<String, u32>,
+    term_ids: HashMap<String, TermId>,
     nts: Vec<Nt>,
-    rule_nt: HashMap<RuleId, u32>,
+    rule_nt: HashMap<RuleId, NtId>,
     /// The inverse of `rule_nt`, by nonterminal.
     nt_rule: Vec<Option<RuleId>>,
     prods: Vec<Prod>,
@@ -455,16 +518,16 @@ impl<'a> Lowering<'a> {
             || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
     }
 
-    fn new_nt(&mut self, name: String) -> u32 {
-        self.nts.push(Nt { name, prods: vec![], nullable: false, minlen: u32::MAX });
-        self.nts.len() as u32 - 1
+    fn new_nt(&mut self, name: String) -> NtId {
+        self.nts.push(Nt { name, prods: vec![], nullable: false, minlen: UNREACHABLE });
+        NtId(self.nts.len() as u32 - 1)
     }
 
-    fn add_prod(&mut self, lhs: u32, rhs: Vec<Sym>) -> Result<()> {
+    fn add_prod(&mut self, lhs: NtId, rhs: Vec<Sym>) -> Result<()> {
         if self.prods.len() >= self.limits.max_productions {
             return Err(Error::limit(LimitKind::Productions, "grammar productions", self.limits.max_productions));
         }
-        self.nts[lhs as usize].prods.push(self.prods.len() as u32);
+        self.nts[lhs.index()].prods.push(ProdId(self.prods.len() as u32));
         self.prods.push(Prod { lhs, rhs, rest: Vec::new() });
         Ok(())
     }
@@ -481,10 +544,10 @@ impl<'a> Lowering<'a> {
         }
         let nt = self.new_nt(self.g.rule(r).name.clone());
         self.rule_nt.insert(r, nt);
-        if self.nt_rule.len() <= nt as usize {
-            self.nt_rule.resize(nt as usize + 1, None);
+        if self.nt_rule.len() <= nt.index() {
+            self.nt_rule.resize(nt.index() + 1, None);
         }
-        self.nt_rule[nt as usize] = Some(r);
+        self.nt_rule[nt.index()] = Some(r);
         Ok(Sym::N(nt))
     }
 
@@ -508,7 +571,7 @@ impl<'a> Lowering<'a> {
         })?;
         let dist = dfa.dist_using(self.usable);
         let nullable = dfa.is_accepting(dfa.start());
-        let id = self.terms.len() as u32;
+        let id = TermId(self.terms.len() as u32);
         self.terms.push(Term { dfa, dist, nullable, name: name.to_string() });
         self.term_ids.insert(key, id);
         Ok(Sym::T(id))

@@ -10,11 +10,12 @@
 //! (whole vocabulary slices at once), and only the subtrees where a lexeme ends are walked with
 //! the parser. The reference mask runs every token on its own.
 
-use super::cfg::Cfg;
+use super::cfg::{Cfg, TermId};
 use super::earley::{Chart, ChartLen, RowCopy, Scan};
 use super::mask_cache::{Below, Entry, ScanStack};
 use super::slices::Slices;
-use super::VocabEnv;
+use super::{VocabEnv, NO_BUDGET};
+use crate::regular::StateId;
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
@@ -30,7 +31,7 @@ pub(super) struct CfgRun {
     chart: Chart,
     positions: Vec<Pos>,
     /// The last cached-path mask, the scans it was computed at, and the least token budget it
-    /// holds for (`u32::MAX`: computed without one, so it holds for no budget). A mask depends
+    /// holds for ([`NO_BUDGET`]: computed without one, so it holds for no budget). A mask depends
     /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
     /// only a rollback can change: so the same scans give the same mask (e.g. every token
     /// inside one plain string) until a rollback, which drops the memo. Under a budget it is
@@ -155,12 +156,7 @@ impl CfgRun {
         }
         let mut found: Option<u8> = None;
         for b in 0..=255u8 {
-            if self
-                .pos()
-                .scans
-                .iter()
-                .any(|sc| cfg.terms[sc.term as usize].dfa.next(sc.state, b) != crate::regular::DEAD)
-            {
+            if self.pos().scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD) {
                 if found.is_some() {
                     return None;
                 }
@@ -186,7 +182,7 @@ impl CfgRun {
     }
 
     /// The fast mask: a trie walk. `after_budget` = most usable bytes allowed to finish after
-    /// a token (`u32::MAX`: no budget).
+    /// a token ([`NO_BUDGET`]: none).
     ///
     /// The tokens that end inside the current lexemes come from the
     /// [`MaskCache`](super::mask_cache) and only what follows a lexeme end is walked with the
@@ -201,14 +197,14 @@ impl CfgRun {
             return;
         }
         if let Some((scans, m, need)) = &self.memo {
-            if *scans == p.scans && m.width() == mask.width() && (after_budget == u32::MAX || *need <= after_budget) {
+            if *scans == p.scans && m.width() == mask.width() && (after_budget == NO_BUDGET || *need <= after_budget) {
                 mask.union_clipped(m);
                 return;
             }
         }
         let entry = env.mask_cache().get_or_build(cfg, env, &p.scans);
         // Under a budget: each scan's wait cost, and the bound on the inside tokens' finish cost.
-        let waits: Vec<u32> = if after_budget == u32::MAX {
+        let waits: Vec<u32> = if after_budget == NO_BUDGET {
             Vec::new()
         } else {
             p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect()
@@ -223,7 +219,7 @@ impl CfgRun {
         if need <= after_budget {
             let (refused, cost) = self.fill_cached(cfg, env.slices(), &entry, mask, after_budget);
             if !refused {
-                let need = if after_budget == u32::MAX { u32::MAX } else { need.max(cost) };
+                let need = if after_budget == NO_BUDGET { NO_BUDGET } else { need.max(cost) };
                 let scans = &self.positions.last().expect("never empty").scans;
                 match &mut self.memo {
                     Some((s, m, n)) if m.width() == mask.width() => {
@@ -282,7 +278,7 @@ impl CfgRun {
         if entry.groups.is_empty() {
             return (refused, max_cost);
         }
-        let budgeted = after_budget != u32::MAX;
+        let budgeted = after_budget != NO_BUDGET;
         let p = self.positions.last().expect("never empty");
         let mark = self.chart.len();
         let mut buf: Vec<Scan> = Vec::new();
@@ -359,7 +355,7 @@ impl CfgRun {
             }
             let mark = self.chart.len();
             if let Some(p) = self.run(cfg, bytes) {
-                let ok = after_budget == u32::MAX || self.chart.finish_cost(cfg, &p.scans, p.boundary) <= after_budget;
+                let ok = after_budget == NO_BUDGET || self.chart.finish_cost(cfg, &p.scans, p.boundary) <= after_budget;
                 if ok {
                     mask.insert(id);
                 }
@@ -387,9 +383,9 @@ impl TrieVisitor for InsideWithin<'_> {
     fn push(&mut self, _node: u32, byte: u8) -> bool {
         let (cfg, scans) = (self.cfg, self.scans);
         self.stack.descend(|k, s| {
-            let dfa = &cfg.terms[scans[k as usize].term as usize].dfa;
+            let dfa = &cfg.term(scans[k as usize].term).dfa;
             let next = dfa.next(s, byte);
-            (next != crate::regular::DEAD && dfa.can_continue(next)).then_some(next)
+            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
         })
     }
 
@@ -400,7 +396,7 @@ impl TrieVisitor for InsideWithin<'_> {
 
     fn tokens(&mut self, ids: &[TokenId]) {
         let within = self.stack.top().iter().any(|&(k, s)| {
-            let dist = self.cfg.terms[self.scans[k as usize].term as usize].dist[s as usize];
+            let dist = self.cfg.term(self.scans[k as usize].term).dist[s.index()];
             dist.saturating_add(self.waits[k as usize]) <= self.budget
         });
         if within {
@@ -427,7 +423,7 @@ struct Walker<'a> {
     /// Rows below this index belong to committed positions (never truncated by the walk).
     base_rows: u32,
     /// Rows built from lexemes that started in committed rows, by ending set (see `boundary_row`).
-    rows: Vec<(Vec<(u32, u32)>, RowCopy)>,
+    rows: Vec<(Vec<(TermId, u32)>, RowCopy)>,
     /// Under a budget: whether it refused a token, and the largest finish cost it let through.
     refused: bool,
     max_cost: u32,
@@ -486,7 +482,7 @@ impl TrieVisitor for Walker<'_> {
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
-        if self.after_budget != u32::MAX {
+        if self.after_budget != NO_BUDGET {
             let top = self.levels.last().expect("level");
             let scans = &self.buf[top.start as usize..top.end as usize];
             let cost = self.chart.finish_cost(self.cfg, scans, top.boundary);

@@ -9,6 +9,10 @@
 //! The scan also continues, since the lexeme may go on: every split is considered, so the
 //! language is exactly the grammar's.
 //!
+//! Rows are `u32` indices into the chart; an [`Item`] is a [`ProdId`], a dot and an origin
+//! row. Finish costs (fewest usable bytes to finish, per row and symbol, computed lazily) are
+//! [`UNREACHABLE`] where nothing finishes.
+//!
 //! Invariants:
 //! - Row 0 is the initial row (prediction of `⊤ → • start`); a row only refers to earlier rows.
 //! - The chart is a stack: speculative rows (built while walking the token trie) are removed by
@@ -23,21 +27,25 @@
 use crate::regular::FxBuild;
 use std::collections::HashSet;
 
-use super::cfg::{Cfg, Sym, TOP, TOP_PROD};
-use crate::regular::DEAD;
+use super::cfg::{Cfg, NtId, ProdId, Sym, TermId};
+use crate::regular::{StateId, UNREACHABLE};
 
+/// An Earley item: a production, how much of its right-hand side is read, and the row it was
+/// predicted in. Three `u32`s (the ids are `u32`s underneath): the chart holds many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Item {
-    pub prod: u32,
+    pub prod: ProdId,
+    /// Symbols of the right-hand side read so far.
     pub dot: u32,
+    /// The row the item was predicted in.
     pub origin: u32,
 }
 
 /// A terminal being lexed: its DFA state and the row where the lexeme started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scan {
-    pub term: u32,
-    pub state: u32,
+    pub term: TermId,
+    pub state: StateId,
     pub origin: u32,
 }
 
@@ -62,7 +70,7 @@ pub struct ChartLen {
 #[derive(Clone)]
 pub struct Chart {
     items: Vec<Item>,
-    expects: Vec<u32>,
+    expects: Vec<TermId>,
     /// Per row (a slice each, sorted): (key of the symbol after the dot, item index), so that
     /// completion and scanning find the items waiting on a symbol by binary search instead of
     /// scanning the whole origin row. See [`sym_key`].
@@ -71,7 +79,8 @@ pub struct Chart {
     /// Per row, lazily: (symbol, fewest usable bytes to finish after that symbol completes).
     costs: Vec<Option<Vec<(Sym, u32)>>>,
     seen: HashSet<Item, FxBuild>,
-    accepted: Vec<(u32, u32)>,
+    /// (terminal, origin row) of the lexemes that may end at the last [`step`](Self::step).
+    accepted: Vec<(TermId, u32)>,
     seeds: Vec<Item>,
     /// Set when a row hit `Cfg::max_row_items` (and was made dead); see `take_overflow`.
     overflow: bool,
@@ -90,7 +99,7 @@ pub struct RowCopy {
     row: u32,
     items_start: u32,
     items: Vec<Item>,
-    expects: Vec<u32>,
+    expects: Vec<TermId>,
     waiting: Vec<(u32, u32)>,
     accepting: bool,
 }
@@ -149,7 +158,7 @@ impl Chart {
             seeds: Vec::new(),
             overflow: false,
         };
-        c.seeds.push(Item { prod: TOP_PROD, dot: 0, origin: 0 });
+        c.seeds.push(Item { prod: ProdId::TOP, dot: 0, origin: 0 });
         c.close_row(cfg);
         c
     }
@@ -190,7 +199,7 @@ impl Chart {
     }
 
     /// The terminals row `r` expects next.
-    pub fn expects(&self, r: u32) -> &[u32] {
+    pub fn expects(&self, r: u32) -> &[TermId] {
         let start = self.rows[r as usize].expects_start as usize;
         let end = self.rows.get(r as usize + 1).map_or(self.expects.len(), |n| n.expects_start as usize);
         &self.expects[start..end]
@@ -203,9 +212,9 @@ impl Chart {
     /// Fresh scans for every terminal row `r` expects, appended to `out`.
     pub fn start_scans(&self, cfg: &Cfg, r: u32, out: &mut Vec<Scan>) {
         for &t in self.expects(r) {
-            let dfa = &cfg.terms[t as usize].dfa;
+            let dfa = &cfg.term(t).dfa;
             let start = dfa.start();
-            if start != DEAD && dfa.can_continue(start) {
+            if start != StateId::DEAD && dfa.can_continue(start) {
                 out.push(Scan { term: t, state: start, origin: r });
             }
         }
@@ -238,7 +247,7 @@ impl Chart {
             }
             let it = self.items[k];
             k += 1;
-            let p = &cfg.prods[it.prod as usize];
+            let p = cfg.prod(it.prod);
             let Some(&next) = p.rhs.get(it.dot as usize) else {
                 // Complete. Same-row completions are nullable derivations, already advanced
                 // at prediction time (Aycock–Horspool).
@@ -253,10 +262,10 @@ impl Chart {
             let advanced = Item { prod: it.prod, dot: it.dot + 1, origin: it.origin };
             match next {
                 Sym::N(n) => {
-                    for &q in &cfg.nts[n as usize].prods {
+                    for &q in &cfg.nt(n).prods {
                         self.add(Item { prod: q, dot: 0, origin: row });
                     }
-                    if cfg.nts[n as usize].nullable {
+                    if cfg.nt(n).nullable {
                         self.add(advanced);
                     }
                 }
@@ -265,7 +274,7 @@ impl Chart {
                     if !self.expects[es..].contains(&t) {
                         self.expects.push(t);
                     }
-                    if cfg.terms[t as usize].nullable {
+                    if cfg.term(t).nullable {
                         self.add(advanced);
                     }
                 }
@@ -273,12 +282,12 @@ impl Chart {
         }
         let ws = self.waiting.len();
         for (k, it) in self.items.iter().enumerate().skip(items_start) {
-            if let Some(&x) = cfg.prods[it.prod as usize].rhs.get(it.dot as usize) {
+            if let Some(&x) = cfg.prod(it.prod).rhs.get(it.dot as usize) {
                 self.waiting.push((sym_key(x), k as u32));
             }
         }
         self.waiting[ws..].sort_unstable();
-        let accepting = self.row_items(row).contains(&Item { prod: TOP_PROD, dot: 1, origin: 0 });
+        let accepting = self.row_items(row).contains(&Item { prod: ProdId::TOP, dot: 1, origin: 0 });
         self.rows[row as usize].accepting = accepting;
         row
     }
@@ -313,9 +322,9 @@ impl Chart {
         self.accepted.clear();
         for i in range {
             let sc = buf[i];
-            let dfa = &cfg.terms[sc.term as usize].dfa;
+            let dfa = &cfg.term(sc.term).dfa;
             let next = dfa.next(sc.state, byte);
-            if next != DEAD {
+            if next != StateId::DEAD {
                 // A scan that cannot read another byte has no future but the lexeme's end.
                 if dfa.can_continue(next) {
                     buf.push(Scan { state: next, ..sc });
@@ -331,12 +340,12 @@ impl Chart {
     /// The (terminal, origin row) pairs whose lexeme may end at the last [`step`](Self::step).
     /// The row [`row_from_accepted`](Self::row_from_accepted) builds depends only on these and
     /// the rows before it.
-    pub fn accepted(&self) -> &[(u32, u32)] {
+    pub fn accepted(&self) -> &[(TermId, u32)] {
         &self.accepted
     }
 
     /// Sets the lexemes that end here as if the last [`step`](Self::step) had found them.
-    pub fn set_accepted(&mut self, pairs: impl IntoIterator<Item = (u32, u32)>) {
+    pub fn set_accepted(&mut self, pairs: impl IntoIterator<Item = (TermId, u32)>) {
         self.accepted.clear();
         self.accepted.extend(pairs);
     }
@@ -357,14 +366,14 @@ impl Chart {
     }
 
     /// Fewest usable bytes that finish the parse from a position with these scans and
-    /// boundary row (`u32::MAX` if none): an upper bound on the tokens still needed.
+    /// boundary row ([`UNREACHABLE`] if none): an upper bound on the tokens still needed.
     pub fn finish_cost(&mut self, cfg: &Cfg, scans: &[Scan], boundary: Option<u32>) -> u32 {
-        let mut best = u32::MAX;
+        let mut best = UNREACHABLE;
         if boundary.is_some_and(|r| self.accepting(r)) {
             return 0;
         }
         for sc in scans {
-            let d = cfg.terms[sc.term as usize].dist[sc.state as usize];
+            let d = cfg.term(sc.term).dist[sc.state.index()];
             let w = self.wait_cost(cfg, sc.origin, Sym::T(sc.term));
             best = best.min(d.saturating_add(w));
         }
@@ -395,9 +404,9 @@ impl Chart {
         loop {
             let mut changed = false;
             for it in self.row_items(r) {
-                let p = &cfg.prods[it.prod as usize];
+                let p = cfg.prod(it.prod);
                 let Some(&x) = p.rhs.get(it.dot as usize) else { continue };
-                let after_lhs = if p.lhs == TOP {
+                let after_lhs = if p.lhs == NtId::TOP {
                     0
                 } else if it.origin == r {
                     lookup(&table, Sym::N(p.lhs))
@@ -424,15 +433,18 @@ impl Chart {
     }
 }
 
+/// The cost after `s` in a row's cost table ([`UNREACHABLE`]: no item there waits on it).
 fn lookup(table: &[(Sym, u32)], s: Sym) -> u32 {
-    table.iter().find(|(x, _)| *x == s).map_or(u32::MAX, |e| e.1)
+    table.iter().find(|(x, _)| *x == s).map_or(UNREACHABLE, |e| e.1)
 }
 
-/// The sort key of a symbol in `Chart::waiting`: terminals even, nonterminals odd.
+/// The sort key of a symbol in `Chart::waiting`, packed in one `u32` so a row's slice sorts and
+/// searches as plain words: terminals even, nonterminals odd (ids stay below 2^31: the limits
+/// on terminals and productions are far below it).
 #[inline]
 fn sym_key(s: Sym) -> u32 {
     match s {
-        Sym::T(t) => t << 1,
-        Sym::N(n) => (n << 1) | 1,
+        Sym::T(t) => t.0 << 1,
+        Sym::N(n) => (n.0 << 1) | 1,
     }
 }

@@ -2,9 +2,9 @@
 //! every constraint compiled for it (llguidance calls the same idea its token environment).
 //!
 //! - the vocabulary ([`Vocab`]: token bytes, kinds, EOS, the token trie);
-//! - its [`Slices`](super::slices::Slices): the text tokens split into parts a lexer state
+//! - its [`Slices`]: the text tokens split into parts a lexer state
 //!   often admits wholesale, built on first use;
-//! - the [`MaskCache`](super::mask_cache::MaskCache): per set of lexer states, the part of the
+//! - the [`MaskCache`]: per set of lexer states, the part of the
 //!   mask that does not depend on the parser, keyed by lexeme DFA ids (lexeme DFAs are shared
 //!   across compiles, so the entry for "inside a JSON string" serves every schema);
 //! - the bytes that exist as single-byte tokens (the unit of the never-truncated budget).

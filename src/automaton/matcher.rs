@@ -17,12 +17,14 @@
 use std::sync::Arc;
 
 use super::cfg_run::CfgRun;
-use super::{Backend, Compiled};
+use super::{Backend, Compiled, NO_BUDGET};
 use crate::error::{Error, Result};
-use crate::regular::DEAD;
+use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
-const ENDED: u32 = u32::MAX;
+/// The place-holder a DFA run pushes for EOS: no state of any DFA (ids are dense from 0, and a
+/// table has far fewer than `u32::MAX` states), so it is never read as one.
+const ENDED: StateId = StateId(u32::MAX);
 
 /// The most bytes `forced_bytes` returns at once.
 const MAX_FORCED_BYTES: usize = 4096;
@@ -30,7 +32,7 @@ const MAX_FORCED_BYTES: usize = 4096;
 #[derive(Clone)]
 enum Run {
     /// DFA states, one per committed token after the start; `ENDED` after EOS.
-    Dfa(Vec<u32>),
+    Dfa(Vec<StateId>),
     Cfg(Box<CfgRun>),
 }
 
@@ -78,7 +80,7 @@ impl Matcher {
         match (&self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
-                s != ENDED && s != DEAD && dfa.is_accepting(s)
+                s != ENDED && s != StateId::DEAD && dfa.is_accepting(s)
             }
             (Run::Cfg(c), _) => c.is_accepting(),
             _ => unreachable!("the run matches the backend"),
@@ -90,7 +92,7 @@ impl Matcher {
         match (&self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
-                s == ENDED || (self.is_accepting() && (0..=255u8).all(|b| dfa.next(s, b) == DEAD))
+                s == ENDED || (self.is_accepting() && (0..=255u8).all(|b| dfa.next(s, b) == StateId::DEAD))
             }
             (Run::Cfg(c), _) => c.is_finished(),
             _ => unreachable!("the run matches the backend"),
@@ -100,7 +102,7 @@ impl Matcher {
     /// Fills `mask` with the allowed tokens (cleared first). `mask.width()` may exceed the
     /// vocabulary: ids past it stay unset.
     pub fn fill_mask(&mut self, mask: &mut TokenSet) {
-        self.fill(mask, u32::MAX, false);
+        self.fill(mask, NO_BUDGET, false);
     }
 
     /// Like [`fill_mask`](Self::fill_mask), but only tokens after which the output can still be
@@ -116,7 +118,7 @@ impl Matcher {
 
     /// The slow reference: tries every token id byte by byte. Must equal `fill_mask`.
     pub fn reference_mask(&mut self, mask: &mut TokenSet) {
-        self.fill(mask, u32::MAX, true);
+        self.fill(mask, NO_BUDGET, true);
     }
 
     /// The slow reference for [`fill_mask_within`](Self::fill_mask_within).
@@ -136,7 +138,7 @@ impl Matcher {
         match (&mut self.run, &compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
-                if s == ENDED || s == DEAD {
+                if s == ENDED || s == StateId::DEAD {
                     return;
                 }
                 let width = mask.width();
@@ -145,7 +147,7 @@ impl Matcher {
                         let bytes = vocab.bytes(id);
                         if vocab.kind(id) == TokenKind::Text && !bytes.is_empty() {
                             let t = dfa.run(s, bytes);
-                            if t != DEAD && finish_tokens[t as usize] <= after_budget {
+                            if t != StateId::DEAD && finish_tokens[t.index()] <= after_budget {
                                 mask.insert(id);
                             }
                         }
@@ -162,10 +164,10 @@ impl Matcher {
                             s,
                             |s, b| {
                                 let t = dfa.next(s, b);
-                                (t != DEAD).then_some(t)
+                                (t != StateId::DEAD).then_some(t)
                             },
                             |s, ids| {
-                                if finish_tokens[s as usize] <= after_budget {
+                                if finish_tokens[s.index()] <= after_budget {
                                     mask.insert_clipped(ids);
                                 }
                             },
@@ -209,7 +211,7 @@ impl Matcher {
         match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let s = *stack.last().expect("never empty");
-                s != ENDED && dfa.run(s, bytes) != DEAD
+                s != ENDED && dfa.run(s, bytes) != StateId::DEAD
             }
             (Run::Cfg(c), Backend::Earley(cfg)) => c.allows_bytes(cfg, bytes),
             _ => unreachable!("the run matches the backend"),
@@ -245,11 +247,11 @@ impl Matcher {
             && match (&mut self.run, &self.compiled.backend) {
                 (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                     let s = *stack.last().expect("never empty");
-                    let t = if s == ENDED { DEAD } else { dfa.run(s, bytes) };
-                    if t != DEAD {
+                    let t = if s == ENDED { StateId::DEAD } else { dfa.run(s, bytes) };
+                    if t != StateId::DEAD {
                         stack.push(t);
                     }
-                    t != DEAD
+                    t != StateId::DEAD
                 }
                 (Run::Cfg(c), Backend::Earley(cfg)) => c.commit_bytes(cfg, bytes)?,
                 _ => unreachable!("the run matches the backend"),
@@ -288,13 +290,13 @@ impl Matcher {
                 if s == ENDED {
                     0
                 } else {
-                    finish_tokens[s as usize]
+                    finish_tokens[s.index()]
                 }
             }
             (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg),
             _ => unreachable!("the run matches the backend"),
         };
-        (d != u32::MAX).then_some(d)
+        (d != UNREACHABLE).then_some(d)
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if
@@ -341,7 +343,7 @@ impl Matcher {
 }
 
 /// Usable bytes allowed to finish after a token, when `remaining` tokens (this one included)
-/// are left.
+/// are left: always below [`NO_BUDGET`], so a real budget never reads as none.
 fn budget_after(remaining: usize) -> u32 {
-    (remaining - 1).min(u32::MAX as usize - 1) as u32
+    (remaining - 1).min(NO_BUDGET as usize - 1) as u32
 }

@@ -1,11 +1,18 @@
-//! Automata and the per-sequence matcher.
+//! Compiling a constraint for a vocabulary, and the per-sequence matcher.
 //!
-//! - [`dfa::Dfa`]: a compact byte DFA for a regular language, with dead ends pruned. Lexeme
-//!   DFAs are shared process-wide ([`Dfa::shared`]): a lexeme many schemas use is determinized
-//!   once, not per compile.
-//! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an `Arc`).
+//! - [`Compiled`]: a constraint compiled against one vocabulary (immutable; share it in an
+//!   `Arc`). Its backend is one [`Dfa`] when the language is regular (lexeme DFAs are shared
+//!   process-wide, [`Dfa::shared`]), else a [`cfg::Cfg`] for the Earley parser: terminals
+//!   (lexemes with their DFAs), nonterminals and productions, named by [`cfg::TermId`],
+//!   [`cfg::NtId`] and [`cfg::ProdId`].
+//! - [`VocabEnv`]: the vocabulary with what is kept per vocabulary (its slices, the lexer-state
+//!   mask cache), shared by every constraint compiled for it.
 //! - [`Matcher`]: per-sequence state over a `Compiled`: `fill_mask`, `commit`, `rollback`,
 //!   `is_accepting`, `forced_tokens`.
+//!
+//! Files: `cfg` (lowering the IR), `earley` (the chart and the per-byte step), `cfg_run` (an
+//! Earley sequence: positions, rollback, the mask walks), `mask_cache` (per lexer key, the part
+//! of the mask that does not depend on the parser), `slices`, `env`, `matcher`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
 //! the automaton, skipping every subtree whose prefix is dead; the Earley parser caches, per set
@@ -14,6 +21,10 @@
 //! sequence keeps its last mask while its lexer position does not change. A slow
 //! reference mask that tries every token byte by byte is kept beside it; tests check the two
 //! agree on random states.
+//!
+//! Under a token budget (`fill_mask_within`) a mask keeps only the tokens after which the
+//! output can still be finished within the budget, counted in usable bytes (bytes that are
+//! single tokens); costs that cannot be met are [`UNREACHABLE`], and no budget is `NO_BUDGET`.
 
 pub mod cfg;
 mod cfg_run;
@@ -31,8 +42,13 @@ pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
-use crate::regular::{Dfa, DfaLimits, DEAD};
+use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
 use crate::vocab::Vocab;
+
+/// The token budget that binds nothing (a mask without `max_tokens`): as the most usable bytes
+/// allowed to finish after a token, it admits every finish cost, [`UNREACHABLE`] included.
+/// Real budgets stay below it (see `Matcher::fill_mask_within`).
+const NO_BUDGET: u32 = u32::MAX;
 
 /// What the output must match.
 #[derive(Debug, Clone)]
@@ -88,8 +104,9 @@ pub struct CompileOptions {
 
 /// The compiled form of a constraint: what [`BackendChoice`] chose.
 pub(crate) enum Backend {
-    /// A regular language: one DFA; `finish_tokens[s]` = fewest single-byte tokens from state
-    /// `s` to acceptance (an upper bound on the tokens needed to finish).
+    /// A regular language: one DFA; `finish_tokens[s.index()]` = fewest single-byte tokens from
+    /// state `s` to acceptance (an upper bound on the tokens needed to finish; [`UNREACHABLE`]:
+    /// none suffice).
     Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley parser.
     Earley(cfg::Cfg),
@@ -143,7 +160,7 @@ impl Compiled {
     /// empty language; a context-free one whose start derives nothing is a compile error.)
     pub fn is_empty_language(&self) -> bool {
         match &self.backend {
-            Backend::Dfa { dfa, .. } => dfa.start() == DEAD,
+            Backend::Dfa { dfa, .. } => dfa.start() == StateId::DEAD,
             Backend::Earley(_) => false,
         }
     }
@@ -156,10 +173,10 @@ impl Compiled {
     /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
     pub fn min_tokens(&self) -> Option<u32> {
         let d = match &self.backend {
-            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start() as usize],
-            Backend::Earley(cfg) => cfg.nts[cfg::TOP as usize].minlen,
+            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start().index()],
+            Backend::Earley(cfg) => cfg.nt(cfg::NtId::TOP).minlen,
         };
-        (d != u32::MAX).then_some(d)
+        (d != UNREACHABLE).then_some(d)
     }
 
     /// Facts about the compiled form, for `strictly check`.

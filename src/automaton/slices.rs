@@ -5,7 +5,7 @@
 //! characters are all at least U+0020 and neither `"` nor `\`, the last one possibly cut short:
 //! byte-level vocabularies split many characters between tokens), bucketed by byte length, and
 //! the rest. A lexer state that provably admits every prefix of string content up to a
-//! bucket's longest token (see [`mask_cache`](super::mask_cache): its searches run over the content
+//! bucket's longest token (see `mask_cache`: its searches run over the content
 //! automaton's states, those inside a character included) takes that bucket's mask as is and
 //! never walks its trie; only the other parts are walked. Built once per vocabulary, lazily
 //! (the first cached mask), and kept in its [`VocabEnv`](super::VocabEnv).

@@ -1,5 +1,5 @@
 //! Regex syntax to HIR: [`parse`] for user regexes (the full syntax of the `regex` crate, with
-//! errors that name the problem and its column), [`builtin`] for the engine's own regexes
+//! errors that name the problem and its column), `builtin` for the engine's own regexes
 //! (memoized per thread). The result only ever matches valid UTF-8.
 
 use regex_syntax::hir::Hir;

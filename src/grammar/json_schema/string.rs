@@ -166,7 +166,7 @@ pub(super) fn accepts_str(dfa: &crate::regular::Dfa, s: &str) -> bool {
 
 /// Is the lexeme's language empty? (Its DFA is built under the compile's limits.)
 pub(super) fn lexeme_is_empty(lexeme: &Lexeme, limits: crate::regular::DfaLimits) -> Result<bool> {
-    Ok(crate::regular::Dfa::shared(lexeme, limits)?.start() == crate::regular::DEAD)
+    Ok(crate::regular::Dfa::shared(lexeme, limits)?.start() == crate::regular::StateId::DEAD)
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).

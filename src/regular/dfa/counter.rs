@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use super::explore::explore;
-use super::{next_id, Dfa, DfaLimits, DEAD};
+use super::{next_id, Dfa, DfaLimits, StateId, UNREACHABLE};
 use crate::error::{Error, LimitKind, Result};
 
 impl Dfa {
@@ -38,111 +38,156 @@ impl Dfa {
         limits: DfaLimits,
         max_tabled: usize,
     ) -> Result<Option<Dfa>> {
-        let n_unit = unit.accept.len();
-        let prefix_free = (1..n_unit).all(|s| !unit.accept[s] || !unit.open[s]);
-        let u0 = unit.start;
-        if u0 == DEAD
-            || unit.accept[u0 as usize]
-            || !prefix_free
-            || close.first().is_some_and(|&b| unit.next(u0, b) != DEAD)
-        {
+        if !countable(unit, min, max, close) {
             return Ok(None);
         }
-        if max.is_some_and(|m| m < min) {
-            return Ok(None);
-        }
-        // Byte classes: the unit's, with every byte of `open`/`close` set apart.
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
-        for b in 0..=255u8 {
-            let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
-            classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            });
-        }
-        // Positions: Open(i) for i < |open|; Unit(k, s); Close(i) for 1 ≤ i ≤ |close|.
-        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-        enum Pos {
-            Open(u32),
-            Unit(u32, u32),
-            Close(u32),
-        }
-        let cap = max.unwrap_or(min); // unbounded: the count saturates at `min`
-        let step = |p: Pos, b: u8| -> Option<Pos> {
-            let in_unit = |k: u32, s: u32| -> Option<Pos> {
-                let t = unit.next(s, b);
-                if t == DEAD {
-                    return None;
-                }
-                if unit.accept[t as usize] {
-                    Some(Pos::Unit((k + 1).min(cap), u0))
-                } else {
-                    Some(Pos::Unit(k, t))
-                }
-            };
-            let enter = |k: u32| (k >= min).then_some(Pos::Close(1));
-            match p {
-                Pos::Open(i) => (open.get(i as usize) == Some(&b)).then(|| {
-                    if i as usize + 1 == open.len() {
-                        Pos::Unit(0, u0)
-                    } else {
-                        Pos::Open(i + 1)
-                    }
-                }),
-                Pos::Unit(k, s) if s == u0 => {
-                    if close.first() == Some(&b) {
-                        return enter(k);
-                    }
-                    if max.is_some_and(|m| k >= m) {
-                        return None;
-                    }
-                    in_unit(k, s)
-                }
-                Pos::Unit(k, s) => in_unit(k, s),
-                Pos::Close(i) => (close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
-            }
-        };
-        let accepting = |p: Pos| match p {
-            Pos::Close(i) => i as usize == close.len(),
-            Pos::Unit(k, s) => close.is_empty() && s == u0 && k >= min,
-            Pos::Open(_) => false,
-        };
-        let start_pos = if open.is_empty() { Pos::Unit(0, u0) } else { Pos::Open(0) };
-        // Every position has a slot: open bytes, then (count, unit state), then close bytes.
-        let (n_open, n_close) = (open.len(), close.len());
-        let slots = n_open + (cap as usize + 1) * n_unit + n_close + 1;
-        if slots > max_tabled {
+        let (classes, reps) = counted_classes(unit, open, close);
+        let c = Counting { open, unit, close, min, max, cap: max.unwrap_or(min), u0: unit.start };
+        if c.slots() > max_tabled {
             let counter = Counter::new(open, unit, min, max, close, reps.clone(), limits.states)?;
             return Ok(Some(counter.into_dfa(classes)));
         }
-        let slot = |p: &Pos| match *p {
-            Pos::Open(i) => i as usize,
-            Pos::Unit(k, s) => n_open + k as usize * n_unit + s as usize,
-            Pos::Close(i) => n_open + (cap as usize + 1) * n_unit + i as usize,
-        };
+        let start = if open.is_empty() { Pos::Unit(0, c.u0) } else { Pos::Open(0) };
         explore(
             classes,
             &reps,
-            Some(start_pos),
+            Some(start),
             limits.states,
-            |&p, b| Ok(step(p, b)),
-            |&p| accepting(p),
+            |&p, b| Ok(c.step(p, b)),
+            |&p| c.accepting(p),
             || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limits.states),
-            Some((slots, &slot)),
+            Some((c.slots(), &|p: &Pos| c.slot(*p))),
         )
         .map(Some)
+    }
+}
+
+/// Can `open · unit{min,max} · close` be counted: is the unit prefix-free (an accepting state
+/// has no way on, so a unit ends exactly where it is complete) and non-empty, can `close` not
+/// start a unit (so the end of the repetition is never in doubt), and is `min ≤ max`?
+fn countable(unit: &Dfa, min: u32, max: Option<u32>, close: &[u8]) -> bool {
+    let prefix_free = (1..unit.accept.len()).all(|s| !unit.accept[s] || !unit.open[s]);
+    let u0 = unit.start;
+    !(u0 == StateId::DEAD
+        || unit.accept[u0.index()]
+        || !prefix_free
+        || close.first().is_some_and(|&b| unit.next(u0, b) != StateId::DEAD)
+        || max.is_some_and(|m| m < min))
+}
+
+/// The byte classes of a counted repetition: the unit's, with every byte of `open`/`close`
+/// set apart; one representative byte per class.
+fn counted_classes(unit: &Dfa, open: &[u8], close: &[u8]) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
+    for b in 0..=255u8 {
+        let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
+        classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
+            reps.push(b);
+            (reps.len() - 1) as u8
+        });
+    }
+    (classes, reps)
+}
+
+/// A position in `open · unit{min,max} · close`, the state of the tabled construction:
+/// `Open(i)` for `i < |open|` bytes of `open` read; `Unit(k, s)` with `k` units complete and
+/// the unit's DFA in `s`; `Close(i)` for `1 ≤ i ≤ |close|` bytes of `close` read.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Pos {
+    Open(u32),
+    Unit(u32, StateId),
+    Close(u32),
+}
+
+/// The tabled construction of [`Dfa::counted_with`]: the step, acceptance and dense slot of
+/// each [`Pos`].
+struct Counting<'a> {
+    open: &'a [u8],
+    unit: &'a Dfa,
+    close: &'a [u8],
+    min: u32,
+    max: Option<u32>,
+    /// The most units counted: the maximum, or the minimum where there is none (the count
+    /// saturates there).
+    cap: u32,
+    /// The unit's start: between units.
+    u0: StateId,
+}
+
+impl Counting<'_> {
+    /// Every position has a slot: open bytes, then (count, unit state), then close bytes.
+    fn slots(&self) -> usize {
+        self.open.len() + (self.cap as usize + 1) * self.unit.accept.len() + self.close.len() + 1
+    }
+
+    fn slot(&self, p: Pos) -> usize {
+        let (n_open, n_unit) = (self.open.len(), self.unit.accept.len());
+        match p {
+            Pos::Open(i) => i as usize,
+            Pos::Unit(k, s) => n_open + k as usize * n_unit + s.index(),
+            Pos::Close(i) => n_open + (self.cap as usize + 1) * n_unit + i as usize,
+        }
+    }
+
+    /// The position after byte `b` (`None`: dead).
+    fn step(&self, p: Pos, b: u8) -> Option<Pos> {
+        match p {
+            Pos::Open(i) => (self.open.get(i as usize) == Some(&b)).then(|| {
+                if i as usize + 1 == self.open.len() {
+                    Pos::Unit(0, self.u0)
+                } else {
+                    Pos::Open(i + 1)
+                }
+            }),
+            Pos::Unit(k, s) if s == self.u0 => {
+                if self.close.first() == Some(&b) {
+                    return (k >= self.min).then_some(Pos::Close(1));
+                }
+                if self.max.is_some_and(|m| k >= m) {
+                    return None;
+                }
+                self.in_unit(k, s, b)
+            }
+            Pos::Unit(k, s) => self.in_unit(k, s, b),
+            Pos::Close(i) => (self.close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
+        }
+    }
+
+    /// Byte `b` inside a unit: a unit that completes moves to the next count.
+    fn in_unit(&self, k: u32, s: StateId, b: u8) -> Option<Pos> {
+        let t = self.unit.next(s, b);
+        if t == StateId::DEAD {
+            return None;
+        }
+        if self.unit.accept[t.index()] {
+            Some(Pos::Unit((k + 1).min(self.cap), self.u0))
+        } else {
+            Some(Pos::Unit(k, t))
+        }
+    }
+
+    fn accepting(&self, p: Pos) -> bool {
+        match p {
+            Pos::Close(i) => i as usize == self.close.len(),
+            Pos::Unit(k, s) => self.close.is_empty() && s == self.u0 && k >= self.min,
+            Pos::Open(_) => false,
+        }
     }
 }
 
 /// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
 const MAX_TABLED_COUNTED: usize = 4_096;
 
+/// [`Counter::place`] of a unit state that has no place in a row: an accepting state (a
+/// completed unit moves to the next row's start) or the dead one.
+const NOT_PLACED: u32 = u32::MAX;
+
 /// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
 /// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
 ///
-/// States: 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
+/// States (numbers here, [`StateId`]s outside): 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
 /// states per count `k` in `0..=cap`, the unit's non-accepting states in `row` order (the
 /// unit's start first: "between units"); then "read `close[..i]`" for `i` in `1..=|close|`.
 /// A unit's accepting state is never a state here: completing a unit moves to the next row's
@@ -159,13 +204,14 @@ pub(super) struct Counter {
     min: u32,
     max: Option<u32>,
     cap: u32,
-    /// Unit state → its place in a row (`u32::MAX`: accepting or dead, never a state here).
+    /// Unit state → its place in a row ([`NOT_PLACED`]: accepting or dead, never a state here).
     place: Vec<u32>,
     /// Place in a row → unit state.
-    row: Vec<u32>,
+    row: Vec<StateId>,
     /// One byte per class of the counted automaton.
     pub(super) reps: Vec<u8>,
-    /// First state of row 0, first "close" state, number of states.
+    /// The numbers of the first state of row 0 and of the first "close" state; the number of
+    /// states.
     rows_at: u32,
     close_at: u32,
     states: usize,
@@ -184,14 +230,14 @@ impl Counter {
     ) -> Result<Counter> {
         let cap = max.unwrap_or(min);
         let mut row = vec![unit.start];
-        row.extend((1..unit.accept.len() as u32).filter(|&s| s != unit.start && !unit.accept[s as usize]));
+        row.extend((1..unit.accept.len() as u32).map(StateId).filter(|&s| s != unit.start && !unit.accept[s.index()]));
         let states =
             (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
         if states > limit {
             return Err(Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limit));
         }
-        let mut place = vec![u32::MAX; unit.accept.len()];
-        row.iter().enumerate().for_each(|(i, &s)| place[s as usize] = i as u32);
+        let mut place = vec![NOT_PLACED; unit.accept.len()];
+        row.iter().enumerate().for_each(|(i, &s)| place[s.index()] = i as u32);
         let rows_at = 1 + open.len() as u32;
         let close_at = rows_at + (cap + 1) * row.len() as u32;
         Ok(Counter {
@@ -214,13 +260,22 @@ impl Counter {
         self.row.len() as u32
     }
 
-    /// The start of row `k`.
+    /// The number of the start of row `k`.
     fn between(&self, k: u32) -> u32 {
         self.rows_at + k * self.width()
     }
 
+    /// The state after byte `b`.
     #[inline]
-    pub(super) fn next(&self, state: u32, b: u8) -> u32 {
+    pub(super) fn next(&self, state: StateId, b: u8) -> StateId {
+        StateId(self.next_number(state.0, b))
+    }
+
+    /// [`next`](Self::next) over state numbers, by the layout above.
+    #[inline]
+    fn next_number(&self, state: u32, b: u8) -> u32 {
+        // The dead state's number.
+        const DEAD: u32 = StateId::DEAD.0;
         if state == DEAD {
             return DEAD;
         }
@@ -249,21 +304,21 @@ impl Counter {
             return DEAD; // unreachable: no unit starts on the maximum's row
         }
         let t = self.unit.next(self.row[p as usize], b);
-        if t == DEAD {
+        if t == StateId::DEAD {
             return DEAD;
         }
-        if self.unit.accept[t as usize] {
+        if self.unit.accept[t.index()] {
             return self.between((k + 1).min(self.cap));
         }
-        self.between(k) + self.place[t as usize]
+        self.between(k) + self.place[t.index()]
     }
 
     /// Fewest bytes to acceptance from every state, using only bytes with `usable[b]`
-    /// (`u32::MAX`: none), written down from the unit's own distances.
+    /// ([`UNREACHABLE`]: none), written down from the unit's own distances.
     pub(super) fn distances(&self, usable: &[bool; 256]) -> Vec<u32> {
-        let inf = u32::MAX;
+        let inf = UNREACHABLE;
         let unit_dist: Vec<u32> = self.unit.dist_using_uncached(usable);
-        let unit_min = unit_dist[self.unit.start as usize];
+        let unit_min = unit_dist[self.unit.start.index()];
         let close_ok = self.close.iter().all(|&b| usable[b as usize]);
         let add = |a: u32, b: u32| if a == inf || b == inf { inf } else { a.saturating_add(b) };
         // From the start of row k: the units still needed, then `close`.
@@ -294,7 +349,7 @@ impl Counter {
                 } else if self.max == Some(k) {
                     inf
                 } else {
-                    add(unit_dist[s as usize], between((k + 1).min(self.cap)))
+                    add(unit_dist[s.index()], between((k + 1).min(self.cap)))
                 };
             }
         }
@@ -312,9 +367,10 @@ impl Counter {
     /// the maximum (the end). Rows further than that below the minimum read like row 0, rows
     /// at or past the minimum and further than that below the maximum like the minimum's.
     /// (Distances differ: the row chosen needs at least as many units as `state`'s.)
-    pub(super) fn canonical(&self, state: u32, horizon: u32) -> u32 {
+    pub(super) fn canonical(&self, state: StateId, horizon: u32) -> StateId {
+        let state = state.0;
         if state < self.rows_at || state >= self.close_at {
-            return state;
+            return StateId(state);
         }
         let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
         let far_from_max = self.max.is_none_or(|m| m - k > horizon);
@@ -325,7 +381,7 @@ impl Counter {
         } else {
             k
         };
-        self.between(row) + p
+        StateId(self.between(row) + p)
     }
 
     /// The automaton: no table, `accept`, `open` and `dist` written down.
@@ -352,8 +408,8 @@ impl Counter {
                 open[at] = true; // reading `open`
             }
         }
-        let start = if self.open.is_empty() { self.between(0) } else { 1 };
-        let start = if dist[start as usize] == u32::MAX { DEAD } else { start };
+        let start = StateId(if self.open.is_empty() { self.between(0) } else { 1 });
+        let start = if dist[start.index()] == UNREACHABLE { StateId::DEAD } else { start };
         let stride = self.reps.len();
         Dfa {
             classes,

@@ -3,19 +3,18 @@
 //! [`SlotIds`], state ids by dense slot.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
-use super::{next_id, Dfa, DEAD};
+use super::{Dfa, StateId};
 use crate::error::{Error, Result};
 use crate::regular::FxBuild;
 
-/// State ids by slot (0: not numbered yet) for a slot space too large to zero up front: pages
-/// of ids, each allocated when a slot in it is first numbered. `format: uri` (476 states)
-/// ∧ `maxLength` 255 (a 3,843-state counter) has 1.8 million slots of which 16,525 are
-/// reached; zeroing them all (7 MiB; up to 16 MiB) was a fifth of that compile in a fresh
-/// process.
+/// State ids by slot ([`StateId::DEAD`]: not numbered yet; no slot holds the dead state) for a
+/// slot space too large to zero up front: pages of ids, each allocated when a slot in it is
+/// first numbered. `format: uri` (476 states) ∧ `maxLength` 255 (a 3,843-state counter) has
+/// 1.8 million slots of which 16,525 are reached; zeroing them all (7 MiB; up to 16 MiB) was a
+/// fifth of that compile in a fresh process.
 pub(super) struct SlotIds {
-    pages: Vec<Option<Box<[u32; SLOT_PAGE]>>>,
+    pages: Vec<Option<Box<[StateId; SLOT_PAGE]>>>,
 }
 
 const SLOT_PAGE: usize = 1024;
@@ -26,13 +25,13 @@ impl SlotIds {
     }
 
     #[inline]
-    pub(super) fn get(&self, slot: usize) -> u32 {
-        self.pages[slot / SLOT_PAGE].as_ref().map_or(0, |p| p[slot % SLOT_PAGE])
+    pub(super) fn get(&self, slot: usize) -> StateId {
+        self.pages[slot / SLOT_PAGE].as_ref().map_or(StateId::DEAD, |p| p[slot % SLOT_PAGE])
     }
 
     #[inline]
-    pub(super) fn set(&mut self, slot: usize, id: u32) {
-        self.pages[slot / SLOT_PAGE].get_or_insert_with(|| Box::new([0; SLOT_PAGE]))[slot % SLOT_PAGE] = id;
+    pub(super) fn set(&mut self, slot: usize, id: StateId) {
+        self.pages[slot / SLOT_PAGE].get_or_insert_with(|| Box::new([StateId::DEAD; SLOT_PAGE]))[slot % SLOT_PAGE] = id;
     }
 }
 
@@ -57,22 +56,22 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
     dense: Option<DenseSlots<'_, K>>,
 ) -> Result<Dfa> {
     let stride = reps.len();
-    let mut ids: HashMap<K, u32, FxBuild> = HashMap::default();
+    let mut ids: HashMap<K, StateId, FxBuild> = HashMap::default();
     let mut slot_ids = SlotIds::new(dense.map_or(0, |(n, _)| n));
     let mut order: Vec<K> = Vec::new(); // order[i - 1] is state i
-    let mut number = |k: K, order: &mut Vec<K>| -> Result<u32> {
+    let mut number = |k: K, order: &mut Vec<K>| -> Result<StateId> {
         use std::collections::hash_map::Entry;
         if let Some((_, slot)) = dense {
             let at = slot(&k);
-            if slot_ids.get(at) != 0 {
+            if slot_ids.get(at) != StateId::DEAD {
                 return Ok(slot_ids.get(at));
             }
             if order.len() + 1 >= limit {
                 return Err(too_many());
             }
             order.push(k);
-            slot_ids.set(at, order.len() as u32);
-            return Ok(order.len() as u32);
+            slot_ids.set(at, StateId(order.len() as u32));
+            return Ok(StateId(order.len() as u32));
         }
         match ids.entry(k) {
             Entry::Occupied(e) => Ok(*e.get()),
@@ -81,15 +80,15 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
                     return Err(too_many());
                 }
                 order.push(e.key().clone());
-                Ok(*e.insert(order.len() as u32))
+                Ok(*e.insert(StateId(order.len() as u32)))
             }
         }
     };
     let start = match start {
         Some(k) => number(k, &mut order)?,
-        None => DEAD,
+        None => StateId::DEAD,
     };
-    let mut trans = vec![DEAD; stride]; // the dead state's row
+    let mut trans = vec![StateId::DEAD; stride]; // the dead state's row
     let mut accept = vec![false];
     let mut i = 0;
     while i < order.len() {
@@ -97,25 +96,12 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
         for &rep in reps {
             let t = match step(&k, rep)? {
                 Some(next) => number(next, &mut order)?,
-                None => DEAD,
+                None => StateId::DEAD,
             };
             trans.push(t);
         }
         accept.push(accepting(&k));
         i += 1;
     }
-    let mut dfa = Dfa {
-        classes,
-        stride,
-        trans,
-        accept,
-        open: Vec::new(),
-        dist: Vec::new(),
-        start,
-        dist_memo: OnceLock::new(),
-        id: next_id(),
-        counter: None,
-    };
-    dfa.prune_dead_ends();
-    Ok(dfa)
+    Ok(Dfa::from_rows(classes, stride, trans, accept, start))
 }

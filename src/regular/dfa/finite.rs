@@ -6,7 +6,7 @@ use regex_syntax::hir::Hir;
 
 use super::explore::explore;
 use super::product::common_classes;
-use super::{Dfa, DfaLimits, DEAD};
+use super::{Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
 
 impl Dfa {
@@ -55,13 +55,16 @@ impl Dfa {
     /// language such as a quoted name): on reaching acceptance in `a`, go on as `b` from its
     /// start. `None` if `a` does not have that shape.
     pub fn splice(a: &Dfa, b: &Dfa, limits: DfaLimits) -> Result<Option<Dfa>> {
-        if a.start == DEAD || a.accept[a.start as usize] || (1..a.accept.len()).any(|s| a.accept[s] && a.open[s]) {
+        if a.start == StateId::DEAD
+            || a.accept[a.start.index()]
+            || (1..a.accept.len()).any(|s| a.accept[s] && a.open[s])
+        {
             return Ok(None);
         }
         #[derive(Clone, PartialEq, Eq, Hash)]
         enum Pos {
-            A(u32),
-            B(u32),
+            A(StateId),
+            B(StateId),
         }
         let (classes, reps) = common_classes([a, b].into_iter(), &[false; 256]);
         explore(
@@ -72,21 +75,21 @@ impl Dfa {
             |p, byte| {
                 Ok(match *p {
                     Pos::A(s) => match a.next(s, byte) {
-                        DEAD => None,
-                        t if a.accept[t as usize] => (b.start != DEAD).then_some(Pos::B(b.start)),
+                        StateId::DEAD => None,
+                        t if a.accept[t.index()] => (b.start != StateId::DEAD).then_some(Pos::B(b.start)),
                         t => Some(Pos::A(t)),
                     },
                     Pos::B(s) => match b.next(s, byte) {
-                        DEAD => None,
+                        StateId::DEAD => None,
                         t => Some(Pos::B(t)),
                     },
                 })
             },
-            |p| matches!(*p, Pos::B(s) if b.accept[s as usize]),
+            |p| matches!(*p, Pos::B(s) if b.accept[s.index()]),
             || Error::limit(LimitKind::DfaStates, "DFA states for a sequence of regexes", limits.states),
             Some((a.accept.len() + b.accept.len(), &|p: &Pos| match *p {
-                Pos::A(s) => s as usize,
-                Pos::B(s) => a.accept.len() + s as usize,
+                Pos::A(s) => s.index(),
+                Pos::B(s) => a.accept.len() + s.index(),
             })),
         )
         .map(Some)

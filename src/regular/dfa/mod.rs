@@ -19,14 +19,18 @@
 //! every short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A
 //! product tables a counter before it reads it.
 //!
-//! Invariants: the dead state is always 0 and maps every class to 0; `start != 0` unless the
-//! language is empty; `dist[s]` is the fewest bytes from `s` to an accepting state
-//! (`u32::MAX` only for the dead state, and for a counter's states that no transition reaches);
-//! `next` never leads to a state with `dist == u32::MAX` other than the dead state.
+//! States are [`StateId`]s, indices into the per-state tables (`trans` holds them, a row of
+//! `stride` per state; `accept`, `open`, `dist` one entry per state).
+//!
+//! Invariants: the dead state is always [`StateId::DEAD`] (0) and maps every class to itself;
+//! `start != DEAD` unless the language is empty; `dist[s]` is the fewest bytes from `s` to an
+//! accepting state ([`UNREACHABLE`] only for the dead state, and for a counter's states that
+//! no transition reaches); `next` never leads to an unreachable state other than the dead one.
 //!
 //! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
 //! sets, splices), `product` (intersections, complements), `counter` (length bounds),
-//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache).
+//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache),
+//! `state` ([`StateId`], [`UNREACHABLE`]).
 
 mod build;
 mod counter;
@@ -34,6 +38,7 @@ mod explore;
 mod finite;
 mod product;
 mod shared;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +46,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
 pub use shared::SHARED_DFA_BYTES;
+pub use state::{StateId, UNREACHABLE};
 
 use counter::Counter;
 
@@ -61,16 +67,19 @@ impl Default for DfaLimits {
     }
 }
 
+/// A compact byte DFA for one regular language, with its per-state facts (see the module docs).
 #[derive(Clone)]
 pub struct Dfa {
     classes: [u8; 256],
     stride: usize,
-    trans: Vec<u32>,
+    /// `trans[s * stride + class]`: the state after a byte of that class (empty for a counter).
+    trans: Vec<StateId>,
     accept: Vec<bool>,
     /// `open[s]`: some byte leads from `s` to a live state.
     open: Vec<bool>,
+    /// `dist[s]`: fewest bytes from `s` to acceptance ([`UNREACHABLE`]: none).
     dist: Vec<u32>,
-    start: u32,
+    start: StateId,
     /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
     /// is compiled again and again for the same vocabulary.
     dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
@@ -88,8 +97,6 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-pub const DEAD: u32 = 0;
-
 impl Dfa {
     /// A name for this table, unique in the process (clones share it).
     pub fn id(&self) -> u64 {
@@ -101,6 +108,25 @@ impl Dfa {
         self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
     }
 
+    /// A table from its rows (`trans[s * stride + class]`, the dead state's row first) and
+    /// per-state acceptance, with dead ends pruned ([`prune_dead_ends`](Self::prune_dead_ends)).
+    fn from_rows(classes: [u8; 256], stride: usize, trans: Vec<StateId>, accept: Vec<bool>, start: StateId) -> Dfa {
+        let mut dfa = Dfa {
+            classes,
+            stride,
+            trans,
+            accept,
+            open: Vec::new(),
+            dist: Vec::new(),
+            start,
+            dist_memo: OnceLock::new(),
+            id: next_id(),
+            counter: None,
+        };
+        dfa.prune_dead_ends();
+        dfa
+    }
+
     /// Merges states that cannot reach acceptance into the dead state and fills `dist`.
     fn prune_dead_ends(&mut self) {
         let n = self.accept.len();
@@ -108,29 +134,30 @@ impl Dfa {
         for s in 1..n {
             for c in 0..self.stride {
                 let t = &mut self.trans[s * self.stride + c];
-                if dist[*t as usize] == u32::MAX {
-                    *t = DEAD;
+                if dist[t.index()] == UNREACHABLE {
+                    *t = StateId::DEAD;
                 }
             }
         }
-        if dist[self.start as usize] == u32::MAX {
-            self.start = DEAD;
+        if dist[self.start.index()] == UNREACHABLE {
+            self.start = StateId::DEAD;
         }
-        self.open = (0..n).map(|s| self.trans[s * self.stride..][..self.stride].iter().any(|&t| t != DEAD)).collect();
+        self.open =
+            (0..n).map(|s| self.trans[s * self.stride..][..self.stride].iter().any(|&t| t != StateId::DEAD)).collect();
         self.dist = dist;
     }
 
-    pub fn start(&self) -> u32 {
+    pub fn start(&self) -> StateId {
         self.start
     }
 
     #[inline(always)]
-    pub fn next(&self, state: u32, byte: u8) -> u32 {
-        debug_assert!((state as usize) < self.accept.len());
+    pub fn next(&self, state: StateId, byte: u8) -> StateId {
+        debug_assert!(state.index() < self.accept.len());
         if let Some(c) = &self.counter {
             return c.next(state, byte);
         }
-        self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
+        self.trans[state.index() * self.stride + self.classes[byte as usize] as usize]
     }
 
     /// The byte class of `byte` (bytes of one class have the same transitions everywhere).
@@ -139,19 +166,19 @@ impl Dfa {
         self.classes[byte as usize]
     }
 
-    /// Runs `bytes` from `state`; `DEAD` as soon as the prefix cannot be completed.
-    pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
+    /// Runs `bytes` from `state`; [`StateId::DEAD`] as soon as the prefix cannot be completed.
+    pub fn run(&self, mut state: StateId, bytes: &[u8]) -> StateId {
         for &b in bytes {
             state = self.next(state, b);
-            if state == DEAD {
+            if state == StateId::DEAD {
                 break;
             }
         }
         state
     }
 
-    pub fn is_accepting(&self, state: u32) -> bool {
-        self.accept[state as usize]
+    pub fn is_accepting(&self, state: StateId) -> bool {
+        self.accept[state.index()]
     }
 
     /// A state that reads every string of at most `horizon` bytes as `state` does (the same
@@ -159,7 +186,7 @@ impl Dfa {
     /// a counted repetition computed on the fly, else `state` itself. Its distance to
     /// acceptance is at least `state`'s. The mask cache keys entries by it, so the tokens
     /// inside a long bounded string share one entry until its bound comes within reach.
-    pub fn canonical(&self, state: u32, horizon: u32) -> u32 {
+    pub fn canonical(&self, state: StateId, horizon: u32) -> StateId {
         match &self.counter {
             Some(c) => c.canonical(state, horizon),
             None => state,
@@ -173,13 +200,13 @@ impl Dfa {
 
     /// Can `state` read another byte (is some transition live)?
     #[inline]
-    pub fn can_continue(&self, state: u32) -> bool {
-        self.open[state as usize]
+    pub fn can_continue(&self, state: StateId) -> bool {
+        self.open[state.index()]
     }
 
-    /// Fewest bytes from `state` to a complete match (`u32::MAX` for the dead state).
-    pub fn dist(&self, state: u32) -> u32 {
-        self.dist[state as usize]
+    /// Fewest bytes from `state` to a complete match ([`UNREACHABLE`] for the dead state).
+    pub fn dist(&self, state: StateId) -> u32 {
+        self.dist[state.index()]
     }
 
     /// The number of states, the dead state included.
@@ -188,12 +215,12 @@ impl Dfa {
     }
 
     /// The one byte that may follow `state`, if exactly one byte value keeps it alive.
-    pub fn only_byte(&self, state: u32) -> Option<u8> {
+    pub fn only_byte(&self, state: StateId) -> Option<u8> {
         let step = |c: usize| match &self.counter {
             Some(k) => k.next(state, k.reps[c]),
-            None => self.trans[state as usize * self.stride + c],
+            None => self.trans[state.index() * self.stride + c],
         };
-        let mut live = (0..self.stride).map(step).enumerate().filter(|&(_, t)| t != DEAD);
+        let mut live = (0..self.stride).map(step).enumerate().filter(|&(_, t)| t != StateId::DEAD);
         let (class, _) = live.next()?;
         if live.next().is_some() {
             return None;
@@ -204,7 +231,8 @@ impl Dfa {
     }
 
     /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
-    /// exist as single-byte tokens): an upper bound on the tokens needed to finish.
+    /// exist as single-byte tokens), indexed by state ([`UNREACHABLE`]: none): an upper bound
+    /// on the tokens needed to finish.
     pub fn dist_using(&self, usable: &[bool; 256]) -> Arc<[u32]> {
         if let Some((u, d)) = self.dist_memo.get() {
             if u == usable {
@@ -229,8 +257,8 @@ impl Dfa {
     }
 
     /// Fewest transitions over the byte classes with `classes[c]` from each state to an
-    /// accepting one (`u32::MAX`: none), by a breadth-first search backwards from the accepting
-    /// states.
+    /// accepting one ([`UNREACHABLE`]: none), by a breadth-first search backwards from the
+    /// accepting states.
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
         if let Some(c) = &self.counter {
             let mut usable = [false; 256];
@@ -245,9 +273,9 @@ impl Dfa {
         for s in 1..n {
             for c in (0..self.stride).filter(|&c| classes[c]) {
                 let t = self.trans[s * self.stride + c];
-                if t != DEAD && seen[t as usize] != s as u32 {
-                    seen[t as usize] = s as u32;
-                    edges.push((t, s as u32));
+                if t != StateId::DEAD && seen[t.index()] != s as u32 {
+                    seen[t.index()] = s as u32;
+                    edges.push((t.0, s as u32));
                 }
             }
         }
@@ -257,7 +285,7 @@ impl Dfa {
 
 /// Breadth-first distances over a graph of `n` nodes given by its `(node, predecessor)` edges,
 /// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
-/// plus `first` (`u32::MAX`: none reaches one). Reverse edges are kept flat (counted, then
+/// plus `first` ([`UNREACHABLE`]: none reaches one). Reverse edges are kept flat (counted, then
 /// filled), not one `Vec` per node.
 pub(crate) fn backward_distances(
     n: usize,
@@ -278,12 +306,12 @@ pub(crate) fn backward_distances(
         rev[fill[t as usize] as usize] = p;
         fill[t as usize] += 1;
     }
-    let mut dist = vec![u32::MAX; n];
+    let mut dist = vec![UNREACHABLE; n];
     let mut queue: VecDeque<usize> = sources.collect();
     queue.iter().for_each(|&s| dist[s] = first);
     while let Some(s) = queue.pop_front() {
         for &p in &rev[start[s] as usize..start[s + 1] as usize] {
-            if dist[p as usize] == u32::MAX {
+            if dist[p as usize] == UNREACHABLE {
                 dist[p as usize] = dist[s] + 1;
                 queue.push_back(p as usize);
             }

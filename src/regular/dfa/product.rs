@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::explore::SlotIds;
-use super::{next_id, Counter, Dfa, DfaLimits, DEAD};
+use super::{next_id, Counter, Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
 use crate::regular::FxBuild;
 
@@ -37,15 +37,7 @@ impl Dfa {
         let parts: Vec<(&Dfa, bool)> =
             parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
         let parts = &parts[..];
-        // Bytes that a positive part refuses in every state make every tuple dead: one class.
-        let mut dead_bytes = [false; 256];
-        for (d, _) in parts.iter().filter(|(_, neg)| !neg) {
-            let dead = d.dead_classes();
-            for (b, slot) in dead_bytes.iter_mut().enumerate() {
-                *slot |= dead[d.classes[b] as usize];
-            }
-        }
-        let (classes, reps) = common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes);
+        let (classes, reps) = product_classes(parts);
         let too_many = || Error::Limit {
             kind: LimitKind::DfaStates,
             what: "DFA states for an intersection or complement of regexes".into(),
@@ -55,100 +47,60 @@ impl Dfa {
             ),
         };
         // A tuple with a positive part dead is dead.
-        let live = |t: &[u32]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == DEAD);
+        let live = |t: &[StateId]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == StateId::DEAD);
         // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
-        let mut ids: HashMap<Box<[u32]>, u32, FxBuild> = HashMap::default();
-        let dense: Option<SlotIds> = parts
-            .iter()
-            .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
-            .filter(|&n| n <= max_dense)
-            .map(SlotIds::new);
-        // The largest part is the slot's most significant digit: the tuples that share its
-        // state are one run of slots, and where it moves a little per byte (a length counter:
-        // the next count) so do the slots a state's transitions look up, which then stay in
-        // cache (a quarter of the time of a pattern ∧ length product went to slot lookups).
-        let mut radix: Vec<usize> = (0..k).collect();
-        radix.sort_by_key(|&j| std::cmp::Reverse(parts[j].0.accept.len()));
-        let slot = |t: &[u32]| radix.iter().fold(0usize, |acc, &j| acc * parts[j].0.accept.len() + t[j] as usize);
-        let mut slot_ids = dense;
-        let mut tuples: Vec<u32> = parts.iter().map(|(d, _)| d.start).collect();
+        let mut ids = TupleIds::new(parts, max_dense);
+        let mut tuples: Vec<StateId> = parts.iter().map(|(d, _)| d.start).collect();
         let start = if live(&tuples) {
             if limits.states <= 1 {
                 return Err(too_many());
             }
-            match slot_ids.as_mut() {
-                Some(v) => v.set(slot(&tuples), 1),
-                None => {
-                    ids.insert(tuples.clone().into_boxed_slice(), 1);
-                }
-            }
-            1
+            ids.insert(&tuples, StateId(1));
+            StateId(1)
         } else {
             tuples.clear();
-            DEAD
+            StateId::DEAD
         };
         let stride = reps.len();
-        let mut trans = vec![DEAD; stride];
+        let mut trans = vec![StateId::DEAD; stride];
         let mut accept = vec![false];
-        let mut buf = vec![0u32; k];
-        let mut n = usize::from(start != DEAD);
+        let mut buf = vec![StateId::DEAD; k];
+        let mut n = usize::from(start != StateId::DEAD);
         let mut i = 0;
         while i < n {
             for &rep in &reps {
                 for j in 0..k {
                     buf[j] = parts[j].0.next(tuples[i * k + j], rep);
                 }
-                let known = || match slot_ids.as_ref() {
-                    Some(v) => Some(v.get(slot(&buf))).filter(|&id| id != 0),
-                    None => ids.get(&buf[..]).copied(),
-                };
                 let t = if !live(&buf) {
-                    DEAD
-                } else if let Some(id) = known() {
+                    StateId::DEAD
+                } else if let Some(id) = ids.get(&buf) {
                     id
                 } else {
                     n += 1;
                     if n >= limits.states {
                         return Err(too_many());
                     }
-                    match slot_ids.as_mut() {
-                        Some(v) => v.set(slot(&buf), n as u32),
-                        None => {
-                            ids.insert(buf.clone().into_boxed_slice(), n as u32);
-                        }
-                    }
+                    ids.insert(&buf, StateId(n as u32));
                     tuples.extend_from_slice(&buf);
-                    n as u32
+                    StateId(n as u32)
                 };
                 trans.push(t);
             }
             let t = &tuples[i * k..(i + 1) * k];
-            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s as usize] != *neg));
+            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s.index()] != *neg));
             i += 1;
         }
-        let mut dfa = Dfa {
-            classes,
-            stride,
-            trans,
-            accept,
-            open: Vec::new(),
-            dist: Vec::new(),
-            start,
-            dist_memo: OnceLock::new(),
-            id: next_id(),
-            counter: None,
-        };
-        dfa.prune_dead_ends();
-        Ok(dfa)
+        Ok(Dfa::from_rows(classes, stride, trans, accept, start))
     }
 
     /// This counter's automaton as a table (the same states, transitions and facts).
     pub(super) fn tabled(&self, c: &Counter) -> Dfa {
         let n = self.accept.len();
         let mut trans = Vec::with_capacity(n * self.stride);
-        for s in 0..n as u32 {
+        for s in (0..n as u32).map(StateId) {
             trans.extend(c.reps.iter().map(|&b| c.next(s, b)));
         }
         Dfa {
@@ -169,7 +121,73 @@ impl Dfa {
     /// dead on it?
     fn dead_classes(&self) -> Vec<bool> {
         debug_assert!(self.counter.is_none(), "a counter has no table to read");
-        (0..self.stride).map(|c| self.trans.iter().skip(c).step_by(self.stride).all(|&t| t == DEAD)).collect()
+        (0..self.stride).map(|c| self.trans.iter().skip(c).step_by(self.stride).all(|&t| t == StateId::DEAD)).collect()
+    }
+}
+
+/// The byte classes of a product: the common refinement of the parts' ([`common_classes`]),
+/// with the bytes that a positive part refuses in every state (which make every tuple dead)
+/// as one class.
+fn product_classes(parts: &[(&Dfa, bool)]) -> ([u8; 256], Vec<u8>) {
+    let mut dead_bytes = [false; 256];
+    for (d, _) in parts.iter().filter(|(_, neg)| !neg) {
+        let dead = d.dead_classes();
+        for (b, slot) in dead_bytes.iter_mut().enumerate() {
+            *slot |= dead[d.classes[b] as usize];
+        }
+    }
+    common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes)
+}
+
+/// The state ids of a product's tuples: by a dense slot (mixed radix over the parts' state
+/// counts) where there are at most `max_dense` tuples, else by hash.
+struct TupleIds {
+    /// (part, its state count), the largest part first: the slot's digits, most significant
+    /// first. The tuples that share the largest part's state are one run of slots, and where it
+    /// moves a little per byte (a length counter: the next count) so do the slots a state's
+    /// transitions look up, which then stay in cache (a quarter of the time of a pattern ∧
+    /// length product went to slot lookups).
+    radix: Vec<(usize, usize)>,
+    slots: Option<SlotIds>,
+    hashed: HashMap<Box<[StateId]>, StateId, FxBuild>,
+}
+
+impl TupleIds {
+    fn new(parts: &[(&Dfa, bool)], max_dense: usize) -> TupleIds {
+        let slots = parts
+            .iter()
+            .try_fold(1usize, |acc, (d, _)| acc.checked_mul(d.accept.len()))
+            .filter(|&n| n <= max_dense)
+            .map(SlotIds::new);
+        let mut radix: Vec<(usize, usize)> = parts.iter().map(|(d, _)| d.accept.len()).enumerate().collect();
+        radix.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        TupleIds { radix, slots, hashed: HashMap::default() }
+    }
+
+    /// The slot of tuple `t`.
+    #[inline]
+    fn slot(radix: &[(usize, usize)], t: &[StateId]) -> usize {
+        radix.iter().fold(0usize, |acc, &(j, n)| acc * n + t[j].index())
+    }
+
+    /// The id of tuple `t`, if it has one.
+    #[inline]
+    fn get(&self, t: &[StateId]) -> Option<StateId> {
+        match &self.slots {
+            Some(v) => Some(v.get(Self::slot(&self.radix, t))).filter(|&id| id != StateId::DEAD),
+            None => self.hashed.get(t).copied(),
+        }
+    }
+
+    /// Numbers tuple `t` as `id`.
+    #[inline]
+    fn insert(&mut self, t: &[StateId], id: StateId) {
+        match &mut self.slots {
+            Some(v) => v.set(Self::slot(&self.radix, t), id),
+            None => {
+                self.hashed.insert(t.into(), id);
+            }
+        }
     }
 }
 

@@ -13,15 +13,15 @@ fn full_match_and_prefixes() {
     let s = d.run(d.start(), b"ab");
     assert!(d.is_accepting(s));
     assert!(d.is_accepting(d.run(d.start(), b"abc")));
-    assert_eq!(d.run(d.start(), b"abcd"), DEAD);
-    assert_eq!(d.run(d.start(), b"b"), DEAD);
+    assert_eq!(d.run(d.start(), b"abcd"), StateId::DEAD);
+    assert_eq!(d.run(d.start(), b"b"), StateId::DEAD);
 }
 
 #[test]
 fn unreachable_acceptance_is_dead() {
     // `a` followed by a class with no members can never complete.
     let d = dfa(r"x|a[^\s\S]");
-    assert_eq!(d.next(d.start(), b'a'), DEAD);
+    assert_eq!(d.next(d.start(), b'a'), StateId::DEAD);
     assert_eq!(d.only_byte(d.start()), Some(b'x'));
 }
 
@@ -61,13 +61,13 @@ fn intersection_and_complement() {
         assert_eq!(accepts(&d, s), ok, "{s:?}");
     }
     // Dead as soon as no completion exists: after 4 letters without "ab".
-    assert_eq!(d.run(d.start(), b"xyzw"), DEAD);
+    assert_eq!(d.run(d.start(), b"xyzw"), StateId::DEAD);
     assert_eq!(d.dist(d.start()), 2);
     assert_eq!(d.dist(d.run(d.start(), b"x")), 2);
     // "abab" itself is rejected but "abab" + nothing else cannot grow (max 4): dead.
-    assert_eq!(d.run(d.start(), b"abab"), DEAD);
+    assert_eq!(d.run(d.start(), b"abab"), StateId::DEAD);
     // An empty intersection has a dead start.
-    assert_eq!(lexeme(&[("a+", false), ("b+", false)]).start(), DEAD);
+    assert_eq!(lexeme(&[("a+", false), ("b+", false)]).start(), StateId::DEAD);
     // A complement alone accepts everything else, including what extends the excluded word.
     let d = lexeme(&[("abc", true)]);
     assert!(accepts(&d, "") && accepts(&d, "ab") && accepts(&d, "abcd") && !accepts(&d, "abc"));
@@ -143,7 +143,7 @@ fn same_language(fast: &Dfa, slow: &Dfa, alphabet: &[u8], len: usize, what: &str
     for w in words(alphabet, len) {
         let (a, b) = (fast.run(fast.start(), &w), slow.run(slow.start(), &w));
         assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{what}: {:?}", String::from_utf8_lossy(&w));
-        assert_eq!(a == DEAD, b == DEAD, "{what}: {:?}", String::from_utf8_lossy(&w));
+        assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{what}: {:?}", String::from_utf8_lossy(&w));
         assert_eq!(fast.dist(a), slow.dist(b), "{what}: {:?}", String::from_utf8_lossy(&w));
     }
 }
@@ -240,12 +240,12 @@ fn counted_equals_the_regex() {
                     let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
                     let at = format!("{open:?} {close:?} {min} {max:?} {max_tabled} {:?}", String::from_utf8_lossy(w));
                     assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
-                    assert_eq!(a == DEAD, b == DEAD, "{at}");
+                    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
                     assert_eq!(fast.dist(a), slow.dist(b), "{at}");
                     assert_eq!(fast.can_continue(a), slow.can_continue(b), "{at}");
                     assert_eq!(fast.only_byte(a), slow.only_byte(b), "{at}");
                     for (fu, su) in fast_using.iter().zip(&slow_using) {
-                        assert_eq!(fu[a as usize], su[b as usize], "{at}");
+                        assert_eq!(fu[a.index()], su[b.index()], "{at}");
                     }
                 }
             }
@@ -268,7 +268,7 @@ fn canonical_states_read_every_short_string_alike() {
             .expect("prefix-free unit");
         for horizon in [1, 2, 3] {
             let mut distinct = std::collections::HashSet::new();
-            for s in 1..dfa.state_count() as u32 {
+            for s in (1..dfa.state_count() as u32).map(StateId) {
                 let c = dfa.canonical(s, horizon);
                 distinct.insert(c);
                 assert!(dfa.dist(c) >= dfa.dist(s), "{min} {max:?} h{horizon} state {s} → {c}");
@@ -276,7 +276,7 @@ fn canonical_states_read_every_short_string_alike() {
                 for w in words.iter().filter(|w| w.len() <= horizon as usize) {
                     let (a, b) = (dfa.run(s, w), dfa.run(c, w));
                     let at = format!("{min} {max:?} h{horizon} state {s} → {c} {:?}", String::from_utf8_lossy(w));
-                    assert_eq!(a == DEAD, b == DEAD, "{at}");
+                    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
                     assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
                     assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
                 }
@@ -303,10 +303,10 @@ fn shared_dfas_are_built_once_per_lexeme_and_limits() {
     let mut no_z = all;
     no_z[b'z' as usize] = false;
     assert!(Arc::ptr_eq(&a.dist_using(&all), &a.dist_using(&all)));
-    assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+    assert_eq!(a.dist_using(&all)[a.start().index()], 9);
     let d = a.dist_using(&no_z);
-    assert_eq!(d[a.run(a.start(), b"shared-z") as usize], 1);
-    assert_eq!(a.dist_using(&all)[a.start() as usize], 9);
+    assert_eq!(d[a.run(a.start(), b"shared-z").index()], 1);
+    assert_eq!(a.dist_using(&all)[a.start().index()], 9);
 }
 
 #[test]

@@ -1,0 +1,103 @@
+//! String content, the language the body slices are cut from, and the means the slice
+//! searches share: the content DFA ([`content_dfa`]), one representative byte per pair of
+//! byte classes ([`class_reps`], [`content_reps`]), and the set of (lexeme state, content
+//! state) pairs a search has met ([`Visited`]).
+//!
+//! Every search in [`wholesale`](super::wholesale) and [`hazards`](super::hazards) runs over
+//! such pairs: a lexeme DFA and the content DFA side by side, over the bytes that are string
+//! content where the content DFA is, so that states inside a multi-byte character count too.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use crate::regular::{Dfa, FxBuild, StateId};
+
+/// The longest character in UTF-8.
+pub(super) const MAX_CHAR_BYTES: usize = 4;
+
+/// The DFA of string content (see [`slices`](crate::automaton::slices)): any run of characters
+/// other than controls, `"` and `\`.
+pub(super) fn content_dfa() -> &'static Dfa {
+    static CONTENT: OnceLock<Dfa> = OnceLock::new();
+    CONTENT.get_or_init(|| {
+        let hir = crate::regular::regex::parse(r#"[^\x00-\x1f"\\]*"#).expect("valid regex");
+        Dfa::from_hir(&hir, Default::default()).expect("small DFA")
+    })
+}
+
+/// Each byte's representative: the first byte of its pair of (`dfa`'s class, content class).
+/// Bytes of one pair step every (DFA state, content state) pair alike.
+pub(super) fn class_reps(dfa: &Dfa) -> [u8; 256] {
+    // A pair of classes whose first byte is not met yet.
+    const NO_BYTE_YET: u16 = u16::MAX;
+    let q = content_dfa();
+    let width = |d: &Dfa| (0..=255u8).map(|b| d.class(b) as usize).max().unwrap_or(0) + 1;
+    let nq = width(q);
+    let mut first = vec![NO_BYTE_YET; width(dfa) * nq];
+    let mut rep = [0u8; 256];
+    for b in 0..=255u8 {
+        let slot = &mut first[dfa.class(b) as usize * nq + q.class(b) as usize];
+        if *slot == NO_BYTE_YET {
+            *slot = b as u16;
+        }
+        rep[b as usize] = *slot as u8;
+    }
+    rep
+}
+
+/// Per content state (by [`StateId::index`]), the representative bytes ([`class_reps`]) that
+/// are string content there, with the content state after each.
+pub(super) fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, StateId)>> {
+    let q = content_dfa();
+    let rep = class_reps(dfa);
+    let reps: Vec<u8> = (0..=255u8).filter(|&b| rep[b as usize] == b).collect();
+    (0..q.state_count() as u32)
+        .map(StateId)
+        .map(|c| reps.iter().filter_map(|&b| Some((b, q.next(c, b))).filter(|&(_, c2)| c2 != StateId::DEAD)).collect())
+        .collect()
+}
+
+/// The (DFA state, content state) pairs a search has met: a bitset over all pairs when that is
+/// at most [`DENSE_VISITED_BITS`] bits (a hash set's inserts were most of a search), else a
+/// hash set.
+pub(super) enum Visited {
+    Dense { bits: Vec<u64>, nq: usize },
+    Sparse(HashSet<(StateId, StateId), FxBuild>),
+}
+
+/// Largest pair space [`Visited`] keeps as a bitset (2 MiB).
+const DENSE_VISITED_BITS: usize = 1 << 24;
+
+impl Visited {
+    /// The empty set over `nd` DFA states and `nq` content states.
+    pub(super) fn new(nd: usize, nq: usize) -> Visited {
+        match nd.checked_mul(nq).filter(|&n| n <= DENSE_VISITED_BITS) {
+            Some(n) => Visited::Dense { bits: vec![0; n.div_ceil(64)], nq },
+            None => Visited::Sparse(HashSet::default()),
+        }
+    }
+
+    /// Is `(d, c)` marked?
+    pub(super) fn contains(&self, d: StateId, c: StateId) -> bool {
+        match self {
+            Visited::Dense { bits, nq } => {
+                let i = d.index() * *nq + c.index();
+                bits[i / 64] >> (i % 64) & 1 == 1
+            }
+            Visited::Sparse(set) => set.contains(&(d, c)),
+        }
+    }
+
+    /// Marks `(d, c)`; `true` if it was new.
+    pub(super) fn insert(&mut self, d: StateId, c: StateId) -> bool {
+        match self {
+            Visited::Dense { bits, nq } => {
+                let i = d.index() * *nq + c.index();
+                let new = bits[i / 64] >> (i % 64) & 1 == 0;
+                bits[i / 64] |= 1 << (i % 64);
+                new
+            }
+            Visited::Sparse(set) => set.insert((d, c)),
+        }
+    }
+}

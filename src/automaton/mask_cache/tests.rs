@@ -1,0 +1,96 @@
+//! The slice searches checked against their definitions: reach tables against one search per
+//! state, scans together against each alone, hazards against the bytes they name.
+
+use super::hazards::{avoid_set, content_hazards};
+use super::wholesale::{content_dead_all, content_reach, reach_table, NEVER};
+use crate::regular::{Dfa, StateId};
+use crate::vocab::trie::ByteSet;
+
+#[test]
+fn reach_table_equals_the_search_from_each_state() {
+    let lexemes = [
+        r#""(?:[^"\\]|\\["\\/bfnrtu]){0,5}""#,
+        r#""[a-z]{2,4}é""#,
+        r#"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"#,
+        r#"[ \t\n]{0,3}"x\\y" ?:"#,
+    ];
+    for re in lexemes {
+        let dfa = Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
+        let table = reach_table(&dfa).expect("small");
+        for s in (1..dfa.state_count() as u32).map(StateId) {
+            assert_eq!(Some(table[s.index()]), content_reach(&dfa, s, usize::MAX, false, usize::MAX), "{re} state {s}");
+            // Stopped at the first event: the smaller distance, whatever the cut-off.
+            for max in [1, 3, usize::MAX] {
+                let (a, d) = content_reach(&dfa, s, max, false, usize::MAX).unwrap();
+                let (fa, fd) = content_reach(&dfa, s, max, true, usize::MAX).unwrap();
+                assert_eq!(a.min(d), fa.min(fd), "{re} state {s} max {max}");
+            }
+        }
+    }
+}
+
+#[test]
+fn scans_together_survive_what_each_alone_dies_on() {
+    let dfa = |re: &str| Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
+    let dead_all = |res: &[&str], max: usize| {
+        let dfas: Vec<Dfa> = res.iter().map(|re| dfa(re)).collect();
+        let refs: Vec<&Dfa> = dfas.iter().collect();
+        let states: Vec<StateId> = dfas.iter().map(|d| d.start()).collect();
+        content_dead_all(&refs, &states, max)
+    };
+    // A name, names starting with `_`, and every other name: no content string kills all.
+    let keys = [r#"name""#, r#"_[^"\\]*""#, r#"[^_"\\][^"\\]*""#];
+    for &re in &keys {
+        let alone = content_reach(&dfa(re), dfa(re).start(), 50, false, usize::MAX).unwrap().1;
+        assert!(alone <= 1, "{re} alone dies at once on some byte: {alone}");
+    }
+    assert_eq!(dead_all(&keys, 50), NEVER);
+    // Without the last: a string of one other byte kills both.
+    assert_eq!(dead_all(&keys[..2], 50), 1);
+    // Up to three other characters, or `_` then anything: "abcd" kills both after four bytes.
+    let short = [r#"[^_"\\][^"\\]{0,2}"#, r#"_[^"\\]*"#];
+    assert_eq!(dead_all(&short, 50), 4);
+    assert_eq!(dead_all(&short, 3), NEVER);
+}
+
+#[test]
+fn hazards_are_the_bytes_that_kill_or_accept() {
+    let dfa = |re: &str| Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap();
+    let set = |bytes: &[u8]| {
+        let mut s = ByteSet::default();
+        bytes.iter().for_each(|&b| s.insert(b));
+        s
+    };
+    let hz = |d: &Dfa| content_hazards(d, d.start(), 64);
+    // Inside a string of anything but `/`, `a`-`c` and U+2029 (E2 80 A9): those kill it (a
+    // class's representative stands for the whole class), and no content byte ends it.
+    let h = hz(&dfa("[^/a-c\u{2029}\"\\\\]*\""));
+    assert_eq!(h.survive.within(64), Some(set(b"/abc\xa9")));
+    assert_eq!(h.survive.within(1), Some(set(b"/abc")), "U+2029 is three bytes");
+    assert_eq!(h.accept.within(1000), Some(ByteSet::default()), "every pair was searched");
+    // Free text accepts after any byte that ends a character, and dies on none.
+    let free = dfa("[^\\n]*");
+    let h = hz(&free);
+    let accept = h.accept.within(64).expect("small");
+    assert!(accept.contains(b'a') && accept.contains(0xa9) && !accept.contains(0xe2));
+    // It could survive unfinished only avoiding all of those: not searched at all.
+    assert_eq!(h.survive.within(1), None);
+    // Past `:` only hex digits go on: the pair after it is cut, not explored, so `:` is
+    // the one byte to avoid (exploring it would avoid every byte but the digits).
+    let h = hz(&dfa("[^:\"\\\\]+:[0-9a-f]+\""));
+    assert_eq!(h.survive.within(64), Some(set(b":")));
+    // A length bound: every byte kills the string past it, none before.
+    let bounded = dfa("[^<\"\\\\]{0,5}\"");
+    let h = hz(&bounded);
+    assert_eq!(h.survive.within(5), Some(set(b"<")));
+    let sixth = h.survive.within(6).expect("searched");
+    assert!(sixth.contains(b'a') && sixth.len() > 90, "a sixth character kills it");
+    let h = content_hazards(&bounded, bounded.start(), 3);
+    assert_eq!((h.survive.within(3), h.survive.within(4)), (Some(set(b"<")), None), "searched up to 3 bytes");
+    // The survivor needing the fewest bytes avoided, and every other scan's accepting bytes.
+    let (name, slash, word) = (hz(&dfa("x\"")), hz(&dfa("[^/\"\\\\]*\"")), hz(&dfa("[a-z]*")));
+    let free = hz(&free);
+    assert_eq!(avoid_set(&[&name, &slash], 64), Some((1, set(b"/"))));
+    assert_eq!(avoid_set(&[&slash, &word], 64), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));
+    assert_eq!(avoid_set(&[&slash, &free], 64), None, "free text ends on too many bytes");
+}

@@ -1,0 +1,339 @@
+//! The lexer-only trie walk that builds an [`Entry`] ([`Entry::build`]).
+//!
+//! Per vocabulary slice, the key's scans walk the slice's trie with their DFAs alone (no
+//! parser): a token after which some scan is still alive goes into `inside`; a node after whose
+//! byte some lexemes end joins the group of exactly those lexemes (its ids into `at` or
+//! `at_going`, by whether a scan goes on there). Body slices that the key admits whole
+//! ([`Wholesale`]) are not walked; those it admits but for the tokens holding a few bytes are
+//! walked only where such a byte is, the dead and ending tokens found there taken back.
+//!
+//! The scans of every depth live in one flat [`ScanStack`] (also used by the budgeted walk in
+//! [`cfg_run`](crate::automaton::cfg_run)); a key of one scan (most keys) walks with the state
+//! on the trie walk's own stack instead ([`LexWalk::walk_one`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::merge;
+use super::wholesale::Wholesale;
+use super::{Entry, Group, SliceNode};
+use crate::automaton::slices::Slices;
+use crate::automaton::VocabEnv;
+use crate::regular::{Dfa, FxBuild, StateId, UNREACHABLE};
+use crate::vocab::{trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie};
+
+impl Entry {
+    /// The entry for the scans of `dfas` in `states` (`dists`: their distance tables); `merged`
+    /// gives the merged trie of a list of members.
+    pub(super) fn build(
+        dfas: &[&Dfa],
+        dists: &[&[u32]],
+        states: &[StateId],
+        env: &VocabEnv,
+        wholesale: &Wholesale,
+        mut merged: impl FnMut(&[SliceNode]) -> Arc<TokenTrie>,
+    ) -> Entry {
+        let slices = env.slices();
+        let mut w = LexWalk::new(dfas, dists, slices, env.vocab().len());
+        for part in 0..=slices.body.len() {
+            if !w.take_wholesale(part, wholesale) {
+                w.walk_part(part, states);
+            }
+        }
+        let groups = w
+            .members
+            .into_iter()
+            .map(|m| Group {
+                start: m.start,
+                end: m.end,
+                at: m.at,
+                at_going: m.at_going,
+                below: merge::below(m.nodes, slices, &mut merged),
+            })
+            .collect();
+        Entry { inside: w.inside, inside_dist: w.inside_dist, groups, ends: w.ends }
+    }
+}
+
+/// A group while it is being collected.
+struct Members {
+    start: u32,
+    end: u32,
+    at: Vec<TokenId>,
+    at_going: Vec<TokenId>,
+    nodes: Vec<SliceNode>,
+}
+
+/// The (scan index, DFA state) pairs of a lexer-only trie walk, per depth: one flat buffer,
+/// with each depth's range in `levels` (the base level holds the scans' starting states).
+#[derive(Default)]
+pub(in crate::automaton) struct ScanStack {
+    buf: Vec<(u32, StateId)>,
+    levels: Vec<(u32, u32)>,
+}
+
+impl ScanStack {
+    pub fn reset(&mut self, states: impl Iterator<Item = StateId>) {
+        self.buf.clear();
+        self.buf.extend(states.enumerate().map(|(k, s)| (k as u32, s)));
+        self.levels.clear();
+        self.levels.push((0, self.buf.len() as u32));
+    }
+
+    /// The pairs of the deepest level.
+    pub fn top(&self) -> &[(u32, StateId)] {
+        let (start, end) = *self.levels.last().expect("base level");
+        &self.buf[start as usize..end as usize]
+    }
+
+    /// Steps the deepest level's pairs by `next` (`None`: the scan does not go on); keeps the
+    /// results as a new level and returns `true`, or keeps nothing and returns `false` if none
+    /// goes on.
+    #[inline]
+    pub fn descend(&mut self, mut next: impl FnMut(u32, StateId) -> Option<StateId>) -> bool {
+        let (start, end) = *self.levels.last().expect("base level");
+        for i in start as usize..end as usize {
+            let (k, s) = self.buf[i];
+            if let Some(t) = next(k, s) {
+                self.buf.push((k, t));
+            }
+        }
+        if self.buf.len() == end as usize {
+            return false;
+        }
+        self.levels.push((end, self.buf.len() as u32));
+        true
+    }
+
+    #[inline]
+    pub fn pop(&mut self) {
+        let (start, _) = self.levels.pop().expect("pushed level");
+        self.buf.truncate(start as usize);
+    }
+}
+
+/// The lexer-only trie walk that builds an [`Entry`].
+struct LexWalk<'a> {
+    /// The key's DFAs and their distances to acceptance (the terms' `dist`), by key index.
+    dfas: &'a [&'a Dfa],
+    dists: &'a [&'a [u32]],
+    inside_dist: Vec<Option<u32>>,
+    /// Per scan, the farthest rest of any live state of its DFA (computed when first needed).
+    far: Vec<Option<u32>>,
+    slices: &'a Slices,
+    stack: ScanStack,
+    /// The slice being walked.
+    part: u32,
+    inside: TokenSet,
+    ends: Vec<u32>,
+    /// A group's ending scans → its index in `members`.
+    index: HashMap<Box<[u32]>, u32, FxBuild>,
+    /// The scans ending at the current node.
+    ending: Vec<u32>,
+    members: Vec<Members>,
+    /// While a slice is taken wholesale but for tokens holding an avoided byte: those bytes,
+    /// and the slice trie's [byte sets](TokenTrie::byte_sets). Subtrees without one are skipped.
+    prune: Option<(ByteSet, &'a [ByteSet])>,
+    /// Nodes where no scan goes on, while pruning: their tokens and those below them leave
+    /// `inside` after the walk.
+    dropped: Vec<u32>,
+}
+
+impl<'a> LexWalk<'a> {
+    fn new(dfas: &'a [&'a Dfa], dists: &'a [&'a [u32]], slices: &'a Slices, width: usize) -> LexWalk<'a> {
+        LexWalk {
+            dfas,
+            dists,
+            inside_dist: vec![None; dfas.len()],
+            far: vec![None; dists.len()],
+            slices,
+            stack: ScanStack::default(),
+            part: 0,
+            inside: TokenSet::new(width),
+            ends: Vec::new(),
+            index: HashMap::default(),
+            ending: Vec::new(),
+            members: Vec::new(),
+            prune: None,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Takes what `wholesale` admits of slice `part` without a walk: a whole body slice (then
+    /// `true`: nothing is left to walk), or all of one but the tokens holding an avoided byte
+    /// (then the walk is pruned to those: `prune`).
+    fn take_wholesale(&mut self, part: usize, wholesale: &Wholesale) -> bool {
+        self.prune = None;
+        let slices = self.slices;
+        let Some(slice) = slices.body.get(part) else { return false };
+        // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
+        if wholesale.admits(slice.hi) {
+            self.inside.union_clipped(&slice.mask);
+            // The scans no such string kills survive every token of the slice, in
+            // states unknown here: bound their rest by the farthest live state. (With
+            // none such, each token is survived by one scan or another: bound them all.)
+            let alone = wholesale.alone(slice.hi);
+            for (k, &(_, dead)) in wholesale.reach.iter().enumerate() {
+                if dead > slice.hi || !alone {
+                    self.note_far(k);
+                }
+            }
+            return true;
+        }
+        // The slice's tokens without an avoided byte keep the survivor alive and end no
+        // lexeme: taken wholesale; the walk visits only subtrees holding some avoided
+        // byte and takes back the tokens it finds dead or ending.
+        if let Some(&Some((k, avoid))) = wholesale.avoid.get(part) {
+            self.inside.union_clipped(&slice.mask);
+            self.note_far(k);
+            self.prune = Some((avoid, &slice.bytes));
+        }
+        false
+    }
+
+    /// Walks slice `part`'s trie from the scans' `states`, then takes the tokens at and below
+    /// the nodes it dropped (while pruning) back out of `inside`.
+    fn walk_part(&mut self, part: usize, states: &[StateId]) {
+        self.part = part as u32;
+        let trie = self.slices.trie(part);
+        if let [dfa] = self.dfas {
+            self.walk_one(dfa, states[0], trie);
+        } else {
+            self.stack.reset(states.iter().copied());
+            trie.walk_visitor(self);
+        }
+        for node in self.dropped.drain(..) {
+            trie.node_ids(node).iter().chain(trie.ids_below(node)).for_each(|&id| self.inside.remove(id));
+        }
+    }
+
+    fn note_dist(&mut self, k: usize, d: u32) {
+        let m = &mut self.inside_dist[k];
+        *m = Some(m.map_or(d, |m| m.max(d)));
+    }
+
+    /// Notes scan `k`'s farthest rest from any live state of its DFA.
+    fn note_far(&mut self, k: usize) {
+        let dist = self.dists[k];
+        let f =
+            *self.far[k].get_or_insert_with(|| dist.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0));
+        self.note_dist(k, f);
+    }
+
+    /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
+    /// the state on the trie walk's own stack.
+    fn walk_one(&mut self, dfa: &Dfa, state: StateId, trie: &TokenTrie) {
+        let (mut nodes, mut at, mut at_going) = (Vec::new(), Vec::new(), Vec::new());
+        let part = self.part;
+        let inside = &mut self.inside;
+        let dist = self.dists[0];
+        let mut far: Option<u32> = None;
+        let (prune, dropped) = (self.prune, &mut self.dropped);
+        trie.walk_nodes(
+            state,
+            |s, byte, node| {
+                if prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
+                    return None;
+                }
+                let next = dfa.next(s, byte);
+                let goes_on = next != StateId::DEAD && dfa.can_continue(next);
+                if next != StateId::DEAD && dfa.is_accepting(next) {
+                    nodes.push((part, node));
+                    if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
+                }
+                if !goes_on && prune.is_some() {
+                    dropped.push(node);
+                }
+                goes_on.then_some(next)
+            },
+            |s: StateId, ids| {
+                far = Some(far.map_or(dist[s.index()], |f| f.max(dist[s.index()])));
+                ids.iter().for_each(|&id| inside.insert(id));
+            },
+        );
+        if let Some(f) = far {
+            self.note_dist(0, f);
+        }
+        if !nodes.is_empty() {
+            self.ending.clear();
+            self.ending.push(0);
+            let m = self.group();
+            m.nodes.extend(nodes);
+            m.at.extend(at);
+            m.at_going.extend(at_going);
+        }
+    }
+
+    /// The group of the nodes where the scans `self.ending` end.
+    fn group(&mut self) -> &mut Members {
+        let g = match self.index.get(self.ending.as_slice()) {
+            Some(&g) => g,
+            None => {
+                let g = self.members.len() as u32;
+                let st = self.ends.len() as u32;
+                self.ends.extend_from_slice(&self.ending);
+                self.members.push(Members {
+                    start: st,
+                    end: self.ends.len() as u32,
+                    at: Vec::new(),
+                    at_going: Vec::new(),
+                    nodes: Vec::new(),
+                });
+                self.index.insert(self.ending.as_slice().into(), g);
+                g
+            }
+        };
+        &mut self.members[g as usize]
+    }
+}
+
+impl TrieVisitor for LexWalk<'_> {
+    #[inline]
+    fn push(&mut self, node: u32, byte: u8) -> bool {
+        if self.prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
+            return false;
+        }
+        self.ending.clear();
+        let (dfas, ending) = (self.dfas, &mut self.ending);
+        let goes_on = self.stack.descend(|k, s| {
+            let dfa = dfas[k as usize];
+            let next = dfa.next(s, byte);
+            if next == StateId::DEAD {
+                return None;
+            }
+            if dfa.is_accepting(next) {
+                ending.push(k);
+            }
+            // As in `Chart::step`: a scan that cannot read another byte lives on only as the
+            // lexeme's end.
+            dfa.can_continue(next).then_some(next)
+        });
+        if !self.ending.is_empty() {
+            let (part, slices) = (self.part, self.slices);
+            let m = self.group();
+            m.nodes.push((part, node));
+            if goes_on { &mut m.at_going } else { &mut m.at }
+                .extend_from_slice(slices.trie(part as usize).node_ids(node));
+        }
+        if !goes_on && self.prune.is_some() {
+            self.dropped.push(node);
+        }
+        goes_on
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.stack.pop();
+    }
+
+    fn tokens(&mut self, ids: &[TokenId]) {
+        for &id in ids {
+            self.inside.insert(id);
+        }
+        for i in 0..self.stack.top().len() {
+            let (k, s) = self.stack.top()[i];
+            let d = self.dists[k as usize][s.index()];
+            self.note_dist(k as usize, d);
+        }
+    }
+}
