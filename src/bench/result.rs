@@ -99,7 +99,7 @@ pub struct CaseResult {
     /// case added at its peak (compiled constraint, matchers, masks).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rss_before_mib: Option<f64>,
-    /// Facts about the compiled automaton ([`Compiled::stats`]: engine dfa | earley, sizes).
+    /// Facts about the compiled automaton ([`Compiled::stats`](crate::automaton::Compiled::stats): engine dfa | earley, sizes).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub automaton: Option<Value>,
     /// With `--lenient`: what the schema asks that is not enforced (keyword and pointer).
