@@ -421,3 +421,193 @@ fn unsupported_gguf_files_are_clear_errors() {
     let e = LoadedModel::from_path(&arch, &half).unwrap_err().to_string();
     assert!(e.contains("computes in f32"), "{e}");
 }
+
+// ---- GGUF twins of tiny random safetensors models: each architecture, each quant type -------
+
+/// A deterministic pseudo-random stream in [-1, 1).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f32 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+/// Dimensions that k-quants take (rows of 256): hidden 256, 4 heads of 64 (2 key/value heads).
+fn twin_config(arch: Arch) -> Value {
+    let mut c = json!({
+        "architectures": [arch.class_name()], "model_type": arch.model_type(), "vocab_size": 512,
+        "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "hidden_act": "silu", "tie_word_embeddings": arch == Arch::Llama, "bos_token_id": 1, "eos_token_id": 2,
+    });
+    if arch == Arch::Qwen2 {
+        c["sliding_window"] = json!(128);
+        c["max_window_layers"] = json!(2);
+        c["use_sliding_window"] = json!(false);
+    }
+    c
+}
+
+/// llama.cpp's converter's q/k row order for llama: each head's halves interleaved.
+fn permute(w: &candle_core::Tensor, heads: usize) -> candle_core::Tensor {
+    let (out, inp) = w.dims2().unwrap();
+    w.reshape((heads, 2, out / heads / 2, inp)).unwrap().transpose(1, 2).unwrap().reshape((out, inp)).unwrap()
+}
+
+/// The llama.cpp name of a Hugging Face tensor name.
+fn gguf_name(hf: &str) -> String {
+    let renames = [
+        ("model.embed_tokens.weight", "token_embd.weight"),
+        ("model.norm.weight", "output_norm.weight"),
+        ("lm_head.weight", "output.weight"),
+    ];
+    if let Some((_, g)) = renames.iter().find(|(h, _)| *h == hf) {
+        return g.to_string();
+    }
+    let rest = hf.strip_prefix("model.layers.").unwrap();
+    let (n, part) = rest.split_once('.').unwrap();
+    let part = [
+        ("input_layernorm.", "attn_norm."),
+        ("post_attention_layernorm.", "ffn_norm."),
+        ("self_attn.q_proj.", "attn_q."),
+        ("self_attn.k_proj.", "attn_k."),
+        ("self_attn.v_proj.", "attn_v."),
+        ("self_attn.o_proj.", "attn_output."),
+        ("self_attn.qkv_proj.", "attn_qkv."),
+        ("mlp.gate_proj.", "ffn_gate."),
+        ("mlp.up_proj.", "ffn_up."),
+        ("mlp.gate_up_proj.", "ffn_up."),
+        ("mlp.down_proj.", "ffn_down."),
+    ]
+    .iter()
+    .find_map(|(h, g)| part.strip_prefix(h).map(|suffix| format!("{g}{suffix}")))
+    .unwrap();
+    format!("blk.{n}.{part}")
+}
+
+/// Writes the twin GGUF of `tensors` (Hugging Face names and layout) with its 2-D weights in
+/// `dtype`, and a small made-up gpt2 tokenizer.
+fn write_twin_gguf(
+    path: &Path,
+    arch: Arch,
+    tensors: &[(String, candle_core::Tensor)],
+    dtype: candle_core::quantized::GgmlDType,
+) {
+    use candle_core::quantized::gguf_file::Value as G;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let a = arch.model_type();
+    let mut q = Vec::new();
+    for (name, t) in tensors {
+        let mut t = t.clone();
+        if arch == Arch::Llama && name.ends_with("q_proj.weight") {
+            t = permute(&t, 4);
+        }
+        if arch == Arch::Llama && name.ends_with("k_proj.weight") {
+            t = permute(&t, 2);
+        }
+        let ty = if t.rank() == 2 { dtype } else { GgmlDType::F32 };
+        q.push((gguf_name(name), QTensor::quantize(&t, ty).unwrap()));
+    }
+    let mut tokens: Vec<G> = ["a", "b", "ab"].iter().map(|s| G::String(s.to_string())).collect();
+    tokens.extend((3..512).map(|i| G::String(format!("<|t{i}|>"))));
+    let mut types = vec![G::I32(1); 3];
+    types.extend((3..512).map(|_| G::I32(3)));
+    let u = |x: u32| G::U32(x);
+    let meta: Vec<(String, G)> = vec![
+        ("general.architecture".into(), G::String(a.into())),
+        (format!("{a}.context_length"), u(128)),
+        (format!("{a}.embedding_length"), u(256)),
+        (format!("{a}.feed_forward_length"), u(512)),
+        (format!("{a}.block_count"), u(2)),
+        (format!("{a}.attention.head_count"), u(4)),
+        (format!("{a}.attention.head_count_kv"), u(2)),
+        (format!("{a}.rope.dimension_count"), u(64)),
+        (format!("{a}.rope.freq_base"), G::F32(10000.0)),
+        (format!("{a}.attention.layer_norm_rms_epsilon"), G::F32(1e-5)),
+        ("tokenizer.ggml.model".into(), G::String("gpt2".into())),
+        ("tokenizer.ggml.pre".into(), G::String("gpt-2".into())),
+        ("tokenizer.ggml.tokens".into(), G::Array(tokens)),
+        ("tokenizer.ggml.token_type".into(), G::Array(types)),
+        ("tokenizer.ggml.merges".into(), G::Array(vec![G::String("a b".into())])),
+        ("tokenizer.ggml.bos_token_id".into(), u(3)),
+        ("tokenizer.ggml.eos_token_id".into(), u(4)),
+    ];
+    let meta_refs: Vec<(&str, &G)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = q.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut f = std::fs::File::create(path).unwrap();
+    candle_core::quantized::gguf_file::write(&mut f, &meta_refs, &tensor_refs).unwrap();
+}
+
+/// Each architecture's GGUF twin gives the safetensors model's logits: exactly (to float
+/// rounding) in F32, which checks the tensor names, llama's permuted rotary layout, qwen2's
+/// biases, phi3's fused projections and the tied head; and close in every quant type the issue
+/// names (cosine similarity of the logits rows; measured on these uniform random weights, the
+/// hardest case for 4-bit blocks: Q8_0 0.9994-0.9996, Q6_K 0.997-0.998, Q5_K 0.991-0.995,
+/// Q4_K/Q4_1/Q4_0 0.948-0.979).
+#[test]
+fn gguf_twins_of_safetensors_models_agree() {
+    use candle_core::quantized::GgmlDType;
+    let dir = std::env::temp_dir().join(format!("strictly-gguf-twins-{}", std::process::id()));
+    let prompt = [TokenId(1), TokenId(17), TokenId(300), TokenId(42), TokenId(511), TokenId(5)];
+    let logits = |m: &LoadedModel| {
+        let mut model = m.model.restart();
+        let mut row = vec![0.0; model.logits_width()];
+        model.forward(&prompt[..4], &mut row).unwrap();
+        model.forward(&prompt[4..], &mut row).unwrap(); // a cached second pass too
+        row
+    };
+    let cosine = |a: &[f32], b: &[f32]| {
+        let dot: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64) * (*y as f64)).sum();
+        let n = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+        dot / (n(a) * n(b))
+    };
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Phi3] {
+        let hf = dir.join(arch.model_type());
+        std::fs::create_dir_all(&hf).unwrap();
+        let text = serde_json::to_vec(&twin_config(arch)).unwrap();
+        std::fs::write(hf.join("config.json"), &text).unwrap();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(manifest.join("assets/stories260K/tokenizer.json"), hf.join("tokenizer.json")).unwrap();
+        let cfg = strictly::model::ArchConfig::parse(&text, "config.json").unwrap();
+        let mut rng = Lcg(11);
+        let tensors: Vec<(String, candle_core::Tensor)> = cfg
+            .expected_tensors()
+            .into_iter()
+            .map(|(name, shape)| {
+                let n: usize = shape.iter().product();
+                let norm = name.ends_with("norm.weight");
+                let data: Vec<f32> =
+                    (0..n).map(|_| if norm { 1.0 + 0.1 * rng.next() } else { 0.1 * rng.next() }).collect();
+                (name, candle_core::Tensor::from_vec(data, shape, &candle_core::Device::Cpu).unwrap())
+            })
+            .collect();
+        let map: std::collections::HashMap<String, candle_core::Tensor> = tensors.iter().cloned().collect();
+        candle_core::safetensors::save(&map, hf.join("model.safetensors")).unwrap();
+        let reference = logits(&LoadedModel::from_dir(&hf, &LoadOptions::default()).unwrap());
+        for (dtype, min_cosine) in [
+            (GgmlDType::F32, 1.0 - 1e-9),
+            (GgmlDType::Q8_0, 0.999),
+            (GgmlDType::Q6K, 0.995),
+            (GgmlDType::Q5K, 0.98),
+            (GgmlDType::Q4K, 0.93),
+            (GgmlDType::Q4_1, 0.93),
+            (GgmlDType::Q4_0, 0.93),
+        ] {
+            let path = dir.join(format!("{}-{dtype:?}.gguf", arch.model_type()));
+            write_twin_gguf(&path, arch, &tensors, dtype);
+            let m = LoadedModel::from_path(&path, &LoadOptions::default()).unwrap();
+            assert_eq!(m.info.arch, arch);
+            let row = logits(&m);
+            let (c, d) =
+                (cosine(&row, &reference), row.iter().zip(&reference).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max));
+            eprintln!("{arch} {dtype:?}: cosine {c:.6}, max |diff| {d:.4}");
+            assert!(c >= min_cosine, "{arch} {dtype:?}: cosine {c} < {min_cosine} (max diff {d})");
+            if dtype == GgmlDType::F32 {
+                assert!(d < 1e-3, "{arch} F32: max diff {d}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
