@@ -30,16 +30,14 @@ use strictly::{Engine, TokenId, ToolChoice, Tools};
 
 use crate::common::smollm2_gguf;
 
-/// Largest difference allowed between a logit of ours and llama.cpp's (both run the same Q4_1
-/// weights; the activations are quantized to 8 bits for each matmul in both, and summation
-/// orders differ, so the logits agree to a few tenths, not bit for bit).
+/// Largest difference allowed between a logit of ours and llama.cpp's, with the file's Q4_1
+/// weights multiplied as Q4_1 ([`LoadOptions::exact_quant_types`]): the activations are
+/// quantized to 8 bits for each matmul in both, and summation orders differ, so the logits
+/// agree to a few tenths (measured: 0.27-0.50 over the reference prompts), not bit for bit.
 const LOGIT_TOLERANCE: f32 = 0.75;
-/// Greedy decoding must pick llama.cpp's token at every step where llama.cpp's two best logits
-/// are at least this far apart (more than twice [`LOGIT_TOLERANCE`]); at a nearer tie the two
-/// may part ways, and the comparison ends there (the sequences differ from then on).
-const GREEDY_GAP: f64 = 1.5;
-/// Steps each reference prompt must follow before any such parting.
-const GREEDY_MIN_STEPS: usize = 4;
+/// The same with the default load, which multiplies Q4_1 weights as Q8_0 on the CPU (3x
+/// faster; measured: see the test's output).
+const LOGIT_TOLERANCE_Q8: f32 = 1.5;
 
 /// The model, loaded once per test binary (`None`: skipped, see the module docs).
 fn smol() -> Option<&'static LoadedModel> {
@@ -49,6 +47,13 @@ fn smol() -> Option<&'static LoadedModel> {
         Some(LoadedModel::from_path(&path, &LoadOptions::default()).expect("the SmolLM2 GGUF loads"))
     })
     .as_ref()
+}
+
+/// The model with its weights multiplied in their stored types.
+fn smol_exact() -> Option<LoadedModel> {
+    let path = smollm2_gguf()?;
+    let opts = LoadOptions { exact_quant_types: true, ..LoadOptions::default() };
+    Some(LoadedModel::from_path(&path, &opts).expect("the SmolLM2 GGUF loads"))
 }
 
 fn engine() -> Option<&'static Engine> {
@@ -101,7 +106,7 @@ fn the_gguf_file_is_all_it_needs() {
 
 #[test]
 fn tokenizer_and_logits_match_llama_cpp() {
-    let Some(m) = smol() else { return };
+    let (Some(m), Some(exact)) = (smol(), smol_exact()) else { return };
     let r = reference();
     for case in r["tokenize"].as_array().unwrap() {
         let text = case["text"].as_str().unwrap();
@@ -112,41 +117,47 @@ fn tokenizer_and_logits_match_llama_cpp() {
         assert_eq!(m.vocab().encode_canonical(text).unwrap(), expected, "byte-exact encoder on {text:?}");
         assert_eq!(m.vocab().decode(&expected), text.as_bytes());
     }
-    for case in r["logits"].as_array().unwrap() {
-        let prompt = ids(&case["prompt_ids"]);
-        let mut model = m.model.restart();
-        let mut row = vec![0.0; model.logits_width()];
-        model.forward(&prompt, &mut row).unwrap();
-        let top = case["top"].as_array().unwrap();
-        assert_eq!(argmax(&row) as u64, top[0][0].as_u64().unwrap(), "argmax after {:?}", case["name"]);
-        let mut worst = 0f32;
-        for t in top {
-            let (id, logit) = (t[0].as_u64().unwrap() as usize, t[1].as_f64().unwrap() as f32);
-            worst = worst.max((row[id] - logit).abs());
+    for (model, tolerance, how) in [(&exact, LOGIT_TOLERANCE, "as Q4_1"), (m, LOGIT_TOLERANCE_Q8, "as Q8_0")] {
+        for case in r["logits"].as_array().unwrap() {
+            let name = format!("{} ({how})", case["name"].as_str().unwrap());
+            check_against_llama_cpp(model, case, tolerance, &name);
         }
-        assert!(worst <= LOGIT_TOLERANCE, "{:?}: a top-20 logit differs from llama.cpp's by {worst}", case["name"]);
-        eprintln!("{}: top-20 logits within {worst:.3} of llama.cpp's", case["name"]);
-        // Greedy decoding, token by token with the KV cache, gives llama.cpp's ids.
-        let expected = ids(&case["greedy"]);
-        let gaps: Vec<f64> = case["greedy_top2_gaps"].as_array().unwrap().iter().map(|g| g.as_f64().unwrap()).collect();
-        let mut same = 0;
-        for (step, (&want, &gap)) in expected.iter().zip(&gaps).enumerate() {
-            let t = TokenId(argmax(&row) as u32);
-            if t != want {
-                assert!(
-                    gap < GREEDY_GAP,
-                    "{:?}: step {step} greedy {t:?}, llama.cpp {want:?} (gap {gap})",
-                    case["name"]
-                );
-                break;
-            }
-            same += 1;
-            model.forward(&[t], &mut row).unwrap();
-        }
-        eprintln!("{}: greedy follows llama.cpp for {same} of {} steps", case["name"], expected.len());
-        let before_tie = gaps.iter().position(|&g| g < GREEDY_GAP).unwrap_or(gaps.len());
-        assert!(same >= before_tie.min(GREEDY_MIN_STEPS), "{:?}: only {same} greedy steps agree", case["name"]);
     }
+}
+
+/// The first step's top-20 logits within `tolerance` of llama.cpp's, the same argmax, and
+/// greedy decoding (token by token, with the KV cache) on llama.cpp's ids at every step whose
+/// two best logits (llama.cpp's) are more than twice the tolerance apart; at a nearer tie the
+/// two may part ways, and the comparison ends there.
+fn check_against_llama_cpp(m: &LoadedModel, case: &Value, tolerance: f32, name: &str) {
+    let prompt = ids(&case["prompt_ids"]);
+    let mut model = m.model.restart();
+    let mut row = vec![0.0; model.logits_width()];
+    model.forward(&prompt, &mut row).unwrap();
+    let top = case["top"].as_array().unwrap();
+    assert_eq!(argmax(&row) as u64, top[0][0].as_u64().unwrap(), "{name}: argmax");
+    let mut worst = 0f32;
+    for t in top {
+        let (id, logit) = (t[0].as_u64().unwrap() as usize, t[1].as_f64().unwrap() as f32);
+        worst = worst.max((row[id] - logit).abs());
+    }
+    assert!(worst <= tolerance, "{name}: a top-20 logit differs from llama.cpp's by {worst}");
+    let expected = ids(&case["greedy"]);
+    let gaps: Vec<f64> = case["greedy_top2_gaps"].as_array().unwrap().iter().map(|g| g.as_f64().unwrap()).collect();
+    let mut same = 0;
+    for (step, (&want, &gap)) in expected.iter().zip(&gaps).enumerate() {
+        let t = TokenId(argmax(&row) as u32);
+        if t != want {
+            assert!(gap < 2.0 * tolerance as f64, "{name}: step {step} greedy {t:?}, llama.cpp {want:?} (gap {gap})");
+            break;
+        }
+        same += 1;
+        model.forward(&[t], &mut row).unwrap();
+    }
+    eprintln!(
+        "{name}: top-20 logits within {worst:.3} of llama.cpp's; greedy follows it for {same} of {} steps",
+        expected.len()
+    );
 }
 
 #[test]
