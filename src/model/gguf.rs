@@ -575,7 +575,7 @@ fn quantization(content: &Content) -> String {
         e.1 += t.shape.elem_count();
     }
     let mut list: Vec<(&str, (usize, usize))> = by_type.into_iter().collect();
-    list.sort_by(|a, b| b.1 .1.cmp(&a.1 .1));
+    list.sort_by_key(|e| std::cmp::Reverse(e.1 .1));
     let main = list.iter().find(|(n, _)| !n.starts_with('F')).or(list.first()).map_or("?", |(n, _)| n);
     let all: Vec<String> = list.iter().map(|(n, (c, _))| format!("{n} ×{c}")).collect();
     format!("{main} ({})", all.join(", "))
