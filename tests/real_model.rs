@@ -117,6 +117,10 @@ fn tokenizer_and_logits_match_llama_cpp() {
         assert_eq!(m.vocab().encode_canonical(text).unwrap(), expected, "byte-exact encoder on {text:?}");
         assert_eq!(m.vocab().decode(&expected), text.as_bytes());
     }
+    // The chat template from the GGUF renders the reference's ChatML prompt token for token.
+    let chat_case = r["logits"].as_array().unwrap().iter().find(|c| c["name"] == "chat").unwrap();
+    let question = chat(m, "What is the capital city of France? Answer in one sentence.");
+    assert_eq!(question, ids(&chat_case["prompt_ids"]), "chat template + tokenizer vs llama.cpp");
     for (model, tolerance, how) in [(&exact, LOGIT_TOLERANCE, "as Q4_1"), (m, LOGIT_TOLERANCE_Q8, "as Q8_0")] {
         for case in r["logits"].as_array().unwrap() {
             let name = format!("{} ({how})", case["name"].as_str().unwrap());
