@@ -101,7 +101,7 @@ fn the_gguf_file_is_all_it_needs() {
     // The chat markers are single control tokens; their spelling inside a message is text.
     let toks = chat(m, "Hi");
     assert_eq!(toks[0], TokenId(1));
-    assert_eq!(v.encode(b"<|im_start|>").unwrap().len() > 1, true);
+    assert!(v.encode(b"<|im_start|>").unwrap().len() > 1);
 }
 
 #[test]
