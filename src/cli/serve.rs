@@ -12,7 +12,8 @@ use strictly::server::{AppState, ServerConfig};
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// A Hugging Face model directory [default: the embedded stories260K model].
+    /// A GGUF file, a Hugging Face model directory, or a directory holding one .gguf file
+    /// [default: the embedded stories260K model].
     #[arg(long)]
     model: Option<PathBuf>,
     #[arg(long, default_value = "127.0.0.1")]
@@ -25,8 +26,8 @@ pub struct ServeArgs {
     /// Generations running at once.
     #[arg(long, default_value_t = strictly::server::ServerConfig::default().max_concurrent)]
     max_concurrent: usize,
-    /// Sequences stepped in one batched forward pass (llama models; 1: each generation runs
-    /// its own passes).
+    /// Sequences stepped in one batched forward pass (safetensors models; GGUF models and 1:
+    /// each generation runs its own passes).
     #[arg(long, default_value_t = strictly::server::ServerConfig::default().max_batch)]
     max_batch: usize,
     /// Requests waiting for a slot beyond those; more are refused with 429.
@@ -47,9 +48,16 @@ pub struct ServeArgs {
     /// cpu, cuda or cuda:N (cuda needs a binary built with the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda].
+    /// f32, bf16 or f16 [default: f32 on cpu, bf16 on cuda; GGUF models: f32].
     #[arg(long)]
     dtype: Option<String>,
+    /// CPU threads for the forward pass [default: RAYON_NUM_THREADS, else the physical cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// GGUF: multiply Q4_1, Q5_0 and Q5_1 weights as stored (llama.cpp's arithmetic, about 3x
+    /// slower on the CPU) instead of as Q8_0.
+    #[arg(long)]
+    exact_quant_types: bool,
 }
 
 impl ServeArgs {
@@ -82,7 +90,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let config = a.config()?;
     let device: DeviceSpec = a.device.parse()?;
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
-    let loaded = LoadedModel::load(a.model.as_deref(), &LoadOptions { device, precision })?;
+    let loaded = LoadedModel::load(
+        a.model.as_deref(),
+        &LoadOptions { device, precision, threads: a.threads, exact_quant_types: a.exact_quant_types },
+    )?;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -98,12 +109,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let local = listener.local_addr()?;
+        let quant = info.quantization.as_deref().map(|q| format!(", {q}")).unwrap_or_default();
         eprintln!(
-            "strictly: serving {} ({}, {:.2}M parameters, context {}) on http://{local}/v1",
+            "strictly: serving {} ({}{quant}, {:.2}M parameters, context {}, {} CPU threads) on http://{local}/v1",
             state.model_name(),
             info.arch,
             info.parameters as f64 / 1e6,
-            info.max_positions
+            info.max_positions,
+            strictly::model::cpu_threads(),
         );
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;

@@ -2,7 +2,8 @@
 //! generation, tool choice and streaming on top of the constrained decoding loop.
 //!
 //! ```text
-//!  Engine::embedded() / Engine::load(dir)          (a LoadedModel: network, Vocab, PromptFormat)
+//!  Engine::embedded() / Engine::load(path)         (a LoadedModel: network, Vocab, PromptFormat;
+//!                                                  path: a .gguf file or a model directory)
 //!     │
 //!     ├─ generate::<T>(prompt, opts) ─▶ T's schema (schemars) ─▶ constrained JSON ─▶ T
 //!     ├─ choose(messages, tools, choice, opts) ─▶ chat template + tool-call grammar
@@ -92,12 +93,21 @@ impl Engine {
         Ok(Engine::from_loaded(LoadedModel::embedded(&LoadOptions::default())?))
     }
 
-    /// A Hugging Face model directory (config.json, safetensors, tokenizer.json, ...) on the CPU.
-    pub fn load(dir: impl AsRef<Path>) -> Result<Engine> {
-        Ok(Engine::from_loaded(LoadedModel::from_dir(dir, &LoadOptions::default())?))
+    /// A model from disk on the CPU: a GGUF file (`model.Q4_K_M.gguf`: weights, tokenizer and
+    /// chat template in one), a Hugging Face model directory (config.json, safetensors,
+    /// tokenizer.json, ...), or a directory holding one `.gguf` file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Engine> {
+        Engine::load_with(path, &LoadOptions::default())
     }
 
-    /// A model loaded with your own [`LoadOptions`] (device, precision).
+    /// [`load`](Self::load) with your own [`LoadOptions`]: device, precision, CPU threads
+    /// (`LoadOptions { threads: Some(2), ..LoadOptions::default() }`; a process-wide setting,
+    /// see [`crate::model::set_cpu_threads`]).
+    pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Engine> {
+        Ok(Engine::from_loaded(LoadedModel::from_path(path, opts)?))
+    }
+
+    /// A model you loaded yourself ([`LoadedModel::from_path`] with your [`LoadOptions`]).
     pub fn from_loaded(loaded: LoadedModel) -> Engine {
         Engine { loaded, cache: Mutex::new(HashMap::new()) }
     }

@@ -27,6 +27,13 @@
 //! against); the only difference is the order in which a matmul over more rows may sum, so
 //! rows agree to float tolerance, not bit for bit.
 //!
+//! GGUF models ([`super::gguf`]) run on this network too: their projections are candle
+//! `QMatMul`s that multiply straight from the quantized blocks ([`Linear`] is dense or
+//! quantized), phi3's fused `attn_qkv` and gate/up weights stay fused (one matmul, its output
+//! split), and llama GGUFs use the interleaved rotary layout llama.cpp's converter permuted
+//! their q/k weights for. Cloning a [`BatchNet`] shares its weights (reference-counted), so the
+//! single-sequence model and a batcher can run on one copy.
+//!
 //! Invariants:
 //! - A cache's `pos` is the number of tokens it holds; `pos + new tokens` never exceeds
 //!   `max_positions` (an [`Error::Limit`] before anything runs).
@@ -35,6 +42,7 @@
 //! - A cache is a list of reference-counted tensors that a pass replaces (concatenation makes
 //!   new ones) and never writes into, so a clone is an independent checkpoint.
 
+use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
@@ -70,19 +78,32 @@ pub struct BatchRow<'a> {
     pub tokens: &'a [TokenId],
 }
 
-/// A linear layer (bias optional) whose weight is kept transposed, `(in, out)` and contiguous, so
-/// that `x · W` multiplies straight from it. (With the weight as stored, `(out, in)`, the
+/// A linear layer (bias optional): a dense weight kept transposed, `(in, out)` and contiguous, so
+/// that `x · W` multiplies straight from it (with the weight as stored, `(out, in)`, the
 /// matmul of a few rows re-packs the whole transposed weight on every call, which made a pass
-/// of two rows cost more than two passes of one.)
-struct Linear {
-    wt: Tensor,
+/// of two rows cost more than two passes of one); or a quantized `(out, in)` weight (GGUF).
+#[derive(Clone)]
+pub(super) struct Linear {
+    weight: Weight,
     /// `(out,)`, added to every row.
     bias: Option<Tensor>,
 }
 
+#[derive(Clone)]
+enum Weight {
+    /// `(in, out)`.
+    Dense(Tensor),
+    Quantized(QMatMul),
+}
+
 impl Linear {
     fn new(w: &Tensor) -> candle_core::Result<Linear> {
-        Ok(Linear { wt: w.t()?.contiguous()?, bias: None })
+        Ok(Linear { weight: Weight::Dense(w.t()?.contiguous()?), bias: None })
+    }
+
+    /// A quantized weight, with an optional `(out,)` bias.
+    pub(super) fn quantized(w: QMatMul, bias: Option<Tensor>) -> Linear {
+        Linear { weight: Weight::Quantized(w), bias }
     }
 
     fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
@@ -95,7 +116,10 @@ impl Linear {
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.wt)?;
+        let y = match &self.weight {
+            Weight::Dense(wt) => x.matmul(wt)?,
+            Weight::Quantized(w) => w.forward(x)?,
+        };
         match &self.bias {
             Some(b) => y.broadcast_add(b),
             None => Ok(y),
@@ -103,24 +127,40 @@ impl Linear {
     }
 }
 
-struct Attention {
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
+/// The q, k and v projections: three weights, or one whose output rows are q, k, v in turn
+/// (a GGUF phi3's `attn_qkv`).
+#[derive(Clone)]
+pub(super) enum Qkv {
+    Split { q: Linear, k: Linear, v: Linear },
+    Fused(Linear),
 }
 
-struct Mlp {
-    gate: Linear,
-    up: Linear,
-    down: Linear,
+#[derive(Clone)]
+pub(super) struct Attention {
+    pub(super) qkv: Qkv,
+    pub(super) o: Linear,
 }
 
-struct Layer {
-    attn_norm: RmsNorm,
-    attn: Attention,
-    mlp_norm: RmsNorm,
-    mlp: Mlp,
+/// The gate and up projections: two weights, or one whose outputs are the gate, then up (a GGUF
+/// phi3's `ffn_up`).
+#[derive(Clone)]
+pub(super) enum GateUp {
+    Split { gate: Linear, up: Linear },
+    Fused(Linear),
+}
+
+#[derive(Clone)]
+pub(super) struct Mlp {
+    pub(super) gate_up: GateUp,
+    pub(super) down: Linear,
+}
+
+#[derive(Clone)]
+pub(super) struct Layer {
+    pub(super) attn_norm: RmsNorm,
+    pub(super) attn: Attention,
+    pub(super) mlp_norm: RmsNorm,
+    pub(super) mlp: Mlp,
 }
 
 /// What a [`BatchNet`] needs to know of a llama-family config: its dimensions and the
@@ -149,7 +189,7 @@ pub struct BatchConfig {
 }
 
 /// `1 / theta^(2i / head_dim)` for `i < head_dim / 2`, computed in f64.
-fn plain_inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
+pub(super) fn plain_inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
     (0..head_dim / 2).map(|i| (1.0 / theta.powf((2 * i) as f64 / head_dim as f64)) as f32).collect()
 }
 
@@ -253,20 +293,24 @@ impl BatchConfig {
 }
 
 /// A llama-family network that steps several sequences in one pass (see the module docs).
+/// A clone shares the weights.
+#[derive(Clone)]
 pub struct BatchNet {
-    embed: Embedding,
-    layers: Vec<Layer>,
-    norm: RmsNorm,
-    head: Linear,
+    pub(super) embed: Embedding,
+    pub(super) layers: Vec<Layer>,
+    pub(super) norm: RmsNorm,
+    pub(super) head: Linear,
     /// Rotary tables, `(max_positions, head_dim / 2)`: row `p` holds the angles of position `p`.
-    cos: Tensor,
-    sin: Tensor,
-    heads: usize,
-    kv_heads: usize,
-    head_dim: usize,
-    vocab_size: usize,
-    max_positions: usize,
-    dtype: DType,
+    pub(super) cos: Tensor,
+    pub(super) sin: Tensor,
+    pub(super) heads: usize,
+    pub(super) kv_heads: usize,
+    pub(super) head_dim: usize,
+    pub(super) vocab_size: usize,
+    pub(super) max_positions: usize,
+    pub(super) dtype: DType,
+    /// Rotate pairs `(2i, 2i + 1)` (llama.cpp's layout of llama GGUFs) instead of `(i, i + d/2)`.
+    pub(super) rope_interleaved: bool,
 }
 
 fn candle_err(what: &'static str) -> impl Fn(candle_core::Error) -> Error {
@@ -382,18 +426,13 @@ impl BatchNet {
             };
             layers.push(Layer {
                 attn_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("input_layernorm")).map_err(&e)?,
-                attn: Attention { q, k, v, o: lin(q_size, h, a.pp("o_proj"))? },
+                attn: Attention { qkv: Qkv::Split { q, k, v }, o: lin(q_size, h, a.pp("o_proj"))? },
                 mlp_norm: candle_nn::rms_norm(h, cfg.rms_norm_eps, vb.pp("post_attention_layernorm")).map_err(&e)?,
-                mlp: Mlp { gate, up, down: lin(i, h, m.pp("down_proj"))? },
+                mlp: Mlp { gate_up: GateUp::Split { gate, up }, down: lin(i, h, m.pp("down_proj"))? },
             });
         }
-        let freqs = &cfg.inv_freq;
-        let half = freqs.len();
+        let (cos, sin) = rotary_tables(&cfg.inv_freq, cfg.max_positions, dtype, device).map_err(&e)?;
         let max = cfg.max_positions;
-        let angles: Vec<f32> = (0..max).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
-        let angles = Tensor::from_vec(angles, (max, half), device).map_err(&e)?;
-        let cos = angles.cos().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
-        let sin = angles.sin().and_then(|t| t.to_dtype(dtype)).map_err(&e)?;
         Ok(BatchNet {
             embed,
             layers,
@@ -407,6 +446,7 @@ impl BatchNet {
             vocab_size: cfg.vocab_size,
             max_positions: max,
             dtype,
+            rope_interleaved: false,
         })
     }
 
@@ -418,6 +458,11 @@ impl BatchNet {
     /// The longest sequence the network takes.
     pub fn max_positions(&self) -> usize {
         self.max_positions
+    }
+
+    /// The device the weights are on.
+    pub fn device(&self) -> &Device {
+        self.cos.device()
     }
 
     /// Appends each row's tokens to its cache and returns, per row, the logits (f32) of the
@@ -455,11 +500,16 @@ impl BatchNet {
             total += r.tokens.len();
         }
         let mut new: Vec<Vec<(Tensor, Tensor)>> = rows.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
+        let (q_size, kv_size) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
         for (l, layer) in self.layers.iter().enumerate() {
             let h = layer.attn_norm.forward(&x)?;
-            let q = layer.attn.q.forward(&h)?;
-            let k = layer.attn.k.forward(&h)?;
-            let v = layer.attn.v.forward(&h)?;
+            let (q, k, v) = match &layer.attn.qkv {
+                Qkv::Split { q, k, v } => (q.forward(&h)?, k.forward(&h)?, v.forward(&h)?),
+                Qkv::Fused(qkv) => {
+                    let y = qkv.forward(&h)?;
+                    (y.narrow(1, 0, q_size)?, y.narrow(1, q_size, kv_size)?, y.narrow(1, q_size + kv_size, kv_size)?)
+                }
+            };
             let mut outs = Vec::with_capacity(rows.len());
             for (i, r) in rows.iter().enumerate() {
                 let (off, n) = (offsets[i], r.tokens.len());
@@ -472,7 +522,15 @@ impl BatchNet {
             x = (layer.attn.o.forward(&y)? + &x)?;
             let h = layer.mlp_norm.forward(&x)?;
             let m = &layer.mlp;
-            let h = (candle_nn::ops::silu(&m.gate.forward(&h)?)? * m.up.forward(&h)?)?;
+            let (gate, up) = match &m.gate_up {
+                GateUp::Split { gate, up } => (gate.forward(&h)?, up.forward(&h)?),
+                GateUp::Fused(gate_up) => {
+                    let y = gate_up.forward(&h)?;
+                    let i = y.dim(1)? / 2;
+                    (y.narrow(1, 0, i)?, y.narrow(1, i, i)?)
+                }
+            };
+            let h = (candle_nn::ops::silu(&gate)? * up)?;
             x = (m.down.forward(&h)? + &x)?;
         }
         let last: Vec<u32> = rows.iter().zip(&offsets).map(|(r, &o)| (o + r.tokens.len() - 1) as u32).collect();
@@ -497,12 +555,14 @@ impl BatchNet {
     ) -> candle_core::Result<(Tensor, (Tensor, Tensor))> {
         let d = self.head_dim;
         // (1, heads, n, head_dim)
-        let split =
-            |t: &Tensor, heads: usize| t.narrow(0, off, n)?.reshape((1, n, heads, d))?.transpose(1, 2)?.contiguous();
+        let split = |t: &Tensor, heads: usize| {
+            t.narrow(0, off, n)?.contiguous()?.reshape((1, n, heads, d))?.transpose(1, 2)?.contiguous()
+        };
         let cos = self.cos.narrow(0, pos, n)?;
         let sin = self.sin.narrow(0, pos, n)?;
-        let q = candle_nn::rotary_emb::rope(&split(q, self.heads)?, &cos, &sin)?;
-        let mut k = candle_nn::rotary_emb::rope(&split(k, self.kv_heads)?, &cos, &sin)?;
+        let rope = if self.rope_interleaved { candle_nn::rotary_emb::rope_i } else { candle_nn::rotary_emb::rope };
+        let q = rope(&split(q, self.heads)?, &cos, &sin)?;
+        let mut k = rope(&split(k, self.kv_heads)?, &cos, &sin)?;
         let mut v = split(v, self.kv_heads)?;
         if let Some((pk, pv)) = past {
             k = Tensor::cat(&[pk, &k], 2)?;
@@ -534,6 +594,20 @@ impl BatchNet {
         let y = y.transpose(1, 2)?.reshape((n, self.heads * d))?;
         Ok((y, kv))
     }
+}
+
+/// The rotary tables `(cos, sin)`, `(max_positions, frequencies)`: row `p` holds position `p`'s
+/// angles.
+pub(super) fn rotary_tables(
+    freqs: &[f32],
+    max_positions: usize,
+    dtype: DType,
+    device: &Device,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let half = freqs.len();
+    let angles: Vec<f32> = (0..max_positions).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
+    let angles = Tensor::from_vec(angles, (max_positions, half), device)?;
+    Ok((angles.cos()?.to_dtype(dtype)?, angles.sin()?.to_dtype(dtype)?))
 }
 
 impl std::fmt::Debug for BatchNet {

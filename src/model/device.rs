@@ -4,9 +4,16 @@
 //! matmuls are fastest and exact in f32, and small models are what a CPU runs), `bf16` on CUDA
 //! (half the memory and bandwidth, the range of f32). Weights stored in another float type are
 //! converted while loading; the logits always come back as `f32`.
+//!
+//! CPU threads: candle runs a forward pass on two process-wide thread pools (rayon's, for
+//! float matmuls, and its own for quantized ones), sized once, when first used, from
+//! `RAYON_NUM_THREADS` / `CANDLE_NUM_THREADS` (default: the physical cores).
+//! [`set_cpu_threads`] (and [`LoadOptions::threads`], `--threads`) sets both before that
+//! first use; a later, different count is an error, since the pools cannot be resized.
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Mutex;
 
 use candle_core::{DType, Device};
 
@@ -114,12 +121,20 @@ impl Precision {
     }
 }
 
-/// How to load a model. `LoadOptions::default()`: the CPU, in f32.
+/// How to load a model. `LoadOptions::default()`: the CPU, in f32, candle's default threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoadOptions {
     pub device: DeviceSpec,
     /// `None`: [`DeviceSpec::default_precision`].
     pub precision: Option<Precision>,
+    /// CPU threads for the forward pass (a process-wide setting: [`set_cpu_threads`]);
+    /// `None`: leave it as it is.
+    pub threads: Option<usize>,
+    /// GGUF models: multiply every weight in the type the file stores it in, even where candle
+    /// has no SIMD CPU kernel for that type (Q4_1, Q5_0, Q5_1: about 3x slower), so the
+    /// arithmetic follows llama.cpp's. `false` (the default): such weights are converted to
+    /// Q8_0 when they load on the CPU (see `model::gguf::cpu_kernel_type`).
+    pub exact_quant_types: bool,
 }
 
 impl LoadOptions {
@@ -127,6 +142,59 @@ impl LoadOptions {
     pub fn precision(&self) -> Precision {
         self.precision.unwrap_or(self.device.default_precision())
     }
+
+    /// Sets [`threads`](Self::threads), if given ([`set_cpu_threads`]).
+    pub(crate) fn apply_threads(&self) -> Result<()> {
+        self.threads.map_or(Ok(()), set_cpu_threads)
+    }
+}
+
+/// The most CPU threads [`set_cpu_threads`] takes.
+pub const MAX_CPU_THREADS: usize = 1024;
+
+/// The count [`set_cpu_threads`] set, if it ran.
+static THREADS: Mutex<Option<usize>> = Mutex::new(None);
+
+/// Sets the number of CPU threads candle's forward passes use, for the whole process (see the
+/// module docs). Call it before the first forward pass; calling it again with the same count
+/// is a no-op, with another count an error (the pools are already running). It sets the
+/// environment variables candle reads (`RAYON_NUM_THREADS`, `CANDLE_NUM_THREADS`), so call it
+/// while no other thread reads the environment, e.g. at the start of `main`.
+pub fn set_cpu_threads(n: usize) -> Result<()> {
+    if n == 0 || n > MAX_CPU_THREADS {
+        return Err(Error::param(format!("threads must be between 1 and {MAX_CPU_THREADS}, got {n}")));
+    }
+    let mut set = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    match *set {
+        Some(m) if m == n => return Ok(()),
+        Some(m) => {
+            return Err(Error::param(format!(
+                "the CPU thread count is set once per process: it is {m} already, cannot make it {n}"
+            )))
+        }
+        None => {}
+    }
+    let value = n.to_string();
+    std::env::set_var("RAYON_NUM_THREADS", &value);
+    std::env::set_var("CANDLE_NUM_THREADS", &value);
+    // Start candle's quantized-matmul pool now, and check it has the size asked for (it keeps
+    // the size it got if something ran a quantized matmul before this call).
+    let workers = candle_core::utils::barrier_pool().n_workers() + 1;
+    if workers != n {
+        return Err(Error::param(format!(
+            "candle's CPU thread pool already runs {workers} threads (a forward pass ran before the thread \
+             count was set); set it before loading a model"
+        )));
+    }
+    *set = Some(n);
+    Ok(())
+}
+
+/// The CPU threads a forward pass uses: the count [`set_cpu_threads`] set, else candle's default
+/// (`RAYON_NUM_THREADS`, else the physical cores).
+pub fn cpu_threads() -> usize {
+    let set = *THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    set.unwrap_or_else(candle_core::utils::get_num_threads)
 }
 
 #[cfg(test)]
@@ -143,7 +211,7 @@ mod tests {
         assert_eq!("bfloat16".parse::<Precision>().unwrap(), Precision::Bf16);
         assert!("f64".parse::<Precision>().is_err());
         assert_eq!(LoadOptions::default().precision(), Precision::F32);
-        let gpu = LoadOptions { device: DeviceSpec::Cuda(0), precision: None };
+        let gpu = LoadOptions { device: DeviceSpec::Cuda(0), ..LoadOptions::default() };
         assert_eq!(gpu.precision(), Precision::Bf16);
         assert_eq!(DeviceSpec::Cuda(3).to_string(), "cuda:3");
     }

@@ -1,6 +1,9 @@
-//! Real language models on candle: Hugging Face model directories and the embedded default.
+//! Real language models on candle: GGUF files, Hugging Face model directories and the
+//! embedded default.
 //!
 //! ```text
+//!  model.gguf ─── weights (quantized), tokenizer, chat template: see [`gguf`]
+//!
 //!  model dir ─┬─ config.json ───────────── ArchConfig (llama · qwen2 · mistral · phi3) ─┐
 //!             ├─ *.safetensors (+ index) ─ Weights ── check names, shapes, dtypes ─────┤
 //!             │                                                                         ▼
@@ -14,9 +17,10 @@
 //!
 //! # Key types
 //!
-//! - [`LoadedModel`]: everything one model directory gives: the [`CandleModel`], its [`Vocab`],
-//!   its [`PromptFormat`], its [`GenerationDefaults`] and a [`ModelInfo`] summary.
-//!   [`LoadedModel::from_dir`] loads a directory, [`LoadedModel::embedded`] the default.
+//! - [`LoadedModel`]: everything one model gives: the [`CandleModel`], its [`Vocab`], its
+//!   [`PromptFormat`], its [`GenerationDefaults`] and a [`ModelInfo`] summary.
+//!   [`LoadedModel::from_path`] loads a `.gguf` file or a directory (a Hugging Face one, or one
+//!   holding a single `.gguf`); [`LoadedModel::embedded`] the default.
 //! - [`CandleModel`]: the network and its sequence state, a [`LanguageModel`]. Forking clones
 //!   the KV cache (reference-counted tensors: cheap until the copies diverge);
 //!   [`CandleModel::restart`] gives the same network with an empty sequence.
@@ -25,8 +29,9 @@
 //!   [`Batcher`] runs one on a thread and hands out [`BatchedSequence`]s, [`LanguageModel`]s
 //!   whose passes it batches (continuous batching, used by the server).
 //!   [`CandleModel::batched`] builds one (or says why a config cannot be batched exactly).
-//! - [`LoadOptions`]: [`DeviceSpec`] (CPU by default; `cuda:N` with the `cuda` feature) and
-//!   [`Precision`] (f32 on the CPU, bf16 on CUDA unless asked otherwise).
+//! - [`LoadOptions`]: [`DeviceSpec`] (CPU by default; `cuda:N` with the `cuda` feature),
+//!   [`Precision`] (f32 on the CPU, bf16 on CUDA unless asked otherwise; GGUF models: f32) and
+//!   the CPU threads of the forward pass ([`set_cpu_threads`]: one setting per process).
 //!
 //! ```
 //! use strictly::automaton::{Compiled, Constraint};
@@ -70,6 +75,7 @@ pub mod batcher;
 pub mod chat;
 pub mod config;
 mod device;
+pub mod gguf;
 mod net;
 pub mod prompt;
 pub mod weights;
@@ -81,7 +87,7 @@ pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
 pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ChatToolCall, ToolFunction};
 pub use config::{Arch, ArchConfig};
-pub use device::{DeviceSpec, LoadOptions, Precision};
+pub use device::{cpu_threads, set_cpu_threads, DeviceSpec, LoadOptions, Precision};
 pub use net::{CandleModel, ForwardStats};
 pub use prompt::{GenerationDefaults, PromptFormat};
 pub use weights::Weights;
@@ -107,7 +113,8 @@ pub mod embedded {
 /// A summary of a loaded model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelInfo {
-    /// The directory's name, or `stories260K` for the embedded model.
+    /// The directory's name, the GGUF file's name without `.gguf`, or `stories260K` for the
+    /// embedded model.
     pub name: String,
     pub arch: Arch,
     pub parameters: usize,
@@ -117,6 +124,8 @@ pub struct ModelInfo {
     pub max_positions: usize,
     pub device: DeviceSpec,
     pub precision: Precision,
+    /// For a GGUF model, its tensor types, the main one first: `Q4_1 (Q4_1 ×210, Q8_0 ×1, F32 ×61)`.
+    pub quantization: Option<String>,
 }
 
 /// Everything one model gives: network, vocabulary, prompt format, defaults.
@@ -138,6 +147,34 @@ impl LoadedModel {
         self.env.vocab()
     }
 
+    /// Loads a model from disk: a GGUF file, a Hugging Face model directory, or a directory
+    /// holding one `.gguf` file (and no config.json).
+    pub fn from_path(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<LoadedModel> {
+        let path = path.as_ref();
+        if path.is_file() {
+            if gguf::is_gguf(path) {
+                return LoadedModel::from_gguf(path, opts);
+            }
+            return Err(Error::model(format!(
+                "{} is neither a GGUF file nor a model directory (a Hugging Face directory holds config.json, \
+                 *.safetensors and tokenizer.json)",
+                path.display()
+            )));
+        }
+        if path.is_dir() && !path.join("config.json").is_file() {
+            if let Some(file) = gguf::find_in_dir(path)? {
+                return LoadedModel::from_gguf(file, opts);
+            }
+        }
+        LoadedModel::from_dir(path, opts)
+    }
+
+    /// Loads a GGUF file: weights, tokenizer and chat template (see [`gguf`]).
+    pub fn from_gguf(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<LoadedModel> {
+        opts.apply_threads()?;
+        gguf::load(path.as_ref(), opts)
+    }
+
     /// Loads a Hugging Face model directory (see the module docs for the files read).
     pub fn from_dir(dir: impl AsRef<Path>, opts: &LoadOptions) -> Result<LoadedModel> {
         let dir = dir.as_ref();
@@ -152,6 +189,7 @@ impl LoadedModel {
                 dir.display()
             )));
         }
+        opts.apply_threads()?;
         let text = read_file(&cfg_path)?;
         let cfg = ArchConfig::parse(&text, &cfg_path.display().to_string())?;
         let tok_path = dir.join("tokenizer.json");
@@ -177,6 +215,7 @@ impl LoadedModel {
 
     /// The embedded stories260K model (see the module docs).
     pub fn embedded(opts: &LoadOptions) -> Result<LoadedModel> {
+        opts.apply_threads()?;
         let name = format!("<embedded {}>", embedded::NAME);
         let cfg = ArchConfig::parse(embedded::CONFIG, &name)?;
         let weights = Weights::from_static(embedded::WEIGHTS, &name)?;
@@ -195,10 +234,10 @@ impl LoadedModel {
         })
     }
 
-    /// [`from_dir`](Self::from_dir) with `Some(dir)`, else [`embedded`](Self::embedded).
-    pub fn load(dir: Option<&Path>, opts: &LoadOptions) -> Result<LoadedModel> {
-        match dir {
-            Some(d) => LoadedModel::from_dir(d, opts),
+    /// [`from_path`](Self::from_path) with `Some(path)`, else [`embedded`](Self::embedded).
+    pub fn load(path: Option<&Path>, opts: &LoadOptions) -> Result<LoadedModel> {
+        match path {
+            Some(p) => LoadedModel::from_path(p, opts),
             None => LoadedModel::embedded(opts),
         }
     }
@@ -219,6 +258,7 @@ fn info(name: String, cfg: &ArchConfig, opts: &LoadOptions) -> ModelInfo {
         max_positions: cfg.max_positions,
         device: opts.device,
         precision: opts.precision(),
+        quantization: None,
     }
 }
 

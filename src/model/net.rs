@@ -14,18 +14,21 @@
 //! - After a failed forward pass the cache may hold part of the batch; the model then refuses
 //!   every later call instead of predicting from a corrupt state (until a
 //!   [`rewind`](LanguageModel::rewind) to a checkpoint taken before it).
+//! - A GGUF model ([`super::gguf`]) runs on a [`BatchNet`] with quantized weights (shared by
+//!   every copy through an `Arc`) and its own [`KvCache`]; the same rules hold.
 //! - A checkpoint is a fork kept aside (the network, `pos`, `broken`), so it is as cheap as a
 //!   fork; it keeps the cache tensors it saved alive until the next checkpoint, a rewind or a
 //!   restart (at most one cache's worth of memory more). [`ForwardStats`] are not rewound: they
 //!   count every pass made.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
-use super::batch::{BatchConfig, BatchNet};
+use super::batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
 use crate::decode::LanguageModel;
@@ -61,10 +64,19 @@ impl ForwardStats {
 
 #[derive(Clone)]
 enum Net {
-    Llama { model: llama::Llama, cache: llama::Cache, empty: llama::Cache },
+    Llama {
+        model: llama::Llama,
+        cache: llama::Cache,
+        empty: llama::Cache,
+    },
     Qwen2(qwen2::ModelForCausalLM),
     Mistral(mistral::Model),
     Phi3(phi3::Model),
+    /// A GGUF model: quantized weights on the batched network, one sequence's cache.
+    Gguf {
+        net: Arc<BatchNet>,
+        cache: KvCache,
+    },
 }
 
 impl Net {
@@ -74,6 +86,7 @@ impl Net {
             Net::Qwen2(m) => m.forward(input, pos),
             Net::Mistral(m) => m.forward(input, pos),
             Net::Phi3(m) => m.forward(input, pos),
+            Net::Gguf { .. } => candle_core::bail!("a GGUF network runs through CandleModel::pass"),
         }
     }
 
@@ -83,6 +96,7 @@ impl Net {
             Net::Qwen2(m) => m.clear_kv_cache(),
             Net::Mistral(m) => m.clear_kv_cache(),
             Net::Phi3(m) => m.clear_kv_cache(),
+            Net::Gguf { cache, .. } => *cache = KvCache::default(),
         }
     }
 }
@@ -103,11 +117,20 @@ pub struct CandleModel {
     /// mixed dtypes for it unless it runs in f32; we then feed such runs one token at a time).
     batch_after_prefill: bool,
     /// The weights and config to build a [`BatchNet`] on, or why this model has none.
-    batch: std::result::Result<(VarBuilder<'static>, BatchConfig), String>,
+    batch: std::result::Result<BatchSource, String>,
     broken: bool,
     stats: ForwardStats,
     /// The sequence state at the last checkpoint: the network (its KV cache), `pos`, `broken`.
     saved: Option<Box<(Net, usize, bool)>>,
+}
+
+/// Where [`CandleModel::batched`] gets its network.
+#[derive(Clone)]
+enum BatchSource {
+    /// Safetensors: load the weights again into a [`BatchNet`].
+    Weights(VarBuilder<'static>, BatchConfig),
+    /// GGUF: the model already runs on one; share it.
+    Shared(Arc<BatchNet>),
 }
 
 fn candle_err(what: &str) -> impl Fn(candle_core::Error) -> Error + '_ {
@@ -154,7 +177,10 @@ impl CandleModel {
                     let c = lc.into_config(false);
                     let model = llama::Llama::load(vb.clone(), &c).map_err(&load_err)?;
                     let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
-                    (Net::Llama { model, cache: empty.clone(), empty }, Ok((vb, BatchConfig::llama(&c))))
+                    (
+                        Net::Llama { model, cache: empty.clone(), empty },
+                        Ok(BatchSource::Weights(vb, BatchConfig::llama(&c))),
+                    )
                 }
                 Arch::Qwen2 => {
                     fill(&mut raw, "sliding_window", json!(cfg.max_positions));
@@ -166,7 +192,7 @@ impl CandleModel {
                     let c: qwen2::Config = serde_json::from_value(raw).map_err(cfg_err)?;
                     let net = Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb.clone()).map_err(&load_err)?);
                     let batch = BatchConfig::qwen2(&c, vb.contains_tensor("lm_head.weight")).map_err(no_batch);
-                    (net, batch.map(|b| (vb, b)))
+                    (net, batch.map(|b| BatchSource::Weights(vb, b)))
                 }
                 Arch::Mistral => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
@@ -175,7 +201,7 @@ impl CandleModel {
                     let net = Net::Mistral(mistral::Model::new(&c, vb.clone()).map_err(&load_err)?);
                     // candle's mistral always reads `lm_head.weight` (aliased to the embedding
                     // when tied), so the batched net reads it too.
-                    (net, BatchConfig::mistral(&c, false).map_err(no_batch).map(|b| (vb, b)))
+                    (net, BatchConfig::mistral(&c, false).map_err(no_batch).map(|b| BatchSource::Weights(vb, b)))
                 }
                 Arch::Phi3 => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
@@ -189,7 +215,7 @@ impl CandleModel {
                     }
                     let c: phi3::Config = serde_json::from_value(raw).map_err(cfg_err)?;
                     let net = Net::Phi3(phi3::Model::new(&c, vb.clone()).map_err(&load_err)?);
-                    (net, BatchConfig::phi3(&c).map_err(no_batch).map(|b| (vb, b)))
+                    (net, BatchConfig::phi3(&c).map_err(no_batch).map(|b| BatchSource::Weights(vb, b)))
                 }
             })
         }));
@@ -218,6 +244,26 @@ impl CandleModel {
             stats: ForwardStats::default(),
             saved: None,
         })
+    }
+
+    /// A GGUF model (built by [`super::gguf`]) on `net`: f32, every pass through the batched
+    /// network with this sequence's cache.
+    pub(super) fn from_batch_net(net: BatchNet, arch: Arch) -> CandleModel {
+        let net = Arc::new(net);
+        CandleModel {
+            arch,
+            pos: 0,
+            width: net.vocab_size(),
+            max_positions: net.max_positions(),
+            device: net.device().clone(),
+            dtype: DType::F32,
+            batch_after_prefill: true,
+            batch: Ok(BatchSource::Shared(net.clone())),
+            net: Net::Gguf { net, cache: KvCache::default() },
+            broken: false,
+            stats: ForwardStats::default(),
+            saved: None,
+        }
     }
 
     /// The same network with an empty sequence (KV cache cleared, statistics reset).
@@ -260,17 +306,25 @@ impl CandleModel {
     /// The same weights as a [`BatchNet`], which steps several sequences in one pass; an
     /// error (saying why) for configs it does not cover exactly (a qwen2/mistral sliding window
     /// shorter than the context, phi3's longrope or partial rotary, an activation other than
-    /// SiLU). Loads the
-    /// weights again (a second copy in memory while this model is kept).
+    /// SiLU). Loads the weights again (a second copy in memory while this model is kept), except
+    /// for a GGUF model, which runs on a `BatchNet` already: that one is shared.
     pub fn batched(&self) -> Result<BatchNet> {
         match &self.batch {
-            Ok((vb, cfg)) => BatchNet::load(vb.clone(), cfg, self.dtype, &self.device),
+            Ok(BatchSource::Weights(vb, cfg)) => BatchNet::load(vb.clone(), cfg, self.dtype, &self.device),
+            Ok(BatchSource::Shared(net)) => Ok(BatchNet::clone(net)),
             Err(why) => Err(Error::model(why.clone())),
         }
     }
 
     /// One pass over `ids` at the current position; the last position's logits as f32.
     fn pass(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
+        if let Net::Gguf { net, cache } = &mut self.net {
+            // The batched network checks the row and changes no cache when it fails.
+            let tokens: Vec<TokenId> = ids.iter().map(|&i| TokenId(i)).collect();
+            let mut rows = net.forward(&mut [BatchRow { cache, tokens: &tokens }])?;
+            self.pos += ids.len();
+            return rows.pop().ok_or_else(|| Error::model("the batched network returned no logits"));
+        }
         let err = candle_err("forward pass");
         let input = Tensor::new(ids, &self.device).and_then(|t| t.unsqueeze(0)).map_err(&err)?;
         let out = self.net.forward(&input, self.pos).map_err(|e| {

@@ -67,6 +67,17 @@ fn load_bytes(text: &[u8], name: &str, configs: Configs) -> Result<Vocab> {
     let err = |msg: String| Error::Tokenizer { path: name.to_string(), msg };
     let text = std::str::from_utf8(text).map_err(|e| err(format!("not UTF-8: {e}")))?;
     let json: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    load_value(json, name, configs)
+}
+
+/// A tokenizer.json built from a GGUF file's metadata (see `gguf`): its EOS ids and BOS token
+/// come from the metadata instead of config files.
+pub(super) fn load_synthesized(json: Value, name: &str, eos_ids: Vec<u32>, bos: Option<String>) -> Result<Vocab> {
+    load_value(json, name, Configs { eos_ids, bos, ..Configs::default() })
+}
+
+fn load_value(json: Value, name: &str, configs: Configs) -> Result<Vocab> {
+    let err = |msg: String| Error::Tokenizer { path: name.to_string(), msg };
     let model = json.get("model").filter(|m| m.is_object()).ok_or_else(|| err("no \"model\" object".into()))?;
     if !model.get("vocab").is_some_and(|v| v.is_object() || v.is_array()) {
         return Err(err("\"model\" has no \"vocab\"".into()));
@@ -234,6 +245,16 @@ fn unicode_to_byte() -> &'static std::collections::HashMap<char, u8> {
         }
         map
     })
+}
+
+/// GPT-2's table the other way: byte → its printable character.
+#[cfg(test)]
+pub(super) fn byte_to_unicode_for_tests() -> Vec<char> {
+    let mut out = vec!['\0'; 256];
+    for (&c, &b) in unicode_to_byte() {
+        out[b as usize] = c;
+    }
+    out
 }
 
 /// The tokenizer with prefix-space and normalization behaviours removed, so that the bytes of

@@ -5,6 +5,8 @@
 //! - [`Vocab`]: every id's bytes and [`TokenKind`], the EOS ids, a [`TokenTrie`] over the text
 //!   tokens, and (when loaded from a tokenizer file) a byte-exact encoder.
 //! - [`TokenSet`]: a bitmask over ids, the shape a GPU kernel takes.
+//! - [`GgufTokenizer`]: a GGUF file's tokenizer metadata, turned into a `tokenizer.json` (and
+//!   so into a [`Vocab`] and a prompt tokenizer): see [`gguf`].
 //!
 //! Invariants:
 //! - Only [`TokenKind::Text`] tokens with at least one byte are in the trie; grammar text can
@@ -13,12 +15,14 @@
 //!   `hf::REPLY_MARKERS`) are text tokens.
 //! - Ids at or past [`Vocab::len`] (a model's logits may be wider) are never allowed.
 
+pub mod gguf;
 mod hf;
 pub mod tokenset;
 pub mod trie;
 
 use std::path::Path;
 
+pub use gguf::GgufTokenizer;
 pub use tokenset::TokenSet;
 pub use trie::TokenTrie;
 
