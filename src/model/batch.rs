@@ -47,6 +47,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
+use super::candle_error::candle_err;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
@@ -311,10 +312,6 @@ pub struct BatchNet {
     pub(super) dtype: DType,
     /// Rotate pairs `(2i, 2i + 1)` (llama.cpp's layout of llama GGUFs) instead of `(i, i + d/2)`.
     pub(super) rope_interleaved: bool,
-}
-
-fn candle_err(what: &'static str) -> impl Fn(candle_core::Error) -> Error {
-    move |e| Error::model_from(format!("{what}: {}", super::net::candle_msg(&e)), e)
 }
 
 /// The rotary frequencies, with Llama 3's long-context scaling when the config asks for it.

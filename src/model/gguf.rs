@@ -44,9 +44,10 @@ use candle_core::{DType, Device};
 use candle_nn::{Embedding, RmsNorm};
 
 use super::batch::{plain_inv_freq, rotary_tables, Attention, BatchNet, GateUp, Layer, Linear, Mlp, Qkv};
+use super::candle_error::candle_msg;
 use super::chat::ChatTemplate;
 use super::config::Arch;
-use super::net::{candle_msg, CandleModel};
+use super::net::CandleModel;
 use super::prompt::{GenerationDefaults, PromptFormat};
 use super::{LoadOptions, LoadedModel, ModelInfo, Precision};
 use crate::automaton::VocabEnv;

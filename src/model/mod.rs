@@ -72,6 +72,7 @@
 
 pub mod batch;
 pub mod batcher;
+mod candle_error;
 pub mod chat;
 pub mod config;
 mod device;

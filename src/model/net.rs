@@ -29,6 +29,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use super::batch::{BatchConfig, BatchNet, BatchRow, KvCache};
+use super::candle_error::candle_err;
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
 use crate::decode::LanguageModel;
@@ -131,15 +132,6 @@ enum BatchSource {
     Weights(VarBuilder<'static>, BatchConfig),
     /// GGUF: the model already runs on one; share it.
     Shared(Arc<BatchNet>),
-}
-
-fn candle_err(what: &str) -> impl Fn(candle_core::Error) -> Error + '_ {
-    move |e| Error::model_from(format!("{what}: {}", candle_msg(&e)), e)
-}
-
-/// A candle error on one line (with `RUST_BACKTRACE` set, candle appends a backtrace).
-pub(crate) fn candle_msg(e: &candle_core::Error) -> String {
-    e.to_string().lines().next().unwrap_or_default().to_string()
 }
 
 /// Fills `key` with `value` where config.json leaves it out (or null), so that candle's config

@@ -42,7 +42,10 @@ impl Weights {
         // disk while the model is loaded is undefined behaviour; model files are not edited in
         // place while a server reads them, and this is how candle (and safetensors) load.
         let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(|e| {
-            Error::model_from(format!("{name}: not a readable safetensors file: {}", super::net::candle_msg(&e)), e)
+            Error::model_from(
+                format!("{name}: not a readable safetensors file: {}", super::candle_error::candle_msg(&e)),
+                e,
+            )
         })?;
         let index =
             st.tensors().into_iter().map(|(n, v)| (n, (v.shape().to_vec(), DType::try_from(v.dtype()).ok()))).collect();
@@ -52,7 +55,7 @@ impl Weights {
     /// Weights in a static buffer (the embedded model).
     pub fn from_static(bytes: &'static [u8], name: &str) -> Result<Weights> {
         let st = SliceSafetensors::new(bytes).map_err(|e| {
-            Error::model_from(format!("{name}: not a safetensors buffer: {}", super::net::candle_msg(&e)), e)
+            Error::model_from(format!("{name}: not a safetensors buffer: {}", super::candle_error::candle_msg(&e)), e)
         })?;
         let index =
             st.tensors().into_iter().map(|(n, v)| (n, (v.shape().to_vec(), DType::try_from(v.dtype()).ok()))).collect();
