@@ -100,7 +100,7 @@ impl CfgRun {
 
     /// Commits `bytes` (non-empty); `Ok(false)` and no change if they are not allowed, an
     /// error if the parser hit its row limit on the way.
-    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::Result<bool> {
+    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::error::Result<bool> {
         let mark = self.chart.len();
         self.chart.take_overflow();
         match self.run(cfg, bytes) {
@@ -111,7 +111,7 @@ impl CfgRun {
             _ => {
                 self.chart.truncate(mark);
                 if self.chart.take_overflow() {
-                    return Err(crate::Error::limit(
+                    return Err(crate::error::Error::limit(
                         crate::error::LimitKind::ParserRow,
                         "Earley items in one parser row",
                         cfg.max_row_items,
@@ -343,7 +343,7 @@ impl CfgRun {
     }
 
     /// The slow reference mask: every token on its own, byte by byte.
-    pub fn reference(&mut self, cfg: &Cfg, vocab: &crate::Vocab, mask: &mut TokenSet, after_budget: u32) {
+    pub fn reference(&mut self, cfg: &Cfg, vocab: &crate::vocab::Vocab, mask: &mut TokenSet, after_budget: u32) {
         if self.is_ended() {
             return;
         }

@@ -127,10 +127,10 @@ pub use typed::{generate_typed, schema_for, Typed};
 
 use std::time::Duration;
 
+#[cfg(doc)]
+use crate::automaton::Matcher;
 use crate::sample::{SamplingParams, TokenLogprob};
 use crate::vocab::TokenId;
-#[cfg(doc)]
-use crate::{automaton::Matcher, Vocab};
 
 /// The `max_tokens` of [`GenerateOptions::default`].
 pub const DEFAULT_MAX_TOKENS: usize = 256;
@@ -210,15 +210,15 @@ impl Default for Overlap {
 }
 
 impl std::str::FromStr for Overlap {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
 
     /// `off`, `on`, or `auto` ([`Overlap::DEFAULT`]).
-    fn from_str(s: &str) -> crate::Result<Overlap> {
+    fn from_str(s: &str) -> crate::error::Result<Overlap> {
         match s {
             "off" => Ok(Overlap::Off),
             "on" => Ok(Overlap::On),
             "auto" => Ok(Overlap::DEFAULT),
-            _ => Err(crate::Error::param(format!("overlap must be off, on or auto, got {s:?}"))),
+            _ => Err(crate::error::Error::param(format!("overlap must be off, on or auto, got {s:?}"))),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! fields are laid over them with).
 //!
 //! Prompts are encoded with the tokenizer's normal behaviour (SentencePiece's leading `▁`,
-//! special-token spellings such as `<|im_start|>` recognised), unlike [`crate::Vocab`]'s
+//! special-token spellings such as `<|im_start|>` recognised), unlike [`crate::vocab::Vocab`]'s
 //! byte-exact encoder, which is for constrained output. Whether a BOS goes first follows
 //! transformers: `add_bos_token` in tokenizer_config.json when it says so, else whatever the
 //! tokenizer's post-processor does (Llama, TinyLlama and stories260K add one; Qwen adds none).

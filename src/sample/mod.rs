@@ -1,7 +1,7 @@
 //! Logits processing and sampling: from the model's logits row to one token.
 //!
 //! Each step of decoding ends here. The model hands over a row of logits (token id = index,
-//! possibly wider than the vocabulary), the matcher hands over the [`TokenSet`](crate::TokenSet) of tokens the
+//! possibly wider than the vocabulary), the matcher hands over the [`TokenSet`](crate::vocab::TokenSet) of tokens the
 //! constraint allows, and a [`Sampler`] runs a fixed chain of small processors and picks a token:
 //!
 //! ```text
@@ -40,7 +40,7 @@
 //! # Invariants
 //!
 //! - After the mask, if no token has a finite logit, [`Sampler::sample`] returns
-//!   [`Error::Param`](crate::Error::Param); it never panics and never picks a masked token.
+//!   [`Error::Param`](crate::error::Error::Param); it never panics and never picks a masked token.
 //! - Every filter keeps the top candidate (highest logit, lowest id among equal logits), so the
 //!   candidate list is never empty once filled.
 //! - Ties are broken by token id, so every cut, and hence every step, is deterministic: the same

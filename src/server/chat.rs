@@ -115,7 +115,7 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
 }
 
 /// The prompt's tokens and the tool-call format it teaches ([`ToolChat::render`]).
-fn render(p: &PromptFormat, chat: &ToolChat) -> Result<(Vec<crate::TokenId>, ToolFormat), ApiError> {
+fn render(p: &PromptFormat, chat: &ToolChat) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
     let r = chat.render(p).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
     Ok((p.encode_raw(&r.text).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
 }

@@ -80,7 +80,7 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
     })
 }
 
-fn schema_error(e: crate::Error, param: &str) -> ApiError {
+fn schema_error(e: crate::error::Error, param: &str) -> ApiError {
     let mut err = ApiError::from_lib(e, Some(param));
     err.message = format!("invalid JSON Schema in {param}: {}", err.message);
     err

@@ -113,7 +113,7 @@ fn declared<'o>(c: &Compiler, obj: &'o Map<String, Value>, pointer: &str) -> Res
     };
     for (kw, n) in [("properties", props.len()), ("required", required.len())] {
         if n > super::MAX_PROPERTIES {
-            return Err(crate::Error::Limit {
+            return Err(crate::error::Error::Limit {
                 kind: crate::error::LimitKind::Properties,
                 what: format!("names in `{kw}` at {}", join(pointer, kw)),
                 limit: super::MAX_PROPERTIES,

@@ -28,7 +28,7 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     } else if let Some(e) = obj.get("enum") {
         let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
         if a.len() > MAX_ENUM {
-            return Err(crate::Error::Limit {
+            return Err(crate::error::Error::Limit {
                 kind: crate::error::LimitKind::EnumValues,
                 what: format!("`enum` values at {}", join(pointer, "enum")),
                 limit: MAX_ENUM,
