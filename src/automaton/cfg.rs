@@ -25,6 +25,8 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
+use super::token_dist::Reach;
+use super::VocabEnv;
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
 use crate::regular::Lexeme;
@@ -132,11 +134,23 @@ impl Default for CfgLimits {
     }
 }
 
+/// Least-cost tables of a grammar in one unit (single-byte tokens, or tokens of the
+/// vocabulary): the cost of a nonterminal's cheapest derivation, and of each production's rest.
+pub struct Costs {
+    /// Per nonterminal ([`UNREACHABLE`]: no finite string).
+    pub nt: Vec<u32>,
+    /// Per production: `rest[d]` = the least cost of `rhs[d..]`.
+    pub rest: Vec<Vec<u32>>,
+}
+
 pub struct Cfg {
     pub terms: Vec<Term>,
     pub nts: Vec<Nt>,
     pub prods: Vec<Prod>,
     pub max_row_items: usize,
+    /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
+    /// (see [`Cfg::token_costs`]).
+    token_costs: std::sync::OnceLock<Costs>,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -196,7 +210,13 @@ impl Cfg {
             }
             done += 1;
         }
-        let mut cfg = Cfg { terms: l.terms, nts: l.nts, prods: l.prods, max_row_items: limits.max_row_items };
+        let mut cfg = Cfg {
+            terms: l.terms,
+            nts: l.nts,
+            prods: l.prods,
+            max_row_items: limits.max_row_items,
+            token_costs: std::sync::OnceLock::new(),
+        };
         if !cfg.clean() {
             return Ok(None);
         }
@@ -272,24 +292,19 @@ impl Cfg {
         true
     }
 
-    /// Nullable sets and minimal lengths (fixpoints), then `rest` per production.
+    /// Nullable sets (a fixpoint), then the least costs in usable bytes (`minlen`, `rest`).
     fn analyse(&mut self) {
-        // A fixpoint; sweeps alternate direction, so a chain of rules settles in two sweeps
-        // whichever way its productions are numbered (one sweep per link otherwise).
+        // Sweeps alternate direction, so a chain of rules settles in two sweeps whichever way
+        // its productions are numbered (one sweep per link otherwise).
         for sweep in 0.. {
             let mut changed = false;
             let order: Box<dyn Iterator<Item = &Prod>> =
                 if sweep % 2 == 0 { Box::new(self.prods.iter()) } else { Box::new(self.prods.iter().rev()) };
             for p in order {
                 let nullable = p.rhs.iter().all(|s| self.nullable(*s));
-                let len = p.rhs.iter().fold(0u32, |acc, s| acc.saturating_add(self.minlen(*s)));
                 let nt = &mut self.nts[p.lhs.index()];
                 if nullable && !nt.nullable {
                     nt.nullable = true;
-                    changed = true;
-                }
-                if len < nt.minlen {
-                    nt.minlen = len;
                     changed = true;
                 }
             }
@@ -297,13 +312,85 @@ impl Cfg {
                 break;
             }
         }
-        for i in 0..self.prods.len() {
-            let rhs = &self.prods[i].rhs;
-            let mut rest = vec![0u32; rhs.len() + 1];
-            for d in (0..rhs.len()).rev() {
-                rest[d] = rest[d + 1].saturating_add(self.minlen(rhs[d]));
+        let bytes = self.costs_with(|t| {
+            let term = self.term(t);
+            term.dist.get(term.dfa.start().index()).copied().unwrap_or(UNREACHABLE)
+        });
+        for (nt, c) in self.nts.iter_mut().zip(bytes.nt) {
+            nt.minlen = c;
+        }
+        for (p, rest) in self.prods.iter_mut().zip(bytes.rest) {
+            p.rest = rest;
+        }
+    }
+
+    /// The least-cost tables when a whole lexeme of terminal `t` costs `term_cost(t)`: a
+    /// fixpoint over the productions, then each production's rests.
+    pub fn costs_with(&self, term_cost: impl Fn(TermId) -> u32) -> Costs {
+        let cost = |s: Sym, nt: &[u32]| match s {
+            Sym::T(t) => term_cost(t),
+            Sym::N(n) => nt[n.index()],
+        };
+        let mut nt = vec![UNREACHABLE; self.nts.len()];
+        for sweep in 0.. {
+            let mut changed = false;
+            let order: Box<dyn Iterator<Item = &Prod>> =
+                if sweep % 2 == 0 { Box::new(self.prods.iter()) } else { Box::new(self.prods.iter().rev()) };
+            for p in order {
+                let len = p.rhs.iter().fold(0u32, |acc, s| acc.saturating_add(cost(*s, &nt)));
+                if len < nt[p.lhs.index()] {
+                    nt[p.lhs.index()] = len;
+                    changed = true;
+                }
             }
-            self.prods[i].rest = rest;
+            if !changed {
+                break;
+            }
+        }
+        let rest = self
+            .prods
+            .iter()
+            .map(|p| {
+                let mut rest = vec![0u32; p.rhs.len() + 1];
+                for d in (0..p.rhs.len()).rev() {
+                    rest[d] = rest[d + 1].saturating_add(cost(p.rhs[d], &nt));
+                }
+                rest
+            })
+            .collect();
+        Costs { nt, rest }
+    }
+
+    /// [`Costs`] in tokens of `env`'s vocabulary, lexeme by lexeme: a terminal costs the fewest
+    /// tokens that spell one of its lexemes (the exact count where the token search settles it,
+    /// else the usable-byte count). An upper bound on the tokens a derivation needs (spelling
+    /// each lexeme apart is one way to spell the whole). Built on the first call; `env` must be
+    /// the one the grammar was compiled for.
+    pub fn token_costs(&self, env: &VocabEnv) -> &Costs {
+        self.token_costs.get_or_init(|| {
+            self.costs_with(|t| {
+                let term = self.term(t);
+                let start = term.dfa.start();
+                let bytes = term.dist.get(start.index()).copied().unwrap_or(UNREACHABLE);
+                match env.token_reach(&term.dfa, start, bytes) {
+                    Reach::Exact(d) => d.min(bytes),
+                    Reach::MoreThan(_) | Reach::Unknown => bytes,
+                }
+            })
+        })
+    }
+
+    /// The fewest tokens that finish lexeme `t` from `state` (exact where the token search
+    /// settles it within `budget`, else the usable-byte count).
+    pub fn token_rest(&self, env: &VocabEnv, t: TermId, state: StateId, budget: u32) -> u32 {
+        let term = self.term(t);
+        let bytes = term.dist[state.index()];
+        if bytes <= budget {
+            return bytes;
+        }
+        match env.token_reach(&term.dfa, state, budget) {
+            Reach::Exact(d) => d.min(bytes),
+            Reach::MoreThan(_) | Reach::Unknown => bytes,
         }
     }
 

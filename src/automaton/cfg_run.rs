@@ -11,11 +11,10 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::{Cfg, TermId};
-use super::earley::{Chart, ChartLen, RowCopy, Scan};
+use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry, ScanStack};
-use super::slices::Slices;
 use super::{VocabEnv, NO_BUDGET};
-use crate::regular::StateId;
+use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 
 #[derive(Clone)]
@@ -138,14 +137,31 @@ impl CfgRun {
         self.chart.truncate(to);
     }
 
-    /// Fewest usable bytes to finish from the current position.
-    pub fn finish_cost(&mut self, cfg: &Cfg) -> u32 {
+    /// Tokens enough to finish from the current position: the least budget
+    /// [`Chart::fits`] accepts (exact for one lexeme, an upper bound across lexemes, see
+    /// [`Cfg::token_costs`](super::cfg::Cfg::token_costs)); never more than the usable-byte cost.
+    pub fn finish_cost(&mut self, cfg: &Cfg, env: &VocabEnv) -> u32 {
         let p = self.positions.last().expect("never empty");
         if p.ended {
             return 0;
         }
         let (scans, boundary) = (p.scans.clone(), p.boundary);
-        self.chart.finish_cost(cfg, &scans, boundary)
+        let bytes = self.chart.finish_cost(cfg, &scans, boundary);
+        // The least budget the token costs fit, found by halving (each probe is cheap once
+        // the tables exist); never more than the usable-byte cost.
+        if bytes == UNREACHABLE || bytes == 0 {
+            return bytes;
+        }
+        let (mut lo, mut hi) = (0u32, bytes);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.chart.fits(cfg, env, &scans, boundary, mid) != Within::Over {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        hi
     }
 
     /// The one byte every continuation starts with, if there is exactly one and the output
@@ -181,8 +197,8 @@ impl CfgRun {
         out
     }
 
-    /// The fast mask: a trie walk. `after_budget` = most usable bytes allowed to finish after
-    /// a token ([`NO_BUDGET`]: none).
+    /// The fast mask: a trie walk. `after_budget` = most tokens of the vocabulary allowed to
+    /// finish after a token ([`NO_BUDGET`]: none; see [`Chart::fits`]).
     ///
     /// The tokens that end inside the current lexemes come from the
     /// [`MaskCache`](super::mask_cache) and only what follows a lexeme end is walked with the
@@ -217,7 +233,7 @@ impl CfgRun {
             .max()
             .unwrap_or(0);
         if need <= after_budget {
-            let (refused, cost) = self.fill_cached(cfg, env.slices(), &entry, mask, after_budget);
+            let (refused, cost) = self.fill_cached(cfg, env, &entry, mask, after_budget);
             if !refused {
                 let need = if after_budget == NO_BUDGET { NO_BUDGET } else { need.max(cost) };
                 let scans = &self.positions.last().expect("never empty").scans;
@@ -234,18 +250,21 @@ impl CfgRun {
         }
         // The budget binds on some tokens that keep a lexeme going: those one by one (a lexer
         // walk with each token's finish cost, no parser), the groups as always.
-        let p = self.positions.last().expect("never empty");
+        let scans = self.positions.last().expect("never empty").scans.clone();
+        let waits_tokens: Vec<u32> = scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect();
         let mut w = InsideWithin {
             cfg,
-            scans: &p.scans,
+            env,
+            scans: &scans,
             waits: &waits,
+            waits_tokens: &waits_tokens,
             budget: after_budget,
             stack: ScanStack::default(),
             mask: &mut *mask,
         };
-        w.stack.reset(p.scans.iter().map(|sc| sc.state));
+        w.stack.reset(scans.iter().map(|sc| sc.state));
         env.vocab().trie().walk_visitor(&mut w);
-        self.fill_groups(cfg, env.slices(), &entry, mask, after_budget);
+        self.fill_groups(cfg, env, &entry, mask, after_budget);
     }
 
     /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one
@@ -256,20 +275,20 @@ impl CfgRun {
     fn fill_cached(
         &mut self,
         cfg: &Cfg,
-        slices: &Slices,
+        env: &VocabEnv,
         entry: &Entry,
         mask: &mut TokenSet,
         after_budget: u32,
     ) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
-        self.fill_groups(cfg, slices, entry, mask, after_budget)
+        self.fill_groups(cfg, env, entry, mask, after_budget)
     }
 
     /// The groups' part of [`fill_cached`](Self::fill_cached).
     fn fill_groups(
         &mut self,
         cfg: &Cfg,
-        slices: &Slices,
+        env: &VocabEnv,
         entry: &Entry,
         mask: &mut TokenSet,
         after_budget: u32,
@@ -297,10 +316,21 @@ impl CfgRun {
             // Under a budget the members' own ids are judged by this row's finish cost, also
             // those where a scan goes on (the way through that scan may cost more).
             let at_ok = !budgeted || (g.at.is_empty() && g.at_going.is_empty()) || {
-                let cost = self.chart.finish_cost(cfg, &buf, Some(row));
-                max_cost = max_cost.max(cost.min(after_budget));
-                refused |= cost > after_budget;
-                cost <= after_budget
+                match self.chart.fits(cfg, env, &buf, Some(row), after_budget) {
+                    Within::Bytes(cost) => {
+                        max_cost = max_cost.max(cost);
+                        true
+                    }
+                    // Let through by its cost in tokens: the mask depends on the budget.
+                    Within::Tokens => {
+                        refused = true;
+                        true
+                    }
+                    Within::Over => {
+                        refused = true;
+                        false
+                    }
+                }
             };
             if at_ok {
                 mask.insert_clipped(&g.at);
@@ -315,6 +345,7 @@ impl CfgRun {
             let end = buf.len() as u32;
             let mut w = Walker {
                 cfg,
+                env,
                 chart: &mut self.chart,
                 buf: std::mem::take(&mut buf),
                 levels: vec![Level { start: 0, end, boundary: Some(row), chart: base }],
@@ -328,9 +359,9 @@ impl CfgRun {
             };
             match &g.below {
                 Below::Merged(trie) => trie.walk_visitor(&mut w),
-                Below::Nodes(nodes) => {
-                    nodes.iter().for_each(|&(part, node)| slices.trie(part as usize).walk_visitor_below(node, &mut w))
-                }
+                Below::Nodes(nodes) => nodes
+                    .iter()
+                    .for_each(|&(part, node)| env.slices().trie(part as usize).walk_visitor_below(node, &mut w)),
             }
             refused |= w.refused;
             max_cost = max_cost.max(w.max_cost);
@@ -343,10 +374,11 @@ impl CfgRun {
     }
 
     /// The slow reference mask: every token on its own, byte by byte.
-    pub fn reference(&mut self, cfg: &Cfg, vocab: &crate::vocab::Vocab, mask: &mut TokenSet, after_budget: u32) {
+    pub fn reference(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32) {
         if self.is_ended() {
             return;
         }
+        let vocab = env.vocab();
         let n = vocab.len().min(mask.width());
         for id in (0..n as u32).map(TokenId) {
             let bytes = vocab.bytes(id);
@@ -355,7 +387,8 @@ impl CfgRun {
             }
             let mark = self.chart.len();
             if let Some(p) = self.run(cfg, bytes) {
-                let ok = after_budget == NO_BUDGET || self.chart.finish_cost(cfg, &p.scans, p.boundary) <= after_budget;
+                let ok = after_budget == NO_BUDGET
+                    || self.chart.fits(cfg, env, &p.scans, p.boundary, after_budget) != Within::Over;
                 if ok {
                     mask.insert(id);
                 }
@@ -366,13 +399,17 @@ impl CfgRun {
 }
 
 /// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
-/// binds: a token is let through when some scan it keeps alive has a rest (`dist`) plus a wait
-/// cost within the budget — its finish cost along that way.
+/// binds: a token is let through when some scan it keeps alive has a rest plus a wait cost
+/// within the budget — its finish cost along that way — in usable bytes (`dist`), or else in
+/// tokens ([`Cfg::token_rest`]), as [`Chart::fits`] counts.
 struct InsideWithin<'a> {
     cfg: &'a Cfg,
+    env: &'a VocabEnv,
     scans: &'a [Scan],
     /// Per scan: [`Chart::scan_wait_cost`].
     waits: &'a [u32],
+    /// Per scan: [`Chart::scan_wait_tokens`].
+    waits_tokens: &'a [u32],
     budget: u32,
     stack: ScanStack,
     mask: &'a mut TokenSet,
@@ -395,9 +432,14 @@ impl TrieVisitor for InsideWithin<'_> {
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
-        let within = self.stack.top().iter().any(|&(k, s)| {
-            let dist = self.cfg.term(self.scans[k as usize].term).dist[s.index()];
-            dist.saturating_add(self.waits[k as usize]) <= self.budget
+        let (cfg, scans, budget) = (self.cfg, self.scans, self.budget);
+        let top = self.stack.top();
+        let within = top.iter().any(|&(k, s)| {
+            let dist = cfg.term(scans[k as usize].term).dist[s.index()];
+            dist.saturating_add(self.waits[k as usize]) <= budget
+        }) || top.iter().any(|&(k, s)| {
+            let wait = self.waits_tokens[k as usize];
+            wait <= budget && cfg.token_rest(self.env, scans[k as usize].term, s, budget - wait) <= budget - wait
         });
         if within {
             self.mask.insert_clipped(ids);
@@ -415,6 +457,7 @@ struct Level {
 
 struct Walker<'a> {
     cfg: &'a Cfg,
+    env: &'a VocabEnv,
     chart: &'a mut Chart,
     buf: Vec<Scan>,
     levels: Vec<Level>,
@@ -485,12 +528,15 @@ impl TrieVisitor for Walker<'_> {
         if self.after_budget != NO_BUDGET {
             let top = self.levels.last().expect("level");
             let scans = &self.buf[top.start as usize..top.end as usize];
-            let cost = self.chart.finish_cost(self.cfg, scans, top.boundary);
-            if cost > self.after_budget {
-                self.refused = true;
-                return;
+            match self.chart.fits(self.cfg, self.env, scans, top.boundary, self.after_budget) {
+                Within::Bytes(cost) => self.max_cost = self.max_cost.max(cost),
+                // Let through by its cost in tokens: the mask depends on the budget.
+                Within::Tokens => self.refused = true,
+                Within::Over => {
+                    self.refused = true;
+                    return;
+                }
             }
-            self.max_cost = self.max_cost.max(cost);
         }
         self.mask.insert_clipped(ids);
     }

@@ -27,7 +27,8 @@
 use crate::regular::FxBuild;
 use std::collections::HashSet;
 
-use super::cfg::{Cfg, NtId, ProdId, Sym, TermId};
+use super::cfg::{Cfg, Costs, NtId, ProdId, Sym, TermId};
+use super::VocabEnv;
 use crate::regular::{StateId, UNREACHABLE};
 
 /// An Earley item: a production, how much of its right-hand side is read, and the row it was
@@ -76,8 +77,8 @@ pub struct Chart {
     /// scanning the whole origin row. See [`sym_key`].
     waiting: Vec<(u32, u32)>,
     rows: Vec<Row>,
-    /// Per row, lazily: (symbol, fewest usable bytes to finish after that symbol completes).
-    costs: Vec<Option<Vec<(Sym, u32)>>>,
+    /// Per unit (0: usable bytes, 1: tokens, see [`Cfg::token_costs`]) and row, lazily.
+    costs: [Vec<Option<CostTable>>; 2],
     seen: HashSet<Item, FxBuild>,
     /// (terminal, origin row) of the lexemes that may end at the last [`step`](Self::step).
     accepted: Vec<(TermId, u32)>,
@@ -132,7 +133,7 @@ impl Chart {
             waiting_start: self.waiting.len() as u32,
             accepting: c.accepting,
         });
-        self.costs.push(None);
+        self.costs.iter_mut().for_each(|c| c.push(None));
         self.items
             .extend(c.items.iter().map(|&it| Item { origin: if it.origin == c.row { row } else { it.origin }, ..it }));
         self.expects.extend_from_slice(&c.expects);
@@ -152,7 +153,7 @@ impl Chart {
             expects: Vec::new(),
             waiting: Vec::new(),
             rows: Vec::new(),
-            costs: Vec::new(),
+            costs: [Vec::new(), Vec::new()],
             seen: HashSet::default(),
             accepted: Vec::new(),
             seeds: Vec::new(),
@@ -174,7 +175,7 @@ impl Chart {
 
     pub fn truncate(&mut self, to: ChartLen) {
         self.rows.truncate(to.rows as usize);
-        self.costs.truncate(to.rows as usize);
+        self.costs.iter_mut().for_each(|c| c.truncate(to.rows as usize));
         self.items.truncate(to.items as usize);
         self.expects.truncate(to.expects as usize);
         self.waiting.truncate(to.waiting as usize);
@@ -230,7 +231,7 @@ impl Chart {
             waiting_start: self.waiting.len() as u32,
             accepting: false,
         });
-        self.costs.push(None);
+        self.costs.iter_mut().for_each(|c| c.push(None));
         self.seen.clear();
         let mut seeds = std::mem::take(&mut self.seeds);
         for s in seeds.drain(..) {
@@ -374,32 +375,63 @@ impl Chart {
         }
         for sc in scans {
             let d = cfg.term(sc.term).dist[sc.state.index()];
-            let w = self.wait_cost(cfg, sc.origin, Sym::T(sc.term));
+            let w = self.wait_cost(cfg, None, sc.origin, Sym::T(sc.term));
             best = best.min(d.saturating_add(w));
         }
         best
     }
 
+    /// Can the parse be finished from a position with these scans and boundary row within
+    /// `budget` tokens of `env`'s vocabulary? The usable-byte cost first ([`finish_cost`]
+    /// (Self::finish_cost)), which settles almost every position; where it does not fit, the
+    /// cost in tokens, lexeme by lexeme ([`Cfg::token_costs`], [`Cfg::token_rest`]).
+    pub fn fits(&mut self, cfg: &Cfg, env: &VocabEnv, scans: &[Scan], boundary: Option<u32>, budget: u32) -> Within {
+        let bytes = self.finish_cost(cfg, scans, boundary);
+        if bytes <= budget {
+            return Within::Bytes(bytes);
+        }
+        let costs = cfg.token_costs(env);
+        // The lexeme's rest is asked about within what its wait leaves (as `InsideWithin` in
+        // `cfg_run` does): `token_rest` answers exactly up to the budget it is given.
+        for sc in scans {
+            let w = self.wait_cost(cfg, Some(costs), sc.origin, Sym::T(sc.term));
+            if w <= budget && cfg.token_rest(env, sc.term, sc.state, budget - w) <= budget - w {
+                return Within::Tokens;
+            }
+        }
+        Within::Over
+    }
+
     /// Fewest usable bytes to finish after the lexeme of `sc` ends, not counting the lexeme's own
     /// rest (so `finish_cost` of a position is the least `dist + scan_wait_cost` over its scans).
     pub fn scan_wait_cost(&mut self, cfg: &Cfg, sc: &Scan) -> u32 {
-        self.wait_cost(cfg, sc.origin, Sym::T(sc.term))
+        self.wait_cost(cfg, None, sc.origin, Sym::T(sc.term))
     }
 
-    /// Fewest usable bytes to finish after `sym` completes, for items of row `r` waiting on it.
-    fn wait_cost(&mut self, cfg: &Cfg, r: u32, sym: Sym) -> u32 {
+    /// [`scan_wait_cost`](Self::scan_wait_cost) in tokens ([`Cfg::token_costs`]).
+    pub fn scan_wait_tokens(&mut self, cfg: &Cfg, env: &VocabEnv, sc: &Scan) -> u32 {
+        let costs = cfg.token_costs(env);
+        self.wait_cost(cfg, Some(costs), sc.origin, Sym::T(sc.term))
+    }
+
+    /// Least cost to finish after `sym` completes, for items of row `r` waiting on it: in
+    /// usable bytes (`tokens` is `None`) or in tokens (the grammar's token costs).
+    fn wait_cost(&mut self, cfg: &Cfg, tokens: Option<&Costs>, r: u32, sym: Sym) -> u32 {
+        let k = usize::from(tokens.is_some());
         for o in 0..=r {
-            if self.costs[o as usize].is_none() {
-                let table = self.row_costs(cfg, o);
-                self.costs[o as usize] = Some(table);
+            if self.costs[k][o as usize].is_none() {
+                let table = self.row_costs(cfg, tokens, o);
+                self.costs[k][o as usize] = Some(table);
             }
         }
-        lookup(self.costs[r as usize].as_ref().unwrap(), sym)
+        lookup(self.costs[k][r as usize].as_ref().unwrap(), sym)
     }
 
-    /// The cost table of row `r` (earlier rows' tables must exist): a small fixpoint, since
-    /// items predicted in `r` wait on nonterminals that other items of `r` wait on too.
-    fn row_costs(&self, cfg: &Cfg, r: u32) -> Vec<(Sym, u32)> {
+    /// The cost table of row `r` in one unit (earlier rows' tables must exist): a small
+    /// fixpoint, since items predicted in `r` wait on nonterminals that other items of `r` wait
+    /// on too.
+    fn row_costs(&self, cfg: &Cfg, tokens: Option<&Costs>, r: u32) -> Vec<(Sym, u32)> {
+        let k = usize::from(tokens.is_some());
         let mut table: Vec<(Sym, u32)> = Vec::new();
         loop {
             let mut changed = false;
@@ -411,9 +443,10 @@ impl Chart {
                 } else if it.origin == r {
                     lookup(&table, Sym::N(p.lhs))
                 } else {
-                    lookup(self.costs[it.origin as usize].as_ref().expect("earlier rows first"), Sym::N(p.lhs))
+                    lookup(self.costs[k][it.origin as usize].as_ref().expect("earlier rows first"), Sym::N(p.lhs))
                 };
-                let cost = p.rest[it.dot as usize + 1].saturating_add(after_lhs);
+                let rest = tokens.map_or(&p.rest, |c| &c.rest[it.prod.index()]);
+                let cost = rest[it.dot as usize + 1].saturating_add(after_lhs);
                 match table.iter_mut().find(|(s, _)| *s == x) {
                     Some(e) if e.1 <= cost => {}
                     Some(e) => {
@@ -431,6 +464,21 @@ impl Chart {
             }
         }
     }
+}
+
+/// A row's finish costs: (symbol, least cost to finish after that symbol completes), for the
+/// symbols the row's items wait on.
+type CostTable = Vec<(Sym, u32)>;
+
+/// Whether a position fits a token budget, and how that was settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Within {
+    /// The usable-byte cost fits: this many.
+    Bytes(u32),
+    /// Only the cost in tokens fits.
+    Tokens,
+    /// Neither fits.
+    Over,
 }
 
 /// The cost after `s` in a row's cost table ([`UNREACHABLE`]: no item there waits on it).

@@ -7,7 +7,10 @@
 //! - the [`MaskCache`]: per set of lexer states, the part of the
 //!   mask that does not depend on the parser, keyed by lexeme DFA ids (lexeme DFAs are shared
 //!   across compiles, so the entry for "inside a JSON string" serves every schema);
-//! - the bytes that exist as single-byte tokens (the unit of the never-truncated budget).
+//! - the bytes that exist as single-byte tokens (the cheap bound of the never-truncated budget);
+//! - the [`TokenDistances`](super::token_dist::TokenDistances) of each lexeme DFA asked about:
+//!   how many of this vocabulary's tokens finish a lexeme (the exact count, where the cheap
+//!   bound does not fit a budget).
 //!
 //! Create one per vocabulary and compile every constraint for that vocabulary against it
 //! ([`Compiled::new`](super::Compiled::new)): the caches are what make the second schema's
@@ -15,11 +18,17 @@
 //!
 //! The vocabulary itself knows nothing of automata: data flows vocab ← automaton.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::mask_cache::MaskCache;
 use super::slices::Slices;
+use super::token_dist::{Reach, TokenDistances};
+use crate::regular::{Dfa, StateId};
 use crate::vocab::{TokenId, TokenKind, Vocab};
+
+/// Most DFAs whose token distances an environment keeps (emptied past it).
+const MAX_TOKEN_DIST_DFAS: usize = 4096;
 
 pub struct VocabEnv {
     vocab: Arc<Vocab>,
@@ -28,6 +37,8 @@ pub struct VocabEnv {
     mask_cache: MaskCache,
     /// `usable[b]`: some text token is exactly the byte `b`.
     usable: [bool; 256],
+    /// Token distances per lexeme DFA (by [`Dfa::id`]).
+    token_dists: Mutex<HashMap<u64, Arc<TokenDistances>>>,
 }
 
 impl VocabEnv {
@@ -37,7 +48,13 @@ impl VocabEnv {
         for b in 0..=255u8 {
             usable[b as usize] = !vocab.trie().lookup(&[b]).is_empty();
         }
-        Arc::new(VocabEnv { vocab, slices: OnceLock::new(), mask_cache: MaskCache::default(), usable })
+        Arc::new(VocabEnv {
+            vocab,
+            slices: OnceLock::new(),
+            mask_cache: MaskCache::default(),
+            usable,
+            token_dists: Mutex::default(),
+        })
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
@@ -58,6 +75,19 @@ impl VocabEnv {
 
     pub(crate) fn mask_cache(&self) -> &MaskCache {
         &self.mask_cache
+    }
+
+    /// The fewest tokens of this vocabulary from `state` of `dfa` to acceptance, if `budget` or
+    /// fewer (see [`TokenDistances`]).
+    pub(crate) fn token_reach(&self, dfa: &Dfa, state: StateId, budget: u32) -> Reach {
+        let dists = {
+            let mut all = self.token_dists.lock().unwrap_or_else(|e| e.into_inner());
+            if all.len() >= MAX_TOKEN_DIST_DFAS && !all.contains_key(&dfa.id()) {
+                all.clear();
+            }
+            all.entry(dfa.id()).or_default().clone()
+        };
+        dists.reach(&self.vocab, dfa, state, budget)
     }
 
     /// Which bytes exist as single-byte text tokens.

@@ -17,9 +17,10 @@
 use std::sync::Arc;
 
 use super::cfg_run::CfgRun;
-use super::{Backend, Compiled, NO_BUDGET};
+use super::token_dist::Reach;
+use super::{Backend, Compiled, VocabEnv, NO_BUDGET};
 use crate::error::{Error, Result};
-use crate::regular::{StateId, UNREACHABLE};
+use crate::regular::{Dfa, StateId, UNREACHABLE};
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// The place-holder a DFA run pushes for EOS: no state of any DFA (ids are dense from 0, and a
@@ -142,12 +143,13 @@ impl Matcher {
                     return;
                 }
                 let width = mask.width();
+                let mut fits = Fits::new(env, dfa, finish_tokens, after_budget);
                 if reference {
                     for id in (0..vocab.len().min(width) as u32).map(TokenId) {
                         let bytes = vocab.bytes(id);
                         if vocab.kind(id) == TokenKind::Text && !bytes.is_empty() {
                             let t = dfa.run(s, bytes);
-                            if t != StateId::DEAD && finish_tokens[t.index()] <= after_budget {
+                            if t != StateId::DEAD && fits.check(t) {
                                 mask.insert(id);
                             }
                         }
@@ -167,7 +169,7 @@ impl Matcher {
                                 (t != StateId::DEAD).then_some(t)
                             },
                             |s, ids| {
-                                if finish_tokens[s.index()] <= after_budget {
+                                if fits.check(s) {
                                     mask.insert_clipped(ids);
                                 }
                             },
@@ -177,7 +179,7 @@ impl Matcher {
             }
             (Run::Cfg(c), Backend::Earley(cfg)) => {
                 if reference {
-                    c.reference(cfg, vocab, mask, after_budget);
+                    c.reference(cfg, env, mask, after_budget);
                 } else {
                     c.fill(cfg, env, mask, after_budget);
                 }
@@ -281,19 +283,20 @@ impl Matcher {
         self.rollback(n).expect("n == len");
     }
 
-    /// Fewest tokens (counting single-byte tokens) that finish the output from here: an upper
-    /// bound on what a budget must leave. `None` if it cannot be finished (after EOS: `Some(0)`).
+    /// Fewest tokens of the vocabulary that finish the output from here (as
+    /// [`Compiled::min_tokens`] counts them): what a budget must leave. `None` if it cannot be
+    /// finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         let d = match (&mut self.run, &self.compiled.backend) {
-            (Run::Dfa(stack), Backend::Dfa { finish_tokens, .. }) => {
+            (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
                 if s == ENDED {
                     0
                 } else {
-                    finish_tokens[s.index()]
+                    dfa_finish_tokens(&self.compiled.env, dfa, finish_tokens, s)
                 }
             }
-            (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg),
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg, &self.compiled.env),
             _ => unreachable!("the run matches the backend"),
         };
         (d != UNREACHABLE).then_some(d)
@@ -342,8 +345,52 @@ impl Matcher {
     }
 }
 
-/// Usable bytes allowed to finish after a token, when `remaining` tokens (this one included)
-/// are left: always below [`NO_BUDGET`], so a real budget never reads as none.
+/// Whether a DFA state can be finished within a budget, in tokens of the vocabulary: the
+/// single-byte bound (`finish_tokens`) first, which settles almost every state; where it does
+/// not fit, the exact token distance ([`VocabEnv::token_reach`]). Answers are kept for the one
+/// mask being filled (a trie walk asks about the same few states at thousands of token ends).
+struct Fits<'a> {
+    env: &'a VocabEnv,
+    dfa: &'a Dfa,
+    finish_tokens: &'a [u32],
+    budget: u32,
+    known: Vec<(StateId, bool)>,
+}
+
+impl<'a> Fits<'a> {
+    fn new(env: &'a VocabEnv, dfa: &'a Dfa, finish_tokens: &'a [u32], budget: u32) -> Fits<'a> {
+        Fits { env, dfa, finish_tokens, budget, known: Vec::new() }
+    }
+
+    #[inline]
+    fn check(&mut self, t: StateId) -> bool {
+        if self.finish_tokens[t.index()] <= self.budget {
+            return true;
+        }
+        if let Some(&(_, ok)) = self.known.iter().find(|(s, _)| *s == t) {
+            return ok;
+        }
+        let ok = self.env.token_reach(self.dfa, t, self.budget).within(self.budget);
+        self.known.push((t, ok));
+        ok
+    }
+}
+
+/// The fewest tokens that finish a DFA output from `s`: the exact token distance where the
+/// search settles it within the single-byte bound, else that bound.
+pub(super) fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &[u32], s: StateId) -> u32 {
+    let bound = finish_tokens[s.index()];
+    if bound == UNREACHABLE {
+        return UNREACHABLE;
+    }
+    match env.token_reach(dfa, s, bound) {
+        Reach::Exact(d) => d.min(bound),
+        Reach::MoreThan(_) | Reach::Unknown => bound,
+    }
+}
+
+/// Tokens allowed to finish after a token, when `remaining` tokens (this one included) are
+/// left: always below [`NO_BUDGET`], so a real budget never reads as none.
 fn budget_after(remaining: usize) -> u32 {
     (remaining - 1).min(NO_BUDGET as usize - 1) as u32
 }

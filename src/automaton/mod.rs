@@ -33,6 +33,7 @@ mod env;
 mod mask_cache;
 mod matcher;
 pub mod slices;
+mod token_dist;
 
 use std::sync::Arc;
 
@@ -170,11 +171,18 @@ impl Compiled {
         Matcher::new(self.clone())
     }
 
-    /// Fewest tokens (counting single-byte tokens) from the start to a complete output.
+    /// Fewest tokens of the vocabulary from the start to a complete output: exact for a regular
+    /// constraint (within the token search's bound, see `token_dist`), and for a context-free one
+    /// counted lexeme by lexeme (an upper bound: a token that would straddle two lexemes is not
+    /// counted as one).
     pub fn min_tokens(&self) -> Option<u32> {
         let d = match &self.backend {
-            Backend::Dfa { dfa, finish_tokens } => finish_tokens[dfa.start().index()],
-            Backend::Earley(cfg) => cfg.nt(cfg::NtId::TOP).minlen,
+            Backend::Dfa { dfa, finish_tokens } => {
+                matcher::dfa_finish_tokens(&self.env, dfa, finish_tokens, dfa.start())
+            }
+            Backend::Earley(cfg) => {
+                cfg.nt(cfg::NtId::TOP).minlen.min(cfg.token_costs(&self.env).nt[cfg::NtId::TOP.index()])
+            }
         };
         (d != UNREACHABLE).then_some(d)
     }

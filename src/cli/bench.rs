@@ -13,7 +13,8 @@ use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// A Hugging Face tokenizer.json [default: the embedded stories260K tokenizer].
+    /// A Hugging Face tokenizer.json or a GGUF model (its tokenizer) [default: the embedded
+    /// stories260K tokenizer].
     #[arg(long)]
     tokenizer: Option<PathBuf>,
     /// A directory (searched recursively for .json / .jsonl) or one file of cases.

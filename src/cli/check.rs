@@ -15,7 +15,8 @@ use super::{load_vocab, ConstraintArgs};
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// A Hugging Face tokenizer.json [default: the embedded stories260K tokenizer].
+    /// A Hugging Face tokenizer.json or a GGUF model (its tokenizer) [default: the embedded
+    /// stories260K tokenizer].
     #[arg(long)]
     tokenizer: Option<PathBuf>,
     #[command(flatten)]

@@ -262,6 +262,15 @@ impl GgufMeta<'_> {
     }
 }
 
+/// The vocabulary of a GGUF file's tokenizer (its metadata only; no tensor is read): for
+/// compiling constraints against a model's tokens without loading the model.
+pub fn vocab(path: &Path) -> Result<crate::vocab::Vocab> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::Io { path: name.clone(), source: e })?;
+    let content = read_content(&mut BufReader::new(file), &name)?;
+    GgufMeta { md: &content.metadata, name: &name }.tokenizer()?.vocab(&name)
+}
+
 /// Loads a GGUF file (see the module docs).
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let name = path.display().to_string();

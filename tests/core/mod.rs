@@ -1,3 +1,4 @@
+mod budget;
 mod grammar;
 mod mask;
 mod mask_cache;

@@ -1,0 +1,168 @@
+//! Token budgets counted in tokens of the vocabulary (issue 23): the budgeted mask against a
+//! brute-force search over token sequences, on small vocabularies whose multi-byte tokens make
+//! single-byte counting wrong.
+//!
+//! For a random reachable state and a budget of `r` tokens, a token is *feasible* when, after
+//! it, some sequence of at most `r - 1` more tokens completes the output (found by trying every
+//! sequence). The budgeted mask must hold only feasible tokens (soundness: the never-truncated
+//! rule), and, for a regular constraint, every feasible token (exactness: a budget never
+//! refuses what fits). For a context-free constraint the count is lexeme by lexeme (a token that
+//! would straddle two lexemes is not counted as one), so the mask may hold fewer: the test checks
+//! soundness and prints how many feasible tokens were left out (a few in a hundred checks).
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
+use strictly::grammar::ebnf;
+use strictly::{TokenId, TokenSet, Vocab};
+
+const ALPHABET: &[u8] = b"abc[],";
+
+/// A vocabulary over [`ALPHABET`]: every single byte (so every string can be spelled), `extra`
+/// multi-byte tokens, and EOS last.
+fn vocab(extra: &[Vec<u8>]) -> Arc<Vocab> {
+    let mut toks: Vec<Vec<u8>> = ALPHABET.iter().map(|&b| vec![b]).collect();
+    for t in extra {
+        if !toks.contains(t) {
+            toks.push(t.clone());
+        }
+    }
+    toks.push(b"</s>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
+}
+
+/// Regular constraints (compiled to one DFA): the budget count must be exact.
+const REGULAR: &[&str] = &["a(bc)*a", "(ab|ba){2,6}c", "a{3,9}", "\\[(a,)*a\\]", "(abc){1,3}|cc"];
+
+/// Context-free ones (the Earley backend).
+const CONTEXT_FREE: &[&str] = &[
+    r#"root ::= "[" (item ("," item)*)? "]"
+item ::= "a" | "bc" | root"#,
+    r#"root ::= "a" root "b" | "c""#,
+];
+
+/// Is the output complete within `k` more tokens (every sequence tried)?
+fn completes_within(m: &mut Matcher, v: &Vocab, k: usize) -> bool {
+    if m.is_accepting() {
+        return true;
+    }
+    if k == 0 {
+        return false;
+    }
+    for id in (0..v.len() as u32).map(TokenId) {
+        if v.is_eos(id) || !m.allows(id) {
+            continue;
+        }
+        m.commit(id).unwrap();
+        let ok = completes_within(m, v, k - 1);
+        m.rollback(1).unwrap();
+        if ok {
+            return true;
+        }
+    }
+    false
+}
+
+/// The feasible tokens at `m`'s state under a budget of `r` tokens (this one included).
+fn feasible(m: &mut Matcher, v: &Vocab, r: usize) -> Vec<TokenId> {
+    let mut out = Vec::new();
+    for id in (0..v.len() as u32).map(TokenId) {
+        if v.is_eos(id) {
+            if m.is_accepting() {
+                out.push(id);
+            }
+            continue;
+        }
+        if !m.allows(id) {
+            continue;
+        }
+        m.commit(id).unwrap();
+        if completes_within(m, v, r - 1) {
+            out.push(id);
+        }
+        m.rollback(1).unwrap();
+    }
+    out
+}
+
+/// Random walks over `c`; at each state and every budget up to 4, the budgeted mask against the
+/// brute force. Returns (checks, tokens the mask left out that fit).
+fn check(c: &Arc<Compiled>, v: &Vocab, exact: bool, seed: u64) -> (usize, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut mask, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    let (mut checks, mut missed) = (0, 0);
+    for _ in 0..3 {
+        let mut m = c.matcher();
+        for _ in 0..rng.random_range(0..6) {
+            m.fill_mask_within(&mut mask, 6);
+            let ids: Vec<TokenId> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
+            if ids.is_empty() {
+                break;
+            }
+            m.commit(ids[rng.random_range(0..ids.len())]).unwrap();
+        }
+        for r in 1..=4 {
+            m.fill_mask_within(&mut mask, r);
+            m.reference_mask_within(&mut slow, r);
+            assert_eq!(mask, slow, "fast == reference under a budget of {r}");
+            let got: Vec<TokenId> = mask.iter().collect();
+            let want = feasible(&mut m, v, r);
+            for t in &got {
+                assert!(want.contains(t), "budget {r}: {:?} is let through but nothing completes in time", v.bytes(*t));
+            }
+            let left_out = want.iter().filter(|t| !got.contains(t)).count();
+            assert!(!exact || left_out == 0, "budget {r}: a regular constraint refused {left_out} tokens that fit");
+            missed += left_out;
+            checks += 1;
+        }
+    }
+    (checks, missed)
+}
+
+fn extra_tokens() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec(prop::collection::vec(prop::sample::select(ALPHABET.to_vec()), 2..5), 2..10)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn regular_budgets_are_exact_in_tokens(extra in extra_tokens(), seed in any::<u64>(), which in 0..REGULAR.len()) {
+        let v = vocab(&extra);
+        let env = VocabEnv::new(v.clone());
+        let c = Compiled::new(&env, &Constraint::Regex(REGULAR[which].into())).unwrap();
+        let (n, missed) = check(&c, &v, true, seed);
+        eprintln!("regular {}: {n} checks, {missed} left out", REGULAR[which]);
+    }
+
+    #[test]
+    fn context_free_budgets_are_sound_in_tokens(extra in extra_tokens(), seed in any::<u64>(), which in 0..CONTEXT_FREE.len()) {
+        let v = vocab(&extra);
+        let env = VocabEnv::new(v.clone());
+        let g = ebnf::parse(CONTEXT_FREE[which]).unwrap();
+        let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
+        let (n, missed) = check(&c, &v, false, seed);
+        eprintln!("context-free {which}: {n} checks, {missed} left out");
+    }
+}
+
+/// Single-byte counting refused what multi-byte tokens finish in time: `abcabcabc` is three
+/// tokens of `abc` but nine bytes.
+#[test]
+fn a_budget_in_tokens_takes_what_bytes_refused() {
+    let v = vocab(&[b"abc".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let c = Compiled::new(&env, &Constraint::Regex("(abc){3}".into())).unwrap();
+    assert_eq!(c.min_tokens(), Some(3), "three tokens of `abc`, not nine bytes");
+    let mut m = c.matcher();
+    let mut mask = TokenSet::new(v.len());
+    m.fill_mask_within(&mut mask, 3);
+    let abc = v.encode(b"abc").unwrap()[0];
+    assert_eq!(mask.iter().collect::<Vec<_>>(), vec![abc], "only `abc` finishes within three tokens");
+    m.commit(abc).unwrap();
+    assert_eq!(m.min_tokens_to_finish(), Some(2));
+}
