@@ -89,6 +89,7 @@ pub fn print_summary(opts: &BenchOptions, info: &RunInfo, results: &[CaseResult]
             "loadavg_end": info.load_end,
             "engine_init_ms": 0.0,
             "pretty": s.pretty,
+            "tight_budget": s.tight_budget,
             "only_valid": opts.only_valid,
             "lenient": s.schema.lenient,
             "isolated": opts.isolate,

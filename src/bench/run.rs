@@ -44,6 +44,12 @@ pub struct RunSettings {
     /// Re-run a case [`RECHECKS`] times (fresh compile, same process) when its slowest mask
     /// took longer than this many ns, and report those runs' slowest masks beside it.
     pub recheck_over_ns: Option<u64>,
+    /// Every mask under a budget of exactly the tokens the instance has left
+    /// ([`Matcher::fill_mask_within`](crate::automaton::Matcher::fill_mask_within)), the
+    /// tightest budget its own tokens fit: it measures what counting a budget costs where it
+    /// binds at every step, and a valid instance rejected under it is a budget that refused a
+    /// completion that fits (the cost in tokens is an upper bound across lexemes).
+    pub tight_budget: bool,
 }
 
 /// How many times `recheck_over_ns` re-runs a case.
@@ -81,7 +87,7 @@ pub fn run_case(env: &Arc<VocabEnv>, case: &Case, idx: usize, settings: &RunSett
     let started = std::time::Instant::now();
     let mut mask = TokenSet::new(vocab.len());
     let Some(compiled) = compile_case(env, case, settings, &mut mask, &mut res) else { return res };
-    let slowest = run_instances(vocab, &compiled, &mut mask, case, prepared, settings.clock, &mut res);
+    let slowest = run_instances(vocab, &compiled, &mut mask, case, prepared, settings, &mut res);
     res.status = status(&res).into();
     drop(compiled);
     (res.peak_rss_mib, res.rss_before_mib) = memory.finish();
@@ -152,14 +158,14 @@ fn run_instances(
     mask: &mut TokenSet,
     case: &Case,
     prepared: Vec<(String, Vec<TokenId>)>,
-    clock: Clock,
+    settings: &RunSettings,
     res: &mut CaseResult,
 ) -> Option<(u64, SlowestMask)> {
     let mut all_mask_ns = Vec::new();
     let mut commit_total = 0u64;
     let mut slowest: Option<(u64, SlowestMask)> = None;
     for (i, (inst, (text, toks))) in case.instances.iter().zip(prepared).enumerate() {
-        let mut ir = run_instance(vocab, compiled, mask, inst, &text, &toks, clock);
+        let mut ir = run_instance(vocab, compiled, mask, inst, &text, &toks, settings);
         ir.idx = i;
         if let Some((ns, mut s)) = ir.slowest.take() {
             if slowest.as_ref().is_none_or(|(best, _)| ns > *best) {
@@ -228,8 +234,9 @@ fn run_instance(
     inst: &Instance,
     text: &str,
     toks: &[TokenId],
-    clock: Clock,
+    settings: &RunSettings,
 ) -> InstanceResult {
+    let clock = settings.clock;
     let mut ir = InstanceResult {
         description: inst.description.clone(),
         expected_valid: inst.valid,
@@ -246,7 +253,11 @@ fn run_instance(
         // The events and the wall clock are read outside the timed call.
         let (events, wall) = (ThreadEvents::now(), std::time::Instant::now());
         let ts = clock.now_ns();
-        m.fill_mask(mask);
+        if settings.tight_budget {
+            m.fill_mask_within(mask, toks.len() - k);
+        } else {
+            m.fill_mask(mask);
+        }
         let ns = clock.now_ns() - ts;
         let (wall, events) = (wall.elapsed(), ThreadEvents::now().since(events));
         ir.mask_ns.push(ns);

@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// Skip cases whose id contains this.
     #[arg(long)]
     exclude: Option<String>,
+    /// Every mask under a budget of exactly the tokens the instance has left (what budgets cost
+    /// where they bind at every step; a valid instance must still be accepted).
+    #[arg(long)]
+    tight_budget: bool,
     /// Serialize instances indented (serde_json pretty) instead of compact.
     #[arg(long)]
     pretty: bool,
@@ -121,6 +125,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             schema: JsonSchemaOptions { whitespace, lenient: a.lenient, ..Default::default() },
             compile: CompileOptions { backend: engine, ..CompileOptions::default() },
             recheck_over_ns: a.recheck_max_ms.map(|ms| (ms.max(0.0) * 1e6) as u64),
+            tight_budget: a.tight_budget,
         },
         per_step: a.per_step,
         timeout_s: a.timeout_s,
