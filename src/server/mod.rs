@@ -43,8 +43,8 @@
 //!   over free text) is complete even when it reaches `max_tokens` (the budget closes it), so it
 //!   reports `finish_reason: "stop"`, with the extension `stop_reason: "max_tokens"`; the
 //!   output is checked against its constraint before it is sent, and one that cannot fit at all
-//!   is a 400 up front. A stop string that cuts a structured output short is an error, not a
-//!   broken success.
+//!   is a 400 up front. A stop string ends a structured output only where it is complete
+//!   (inside the structure it is text).
 //! - **Chats** use the model's chat template; a model without one (the embedded default) gets
 //!   [`crate::model::chat::PLAIN_TEMPLATE`]. The request's tools (unless `tool_choice` is
 //!   `none`), the history's assistant `tool_calls` and `tool` results go to the template as

@@ -102,6 +102,13 @@ async fn json_schema_and_json_object_outputs_validate() {
         let parsed: Value = serde_json::from_str(&content(&v, 0)).unwrap();
         assert!(parsed.is_object(), "{parsed}");
     }
+    // A stop string the structure needs (every person has a ","): no stop there, whatever the
+    // seed; the output is the whole object.
+    for seed in 0..6 {
+        let rf = schema_format("person", person_schema());
+        let v = chat_ok(&app, json!({"seed": seed, "stop": [",", "\n"], "response_format": rf})).await;
+        check_person(&serde_json::from_str(&content(&v, 0)).unwrap_or_else(|e| panic!("{e}: {v}")));
+    }
     // response_format text is no constraint.
     chat_ok(&app, json!({"max_tokens": 5, "response_format": {"type": "text"}})).await;
 }
