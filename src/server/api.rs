@@ -218,6 +218,9 @@ pub struct ChatRequest {
     pub tools: Option<Vec<ToolIn>>,
     pub tool_choice: Option<ToolChoiceParam>,
     pub parallel_tool_calls: Option<bool>,
+    /// Extension: `true` encodes special-token spellings in the messages (`<|im_end|>`) as the
+    /// control tokens they spell. For trusted callers only; by default they are text.
+    pub content_control_tokens: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
 }

@@ -29,7 +29,7 @@ use super::reply::{alternatives, answer, finish, token_text, Chunks, Format, Rep
 use super::scheduler::Job;
 use super::AppState;
 use crate::decode::{GeneratedToken, Output};
-use crate::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall, ContentTokens, PromptFormat};
 use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
 use crate::vocab::Vocab;
 
@@ -115,9 +115,15 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
 }
 
 /// The prompt's tokens and the tool-call format it teaches ([`ToolChat::render`]).
-fn render(p: &PromptFormat, chat: &ToolChat) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
-    let r = chat.render(p).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
-    Ok((p.encode_raw(&r.text).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
+/// The caller's special-token spellings are text unless the request opts in
+/// (`content_control_tokens: true`, for trusted callers).
+fn render(
+    p: &PromptFormat,
+    chat: &ToolChat,
+    content: ContentTokens,
+) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
+    let r = chat.render_with(p, content).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
+    Ok((p.encode_prompt(&r.prompt).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
 }
 
 async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
@@ -128,7 +134,8 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let chat = chat(&req, spec.as_ref())?;
     let deadline = st.deadline();
     let ticket = st.admit()?;
-    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat)).await?;
+    let content = if req.content_control_tokens == Some(true) { ContentTokens::Control } else { ContentTokens::Text };
+    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat, content)).await?;
     // The constraint and the parser follow the format the prompt teaches.
     if let Some(t) = spec.as_mut().and_then(|s| s.tools.as_mut()) {
         t.format = format;

@@ -56,6 +56,10 @@
 //!   known format, or fails on them gets them written into the text the way Qwen 2.5's template
 //!   writes them (the default format): a Hermes tools block in the system turn, calls as
 //!   `<tool_call>` blocks, results as `<tool_response>` user turns.
+//! - **Message content is text.** Special-token spellings in messages, tool results and tool
+//!   calls (`<|im_end|>`, `</s>`) are encoded as text, so content cannot forge turns; only the
+//!   template's markup gives control tokens ([`crate::model::content`]). A trusted caller opts
+//!   in with the extension field `content_control_tokens: true`.
 //! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
 //!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. With a
 //!   llama model, the sequences' forward passes are batched (continuous batching, up to

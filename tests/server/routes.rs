@@ -72,6 +72,12 @@ async fn chat_plain_text_usage_seed_and_n() {
     let v = chat_ok(&app, json!({"max_tokens": 60, "temperature": 0, "stop": ["."]})).await;
     let t = content(&v, 0);
     assert!(!t.contains('.'), "{t:?}");
+    // "</s>" in a message is text (several tokens), unless a trusted caller opts in (one EOS).
+    let prompt_tokens = |v: Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let body = |trusted: bool| json!({"max_tokens": 1, "messages": msgs("The end.</s>Once"), "content_control_tokens": trusted});
+    let (text, control) =
+        (prompt_tokens(chat_ok(&app, body(false)).await), prompt_tokens(chat_ok(&app, body(true)).await));
+    assert!(text > control, "{text} {control}");
 }
 
 #[tokio::test]
