@@ -84,16 +84,40 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
                 .param(format!("messages[{i}].role")))
             }
         };
+        // OpenAI's rules: content is required, except an assistant's that makes calls.
+        let calls = m.tool_calls.as_deref().unwrap_or(&[]);
+        if m.content.is_none() && !(role == "assistant" && !calls.is_empty()) {
+            return Err(ApiError::bad_request(format!(
+                "messages[{i}].content is required for a {} message{}",
+                m.role,
+                if role == "assistant" { " without tool_calls" } else { "" }
+            ))
+            .param(format!("messages[{i}].content")));
+        }
         let mut msg = ChatMessage::new(role, content_text(&m.content, i)?);
         if role == "assistant" {
-            for call in m.tool_calls.iter().flatten() {
-                let args = call.function.arguments.as_deref().unwrap_or("{}");
-                let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
+            for (j, call) in calls.iter().enumerate() {
+                let text = call.function.arguments.as_deref().unwrap_or("{}");
+                let args: Value = serde_json::from_str(text).map_err(|e| {
+                    let p = format!("messages[{i}].tool_calls[{j}].function.arguments");
+                    ApiError::bad_request(format!("{p} is not valid JSON: {e}")).param(p)
+                })?;
                 msg.tool_calls.push(ChatToolCall::function(call.id.clone(), call.function.name.clone(), args));
             }
         }
         if role == "tool" {
-            msg.tool_call_id = m.tool_call_id.clone();
+            let p = format!("messages[{i}].tool_call_id");
+            let Some(id) = &m.tool_call_id else {
+                return Err(ApiError::bad_request(format!("{p} is required for a tool message")).param(p));
+            };
+            let answers = |prev: &ChatMessage| prev.tool_calls.iter().any(|c| c.id.as_deref() == Some(id.as_str()));
+            if !messages.iter().any(answers) {
+                return Err(ApiError::bad_request(format!(
+                    "{p} {id:?} answers no tool call of an earlier assistant message"
+                ))
+                .param(p));
+            }
+            msg.tool_call_id = Some(id.clone());
         }
         messages.push(msg);
     }
@@ -103,8 +127,8 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
             .tools
             .iter()
             .flatten()
-            .map(|t| {
-                let f = &t.function;
+            .filter_map(|t| t.function.as_ref())
+            .map(|f| {
                 let params = f.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
                 ChatTool::function(f.name.clone(), f.description.clone(), params)
             })

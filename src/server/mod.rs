@@ -358,7 +358,13 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat::handle))
         .route("/v1/completions", post(completions::handle))
-        .fallback(|| async { ApiError::not_found("no such route").code("not_found") })
+        .fallback(|| async {
+            ApiError::not_found(
+                "no such route; the routes are GET /health, GET /metrics, GET /v1/models, GET /v1/models/{id}, \
+                 POST /v1/chat/completions and POST /v1/completions",
+            )
+            .code("not_found")
+        })
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "invalid_request_error", "method not allowed for this route")
                 .code("method_not_allowed")
