@@ -86,7 +86,7 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
         };
         // OpenAI's rules: content is required, except an assistant's that makes calls.
         let calls = m.tool_calls.as_deref().unwrap_or(&[]);
-        if m.content.is_none() && !(role == "assistant" && !calls.is_empty()) {
+        if m.content.is_none() && (role != "assistant" || calls.is_empty()) {
             return Err(ApiError::bad_request(format!(
                 "messages[{i}].content is required for a {} message{}",
                 m.role,
