@@ -314,13 +314,54 @@ fn fast_forward_counts_and_forced_logprobs() {
 #[test]
 fn forced_tokens_respect_stop_strings() {
     let v = vocab(&[b"a", b"b", b"c", b"d", b"</s>"], &[4]);
-    let mut model = says(v.len(), &[], 4);
-    let mut m = matcher(&v, "abcd");
-    let (out, events) = run(&mut model, &v, Some(&mut m), &GenerateOptions { stop: vec!["bc".into()], ..greedy(10) });
+    // "a" forced, "b" chosen, "c" and "d" forced; "bcd" completes on "d", after a complete "a".
+    let mut model = says(v.len(), &[0, 1], 4);
+    let mut m = matcher(&v, "a(bcd)?");
+    let (out, events) = run(&mut model, &v, Some(&mut m), &GenerateOptions { stop: vec!["bcd".into()], ..greedy(10) });
     assert_eq!(out.text(), "a");
-    assert_eq!(ids(&out), vec![0, 1, 2], "forced tokens stop where the stop string completes");
-    assert_eq!(out.stopped_by, Some(StoppedBy::String("bc".into())));
-    assert_eq!(brief(&events), vec!["T0", "a", "T1", "T2", "end"]);
+    assert_eq!(ids(&out), vec![0, 1, 2, 3], "forced tokens stop where the stop string completes");
+    assert_eq!(out.stopped_by, Some(StoppedBy::String("bcd".into())));
+    assert_eq!(brief(&events), vec!["T0", "a", "T1", "T2", "T3", "end"]);
+}
+
+#[test]
+fn a_stop_string_ends_a_constrained_output_only_where_it_is_complete() {
+    let v = vocab(&[b"a", b"b", b"c", b"d", b"</s>"], &[4]);
+    let stop = |s: &str| GenerateOptions { stop: vec![s.into()], ..greedy(10) };
+    // "a" is not a complete "ab(cd)?": the stop "bc" there is text, and the output goes on.
+    let mut model = says(v.len(), &[0, 1, 2, 3], 4);
+    let mut m = matcher(&v, "ab(cd)?");
+    let (out, events) = run(&mut model, &v, Some(&mut m), &stop("bc"));
+    assert_eq!(out.text(), "abcd");
+    assert_eq!(out.stopped_by, Some(StoppedBy::Constraint));
+    assert_eq!(texts(&events).concat(), "abcd");
+    // "ab" is complete: the stop "cd" ends it there.
+    let mut model = says(v.len(), &[0, 1, 2, 3], 4);
+    let mut m = matcher(&v, "ab(cd)?");
+    let (out, _) = run(&mut model, &v, Some(&mut m), &stop("cd"));
+    assert_eq!((out.text().as_str(), out.stopped_by), ("ab", Some(StoppedBy::String("cd".into()))));
+    // A stop string the structure holds (a newline inside pretty JSON) never cuts it, whatever
+    // is sampled; one after the end does end it.
+    // (Every byte the language uses has a token of its own, as in real vocabularies: the budget
+    // counts single-byte tokens.)
+    let v = vocab(&[b"{", b"\n", b" ", b"\"", b"k", b":", b"1", b"}", b"\"k\"", b"</s>"], &[9]);
+    let re = r#"\{\n? ?"k": ?1\n?\}\n?"#;
+    let full = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+    let mut stopped = 0;
+    for seed in 0..40u64 {
+        let mut model = RandomLogits::new(v.len(), seed);
+        let mut m = matcher(&v, re);
+        let opts = GenerateOptions {
+            stop: vec!["\n".into()],
+            sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
+            ..greedy(20)
+        };
+        let out = generate(&mut model, &v, Some(&mut m), &[], &opts).unwrap();
+        assert!(full.is_match(&out.text()), "seed {seed}: {:?}", out.text());
+        assert!(out.text().ends_with('}'), "seed {seed}: {:?}", out.text());
+        stopped += (out.stopped_by == Some(StoppedBy::String("\n".into()))) as usize;
+    }
+    assert!(stopped > 0, "some outputs should end at the newline after the object");
 }
 
 #[test]

@@ -23,6 +23,8 @@ mod bench;
 mod cli;
 mod common;
 mod conformance;
+#[cfg(feature = "model")]
+mod content;
 mod core;
 mod corpus;
 mod decode;

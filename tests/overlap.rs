@@ -24,7 +24,8 @@ fn story_schema() -> Constraint {
 }
 
 /// The constraints and stop strings the runs go through: a JSON schema (long forced runs: keys,
-/// punctuation), the same with stop strings that cut it inside the constrained text, and regexes.
+/// punctuation), the same with stop strings inside the constrained text (text there, never a
+/// stop), and regexes, one with a stop (a space) that may end it after any word.
 fn cases() -> Vec<(&'static str, Constraint, Vec<String>)> {
     let stops = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     vec![
@@ -32,6 +33,7 @@ fn cases() -> Vec<(&'static str, Constraint, Vec<String>)> {
         ("schema, stops", story_schema(), stops(&["\"mood\"", "ed\""])),
         ("regex", Constraint::Regex(r"(Once|One day) [a-z]+( [a-z]+){1,5}\.".into()), vec![]),
         ("regex, stop", Constraint::Regex(r"\{name: [a-z]{1,8}, age: [0-9]\}".into()), stops(&["age"])),
+        ("words, stop", Constraint::Regex(r"[a-z]{1,8}( [a-z]{1,8}){0,5}".into()), stops(&[" "])),
     ]
 }
 

@@ -112,20 +112,42 @@ impl StreamDetokenizer {
     /// only) and returns the index of the stop string that matched, if one did. After a match
     /// nothing more is produced until [`finish`](Self::finish).
     pub fn push_token(&mut self, vocab: &Vocab, token: TokenId, delta: &mut String) -> Option<usize> {
+        self.push_token_gated(vocab, token, delta, &mut |_, _| true)
+    }
+
+    /// [`push_token`](Self::push_token), where a stop string ends the text only where
+    /// `may_end(text before it)` allows (the text in two parts, see
+    /// [`StopStrings::push_gated`]): a constrained output ends only where it is complete.
+    pub fn push_token_gated(
+        &mut self,
+        vocab: &Vocab,
+        token: TokenId,
+        delta: &mut String,
+        may_end: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Option<usize> {
         if vocab.kind(token) != TokenKind::Text {
             return self.stops.matched();
         }
-        self.push_bytes(vocab.bytes(token), delta)
+        self.push_bytes_gated(vocab.bytes(token), delta, may_end)
     }
 
     /// Feeds text bytes; see [`push_token`](Self::push_token).
     pub fn push_bytes(&mut self, bytes: &[u8], delta: &mut String) -> Option<usize> {
+        self.push_bytes_gated(bytes, delta, &mut |_, _| true)
+    }
+
+    fn push_bytes_gated(
+        &mut self,
+        bytes: &[u8],
+        delta: &mut String,
+        may_end: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Option<usize> {
         debug_assert!(!self.finished, "push after finish");
         if self.stops.matched().is_some() {
             return self.stops.matched();
         }
         let start = self.bytes.len();
-        let matched = self.stops.push(bytes, &mut self.bytes);
+        let matched = self.stops.push_gated(bytes, &mut self.bytes, may_end);
         self.utf8.push(&self.bytes[start..], delta);
         matched
     }

@@ -48,9 +48,10 @@
 //! All but the last give [`FinishReason::Stop`].
 //!
 //! With a constraint, stop tokens (the extra ids too) are allowed exactly when the output is
-//! complete, so a stop token never cuts a constrained output short. A stop string is text
-//! matching, applied after the constraint: if one occurs inside constrained text, the output
-//! ends there (as with any OpenAI-style server), and may then be a prefix of a match.
+//! complete, so a stop token never cuts a constrained output short. Stop strings likewise apply
+//! only where the output may end: one that completes where the text before it is not a complete
+//! output of the constraint is text like any other, and the output goes on (so the same request
+//! gives the same kind of answer whatever the seed). [`StopStrings::push_gated`] takes the gate.
 //!
 //! # Never truncated
 //!

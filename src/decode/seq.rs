@@ -123,10 +123,60 @@ pub(crate) struct Sequence {
     pub forced: usize,
     pub forward_passes: usize,
     pub masks: MaskStats,
+    /// With a constraint and stop strings: where a stop string may end the output.
+    stop_check: Option<StopCheck>,
+}
+
+/// Says whether a constrained output may end at a given point, for stop strings: a second
+/// matcher, fed the released text once (lazily, when a stop string completes), then the held
+/// text before the stop on trial (rolled back after). A stop string where the text before it
+/// is not a complete output is no stop: the output goes on, so a request's answer does not
+/// depend on whether its sampled text happened to contain a stop string mid-structure.
+#[derive(Clone)]
+struct StopCheck {
+    m: Matcher,
+    /// How many released bytes `m` holds.
+    fed: usize,
+    /// `m` refused bytes it should have taken (a limit): no stop string applies any more.
+    broken: bool,
+}
+
+impl std::fmt::Debug for StopCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StopCheck").field("fed", &self.fed).field("broken", &self.broken).finish_non_exhaustive()
+    }
+}
+
+impl StopCheck {
+    fn may_end(&mut self, released: &[u8], before: &[u8]) -> bool {
+        if self.broken {
+            return false;
+        }
+        if released.len() > self.fed {
+            if self.m.commit_bytes(&released[self.fed..]).is_err() {
+                self.broken = true;
+                return false;
+            }
+            self.fed = released.len();
+        }
+        if before.is_empty() {
+            return self.m.is_accepting();
+        }
+        if self.m.commit_bytes(before).is_err() {
+            return false;
+        }
+        let complete = self.m.is_accepting();
+        self.m.rollback(1).expect("one commit to undo");
+        complete
+    }
 }
 
 impl Sequence {
-    pub fn new(prompt: &[TokenId], stops: StopStrings) -> Sequence {
+    /// A sequence after `prompt`; with `matcher` (the constraint, as the output starts) a stop
+    /// string ends the output only where the constraint is complete.
+    pub fn new(prompt: &[TokenId], stops: StopStrings, matcher: Option<&Matcher>) -> Sequence {
+        let stop_check =
+            matcher.filter(|_| !stops.is_empty()).map(|m| StopCheck { m: m.clone(), fed: 0, broken: false });
         Sequence {
             tokens: Vec::new(),
             logprobs: Vec::new(),
@@ -136,6 +186,7 @@ impl Sequence {
             forced: 0,
             forward_passes: 0,
             masks: MaskStats::default(),
+            stop_check,
         }
     }
 
@@ -163,7 +214,10 @@ impl Sequence {
         emit(Event::Token(g.clone()));
         self.logprobs.push(g);
         let mut delta = String::new();
-        let matched = self.detok.push_token(vocab, t, &mut delta);
+        let matched = match &mut self.stop_check {
+            Some(check) => self.detok.push_token_gated(vocab, t, &mut delta, &mut |r, b| check.may_end(r, b)),
+            None => self.detok.push_token(vocab, t, &mut delta),
+        };
         if !delta.is_empty() {
             emit(Event::Text(delta));
         }

@@ -17,11 +17,16 @@
 //! how the text was split into tokens: with stops `"abcd"` and `"bc"`, text `abcd` stops at
 //! `"bc"` (leaving `"a"`) whether it came as one token or four. The list's order never matters.
 //!
+//! A gate ([`StopStrings::push_gated`]) may refuse a match: a constrained output may end only
+//! where its constraint is complete, so a stop string that completes where the text before it
+//! is not a whole output is no stop there; it stays in the text and scanning goes on. (Among
+//! stops ending at the same byte, the longest the gate accepts wins.)
+//!
 //! Cost: each byte is compared against every stop string's length at most, so a push of `n`
 //! bytes costs `O(n · Σ|stop|)`; [`MAX_STOP_STRINGS`] and [`MAX_STOP_BYTES`] bound that.
 //!
-//! Invariant: `held` is always shorter than the longest stop string, and is the longest suffix
-//! of the text so far that is a proper prefix of some stop string.
+//! Invariant: between pushes, `held` is the longest suffix of the text so far that is a proper
+//! prefix of some stop string (so it is shorter than the longest stop string).
 
 use crate::error::{Error, Result};
 
@@ -88,6 +93,18 @@ impl StopStrings {
     /// Feeds `bytes` and appends to `out` the text that is now final. Returns the index of the
     /// stop string that matched, if one did; the scanner then ignores further input.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+        self.push_gated(bytes, out, &mut |_, _| true)
+    }
+
+    /// [`push`](Self::push), where a stop string ends the text only if `may_end(out, before)`
+    /// says the text may end there: `out` as it stands (what was released) followed by
+    /// `before` (the held text before the stop string). A refused match is text like any other.
+    pub fn push_gated(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        may_end: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Option<usize> {
         if self.matched.is_some() {
             return self.matched;
         }
@@ -97,15 +114,15 @@ impl StopStrings {
         }
         for &b in bytes {
             self.held.push(b);
-            // The longest stop string that ends at this byte (ties: the first listed).
-            let mut best: Option<usize> = None;
-            for (i, s) in self.stops.iter().enumerate() {
-                if self.held.ends_with(s) && best.is_none_or(|j| s.len() > self.stops[j].len()) {
-                    best = Some(i);
-                }
-            }
-            if let Some(i) = best {
+            // The stop strings that end at this byte, longest first (ties: the first listed).
+            let mut ending: Vec<usize> =
+                (0..self.stops.len()).filter(|&i| self.held.ends_with(&self.stops[i])).collect();
+            ending.sort_by_key(|&i| std::cmp::Reverse(self.stops[i].len()));
+            for i in ending {
                 let cut = self.held.len() - self.stops[i].len();
+                if !may_end(out, &self.held[..cut]) {
+                    continue;
+                }
                 out.extend_from_slice(&self.held[..cut]);
                 self.held.clear();
                 self.matched = Some(i);
@@ -208,6 +225,27 @@ mod tests {
         let (after, m, text) = run(&["abab"], &["aba", "abab"]);
         assert_eq!(after, vec!["", "aba"]);
         assert_eq!((m, text.as_str()), (Some(0), "aba"));
+    }
+
+    #[test]
+    fn a_refused_match_is_text_and_scanning_goes_on() {
+        // The gate allows an end only after an even number of bytes.
+        let mut gate = |out: &[u8], before: &[u8]| (out.len() + before.len()) % 2 == 0;
+        let mut s = StopStrings::new(&["\n", "x\n"]).unwrap();
+        let mut out = Vec::new();
+        // Before each "\n": "a", then "a\nb" (odd): refused, released as text.
+        assert_eq!(s.push_gated(b"a\n", &mut out, &mut gate), None);
+        assert_eq!(s.push_gated(b"b\n", &mut out, &mut gate), None);
+        assert_eq!(out, b"a\nb\n");
+        // Both end here; the longer ("x\n", after 4 bytes) is allowed and wins.
+        assert_eq!(s.push_gated(b"x\nmore", &mut out, &mut gate), Some(1));
+        assert_eq!(out, b"a\nb\n");
+        // The longer refused (after 1 byte), the shorter allowed (after "ax": 2 bytes).
+        let mut s = StopStrings::new(&["\n", "x\n"]).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.push_gated(b"a", &mut out, &mut gate), None);
+        assert_eq!(s.push_gated(b"x\n", &mut out, &mut gate), Some(0));
+        assert_eq!(out, b"ax");
     }
 
     #[test]

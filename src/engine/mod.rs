@@ -70,7 +70,7 @@ use crate::automaton::{Compiled, Constraint, Matcher, VocabEnv};
 use crate::decode::{deserialize, schema_for, Event, GenerateOptions, Generation, Output, Typed};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
-use crate::model::{CandleModel, ChatMessage, LoadOptions, LoadedModel};
+use crate::model::{CandleModel, ChatMessage, ContentTokens, LoadOptions, LoadedModel};
 use crate::tools::{calls_grammar, OutputParser, Piece, ToolFormat, MAX_PARALLEL_TOOL_CALLS};
 use crate::vocab::{TokenId, Vocab};
 use tools::{reply, tool_chat};
@@ -85,6 +85,8 @@ pub struct Engine {
     loaded: LoadedModel,
     /// Compiled constraints by a key naming what they constrain (a schema, a tool set).
     cache: Mutex<HashMap<String, Arc<Compiled>>>,
+    /// How special-token spellings in messages are encoded (text, unless trusted).
+    content: ContentTokens,
 }
 
 impl Engine {
@@ -109,7 +111,15 @@ impl Engine {
 
     /// A model you loaded yourself ([`LoadedModel::from_path`] with your [`LoadOptions`]).
     pub fn from_loaded(loaded: LoadedModel) -> Engine {
-        Engine { loaded, cache: Mutex::new(HashMap::new()) }
+        Engine { loaded, cache: Mutex::new(HashMap::new()), content: ContentTokens::Text }
+    }
+
+    /// For trusted callers: special-token spellings in prompts and messages (`<|im_end|>`)
+    /// become the control tokens they spell ([`ContentTokens::Control`]). By default they are
+    /// text, so a message cannot forge the chat template's turns.
+    pub fn with_content_tokens(mut self, content: ContentTokens) -> Engine {
+        self.content = content;
+        self
     }
 
     /// The model, its vocabulary, prompt format and defaults.
@@ -128,13 +138,14 @@ impl Engine {
     }
 
     /// A prompt's tokens: as a user turn through the model's chat template when it has one,
-    /// else the text itself after the BOS (a base model continues it).
+    /// else the text itself after the BOS (a base model continues it). Special-token spellings
+    /// in it are text unless [`with_content_tokens`](Self::with_content_tokens) says otherwise.
     pub fn prompt_tokens(&self, prompt: &str) -> Result<Vec<TokenId>> {
         let p = &self.loaded.prompt;
         if p.has_chat_template() {
-            p.encode_chat(&[ChatMessage::user(prompt)], &[], true)
+            p.encode_chat_with(&[ChatMessage::user(prompt)], &[], true, self.content)
         } else {
-            p.encode(prompt)
+            p.encode_with(prompt, self.content)
         }
     }
 
@@ -211,7 +222,7 @@ impl Engine {
 
     /// The prompt text [`choose`](Self::choose) gives the model for this chat.
     pub fn chat_prompt(&self, messages: &[ChatMessage], tools: &Tools, choice: &ToolChoice) -> Result<String> {
-        Ok(tool_chat(messages, tools, choice)?.render(&self.loaded.prompt)?.text)
+        Ok(tool_chat(messages, tools, choice)?.render_with(&self.loaded.prompt, self.content)?.text)
     }
 
     /// The tool-call format [`choose`](Self::choose) asks of the model for this chat (its chat
@@ -236,9 +247,9 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<(Job, Tools)> {
         let chat = tool_chat(messages, tools, choice)?;
-        let rendered = chat.render(&self.loaded.prompt)?;
+        let rendered = chat.render_with(&self.loaded.prompt, self.content)?;
         let format = rendered.format;
-        let prompt = self.loaded.prompt.encode_raw(&rendered.text)?;
+        let prompt = self.loaded.prompt.encode_prompt(&rendered.prompt)?;
         let matcher = match &chat.mode {
             None => None,
             Some(mode) => {

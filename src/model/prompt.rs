@@ -8,8 +8,10 @@
 //! byte-exact encoder, which is for constrained output. Whether a BOS goes first follows
 //! transformers: `add_bos_token` in tokenizer_config.json when it says so, else whatever the
 //! tokenizer's post-processor does (Llama, TinyLlama and stories260K add one; Qwen adds none).
-//! A rendered chat template is encoded as it is, with no BOS added: templates that want one
-//! write `{{ bos_token }}` themselves (transformers' `apply_chat_template` does the same).
+//! A rendered chat template is encoded with no BOS added: templates that want one write
+//! `{{ bos_token }}` themselves (transformers' `apply_chat_template` does the same). In a chat,
+//! special-token spellings in the caller's strings are encoded as text, so control tokens come
+//! only from the template's markup (see [`content`](super::content); [`ContentTokens`] opts out).
 
 use std::path::Path;
 
@@ -17,6 +19,7 @@ use serde_json::Value;
 
 use super::chat::{ChatMessage, ChatTemplate, ChatTool};
 use super::config::token_ids;
+use super::content::{ChatPrompt, ContentTokens, Specials};
 use super::read_file;
 use crate::error::{Error, Result};
 use crate::sample::{SamplingOverrides, SamplingParams};
@@ -34,6 +37,10 @@ pub struct PromptFormat {
     /// The model's own chat template, if it has one.
     template: Option<ChatTemplate>,
     plain: ChatTemplate,
+    /// The tokenizer's special tokens, kept out of message content.
+    specials: Specials,
+    /// The tokenizer with special-token matching off (made when first needed).
+    text_tokenizer: std::sync::OnceLock<tokenizers::Tokenizer>,
 }
 
 /// A token string in tokenizer_config.json: `"<s>"` or `{"content": "<s>", ...}`.
@@ -120,7 +127,18 @@ impl PromptFormat {
                 None => false,
             },
         };
-        Ok(PromptFormat { tokenizer, bos, bos_text, eos_text, add_bos, template, plain: ChatTemplate::plain() })
+        let specials = Specials::new(&tokenizer);
+        Ok(PromptFormat {
+            tokenizer,
+            bos,
+            bos_text,
+            eos_text,
+            add_bos,
+            template,
+            plain: ChatTemplate::plain(),
+            specials,
+            text_tokenizer: std::sync::OnceLock::new(),
+        })
     }
 
     /// The prompt's tokens: the BOS (when [`add_bos`](Self::add_bos)), then `text` as the
@@ -132,6 +150,33 @@ impl PromptFormat {
         }
         ids.extend(self.encode_raw(text)?);
         Ok(ids)
+    }
+
+    /// [`encode`](Self::encode), with special-token spellings in `text` encoded as `content`
+    /// says ([`ContentTokens::Text`]: as text).
+    pub fn encode_with(&self, text: &str, content: ContentTokens) -> Result<Vec<TokenId>> {
+        if content == ContentTokens::Control {
+            return self.encode(text);
+        }
+        let mut ids = Vec::new();
+        if self.add_bos {
+            ids.extend(self.bos);
+        }
+        let e = self
+            .text_tokenizer()
+            .encode(text, false)
+            .map_err(|e| Error::Tokenizer { path: "prompt".into(), msg: e.to_string() })?;
+        ids.extend(e.get_ids().iter().map(|&i| TokenId(i)));
+        Ok(ids)
+    }
+
+    /// The tokenizer with special-token matching off.
+    fn text_tokenizer(&self) -> &tokenizers::Tokenizer {
+        self.text_tokenizer.get_or_init(|| {
+            let mut t = self.tokenizer.clone();
+            t.set_encode_special_tokens(true);
+            t
+        })
     }
 
     /// `text` as the tokenizer splits it, nothing added.
@@ -165,14 +210,79 @@ impl PromptFormat {
         self.chat_template().render(messages, tools, add_generation_prompt, &self.bos_text, &self.eos_text)
     }
 
-    /// The chat's tokens: [`render_chat`](Self::render_chat), encoded with nothing added.
+    /// The chat's tokens: [`render_chat`](Self::render_chat), encoded with nothing added, the
+    /// messages' and tools' text as text ([`ContentTokens::Text`]).
     pub fn encode_chat(
         &self,
         messages: &[ChatMessage],
         tools: &[ChatTool],
         add_generation_prompt: bool,
     ) -> Result<Vec<TokenId>> {
-        self.encode_raw(&self.render_chat(messages, tools, add_generation_prompt)?)
+        self.encode_chat_with(messages, tools, add_generation_prompt, ContentTokens::Text)
+    }
+
+    /// [`encode_chat`](Self::encode_chat), with special-token spellings in the messages and
+    /// tools encoded as `content` says.
+    pub fn encode_chat_with(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+        content: ContentTokens,
+    ) -> Result<Vec<TokenId>> {
+        self.encode_prompt(&self.render_chat_prompt(messages, tools, add_generation_prompt, content)?)
+    }
+
+    /// The chat rendered for [`encode_prompt`](Self::encode_prompt): with
+    /// [`ContentTokens::Text`], special-token spellings in the caller's strings (messages,
+    /// tool calls, tools) are marked so that they encode as text; see [`super::content`].
+    pub fn render_chat_prompt(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+        content: ContentTokens,
+    ) -> Result<ChatPrompt> {
+        let json = |e: serde_json::Error| Error::param(format!("the chat does not serialize: {e}"));
+        let (mv, tv) = (serde_json::to_value(messages).map_err(json)?, serde_json::to_value(tools).map_err(json)?);
+        if content == ContentTokens::Control || !self.specials.occur_in(&[&mv, &tv]) {
+            return Ok(ChatPrompt::plain(self.render_chat(messages, tools, add_generation_prompt)?));
+        }
+        let source = Value::String(self.chat_template().source().to_string());
+        let escapes = self.specials.escapes_for(&[&mv, &tv, &source])?;
+        let messages: Vec<ChatMessage> =
+            serde_json::from_value(self.specials.escape_value(&mv, &escapes)).map_err(json)?;
+        let tools: Vec<ChatTool> = serde_json::from_value(self.specials.escape_value(&tv, &escapes)).map_err(json)?;
+        Ok(escapes.prompt(self.render_chat(&messages, &tools, add_generation_prompt)?))
+    }
+
+    /// A rendered chat's tokens, nothing added: the template's special-token spellings as
+    /// control tokens, the caller's as text.
+    pub fn encode_prompt(&self, prompt: &ChatPrompt) -> Result<Vec<TokenId>> {
+        let (marked, escapes) = prompt.parts();
+        let Some(escapes) = escapes else { return self.encode_raw(marked) };
+        let err = |e: tokenizers::Error| Error::Tokenizer { path: "prompt".into(), msg: e.to_string() };
+        let text_tokenizer = self.text_tokenizer();
+        let mut ids = Vec::new();
+        let stretch = |ids: &mut Vec<TokenId>, text: &str| -> Result<()> {
+            if !text.is_empty() {
+                let e = text_tokenizer.encode(escapes.restore(text), false).map_err(err)?;
+                ids.extend(e.get_ids().iter().map(|&i| TokenId(i)));
+            }
+            Ok(())
+        };
+        // The template's control tokens, and the stretches between them.
+        let e = self.tokenizer.encode(marked, false).map_err(err)?;
+        let mut at = 0;
+        for (&id, &(start, end)) in e.get_ids().iter().zip(e.get_offsets()) {
+            if self.specials.is_special(id) && start >= at {
+                stretch(&mut ids, &marked[at..start])?;
+                ids.push(TokenId(id));
+                at = end;
+            }
+        }
+        stretch(&mut ids, &marked[at..])?;
+        Ok(ids)
     }
 
     /// The source of the chat template in use (the model's, or the plain one).

@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstraint, MAX_PARALLEL_TOOL_CALLS};
@@ -30,9 +31,19 @@ pub const MAX_N: usize = 16;
 /// Most stop strings (OpenAI's limit).
 pub const MAX_STOP: usize = 4;
 
+/// Reads a field that may take several shapes: `read` picks the shape, or `None` for a value of
+/// none of them, which is an error saying what was `expected` (serde's own message for an
+/// untagged enum names the Rust type, not the field).
+fn shapes<'de, D: Deserializer<'de>, T>(
+    d: D,
+    expected: &str,
+    read: impl FnOnce(Value) -> Option<T>,
+) -> Result<T, D::Error> {
+    read(Value::deserialize(d)?).ok_or_else(|| D::Error::custom(expected))
+}
+
 /// A seed: OpenAI's is a signed 64-bit integer; unsigned ones are taken too.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, Copy)]
 pub enum Seed {
     U(u64),
     I(i64),
@@ -47,12 +58,29 @@ impl Seed {
     }
 }
 
+impl<'de> Deserialize<'de> for Seed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Seed, D::Error> {
+        shapes(d, "seed must be an integer", |v| match v {
+            Value::Number(n) => n.as_u64().map(Seed::U).or_else(|| n.as_i64().map(Seed::I)),
+            _ => None,
+        })
+    }
+}
+
 /// `stop`: one string or a list.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum Stop {
     One(String),
     Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Stop {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Stop, D::Error> {
+        shapes(d, "stop must be a string or an array of strings", |v| match v {
+            Value::String(s) => Some(Stop::One(s)),
+            v => serde_json::from_value(v).ok().map(Stop::Many),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -115,11 +143,23 @@ pub struct Common {
 }
 
 /// A message's content: a string or a list of parts (text parts only).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum Content {
     Text(String),
     Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        shapes(
+            d,
+            "a message's content must be a string or an array of content parts ({\"type\": \"text\", \"text\": ...})",
+            |v| match v {
+                Value::String(s) => Some(Content::Text(s)),
+                v => serde_json::from_value(v).ok().map(Content::Parts),
+            },
+        )
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -159,7 +199,10 @@ pub struct FunctionCallIn {
 pub struct ToolIn {
     #[serde(rename = "type")]
     pub kind: String,
-    pub function: FunctionDef,
+    /// Required for (and only read from) a `function` tool: checked in `tool_spec`, so a
+    /// tool of another type is refused for its type.
+    #[serde(default)]
+    pub function: Option<FunctionDef>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -176,11 +219,25 @@ pub struct FunctionDef {
 /// `tool_choice` as the request spells it: `"none"`, `"auto"`, `"required"` or
 /// `{"type": "function", "function": {"name"}}`; [`ToolChoiceParam::choice`] reads it as the
 /// crate's one [`ToolChoice`].
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum ToolChoiceParam {
     Mode(String),
     Named { function: NamedFunction },
+}
+
+impl<'de> Deserialize<'de> for ToolChoiceParam {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ToolChoiceParam, D::Error> {
+        let expected = "tool_choice must be \"none\", \"auto\", \"required\" or \
+                        {\"type\": \"function\", \"function\": {\"name\": ...}}";
+        shapes(d, expected, |v| match v {
+            Value::String(s) => Some(ToolChoiceParam::Mode(s)),
+            Value::Object(mut o) => {
+                let function = serde_json::from_value(o.remove("function")?).ok()?;
+                Some(ToolChoiceParam::Named { function })
+            }
+            _ => None,
+        })
+    }
 }
 
 impl ToolChoiceParam {
@@ -218,18 +275,35 @@ pub struct ChatRequest {
     pub tools: Option<Vec<ToolIn>>,
     pub tool_choice: Option<ToolChoiceParam>,
     pub parallel_tool_calls: Option<bool>,
+    /// Extension: `true` encodes special-token spellings in the messages (`<|im_end|>`) as the
+    /// control tokens they spell. For trusted callers only; by default they are text.
+    pub content_control_tokens: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
 }
 
 /// `prompt` of `/v1/completions`: text, texts, token ids, or lists of token ids.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum PromptIn {
     Text(String),
     Texts(Vec<String>),
     Ids(Vec<u32>),
     IdLists(Vec<Vec<u32>>),
+}
+
+impl<'de> Deserialize<'de> for PromptIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PromptIn, D::Error> {
+        let expected = "prompt must be a string, an array of strings, an array of token ids or an array of \
+                        arrays of token ids";
+        shapes(d, expected, |v| match v {
+            Value::String(s) => Some(PromptIn::Text(s)),
+            v => serde_json::from_value(v.clone())
+                .map(PromptIn::Texts)
+                .or_else(|_| serde_json::from_value(v.clone()).map(PromptIn::Ids))
+                .or_else(|_| serde_json::from_value(v).map(PromptIn::IdLists))
+                .ok(),
+        })
+    }
 }
 
 /// `POST /v1/completions`.
@@ -419,6 +493,18 @@ impl ChatRequest {
             .param("functions"));
         }
         let tools = self.tools.as_deref().unwrap_or(&[]);
+        let mut functions = Vec::with_capacity(tools.len());
+        for (i, t) in tools.iter().enumerate() {
+            if t.kind != "function" {
+                return Err(ApiError::bad_request(format!("tools[{i}].type must be \"function\", got {:?}", t.kind))
+                    .param(format!("tools[{i}].type")));
+            }
+            let Some(f) = &t.function else {
+                return Err(ApiError::bad_request(format!("tools[{i}].function is required"))
+                    .param(format!("tools[{i}].function")));
+            };
+            functions.push(f);
+        }
         let choice = match &self.tool_choice {
             // OpenAI's default: `auto` when there are tools, else `none`.
             None if tools.is_empty() => ToolChoice::None,
@@ -430,21 +516,17 @@ impl ChatRequest {
             return Err(ApiError::bad_request("tool_choice needs tools").param("tool_choice"));
         }
         let mut out = Vec::new();
-        for (i, t) in tools.iter().enumerate() {
-            if t.kind != "function" {
-                return Err(ApiError::bad_request(format!("tools[{i}].type must be \"function\", got {:?}", t.kind))
-                    .param(format!("tools[{i}].type")));
-            }
-            check_name(&t.function.name, &format!("tools[{i}].function.name"))?;
-            if out.iter().any(|o: &Tool| o.name == t.function.name) {
-                return Err(ApiError::bad_request(format!("two tools are named {:?}", t.function.name))
+        for (i, f) in functions.into_iter().enumerate() {
+            check_name(&f.name, &format!("tools[{i}].function.name"))?;
+            if out.iter().any(|o: &Tool| o.name == f.name) {
+                return Err(ApiError::bad_request(format!("two tools are named {:?}", f.name))
                     .param(format!("tools[{i}].function.name")));
             }
             // No parameters: a function with an empty parameter list (OpenAI's rule).
-            let parameters = t.function.parameters.clone().unwrap_or_else(
+            let parameters = f.parameters.clone().unwrap_or_else(
                 || serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
             );
-            out.push(Tool { name: t.function.name.clone(), parameters });
+            out.push(Tool { name: f.name.clone(), parameters });
         }
         if let ToolMode::Named(name) = &mode {
             if !out.iter().any(|t| &t.name == name) {

@@ -29,7 +29,7 @@ use super::reply::{alternatives, answer, finish, token_text, Chunks, Format, Rep
 use super::scheduler::Job;
 use super::AppState;
 use crate::decode::{GeneratedToken, Output};
-use crate::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall, ContentTokens, PromptFormat};
 use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
 use crate::vocab::Vocab;
 
@@ -84,16 +84,40 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
                 .param(format!("messages[{i}].role")))
             }
         };
+        // OpenAI's rules: content is required, except an assistant's that makes calls.
+        let calls = m.tool_calls.as_deref().unwrap_or(&[]);
+        if m.content.is_none() && (role != "assistant" || calls.is_empty()) {
+            return Err(ApiError::bad_request(format!(
+                "messages[{i}].content is required for a {} message{}",
+                m.role,
+                if role == "assistant" { " without tool_calls" } else { "" }
+            ))
+            .param(format!("messages[{i}].content")));
+        }
         let mut msg = ChatMessage::new(role, content_text(&m.content, i)?);
         if role == "assistant" {
-            for call in m.tool_calls.iter().flatten() {
-                let args = call.function.arguments.as_deref().unwrap_or("{}");
-                let args: Value = serde_json::from_str(args).unwrap_or_else(|_| json!(args));
+            for (j, call) in calls.iter().enumerate() {
+                let text = call.function.arguments.as_deref().unwrap_or("{}");
+                let args: Value = serde_json::from_str(text).map_err(|e| {
+                    let p = format!("messages[{i}].tool_calls[{j}].function.arguments");
+                    ApiError::bad_request(format!("{p} is not valid JSON: {e}")).param(p)
+                })?;
                 msg.tool_calls.push(ChatToolCall::function(call.id.clone(), call.function.name.clone(), args));
             }
         }
         if role == "tool" {
-            msg.tool_call_id = m.tool_call_id.clone();
+            let p = format!("messages[{i}].tool_call_id");
+            let Some(id) = &m.tool_call_id else {
+                return Err(ApiError::bad_request(format!("{p} is required for a tool message")).param(p));
+            };
+            let answers = |prev: &ChatMessage| prev.tool_calls.iter().any(|c| c.id.as_deref() == Some(id.as_str()));
+            if !messages.iter().any(answers) {
+                return Err(ApiError::bad_request(format!(
+                    "{p} {id:?} answers no tool call of an earlier assistant message"
+                ))
+                .param(p));
+            }
+            msg.tool_call_id = Some(id.clone());
         }
         messages.push(msg);
     }
@@ -103,8 +127,8 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
             .tools
             .iter()
             .flatten()
-            .map(|t| {
-                let f = &t.function;
+            .filter_map(|t| t.function.as_ref())
+            .map(|f| {
                 let params = f.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
                 ChatTool::function(f.name.clone(), f.description.clone(), params)
             })
@@ -115,9 +139,15 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
 }
 
 /// The prompt's tokens and the tool-call format it teaches ([`ToolChat::render`]).
-fn render(p: &PromptFormat, chat: &ToolChat) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
-    let r = chat.render(p).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
-    Ok((p.encode_raw(&r.text).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
+/// The caller's special-token spellings are text unless the request opts in
+/// (`content_control_tokens: true`, for trusted callers).
+fn render(
+    p: &PromptFormat,
+    chat: &ToolChat,
+    content: ContentTokens,
+) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
+    let r = chat.render_with(p, content).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
+    Ok((p.encode_prompt(&r.prompt).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
 }
 
 async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
@@ -128,7 +158,8 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let chat = chat(&req, spec.as_ref())?;
     let deadline = st.deadline();
     let ticket = st.admit()?;
-    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat)).await?;
+    let content = if req.content_control_tokens == Some(true) { ContentTokens::Control } else { ContentTokens::Text };
+    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat, content)).await?;
     // The constraint and the parser follow the format the prompt teaches.
     if let Some(t) = spec.as_mut().and_then(|s| s.tools.as_mut()) {
         t.format = format;

@@ -132,7 +132,16 @@ pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiErr
     } else {
         spec.user_param.as_deref().unwrap_or("tools")
     };
-    Compiled::new(env, &constraint).map_err(|e| ApiError::from_lib(e, Some(param)))
+    let compiled = Compiled::new(env, &constraint).map_err(|e| ApiError::from_lib(e, Some(param)))?;
+    // A constraint no output satisfies (`"schema": false`) is the request's fault, named here
+    // rather than by the decoding loop, which does not know the field.
+    let mut m = compiled.matcher();
+    let mut mask = crate::vocab::TokenSet::new(env.vocab().len());
+    m.fill_mask(&mut mask);
+    if mask.is_empty() && !m.is_accepting() {
+        return Err(ApiError::bad_request(format!("the constraint in {param} matches no output at all")).param(param));
+    }
+    Ok(compiled)
 }
 
 /// A small LRU of compiled constraints, keyed by the spec's canonical JSON.

@@ -43,8 +43,8 @@
 //!   over free text) is complete even when it reaches `max_tokens` (the budget closes it), so it
 //!   reports `finish_reason: "stop"`, with the extension `stop_reason: "max_tokens"`; the
 //!   output is checked against its constraint before it is sent, and one that cannot fit at all
-//!   is a 400 up front. A stop string that cuts a structured output short is an error, not a
-//!   broken success.
+//!   is a 400 up front. A stop string ends a structured output only where it is complete
+//!   (inside the structure it is text).
 //! - **Chats** use the model's chat template; a model without one (the embedded default) gets
 //!   [`crate::model::chat::PLAIN_TEMPLATE`]. The request's tools (unless `tool_choice` is
 //!   `none`), the history's assistant `tool_calls` and `tool` results go to the template as
@@ -56,6 +56,10 @@
 //!   known format, or fails on them gets them written into the text the way Qwen 2.5's template
 //!   writes them (the default format): a Hermes tools block in the system turn, calls as
 //!   `<tool_call>` blocks, results as `<tool_response>` user turns.
+//! - **Message content is text.** Special-token spellings in messages, tool results and tool
+//!   calls (`<|im_end|>`, `</s>`) are encoded as text, so content cannot forge turns; only the
+//!   template's markup gives control tokens ([`crate::model::content`]). A trusted caller opts
+//!   in with the extension field `content_control_tokens: true`.
 //! - **Concurrency.** One model in memory; each choice runs on a fresh sequence
 //!   ([`ModelSource::fresh`], sharing weights, never a KV cache) on a blocking thread. With a
 //!   llama model, the sequences' forward passes are batched (continuous batching, up to
@@ -354,7 +358,13 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat::handle))
         .route("/v1/completions", post(completions::handle))
-        .fallback(|| async { ApiError::not_found("no such route").code("not_found") })
+        .fallback(|| async {
+            ApiError::not_found(
+                "no such route; the routes are GET /health, GET /metrics, GET /v1/models, GET /v1/models/{id}, \
+                 POST /v1/chat/completions and POST /v1/completions",
+            )
+            .code("not_found")
+        })
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "invalid_request_error", "method not allowed for this route")
                 .code("method_not_allowed")

@@ -353,9 +353,10 @@ impl Run<'_> {
         Metrics::add(&m.mask_micros, output.masks.time.as_micros() as u64);
     }
 
-    /// Whether the output satisfies the job's constraint. The decoding loop guarantees this;
-    /// checking costs one pass over the bytes, and is the only way to catch a stop string that
-    /// cut a structured output short (a 400 naming `stop`; anything else is a bug, a 500).
+    /// Whether the output satisfies the job's constraint. The decoding loop guarantees this (a
+    /// stop string ends a constrained output only where it is complete); checking costs one
+    /// pass over the bytes and turns a broken guarantee into an error rather than a broken
+    /// success (a stop string's: a 400 naming `stop`; anything else is a bug, a 500).
     fn check(&self, output: &Output) -> Result<(), ApiError> {
         let Some(c) = &self.job.compiled else { return Ok(()) };
         let mut check = c.matcher();

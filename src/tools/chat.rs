@@ -7,7 +7,7 @@ use serde_json::json;
 use super::format::mistral_id;
 use super::{ToolFormat, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 use crate::error::{Error, Result};
-use crate::model::{ChatMessage, ChatTool, PromptFormat};
+use crate::model::{ChatMessage, ChatPrompt, ChatTool, ContentTokens, PromptFormat};
 
 /// A chat as templates take it: the messages (text content, OpenAI roles, tool calls and
 /// results kept structured), the tools to offer, and what the caller demands of them (`None`:
@@ -24,6 +24,9 @@ pub struct ToolChat {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
     pub text: String,
+    /// What to encode ([`PromptFormat::encode_prompt`]): the text, with the caller's
+    /// special-token spellings marked as text (unless rendered with [`ContentTokens::Control`]).
+    pub prompt: ChatPrompt,
     pub format: ToolFormat,
 }
 
@@ -106,6 +109,12 @@ impl ToolChat {
     /// into the text in the default format ([`inlined`](Self::inlined)), and if it still
     /// refuses (no `system` role), the [`plainer`] chat. The error reported is the first one.
     pub fn render(&self, p: &PromptFormat) -> Result<Rendered> {
+        self.render_with(p, ContentTokens::Text)
+    }
+
+    /// [`render`](Self::render), with the caller's special-token spellings encoded as
+    /// `content` says.
+    pub fn render_with(&self, p: &PromptFormat, content: ContentTokens) -> Result<Rendered> {
         let inlined = self.inlined();
         let plain = plainer(&inlined);
         let native = native_format(p).map(|f| (self.native(f), &self.tools[..], f));
@@ -113,8 +122,8 @@ impl ToolChat {
         let attempts = native.into_iter().chain([(inlined, &[][..], default), (plain, &[][..], default)]);
         let mut first = None;
         for (msgs, tools, format) in attempts {
-            match p.render_chat(&msgs, tools, true) {
-                Ok(text) => return Ok(Rendered { text, format }),
+            match p.render_chat_prompt(&msgs, tools, true, content) {
+                Ok(prompt) => return Ok(Rendered { text: prompt.text(), prompt, format }),
                 Err(e) => {
                     first.get_or_insert(e);
                 }

@@ -231,7 +231,14 @@ pub fn calls_grammar(
         ]));
     }
     let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(objects));
-    // `first` then up to `max - 1` more, each after `sep`.
+    // `first` then up to `max - 1` more, each after `sep`: with parallel calls off (`max` 1),
+    // exactly one call; on, one or more.
+    //
+    // TODO(distinct calls, issue 23 item 9): no call may repeat an earlier one of the same reply
+    // (a real model otherwise writes the same call several times). That needs the automaton's
+    // distinct-spans mechanism (shared with JSON Schema `uniqueItems`, being built in
+    // src/automaton): mark each `first` in `more` below as a span that must differ from every
+    // earlier span of this list. Until then repeats are possible with parallel calls on.
     let list = |first: Expr, sep: Expr, max: u32| {
         if max <= 1 {
             first

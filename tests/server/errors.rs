@@ -133,10 +133,9 @@ async fn bad_requests_are_openai_errors() {
     let long = "word ".repeat(2000);
     let e = expect_error(&app, chat, json!({"messages": msgs(&long)}), StatusCode::BAD_REQUEST).await;
     assert_eq!(e["code"], "context_length_exceeded", "{e}");
-    // A stop string that would cut a structured output is an error, not a broken success.
+    // A stop string inside a structured output is text there: no error, a whole object.
     let body = json!({"messages": m, "stop": ["\""], "response_format": schema_format("p", person_schema())});
-    let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
-    assert_eq!(e["param"], "stop", "{e}");
+    check_person(&serde_json::from_str(&content(&chat_ok(&app, body).await, 0)).unwrap());
     // Completions.
     let c = "/v1/completions";
     expect_error(&app, c, json!({"prompt": []}), StatusCode::BAD_REQUEST).await;
@@ -146,6 +145,60 @@ async fn bad_requests_are_openai_errors() {
     expect_error(&app, c, json!({"prompt": "x", "model": "davinci"}), StatusCode::NOT_FOUND).await;
     // Still healthy after all that.
     chat_ok(&app, json!({"max_tokens": 3})).await;
+}
+
+/// What OpenAI refuses is refused here too, naming the field, in words (no serde internals).
+#[tokio::test]
+async fn openai_request_parity() {
+    let app = app(state(ServerConfig::default()));
+    let chat = "/v1/chat/completions";
+    let tool_call = json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}});
+    let history = |tool: Value| json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "tool_calls": [tool_call]}, tool]);
+    let bad = |body: Value, param: &'static str| {
+        let app = app.clone();
+        async move {
+            let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+            if !param.is_empty() {
+                assert_eq!(e["param"], param, "{e}");
+            }
+            let msg = e["message"].as_str().unwrap().to_string();
+            assert!(!msg.contains("untagged") && !msg.contains("enum") && !msg.contains("`"), "{msg}");
+            msg
+        }
+    };
+    // A tool message answers a call of an earlier assistant message, by id.
+    let ok = history(json!({"role": "tool", "tool_call_id": "c1", "content": "3"}));
+    chat_ok(&app, json!({"max_tokens": 3, "messages": ok})).await;
+    bad(json!({"messages": history(json!({"role": "tool", "content": "3"}))}), "messages[2].tool_call_id").await;
+    let unknown = history(json!({"role": "tool", "tool_call_id": "c9", "content": "3"}));
+    bad(json!({"messages": unknown}), "messages[2].tool_call_id").await;
+    // Content is required (an assistant's that calls tools excepted).
+    bad(json!({"messages": [{"role": "user", "content": null}]}), "messages[0].content").await;
+    bad(json!({"messages": [{"role": "user"}]}), "messages[0].content").await;
+    // History calls' arguments are JSON.
+    let mut broken = history(json!({"role": "tool", "tool_call_id": "c1", "content": "3"}));
+    broken[1]["tool_calls"][0]["function"]["arguments"] = json!("{x: 1");
+    bad(json!({"messages": broken}), "messages[1].tool_calls[0].function.arguments").await;
+    // Shapes: said in words.
+    let m = msgs("hi");
+    let msg = bad(json!({"messages": [{"role": "user", "content": 5}]}), "").await;
+    assert!(msg.contains("content must be a string or an array"), "{msg}");
+    let msg = bad(json!({"messages": m, "seed": "x"}), "").await;
+    assert!(msg.contains("seed must be an integer"), "{msg}");
+    let msg = bad(json!({"messages": m, "stop": 3}), "").await;
+    assert!(msg.contains("stop must be a string or an array of strings"), "{msg}");
+    let msg = bad(json!({"messages": m, "tool_choice": 3}), "").await;
+    assert!(msg.contains("tool_choice must be"), "{msg}");
+    let msg = bad(json!({"messages": m, "tools": [{"type": "web_search"}]}), "tools[0].type").await;
+    assert!(msg.contains("must be \"function\""), "{msg}");
+    // A schema no value satisfies names its field.
+    let body = json!({"messages": m, "response_format": schema_format("never", json!(false))});
+    bad(body, "response_format.json_schema.schema").await;
+    // Unknown routes list the real ones.
+    let (s, v) = call(&app, "GET", "/v2/nothing", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("POST /v1/chat/completions") && msg.contains("GET /v1/models"), "{msg}");
 }
 
 #[tokio::test]

@@ -72,6 +72,12 @@ async fn chat_plain_text_usage_seed_and_n() {
     let v = chat_ok(&app, json!({"max_tokens": 60, "temperature": 0, "stop": ["."]})).await;
     let t = content(&v, 0);
     assert!(!t.contains('.'), "{t:?}");
+    // "</s>" in a message is text (several tokens), unless a trusted caller opts in (one EOS).
+    let prompt_tokens = |v: Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let body = |trusted: bool| json!({"max_tokens": 1, "messages": msgs("The end.</s>Once"), "content_control_tokens": trusted});
+    let (text, control) =
+        (prompt_tokens(chat_ok(&app, body(false)).await), prompt_tokens(chat_ok(&app, body(true)).await));
+    assert!(text > control, "{text} {control}");
 }
 
 #[tokio::test]
@@ -101,6 +107,13 @@ async fn json_schema_and_json_object_outputs_validate() {
         .await;
         let parsed: Value = serde_json::from_str(&content(&v, 0)).unwrap();
         assert!(parsed.is_object(), "{parsed}");
+    }
+    // A stop string the structure needs (every person has a ","): no stop there, whatever the
+    // seed; the output is the whole object.
+    for seed in 0..6 {
+        let rf = schema_format("person", person_schema());
+        let v = chat_ok(&app, json!({"seed": seed, "stop": [",", "\n"], "response_format": rf})).await;
+        check_person(&serde_json::from_str(&content(&v, 0)).unwrap_or_else(|e| panic!("{e}: {v}")));
     }
     // response_format text is no constraint.
     chat_ok(&app, json!({"max_tokens": 5, "response_format": {"type": "text"}})).await;
