@@ -26,6 +26,8 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     let min = string::count(c, obj, pointer, "minItems")?.unwrap_or(0);
     let mut max = string::count(c, obj, pointer, "maxItems")?;
     let p = prefix.len() as u64;
+    let f = Value::Bool(false);
+    let rest = if asks_for_unnamed_items(c, obj, rest_kw, p, min) { rest } else { &f };
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
         match unique_items(c, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
@@ -98,6 +100,14 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         }
         Ok(Expr::Seq(vec![l.start("["), tail]))
     })
+}
+
+/// Whether an array may have items past its prefix (`prefixItems`, or draft-07 array-form
+/// `items`) when the schema does not say what they are (`items`, or `additionalItems` after an
+/// array-form `items`, absent): always in the exact language; in the sensible one (the
+/// default) only when it asks for them: a `minItems` above the prefix, or `contains`.
+fn asks_for_unnamed_items(c: &Compiler, obj: &Map<String, Value>, rest_kw: &str, prefix: u64, min: u64) -> bool {
+    c.opts.exact || obj.contains_key(rest_kw) || obj.contains_key("contains") || min > prefix
 }
 
 /// `contains` with `minContains`/`maxContains` (default 1 and unbounded) over items that all

@@ -460,6 +460,11 @@ impl<'s> Compiler<'s> {
         if let Some(e) = one_of::any_one_of(self, obj, pointer)? {
             return Ok(e);
         }
+        if !self.opts.exact && !obj.keys().any(|k| keywords::is_validation_keyword(k)) {
+            // A schema that constrains nothing (`{}`, annotations only) asks for any value, as
+            // `true` does: its objects keep their unnamed keys in the sensible language too.
+            return Ok(self.any_value());
+        }
         let types = self.types(obj, pointer)?;
         let mut alts = Vec::new();
         for t in types {

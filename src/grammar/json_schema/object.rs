@@ -50,9 +50,11 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
         return Ok(super::nothing());
     };
     let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
+    // The sensible language: no keys the schema does not name unless it asks for them.
+    let unnamed = if asks_for_unnamed_keys(c, obj, declared.len(), min) { additional } else { &Value::Bool(false) };
     // Additional members, those whose key is outside `outside` (witnesses) apart.
     let mut additional_members = [Vec::new(), Vec::new()];
-    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer, c.limits)? {
+    for (key, schema, at, wit) in keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)? {
         let value = c.schema(&schema, &at)?;
         additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
     }
@@ -85,6 +87,19 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
         need_witness: outside.is_some(),
     };
     Ok(b.build(c, pointer, l))
+}
+
+/// Whether an object may have keys that its schema neither lists in `properties` nor matches
+/// by `patternProperties`: always in the exact language; in the sensible one (the default)
+/// only when the schema asks for them: `additionalProperties` present (`true` or a schema),
+/// `propertyNames` (a schema of keys), a `minProperties` above the `named` keys, or a key that
+/// must be outside a list (a rewritten `not`).
+fn asks_for_unnamed_keys(c: &Compiler, obj: &Map<String, Value>, named: usize, min: u64) -> bool {
+    c.opts.exact
+        || obj.contains_key("additionalProperties")
+        || obj.contains_key("propertyNames")
+        || obj.contains_key(SOME_KEY_NOT_IN)
+        || min > named as u64
 }
 
 /// What an object schema declares by name: `properties` (in order), `required`, and

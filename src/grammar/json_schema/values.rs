@@ -133,7 +133,9 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
     }
     let mut out = None;
     let mut limit = None;
-    // Always rolled back: the rules built here are only for the check.
+    // Always rolled back: the rules built here are only for the check, in the compact layout
+    // of the texts (whatever the output's whitespace).
+    let whitespace = std::mem::replace(&mut c.opts.whitespace, super::Whitespace::Compact);
     let _ = c.attempt(|c| {
         let before = c.unenforced.len();
         let start = c.new_rule("enum-check");
@@ -149,6 +151,7 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
         }
         Err::<(), _>(crate::error::Error::state("rolled back"))
     });
+    c.opts.whitespace = whitespace;
     if let Some(e) = limit {
         return Err(e);
     }
