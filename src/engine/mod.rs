@@ -85,6 +85,8 @@ pub struct Engine {
     loaded: LoadedModel,
     /// Compiled constraints by a key naming what they constrain (a schema, a tool set).
     cache: Mutex<HashMap<String, Arc<Compiled>>>,
+    /// How typed generation compiles `T`'s schema (see [`Engine::with_json_options`]).
+    json: JsonSchemaOptions,
 }
 
 impl Engine {
@@ -109,7 +111,16 @@ impl Engine {
 
     /// A model you loaded yourself ([`LoadedModel::from_path`] with your [`LoadOptions`]).
     pub fn from_loaded(loaded: LoadedModel) -> Engine {
-        Engine { loaded, cache: Mutex::new(HashMap::new()) }
+        Engine { loaded, cache: Mutex::new(HashMap::new()), json: JsonSchemaOptions::default() }
+    }
+
+    /// This engine with typed generation ([`generate`](Self::generate), [`stream`](Self::stream))
+    /// compiling schemas under `json`: [`Whitespace::Pretty`](crate::grammar::json_schema::Whitespace)
+    /// output, or [`JsonSchemaOptions::exact`] for the schema's exact language. The default is
+    /// compact JSON in the sensible language (see [`crate::grammar::json_schema`]).
+    pub fn with_json_options(mut self, json: JsonSchemaOptions) -> Engine {
+        self.json = json;
+        self
     }
 
     /// The model, its vocabulary, prompt format and defaults.
@@ -222,9 +233,9 @@ impl Engine {
 
     fn typed_job<T: JsonSchema>(&self, prompt: &str, opts: &GenerateOptions) -> Result<Job> {
         let schema = schema_for::<T>();
-        let key = format!("schema {schema}");
-        let compiled =
-            self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())))?;
+        let json = serde_json::to_string(&self.json).expect("options serialize");
+        let key = format!("schema {schema} {json}");
+        let compiled = self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), self.json.clone())))?;
         self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None)
     }
 

@@ -47,11 +47,14 @@ mod number;
 mod object;
 mod one_of;
 mod refs;
+mod strict;
 mod string;
 mod validate;
 mod values;
 
 use std::collections::HashMap;
+
+pub use strict::{strict_violation, MAX_STRICT_DEPTH};
 
 use serde_json::{Map, Value};
 
