@@ -180,10 +180,11 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
                 c.unenforced(pointer, "multipleOf", format!("divisibility by {m} is not supported yet"))?;
                 return Ok(re(&range()));
             };
-            if lo.is_none() && hi.is_none() && parts.len() == 1 {
-                return Ok(re(&parts[0]));
+            if let (None, None, Some(r)) = (lo, hi, divisible_regex(m)) {
+                return Ok(re(&r));
             }
-            // Divisibility is regular (a DFA over the digits): it intersects with the range.
+            // Divisibility is regular (a DFA over the digits): it intersects with the range (or
+            // the syntax, which bounds the digits).
             parts.push(range());
             let parse = |r: &String| Lexeme::Regex(crate::regular::regex::builtin(r));
             return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(parts.iter().map(parse).collect()))));

@@ -9,6 +9,7 @@ mod not;
 mod numbers;
 mod objects;
 mod refs;
+mod sensible;
 mod strings;
 
 use serde_json::json;
