@@ -18,6 +18,24 @@
 //!   cannot be written, but the branches declare a property with disjoint `const`/`enum`
 //!   values: that property is required, so every output names its branch.
 //!
+//! # Sensible by default, exact on request
+//!
+//! The default options ([`JsonSchemaOptions::default`]) compile a documented subset of that
+//! language, the *sensible* one, which reads like JSON a program writes (every text in it
+//! still validates); [`JsonSchemaOptions::exact`] compiles the whole language (with
+//! [`Whitespace::Flexible`]), which the conformance tier and `strictly bench` measure:
+//! - objects have only the keys their schema names (`properties`, `required`, keys matching
+//!   `patternProperties`) unless it asks for more: `additionalProperties` present,
+//!   `propertyNames`, a `minProperties` above the named keys (`object.rs`); a schema that
+//!   constrains nothing (`true`, `{}`) is any value, open objects included;
+//! - arrays have no items past their prefix unless `items`/`additionalItems` says what they
+//!   are, `minItems` needs them, or `contains` (`array.rs`);
+//! - integers stay within the range of their `format` (`int32`, `uint64`, ...) or else of
+//!   `i64` (`number.rs`);
+//! - `date`, `time` and `date-time` have years 0001-9999 and at most six fraction digits
+//!   (`string.rs`);
+//! - whitespace is [`Whitespace::Compact`] (none) unless chosen otherwise.
+//!
 //! Regular combinations that one regex cannot say (a `pattern` with a length bound or a
 //! `format`, excluded values, `not` of string keywords, `patternProperties` and
 //! `propertyNames` key regions) become [`crate::regular::Lexeme`]s: intersections and
@@ -31,12 +49,16 @@
 //! - `values.rs` (`enum`/`const`), `one_of.rs` (`anyOf`/`oneOf`), `all_of.rs` (`allOf`
 //!   merging), `not.rs` (`not` rewrites), `conditional.rs` (`if`/`then`/`else`, dependencies),
 //!   `refs.rs` (`$ref`, `$defs`, `$id`, anchors);
+//! - `strict.rs` (OpenAI's strict-mode rules, for the server's `strict: true`);
 //! - `keywords.rs` (which keywords validate, the type each constrains, schema-building
 //!   helpers) and `validate.rs` (a small value validator the rewrites use to decide);
 //! - `tests/` (unit tests by family).
 //!
 //! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
-//! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it.
+//! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it, as the
+//! current nesting level's `Layout` says (objects and arrays compile their members one
+//! level down, so [`Whitespace::Pretty`] indents by depth; `$ref` targets and shared helper
+//! rules are built once per indentation level).
 
 mod all_of;
 mod array;

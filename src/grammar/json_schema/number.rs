@@ -6,7 +6,10 @@
 //! digit-by-digit regexes; a number range with integer bounds splits on the integer part
 //! (`I.F ≤ 5` ⇔ `I ≤ 4`, or `I = 5` with an all-zero fraction). A fractional bound splits at
 //! the whole numbers around it (`x ≥ 2.25` ⇔ `x ≥ 3`, or `2.F` with `F ≥ 25` digit-wise), and
-//! the two sides and the syntax intersect as a [`Lexeme`].
+//! the two sides and the syntax intersect as a [`Lexeme`]. Integer `multipleOf` is regular too:
+//! the last digits decide divisibility by `2^a·5^b`, and divisibility by 3 or 7 is the regex of
+//! the remainder automaton; each intersects with the range. In the sensible language (the
+//! default) integers stay within their `format`'s range or `i64`'s.
 
 use serde_json::{Map, Value};
 
