@@ -174,6 +174,9 @@ fn openai_strict_rules() {
         "required": ["c"], "additionalProperties": false}}},
         "required": ["a", "b"], "additionalProperties": false});
     assert_eq!(strict_violation(&ok), None);
+    // What the openai SDK's `chat.completions.parse` sends for a Pydantic model.
+    let sdk: Value = serde_json::from_str(include_str!("openai_sdk_person.json")).unwrap();
+    assert_eq!(strict_violation(&sdk), None);
     let mut open = ok.clone();
     open["properties"]["b"]["items"].as_object_mut().unwrap().remove("additionalProperties");
     assert_eq!(strict_violation(&open).unwrap().0, "/properties/b/items/additionalProperties");
