@@ -33,8 +33,9 @@ use crate::automaton::{CompileOptions, Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::vocab::{TokenId, TokenSet, Vocab};
 
-/// How cases are run (everything but the inputs).
-#[derive(Debug, Clone, Default)]
+/// How cases are run (everything but the inputs). The default compiles schemas to their
+/// exact language ([`JsonSchemaOptions::exact`]): engines are compared on the same language.
+#[derive(Debug, Clone)]
 pub struct RunSettings {
     /// Serialize instances indented (serde_json's pretty printer) instead of compact.
     pub pretty: bool,
@@ -44,6 +45,18 @@ pub struct RunSettings {
     /// Re-run a case [`RECHECKS`] times (fresh compile, same process) when its slowest mask
     /// took longer than this many ns, and report those runs' slowest masks beside it.
     pub recheck_over_ns: Option<u64>,
+}
+
+impl Default for RunSettings {
+    fn default() -> RunSettings {
+        RunSettings {
+            pretty: false,
+            clock: Clock::default(),
+            schema: JsonSchemaOptions::exact(),
+            compile: CompileOptions::default(),
+            recheck_over_ns: None,
+        }
+    }
 }
 
 /// How many times `recheck_over_ns` re-runs a case.
