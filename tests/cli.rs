@@ -142,3 +142,39 @@ fn check_prints_facts() {
     assert_eq!(v["accepts_empty"], false);
     assert_eq!(v["vocab_size"], 151665);
 }
+
+#[test]
+fn schema_whitespace_and_exact_flags() {
+    let dir = std::env::temp_dir().join(format!("strictly-cli-ws-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = dir.join("s.json");
+    std::fs::write(&schema, r#"{"type":"object","properties":{"n":{"type":"integer"},"l":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["n","l"]}"#).unwrap();
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut args =
+            vec!["sample", "--tokenizer", "bytes", "--schema", schema.to_str().unwrap(), "-n", "8", "--seed", "5"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = strictly(&args);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (flags, layout) in [(&[][..], "compact"), (&["--whitespace", "pretty"][..], "pretty")] {
+        for text in run(flags) {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let want = if layout == "pretty" { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) };
+            assert_eq!(text, want.unwrap(), "{layout}");
+            // The sensible language: only the named keys, integers within i64.
+            assert_eq!(v.as_object().unwrap().len(), 2, "{text}");
+            assert!(v["n"].is_i64(), "{text}");
+        }
+    }
+    // --exact: keys the schema does not name are in the language (seeded random logits write
+    // them), and any bounded whitespace.
+    let exact = run(&["--exact", "--whitespace", "flexible"]);
+    let keys = |t: &String| serde_json::from_str::<serde_json::Value>(t).unwrap().as_object().unwrap().len();
+    assert!(exact.iter().any(|t| keys(t) > 2), "{exact:?}");
+    let (code, _, err) = strictly(&["check", "--tokenizer", "bytes", "--regex", "a", "--whitespace", "tabs"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -85,8 +85,9 @@ fn read_case(path: &Path) -> Case {
         ),
         "regex" => Constraint::Regex(json["regex"].as_str().unwrap().to_string()),
         _ => {
-            // `options`: the fields of `JsonSchemaOptions` that differ from its defaults.
-            let mut opts = serde_json::to_value(JsonSchemaOptions::default()).unwrap();
+            // `options`: the fields of `JsonSchemaOptions` that differ from the exact language's
+            // (`JsonSchemaOptions::exact()`: the corpus checks the schema's language).
+            let mut opts = serde_json::to_value(JsonSchemaOptions::exact()).unwrap();
             for (k, v) in json.get("options").and_then(Value::as_object).into_iter().flatten() {
                 opts[k] = v.clone();
             }

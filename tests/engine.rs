@@ -205,7 +205,7 @@ fn tool_errors_are_clear() {
         .function_schema(
             "s",
             "",
-            serde_json::json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}),
         )
         .unwrap_err();
     assert!(m.to_string().contains("tool \"s\""), "{m}");

@@ -34,6 +34,7 @@ use tower::ServiceExt;
 
 mod batch;
 mod errors;
+mod json_options;
 mod live;
 mod openai;
 mod routes;

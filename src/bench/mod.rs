@@ -125,8 +125,9 @@ impl Default for BenchOptions {
 /// The engine string on every line and in the summary.
 pub fn engine_description(settings: &RunSettings) -> String {
     format!(
-        "strictly {} (json_schema whitespace {:?}, engine {:?})",
+        "strictly {} (json_schema {} whitespace {:?}, engine {:?})",
         env!("CARGO_PKG_VERSION"),
+        if settings.schema.exact { "exact" } else { "sensible" },
         settings.schema.whitespace,
         settings.compile.backend
     )

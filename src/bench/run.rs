@@ -33,8 +33,9 @@ use crate::automaton::{CompileOptions, Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::vocab::{TokenId, TokenSet, Vocab};
 
-/// How cases are run (everything but the inputs).
-#[derive(Debug, Clone, Default)]
+/// How cases are run (everything but the inputs). The default compiles schemas to their
+/// exact language ([`JsonSchemaOptions::exact`]): engines are compared on the same language.
+#[derive(Debug, Clone)]
 pub struct RunSettings {
     /// Serialize instances indented (serde_json's pretty printer) instead of compact.
     pub pretty: bool,
@@ -48,8 +49,21 @@ pub struct RunSettings {
     /// ([`Matcher::fill_mask_within`](crate::automaton::Matcher::fill_mask_within)), the
     /// tightest budget its own tokens fit: it measures what counting a budget costs where it
     /// binds at every step, and a valid instance rejected under it is a budget that refused a
-    /// completion that fits (the cost in tokens is an upper bound across lexemes).
+    /// completion that fits (counts across lexemes are upper bounds, see `automaton::shortest`).
     pub tight_budget: bool,
+}
+
+impl Default for RunSettings {
+    fn default() -> RunSettings {
+        RunSettings {
+            pretty: false,
+            clock: Clock::default(),
+            schema: JsonSchemaOptions::exact(),
+            compile: CompileOptions::default(),
+            recheck_over_ns: None,
+            tight_budget: false,
+        }
+    }
 }
 
 /// How many times `recheck_over_ns` re-runs a case.

@@ -11,6 +11,8 @@ use strictly::automaton::{BackendChoice, CompileOptions};
 use strictly::bench::{run::RunSettings, BenchOptions, Clock};
 use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
 
+use super::WhitespaceArg;
+
 #[derive(Args)]
 pub struct BenchArgs {
     /// A Hugging Face tokenizer.json or a GGUF model (its tokenizer) [default: the embedded
@@ -45,9 +47,10 @@ pub struct BenchArgs {
     /// Compile schemas even where a keyword cannot be enforced (listed as `unenforced`).
     #[arg(long)]
     lenient: bool,
-    /// Whitespace the JSON Schema grammar allows between tokens.
-    #[arg(long, value_enum, default_value_t = BenchWhitespace::Bounded)]
-    whitespace: BenchWhitespace,
+    /// Whitespace the JSON Schema grammar allows between tokens (schemas compile to their
+    /// exact language: engines are compared on the same language).
+    #[arg(long, value_enum, default_value_t = WhitespaceArg::Flexible)]
+    whitespace: WhitespaceArg,
     /// Force the Earley engine even for regular schemas.
     #[arg(long)]
     earley: bool,
@@ -91,19 +94,8 @@ pub struct BenchArgs {
     worker: bool,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum BenchWhitespace {
-    Bounded,
-    Compact,
-    Pretty,
-}
-
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
-    let whitespace = match a.whitespace {
-        BenchWhitespace::Bounded => Whitespace::Bounded,
-        BenchWhitespace::Compact => Whitespace::Compact,
-        BenchWhitespace::Pretty => Whitespace::Pretty,
-    };
+    let whitespace = Whitespace::from(a.whitespace);
     let engine = if a.earley { BackendChoice::Earley } else { BackendChoice::Auto };
     if let Some(ms) = a.recheck_max_ms.filter(|ms| !(ms.is_finite() && *ms >= 0.0)) {
         anyhow::bail!("--recheck-max-ms must be a non-negative number of milliseconds, not {ms}");
@@ -122,7 +114,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         settings: RunSettings {
             pretty: a.pretty,
             clock: a.clock,
-            schema: JsonSchemaOptions { whitespace, lenient: a.lenient, ..Default::default() },
+            schema: JsonSchemaOptions { lenient: a.lenient, ..JsonSchemaOptions::exact().with_whitespace(whitespace) },
             compile: CompileOptions { backend: engine, ..CompileOptions::default() },
             recheck_over_ns: a.recheck_max_ms.map(|ms| (ms.max(0.0) * 1e6) as u64),
             tight_budget: a.tight_budget,

@@ -11,7 +11,7 @@ use serde_json::json;
 use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::TokenSet;
 
-use super::{load_vocab, ConstraintArgs};
+use super::{load_vocab, ConstraintArgs, SchemaArgs};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -21,11 +21,13 @@ pub struct CheckArgs {
     tokenizer: Option<PathBuf>,
     #[command(flatten)]
     constraint: ConstraintArgs,
+    #[command(flatten)]
+    schema: SchemaArgs,
 }
 
 pub fn run(a: CheckArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
-    let constraint = a.constraint.required()?;
+    let constraint = a.constraint.required(&a.schema)?;
     let t0 = Instant::now();
     let env = VocabEnv::new(vocab.clone());
     let compiled = Compiled::new(&env, &constraint)?;

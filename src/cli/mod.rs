@@ -9,7 +9,7 @@
 //! ```
 //!
 //! This module holds what the verbs share: the parser ([`Cli`]), the constraint flags
-//! ([`ConstraintArgs`]) and how they become a [`Constraint`], and the vocabulary flag.
+//! ([`ConstraintArgs`], [`SchemaArgs`]) and how they become a [`Constraint`], and the vocabulary flag.
 //!
 //! The contract (DESIGN.md, checked by `tests/cli.rs`): exit 0 on success; exit 2 on bad input
 //! with one line on stderr, `strictly: ` and the message (`strictly: error: ` for errors of a
@@ -30,6 +30,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
 use strictly::automaton::Constraint;
+use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
 use strictly::Vocab;
 
 #[derive(Parser)]
@@ -117,12 +118,13 @@ pub struct ConstraintArgs {
 
 impl ConstraintArgs {
     /// The constraint given; an error when none is.
-    pub fn required(&self) -> anyhow::Result<Constraint> {
-        self.optional()?.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
+    pub fn required(&self, schema: &SchemaArgs) -> anyhow::Result<Constraint> {
+        self.optional(schema)?
+            .ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
     }
 
-    /// The constraint given, if any (files read and parsed).
-    pub fn optional(&self) -> anyhow::Result<Option<Constraint>> {
+    /// The constraint given, if any (files read and parsed; a schema with `schema`'s options).
+    pub fn optional(&self, schema: &SchemaArgs) -> anyhow::Result<Option<Constraint>> {
         if let Some(r) = &self.regex {
             return Ok(Some(Constraint::Regex(r.clone())));
         }
@@ -136,12 +138,57 @@ impl ConstraintArgs {
             return Ok(Some(Constraint::Grammar(g)));
         }
         if let Some(path) = &self.schema {
+            let options = schema;
             let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
             let schema: serde_json::Value = serde_json::from_slice(&text)
                 .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
-            return Ok(Some(Constraint::JsonSchema(schema, Default::default())));
+            return Ok(Some(Constraint::JsonSchema(schema, options.options())));
         }
         Ok(None)
+    }
+}
+
+/// `--whitespace`: the layout of JSON Schema output (see [`Whitespace`]).
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum WhitespaceArg {
+    /// No whitespace: `{"a":1}`.
+    Compact,
+    /// One newline and two spaces per level, `": "` after keys.
+    Pretty,
+    /// Any bounded whitespace between tokens, as the model chooses.
+    #[value(alias = "bounded")]
+    Flexible,
+}
+
+impl From<WhitespaceArg> for Whitespace {
+    fn from(w: WhitespaceArg) -> Whitespace {
+        match w {
+            WhitespaceArg::Compact => Whitespace::Compact,
+            WhitespaceArg::Pretty => Whitespace::Pretty,
+            WhitespaceArg::Flexible => Whitespace::Flexible,
+        }
+    }
+}
+
+/// How `--schema` compiles: the flags beside the constraint flags (they do nothing without
+/// `--schema`).
+#[derive(Args)]
+pub struct SchemaArgs {
+    /// The layout of JSON output.
+    #[arg(long, value_enum, default_value_t = WhitespaceArg::Compact)]
+    whitespace: WhitespaceArg,
+    /// The schema's exact language: keys and items the schema allows without naming them,
+    /// integers of any size, any year (default: the sensible subset; see the README's "What
+    /// strictly generates").
+    #[arg(long)]
+    exact: bool,
+}
+
+impl SchemaArgs {
+    /// The JSON Schema options these flags ask for.
+    pub fn options(&self) -> JsonSchemaOptions {
+        let base = if self.exact { JsonSchemaOptions::exact() } else { JsonSchemaOptions::default() };
+        base.with_whitespace(self.whitespace.into())
     }
 }
 

@@ -22,7 +22,7 @@ use strictly::fuzz::{mutate, Checker, Derivation, GenOptions, Generator, RngSour
 use strictly::sample::SamplingParams;
 use strictly::Vocab;
 
-use super::{load_vocab, ConstraintArgs};
+use super::{load_vocab, ConstraintArgs, SchemaArgs};
 
 #[derive(Args)]
 pub struct SampleArgs {
@@ -32,6 +32,8 @@ pub struct SampleArgs {
     tokenizer: Option<PathBuf>,
     #[command(flatten)]
     constraint: ConstraintArgs,
+    #[command(flatten)]
+    schema: SchemaArgs,
     /// Number of samples.
     #[arg(short = 'n', long = "num", default_value_t = 1)]
     n: usize,
@@ -68,7 +70,7 @@ pub struct SampleArgs {
 
 pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
-    let constraint = a.constraint.required()?;
+    let constraint = a.constraint.required(&a.schema)?;
     let env = VocabEnv::new(vocab.clone());
     let compiled = Compiled::new(&env, &constraint)?;
     let sampling = SamplingParams { temperature: a.temperature, seed: Some(a.seed), ..SamplingParams::default() };

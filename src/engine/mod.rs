@@ -87,6 +87,8 @@ pub struct Engine {
     cache: Mutex<HashMap<String, Arc<Compiled>>>,
     /// How special-token spellings in messages are encoded (text, unless trusted).
     content: ContentTokens,
+    /// How typed generation compiles `T`'s schema (see [`Engine::with_json_options`]).
+    json: JsonSchemaOptions,
 }
 
 impl Engine {
@@ -111,7 +113,12 @@ impl Engine {
 
     /// A model you loaded yourself ([`LoadedModel::from_path`] with your [`LoadOptions`]).
     pub fn from_loaded(loaded: LoadedModel) -> Engine {
-        Engine { loaded, cache: Mutex::new(HashMap::new()), content: ContentTokens::Text }
+        Engine {
+            loaded,
+            cache: Mutex::new(HashMap::new()),
+            content: ContentTokens::Text,
+            json: JsonSchemaOptions::default(),
+        }
     }
 
     /// For trusted callers: special-token spellings in prompts and messages (`<|im_end|>`)
@@ -119,6 +126,15 @@ impl Engine {
     /// text, so a message cannot forge the chat template's turns.
     pub fn with_content_tokens(mut self, content: ContentTokens) -> Engine {
         self.content = content;
+        self
+    }
+
+    /// This engine with typed generation ([`generate`](Self::generate), [`stream`](Self::stream))
+    /// compiling schemas under `json`: [`Whitespace::Pretty`](crate::grammar::json_schema::Whitespace)
+    /// output, or [`JsonSchemaOptions::exact`] for the schema's exact language. The default is
+    /// compact JSON in the sensible language (see [`crate::grammar::json_schema`]).
+    pub fn with_json_options(mut self, json: JsonSchemaOptions) -> Engine {
+        self.json = json;
         self
     }
 
@@ -233,9 +249,9 @@ impl Engine {
 
     fn typed_job<T: JsonSchema>(&self, prompt: &str, opts: &GenerateOptions) -> Result<Job> {
         let schema = schema_for::<T>();
-        let key = format!("schema {schema}");
-        let compiled =
-            self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())))?;
+        let json = serde_json::to_string(&self.json).expect("options serialize");
+        let key = format!("schema {schema} {json}");
+        let compiled = self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), self.json.clone())))?;
         self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None)
     }
 

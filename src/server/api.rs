@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstraint, MAX_PARALLEL_TOOL_CALLS};
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
+use crate::grammar::json_schema::{self, JsonSchemaOptions, Whitespace};
 use crate::model::GenerationDefaults;
 use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
 use crate::tools::ToolChoice;
@@ -106,9 +107,34 @@ pub struct JsonSchemaFormat {
     /// Absent: any JSON value.
     #[serde(default)]
     pub schema: Option<Value>,
-    /// Accepted and ignored: the schema is always enforced exactly (or refused).
+    /// `true`: the schema must keep OpenAI's strict-mode rules (else 400 naming where it
+    /// breaks them: [`json_schema::strict_violation`]). Either way the output is the schema's
+    /// sensible language (or, with `x-strictly.exact`, its exact one).
     #[serde(default)]
     pub strict: Option<bool>,
+}
+
+/// `x-strictly`: how this crate compiles the request's JSON Schema (response format,
+/// `guided_json`). Absent fields take [`JsonSchemaOptions`]'s defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrictlyExtension {
+    /// `compact` (default), `pretty` or `flexible`.
+    #[serde(default)]
+    pub whitespace: Option<Whitespace>,
+    /// The schema's exact language instead of the sensible one.
+    #[serde(default)]
+    pub exact: Option<bool>,
+}
+
+impl StrictlyExtension {
+    pub fn options(&self) -> JsonSchemaOptions {
+        let base = if self.exact == Some(true) { JsonSchemaOptions::exact() } else { JsonSchemaOptions::default() };
+        match self.whitespace {
+            Some(w) => base.with_whitespace(w),
+            None => base,
+        }
+    }
 }
 
 /// The knobs `/v1/chat/completions` and `/v1/completions` share, with the extension fields
@@ -140,6 +166,9 @@ pub struct Common {
     pub choice: Option<Vec<String>>,
     pub guided_json: Option<Value>,
     pub logit_bias: Option<HashMap<String, f32>>,
+    /// How a JSON Schema constraint compiles (whitespace, exact language).
+    #[serde(rename = "x-strictly", alias = "x_strictly")]
+    pub x_strictly: Option<StrictlyExtension>,
 }
 
 /// A message's content: a string or a list of parts (text parts only).
@@ -424,17 +453,27 @@ impl Common {
     /// json_schema), `regex`, `grammar`, `choice`, `guided_json`.
     pub fn user_constraint(&self) -> Result<Option<(UserConstraint, &'static str)>, ApiError> {
         let mut found: Vec<(UserConstraint, &'static str)> = Vec::new();
+        let json = self.x_strictly.as_ref().map(StrictlyExtension::options).unwrap_or_default();
         match &self.response_format {
             None | Some(ResponseFormat::Text) => {}
             Some(ResponseFormat::JsonObject) => {
-                found.push((UserConstraint::JsonSchema(serde_json::json!({"type": "object"})), "response_format"))
+                // Any object: keys the model chooses, in the sensible language too.
+                let schema = serde_json::json!({"type": "object", "additionalProperties": true});
+                found.push((UserConstraint::JsonSchema(schema, json.clone()), "response_format"))
             }
             Some(ResponseFormat::JsonSchema { json_schema }) => {
                 if let Some(name) = &json_schema.name {
                     check_name(name, "response_format.json_schema.name")?;
                 }
                 let schema = json_schema.schema.clone().unwrap_or(Value::Bool(true));
-                found.push((UserConstraint::JsonSchema(schema), "response_format.json_schema.schema"));
+                if json_schema.strict == Some(true) {
+                    if let Some((at, why)) = json_schema::strict_violation(&schema) {
+                        let at = if at.is_empty() { "the root".to_string() } else { at };
+                        return Err(ApiError::bad_request(format!("invalid schema for strict mode at {at}: {why}"))
+                            .param("response_format.json_schema.schema"));
+                    }
+                }
+                found.push((UserConstraint::JsonSchema(schema, json.clone()), "response_format.json_schema.schema"));
             }
         }
         if let Some(r) = &self.regex {
@@ -456,7 +495,7 @@ impl Common {
                 })?,
                 v => v.clone(),
             };
-            found.push((UserConstraint::JsonSchema(schema), "guided_json"));
+            found.push((UserConstraint::JsonSchema(schema, json.clone()), "guided_json"));
         }
         if found.len() > 1 {
             let names: Vec<&str> = found.iter().map(|f| f.1.split('.').next().unwrap_or(f.1)).collect();

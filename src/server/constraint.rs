@@ -40,7 +40,8 @@ pub enum UserConstraint {
     /// EBNF/GBNF text.
     Grammar(String),
     Choice(Vec<String>),
-    JsonSchema(Value),
+    /// A schema and how it compiles (the request's `x-strictly`).
+    JsonSchema(Value, JsonSchemaOptions),
 }
 
 /// Everything a request asks of the output's shape.
@@ -74,8 +75,8 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
         UserConstraint::Regex(r) => regex::grammar(r).map_err(lib)?,
         UserConstraint::Choice(options) => Grammar::single(regex::choice(options)),
         UserConstraint::Grammar(text) => ebnf::parse(text).map_err(lib)?,
-        UserConstraint::JsonSchema(schema) => {
-            json_schema::compile(schema, &JsonSchemaOptions::default()).map_err(|e| schema_error(e, param))?.grammar
+        UserConstraint::JsonSchema(schema, options) => {
+            json_schema::compile(schema, options).map_err(|e| schema_error(e, param))?.grammar
         }
     })
 }
@@ -93,7 +94,7 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
         UserConstraint::Grammar(text) => {
             Constraint::Grammar(ebnf::parse(text).map_err(|e| ApiError::from_lib(e, Some(param)))?)
         }
-        UserConstraint::JsonSchema(_) => Constraint::Grammar(user_grammar(u, param)?),
+        UserConstraint::JsonSchema(..) => Constraint::Grammar(user_grammar(u, param)?),
     })
 }
 

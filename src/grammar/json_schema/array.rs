@@ -26,6 +26,8 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     let min = string::count(c, obj, pointer, "minItems")?.unwrap_or(0);
     let mut max = string::count(c, obj, pointer, "maxItems")?;
     let p = prefix.len() as u64;
+    let f = Value::Bool(false);
+    let rest = if asks_for_unnamed_items(c, obj, rest_kw, p, min) { rest } else { &f };
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
         match unique_items(c, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
@@ -48,58 +50,64 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     if let Some(e) = contains(c, obj, pointer, &prefix, rest, min, max)? {
         return Ok(e);
     }
-    let mut pexprs = Vec::new();
-    for (j, s) in prefix.iter().enumerate() {
-        let ptr = join(&join(pointer, prefix_kw), &j.to_string());
-        let e = c.schema(s, &ptr)?;
-        pexprs.push(c.share(&ptr, e));
-    }
-    let rexpr = if max.is_some_and(|m| m <= p) {
-        None
-    } else {
-        let ptr = join(pointer, rest_kw);
-        let e = c.schema(rest, &ptr)?;
-        Some(c.share(&ptr, e))
-    };
-    let sep = c.punct(",");
-    // The rest after the prefix: a = min - p (≥ 0), b = max - p.
-    let rest_part = |first: bool| -> Expr {
-        let Some(r) = &rexpr else { return Expr::Empty };
-        let a = min.saturating_sub(p).min(MAX_COUNT) as u32;
-        let b = max.map(|m| (m.saturating_sub(p)).min(MAX_COUNT) as u32);
-        if first {
-            // No item yet: (R (sep R){a-1, b-1})?  with at least one when a ≥ 1.
-            let tail = Expr::Repeat {
-                body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])),
-                min: a.saturating_sub(1),
-                max: b.map(|b| b.saturating_sub(1)),
-            };
-            let one = Expr::Seq(vec![r.clone(), tail]);
-            if a == 0 {
-                if b == Some(0) {
-                    Expr::Empty
-                } else {
-                    super::opt(one)
+    let l = c.layout();
+    c.nested(|c| {
+        let mut pexprs = Vec::new();
+        for (j, s) in prefix.iter().enumerate() {
+            let ptr = join(&join(pointer, prefix_kw), &j.to_string());
+            let e = c.schema(s, &ptr)?;
+            pexprs.push(c.share(&ptr, e));
+        }
+        let rexpr = if max.is_some_and(|m| m <= p) {
+            None
+        } else {
+            let ptr = join(pointer, rest_kw);
+            let e = c.schema(rest, &ptr)?;
+            Some(c.share(&ptr, e))
+        };
+        // The rest after the prefix, then `]`: a = min - p (≥ 0), b = max - p.
+        let rest_part = |first: bool| -> Expr {
+            let Some(r) = &rexpr else { return l.end(!first, "]") };
+            let a = min.saturating_sub(p).min(MAX_COUNT) as u32;
+            let b = max.map(|m| (m.saturating_sub(p)).min(MAX_COUNT) as u32);
+            if first {
+                // No item yet: (R (sep R){a-1, b-1})?  with at least one when a ≥ 1.
+                let tail = Expr::Repeat {
+                    body: Box::new(l.item(false, r.clone())),
+                    min: a.saturating_sub(1),
+                    max: b.map(|b| b.saturating_sub(1)),
+                };
+                let one = Expr::Seq(vec![l.item(true, r.clone()), tail, l.end(true, "]")]);
+                match (a, b) {
+                    (_, Some(0)) => l.end(false, "]"),
+                    (0, _) => Expr::Alt(vec![one, l.end(false, "]")]),
+                    _ => one,
                 }
             } else {
-                one
+                let items = Expr::Repeat { body: Box::new(l.item(false, r.clone())), min: a, max: b };
+                Expr::Seq(vec![items, l.end(true, "]")])
             }
-        } else {
-            Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), r.clone()])), min: a, max: b }
+        };
+        // Build B(j) from the end of the prefix back to the start.
+        let np = match max {
+            Some(m) => (m.min(p)) as usize,
+            None => p as usize,
+        };
+        let mut tail = rest_part(np == 0);
+        for j in (0..np).rev() {
+            let take = Expr::Seq(vec![l.item(j == 0, pexprs[j].clone()), tail]);
+            tail = if (j as u64) >= min { Expr::Alt(vec![take, l.end(j > 0, "]")]) } else { take };
         }
-    };
-    // Build B(j) from the end of the prefix back to the start.
-    let np = match max {
-        Some(m) => (m.min(p)) as usize,
-        None => p as usize,
-    };
-    let mut tail = rest_part(np == 0);
-    for j in (0..np).rev() {
-        let item = if j == 0 { pexprs[j].clone() } else { Expr::Seq(vec![sep.clone(), pexprs[j].clone()]) };
-        let take = Expr::Seq(vec![item, tail]);
-        tail = if (j as u64) >= min { Expr::Alt(vec![take, Expr::Empty]) } else { take };
-    }
-    Ok(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), tail, c.ws(), Expr::Literal("]".into())]))
+        Ok(Expr::Seq(vec![l.start("["), tail]))
+    })
+}
+
+/// Whether an array may have items past its prefix (`prefixItems`, or draft-07 array-form
+/// `items`) when the schema does not say what they are (`items`, or `additionalItems` after an
+/// array-form `items`, absent): always in the exact language; in the sensible one (the
+/// default) only when it asks for them: a `minItems` above the prefix, or `contains`.
+fn asks_for_unnamed_items(c: &Compiler, obj: &Map<String, Value>, rest_kw: &str, prefix: u64, min: u64) -> bool {
+    c.opts.exact || obj.contains_key(rest_kw) || obj.contains_key("contains") || min > prefix
 }
 
 /// `contains` with `minContains`/`maxContains` (default 1 and unbounded) over items that all
@@ -134,6 +142,20 @@ fn contains(
         c.unenforced(pointer, "minContains", format!("counts above {MAX_COUNT} are not unrolled"))?;
         return Ok(None);
     }
+    let l = c.layout();
+    c.nested(|c| contains_items(c, &l, pointer, rest, cs, min_c, max_c)).map(Some)
+}
+
+/// The items and closing bracket of [`contains`]'s array, one nesting level down.
+fn contains_items(
+    c: &mut Compiler,
+    l: &super::Layout,
+    pointer: &str,
+    rest: &Value,
+    cs: &Value,
+    min_c: u64,
+    max_c: Option<u64>,
+) -> Result<Expr> {
     let at = join(pointer, "contains");
     let x = c.schema(&serde_json::json!({"allOf": [rest, cs]}), &at)?;
     let x = c.share(&at, x);
@@ -142,12 +164,13 @@ fn contains(
         Some(_) => c.schema(&serde_json::json!({"allOf": [rest, {"not": cs}]}), &at)?,
     };
     let y = c.share(&format!("{at}/others"), y);
-    let sep = c.punct(",");
+    let sep = l.sep.clone();
     let star = |e: Expr| Expr::Repeat { body: Box::new(e), min: 0, max: None };
-    // (Y sep)* X (sep Y)* (sep X (sep Y)*){min_c-1, max_c-1}
+    // first (Y sep)* X (sep Y)* (sep X (sep Y)*){min_c-1, max_c-1}
     let ys_after = star(Expr::Seq(vec![sep.clone(), y.clone()]));
     let group = Expr::Seq(vec![sep.clone(), x.clone(), ys_after.clone()]);
     let with_x = Expr::Seq(vec![
+        l.first.clone(),
         star(Expr::Seq(vec![y.clone(), sep.clone()])),
         x,
         ys_after.clone(),
@@ -156,16 +179,17 @@ fn contains(
             min: min_c.saturating_sub(1) as u32,
             max: max_c.map(|m| m.saturating_sub(1) as u32),
         },
+        l.end(true, "]"),
     ]);
     // No match at all (only Y items, or none) when that is allowed; at least one X otherwise,
     // which `maxContains: 0` rules out.
-    let none = super::opt(Expr::Seq(vec![y, ys_after]));
+    let none = Expr::Alt(vec![Expr::Seq(vec![l.item(true, y), ys_after, l.end(true, "]")]), l.end(false, "]")]);
     let body = match (min_c, max_c) {
         (_, Some(0)) => none,
         (0, _) => Expr::Alt(vec![with_x, none]),
         _ => with_x,
     };
-    Ok(Some(Expr::Seq(vec![Expr::Literal("[".into()), c.ws(), body, c.ws(), Expr::Literal("]".into())])))
+    Ok(Expr::Seq(vec![l.start("["), body]))
 }
 
 /// Most distinct item values `uniqueItems` tracks (the grammar has a rule per subset).
@@ -211,30 +235,23 @@ fn unique_items(
     let n = all.len();
     let rules: Vec<crate::grammar::RuleId> =
         (0..1usize << n).map(|m| c.new_rule(&format!("{pointer}/unique[{m:b}]"))).collect();
-    let literals: Vec<Expr> = all.iter().map(|v| super::values::literal(c, v)).collect();
-    let sep = c.punct(",");
+    let l = c.layout();
+    let literals: Vec<Expr> = c.nested(|c| Ok(all.iter().map(|v| super::values::literal(c, v)).collect()))?;
     for m in 0..1usize << n {
         let k = m.count_ones() as usize;
         let mut alts = Vec::new();
         if k as u64 >= min {
-            alts.push(Expr::Empty);
+            alts.push(l.end(k > 0, "]"));
         }
         if (k as u64) < max {
             for &v in at(k) {
                 if m >> v & 1 == 0 {
-                    let item =
-                        if k == 0 { literals[v].clone() } else { Expr::Seq(vec![sep.clone(), literals[v].clone()]) };
+                    let item = l.item(k == 0, literals[v].clone());
                     alts.push(Expr::Seq(vec![item, Expr::Rule(rules[m | 1 << v])]));
                 }
             }
         }
         c.rules[rules[m].0 as usize].body = Expr::Alt(alts);
     }
-    Ok(Some(Expr::Seq(vec![
-        Expr::Literal("[".into()),
-        c.ws(),
-        Expr::Rule(rules[0]),
-        c.ws(),
-        Expr::Literal("]".into()),
-    ])))
+    Ok(Some(Expr::Seq(vec![l.start("["), Expr::Rule(rules[0])])))
 }

@@ -18,6 +18,24 @@
 //!   cannot be written, but the branches declare a property with disjoint `const`/`enum`
 //!   values: that property is required, so every output names its branch.
 //!
+//! # Sensible by default, exact on request
+//!
+//! The default options ([`JsonSchemaOptions::default`]) compile a documented subset of that
+//! language, the *sensible* one, which reads like JSON a program writes (every text in it
+//! still validates); [`JsonSchemaOptions::exact`] compiles the whole language (with
+//! [`Whitespace::Flexible`]), which the conformance tier and `strictly bench` measure:
+//! - objects have only the keys their schema names (`properties`, `required`, keys matching
+//!   `patternProperties`) unless it asks for more: `additionalProperties` present,
+//!   `propertyNames`, a `minProperties` above the named keys (`object.rs`); a schema that
+//!   constrains nothing (`true`, `{}`) is any value, open objects included;
+//! - arrays have no items past their prefix unless `items`/`additionalItems` says what they
+//!   are, `minItems` needs them, or `contains` (`array.rs`);
+//! - integers stay within the range of their `format` (`int32`, `uint64`, ...) or else of
+//!   `i64` (`number.rs`);
+//! - `date`, `time` and `date-time` have years 0001-9999 and at most six fraction digits
+//!   (`string.rs`);
+//! - whitespace is [`Whitespace::Compact`] (none) unless chosen otherwise.
+//!
 //! Regular combinations that one regex cannot say (a `pattern` with a length bound or a
 //! `format`, excluded values, `not` of string keywords, `patternProperties` and
 //! `propertyNames` key regions) become [`crate::regular::Lexeme`]s: intersections and
@@ -31,12 +49,16 @@
 //! - `values.rs` (`enum`/`const`), `one_of.rs` (`anyOf`/`oneOf`), `all_of.rs` (`allOf`
 //!   merging), `not.rs` (`not` rewrites), `conditional.rs` (`if`/`then`/`else`, dependencies),
 //!   `refs.rs` (`$ref`, `$defs`, `$id`, anchors);
+//! - `strict.rs` (OpenAI's strict-mode rules, for the server's `strict: true`);
 //! - `keywords.rs` (which keywords validate, the type each constrains, schema-building
 //!   helpers) and `validate.rs` (a small value validator the rewrites use to decide);
 //! - `tests/` (unit tests by family).
 //!
 //! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
-//! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it.
+//! whitespace); whitespace goes between tokens, where [`Whitespace`] allows it, as the
+//! current nesting level's `Layout` says (objects and arrays compile their members one
+//! level down, so [`Whitespace::Pretty`] indents by depth; `$ref` targets and shared helper
+//! rules are built once per indentation level).
 
 mod all_of;
 mod array;
@@ -47,11 +69,14 @@ mod number;
 mod object;
 mod one_of;
 mod refs;
+mod strict;
 mod string;
 mod validate;
 mod values;
 
 use std::collections::HashMap;
+
+pub use strict::{strict_violation, MAX_STRICT_DEPTH};
 
 use serde_json::{Map, Value};
 
@@ -60,30 +85,76 @@ use crate::grammar::{Expr, Grammar, Rule, RuleId};
 use crate::regular::DfaLimits;
 
 /// Whitespace the output may contain between JSON tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Whitespace {
-    /// Bounded: at most one space, or one newline plus up to 64 spaces/tabs of indentation,
-    /// between tokens. Accepts compact and pretty-printed JSON; no runaway newlines.
+    /// None at all: `{"a":1,"b":[true,null]}`, as `serde_json::to_string` writes it. The
+    /// default: JSON as a program writes it, and the fewest tokens.
     #[default]
-    Bounded,
-    /// No whitespace at all.
     Compact,
-    /// Like `Bounded`, for pretty-printed output: a newline plus up to 128 spaces/tabs.
+    /// One layout, as `serde_json::to_string_pretty` and Python's `json.dumps(v, indent=2)`
+    /// write it: a newline and two spaces per nesting level before every member or item and
+    /// before the closing bracket of a non-empty object or array, `": "` between a key and its
+    /// value, nothing inside `{}` and `[]`. Past [`MAX_INDENT_LEVEL`] levels (a recursive
+    /// `$ref` nests without end) the indentation stays at that level's.
     Pretty,
+    /// Bounded but free: at most one space, or one newline plus up to 64 spaces/tabs, between
+    /// any two tokens; compact and pretty-printed JSON both fit, and the model chooses. The
+    /// exact language's whitespace: the conformance tier and `strictly bench` use it.
+    /// (`bounded`, its former name, reads as this.)
+    #[serde(alias = "bounded")]
+    Flexible,
 }
 
+impl std::str::FromStr for Whitespace {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Whitespace, String> {
+        match s {
+            "compact" => Ok(Whitespace::Compact),
+            "pretty" => Ok(Whitespace::Pretty),
+            "flexible" | "bounded" => Ok(Whitespace::Flexible),
+            _ => Err(format!("whitespace must be compact, pretty or flexible, not {s:?}")),
+        }
+    }
+}
+
+/// Deepest nesting level that [`Whitespace::Pretty`] indents further (two spaces a level).
+pub const MAX_INDENT_LEVEL: usize = 12;
+
+/// How a JSON Schema is compiled. The default is the *sensible* language: compact JSON with
+/// only the properties a schema names, integers within `i64`, dates Python can read (see the
+/// [module docs](self#sensible-by-default-exact-on-request)); [`JsonSchemaOptions::exact`] is
+/// the schema's whole language (whitespace aside).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct JsonSchemaOptions {
     pub whitespace: Whitespace,
+    /// The schema's exact language: keys and items that the schema allows without naming
+    /// them, integers of any size (up to 100 digits), the year 0000, and `format: int32`
+    /// and its kin as the annotations JSON Schema says they are. Off by default.
+    pub exact: bool,
     /// Compile anyway when something cannot be enforced, and list it in
     /// [`JsonGrammar::unenforced`]; otherwise that is a compile error.
     pub lenient: bool,
     /// Documents that `$ref`s may name by URI (absolute, without fragment) → schema, e.g.
     /// `http://example.com/address.json`. Nothing is ever fetched: a `$ref` to a URI that is
     /// neither here nor an `$id` in the schema is a compile error.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub documents: std::collections::BTreeMap<String, Value>,
+}
+
+impl JsonSchemaOptions {
+    /// The schema's exact language with [`Whitespace::Flexible`]: what the conformance tier
+    /// measures and `strictly bench` compares with other engines.
+    pub fn exact() -> JsonSchemaOptions {
+        JsonSchemaOptions { whitespace: Whitespace::Flexible, exact: true, ..JsonSchemaOptions::default() }
+    }
+
+    /// These options with `whitespace`.
+    pub fn with_whitespace(mut self, whitespace: Whitespace) -> JsonSchemaOptions {
+        self.whitespace = whitespace;
+        self
+    }
 }
 
 /// Something a lenient compile could not enforce: the keyword and its JSON pointer.
@@ -169,10 +240,13 @@ pub(crate) struct Compiler<'s> {
     rules: Vec<Rule>,
     /// `$ref` targets already compiled (or being compiled): pointer → rule.
     ref_rules: HashMap<String, RuleId>,
-    /// Shared helper rules by name (any value, any object, ...).
-    named: HashMap<&'static str, RuleId>,
+    /// Shared helper rules by name (any value, any object, ...) and [`Compiler::indent_key`].
+    named: HashMap<(&'static str, usize), RuleId>,
     unenforced: Vec<Unenforced>,
     depth: usize,
+    /// The JSON nesting level of the value being compiled (0: the document), for
+    /// [`Whitespace::Pretty`]'s indentation.
+    level: usize,
     /// Registered documents (URI → schema), prepared like `root`.
     docs: &'s [(String, Value)],
     /// Resources and anchors by absolute URI → location.
@@ -203,6 +277,7 @@ impl<'s> Compiler<'s> {
             named: HashMap::new(),
             unenforced: Vec::new(),
             depth: 0,
+            level: 0,
             docs,
             index,
             one_of_attempts: 0,
@@ -238,7 +313,7 @@ impl<'s> Compiler<'s> {
     /// the entries that `f` added are exactly those naming rules past the mark (no copy of the
     /// maps per attempt: a large schema makes thousands of attempts).
     fn attempt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let (rules, unenforced, depth) = (self.rules.len(), self.unenforced.len(), self.depth);
+        let (rules, unenforced, depth, level) = (self.rules.len(), self.unenforced.len(), self.depth, self.level);
         let r = f(self);
         if r.is_err() {
             self.rules.truncate(rules);
@@ -246,17 +321,38 @@ impl<'s> Compiler<'s> {
             self.named.retain(|_, r| (r.0 as usize) < rules);
             self.unenforced.truncate(unenforced);
             self.depth = depth;
+            self.level = level;
         }
         r
     }
 
-    /// A helper rule built once per grammar.
+    /// Runs `f` one JSON nesting level down (for the members of an object, the items of an
+    /// array).
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.level += 1;
+        let r = f(self);
+        self.level -= 1;
+        r
+    }
+
+    /// What distinguishes the rules of one schema at different nesting levels: the level
+    /// (at most [`MAX_INDENT_LEVEL`]) under [`Whitespace::Pretty`], else nothing (0). Caches of
+    /// compiled rules (`$ref` targets, shared helpers) key on it.
+    fn indent_key(&self) -> usize {
+        match self.opts.whitespace {
+            Whitespace::Pretty => self.level.min(MAX_INDENT_LEVEL),
+            _ => 0,
+        }
+    }
+
+    /// A helper rule built once per grammar (once per indentation level under `Pretty`).
     fn shared(&mut self, name: &'static str, build: impl FnOnce(&mut Self, RuleId) -> Expr) -> Expr {
-        if let Some(&r) = self.named.get(name) {
+        let key = (name, self.indent_key());
+        if let Some(&r) = self.named.get(&key) {
             return Expr::Rule(r);
         }
         let r = self.new_rule(name);
-        self.named.insert(name, r);
+        self.named.insert(key, r);
         let body = build(self, r);
         self.rules[r.0 as usize].body = body;
         Expr::Rule(r)
@@ -279,19 +375,34 @@ impl<'s> Compiler<'s> {
         }
     }
 
-    /// Whitespace between tokens.
-    fn ws(&self) -> Expr {
-        let re = match self.opts.whitespace {
-            Whitespace::Compact => return Expr::Empty,
-            Whitespace::Bounded => r"(?: ?|\n[ \t]{0,64})",
-            Whitespace::Pretty => r"(?: ?|\n[ \t]{0,128})",
-        };
-        Expr::Regex(crate::regular::regex::builtin_shared(re))
+    /// [`Whitespace::Flexible`]'s whitespace between two tokens.
+    fn flexible_ws() -> Expr {
+        Expr::Regex(crate::regular::regex::builtin_shared(r"(?: ?|\n[ \t]{0,64})"))
     }
 
-    /// `ws lit ws`: a structural token with whitespace around it.
-    fn punct(&self, lit: &str) -> Expr {
-        Expr::Seq(vec![self.ws(), Expr::Literal(lit.into()), self.ws()])
+    /// The whitespace (and punctuation) of an object or array at the current nesting level.
+    pub(super) fn layout(&self) -> Layout {
+        Layout::new(self.opts.whitespace, self.level)
+    }
+
+    /// `: ` between a key and its value, in the chosen whitespace.
+    fn colon(&self) -> Expr {
+        self.layout().colon
+    }
+
+    /// An object or array at the current level: `open`, then either `items` (one or more
+    /// members or items, commas included, built with [`Layout::sep`]) or, if `empty_ok`,
+    /// nothing; then `close`.
+    fn container(&self, open: &str, items: Option<Expr>, empty_ok: bool, close: &str) -> Expr {
+        let l = self.layout();
+        let mut alts = Vec::new();
+        if let Some(items) = items {
+            alts.push(Expr::Seq(vec![l.first, items, l.close, Expr::Literal(close.into())]));
+        }
+        if empty_ok {
+            alts.push(Expr::Seq(vec![l.close_empty, Expr::Literal(close.into())]));
+        }
+        Expr::Seq(vec![Expr::Literal(open.into()), l.open, alt(alts)])
     }
 
     /// The value expression for `schema` at `pointer`.
@@ -373,6 +484,11 @@ impl<'s> Compiler<'s> {
         }
         if let Some(e) = one_of::any_one_of(self, obj, pointer)? {
             return Ok(e);
+        }
+        if !self.opts.exact && !obj.keys().any(|k| keywords::is_validation_keyword(k)) {
+            // A schema that constrains nothing (`{}`, annotations only) asks for any value, as
+            // `true` does: its objects keep their unnamed keys in the sensible language too.
+            return Ok(self.any_value());
         }
         let types = self.types(obj, pointer)?;
         let mut alts = Vec::new();
@@ -488,34 +604,27 @@ impl<'s> Compiler<'s> {
         Ok(out)
     }
 
-    /// Any JSON value.
+    /// Any JSON value (at the current nesting level).
     fn any_value(&mut self) -> Expr {
-        self.shared("any_value", |c, me| {
-            let ws = c.ws();
-            let sep = c.punct(",");
-            let colon = c.punct(":");
+        self.shared("any_value", |c, _| {
+            let sep = c.layout().sep;
+            let colon = c.colon();
+            // Members and items one level down: under `Pretty` a rule of that level (the same
+            // rule past the deepest indented level), else this one.
+            let inner = c.nested(|c| Ok(c.any_value())).expect("no errors");
             let string = string::any_string();
-            let member = Expr::Seq(vec![string.clone(), colon, Expr::Rule(me)]);
+            let member = Expr::Seq(vec![string.clone(), colon, inner.clone()]);
             let members = Expr::Seq(vec![
                 member.clone(),
                 Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), member])), min: 0, max: None },
             ]);
-            let object = Expr::Seq(vec![
-                Expr::Literal("{".into()),
-                ws.clone(),
-                opt(members),
-                ws.clone(),
-                Expr::Literal("}".into()),
-            ]);
             let items = Expr::Seq(vec![
-                Expr::Rule(me),
-                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, Expr::Rule(me)])), min: 0, max: None },
+                inner.clone(),
+                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, inner])), min: 0, max: None },
             ]);
-            let array =
-                Expr::Seq(vec![Expr::Literal("[".into()), ws.clone(), opt(items), ws, Expr::Literal("]".into())]);
             Expr::Alt(vec![
-                object,
-                array,
+                c.container("{", Some(members), true, "}"),
+                c.container("[", Some(items), true, "]"),
                 string,
                 number::any_number(),
                 Expr::Literal("true".into()),
@@ -523,6 +632,85 @@ impl<'s> Compiler<'s> {
                 Expr::Literal("null".into()),
             ])
         })
+    }
+}
+
+/// The whitespace of one object or array (at one nesting level) under a [`Whitespace`]: each
+/// field is what goes at one place, punctuation included.
+///
+/// ```text
+/// {⟨open⟩⟨first⟩"a"⟨colon⟩1⟨sep⟩"b"⟨colon⟩2⟨close⟩}        {⟨open⟩⟨close_empty⟩}
+/// ```
+#[derive(Clone)]
+pub(super) struct Layout {
+    /// After the opening bracket, always.
+    pub open: Expr,
+    /// Before the first member or item.
+    pub first: Expr,
+    /// Between two members or items: the comma and its whitespace.
+    pub sep: Expr,
+    /// After the last member or item, before the closing bracket.
+    pub close: Expr,
+    /// Before the closing bracket of an empty object or array (after `open`).
+    pub close_empty: Expr,
+    /// Between a key and its value: the colon and its whitespace.
+    pub colon: Expr,
+}
+
+impl Layout {
+    /// The opening `bracket` and what follows it.
+    pub fn start(&self, bracket: &str) -> Expr {
+        Expr::Seq(vec![Expr::Literal(bracket.into()), self.open.clone()])
+    }
+
+    /// The end of a container after at least one member or item (`nonempty`) or none: the
+    /// closing whitespace, then `bracket`.
+    pub fn end(&self, nonempty: bool, bracket: &str) -> Expr {
+        let ws = if nonempty { self.close.clone() } else { self.close_empty.clone() };
+        Expr::Seq(vec![ws, Expr::Literal(bracket.into())])
+    }
+
+    /// `e` as the first member or item (after [`Layout::first`]) or a later one (after
+    /// [`Layout::sep`]).
+    pub fn item(&self, first: bool, e: Expr) -> Expr {
+        Expr::Seq(vec![if first { self.first.clone() } else { self.sep.clone() }, e])
+    }
+
+    pub(super) fn new(ws: Whitespace, level: usize) -> Layout {
+        let lit = |s: &str| Expr::Literal(s.into());
+        match ws {
+            Whitespace::Compact => Layout {
+                open: Expr::Empty,
+                first: Expr::Empty,
+                sep: lit(","),
+                close: Expr::Empty,
+                close_empty: Expr::Empty,
+                colon: lit(":"),
+            },
+            Whitespace::Pretty => {
+                let indent = |l: usize| "  ".repeat(l.min(MAX_INDENT_LEVEL));
+                Layout {
+                    open: Expr::Empty,
+                    first: lit(&format!("\n{}", indent(level + 1))),
+                    sep: lit(&format!(",\n{}", indent(level + 1))),
+                    close: lit(&format!("\n{}", indent(level))),
+                    close_empty: Expr::Empty,
+                    colon: lit(": "),
+                }
+            }
+            // Any bounded whitespace around every token (the grammar of `{ ws members? ws }`).
+            Whitespace::Flexible => {
+                let ws = Compiler::flexible_ws;
+                Layout {
+                    open: ws(),
+                    first: Expr::Empty,
+                    sep: Expr::Seq(vec![ws(), lit(","), ws()]),
+                    close: ws(),
+                    close_empty: ws(),
+                    colon: Expr::Seq(vec![ws(), lit(":"), ws()]),
+                }
+            }
+        }
     }
 }
 
@@ -537,10 +725,6 @@ fn alt(mut xs: Vec<Expr>) -> Expr {
     } else {
         Expr::Alt(xs)
     }
-}
-
-fn opt(e: Expr) -> Expr {
-    Expr::Repeat { body: Box::new(e), min: 0, max: Some(1) }
 }
 
 /// `pointer/key` with JSON-pointer escaping.

@@ -6,7 +6,10 @@
 //! digit-by-digit regexes; a number range with integer bounds splits on the integer part
 //! (`I.F ≤ 5` ⇔ `I ≤ 4`, or `I = 5` with an all-zero fraction). A fractional bound splits at
 //! the whole numbers around it (`x ≥ 2.25` ⇔ `x ≥ 3`, or `2.F` with `F ≥ 25` digit-wise), and
-//! the two sides and the syntax intersect as a [`Lexeme`].
+//! the two sides and the syntax intersect as a [`Lexeme`]. Integer `multipleOf` is regular too:
+//! the last digits decide divisibility by `2^a·5^b`, and divisibility by 3 or 7 is the regex of
+//! the remainder automaton; each intersects with the range. In the sensible language (the
+//! default) integers stay within their `format`'s range or `i64`'s.
 
 use serde_json::{Map, Value};
 
@@ -156,31 +159,57 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
         c.unenforced(pointer, "minimum", "bounds beyond ±9e15 are not supported")?;
         return Ok(re(INT));
     }
-    let (lo, hi) = (lo.map(|v| v as i64), hi.map(|v| v as i64));
+    let (mut lo, mut hi) = (lo.map(|v| v as i64), hi.map(|v| v as i64));
+    if !c.opts.exact {
+        // The sensible language: the range of the `format`, else of `i64`.
+        let (flo, fhi) = sensible_int_range(obj);
+        lo = Some(lo.map_or(flo, |l| l.max(flo)));
+        hi = Some(hi.map_or(fhi, |h| h.min(fhi)));
+    }
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
             return Ok(super::nothing());
         }
     }
+    let range = || if lo.is_none() && hi.is_none() { INT.to_string() } else { int_range(lo, hi) };
     if let Some(m) = multiple_of(c, obj, pointer)? {
         let inv = 1.0 / m;
         if m == 1.0 || (m < 1.0 && (inv - inv.round()).abs() < 1e-9) {
             // Every integer is a multiple of 1, 0.5, 0.25, 0.1, ...
         } else if m.fract() != 0.0 {
             c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on integers is not supported yet"))?;
-        } else if lo.is_some() || hi.is_some() {
-            c.unenforced(pointer, "multipleOf", "`multipleOf` together with bounds is not supported yet")?;
         } else {
-            return match divisible_regex(m) {
-                Some(r) => Ok(re(&r)),
-                None => {
-                    c.unenforced(pointer, "multipleOf", format!("divisibility by {m} is not supported yet"))?;
-                    Ok(re(INT))
-                }
+            let Some(mut parts) = divisible(m) else {
+                c.unenforced(pointer, "multipleOf", format!("divisibility by {m} is not supported yet"))?;
+                return Ok(re(&range()));
             };
+            if let (None, None, Some(r)) = (lo, hi, divisible_regex(m)) {
+                return Ok(re(&r));
+            }
+            // Divisibility is regular (a DFA over the digits): it intersects with the range (or
+            // the syntax, which bounds the digits).
+            parts.push(range());
+            let parse = |r: &String| Lexeme::Regex(crate::regular::regex::builtin(r));
+            return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(parts.iter().map(parse).collect()))));
         }
     }
-    Ok(re(&int_range(lo, hi)))
+    Ok(re(&range()))
+}
+
+/// The sensible language's integer range: that of `format` (`int32`, `uint32`; `int64` and
+/// `uint64` as ±`i64::MAX` and `0..=i64::MAX`), else `-i64::MAX..=i64::MAX` (so every integer
+/// fits an `i64`, and the grammar never writes 100-digit numbers).
+fn sensible_int_range(obj: &Map<String, Value>) -> (i64, i64) {
+    match obj.get("format").and_then(Value::as_str) {
+        Some("int8") => (i8::MIN as i64, i8::MAX as i64),
+        Some("uint8") => (0, u8::MAX as i64),
+        Some("int16") => (i16::MIN as i64, i16::MAX as i64),
+        Some("uint16") => (0, u16::MAX as i64),
+        Some("int32") => (i32::MIN as i64, i32::MAX as i64),
+        Some("uint32") => (0, u32::MAX as i64),
+        Some("uint64" | "uint" | "uint128") => (0, i64::MAX),
+        _ => (-i64::MAX, i64::MAX),
+    }
 }
 
 fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
@@ -480,6 +509,93 @@ fn same_len_range(a: &str, b: &str) -> String {
         format!("(?:{})", alts.join("|"))
     }
     go(a, b)
+}
+
+/// Integers divisible by the whole number `m`, as regexes to intersect: `m = t·k` with `t` a
+/// divisor of 10^3 (the last three digits decide: [`divisible_regex`]) and `k` coprime to 10
+/// and small ([`divisible_by_elimination`]). `None` for other divisors.
+fn divisible(m: f64) -> Option<Vec<String>> {
+    if m.fract() != 0.0 || !(1.0..=1e15).contains(&m) {
+        return None;
+    }
+    let m = m as u64;
+    let (mut t, mut k) = (1u64, m);
+    for p in [2, 5] {
+        while k % p == 0 {
+            k /= p;
+            t *= p;
+        }
+    }
+    let mut out = Vec::new();
+    if t > 1 {
+        out.push(divisible_regex(t as f64)?);
+    }
+    if k > 1 {
+        out.push(divisible_by_elimination(k as f64)?);
+    }
+    Some(out)
+}
+
+/// Most divisor [`divisible_by_elimination`] builds a regex for, and the longest regex it
+/// keeps (its size grows fast with the divisor).
+const MAX_ELIMINATED_DIVISOR: u64 = 7;
+const MAX_ELIMINATED_REGEX: usize = 200_000;
+
+/// Integers divisible by the whole number `m` (up to [`MAX_ELIMINATED_DIVISOR`]), as the regex
+/// of the remainder automaton (state `r`, digit `d` → `(10r + d) mod m`) by state elimination:
+/// `0`, or an optional `-` and digits from `[1-9]` that end in remainder 0. `None` past the
+/// limits.
+fn divisible_by_elimination(m: f64) -> Option<String> {
+    if m.fract() != 0.0 || !(2.0..=MAX_ELIMINATED_DIVISOR as f64).contains(&m) {
+        return None;
+    }
+    let m = m as usize;
+    let class = |ds: Vec<u8>| -> Option<String> {
+        match ds.as_slice() {
+            [] => None,
+            [d] => Some(format!("{d}")),
+            _ => Some(format!("[{}]", ds.iter().map(|d| d.to_string()).collect::<String>())),
+        }
+    };
+    // edges[p][q]: the regex from state p to q; state m is the start (no digit read yet).
+    let n = m + 1;
+    let mut edges: Vec<Vec<Option<String>>> = vec![vec![None; n]; n];
+    for (p, row) in edges.iter_mut().enumerate() {
+        for (q, edge) in row.iter_mut().enumerate().take(m) {
+            let digits: Vec<u8> = if p == m {
+                (1..=9u8).filter(|&d| d as usize % m == q).collect()
+            } else {
+                (0..=9u8).filter(|&d| (10 * p + d as usize) % m == q).collect()
+            };
+            *edge = class(digits);
+        }
+    }
+    let union = |a: Option<String>, b: String| match a {
+        None => b,
+        Some(a) => format!("(?:{a}|{b})"),
+    };
+    // Eliminate the remainders 1..m (keeping the start and remainder 0).
+    for k in 1..m {
+        let star = edges[k][k].take().map(|l| format!("(?:{l})*")).unwrap_or_default();
+        for p in (0..n).filter(|&p| p != k) {
+            let Some(into) = edges[p][k].take() else { continue };
+            for q in (0..m).filter(|&q| q != k) {
+                if let Some(out) = &edges[k][q] {
+                    let path = format!("{into}{star}{out}");
+                    edges[p][q] = Some(union(edges[p][q].take(), path));
+                }
+            }
+            if edges[p].iter().flatten().map(String::len).sum::<usize>() > MAX_ELIMINATED_REGEX {
+                return None;
+            }
+        }
+        edges[k].iter_mut().for_each(|e| *e = None);
+    }
+    // From the start to remainder 0, then any loops on 0.
+    let first = edges[m][0].take()?;
+    let loops = edges[0][0].take().map(|l| format!("(?:{l})*")).unwrap_or_default();
+    let r = format!("(?:0|-?{first}{loops})");
+    (r.len() <= MAX_ELIMINATED_REGEX).then_some(r)
 }
 
 /// Integers divisible by `m` when that depends on the last few digits only (m divides 10^k,

@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use super::keywords::SOME_KEY_NOT_IN;
-use super::{join, string, Compiler, MAX_COUNT};
+use super::{join, string, Compiler, Layout, MAX_COUNT};
 use crate::error::Result;
 use crate::grammar::{Expr, RuleId};
 use crate::regular::Dfa;
@@ -31,6 +31,13 @@ const MAX_COUNT_RULES: u64 = 20_000;
 /// order, additional members in the key regions, counts where bounds need them: see
 /// [`Builder::build`]), `}`.
 pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    let l = c.layout();
+    let body = c.nested(|c| members(c, &l, obj, pointer))?;
+    Ok(Expr::Seq(vec![l.start("{"), body]))
+}
+
+/// The members and the closing brace of [`object`], one nesting level down.
+fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let Declared { props, required, patterns } = declared(c, obj, pointer)?;
     let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
     let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
@@ -43,11 +50,13 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         return Ok(super::nothing());
     };
     let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
+    // The sensible language: no keys the schema does not name unless it asks for them.
+    let unnamed = if asks_for_unnamed_keys(c, obj, declared.len(), min) { additional } else { &Value::Bool(false) };
     // Additional members, those whose key is outside `outside` (witnesses) apart.
     let mut additional_members = [Vec::new(), Vec::new()];
-    for (key, schema, at, wit) in keys.regions(&declared, additional, outside.as_deref(), pointer, c.limits)? {
+    for (key, schema, at, wit) in keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)? {
         let value = c.schema(&schema, &at)?;
-        additional_members[wit as usize].push(Expr::Seq(vec![key, c.punct(":"), value]));
+        additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
     }
     let [plain, witnesses] = additional_members;
     let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
@@ -56,7 +65,7 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         .into_iter()
         .map(|(k, v, req)| {
             let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
-            let member = Expr::Seq(vec![key, c.punct(":"), v]);
+            let member = Expr::Seq(vec![key, l.colon.clone(), v]);
             (c.share(&format!("{pointer}/member:{k}"), member), req, witness(&k))
         })
         .collect();
@@ -77,9 +86,20 @@ pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         distinct_min,
         need_witness: outside.is_some(),
     };
-    let close = Expr::Seq(vec![c.ws(), Expr::Literal("}".into())]);
-    let body = b.build(c, pointer, close);
-    Ok(Expr::Seq(vec![Expr::Literal("{".into()), c.ws(), body]))
+    Ok(b.build(c, pointer, l))
+}
+
+/// Whether an object may have keys that its schema neither lists in `properties` nor matches
+/// by `patternProperties`: always in the exact language; in the sensible one (the default)
+/// only when the schema asks for them: `additionalProperties` present (`true` or a schema),
+/// `propertyNames` (a schema of keys), a `minProperties` above the `named` keys, or a key that
+/// must be outside a list (a rewritten `not`).
+fn asks_for_unnamed_keys(c: &Compiler, obj: &Map<String, Value>, named: usize, min: u64) -> bool {
+    c.opts.exact
+        || obj.contains_key("additionalProperties")
+        || obj.contains_key("propertyNames")
+        || obj.contains_key(SOME_KEY_NOT_IN)
+        || min > named as u64
 }
 
 /// What an object schema declares by name: `properties` (in order), `required`, and
@@ -455,11 +475,11 @@ impl Builder {
     /// first additional member (`a`: one was emitted): `declared + [a]` distinct keys are
     /// certain. `maxProperties` counts every member, which repeats only overestimate.
     /// (With both bounds and additional members, the caller needs both counts: see `object`.)
-    /// The members and then `close` (the closing brace): the rules end in it rather than in
-    /// the empty string. Were they nullable, every Earley row after an additional member would
+    /// The members (each after `l.first` or `l.sep`) and then the closing brace (after
+    /// `l.close` or `l.close_empty`): the rules end in it rather than in the empty string. Were they nullable, every Earley row after an additional member would
     /// complete the right-recursive chain of all members before it (36 additional members: a
     /// mask took 2.5 ms); ending in the brace, the chain completes once, at the brace.
-    fn build(&self, c: &mut Compiler, pointer: &str, close: Expr) -> Expr {
+    fn build(&self, c: &mut Compiler, pointer: &str, l: &Layout) -> Expr {
         let n = self.members.len();
         let counts: Vec<u64> = match self.cap {
             Some(cap) => (0..=cap).collect(),
@@ -485,7 +505,6 @@ impl Builder {
         let id = |i: usize, s: bool, k: usize, a: usize, w: usize| {
             rules[(((i * 2 + s as usize) * kmax + k) * amax + a) * wmax + w]
         };
-        let sep = c.punct(",");
         let tracked = self.cap.is_some();
         for i in (0..=n).rev() {
             for s in [false, true] {
@@ -493,11 +512,7 @@ impl Builder {
                     for a in 0..amax {
                         for w in 0..wmax {
                             let wit = |is: bool| if is { wmax - 1 } else { w };
-                            let lead = if s { Some(sep.clone()) } else { None };
-                            let with_lead = |e: Expr| match &lead {
-                                Some(l) => Expr::Seq(vec![l.clone(), e]),
-                                None => e,
-                            };
+                            let with_lead = |e: Expr| l.item(!s, e);
                             let mut alts = Vec::new();
                             // Emitting a member moves the count up (saturating at the cap when only
                             // a minimum is tracked).
@@ -532,7 +547,7 @@ impl Builder {
                                     alts.push(Expr::Rule(id(i + 1, s, k, a, w)));
                                 }
                             } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
-                                alts.push(close.clone());
+                                alts.push(l.end(s, "}"));
                             }
                             c.rules[id(i, s, k, a, w).0 as usize].body = Expr::Alt(alts);
                         }

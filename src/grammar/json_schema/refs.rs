@@ -210,7 +210,9 @@ impl<'s> Compiler<'s> {
     /// The rule for a `$ref` (compiled on first use).
     pub(super) fn reference(&mut self, r: &str, pointer: &str) -> Result<Expr> {
         let target = self.ref_target(r, pointer)?;
-        if let Some(&rule) = self.ref_rules.get(&target) {
+        // (Under `Whitespace::Pretty` a target's rule differs by nesting level.)
+        let key = format!("{target}#{}", self.indent_key());
+        if let Some(&rule) = self.ref_rules.get(&key) {
             return Ok(Expr::Rule(rule));
         }
         let value = self.value_at(&target).ok_or_else(|| Error::Schema {
@@ -218,7 +220,7 @@ impl<'s> Compiler<'s> {
             msg: format!("$ref {:?} points nowhere (no {target:?} in the schema)", shown(r)),
         })?;
         let rule = self.new_rule(&format!("ref:{target}"));
-        self.ref_rules.insert(target.clone(), rule);
+        self.ref_rules.insert(key, rule);
         let body = self.schema(value, &target)?;
         self.rules[rule.0 as usize].body = body;
         Ok(Expr::Rule(rule))
@@ -245,7 +247,7 @@ impl<'s> Compiler<'s> {
             };
         }
         if alone(obj, "not") && not.as_object().is_some_and(|o| alone(o, "$ref")) {
-            let key = format!("not:{target}");
+            let key = format!("not:{target}#{}", self.indent_key());
             if let Some(&rule) = self.ref_rules.get(&key) {
                 return Ok(Expr::Rule(rule));
             }

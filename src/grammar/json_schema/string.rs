@@ -82,7 +82,12 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
     if let Some(f) = obj.get("format") {
         let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
         match format_regex(f) {
-            Some(Ok(re)) => parts.push(quoted(encode(&hir(re)).expect("built-in formats encode"))),
+            Some(Ok(re)) => {
+                parts.push(quoted(encode(&hir(re)).expect("built-in formats encode")));
+                if let Some(narrower) = sensible_format(f).filter(|_| !c.opts.exact) {
+                    parts.push(quoted(encode(&hir(narrower)).expect("built-in formats encode")));
+                }
+            }
             Some(Err(why)) => c.unenforced(pointer, "format", why)?,
             // Unknown formats are annotations for every validator: nothing to enforce.
             None => {}
@@ -454,6 +459,21 @@ pub(super) fn ecma_to_rust(p: &str) -> std::result::Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The sensible language's narrowing of a date or time format (intersected with
+/// [`format_regex`]'s): years 0001 to 9999 and at most six fraction digits, which Python's
+/// `datetime` and Pydantic read (the year 0000 and nanoseconds are
+/// valid RFC 3339 that they refuse).
+fn sensible_format(f: &str) -> Option<&'static str> {
+    Some(match f {
+        "date" => r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}",
+        "time" => r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",
+        "date-time" => {
+            r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+        }
+        _ => return None,
+    })
 }
 
 /// Regexes over decoded characters for the formats we enforce (a regular subset of each).

@@ -256,10 +256,24 @@ pub(super) fn pattern_matches(pattern: &str, text: &str, limits: &DfaLimits) -> 
     Some(re.is_match(string::encode_str(text).as_bytes()))
 }
 
-/// JSON equality as JSON Schema defines it (1 == 1.0).
+/// Exact numeric equality: integers (`i64`/`u64`) as integers; an integer and a float equal
+/// when the float is that whole number exactly; two floats as `f64`s.
+fn number_eq(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    let int = |n: &serde_json::Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    let float_is = |f: f64, i: i128| f.fract() == 0.0 && f.abs() < 1.7e38 && f as i128 == i;
+    match (int(x), int(y)) {
+        (Some(i), Some(j)) => i == j,
+        (Some(i), None) => y.as_f64().is_some_and(|f| float_is(f, i)),
+        (None, Some(j)) => x.as_f64().is_some_and(|f| float_is(f, j)),
+        (None, None) => x.as_f64() == y.as_f64(),
+    }
+}
+
+/// JSON equality as JSON Schema defines it (1 == 1.0), numbers compared by their exact
+/// values: 9007199254740992 and 9007199254740993 differ although their `f64`s are equal.
 pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Number(x), Value::Number(y)) => number_eq(x, y),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q)))

@@ -133,7 +133,9 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
     }
     let mut out = None;
     let mut limit = None;
-    // Always rolled back: the rules built here are only for the check.
+    // Always rolled back: the rules built here are only for the check, in the compact layout
+    // of the texts (whatever the output's whitespace).
+    let whitespace = std::mem::replace(&mut c.opts.whitespace, super::Whitespace::Compact);
     let _ = c.attempt(|c| {
         let before = c.unenforced.len();
         let start = c.new_rule("enum-check");
@@ -149,6 +151,7 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
         }
         Err::<(), _>(crate::error::Error::state("rolled back"))
     });
+    c.opts.whitespace = whitespace;
     if let Some(e) = limit {
         return Err(e);
     }
@@ -156,31 +159,29 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
     Ok(out)
 }
 
-/// A JSON value as a literal, with whitespace allowed between the tokens of arrays/objects.
+/// A JSON value as a literal, laid out in the chosen whitespace at the current nesting level.
 pub(super) fn literal(c: &Compiler, v: &Value) -> Expr {
+    literal_at(c, v, c.level)
+}
+
+fn literal_at(c: &Compiler, v: &Value, level: usize) -> Expr {
+    let l = super::Layout::new(c.opts.whitespace, level);
     match v {
         Value::Array(a) => {
-            let mut parts = vec![Expr::Literal("[".into()), c.ws()];
+            let mut parts = vec![l.start("[")];
             for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    parts.push(c.punct(","));
-                }
-                parts.push(literal(c, x));
+                parts.push(l.item(i == 0, literal_at(c, x, level + 1)));
             }
-            parts.extend([c.ws(), Expr::Literal("]".into())]);
+            parts.push(l.end(!a.is_empty(), "]"));
             Expr::Seq(parts)
         }
         Value::Object(o) => {
-            let mut parts = vec![Expr::Literal("{".into()), c.ws()];
+            let mut parts = vec![l.start("{")];
             for (i, (k, x)) in o.iter().enumerate() {
-                if i > 0 {
-                    parts.push(c.punct(","));
-                }
-                parts.push(Expr::Literal(format!("\"{}\"", string::encode_str(k))));
-                parts.push(c.punct(":"));
-                parts.push(literal(c, x));
+                let key = Expr::Literal(format!("\"{}\"", string::encode_str(k)));
+                parts.push(l.item(i == 0, Expr::Seq(vec![key, l.colon.clone(), literal_at(c, x, level + 1)])));
             }
-            parts.extend([c.ws(), Expr::Literal("}".into())]);
+            parts.push(l.end(!o.is_empty(), "}"));
             Expr::Seq(parts)
         }
         other => Expr::Literal(serde_json::to_string(other).expect("JSON serializes")),

@@ -9,6 +9,7 @@ mod not;
 mod numbers;
 mod objects;
 mod refs;
+mod sensible;
 mod strings;
 
 use serde_json::json;
@@ -33,9 +34,10 @@ fn compiled(schema: &Value, opts: &JsonSchemaOptions) -> crate::error::Result<st
     Compiled::new(&bytes_env(), &Constraint::JsonSchema(schema.clone(), opts.clone()))
 }
 
-/// Does the grammar of `schema` (default options) accept `text`?
+/// Does the grammar of `schema` (its exact language, [`JsonSchemaOptions::exact`]) accept
+/// `text`?
 fn accepts(schema: &Value, text: &str) -> bool {
-    accepts_with(schema, &JsonSchemaOptions::default(), text)
+    accepts_with(schema, &JsonSchemaOptions::exact(), text)
 }
 
 /// Does the grammar of `schema` under `opts` accept `text`?

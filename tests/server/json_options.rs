@@ -1,0 +1,66 @@
+//! The JSON Schema options a request can set: `x-strictly` (whitespace, exact language) and
+//! `response_format.json_schema.strict` (OpenAI's strict-mode rules, checked).
+
+use super::*;
+
+fn junk_free_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}},
+        "required": ["name", "age"]
+    })
+}
+
+#[tokio::test]
+async fn default_output_is_compact_with_only_named_keys() {
+    let app = app(state(ServerConfig::default()));
+    for seed in 0..4 {
+        let v = chat_ok(&app, json!({"seed": seed, "response_format": schema_format("p", junk_free_schema())})).await;
+        let text = content(&v, 0);
+        let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        // Compact: exactly as serde_json writes it; only the two named keys.
+        assert_eq!(serde_json::to_string(&value).unwrap(), text);
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["name", "age"], "{text}");
+        assert!(value["age"].as_i64().is_some(), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn x_strictly_pretty_lays_out_one_way() {
+    let app = app(state(ServerConfig::default()));
+    let body = json!({
+        "seed": 3,
+        "response_format": schema_format("p", junk_free_schema()),
+        "x-strictly": {"whitespace": "pretty"}
+    });
+    let text = content(&chat_ok(&app, body).await, 0);
+    let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(serde_json::to_string_pretty(&value).unwrap(), text);
+    // Unknown fields in the extension are an error, not silently ignored.
+    let bad = json!({"messages": msgs("hi"), "x-strictly": {"whitespaces": "pretty"}});
+    expect_error(&app, "/v1/chat/completions", bad, StatusCode::BAD_REQUEST).await;
+}
+
+#[tokio::test]
+async fn strict_schemas_must_keep_openai_rules() {
+    let app = app(state(ServerConfig::default()));
+    let strict = |schema: Value| {
+        json!({"messages": msgs("hi"), "response_format":
+            {"type": "json_schema", "json_schema": {"name": "x", "strict": true, "schema": schema}}})
+    };
+    let chat = "/v1/chat/completions";
+    let e = expect_error(&app, chat, strict(junk_free_schema()), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("/additionalProperties"), "{e}");
+    let nested = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "integer"}},
+        "additionalProperties": false}}, "required": ["a"], "additionalProperties": false});
+    let e = expect_error(&app, chat, strict(nested), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("/properties/a/required"), "{e}");
+    let e = expect_error(&app, chat, strict(json!({"type": "string"})), StatusCode::BAD_REQUEST).await;
+    assert!(e["message"].as_str().unwrap().contains("root"), "{e}");
+    // A schema that keeps the rules is served; so is a non-strict one that breaks them.
+    let ok = json!({"type": "object", "properties": {"a": {"type": ["integer", "null"]}}, "required": ["a"],
+        "additionalProperties": false});
+    let (s, v) = post(&app, chat, strict(ok)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
