@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::error::Error;
+use crate::grammar::json_schema::MAX_JSON_DEPTH;
 
 /// An OpenAI-style error response.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,8 +115,43 @@ pub(crate) fn one_line(s: &str) -> String {
     s.split('\n').map(str::trim_end).collect::<Vec<_>>().join(" ")
 }
 
+/// Deepest nesting of arrays and objects a request body may have: a schema document's own
+/// limit ([`MAX_JSON_DEPTH`]) plus the request's wrapping (`response_format.json_schema.schema`,
+/// tool parameters), so that a schema too deep is refused by the schema compiler, which names it.
+pub const MAX_BODY_DEPTH: usize = MAX_JSON_DEPTH + 16;
+
+/// Where JSON text first nests deeper than `limit` arrays and objects (a byte offset), found
+/// without recursion; strings are skipped (escapes included). `None` within the limit.
+fn nesting_exceeds(bytes: &[u8], limit: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A JSON request body, parsed with serde; every failure is an [`ApiError`]: 413 past the
-/// body limit, 400 for anything else (the message says where: serde's line and column).
+/// body limit, 400 for anything else (the message says where: serde's line and column). Deep
+/// but valid bodies parse, up to [`MAX_BODY_DEPTH`].
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
@@ -137,7 +173,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("the request body is empty; expected a JSON object"));
         }
-        match serde_json::from_slice::<T>(&bytes) {
+        if let Some(at) = nesting_exceeds(&bytes, MAX_BODY_DEPTH) {
+            return Err(ApiError::bad_request(format!(
+                "the request body nests deeper than {MAX_BODY_DEPTH} levels (at byte {at})"
+            ))
+            .code("invalid_json"));
+        }
+        // The nesting is bounded above, so serde's own recursion limit (128, below what a deep
+        // but valid schema needs) is lifted.
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        de.disable_recursion_limit();
+        match T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
             Ok(v) => Ok(ApiJson(v)),
             Err(e) => Err(match e.classify() {
                 serde_json::error::Category::Data => ApiError::bad_request(format!("invalid request: {e}")),

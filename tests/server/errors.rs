@@ -283,3 +283,29 @@ async fn parallel_oneshot_requests_all_succeed() {
         check_person(&serde_json::from_str(&content(&v, 0)).unwrap());
     }
 }
+
+#[tokio::test]
+async fn deep_but_valid_bodies_parse() {
+    let app = app(state(ServerConfig::default()));
+    let chat = "/v1/chat/completions";
+    // 60 levels of schema are 120 of JSON, past serde_json's default recursion limit of 128
+    // once wrapped in the request.
+    let mut schema = json!({"type": "integer"});
+    for _ in 0..60 {
+        schema = json!({"type": "object", "properties": {"a": schema}});
+    }
+    let body = json!({"messages": msgs("hi"), "max_tokens": 400, "response_format": schema_format("deep", schema)});
+    let (s, v) = call(&app, "POST", chat, Some(body)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap();
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(&mut de)
+        .unwrap_or_else(|e| panic!("{text:?} is not JSON: {e}"));
+    // Deeper than any schema may be: refused before parsing, naming the limit.
+    let deep = format!("{{\"messages\": {}{}}}", "[".repeat(600), "]".repeat(600));
+    let (s, bytes) = call_raw(&app, "POST", chat, deep.into_bytes()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().contains("nests deeper than"), "{v}");
+}
