@@ -151,9 +151,6 @@ pub struct Cfg {
     /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
     /// (see [`Cfg::token_costs`]).
     token_costs: std::sync::OnceLock<Costs>,
-    /// Shortest derivations as text, built the first time a budget needs them (see
-    /// [`Cfg::shortest`]).
-    shortest: std::sync::OnceLock<super::shortest::Shortest>,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -219,7 +216,6 @@ impl Cfg {
             prods: l.prods,
             max_row_items: limits.max_row_items,
             token_costs: std::sync::OnceLock::new(),
-            shortest: std::sync::OnceLock::new(),
         };
         if !cfg.clean() {
             return Ok(None);
@@ -382,11 +378,6 @@ impl Cfg {
                 }
             })
         })
-    }
-
-    /// Each nonterminal's shortest derivation in the usable bytes of `env` (the compile's).
-    pub fn shortest(&self, env: &VocabEnv) -> &super::shortest::Shortest {
-        self.shortest.get_or_init(|| super::shortest::Shortest::new(self, env.usable_bytes()))
     }
 
     /// The fewest tokens that finish lexeme `t` from `state` (exact where the token search

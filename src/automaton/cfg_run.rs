@@ -11,7 +11,7 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::{Cfg, TermId};
-use super::earley::{spelled_tokens, Chart, ChartLen, RowCopy, Scan, Within};
+use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry, ScanStack};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
@@ -252,15 +252,12 @@ impl CfgRun {
         // walk with each token's finish cost, no parser), the groups as always.
         let scans = self.positions.last().expect("never empty").scans.clone();
         let waits_tokens: Vec<u32> = scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect();
-        let wait_texts: Vec<Option<Vec<u8>>> = scans.iter().map(|sc| self.chart.wait_text(cfg, env, sc)).collect();
         let mut w = InsideWithin {
             cfg,
             env,
             scans: &scans,
             waits: &waits,
             waits_tokens: &waits_tokens,
-            wait_texts: &wait_texts,
-            spelled: Vec::new(),
             budget: after_budget,
             stack: ScanStack::default(),
             mask: &mut *mask,
@@ -404,8 +401,7 @@ impl CfgRun {
 /// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
 /// binds: a token is let through when some scan it keeps alive has a rest plus a wait cost
 /// within the budget — its finish cost along that way — in usable bytes (`dist`), or else in
-/// tokens ([`Cfg::token_rest`]), or else its cheapest completion spelled and encoded
-/// ([`spelled_tokens`]), as [`Chart::fits`] counts.
+/// tokens ([`Cfg::token_rest`]), as [`Chart::fits`] counts.
 struct InsideWithin<'a> {
     cfg: &'a Cfg,
     env: &'a VocabEnv,
@@ -414,10 +410,6 @@ struct InsideWithin<'a> {
     waits: &'a [u32],
     /// Per scan: [`Chart::scan_wait_tokens`].
     waits_tokens: &'a [u32],
-    /// Per scan: [`Chart::wait_text`].
-    wait_texts: &'a [Option<Vec<u8>>],
-    /// (scan, state) → [`spelled_tokens`] within this walk.
-    spelled: Vec<((u32, StateId), u32)>,
     budget: u32,
     stack: ScanStack,
     mask: &'a mut TokenSet,
@@ -448,17 +440,6 @@ impl TrieVisitor for InsideWithin<'_> {
         }) || top.iter().any(|&(k, s)| {
             let wait = self.waits_tokens[k as usize];
             wait <= budget && cfg.token_rest(self.env, scans[k as usize].term, s, budget - wait) <= budget - wait
-        }) || top.iter().any(|&(k, s)| {
-            let Some(wait) = &self.wait_texts[k as usize] else { return false };
-            let n = match self.spelled.iter().find(|(key, _)| *key == (k, s)) {
-                Some(&(_, n)) => n,
-                None => {
-                    let n = spelled_tokens(cfg, self.env, scans[k as usize].term, s, wait);
-                    self.spelled.push(((k, s), n));
-                    n
-                }
-            };
-            n <= budget
         });
         if within {
             self.mask.insert_clipped(ids);

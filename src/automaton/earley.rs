@@ -28,7 +28,6 @@ use crate::regular::FxBuild;
 use std::collections::HashSet;
 
 use super::cfg::{Cfg, Costs, NtId, ProdId, Sym, TermId};
-use super::shortest::{dfa_suffix, MAX_SPELLED};
 use super::VocabEnv;
 use crate::regular::{StateId, UNREACHABLE};
 
@@ -400,77 +399,7 @@ impl Chart {
                 return Within::Tokens;
             }
         }
-        // Then the cheapest completion spelled out and encoded (see `shortest`): tokens that
-        // span lexemes count once.
-        for sc in scans {
-            if self.spelled_tokens(cfg, env, sc) <= budget {
-                return Within::Tokens;
-            }
-        }
         Within::Over
-    }
-
-    /// The tokens `env`'s vocabulary encodes the cheapest completion through `sc` in (see
-    /// [`spelled_tokens`]).
-    pub fn spelled_tokens(&mut self, cfg: &Cfg, env: &VocabEnv, sc: &Scan) -> u32 {
-        match self.wait_text(cfg, env, sc) {
-            Some(wait) => spelled_tokens(cfg, env, sc.term, sc.state, &wait),
-            None => UNREACHABLE,
-        }
-    }
-
-    /// The cheapest way to finish after the lexeme of `sc` ends, as text (`None` if there is
-    /// none or it is longer than [`MAX_SPELLED`]).
-    pub fn wait_text(&mut self, cfg: &Cfg, env: &VocabEnv, sc: &Scan) -> Option<Vec<u8>> {
-        if self.wait_cost(cfg, None, sc.origin, Sym::T(sc.term)) > MAX_SPELLED {
-            return None;
-        }
-        let mut text = Vec::new();
-        self.wait_string(cfg, env, sc.origin, Sym::T(sc.term), &mut text).then_some(text)
-    }
-
-    /// Appends the cheapest way (in usable bytes) to finish after `sym` completes for the
-    /// items of row `r` waiting on it: the rest of the cheapest item, then what finishes its
-    /// left-hand side in the item's origin row, up to `⊤`. Follows the cost tables, so the
-    /// string is exactly as long as [`wait_cost`](Self::wait_cost) says.
-    fn wait_string(&mut self, cfg: &Cfg, env: &VocabEnv, mut r: u32, mut sym: Sym, out: &mut Vec<u8>) -> bool {
-        let shortest = cfg.shortest(env);
-        let usable = env.usable_bytes();
-        let mut seen: Vec<(u32, Sym)> = Vec::new();
-        loop {
-            let want = self.wait_cost(cfg, None, r, sym);
-            if want == UNREACHABLE {
-                return false;
-            }
-            seen.push((r, sym));
-            // The item that gives the row's cost for `sym`, not leading back to a pair seen.
-            let mut pick = None;
-            for k in self.waiting_on(r, sym) {
-                let it = self.items[self.waiting[k].1 as usize];
-                let p = cfg.prod(it.prod);
-                let rest = p.rest[it.dot as usize + 1];
-                let (next, after) = if p.lhs == NtId::TOP {
-                    (None, 0)
-                } else {
-                    (Some((it.origin, Sym::N(p.lhs))), self.wait_cost(cfg, None, it.origin, Sym::N(p.lhs)))
-                };
-                if rest.saturating_add(after) == want && next.is_none_or(|n| !seen.contains(&n)) {
-                    pick = Some((it, next));
-                    break;
-                }
-            }
-            let Some((it, next)) = pick else { return false };
-            let p = cfg.prod(it.prod);
-            for &x in &p.rhs[it.dot as usize + 1..] {
-                if !shortest.of(cfg, usable, x, out) {
-                    return false;
-                }
-            }
-            match next {
-                None => return true,
-                Some((o, s)) => (r, sym) = (o, s),
-            }
-        }
     }
 
     /// Fewest usable bytes to finish after the lexeme of `sc` ends, not counting the lexeme's own
@@ -535,23 +464,6 @@ impl Chart {
             }
         }
     }
-}
-
-/// The tokens `env`'s vocabulary encodes the cheapest completion of a lexeme of `term` from
-/// `state` in: the lexeme's rest in usable bytes, then `wait` (what finishes after the lexeme,
-/// [`Chart::wait_text`]), encoded by [`Vocab::encode`](crate::vocab::Vocab::encode)
-/// ([`UNREACHABLE`] past [`MAX_SPELLED`] bytes).
-pub fn spelled_tokens(cfg: &Cfg, env: &VocabEnv, term: TermId, state: StateId, wait: &[u8]) -> u32 {
-    let t = cfg.term(term);
-    if t.dist[state.index()].saturating_add(wait.len() as u32) > MAX_SPELLED {
-        return UNREACHABLE;
-    }
-    let mut text = Vec::with_capacity(t.dist[state.index()] as usize + wait.len());
-    if !dfa_suffix(&t.dfa, &t.dist, env.usable_bytes(), state, &mut text) {
-        return UNREACHABLE;
-    }
-    text.extend_from_slice(wait);
-    env.vocab().encode(&text).map_or(UNREACHABLE, |t| t.len() as u32)
 }
 
 /// A row's finish costs: (symbol, least cost to finish after that symbol completes), for the

@@ -32,7 +32,6 @@ mod earley;
 mod env;
 mod mask_cache;
 mod matcher;
-mod shortest;
 pub mod slices;
 mod token_dist;
 
@@ -182,9 +181,7 @@ impl Compiled {
                 matcher::dfa_finish_tokens(&self.env, dfa, finish_tokens, dfa.start())
             }
             Backend::Earley(cfg) => {
-                let spelled = cfg.shortest(&self.env).top().and_then(|s| self.env.vocab().encode(s));
-                let spelled = spelled.map_or(UNREACHABLE, |t| t.len() as u32);
-                cfg.nt(cfg::NtId::TOP).minlen.min(cfg.token_costs(&self.env).nt[cfg::NtId::TOP.index()]).min(spelled)
+                cfg.nt(cfg::NtId::TOP).minlen.min(cfg.token_costs(&self.env).nt[cfg::NtId::TOP.index()])
             }
         };
         (d != UNREACHABLE).then_some(d)
