@@ -311,18 +311,38 @@ pub(crate) fn fast_forward(
         }
         let remaining = ctx.max_tokens - len;
         let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
-        let mut forced = m.forced_tokens();
-        if forced.is_empty() {
+        let forced = m.forced_tokens();
+        if forced.is_empty() || !forced_run_fits(m, &forced, remaining) {
             return Ok(Ahead::Mask { remaining });
         }
-        // The budget rule keeps the forced run within `remaining`; the cut is a safety net.
-        forced.truncate(remaining);
         for t in forced {
             if let Some(end) = append_forced(ctx, m, seq, t, emit)? {
                 return Ok(Ahead::End(end));
             }
         }
     }
+}
+
+/// Whether the output can still be finished within `remaining` tokens after `forced`: the
+/// forced bytes are tokenized canonically, which may take more tokens than the way the budget
+/// counted (a lexeme's fewest tokens). Where it does not fit, the mask chooses instead (it
+/// only allows tokens after which a completion fits). The matcher is left as it was.
+fn forced_run_fits(m: &mut Matcher, forced: &[TokenId], remaining: usize) -> bool {
+    if forced.len() > remaining {
+        return false;
+    }
+    let mut done = 0;
+    let mut ok = true;
+    for &t in forced {
+        if m.commit(t).is_err() {
+            ok = false;
+            break;
+        }
+        done += 1;
+    }
+    ok = ok && m.min_tokens_to_finish().is_some_and(|d| d as usize <= remaining - forced.len());
+    m.rollback(done).expect("just committed");
+    ok
 }
 
 /// Fills `mask` with the tokens allowed next within `remaining` tokens, stop tokens exactly
