@@ -272,7 +272,7 @@ pub(crate) fn prepare(
         };
         let m = matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
         seq.masks.add(fill_mask(ctx, m, mask, remaining));
-        match judge(ctx, mask) {
+        match judge(ctx, mask, m.is_accepting())? {
             Verdict::End(end) => return Ok(Next::End(end)),
             Verdict::Choose => return Ok(Next::Choose),
             Verdict::Only(t) => {
@@ -366,16 +366,24 @@ pub(crate) enum Verdict {
     Choose,
 }
 
-/// Reads a mask filled by [`fill_mask`].
-pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet) -> Verdict {
+/// Reads a mask filled by [`fill_mask`] (`accepting`: whether the matcher is). A mask that
+/// allows nothing where the output is not complete is an error, never an ending: the
+/// never-truncated rule promises it cannot happen, and an output cut there would not be valid.
+pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet, accepting: bool) -> Result<Verdict> {
     let allowed = mask.len();
-    if allowed == 0 || ctx.stop_tokens.count_in(mask) == allowed {
+    if allowed == 0 && !accepting {
+        return Err(Error::state(
+            "the constraint allows no token here and the output is not complete (an engine fault: \
+             please report the constraint and the request)",
+        ));
+    }
+    Ok(if allowed == 0 || ctx.stop_tokens.count_in(mask) == allowed {
         Verdict::End((FinishReason::Stop, Some(StoppedBy::Constraint)))
     } else if allowed == 1 {
         Verdict::Only(mask.iter().next().expect("one token allowed"))
     } else {
         Verdict::Choose
-    }
+    })
 }
 
 /// Commits and pushes a token appended without a choice; returns the end if a stop string
