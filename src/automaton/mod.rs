@@ -12,7 +12,8 @@
 //!
 //! Files: `cfg` (lowering the IR), `earley` (the chart and the per-byte step), `cfg_run` (an
 //! Earley sequence: positions, rollback, the mask walks), `mask_cache` (per lexer key, the part
-//! of the mask that does not depend on the parser), `slices`, `env`, `matcher`.
+//! of the mask that does not depend on the parser), `token_dist` (a lexeme's fewest tokens to
+//! acceptance), `slices`, `env`, `matcher`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
 //! the automaton, skipping every subtree whose prefix is dead; the Earley parser caches, per set
@@ -23,8 +24,12 @@
 //! agree on random states.
 //!
 //! Under a token budget (`fill_mask_within`) a mask keeps only the tokens after which the
-//! output can still be finished within the budget, counted in usable bytes (bytes that are
-//! single tokens); costs that cannot be met are [`UNREACHABLE`], and no budget is `NO_BUDGET`.
+//! output can still be finished within the budget, counted in tokens of the vocabulary: first
+//! in usable bytes (bytes that are single tokens: an upper bound that settles most positions),
+//! then, where that does not fit, each lexeme's exact fewest tokens (`token_dist`, within its
+//! search limit), added up across lexemes (an upper bound: one token may span two). So a
+//! regular constraint's count is exact and a context-free one's is sound. Costs that cannot be met are [`UNREACHABLE`], and
+//! no budget is `NO_BUDGET`.
 
 pub mod cfg;
 mod cfg_run;
