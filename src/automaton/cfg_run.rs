@@ -137,6 +137,16 @@ impl CfgRun {
         self.chart.truncate(to);
     }
 
+    /// Whether the parse can be finished from here within `budget` tokens ([`Chart::fits`]).
+    pub fn can_finish_within(&mut self, cfg: &Cfg, env: &VocabEnv, budget: u32) -> bool {
+        let p = self.positions.last().expect("never empty");
+        if p.ended {
+            return true;
+        }
+        let (scans, boundary) = (p.scans.clone(), p.boundary);
+        self.chart.fits(cfg, env, &scans, boundary, budget) != Within::Over
+    }
+
     /// Tokens enough to finish from the current position: the least budget
     /// [`Chart::fits`] accepts (exact for one lexeme, an upper bound across lexemes, see
     /// [`Cfg::token_costs`](super::cfg::Cfg::token_costs)); never more than the usable-byte cost.

@@ -302,6 +302,23 @@ impl Matcher {
         (d != UNREACHABLE).then_some(d)
     }
 
+    /// Can the output be finished within `n` more tokens, as a budgeted mask counts them
+    /// ([`fill_mask_within`](Self::fill_mask_within) allows a token exactly when this holds
+    /// after it, with `n` = the tokens left after it)? Cheaper than
+    /// [`min_tokens_to_finish`](Self::min_tokens_to_finish) when the answer is plainly yes.
+    pub fn can_finish_within(&mut self, n: usize) -> bool {
+        let n = n.min(NO_BUDGET as usize - 1) as u32;
+        let env = &self.compiled.env;
+        match (&mut self.run, &self.compiled.backend) {
+            (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
+                let s = *stack.last().expect("never empty");
+                s == ENDED || (s != StateId::DEAD && Fits::new(env, dfa, finish_tokens, n).check(s))
+            }
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.can_finish_within(cfg, env, n),
+            _ => unreachable!("the run matches the backend"),
+        }
+    }
+
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if
     /// the output may end here).
     pub fn forced_bytes(&mut self) -> Vec<u8> {

@@ -340,7 +340,7 @@ fn forced_run_fits(m: &mut Matcher, forced: &[TokenId], remaining: usize) -> boo
         }
         done += 1;
     }
-    ok = ok && m.min_tokens_to_finish().is_some_and(|d| d as usize <= remaining - forced.len());
+    ok = ok && m.can_finish_within(remaining - forced.len());
     m.rollback(done).expect("just committed");
     ok
 }
