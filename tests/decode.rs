@@ -613,3 +613,22 @@ fn typed_outputs_deserialize() {
         assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");
     }
 }
+
+/// A forced run is spelled in the vocabulary's own split (here the longest match: `ab c d`),
+/// which may take more tokens than the fewest (`a bcd`) that the budget counts. Under a budget
+/// of exactly the fewest, the output must still come out whole: the mask chooses instead of
+/// the forced run where the run would not fit.
+#[test]
+fn a_forced_run_that_would_overrun_the_budget_is_not_taken() {
+    // ids: 0 a, 1 b, 2 c, 3 d, 4 ab, 5 bcd, 6 <eos>
+    let v = vocab(&[b"a", b"b", b"c", b"d", b"ab", b"bcd", b"<eos>"], &[6]);
+    let c = Compiled::new(&VocabEnv::new(v.clone()), &Constraint::Regex("abcd".into())).unwrap();
+    assert_eq!(c.min_tokens(), Some(2));
+    for max_tokens in [2, 3, 4] {
+        let mut m = c.matcher();
+        let mut model = RandomLogits::new(v.len(), 7);
+        let (out, _) = run(&mut model, &v, Some(&mut m), &greedy(max_tokens));
+        assert_eq!(out.text(), "abcd", "max_tokens {max_tokens}: {out:?}");
+        assert!(out.tokens.len() <= max_tokens);
+    }
+}
