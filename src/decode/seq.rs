@@ -312,37 +312,40 @@ pub(crate) fn fast_forward(
         let remaining = ctx.max_tokens - len;
         let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
         let forced = m.forced_tokens();
-        if forced.is_empty() || !forced_run_fits(m, &forced, remaining) {
+        if forced.is_empty() || !commit_forced_run(m, &forced, remaining)? {
             return Ok(Ahead::Mask { remaining });
         }
-        for t in forced {
-            if let Some(end) = append_forced(ctx, m, seq, t, emit)? {
-                return Ok(Ahead::End(end));
+        // Committed to the matcher already: each token goes into the output; a stop string
+        // ending inside the run takes the matcher back to the tokens the output kept.
+        for (k, &t) in forced.iter().enumerate() {
+            if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
+                m.rollback(forced.len() - k - 1)?;
+                return Ok(Ahead::End(ctx.stopped_by_string(i)));
             }
         }
     }
 }
 
-/// Whether the output can still be finished within `remaining` tokens after `forced`: the
-/// forced bytes are tokenized canonically, which may take more tokens than the way the budget
-/// counted (a lexeme's fewest tokens). Where it does not fit, the mask chooses instead (it
-/// only allows tokens after which a completion fits). The matcher is left as it was.
-fn forced_run_fits(m: &mut Matcher, forced: &[TokenId], remaining: usize) -> bool {
+/// Commits `forced` to the matcher when the output can still be finished within `remaining`
+/// tokens after it, and says whether it did (else the matcher is left as it was). The forced
+/// bytes are tokenized canonically, which may take more tokens than the way the budget counted
+/// (a lexeme's fewest tokens); where the run does not fit, the mask chooses instead (it only
+/// allows tokens after which a completion fits).
+fn commit_forced_run(m: &mut Matcher, forced: &[TokenId], remaining: usize) -> Result<bool> {
     if forced.len() > remaining {
-        return false;
+        return Ok(false);
     }
-    let mut done = 0;
-    let mut ok = true;
-    for &t in forced {
-        if m.commit(t).is_err() {
-            ok = false;
-            break;
+    for (done, &t) in forced.iter().enumerate() {
+        if let Err(e) = m.commit(t) {
+            m.rollback(done)?;
+            return Err(e);
         }
-        done += 1;
     }
-    ok = ok && m.can_finish_within(remaining - forced.len());
-    m.rollback(done).expect("just committed");
-    ok
+    if m.can_finish_within(remaining - forced.len()) {
+        return Ok(true);
+    }
+    m.rollback(forced.len())?;
+    Ok(false)
 }
 
 /// Fills `mask` with the tokens allowed next within `remaining` tokens, stop tokens exactly
