@@ -20,16 +20,16 @@ import argparse
 import concurrent.futures
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from enum import Enum
 from typing import List, Optional
 
 import openai
 from pydantic import BaseModel, Field
+
+from server_process import free_port, wait_healthy
 
 MODEL = None  # set from models.list()
 FAILURES = []
@@ -304,26 +304,6 @@ def many_concurrent(client):
 
 CHECKS = [models, json_schema, parse, json_object, streaming, streamed_schema, tools_required, tools_named,
           tools_auto, bad_schema, unknown_model, bad_param, completions, many_concurrent]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(base, proc, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise SystemExit(f"the server exited early with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("the server did not become healthy in time")
 
 
 def main():

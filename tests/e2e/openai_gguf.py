@@ -14,16 +14,16 @@ parse and name the city asked about; two concurrent requests (batched forward pa
 import argparse
 import concurrent.futures
 import json
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from enum import Enum
 
 import openai
 from pydantic import BaseModel, Field
+
+from server_process import free_port, wait_healthy
 
 FAILURES = []
 QUESTION = [{"role": "user", "content": "What is the capital city of France? Answer in one sentence."}]
@@ -159,26 +159,6 @@ def concurrent_requests(client, model):
 CHECKS = [models, factual, json_schema, parse, streaming, tools, concurrent_requests]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(root, proc, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited early with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(root + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("the server did not become healthy in time")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="target/ci/strictly")
@@ -190,7 +170,7 @@ def main():
                             stdout=subprocess.DEVNULL, stderr=log)
     root = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(root, proc)
+        wait_healthy(root, proc, timeout=120)
         client = openai.OpenAI(base_url=root + "/v1", api_key="none", timeout=300, max_retries=0)
         model = client.models.list().data[0].id
         for c in CHECKS:
