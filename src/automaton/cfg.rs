@@ -25,7 +25,6 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
-use super::token_dist::Reach;
 use super::VocabEnv;
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
@@ -372,10 +371,7 @@ impl Cfg {
                 let term = self.term(t);
                 let start = term.dfa.start();
                 let bytes = term.dist.get(start.index()).copied().unwrap_or(UNREACHABLE);
-                match env.token_reach(&term.dfa, start, bytes) {
-                    Reach::Exact(d) => d.min(bytes),
-                    Reach::MoreThan(_) | Reach::Unknown => bytes,
-                }
+                env.token_reach(&term.dfa, start, bytes).or_bound(bytes)
             })
         })
     }
@@ -388,10 +384,7 @@ impl Cfg {
         if bytes <= budget {
             return bytes;
         }
-        match env.token_reach(&term.dfa, state, budget) {
-            Reach::Exact(d) => d.min(bytes),
-            Reach::MoreThan(_) | Reach::Unknown => bytes,
-        }
+        env.token_reach(&term.dfa, state, budget).or_bound(bytes)
     }
 
     #[inline]

@@ -17,7 +17,6 @@
 use std::sync::Arc;
 
 use super::cfg_run::CfgRun;
-use super::token_dist::Reach;
 use super::{Backend, Compiled, VocabEnv, NO_BUDGET};
 use crate::error::{Error, Result};
 use crate::regular::{Dfa, StateId, UNREACHABLE};
@@ -400,10 +399,7 @@ pub(super) fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &[u32]
     if bound == UNREACHABLE {
         return UNREACHABLE;
     }
-    match env.token_reach(dfa, s, bound) {
-        Reach::Exact(d) => d.min(bound),
-        Reach::MoreThan(_) | Reach::Unknown => bound,
-    }
+    env.token_reach(dfa, s, bound).or_bound(bound)
 }
 
 /// Tokens allowed to finish after a token, when `remaining` tokens (this one included) are

@@ -50,6 +50,15 @@ impl Reach {
     pub fn within(self, budget: u32) -> bool {
         matches!(self, Reach::Exact(d) if d <= budget)
     }
+
+    /// The token count where the search settled it, else `bound` (a count known to suffice,
+    /// such as the single-byte one): never more than `bound`.
+    pub fn or_bound(self, bound: u32) -> u32 {
+        match self {
+            Reach::Exact(d) => d.min(bound),
+            Reach::MoreThan(_) | Reach::Unknown => bound,
+        }
+    }
 }
 
 /// The token distances of one DFA for one vocabulary, filled in as they are asked for.
