@@ -1,0 +1,458 @@
+//! Lowering a [`Grammar`] to a [`Cfg`](super::Cfg): which rules are regular (inlined into
+//! lexemes), and the walk that turns the rest into productions (see the parent module's doc).
+
+use std::collections::HashMap;
+
+use regex_syntax::hir::Hir;
+
+use super::{CfgLimits, Nt, NtId, Prod, ProdId, Sym, Term, TermId, MAX_INLINE_DEPTH};
+use crate::error::{Error, LimitKind, Result};
+use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
+use crate::regular::Lexeme;
+use crate::regular::{Dfa, UNREACHABLE};
+
+/// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
+/// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
+/// a regular grammar with many optional parts would expand exponentially into one DFA.
+pub const MAX_LEXEME_WEIGHT: u64 = 400;
+
+/// A rough size of the automaton an expression inlines to: literal bytes, class ranges,
+/// repetition copies; rules count their inlined size (`sizes`).
+fn weight(e: &Expr, sizes: &[u64]) -> u64 {
+    match e {
+        Expr::Empty => 1,
+        Expr::Literal(s) => s.len().max(1) as u64,
+        Expr::Regex(h) => hir_weight(h),
+        // Never inlined: a lexeme is a terminal of its own.
+        Expr::Lexeme(_) => u64::MAX,
+        Expr::Rule(r) => sizes[r.0 as usize],
+        Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
+        Expr::Repeat { body, min, max } => {
+            weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1))
+        }
+    }
+}
+
+fn hir_weight(h: &Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind};
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(l) => l.0.len().max(1) as u64,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
+        HirKind::Repetition(r) => {
+            hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1))
+        }
+        HirKind::Capture(c) => hir_weight(&c.sub),
+        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
+    }
+}
+
+/// Which rules are regular *and small*: not on a cycle, referencing only such rules, and
+/// inlining to at most [`MAX_LEXEME_WEIGHT`]. Returns (regular, inlined sizes).
+pub(super) fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
+    let acyclic = acyclic_rules(g);
+    let n = g.rules.len();
+    let mut sizes = vec![u64::MAX; n];
+    let mut sized = vec![false; n];
+    let mut regular = vec![false; n];
+    // Sizes bottom-up over the acyclic rules: iterate until no size changes (a DAG settles
+    // in at most its depth rounds; MAX_INLINE_DEPTH bounds that).
+    for _ in 0..=MAX_INLINE_DEPTH + 1 {
+        let mut changed = false;
+        for r in 0..n {
+            if !acyclic[r] || sized[r] {
+                continue;
+            }
+            let mut ready = true;
+            g.rules[r].body.for_each_rule(&mut |c| ready &= sized[c.0 as usize] || !acyclic[c.0 as usize]);
+            let mut refs_ok = true;
+            g.rules[r].body.for_each_rule(&mut |c| refs_ok &= acyclic[c.0 as usize]);
+            if ready && refs_ok {
+                sizes[r] = weight(&g.rules[r].body, &sizes);
+                sized[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for r in 0..n {
+        if acyclic[r] && sizes[r] <= MAX_LEXEME_WEIGHT {
+            let mut ok = true;
+            g.rules[r].body.for_each_rule(&mut |c| ok &= sizes[c.0 as usize] <= MAX_LEXEME_WEIGHT);
+            regular[r] = ok;
+        }
+    }
+    (regular, sizes)
+}
+
+/// Which rules are regular in the language sense: not on a cycle, referencing only such rules.
+fn acyclic_rules(g: &Grammar) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Regular,
+        NotRegular,
+    }
+    fn visit(g: &Grammar, r: usize, marks: &mut [Mark], depth: usize) -> bool {
+        match marks[r] {
+            Mark::Regular => return true,
+            Mark::NotRegular | Mark::Active => return false,
+            Mark::New => {}
+        }
+        if depth > MAX_INLINE_DEPTH {
+            // Too deep a chain to inline (and to recurse on): lower it as a nonterminal.
+            marks[r] = Mark::NotRegular;
+            return false;
+        }
+        marks[r] = Mark::Active;
+        let mut ok = true;
+        g.rules[r].body.for_each_rule(&mut |c| ok &= visit(g, c.0 as usize, marks, depth + 1));
+        marks[r] = if ok { Mark::Regular } else { Mark::NotRegular };
+        ok
+    }
+    // A rule that reaches a rule still `Active` (on the visit stack) is on a cycle with it, so
+    // it is not regular; so is every rule that reaches a non-regular one. Rules are only ever
+    // marked not regular too eagerly (the depth bound), which is safe: they become nonterminals.
+    let mut marks = vec![Mark::New; g.rules.len()];
+    (0..g.rules.len()).map(|r| visit(g, r, &mut marks, 0)).collect()
+}
+
+/// The HIR of a regular expression tree, inlining (regular) rules. Recursion here is bounded by
+/// the rule graph being acyclic for regular rules.
+pub(super) fn inline(g: &Grammar, e: &Expr) -> Result<Hir> {
+    expr_to_hir(e, &mut |r: RuleId| inline(g, &g.rule(r).body))
+}
+
+pub(super) struct Lowering<'a> {
+    g: &'a Grammar,
+    regular: Vec<bool>,
+    sizes: Vec<u64>,
+    limits: CfgLimits,
+    usable: &'a [bool; 256],
+    pub(super) terms: Vec<Term>,
+    term_ids: HashMap<String, TermId>,
+    pub(super) nts: Vec<Nt>,
+    rule_nt: HashMap<RuleId, NtId>,
+    /// The inverse of `rule_nt`, by nonterminal.
+    nt_rule: Vec<Option<RuleId>>,
+    pub(super) prods: Vec<Prod>,
+    /// Regular runs already lowered, by what they are made of: the terminal, and whether the
+    /// run can only match the empty string. A hit skips inlining, the lexeme's key text and
+    /// the DFA lookup (a large schema repeats the same few runs thousands of times: the
+    /// whitespace and punctuation around every member, the shared string and number regexes).
+    runs: HashMap<Vec<Part<'a>>, (Sym, bool)>,
+    /// The terminal of each [`Expr::Lexeme`], by the address of its `Arc` (borrowed from the
+    /// grammar: stable).
+    lexeme_syms: HashMap<usize, Sym>,
+}
+
+/// One part of a regular run, named by content where that is cheap (literals, rules, shared
+/// regexes by their `Arc`), else by the node's address (the grammar is borrowed, so addresses
+/// are stable). Equal keys are equal languages; equal languages may have different keys (a
+/// miss only costs the full path, whose terminals are deduplicated by lexeme key).
+#[derive(PartialEq, Eq, Hash)]
+enum Part<'a> {
+    Lit(&'a str),
+    Rule(u32),
+    Shared(usize),
+    Node(usize),
+}
+
+impl<'a> Part<'a> {
+    fn of(e: &'a Expr) -> Part<'a> {
+        match e {
+            Expr::Literal(s) => Part::Lit(s),
+            Expr::Rule(r) => Part::Rule(r.0),
+            Expr::Regex(h) => Part::Shared(std::sync::Arc::as_ptr(h) as usize),
+            other => Part::Node(other as *const Expr as usize),
+        }
+    }
+}
+
+impl<'a> Lowering<'a> {
+    /// Lowers `g`: every rule reachable from the start, on first reference.
+    pub(super) fn run(g: &'a Grammar, usable: &'a [bool; 256], limits: CfgLimits) -> Result<Lowering<'a>> {
+        let (regular, sizes) = regular_rules(g);
+        let mut l = Lowering {
+            g,
+            regular,
+            sizes,
+            limits,
+            usable,
+            terms: Vec::new(),
+            term_ids: HashMap::new(),
+            nts: Vec::new(),
+            rule_nt: HashMap::new(),
+            nt_rule: Vec::new(),
+            prods: Vec::new(),
+            runs: HashMap::new(),
+            lexeme_syms: HashMap::new(),
+        };
+        l.new_nt("⊤".into());
+        let start = l.rule_sym(g.start)?;
+        l.add_prod(NtId::TOP, vec![start])?;
+        // Rules are lowered on first reference; keep going until none is pending.
+        let mut done = 0;
+        while done < l.nts.len() {
+            let nt_rule: Option<RuleId> = l.nt_rule.get(done).copied().flatten();
+            if let Some(rule) = nt_rule {
+                let body = &g.rule(rule).body;
+                for alt in l.alts(body)? {
+                    l.add_prod(NtId(done as u32), alt)?;
+                }
+            }
+            done += 1;
+        }
+        Ok(l)
+    }
+
+    /// Regular and small enough to be one lexeme.
+    fn is_regular(&self, e: &Expr) -> bool {
+        let mut ok = true;
+        e.for_each_rule(&mut |r| ok &= self.regular[r.0 as usize]);
+        // A set of literals of any size (an `enum` of hundreds of values) is one finite lexeme
+        // too: its trie DFA is linear in its size, so the weight bound (a guard against regexes
+        // that blow up) does not apply; as one alternative per value it was hundreds of
+        // terminals, scanned side by side at every mask.
+        let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
+        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_))
+            || literal_set
+            || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
+    }
+
+    fn new_nt(&mut self, name: String) -> NtId {
+        self.nts.push(Nt { name, prods: vec![], nullable: false, minlen: UNREACHABLE });
+        NtId(self.nts.len() as u32 - 1)
+    }
+
+    fn add_prod(&mut self, lhs: NtId, rhs: Vec<Sym>) -> Result<()> {
+        if self.prods.len() >= self.limits.max_productions {
+            return Err(Error::limit(LimitKind::Productions, "grammar productions", self.limits.max_productions));
+        }
+        self.nts[lhs.index()].prods.push(ProdId(self.prods.len() as u32));
+        self.prods.push(Prod { lhs, rhs, rest: Vec::new() });
+        Ok(())
+    }
+
+    /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
+    fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
+        if self.regular[r.0 as usize] {
+            // Borrowed from the grammar, not from `self`: no copy of the name per reference.
+            let grammar: &'a Grammar = self.g;
+            return Ok(self.memo_term(vec![Part::Rule(r.0)], |g| inline(g, &Expr::Rule(r)), &grammar.rule(r).name)?.0);
+        }
+        if let Some(&nt) = self.rule_nt.get(&r) {
+            return Ok(Sym::N(nt));
+        }
+        let nt = self.new_nt(self.g.rule(r).name.clone());
+        self.rule_nt.insert(r, nt);
+        if self.nt_rule.len() <= nt.index() {
+            self.nt_rule.resize(nt.index() + 1, None);
+        }
+        self.nt_rule[nt.index()] = Some(r);
+        Ok(Sym::N(nt))
+    }
+
+    fn term(&mut self, lexeme: &Lexeme, name: &str) -> Result<Sym> {
+        let key = lexeme.key();
+        if let Some(&t) = self.term_ids.get(&key) {
+            return Ok(Sym::T(t));
+        }
+        if self.terms.len() >= self.limits.max_terminals {
+            return Err(Error::limit(
+                LimitKind::Terminals,
+                "grammar terminals (distinct lexemes)",
+                self.limits.max_terminals,
+            ));
+        }
+        let dfa = Dfa::shared_keyed(lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
+            Error::Limit { kind, what, limit, hint } => {
+                Error::Limit { kind, what: format!("{what} (in rule `{name}`)"), limit, hint }
+            }
+            other => other,
+        })?;
+        let dist = dfa.dist_using(self.usable);
+        let nullable = dfa.is_accepting(dfa.start());
+        let id = TermId(self.terms.len() as u32);
+        self.terms.push(Term { dfa, dist, nullable, name: name.to_string() });
+        self.term_ids.insert(key, id);
+        Ok(Sym::T(id))
+    }
+
+    /// The alternatives an expression lowers to.
+    fn alts(&mut self, e: &'a Expr) -> Result<Vec<Vec<Sym>>> {
+        if let Expr::Empty = e {
+            return Ok(vec![vec![]]);
+        }
+        if self.is_regular(e) {
+            return Ok(vec![vec![self.regular_term(&[e])?.0]]);
+        }
+        Ok(match e {
+            Expr::Alt(xs) => {
+                let mut out = Vec::new();
+                for x in xs {
+                    out.extend(self.alts(x)?);
+                }
+                out
+            }
+            Expr::Seq(xs) => vec![self.seq(xs)?],
+            _ => vec![vec![self.sym(e)?]],
+        })
+    }
+
+    /// A sequence: runs of regular parts merge into one terminal each.
+    fn seq(&mut self, xs: &'a [Expr]) -> Result<Vec<Sym>> {
+        let mut flat = Vec::new();
+        flatten_seq(xs, &mut flat);
+        let mut out = Vec::new();
+        let mut run: Vec<&Expr> = Vec::new();
+        let mut run_weight = 0u64;
+        for x in flat {
+            if self.is_regular(x) {
+                let w = weight(x, &self.sizes);
+                if !run.is_empty() && run_weight.saturating_add(w) > MAX_LEXEME_WEIGHT {
+                    self.flush(&mut run, &mut out)?;
+                    run_weight = 0;
+                }
+                run.push(x);
+                run_weight = run_weight.saturating_add(w);
+            } else {
+                run_weight = 0;
+                self.flush(&mut run, &mut out)?;
+                out.push(self.sym(x)?);
+            }
+        }
+        self.flush(&mut run, &mut out)?;
+        Ok(out)
+    }
+
+    fn flush(&mut self, run: &mut Vec<&'a Expr>, out: &mut Vec<Sym>) -> Result<()> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let (sym, empty) = self.regular_term(run)?;
+        run.clear();
+        // A run that can only match the empty string adds nothing.
+        if !empty {
+            out.push(sym);
+        }
+        Ok(())
+    }
+
+    /// The terminal for a run of regular parts in sequence, and whether it can only match the
+    /// empty string (memoized in `runs`).
+    fn regular_term(&mut self, run: &[&'a Expr]) -> Result<(Sym, bool)> {
+        let key: Vec<Part<'a>> = run.iter().map(|x| Part::of(x)).collect();
+        self.memo_term(
+            key,
+            |g| Ok(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)),
+            "lexeme",
+        )
+    }
+
+    /// The terminal (and "only the empty string?") for the run named `key`, from `runs` or
+    /// built from the regex `hir` gives.
+    fn memo_term(
+        &mut self,
+        key: Vec<Part<'a>>,
+        hir: impl FnOnce(&Grammar) -> Result<Hir>,
+        name: &str,
+    ) -> Result<(Sym, bool)> {
+        if let Some(&hit) = self.runs.get(&key) {
+            return Ok(hit);
+        }
+        let hir = hir(self.g)?;
+        let empty = hir.properties().maximum_len() == Some(0);
+        let sym = self.term(&Lexeme::Regex(hir), name)?;
+        self.runs.insert(key, (sym, empty));
+        Ok((sym, empty))
+    }
+
+    /// One symbol standing for a non-regular expression.
+    fn sym(&mut self, e: &'a Expr) -> Result<Sym> {
+        match e {
+            Expr::Rule(r) => self.rule_sym(*r),
+            Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
+            // One lexeme (a pattern ∧ length, an enum's complement) is often referenced from
+            // many places: its key text, a walk of its whole regex, is made once.
+            Expr::Lexeme(l) => {
+                let at = std::sync::Arc::as_ptr(l) as usize;
+                if let Some(&sym) = self.lexeme_syms.get(&at) {
+                    return Ok(sym);
+                }
+                let sym = self.term(l, "lexeme")?;
+                self.lexeme_syms.insert(at, sym);
+                Ok(sym)
+            }
+            _ => {
+                let nt = self.new_nt("group".into());
+                for alt in self.alts(e)? {
+                    self.add_prod(nt, alt)?;
+                }
+                Ok(Sym::N(nt))
+            }
+        }
+    }
+
+    fn repeat(&mut self, body: &'a Expr, min: u32, max: Option<u32>) -> Result<Sym> {
+        let copies = max.unwrap_or(min);
+        if copies > self.limits.max_unrolled {
+            return Err(Error::Limit {
+                kind: LimitKind::Unrolled,
+                what: "copies of a repeated non-regular expression".into(),
+                limit: self.limits.max_unrolled as usize,
+                hint: Some(format!("{{{min},{}}} unrolls to {copies}", max.map_or(String::new(), |m| m.to_string()))),
+            });
+        }
+        let b = self.sym_or_seq(body)?;
+        // star → ε | star b   (left recursion suits Earley)
+        let tail = match max {
+            None => {
+                let star = self.new_nt("repeat*".into());
+                self.add_prod(star, vec![])?;
+                self.add_prod(star, vec![Sym::N(star), b])?;
+                Some(Sym::N(star))
+            }
+            Some(max) if max > min => {
+                // opt_k → ε | b opt_{k-1}
+                let mut next: Option<Sym> = None;
+                for _ in 0..(max - min) {
+                    let opt = self.new_nt("repeat?".into());
+                    self.add_prod(opt, vec![])?;
+                    let mut rhs = vec![b];
+                    rhs.extend(next);
+                    self.add_prod(opt, rhs)?;
+                    next = Some(Sym::N(opt));
+                }
+                next
+            }
+            _ => None,
+        };
+        let h = self.new_nt("repeat".into());
+        let mut rhs = vec![b; min as usize];
+        rhs.extend(tail);
+        self.add_prod(h, rhs)?;
+        Ok(Sym::N(h))
+    }
+
+    fn sym_or_seq(&mut self, e: &'a Expr) -> Result<Sym> {
+        if self.is_regular(e) {
+            return Ok(self.regular_term(&[e])?.0);
+        }
+        self.sym(e)
+    }
+}
+
+fn flatten_seq<'e>(xs: &'e [Expr], out: &mut Vec<&'e Expr>) {
+    for x in xs {
+        match x {
+            Expr::Seq(ys) => flatten_seq(ys, out),
+            Expr::Empty => {}
+            _ => out.push(x),
+        }
+    }
+}
