@@ -23,9 +23,10 @@
 
 use super::VocabEnv;
 use crate::error::Result;
-use crate::grammar::{Expr, Grammar};
+use crate::grammar::{Expr, Grammar, Mark};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
+use crate::vocab::{TokenId, TokenKind};
 
 mod lower;
 pub use lower::MAX_LEXEME_WEIGHT;
@@ -88,6 +89,10 @@ pub struct Term {
     pub dist: std::sync::Arc<[u32]>,
     pub nullable: bool,
     pub name: String,
+    /// Set for the terminal of an [`Expr::Mark`](crate::grammar::Expr::Mark): the matcher
+    /// learns from its lexeme ends where distinct items are (see
+    /// [`distinct`](super::distinct)). A marked terminal is never shared with an unmarked one.
+    pub mark: Option<Mark>,
 }
 
 pub struct Nt {
@@ -146,9 +151,26 @@ pub struct Cfg {
     pub nts: Vec<Nt>,
     pub prods: Vec<Prod>,
     pub max_row_items: usize,
+    /// The literals of the grammar's [`Mark::DistinctAfter`] marks, in order of first use;
+    /// `has_marks` is set when any terminal is marked (then the matcher reads the output for
+    /// distinct items, see [`distinct`](super::distinct)).
+    pub after_literals: Vec<std::sync::Arc<str>>,
+    pub has_marks: bool,
     /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
     /// (see [`Cfg::token_costs`]).
     token_costs: std::sync::OnceLock<Costs>,
+    /// The tokens the distinct-items filter looks at (see [`Cfg::distinct_tokens`]).
+    distinct_tokens: std::sync::OnceLock<DistinctTokens>,
+}
+
+/// Tokens of the vocabulary that can matter to the distinct-items filter, by what the reader is
+/// doing (see [`distinct`](super::distinct)).
+pub struct DistinctTokens {
+    /// Idle: a token can finish an item only if it may start one (`[`, or the last byte of a
+    /// marked literal).
+    pub openers: Vec<TokenId>,
+    /// Inside a string: only a token with a `"` can finish anything.
+    pub quotes: Vec<TokenId>,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -183,12 +205,22 @@ impl Cfg {
             nts: l.nts,
             prods: l.prods,
             max_row_items: limits.max_row_items,
+            after_literals: Vec::new(),
+            has_marks: false,
             token_costs: std::sync::OnceLock::new(),
+            distinct_tokens: std::sync::OnceLock::new(),
         };
         if !cfg.clean() {
             return Ok(None);
         }
         cfg.analyse();
+        for t in &cfg.terms {
+            match &t.mark {
+                Some(Mark::DistinctAfter(s)) if !cfg.after_literals.contains(s) => cfg.after_literals.push(s.clone()),
+                _ => {}
+            }
+        }
+        cfg.has_marks = cfg.terms.iter().any(|t| t.mark.is_some());
         Ok(Some(cfg))
     }
 
@@ -342,6 +374,29 @@ impl Cfg {
                 let bytes = term.dist.get(start.index()).copied().unwrap_or(UNREACHABLE);
                 env.token_reach(&term.dfa, start, bytes).or_bound(bytes)
             })
+        })
+    }
+
+    /// [`DistinctTokens`] of the compile's vocabulary, built on the first call (`env` must be
+    /// the one the grammar was compiled for).
+    pub fn distinct_tokens(&self, env: &VocabEnv) -> &DistinctTokens {
+        self.distinct_tokens.get_or_init(|| {
+            let vocab = env.vocab();
+            let last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
+            let (mut openers, mut quotes) = (Vec::new(), Vec::new());
+            for id in (0..vocab.len() as u32).map(TokenId) {
+                if vocab.kind(id) != TokenKind::Text {
+                    continue;
+                }
+                let b = vocab.bytes(id);
+                if b.iter().any(|&x| x == b'[' || last.contains(&x)) {
+                    openers.push(id);
+                }
+                if b.contains(&b'"') {
+                    quotes.push(id);
+                }
+            }
+            DistinctTokens { openers, quotes }
         })
     }
 

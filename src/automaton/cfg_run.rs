@@ -11,11 +11,20 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::{Cfg, TermId};
+use super::distinct::{is_space, outside_strings, squeeze, Distinct, MarkAt, Marks, Repeated, Target};
 use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry, ScanStack};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+
+/// Most tokens [`CfgRun::filter_repeats`] looks ahead from, per mask.
+const MAX_LOOKAHEADS: usize = 32;
+
+/// Most bytes committed by the look-aheads of one mask, and by one of them; most bytes deep.
+const MAX_SEARCH: usize = 4096;
+const MAX_SEARCH_ONE: usize = 1024;
+const MAX_SEARCH_DEPTH: usize = 256;
 
 #[derive(Clone)]
 struct Pos {
@@ -23,12 +32,33 @@ struct Pos {
     boundary: Option<u32>,
     chart: ChartLen,
     ended: bool,
+    /// The distinct-items reader after this position (idle unless the grammar has marks).
+    distinct: Distinct,
+    /// `CfgRun::text`'s length at this position.
+    text_len: usize,
+}
+
+/// Why bytes were not committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The grammar does not allow them.
+    Grammar,
+    /// They finish an item equal to an earlier one (see [`distinct`](super::distinct)).
+    Repeat,
 }
 
 #[derive(Clone)]
 pub(super) struct CfgRun {
     chart: Chart,
     positions: Vec<Pos>,
+    /// The output so far, kept only when the grammar has marks (the distinct-items reader
+    /// needs the items' text).
+    text: Vec<u8>,
+    /// Where marked terminals ended in the bytes of the last [`run`](Self::run) (offsets into
+    /// the output); filled only when the grammar has marks.
+    events: Vec<(u32, MarkAt)>,
+    /// See [`refused_repeats`](Self::refused_repeats).
+    refused_repeats: bool,
     /// The last cached-path mask, the scans it was computed at, and the least token budget it
     /// holds for ([`NO_BUDGET`]: computed without one, so it holds for no budget). A mask depends
     /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
@@ -44,8 +74,16 @@ impl CfgRun {
         let chart = Chart::new(cfg);
         let mut scans = Vec::new();
         chart.start_scans(cfg, 0, &mut scans);
-        let start = Pos { scans, boundary: Some(0), chart: chart.len(), ended: false };
-        CfgRun { chart, positions: vec![start], memo: None }
+        let distinct = Distinct::new(cfg.after_literals.len());
+        let start = Pos { scans, boundary: Some(0), chart: chart.len(), ended: false, distinct, text_len: 0 };
+        CfgRun {
+            chart,
+            positions: vec![start],
+            text: Vec::new(),
+            events: Vec::new(),
+            refused_repeats: false,
+            memo: None,
+        }
     }
 
     fn pos(&self) -> &Pos {
@@ -79,33 +117,82 @@ impl CfgRun {
         }
         let mut cur = p.scans.clone();
         let mut boundary = p.boundary;
-        for &b in bytes {
+        let (distinct, text_len) = (p.distinct.clone(), p.text_len + bytes.len());
+        self.events.clear();
+        for (i, &b) in bytes.iter().enumerate() {
             let n = cur.len();
             boundary = self.chart.advance(cfg, &mut cur, 0..n, b);
             cur.drain(..n);
             if cur.is_empty() && !boundary.is_some_and(|r| self.chart.accepting(r)) {
                 return None;
             }
+            if cfg.has_marks && boundary.is_some() {
+                let at = (self.text.len() + i) as u32;
+                for &(t, _) in self.chart.accepted() {
+                    if let Some(m) = &cfg.term(t).mark {
+                        let m = MarkAt::of(m, &cfg.after_literals);
+                        if !self.events.contains(&(at, m)) {
+                            self.events.push((at, m));
+                        }
+                    }
+                }
+            }
         }
-        Some(Pos { scans: cur, boundary, chart: self.chart.len(), ended: false })
+        Some(Pos { scans: cur, boundary, chart: self.chart.len(), ended: false, distinct, text_len })
     }
 
     pub fn allows_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> bool {
         let mark = self.chart.len();
         let ok = !bytes.is_empty() && self.run(cfg, bytes).is_some();
         self.chart.truncate(mark);
-        ok
+        ok && !(cfg.has_marks && self.repeats(cfg, bytes))
+    }
+
+    /// Would `bytes` finish an item equal to an earlier one, as masks judge it (the guess of
+    /// [`distinct`](super::distinct))?
+    fn repeats(&mut self, cfg: &Cfg, bytes: &[u8]) -> bool {
+        self.read_guess(cfg, bytes).is_err()
+    }
+
+    /// The reader after `bytes` as masks guess it, or the repeat they finish.
+    fn read_guess(&mut self, cfg: &Cfg, bytes: &[u8]) -> Result<Distinct, Repeated> {
+        let from = self.text.len();
+        self.text.extend_from_slice(bytes);
+        let mut d = self.pos().distinct.clone();
+        let r = d.read(&self.text, from, Marks::Guess(&cfg.after_literals));
+        self.text.truncate(from);
+        r.map(|()| d)
     }
 
     /// Commits `bytes` (non-empty); `Ok(false)` and no change if they are not allowed, an
     /// error if the parser hit its row limit on the way.
     pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::error::Result<bool> {
+        Ok(self.commit_or_why(cfg, bytes)?.is_ok())
+    }
+
+    /// [`commit_bytes`](Self::commit_bytes), saying why bytes were refused.
+    fn commit_or_why(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::error::Result<Result<(), Refusal>> {
         let mark = self.chart.len();
         self.chart.take_overflow();
         match self.run(cfg, bytes) {
-            Some(p) if !bytes.is_empty() => {
+            Some(mut p) if !bytes.is_empty() => {
+                if cfg.has_marks {
+                    // Refused exactly when a mask would refuse it (the guess); the parser's
+                    // marks are what the new position records. The guess refuses whatever the
+                    // parser's marks would (see the module doc of `distinct`).
+                    let from = self.text.len();
+                    let guess = self.repeats(cfg, bytes);
+                    self.text.extend_from_slice(bytes);
+                    let exact = p.distinct.read(&self.text, from, Marks::Exact(&self.events));
+                    debug_assert!(guess || exact.is_ok(), "the guess refuses what the marks refuse");
+                    if guess || exact.is_err() {
+                        self.text.truncate(from);
+                        self.chart.truncate(mark);
+                        return Ok(Err(Refusal::Repeat));
+                    }
+                }
                 self.positions.push(p);
-                Ok(true)
+                Ok(Ok(()))
             }
             _ => {
                 self.chart.truncate(mark);
@@ -116,7 +203,7 @@ impl CfgRun {
                         cfg.max_row_items,
                     ));
                 }
-                Ok(false)
+                Ok(Err(Refusal::Grammar))
             }
         }
     }
@@ -135,6 +222,7 @@ impl CfgRun {
         self.positions.truncate(self.positions.len() - n);
         let to = self.pos().chart;
         self.chart.truncate(to);
+        self.text.truncate(self.pos().text_len);
     }
 
     /// Whether the parse can be finished from here within `budget` tokens ([`Chart::fits`]).
@@ -381,6 +469,159 @@ impl CfgRun {
         }
         self.chart.truncate(mark);
         (refused, max_cost)
+    }
+
+    /// Takes out of `mask` the tokens that would finish an item equal to an earlier one of its
+    /// list, and those after which the only way on does (see [`distinct`](super::distinct)).
+    /// Applied the same way to the fast and the reference mask, after them.
+    ///
+    /// The second part looks ahead from a token along the bytes the grammar forces, skipping
+    /// whitespace where it is the only other choice (whitespace never makes two JSON values
+    /// differ): a tool whose arguments are all fixed, or a string whose closing quote forces
+    /// the rest of a repeated call. It looks only where a repeat is near (the item so far is
+    /// the start of an earlier one, or a list of marked literals has items and few tokens are
+    /// allowed), at most [`MAX_LOOKAHEADS`] tokens, each at most [`MAX_FORCED`] bytes: beyond
+    /// that a repeat is still refused where it ends, and a way with no other end is an error.
+    pub fn filter_repeats(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet) {
+        self.refused_repeats = false;
+        if !cfg.has_marks || self.is_ended() {
+            return;
+        }
+        let before = mask.len();
+        let vocab = env.vocab();
+        let d = self.pos().distinct.clone();
+        let sets = cfg.distinct_tokens(env);
+        let text_ids = |m: &TokenSet| -> Vec<TokenId> {
+            m.iter().filter(|&t| vocab.kind(t) == crate::vocab::TokenKind::Text).collect()
+        };
+        let candidates: Vec<TokenId> = if d.is_idle() {
+            sets.openers.iter().copied().filter(|&t| mask.contains(t)).collect()
+        } else if d.in_string() {
+            sets.quotes.iter().copied().filter(|&t| mask.contains(t)).collect()
+        } else {
+            text_ids(mask)
+        };
+        // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
+        // (innermost first): a token that finishes an item of it and may go on (`},{"`), and
+        // one that goes on spelling an earlier item of it.
+        let levels = d.reach();
+        let mut ahead: Vec<(TokenId, Target)> = Vec::new();
+        for t in candidates {
+            match self.read_guess(cfg, vocab.bytes(t)) {
+                Err(Repeated) => mask.remove(t),
+                Ok(after) => ahead.extend(
+                    levels.iter().filter(|l| after.finished(l.target) != d.finished(l.target)).map(|l| (t, l.target)),
+                ),
+            }
+        }
+        if d.is_idle() && d.has_after_items() && mask.len() <= MAX_LOOKAHEADS {
+            ahead.extend(text_ids(mask).into_iter().map(|t| (t, Target::After(None))));
+        }
+        for l in &levels {
+            // From where the item started, or (none started yet) from the start, also after a
+            // comma; whitespace outside strings is passed over on both sides.
+            let so_far = squeeze(l.start.map_or(&[][..], |s| &self.text[s as usize..]));
+            for raw in l.list.raws().iter().filter(|r| r.starts_with(&so_far)) {
+                let spelled = [&b","[..], raw].concat();
+                let outside = outside_strings(&spelled);
+                let from = if l.start.is_some() { 1 + so_far.len() } else { 0 };
+                vocab.trie().walk(
+                    from,
+                    |k, b| match spelled.get(k) {
+                        Some(&c) if c == b => Some(k + 1),
+                        _ if outside[k] && is_space(b) => Some(k),
+                        _ => None,
+                    },
+                    |_, ids| ahead.extend(ids.iter().filter(|&&t| mask.contains(t)).map(|&t| (t, l.target))),
+                );
+                if l.start.is_none() {
+                    // Also without the comma (the first item, or the comma already written).
+                    vocab.trie().walk(
+                        1usize,
+                        |k, b| match spelled.get(k) {
+                            Some(&c) if c == b => Some(k + 1),
+                            _ if outside[k] && is_space(b) => Some(k),
+                            _ => None,
+                        },
+                        |_, ids| ahead.extend(ids.iter().filter(|&&t| mask.contains(t)).map(|&t| (t, l.target))),
+                    );
+                }
+            }
+        }
+        ahead.sort_unstable_by_key(|&(t, target)| (t, target));
+        ahead.dedup();
+        let memo = self.memo.take();
+        let mut budget = MAX_SEARCH;
+        for &(t, target) in ahead.iter().take(MAX_LOOKAHEADS) {
+            if !mask.contains(t) {
+                continue;
+            }
+            let mut one = budget.min(MAX_SEARCH_ONE);
+            let dead = self.dead_end_after(cfg, vocab.bytes(t), target, &mut one);
+            budget -= budget.min(MAX_SEARCH_ONE) - one;
+            if dead {
+                mask.remove(t);
+            }
+        }
+        self.memo = memo;
+        self.refused_repeats = mask.len() < before;
+    }
+
+    /// Did the last mask take out tokens for repeating an earlier item (see
+    /// [`filter_repeats`](Self::filter_repeats))?
+    pub fn refused_repeats(&self) -> bool {
+        self.refused_repeats
+    }
+
+    /// After `bytes`, does every way on run into a repeat before `target`'s list finishes
+    /// another item (or the output may end)? A depth-first search over the bytes that can come
+    /// next (whitespace only where nothing else can: it never makes two JSON values differ),
+    /// `budget` commits at most: out of budget it answers no (unsure: not refused). Leaves the
+    /// position as it was.
+    fn dead_end_after(&mut self, cfg: &Cfg, bytes: &[u8], target: Target, budget: &mut usize) -> bool {
+        let depth = self.positions.len();
+        let dead = matches!(self.commit_or_why(cfg, bytes), Ok(Ok(()))) && {
+            let before = self.pos().distinct.finished(target);
+            !self.avoids_repeat(cfg, target, before, budget, 0)
+        };
+        self.rollback(self.positions.len() - depth);
+        dead
+    }
+
+    /// Can the output go on from here to a new item of `target`'s list (it had `before`) or
+    /// to an end, without a repeat? `true` when unsure.
+    fn avoids_repeat(
+        &mut self,
+        cfg: &Cfg,
+        target: Target,
+        before: Option<usize>,
+        budget: &mut usize,
+        depth: usize,
+    ) -> bool {
+        let now = self.pos().distinct.finished(target);
+        if self.is_accepting() || before.is_none() || now != before || *budget == 0 || depth >= MAX_SEARCH_DEPTH {
+            return true;
+        }
+        let scans = &self.pos().scans;
+        let can = |b: u8| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD);
+        // Bytes that end things first: a way out is usually found at once.
+        let order = b"\"}],".iter().copied().chain((0..=255u8).filter(|b| !b"\"}],".contains(b)));
+        let next: Vec<u8> = order.filter(|&b| can(b)).collect();
+        let solid: Vec<u8> = next.iter().copied().filter(|b| !b" \t\n\r".contains(b)).collect();
+        for b in if solid.is_empty() { next } else { solid } {
+            if *budget == 0 {
+                return true;
+            }
+            *budget -= 1;
+            if let Ok(Ok(())) = self.commit_or_why(cfg, &[b]) {
+                let ok = self.avoids_repeat(cfg, target, before, budget, depth + 1);
+                self.rollback(1);
+                if ok {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// The slow reference mask: every token on its own, byte by byte.

@@ -182,6 +182,7 @@ impl Matcher {
                 } else {
                     c.fill(cfg, env, mask, after_budget);
                 }
+                c.filter_repeats(cfg, env, mask);
             }
             _ => unreachable!("the run matches the backend"),
         }
@@ -191,6 +192,17 @@ impl Matcher {
                     mask.insert(e);
                 }
             }
+        }
+    }
+
+    /// Did the last mask take out tokens because they would repeat an earlier item of a list
+    /// whose items must be distinct (a JSON Schema `uniqueItems` array, the tool calls of one
+    /// reply), or lead only to such a repeat? Says why a mask is empty before the output is
+    /// complete: the items' language has run out of distinct values.
+    pub fn refused_repeats(&self) -> bool {
+        match &self.run {
+            Run::Cfg(c) => c.refused_repeats(),
+            Run::Dfa(_) => false,
         }
     }
 

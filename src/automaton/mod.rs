@@ -33,6 +33,7 @@
 
 pub mod cfg;
 mod cfg_run;
+mod distinct;
 mod earley;
 mod env;
 mod mask_cache;

@@ -167,7 +167,7 @@ impl<'a> Generation<'a> {
                 None
             };
             seq.masks.add(self.last_mask);
-            let verdict = judge(&self.ctx, &self.mask, m.is_accepting())?;
+            let verdict = judge(&self.ctx, &self.mask, m)?;
             if let Verdict::Choose = verdict {
                 match pass {
                     Some(pass) => {

@@ -272,7 +272,7 @@ pub(crate) fn prepare(
         };
         let m = matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
         seq.masks.add(fill_mask(ctx, m, mask, remaining));
-        match judge(ctx, mask, m.is_accepting())? {
+        match judge(ctx, mask, m)? {
             Verdict::End(end) => return Ok(Next::End(end)),
             Verdict::Choose => return Ok(Next::Choose),
             Verdict::Only(t) => {
@@ -372,8 +372,15 @@ pub(crate) enum Verdict {
 /// Reads a mask filled by [`fill_mask`] (`accepting`: whether the matcher is). A mask that
 /// allows nothing where the output is not complete is an error, never an ending: the
 /// never-truncated rule promises it cannot happen, and an output cut there would not be valid.
-pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet, accepting: bool) -> Result<Verdict> {
-    let allowed = mask.len();
+pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet, m: &Matcher) -> Result<Verdict> {
+    let (allowed, accepting) = (mask.len(), m.is_accepting());
+    if allowed == 0 && !accepting && m.refused_repeats() {
+        return Err(Error::output(
+            "no way on without repeating an earlier item of a list whose items must be distinct \
+             (a JSON Schema `uniqueItems` array, or the tool calls of one reply): the items allow \
+             too few distinct values here",
+        ));
+    }
     if allowed == 0 && !accepting {
         return Err(Error::state(
             "the constraint allows no token here and the output is not complete (an engine fault: \

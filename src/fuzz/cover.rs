@@ -290,7 +290,7 @@ impl Generator {
         let add = |a: u32, b: u32| if a == INF || b == INF { INF } else { a.saturating_add(b).min(INF - 1) };
         let mul = |a: u32, k: u32| if a == INF { INF } else { a.saturating_mul(k).min(INF - 1) };
         match e {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
+            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
             Expr::Rule(r) => self.new_cost[r.0 as usize],
             Expr::Seq(xs) => {
                 let total = xs.iter().fold(0, |a, x| add(a, self.plan.size(x)));
@@ -391,7 +391,12 @@ impl Generator {
     fn expr(&mut self, g: &Grammar, e: &Expr, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
         match e {
             Expr::Empty => {}
-            Expr::Literal(s) => {
+            Expr::Literal(_) | Expr::Mark(_) => {
+                let s = match e {
+                    Expr::Mark(m) => m.text(),
+                    Expr::Literal(s) => s,
+                    _ => unreachable!("matched above"),
+                };
                 let start = cx.out.len();
                 cx.out.extend_from_slice(s.as_bytes());
                 cx.trace.push(Trace { start, end: cx.out.len(), kind: TraceKind::Literal });

@@ -41,6 +41,10 @@ pub enum Expr {
     /// cannot say directly ("matches `pattern` *and* has at most 20 characters", "any key
     /// *except* these"). Always a terminal of its own, never merged with its neighbours.
     Lexeme(Arc<Lexeme>),
+    /// A literal that also marks where items that must be pairwise distinct are (see
+    /// [`Mark`]). Every consumer but the matcher reads it as [`Expr::Literal`] of
+    /// [`Mark::text`]; lowered, it is a terminal of its own that the matcher watches.
+    Mark(Mark),
     /// A reference to another rule.
     Rule(RuleId),
     /// Each part in order.
@@ -49,6 +53,30 @@ pub enum Expr {
     Alt(Vec<Expr>),
     /// `min` to `max` (inclusive; `None` = unbounded) copies of the body.
     Repeat { body: Box<Expr>, min: u32, max: Option<u32> },
+}
+
+/// Items of an output that must differ from each other: JSON values compared as JSON (numbers
+/// by value, objects without regard to key order, strings after unescaping), which a grammar
+/// cannot say. The matcher enforces it (see `automaton::distinct`): it refuses a token that
+/// would complete an item equal to an earlier item of the same list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Mark {
+    /// `[` opening a JSON array whose items must be pairwise distinct (`uniqueItems`).
+    DistinctArray,
+    /// A literal (a tool-call tag) after which one JSON value follows that must differ from
+    /// the value after every earlier copy of the same literal in this output (one list per
+    /// literal, for the whole output).
+    DistinctAfter(Arc<str>),
+}
+
+impl Mark {
+    /// The text the mark stands for.
+    pub fn text(&self) -> &str {
+        match self {
+            Mark::DistinctArray => "[",
+            Mark::DistinctAfter(s) => s,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -80,7 +108,7 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) => {}
             Expr::Rule(r) => f(*r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| x.for_each_rule(f)),
             Expr::Repeat { body, .. } => body.for_each_rule(f),
@@ -90,7 +118,7 @@ impl Expr {
     /// Calls `f` on every rule reference in this expression, to renumber them.
     pub fn for_each_rule_mut(&mut self, f: &mut impl FnMut(&mut RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) => {}
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) => {}
             Expr::Rule(r) => f(r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| x.for_each_rule_mut(f)),
             Expr::Repeat { body, .. } => body.for_each_rule_mut(f),

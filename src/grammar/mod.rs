@@ -12,4 +12,4 @@ pub mod json_schema;
 pub mod reference;
 pub mod regex;
 
-pub use ir::{Expr, Grammar, Rule, RuleId, Span};
+pub use ir::{Expr, Grammar, Mark, Rule, RuleId, Span};

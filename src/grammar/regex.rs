@@ -25,6 +25,7 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
     Ok(match e {
         Expr::Empty => Hir::empty(),
         Expr::Literal(s) => Hir::literal(s.as_bytes()),
+        Expr::Mark(m) => Hir::literal(m.text().as_bytes()),
         Expr::Regex(h) => (**h).clone(),
         Expr::Lexeme(l) => match &**l {
             crate::regular::Lexeme::Regex(h) => h.clone(),

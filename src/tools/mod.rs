@@ -61,7 +61,7 @@ pub use parse::{call_id, OutputParser, Piece, RawCall};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::grammar::{Expr, Grammar, Rule, RuleId};
+use crate::grammar::{Expr, Grammar, Mark, Rule, RuleId};
 
 /// The text that opens a tool call.
 pub const TOOL_CALL_OPEN: &str = "<tool_call>";
@@ -232,13 +232,10 @@ pub fn calls_grammar(
     }
     let object = add_rule(&mut rules, "tool_call_object", Expr::Alt(objects));
     // `first` then up to `max - 1` more, each after `sep`: with parallel calls off (`max` 1),
-    // exactly one call; on, one or more.
-    //
-    // TODO(distinct calls, issue 23 item 9): no call may repeat an earlier one of the same reply
-    // (a real model otherwise writes the same call several times). That needs the automaton's
-    // distinct-spans mechanism (shared with JSON Schema `uniqueItems`, being built in
-    // src/automaton): mark each `first` in `more` below as a span that must differ from every
-    // earlier span of this list. Until then repeats are possible with parallel calls on.
+    // exactly one call; on, one or more. No call repeats an earlier one of the same reply (a
+    // real model otherwise writes the same call several times): the tag before each call, or
+    // the bracket of the list, is a [`Mark`] and the matcher refuses a repeat (see
+    // `automaton::distinct`), steering away from a call that could only end as one.
     let list = |first: Expr, sep: Expr, max: u32| {
         if max <= 1 {
             first
@@ -254,7 +251,7 @@ pub fn calls_grammar(
                 &mut rules,
                 "tool_call",
                 Expr::Seq(vec![
-                    Expr::Literal(TOOL_CALL_OPEN.into()),
+                    Expr::Mark(Mark::DistinctAfter(TOOL_CALL_OPEN.into())),
                     re(r"\n?"),
                     Expr::Rule(object),
                     re(r"\n?"),
@@ -267,7 +264,7 @@ pub fn calls_grammar(
         ToolFormat::Mistral => Expr::Seq(vec![
             Expr::Literal(format::MISTRAL_CALLS.into()),
             re(" ?"),
-            Expr::Literal("[".into()),
+            Expr::Mark(Mark::DistinctArray),
             ws(),
             list(Expr::Rule(object), Expr::Seq(vec![ws(), Expr::Literal(",".into()), ws()]), max_calls),
             ws(),

@@ -1,4 +1,5 @@
 mod budget;
+mod distinct;
 mod grammar;
 mod mask;
 mod mask_cache;

@@ -7,7 +7,7 @@ use regex_syntax::hir::Hir;
 
 use super::{CfgLimits, Nt, NtId, Prod, ProdId, Sym, Term, TermId, MAX_INLINE_DEPTH};
 use crate::error::{Error, LimitKind, Result};
-use crate::grammar::{regex::expr_to_hir, Expr, Grammar, RuleId};
+use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Mark, RuleId};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, UNREACHABLE};
 
@@ -22,6 +22,8 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
     match e {
         Expr::Empty => 1,
         Expr::Literal(s) => s.len().max(1) as u64,
+        // Never inlined: a mark is a terminal of its own, watched by the matcher.
+        Expr::Mark(_) => u64::MAX,
         Expr::Regex(h) => hir_weight(h),
         // Never inlined: a lexeme is a terminal of its own.
         Expr::Lexeme(_) => u64::MAX,
@@ -258,8 +260,23 @@ impl<'a> Lowering<'a> {
     }
 
     fn term(&mut self, lexeme: &Lexeme, name: &str) -> Result<Sym> {
-        let key = lexeme.key();
-        if let Some(&t) = self.term_ids.get(&key) {
+        self.keyed_term(lexeme, lexeme.key(), name, None)
+    }
+
+    /// The terminal of a mark: its text as a lexeme, but a terminal apart from the same text
+    /// unmarked (and from other marks), so that the parser reports where it ends.
+    fn marked_term(&mut self, m: &Mark) -> Result<Sym> {
+        let lexeme = Lexeme::Regex(Hir::literal(m.text().as_bytes()));
+        self.keyed_term(&lexeme, lexeme.key(), "mark", Some(m.clone()))
+    }
+
+    /// The terminal for `lexeme` (whose [`Lexeme::key`] is `key`), made once per key and mark.
+    fn keyed_term(&mut self, lexeme: &Lexeme, key: String, name: &str, mark: Option<Mark>) -> Result<Sym> {
+        let term_key = match &mark {
+            Some(m) => format!("{key}\u{0}{m:?}"),
+            None => key.clone(),
+        };
+        if let Some(&t) = self.term_ids.get(&term_key) {
             return Ok(Sym::T(t));
         }
         if self.terms.len() >= self.limits.max_terminals {
@@ -269,7 +286,7 @@ impl<'a> Lowering<'a> {
                 self.limits.max_terminals,
             ));
         }
-        let dfa = Dfa::shared_keyed(lexeme, key.clone(), self.limits.dfa).map_err(|e| match e {
+        let dfa = Dfa::shared_keyed(lexeme, key, self.limits.dfa).map_err(|e| match e {
             Error::Limit { kind, what, limit, hint } => {
                 Error::Limit { kind, what: format!("{what} (in rule `{name}`)"), limit, hint }
             }
@@ -278,8 +295,8 @@ impl<'a> Lowering<'a> {
         let dist = dfa.dist_using(self.usable);
         let nullable = dfa.is_accepting(dfa.start());
         let id = TermId(self.terms.len() as u32);
-        self.terms.push(Term { dfa, dist, nullable, name: name.to_string() });
-        self.term_ids.insert(key, id);
+        self.terms.push(Term { dfa, dist, nullable, name: name.to_string(), mark });
+        self.term_ids.insert(term_key, id);
         Ok(Sym::T(id))
     }
 
@@ -379,6 +396,7 @@ impl<'a> Lowering<'a> {
             Expr::Repeat { body, min, max } => self.repeat(body, *min, *max),
             // One lexeme (a pattern ∧ length, an enum's complement) is often referenced from
             // many places: its key text, a walk of its whole regex, is made once.
+            Expr::Mark(m) => self.marked_term(m),
             Expr::Lexeme(l) => {
                 let at = std::sync::Arc::as_ptr(l) as usize;
                 if let Some(&sym) = self.lexeme_syms.get(&at) {

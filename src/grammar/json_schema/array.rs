@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{join, string, Compiler, MAX_COUNT};
 use crate::error::Result;
-use crate::grammar::Expr;
+use crate::grammar::{Expr, Mark};
 
 pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let t = Value::Bool(true);
@@ -28,14 +28,14 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     let p = prefix.len() as u64;
     let f = Value::Bool(false);
     let rest = if asks_for_unnamed_items(c, obj, rest_kw, p, min) { rest } else { &f };
+    // Distinct items over a small finite set are grammar (a rule per set of values used);
+    // otherwise the array's `[` is marked and the matcher refuses a repeat where it would end
+    // (see `automaton::distinct`).
+    let mut distinct = false;
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
         match unique_items(c, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
-            None => c.unenforced(
-                pointer,
-                "uniqueItems",
-                "supported when every item comes from a small finite set (enum, const, boolean, null)",
-            )?,
+            None => distinct = true,
         }
     }
     if rest == &Value::Bool(false) {
@@ -47,8 +47,8 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT && m > p) {
         c.unenforced(pointer, "maxItems", format!("item-count bounds above {MAX_COUNT} are not unrolled"))?;
     }
-    if let Some(e) = contains(c, obj, pointer, &prefix, rest, min, max)? {
-        return Ok(e);
+    if let Some(body) = contains(c, obj, pointer, &prefix, rest, min, max)? {
+        return Ok(Expr::Seq(vec![open(&c.layout(), distinct), body]));
     }
     let l = c.layout();
     c.nested(|c| {
@@ -98,8 +98,17 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
             let take = Expr::Seq(vec![l.item(j == 0, pexprs[j].clone()), tail]);
             tail = if (j as u64) >= min { Expr::Alt(vec![take, l.end(j > 0, "]")]) } else { take };
         }
-        Ok(Expr::Seq(vec![l.start("["), tail]))
+        Ok(Expr::Seq(vec![open(&l, distinct), tail]))
     })
+}
+
+/// The opening bracket and its whitespace; the bracket marked when the items are distinct.
+fn open(l: &super::Layout, distinct: bool) -> Expr {
+    if distinct {
+        Expr::Seq(vec![Expr::Mark(Mark::DistinctArray), l.open.clone()])
+    } else {
+        l.start("[")
+    }
 }
 
 /// Whether an array may have items past its prefix (`prefixItems`, or draft-07 array-form
@@ -114,7 +123,8 @@ fn asks_for_unnamed_items(c: &Compiler, obj: &Map<String, Value>, rest_kw: &str,
 /// satisfy `rest` (`items`): with `X` = rest ∧ contains and `Y` = rest ∧ not contains, the
 /// array is `Y* (X Y*){min,max}` (separators between). Without `maxContains` the other items
 /// are just `rest` (`X` items among them only add matches), so no negation is needed.
-/// `None` when there is no effective `contains` (the plain array construction applies).
+/// Returns the array after its opening bracket (the caller writes that); `None` when there is
+/// no effective `contains` (the plain array construction applies).
 fn contains(
     c: &mut Compiler,
     obj: &Map<String, Value>,
@@ -146,7 +156,8 @@ fn contains(
     c.nested(|c| contains_items(c, &l, pointer, rest, cs, min_c, max_c)).map(Some)
 }
 
-/// The items and closing bracket of [`contains`]'s array, one nesting level down.
+/// The items and closing bracket of [`contains`]'s array (after its opening), one nesting
+/// level down.
 fn contains_items(
     c: &mut Compiler,
     l: &super::Layout,
@@ -184,12 +195,11 @@ fn contains_items(
     // No match at all (only Y items, or none) when that is allowed; at least one X otherwise,
     // which `maxContains: 0` rules out.
     let none = Expr::Alt(vec![Expr::Seq(vec![l.item(true, y), ys_after, l.end(true, "]")]), l.end(false, "]")]);
-    let body = match (min_c, max_c) {
+    Ok(match (min_c, max_c) {
         (_, Some(0)) => none,
         (0, _) => Expr::Alt(vec![with_x, none]),
         _ => with_x,
-    };
-    Ok(Expr::Seq(vec![l.start("["), body]))
+    })
 }
 
 /// Most distinct item values `uniqueItems` tracks (the grammar has a rule per subset).

@@ -1,0 +1,178 @@
+//! Distinct items (issue 23 items 5 and 9): `uniqueItems` over item sets too large to list, and
+//! no tool call repeated in one reply. The matcher refuses the token that would finish a repeat,
+//! steers away from a way that could only end in one, and says so clearly when the items have
+//! run out of distinct values.
+
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
+use strictly::grammar::json_schema::{compile, JsonSchemaOptions};
+use strictly::tools::{calls_grammar, OutputParser, ToolFormat, ToolMode};
+use strictly::{TokenId, TokenSet, Vocab};
+
+use crate::common::{random_sample, real_env, real_vocabs};
+
+/// Schemas whose `uniqueItems` the grammar cannot list (more than a handful of values, or
+/// infinitely many), with enough items that random logits repeat themselves often.
+fn sets() -> Vec<Value> {
+    vec![
+        json!({"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": true, "minItems": 3}),
+        json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 30},
+               "uniqueItems": true, "minItems": 20}),
+        json!({"type": "array", "uniqueItems": true, "minItems": 6, "items": {
+            "type": "object", "required": ["a", "b"],
+            "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 3}, "b": {"type": "boolean"}}}}),
+        // A set of sets: the inner arrays are distinct too, and compared as values.
+        json!({"type": "array", "uniqueItems": true, "minItems": 5, "items": {
+            "type": "array", "uniqueItems": true, "minItems": 1, "maxItems": 2,
+            "items": {"type": "integer", "minimum": 0, "maximum": 3}}}),
+    ]
+}
+
+fn compiled(env: &Arc<VocabEnv>, schema: &Value) -> Arc<Compiled> {
+    Compiled::new(env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap()
+}
+
+#[test]
+fn random_samples_of_sets_are_valid_on_every_tokenizer() {
+    for (name, vocab) in real_vocabs() {
+        let env = real_env(vocab);
+        for schema in sets() {
+            let c = compiled(&env, &schema);
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            for seed in 0..6 {
+                let out = random_sample(&c, seed, 400).unwrap_or_else(|e| panic!("{name} seed {seed} {schema}: {e}"));
+                let v: Value = serde_json::from_str(&out.text()).unwrap();
+                assert!(validator.is_valid(&v), "{name} seed {seed}: {} is not valid against {schema}", out.text());
+            }
+        }
+    }
+}
+
+/// A vocabulary of single bytes plus the multi-byte tokens `extra`, and EOS.
+fn vocab(extra: &[&str]) -> Arc<Vocab> {
+    let mut toks: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    toks.extend(extra.iter().map(|t| t.as_bytes().to_vec()));
+    toks.push(b"</s>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
+}
+
+fn id(v: &Vocab, s: &str) -> TokenId {
+    (0..v.len() as u32).map(TokenId).find(|&t| v.bytes(t) == s.as_bytes()).unwrap()
+}
+
+fn mask(m: &mut Matcher, width: usize) -> TokenSet {
+    let mut mask = TokenSet::new(width);
+    m.fill_mask(&mut mask);
+    mask
+}
+
+#[test]
+fn a_repeat_is_refused_by_the_token_that_would_finish_it() {
+    let v = vocab(&["a\"", "\",\"", "ab"]);
+    let env = VocabEnv::new(v.clone());
+    let c = compiled(&env, &json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}));
+    let mut m = c.matcher();
+    m.commit_bytes(b"[\"a\",\"").unwrap();
+    // `a"` would finish a second "a"; `a` and `ab` may still become something else.
+    for (t, ok) in [("a\"", false), ("a", true), ("ab", true), ("\"", true)] {
+        assert_eq!(m.allows(id(&v, t)), ok, "{t}");
+        assert_eq!(mask(&mut m, v.len()).contains(id(&v, t)), ok, "{t} in the mask");
+    }
+    m.commit(id(&v, "a")).unwrap();
+    assert!(!m.allows(id(&v, "\"")) && !mask(&mut m, v.len()).contains(id(&v, "\"")));
+    assert!(m.commit(id(&v, "\"")).is_err(), "the commit refuses it too");
+    assert!(m.commit(id(&v, "\\")).is_ok(), "an escape may still make it different");
+    // Equal as JSON, not as text: `1.0` repeats `1`.
+    let c = compiled(&env, &json!({"type": "array", "items": {"type": "number"}, "uniqueItems": true}));
+    let mut m = c.matcher();
+    m.commit_bytes(b"[1,1.0").unwrap();
+    assert!(!m.allows(id(&v, ",")) && !m.allows(id(&v, "]")) && m.allows(id(&v, "1")));
+}
+
+#[test]
+fn fast_and_reference_masks_agree_with_marks() {
+    let v = vocab(&["a\"", "\",\"", "[\"", "\"]", "1,", ",1", "12", "true", "[[", "]]", "],["]);
+    let env = VocabEnv::new(v.clone());
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for schema in sets() {
+        let c = compiled(&env, &schema);
+        for walk in 0..4 {
+            let mut m = c.matcher();
+            let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+            for step in 0..60 {
+                m.fill_mask(&mut fast);
+                m.reference_mask(&mut slow);
+                assert_eq!(fast, slow, "{schema} walk {walk} step {step}");
+                let allowed: Vec<TokenId> = fast.iter().filter(|&t| !v.is_eos(t)).collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                let t = allowed[rng.random_range(0..allowed.len())];
+                m.commit(t).unwrap();
+                if rng.random_bool(0.1) {
+                    m.rollback(1).unwrap();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn too_few_distinct_values_is_a_clear_error() {
+    // Three values ("", "a", "b") for four distinct items.
+    let schema = json!({"type": "array", "items": {"type": "string", "pattern": "^[ab]?$"},
+                        "uniqueItems": true, "minItems": 4});
+    let (_, vocab) = &real_vocabs()[0];
+    let c = compiled(&real_env(vocab), &schema);
+    for seed in 0..3 {
+        let e = random_sample(&c, seed, 100).unwrap_err().to_string();
+        assert!(e.contains("must be distinct") && e.contains("uniqueItems"), "{e}");
+    }
+}
+
+/// The calls of a Hermes reply under `tool_choice: required` with parallel calls on.
+fn calls(c: &Arc<Compiled>, seed: u64) -> Vec<(String, Value)> {
+    let out = random_sample(c, seed, 300).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    let mut p = OutputParser::new(Some(ToolFormat::Hermes));
+    p.feed(&out.text());
+    p.finish().unwrap();
+    p.calls().iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect()
+}
+
+fn tools_compiled(env: &Arc<VocabEnv>, tools: &[(&str, Value)]) -> Arc<Compiled> {
+    let tools = tools
+        .iter()
+        .map(|(n, s)| (n.to_string(), compile(s, &JsonSchemaOptions::default()).unwrap().grammar))
+        .collect();
+    let g = calls_grammar(tools, &ToolMode::Required, 8, ToolFormat::Hermes, None);
+    Compiled::new(env, &Constraint::Grammar(g)).unwrap()
+}
+
+#[test]
+fn no_tool_call_repeats_an_earlier_one_of_the_reply() {
+    for (name, vocab) in real_vocabs() {
+        let env = real_env(vocab);
+        // One tool without arguments: one call, then the reply must end (a second call could
+        // only repeat it, so it is never begun).
+        let c = tools_compiled(&env, &[("now", json!({"type": "object", "properties": {}}))]);
+        for seed in 0..8 {
+            let got = calls(&c, seed);
+            assert_eq!(got.len(), 1, "{name} seed {seed}: {got:?}");
+        }
+        // Arguments from a small set: every call differs (compared as JSON values).
+        let city = json!({"type": "object", "required": ["city"],
+                          "properties": {"city": {"enum": ["Paris", "Oslo", "Rome"]}}});
+        let c = tools_compiled(&env, &[("weather", city.clone()), ("time", city)]);
+        for seed in 0..8 {
+            let got = calls(&c, seed);
+            for (i, a) in got.iter().enumerate() {
+                assert!(!got[..i].contains(a), "{name} seed {seed}: {a:?} repeated in {got:?}");
+            }
+        }
+    }
+}
