@@ -11,6 +11,10 @@
 //! id     ::= /[a-z_][a-z0-9_]*/i          # regex terminal (regex-syntax), flags i s x
 //! ```
 //!
+//! llama.cpp's token terminals (`<[128000]>`, `<think>`, negated `!<[id]>` / `!<think>`) are
+//! parsed and refused with an error naming the construct and its position: strictly does not
+//! let a grammar match special tokens yet.
+//!
 //! Key entry points: [`parse`] (default [`Limits`]), [`parse_with`] and [`parse_with_warnings`].
 //!
 //! Semantics and decisions:
@@ -327,6 +331,7 @@ impl Parser {
                 '"' => self.literal()?,
                 '[' => self.class()?,
                 '/' => self.regex()?,
+                '<' | '!' => self.token_terminal()?,
                 '.' => {
                     self.pos += 1;
                     Expr::Regex(std::sync::Arc::new(any_char()))
@@ -568,6 +573,54 @@ impl Parser {
             return Err(self.err_at(open, "character class matches nothing"));
         }
         Ok(Expr::Regex(std::sync::Arc::new(Hir::class(Class::Unicode(class)))))
+    }
+
+    /// A token terminal as llama.cpp writes it: `<[id]>` (a token by its id), `<think>` (a
+    /// special token by its text, brackets included), either negated with `!` (any one token
+    /// but that). Parsed, then refused at its position: they match tokens, not text, and the
+    /// matcher does not allow special tokens yet.
+    fn token_terminal(&mut self) -> Result<Expr> {
+        let at = self.pos;
+        let negated = self.peek() == Some('!');
+        if negated {
+            self.pos += 1;
+            if self.peek() != Some('<') {
+                return Err(self.err_at(at, "`!` must be followed by a token terminal `<[id]>` or `<name>`"));
+            }
+        }
+        let open = self.pos;
+        self.pos += 1;
+        if self.peek() == Some('[') {
+            self.pos += 1;
+            if self.number().is_none() {
+                return Err(self.err_at(self.pos, "expected a token id in `<[...]>`"));
+            }
+            if self.peek() != Some(']') || self.peek_at(1) != Some('>') {
+                return Err(self.err_at(self.pos, "expected `]>` after the token id"));
+            }
+            self.pos += 2;
+        } else {
+            loop {
+                match self.peek() {
+                    None | Some('\n' | '\r') => return Err(self.err_at(open, "unterminated token terminal `<...>`")),
+                    Some('>') => break,
+                    Some(c) if c.is_control() && c != '\t' => {
+                        return Err(self.err_at(self.pos, format!("raw {} in a token terminal", Self::describe(c))))
+                    }
+                    Some(_) => self.pos += 1,
+                }
+            }
+            self.pos += 1;
+            if self.pos - open == 2 {
+                return Err(self.err_at(open, "empty token terminal `<>`"));
+            }
+        }
+        let text: String = self.chars[at..self.pos].iter().collect();
+        // TODO(issue 25 item 5): token terminals need the matcher to allow special tokens (and
+        // a token id to be checked against the vocabulary): a leaf matched by token, not by
+        // bytes, with `!` as "any one token but this one".
+        let what = if negated { "negated token terminals" } else { "token terminals" };
+        Err(self.err_at(at, format!("{what} (`{text}`) are not supported yet")))
     }
 
     fn regex(&mut self) -> Result<Expr> {

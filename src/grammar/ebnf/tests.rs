@@ -234,6 +234,27 @@ string ::= "\"" char* "\"" space
     assert!(none.is_empty());
 }
 
+/// llama.cpp's token terminals parse, and are refused by name at their position (not a generic
+/// parse error) until the matcher allows special tokens.
+#[test]
+fn token_terminals_are_named_errors() {
+    for (src, at, msg) in [
+        ("root ::= <[128000]> \"x\"", (1, 10), "token terminals (`<[128000]>`) are not supported yet"),
+        ("root ::= \"a\"\n  | <think> [a-z]* </think>", (2, 5), "token terminals (`<think>`) are not supported yet"),
+        ("root ::= (!<[2]>)*", (1, 11), "negated token terminals (`!<[2]>`) are not supported yet"),
+        ("root ::= x\nx ::= !<|eot_id|>", (2, 7), "negated token terminals (`!<|eot_id|>`) are not supported yet"),
+        ("root ::= <[12] >", (1, 14), "expected `]>` after the token id"),
+        ("root ::= <[]>", (1, 12), "expected a token id in `<[...]>`"),
+        ("root ::= <think", (1, 10), "unterminated token terminal `<...>`"),
+        ("root ::= <>", (1, 10), "empty token terminal `<>`"),
+        ("root ::= ! \"a\"", (1, 10), "`!` must be followed by a token terminal `<[id]>` or `<name>`"),
+    ] {
+        assert_eq!(err(src), (at.0, at.1, msg.to_string()), "{src:?}");
+    }
+    // In literals, classes and regexes `<`, `>` and `!` are plain characters.
+    check(r#"root ::= "<think>" [!<] /!<[0-9]>/"#, &["<think>!!<1>", "<think><!<2>"], &["<think>"]);
+}
+
 #[test]
 fn limits_are_errors() {
     let deep = format!("root ::= {}\"a\"{}", "(".repeat(201), ")".repeat(201));
