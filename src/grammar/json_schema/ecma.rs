@@ -168,9 +168,15 @@ fn escape(chars: &[char], i: usize, in_class: bool, out: &mut String) -> Result<
         }
         'u' => return unicode_escape(chars, next, out),
         'p' | 'P' => {
-            // Unicode properties: `\p{L}`, `\p{Script=Greek}` read the same in both.
+            // Unicode properties: `\p{L}`, `\p{Script=Greek}` read the same in both (copied
+            // with their braces, which are no quantifier).
             out.push('\\');
             out.push(e);
+            if chars.get(next) == Some(&'{') {
+                let end = (next..chars.len()).find(|&k| chars[k] == '}').ok_or(r"`\p{` needs its `}`")?;
+                out.extend(&chars[next..=end]);
+                return Ok(end + 1);
+            }
         }
         e if e.is_ascii_alphanumeric() => return Err(format!(r"unknown escape `\{e}` in the pattern")),
         // `\/`, `\-`, `\.`, `\[`, ...: the character itself.

@@ -261,6 +261,8 @@ fn patterns_read_ecma_escapes_as_ecma_262() {
     yes_no(r"^\w+$", &[r#""a_Z9""#], &["\"é\"", "\"ab-\""]);
     yes_no(r"^\s$", &["\"\u{feff}\"", "\"\u{a0}\"", r#""\n""#], &["\"\u{85}\"", r#""x""#]);
     yes_no(r"^[\d\s-]+$", &[r#""1 -2""#], &[r#""1a""#]);
+    // Unicode properties keep their braces (no quantifier there).
+    yes_no(r"^\p{Letter}{2}\P{L}$", &["\"éa1\""], &["\"é1\"", "\"éab\""]);
     // Escaped punctuation is the character itself.
     yes_no(r"^a\/b\-c$", &[r#""a/b-c""#], &[r#""a\\/b-c""#]);
     yes_no(r"^[a\-z]$", &[r#""-""#, r#""z""#], &[r#""b""#]);
