@@ -457,7 +457,7 @@ impl<'a> Lowering<'a> {
         }
         let name = match body {
             Expr::Rule(r) => self.g.rule(*r).name.clone(),
-            _ => "repetition".to_string(),
+            _ => "lexeme".to_string(),
         };
         self.term(&Lexeme::counted(b"", unit, min, max, b""), &name).map(Some)
     }
