@@ -178,3 +178,23 @@ fn schema_whitespace_and_exact_flags() {
     assert_eq!((code, err.lines().count()), (2, 1), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A grammar with a rule `root` never reaches loads (as in llama.cpp); `check` names the rule
+/// in its `warnings` and on stderr.
+#[test]
+fn check_reports_unused_grammar_rules_as_warnings() {
+    let dir = std::env::temp_dir().join(format!("strictly-cli-unused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let grammar = dir.join("g.gbnf");
+    std::fs::write(&grammar, "root ::= \"a\"\nspare ::= \"b\"\n").unwrap();
+    let (code, out, err) = strictly(&["check", "--tokenizer", "bytes", "--grammar", grammar.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{v}");
+    assert!(warnings[0].as_str().unwrap().ends_with("2:1: rule `spare` is not reachable from `root` (ignored)"), "{v}");
+    assert!(err.contains("warning:") && err.contains("`spare`"), "{err}");
+    let (_, out, _) = strictly(&["check", "--tokenizer", "bytes", "--regex", "a"]);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["warnings"], serde_json::json!([]));
+    std::fs::remove_dir_all(&dir).ok();
+}

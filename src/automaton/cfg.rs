@@ -9,6 +9,10 @@
 //! - Alternations with a non-regular branch become alternative productions; repetitions of a
 //!   non-regular body become left-recursive helper nonterminals (`H → ε | H x`), and counted
 //!   ones are unrolled (bounded by [`CfgLimits::max_unrolled`]).
+//! - A counted repetition of a regular body too large to inline (`[a-zа-я]{0,2048}`) is one
+//!   terminal of its own: a counter DFA ([`Lexeme::Counted`]) when the body is prefix-free, its
+//!   states linear in the count; else it is unrolled as above, or past the unroll limit
+//!   determinized as one regex under the DFA limits.
 //! - A [`Expr::Lexeme`] (an intersection/complement of regexes) is always a terminal of its own.
 //! - Non-productive nonterminals (those that derive no finite string, e.g. `a ::= a "x"`) and
 //!   terminals with an empty language are removed with every production that uses them, so

@@ -1,7 +1,8 @@
 //! `strictly check`: compile a constraint and print one JSON line of facts about it (kind,
 //! vocabulary, whether the language is empty, the forced prefix, the first mask, compile and
-//! first-mask times, and the compiled automaton's own statistics). Bad or unsupported input
-//! exits 2 naming the problem (for a schema: the keyword and its JSON pointer).
+//! first-mask times, and the compiled automaton's own statistics, and `warnings`: what loads
+//! but is likely a mistake, such as a grammar's unused rules; each also on stderr). Bad or
+//! unsupported input exits 2 naming the problem (for a schema: the keyword and its JSON pointer).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -27,7 +28,8 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
-    let constraint = a.constraint.required(&a.schema)?;
+    let (constraint, warnings) = a.constraint.required_with_warnings(&a.schema)?;
+    super::print_warnings(&warnings);
     let t0 = Instant::now();
     let env = VocabEnv::new(vocab.clone());
     let compiled = Compiled::new(&env, &constraint)?;
@@ -55,6 +57,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<()> {
         "first_mask_allowed": mask.len(),
         "compile_us": compile_us,
         "first_mask_us": mask_us,
+        "warnings": warnings,
     });
     if let (Some(f), serde_json::Value::Object(stats)) = (facts.as_object_mut(), compiled.stats()) {
         f.extend(stats);

@@ -119,32 +119,58 @@ pub struct ConstraintArgs {
 impl ConstraintArgs {
     /// The constraint given; an error when none is.
     pub fn required(&self, schema: &SchemaArgs) -> anyhow::Result<Constraint> {
-        self.optional(schema)?
-            .ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))
+        let (constraint, warnings) = self.required_with_warnings(schema)?;
+        print_warnings(&warnings);
+        Ok(constraint)
     }
 
-    /// The constraint given, if any (files read and parsed; a schema with `schema`'s options).
+    /// [`required`](Self::required), with the warnings about the input returned instead of
+    /// printed (a grammar's unused rules: each as `FILE: LINE:COL: what`).
+    pub fn required_with_warnings(&self, schema: &SchemaArgs) -> anyhow::Result<(Constraint, Vec<String>)> {
+        let (constraint, warnings) = self.load(schema)?;
+        let constraint =
+            constraint.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))?;
+        Ok((constraint, warnings))
+    }
+
+    /// The constraint given, if any (files read and parsed; a schema with `schema`'s options);
+    /// warnings about it go to stderr.
     pub fn optional(&self, schema: &SchemaArgs) -> anyhow::Result<Option<Constraint>> {
+        let (constraint, warnings) = self.load(schema)?;
+        print_warnings(&warnings);
+        Ok(constraint)
+    }
+
+    fn load(&self, schema: &SchemaArgs) -> anyhow::Result<(Option<Constraint>, Vec<String>)> {
         if let Some(r) = &self.regex {
-            return Ok(Some(Constraint::Regex(r.clone())));
+            return Ok((Some(Constraint::Regex(r.clone())), vec![]));
         }
         if let Some(options) = &self.choice {
-            return Ok(Some(Constraint::Choice(options.clone())));
+            return Ok((Some(Constraint::Choice(options.clone())), vec![]));
         }
         if let Some(path) = &self.grammar {
             let text = std::fs::read(path).with_context(|| format!("cannot read grammar {}", path.display()))?;
             let text = String::from_utf8(text).map_err(|e| anyhow!("grammar {} is not UTF-8: {e}", path.display()))?;
-            let g = strictly::grammar::ebnf::parse(&text).with_context(|| format!("grammar {}", path.display()))?;
-            return Ok(Some(Constraint::Grammar(g)));
+            let (g, warnings) = strictly::grammar::ebnf::parse_with_warnings(&text, &Default::default())
+                .with_context(|| format!("grammar {}", path.display()))?;
+            let warnings = warnings.iter().map(|w| format!("grammar {}: {w}", path.display())).collect();
+            return Ok((Some(Constraint::Grammar(g)), warnings));
         }
         if let Some(path) = &self.schema {
             let options = schema;
             let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
             let schema: serde_json::Value = serde_json::from_slice(&text)
                 .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
-            return Ok(Some(Constraint::JsonSchema(schema, options.options())));
+            return Ok((Some(Constraint::JsonSchema(schema, options.options())), vec![]));
         }
-        Ok(None)
+        Ok((None, vec![]))
+    }
+}
+
+/// Warnings about the input, one line each on stderr (stdout stays the verb's own output).
+pub fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("strictly: warning: {w}");
     }
 }
 

@@ -11,15 +11,19 @@
 //! id     ::= /[a-z_][a-z0-9_]*/i          # regex terminal (regex-syntax), flags i s x
 //! ```
 //!
-//! Key entry points: [`parse`] (default [`Limits`]) and [`parse_with`].
+//! llama.cpp's token terminals (`<[128000]>`, `<think>`, negated `!<[id]>` / `!<think>`) are
+//! parsed and refused with an error naming the construct and its position: strictly does not
+//! let a grammar match special tokens yet.
+//!
+//! Key entry points: [`parse`] (default [`Limits`]), [`parse_with`] and [`parse_with_warnings`].
 //!
 //! Semantics and decisions:
 //! - Rule names are `[A-Za-z0-9_-]+`. A rule body may span lines: a new rule starts where a
 //!   line begins with `name ::=`. This reads every llama.cpp grammar the same way llama.cpp
 //!   does, and accepts more: llama.cpp ends a top-level rule at a newline unless the line ends
 //!   in `|` or sits inside parentheses. A `name ::=` that does not start a line is an error.
-//!   Stricter than llama.cpp: the checks below (duplicates, unreachable rules, raw control
-//!   characters and raw newlines in literals) reject some grammars llama.cpp would take.
+//!   Stricter than llama.cpp: the checks below (duplicates, raw control characters and raw
+//!   newlines in literals) reject some grammars llama.cpp would take.
 //! - Literals become [`Expr::Literal`] (`""` becomes [`Expr::Empty`]); classes, `.` and
 //!   regexes become [`Expr::Regex`] over Unicode scalar values, UTF-8 encoded: `[^"]` matches
 //!   any scalar except `"`. `\xHH` is the code point U+00HH (as in llama.cpp), not a raw byte.
@@ -32,9 +36,12 @@
 //! - Postfix operators bind to the last element and may be stacked: `a+?` is `(a+)?`.
 //! - Duplicate rule definitions are an error (llama.cpp silently keeps the last one, which is
 //!   almost always a mistake), pointing at the second definition.
-//! - Undefined references are an error pointing at the first reference; a missing `root` is an
-//!   error at 1:1; a rule not reachable from `root` is an error at its definition (no grammar
-//!   shipped with llama.cpp has one).
+//! - Undefined references are an error pointing at the first reference (in any rule, used or
+//!   not, as in llama.cpp); a missing `root` is an error at 1:1.
+//! - A rule not reachable from `root` is a [`Warning`] at its definition, and is left out of the
+//!   IR: llama.cpp loads such grammars, and its own `json_schema_to_grammar` writes them (for
+//!   `maxItems: 0`, for optional properties). [`parse_with_warnings`] returns the warnings;
+//!   [`parse`] and [`parse_with`] drop them.
 //! - Control characters (other than tab, newline, carriage return) and NUL are errors, in
 //!   literals too: use escapes. A raw newline inside a literal is an unterminated literal.
 //!
@@ -85,9 +92,35 @@ pub fn parse(src: &str) -> Result<Grammar> {
 
 /// Parses GBNF text with the given limits.
 pub fn parse_with(src: &str, limits: &Limits) -> Result<Grammar> {
+    parse_with_warnings(src, limits).map(|(g, _)| g)
+}
+
+/// Parses GBNF text with the given limits, and says what in it loads but is likely a mistake
+/// (today: rules not reachable from `root`, which are left out of the grammar).
+///
+/// ```
+/// use strictly::grammar::ebnf;
+/// let (g, warnings) = ebnf::parse_with_warnings("root ::= \"a\"\nspare ::= \"b\"", &Default::default()).unwrap();
+/// assert_eq!(g.rules.len(), 1);
+/// assert_eq!(warnings[0].to_string(), "2:1: rule `spare` is not reachable from `root` (ignored)");
+/// ```
+pub fn parse_with_warnings(src: &str, limits: &Limits) -> Result<(Grammar, Vec<Warning>)> {
     let mut p = Parser::new(src, *limits);
     p.grammar()?;
     p.finish()
+}
+
+/// Something in a grammar that loads but is likely a mistake, and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub at: Location,
+    pub msg: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.msg)
+    }
 }
 
 struct Parser {
@@ -298,6 +331,7 @@ impl Parser {
                 '"' => self.literal()?,
                 '[' => self.class()?,
                 '/' => self.regex()?,
+                '<' | '!' => self.token_terminal()?,
                 '.' => {
                     self.pos += 1;
                     Expr::Regex(std::sync::Arc::new(any_char()))
@@ -541,6 +575,54 @@ impl Parser {
         Ok(Expr::Regex(std::sync::Arc::new(Hir::class(Class::Unicode(class)))))
     }
 
+    /// A token terminal as llama.cpp writes it: `<[id]>` (a token by its id), `<think>` (a
+    /// special token by its text, brackets included), either negated with `!` (any one token
+    /// but that). Parsed, then refused at its position: they match tokens, not text, and the
+    /// matcher does not allow special tokens yet.
+    fn token_terminal(&mut self) -> Result<Expr> {
+        let at = self.pos;
+        let negated = self.peek() == Some('!');
+        if negated {
+            self.pos += 1;
+            if self.peek() != Some('<') {
+                return Err(self.err_at(at, "`!` must be followed by a token terminal `<[id]>` or `<name>`"));
+            }
+        }
+        let open = self.pos;
+        self.pos += 1;
+        if self.peek() == Some('[') {
+            self.pos += 1;
+            if self.number().is_none() {
+                return Err(self.err_at(self.pos, "expected a token id in `<[...]>`"));
+            }
+            if self.peek() != Some(']') || self.peek_at(1) != Some('>') {
+                return Err(self.err_at(self.pos, "expected `]>` after the token id"));
+            }
+            self.pos += 2;
+        } else {
+            loop {
+                match self.peek() {
+                    None | Some('\n' | '\r') => return Err(self.err_at(open, "unterminated token terminal `<...>`")),
+                    Some('>') => break,
+                    Some(c) if c.is_control() && c != '\t' => {
+                        return Err(self.err_at(self.pos, format!("raw {} in a token terminal", Self::describe(c))))
+                    }
+                    Some(_) => self.pos += 1,
+                }
+            }
+            self.pos += 1;
+            if self.pos - open == 2 {
+                return Err(self.err_at(open, "empty token terminal `<>`"));
+            }
+        }
+        let text: String = self.chars[at..self.pos].iter().collect();
+        // TODO(issue 25 item 5): token terminals need the matcher to allow special tokens (and
+        // a token id to be checked against the vocabulary): a leaf matched by token, not by
+        // bytes, with `!` as "any one token but this one".
+        let what = if negated { "negated token terminals" } else { "token terminals" };
+        Err(self.err_at(at, format!("{what} (`{text}`) are not supported yet")))
+    }
+
     fn regex(&mut self) -> Result<Expr> {
         let open = self.pos;
         self.pos += 1;
@@ -611,7 +693,7 @@ impl Parser {
 
     // ---- resolution -----------------------------------------------------------------------
 
-    fn finish(self) -> Result<Grammar> {
+    fn finish(self) -> Result<(Grammar, Vec<Warning>)> {
         // Undefined references, reported at the earliest reference in the text.
         let undefined = (0..self.names.len())
             .filter(|&i| self.defs[i].is_none())
@@ -623,14 +705,40 @@ impl Parser {
         let Some(&root) = self.ids.get("root") else {
             return Err(self.err_at(0, "no `root` rule (the start rule must be called `root`)"));
         };
-        // Final ids: definition order.
-        let mut new_id = vec![0u32; self.names.len()];
-        for (k, &old) in self.def_order.iter().enumerate() {
-            new_id[old as usize] = k as u32;
+        // Reachability from root, over provisional ids (every one is defined by now).
+        let mut seen = vec![false; self.names.len()];
+        let mut stack = vec![root];
+        seen[root as usize] = true;
+        while let Some(r) = stack.pop() {
+            if let Some((body, _)) = &self.defs[r as usize] {
+                body.for_each_rule(&mut |s| {
+                    if !seen[s.0 as usize] {
+                        seen[s.0 as usize] = true;
+                        stack.push(s.0);
+                    }
+                });
+            }
         }
-        let mut defs = self.defs;
-        let mut rules = Vec::with_capacity(self.def_order.len());
+        let mut warnings = Vec::new();
+        // Final ids: definition order, unreachable rules left out (with a warning each).
+        let mut new_id = vec![0u32; self.names.len()];
+        let mut kept = Vec::with_capacity(self.def_order.len());
         for &old in &self.def_order {
+            if seen[old as usize] {
+                new_id[old as usize] = kept.len() as u32;
+                kept.push(old);
+            } else {
+                let at = self.defs[old as usize].as_ref().map_or(0, |(_, at)| *at);
+                let (line, col) = self.line_col(at);
+                warnings.push(Warning {
+                    at: Location::LineCol { line, col },
+                    msg: format!("rule `{}` is not reachable from `root` (ignored)", self.names[old as usize]),
+                });
+            }
+        }
+        let mut rules = Vec::with_capacity(kept.len());
+        let mut defs = self.defs;
+        for &old in &kept {
             let (mut body, at) = defs[old as usize].take().unwrap_or((Expr::Empty, 0));
             body.for_each_rule_mut(&mut |r| r.0 = new_id[r.0 as usize]);
             let (line, col) = {
@@ -639,27 +747,7 @@ impl Parser {
             };
             rules.push(Rule { name: self.names[old as usize].clone(), body, span: Some(Span { line, col }) });
         }
-        let g = Grammar { rules, start: RuleId(new_id[root as usize]) };
-        // Reachability from root.
-        let mut seen = vec![false; g.rules.len()];
-        let mut stack = vec![g.start];
-        seen[g.start.0 as usize] = true;
-        while let Some(r) = stack.pop() {
-            g.rule(r).body.for_each_rule(&mut |s| {
-                if !seen[s.0 as usize] {
-                    seen[s.0 as usize] = true;
-                    stack.push(s);
-                }
-            });
-        }
-        if let Some(i) = seen.iter().position(|&s| !s) {
-            let span = g.rules[i].span.unwrap_or_default();
-            return Err(Error::Grammar {
-                at: Location::LineCol { line: span.line, col: span.col },
-                msg: format!("rule `{}` is not reachable from `root`", g.rules[i].name),
-            });
-        }
-        Ok(g)
+        Ok((Grammar { rules, start: RuleId(new_id[root as usize]) }, warnings))
     }
 }
 

@@ -208,6 +208,45 @@ fn limits_surface_as_errors() {
     assert!(e.contains("limit exceeded"), "{e}");
 }
 
+/// A counted repetition of a regular expression (a class, a group, a regular rule) is regular
+/// however large the count: it compiles to one lexeme instead of hitting the unroll limit,
+/// and its masks are the reference masks.
+#[test]
+fn counted_regular_repetitions_compile_at_any_count() {
+    let grammars = [
+        // Countable units (prefix-free): a counter.
+        "root ::= [a-zа-я一-龥]{0,2048}",
+        "root ::= ([a-z] | [а-я] | \"一\"){0,2048} \".\"",
+        "root ::= \"<\" hex{2500,} \">\"\nhex ::= [0-9a-f]",
+        // Not countable (a unit may go on after it is complete): the repeated regex.
+        "root ::= word{2,3000}\nword ::= [a-z] [0-9]?",
+    ];
+    let tiny = tiny_vocab();
+    for text in grammars {
+        let g = ebnf::parse(text).unwrap();
+        let c = Compiled::new(&VocabEnv::new(tiny.clone()), &Constraint::Grammar(g.clone()))
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        for seed in 0..3 {
+            walk(&tiny, &c, seed, 12, None);
+        }
+        for (_, vocab) in real_vocabs() {
+            let c = Compiled::new(&real_env(vocab), &Constraint::Grammar(g.clone())).unwrap();
+            walk(vocab, &c, 1, 8, None);
+        }
+    }
+    // The count is exact.
+    let g = ebnf::parse("root ::= [a-zа-я一-龥]{0,2048}").unwrap();
+    let c = Compiled::new(&VocabEnv::new(tiny.clone()), &Constraint::Grammar(g)).unwrap();
+    let mut m = c.matcher();
+    m.commit_bytes("я一".repeat(1024).as_bytes()).unwrap();
+    assert!(m.is_accepting());
+    assert!(m.commit_bytes(b"a").is_err());
+    // A repeated non-regular body keeps the unroll limit.
+    let g = ebnf::parse("root ::= x{2001}\nx ::= \"(\" x \")\" | \"a\"").unwrap();
+    let e = Compiled::new(&VocabEnv::new(tiny), &Constraint::Grammar(g)).err().unwrap().to_string();
+    assert!(e.contains("copies of a repeated non-regular expression"), "{e}");
+}
+
 /// JSON Schemas whose strings and keys compile to lexemes (intersections and complements of
 /// regexes): the engine's product automata against the reference recognizer, which runs the
 /// regexes side by side on its own; and the fast mask against the slow one on real tokenizers.

@@ -418,6 +418,11 @@ impl<'a> Lowering<'a> {
 
     fn repeat(&mut self, body: &'a Expr, min: u32, max: Option<u32>) -> Result<Sym> {
         let copies = max.unwrap_or(min);
+        if copies > 1 && self.is_regular(body) {
+            if let Some(sym) = self.counted_term(body, min, max, copies > self.limits.max_unrolled)? {
+                return Ok(sym);
+            }
+        }
         if copies > self.limits.max_unrolled {
             return Err(Error::Limit {
                 kind: LimitKind::Unrolled,
@@ -455,6 +460,24 @@ impl<'a> Lowering<'a> {
         rhs.extend(tail);
         self.add_prod(h, rhs)?;
         Ok(Sym::N(h))
+    }
+
+    /// A counted repetition of a regular body as one terminal (`[a-zа-я]{0,2048}` is regular,
+    /// whatever the count): a counter DFA, its states linear in the count (computed on the fly
+    /// when many), where the body is countable (prefix-free, see [`Dfa::is_countable`]). Else,
+    /// only when `must` (unrolling is over its limit), the repeated regex, determinized under
+    /// the DFA limits; `None`: unroll it.
+    fn counted_term(&mut self, body: &'a Expr, min: u32, max: Option<u32>, must: bool) -> Result<Option<Sym>> {
+        let unit = inline(self.g, body)?;
+        let unit_dfa = Dfa::shared(&Lexeme::Regex(unit.clone()), self.limits.dfa)?;
+        if !must && !Dfa::is_countable(&unit_dfa, min, max, b"") {
+            return Ok(None);
+        }
+        let name = match body {
+            Expr::Rule(r) => self.g.rule(*r).name.clone(),
+            _ => "lexeme".to_string(),
+        };
+        self.term(&Lexeme::counted(b"", unit, min, max, b""), &name).map(Some)
     }
 
     fn sym_or_seq(&mut self, e: &'a Expr) -> Result<Sym> {

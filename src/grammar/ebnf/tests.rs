@@ -176,9 +176,8 @@ fn errors_point_at_the_problem() {
     let (l, c, m) = err("root ::= \"a\"\nroot ::= \"b\"");
     assert_eq!((l, c), (2, 1));
     assert!(m.contains("already defined at 1:1"), "{m}");
-    let (l, c, m) = err("root ::= \"a\"\nunused ::= \"b\"");
-    assert_eq!((l, c), (2, 1));
-    assert!(m.contains("not reachable"), "{m}");
+    // Undefined references count in unused rules too (llama.cpp checks every rule).
+    assert_eq!(err("root ::= \"a\"\nunused ::= x").2, "undefined rule `x`");
     assert_eq!(err("root ::= \"a\"{3,2}").0, 1);
     assert!(err("root ::= \"a\"{3,2}").2.contains("minimum exceeds maximum"));
     assert_eq!(err("root ::= \"abc").1, 10);
@@ -203,6 +202,57 @@ fn errors_point_at_the_problem() {
     assert_eq!(err("root ::= //").2, "empty regex `//`");
     assert_eq!(err("root ::= \"a\"{}").2, "expected a number");
     assert_eq!(err("root ::= \"a\"{1;}").2, "expected a number, `,` or `}`");
+}
+
+/// llama.cpp loads grammars with rules `root` never reaches, and writes them itself: this is
+/// its `json_schema_to_grammar` output for `{"type": "array", "items": {"type": "string"},
+/// "maxItems": 0}`. Such rules are warnings, and left out of the IR.
+#[test]
+fn unused_rules_are_warnings() {
+    let src = r#"char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+item ::= string
+root ::= "[" space  "]" space
+space ::= | " " | "\n"{1,2} [ \t]{0,20}
+string ::= "\"" char* "\"" space
+"#;
+    let (g, warnings) = parse_with_warnings(src, &Limits::default()).unwrap();
+    let names: Vec<&str> = g.rules.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["root", "space"]);
+    assert_eq!(g.rule(g.start).name, "root");
+    let said: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        said,
+        [
+            "1:1: rule `char` is not reachable from `root` (ignored)",
+            "2:1: rule `item` is not reachable from `root` (ignored)",
+            "5:1: rule `string` is not reachable from `root` (ignored)",
+        ]
+    );
+    check(src, &["[]", "[ ]\n "], &["[\"a\"]"]);
+    // Used rules give no warning.
+    let (_, none) = parse_with_warnings("root ::= a\na ::= \"x\"", &Limits::default()).unwrap();
+    assert!(none.is_empty());
+}
+
+/// llama.cpp's token terminals parse, and are refused by name at their position (not a generic
+/// parse error) until the matcher allows special tokens.
+#[test]
+fn token_terminals_are_named_errors() {
+    for (src, at, msg) in [
+        ("root ::= <[128000]> \"x\"", (1, 10), "token terminals (`<[128000]>`) are not supported yet"),
+        ("root ::= \"a\"\n  | <think> [a-z]* </think>", (2, 5), "token terminals (`<think>`) are not supported yet"),
+        ("root ::= (!<[2]>)*", (1, 11), "negated token terminals (`!<[2]>`) are not supported yet"),
+        ("root ::= x\nx ::= !<|eot_id|>", (2, 7), "negated token terminals (`!<|eot_id|>`) are not supported yet"),
+        ("root ::= <[12] >", (1, 14), "expected `]>` after the token id"),
+        ("root ::= <[]>", (1, 12), "expected a token id in `<[...]>`"),
+        ("root ::= <think", (1, 10), "unterminated token terminal `<...>`"),
+        ("root ::= <>", (1, 10), "empty token terminal `<>`"),
+        ("root ::= ! \"a\"", (1, 10), "`!` must be followed by a token terminal `<[id]>` or `<name>`"),
+    ] {
+        assert_eq!(err(src), (at.0, at.1, msg.to_string()), "{src:?}");
+    }
+    // In literals, classes and regexes `<`, `>` and `!` are plain characters.
+    check(r#"root ::= "<think>" [!<] /!<[0-9]>/"#, &["<think>!!<1>", "<think><!<2>"], &["<think>"]);
 }
 
 #[test]

@@ -63,6 +63,7 @@
 mod all_of;
 mod array;
 mod conditional;
+mod ecma;
 mod keywords;
 mod not;
 mod number;

@@ -192,7 +192,7 @@ pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &
 /// The encoded content (between the quotes) of strings that a JSON Schema `pattern` matches:
 /// ECMA-262 syntax, "contains" semantics unless anchored.
 pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String> {
-    let translated = ecma_to_rust(pattern)?;
+    let translated = super::ecma::ecma_to_rust(pattern)?;
     let h = crate::regular::regex::parse(&translated).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
     anchored_branches(&h)
 }
@@ -391,76 +391,6 @@ fn encode_class(cls: &ClassUnicode) -> Hir {
         }
     }
     Hir::alternation(alts)
-}
-
-/// Translates ECMA-262 regex syntax to `regex-syntax`: `\d \w \s` are ASCII/ECMA sets, `.`
-/// excludes ECMA line terminators.
-pub(super) fn ecma_to_rust(p: &str) -> std::result::Result<String, String> {
-    const S: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
-    let mut out = String::with_capacity(p.len() + 16);
-    let mut in_class = false;
-    let mut chars = p.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let Some(e) = chars.next() else { return Err("pattern ends with a lone backslash".into()) };
-                let set = match e {
-                    'd' => Some(("0-9", false)),
-                    'D' => Some(("0-9", true)),
-                    'w' => Some(("A-Za-z0-9_", false)),
-                    'W' => Some(("A-Za-z0-9_", true)),
-                    's' => Some((S, false)),
-                    'S' => Some((S, true)),
-                    _ => None,
-                };
-                match set {
-                    Some((body, neg)) => {
-                        if in_class && !neg {
-                            out.push_str(body);
-                        } else {
-                            out.push('[');
-                            if neg {
-                                out.push('^');
-                            }
-                            out.push_str(body);
-                            out.push(']');
-                        }
-                    }
-                    None if e == 'b' && !in_class => return Err("word boundaries (\\b) are not supported".into()),
-                    None if e == 'B' && !in_class => return Err("\\B is not supported".into()),
-                    None if e == 'c' => return Err("control escapes (\\cX) are not supported".into()),
-                    None => {
-                        out.push('\\');
-                        out.push(e);
-                    }
-                }
-            }
-            '[' if !in_class => {
-                in_class = true;
-                out.push('[');
-                if chars.peek() == Some(&'^') {
-                    out.push(chars.next().unwrap());
-                }
-                // A leading `]` is a literal in ECMA; regex-syntax agrees.
-                if chars.peek() == Some(&']') {
-                    return Err("empty classes `[]` / `[^]` are not supported".into());
-                }
-            }
-            '[' if in_class => out.push_str("\\["),
-            ']' if in_class => {
-                in_class = false;
-                out.push(']');
-            }
-            '.' if !in_class => out.push_str(r"[^\n\r\u2028\u2029]"),
-            '&' | '~' | '-' if in_class && chars.peek() == Some(&c) => {
-                // regex-syntax reads `&&`, `~~`, `--` in classes as set operations.
-                out.push('\\');
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    Ok(out)
 }
 
 /// The sensible language's narrowing of a date or time format (intersected with

@@ -62,6 +62,14 @@ impl Dfa {
     }
 }
 
+impl Dfa {
+    /// Would [`counted`](Dfa::counted) count `open · unit{min,max} · close` (states linear in
+    /// the count, or computed on the fly), rather than return `None`? (See [`countable`].)
+    pub fn is_countable(unit: &Dfa, min: u32, max: Option<u32>, close: &[u8]) -> bool {
+        countable(unit, min, max, close)
+    }
+}
+
 /// Can `open · unit{min,max} · close` be counted: is the unit prefix-free (an accepting state
 /// has no way on, so a unit ends exactly where it is complete) and non-empty, can `close` not
 /// start a unit (so the end of the repetition is never in doubt), and is `min ≤ max`?

@@ -232,3 +232,58 @@ fn uri_formats_take_ports_user_info_fragments_and_paths_without_authority() {
         assert!(accepts(&schemas[1], ok), "{ok}");
     }
 }
+
+/// `pattern` is ECMA-262 (with the `u` flag): escapes and classes mean what ECMA-262 says,
+/// also where the `regex` crate's syntax would refuse the text or read it otherwise.
+#[test]
+fn patterns_read_ecma_escapes_as_ecma_262() {
+    let yes_no = |pattern: &str, yes: &[&str], no: &[&str]| {
+        let s = json!({"type": "string", "pattern": pattern});
+        for t in yes {
+            assert!(accepts(&s, t), "{pattern:?} should accept {t}");
+        }
+        for t in no {
+            assert!(!accepts(&s, t), "{pattern:?} should reject {t}");
+        }
+    };
+    // Control escapes, NUL, hex and UTF-16 escapes (the `regex` crate refuses `\cJ`, `\0`).
+    yes_no(r"^a\cJb\cib$", &[r#""a\nb\tb""#], &[r#""aJbib""#, r#""acJb""#]);
+    yes_no(r"^[\cA-\cZ]$", &[r#""\u0001""#, r#""\n""#], &[r#""A""#]);
+    yes_no(r"^a\0b$", &[r#""a\u0000b""#], &[r#""a0b""#, r#""ab""#]);
+    yes_no(r"^\x41\u00e9\uD83D\uDE00\u{1F600}$", &["\"Aé😀😀\""], &["\"Aé\""]);
+    yes_no(r"^[\b]$", &[r#""\b""#], &[r#""b""#]);
+    // `[` inside a class is a plain character (the `regex` crate reads `[[]` as unclosed).
+    yes_no(r"^[[]+$", &[r#""[[""#], &[r#""]""#, r#""a""#]);
+    yes_no(r"^[a[]+$", &[r#""a[a""#], &[r#""]""#]);
+    yes_no(r"^[^]$", &[r#""\n""#, r#""x""#], &[r#""""#]);
+    // ASCII `\d` and `\w`, ECMA's `\s` (U+FEFF is white space there, not for the `regex` crate).
+    yes_no(r"^\d+$", &[r#""042""#], &["\"٣\"", "\"１\""]);
+    yes_no(r"^\w+$", &[r#""a_Z9""#], &["\"é\"", "\"ab-\""]);
+    yes_no(r"^\s$", &["\"\u{feff}\"", "\"\u{a0}\"", r#""\n""#], &["\"\u{85}\"", r#""x""#]);
+    yes_no(r"^[\d\s-]+$", &[r#""1 -2""#], &[r#""1a""#]);
+    // Unicode properties keep their braces (no quantifier there).
+    yes_no(r"^\p{Letter}{2}\P{L}$", &["\"éa1\""], &["\"é1\"", "\"éab\""]);
+    // Escaped punctuation is the character itself.
+    yes_no(r"^a\/b\-c$", &[r#""a/b-c""#], &[r#""a\\/b-c""#]);
+    yes_no(r"^[a\-z]$", &[r#""-""#, r#""z""#], &[r#""b""#]);
+    yes_no(r"^\.\*\{$", &[r#"".*{""#], &[r#""a*{""#]);
+    // `{` and `}` that make no quantifier are plain (the `regex` crate refuses `a{`, `{,2}`).
+    yes_no(r"^a{$", &[r#""a{""#], &[r#""a""#]);
+    yes_no(r"^x{,2}$", &[r#""x{,2}""#], &[r#""xx""#]);
+    yes_no(r"^{}x{2}$", &[r#""{}xx""#], &[r#""{}x""#]);
+    // What has no regular meaning, or is a syntax error under `u`, is refused with a reason.
+    for (pattern, why) in [
+        (r"(a)\1", "backreferences"),
+        (r"(?<n>a)\k<n>", "named backreferences"),
+        (r"a(?=b)", "lookahead"),
+        (r"\q", "unknown escape"),
+        (r"\c1", "control escape"),
+        (r"\01", "octal"),
+        (r"\uD800", "lone surrogate"),
+        (r"[]", "empty class"),
+    ] {
+        let e = compiled(&json!({"type": "string", "pattern": pattern}), &JsonSchemaOptions::exact());
+        let e = e.err().unwrap_or_else(|| panic!("{pattern:?} compiled")).to_string();
+        assert!(e.contains(why) && e.contains("/pattern"), "{pattern:?}: {e}");
+    }
+}
