@@ -170,11 +170,18 @@ pub struct Cfg {
 /// Tokens of the vocabulary that can matter to the distinct-items filter, by what the reader is
 /// doing (see [`distinct`](super::distinct)).
 pub struct DistinctTokens {
-    /// Idle: a token can finish an item only if it may start one (`[`, or the last byte of a
-    /// marked literal).
+    /// Idle: a token can finish a repeat only if it may start a list and go on: a `[` with a
+    /// `,` after it (a new array's first item cannot repeat), or the last byte of a marked
+    /// literal with anything after it.
     pub openers: Vec<TokenId>,
     /// Inside a string: only a token with a `"` can finish anything.
     pub quotes: Vec<TokenId>,
+    /// Between values: a token that can hold a whole value or end one (two quotes, a closing
+    /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`).
+    pub between: Vec<TokenId>,
+    /// Inside a number or literal: a token that can end it (whitespace, `,`, a bracket, the
+    /// last letter of a literal).
+    pub scalar: Vec<TokenId>,
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -387,20 +394,33 @@ impl Cfg {
         self.distinct_tokens.get_or_init(|| {
             let vocab = env.vocab();
             let last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
-            let (mut openers, mut quotes) = (Vec::new(), Vec::new());
+            let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
+            let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
             for id in (0..vocab.len() as u32).map(TokenId) {
                 if vocab.kind(id) != TokenKind::Text {
                     continue;
                 }
                 let b = vocab.bytes(id);
-                if b.iter().any(|&x| x == b'[' || last.contains(&x)) {
+                let array = b.iter().position(|&x| x == b'[').is_some_and(|i| b[i..].contains(&b','));
+                let literal = b.iter().position(|x| last.contains(x)).is_some_and(|i| i + 1 < b.len());
+                if array || literal {
                     openers.push(id);
                 }
-                if b.contains(&b'"') {
+                let n_quotes = b.iter().filter(|&&x| x == b'"').count();
+                if n_quotes > 0 {
                     quotes.push(id);
                 }
+                let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
+                let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
+                if n_quotes > 1 || closes || digit_then_space || word(b) {
+                    between.push(id);
+                }
+                if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'l')) {
+                    scalar.push(id);
+                }
             }
-            DistinctTokens { openers, quotes }
+            DistinctTokens { openers, quotes, between, scalar }
         })
     }
 

@@ -11,20 +11,14 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::{Cfg, TermId};
-use super::distinct::{is_space, outside_strings, squeeze, Distinct, MarkAt, Marks, Repeated, Target};
+use super::distinct::{Distinct, MarkAt, Marks, Repeated};
+
+mod repeats;
 use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry, ScanStack};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
-
-/// Most tokens [`CfgRun::filter_repeats`] looks ahead from, per mask.
-const MAX_LOOKAHEADS: usize = 32;
-
-/// Most bytes committed by the look-aheads of one mask, and by one of them; most bytes deep.
-const MAX_SEARCH: usize = 4096;
-const MAX_SEARCH_ONE: usize = 1024;
-const MAX_SEARCH_DEPTH: usize = 256;
 
 #[derive(Clone)]
 struct Pos {
@@ -59,6 +53,8 @@ pub(super) struct CfgRun {
     events: Vec<(u32, MarkAt)>,
     /// See [`refused_repeats`](Self::refused_repeats).
     refused_repeats: bool,
+    /// See [`near_repeats`](Self::near_repeats).
+    near_repeats: Vec<TokenId>,
     /// The last cached-path mask, the scans it was computed at, and the least token budget it
     /// holds for ([`NO_BUDGET`]: computed without one, so it holds for no budget). A mask depends
     /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
@@ -82,6 +78,7 @@ impl CfgRun {
             text: Vec::new(),
             events: Vec::new(),
             refused_repeats: false,
+            near_repeats: Vec::new(),
             memo: None,
         }
     }
@@ -233,6 +230,17 @@ impl CfgRun {
         }
         let (scans, boundary) = (p.scans.clone(), p.boundary);
         self.chart.fits(cfg, env, &scans, boundary, budget) != Within::Over
+    }
+
+    /// Fewest usable bytes that finish from the current position ([`Chart::finish_cost`]; 0
+    /// after EOS).
+    pub fn byte_cost(&mut self, cfg: &Cfg) -> u32 {
+        let p = self.positions.last().expect("never empty");
+        if p.ended {
+            return 0;
+        }
+        let (scans, boundary) = (p.scans.clone(), p.boundary);
+        self.chart.finish_cost(cfg, &scans, boundary)
     }
 
     /// Tokens enough to finish from the current position: the least budget
@@ -469,159 +477,6 @@ impl CfgRun {
         }
         self.chart.truncate(mark);
         (refused, max_cost)
-    }
-
-    /// Takes out of `mask` the tokens that would finish an item equal to an earlier one of its
-    /// list, and those after which the only way on does (see [`distinct`](super::distinct)).
-    /// Applied the same way to the fast and the reference mask, after them.
-    ///
-    /// The second part looks ahead from a token along the bytes the grammar forces, skipping
-    /// whitespace where it is the only other choice (whitespace never makes two JSON values
-    /// differ): a tool whose arguments are all fixed, or a string whose closing quote forces
-    /// the rest of a repeated call. It looks only where a repeat is near (the item so far is
-    /// the start of an earlier one, or a list of marked literals has items and few tokens are
-    /// allowed), at most [`MAX_LOOKAHEADS`] tokens, each at most [`MAX_FORCED`] bytes: beyond
-    /// that a repeat is still refused where it ends, and a way with no other end is an error.
-    pub fn filter_repeats(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet) {
-        self.refused_repeats = false;
-        if !cfg.has_marks || self.is_ended() {
-            return;
-        }
-        let before = mask.len();
-        let vocab = env.vocab();
-        let d = self.pos().distinct.clone();
-        let sets = cfg.distinct_tokens(env);
-        let text_ids = |m: &TokenSet| -> Vec<TokenId> {
-            m.iter().filter(|&t| vocab.kind(t) == crate::vocab::TokenKind::Text).collect()
-        };
-        let candidates: Vec<TokenId> = if d.is_idle() {
-            sets.openers.iter().copied().filter(|&t| mask.contains(t)).collect()
-        } else if d.in_string() {
-            sets.quotes.iter().copied().filter(|&t| mask.contains(t)).collect()
-        } else {
-            text_ids(mask)
-        };
-        // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
-        // (innermost first): a token that finishes an item of it and may go on (`},{"`), and
-        // one that goes on spelling an earlier item of it.
-        let levels = d.reach();
-        let mut ahead: Vec<(TokenId, Target)> = Vec::new();
-        for t in candidates {
-            match self.read_guess(cfg, vocab.bytes(t)) {
-                Err(Repeated) => mask.remove(t),
-                Ok(after) => ahead.extend(
-                    levels.iter().filter(|l| after.finished(l.target) != d.finished(l.target)).map(|l| (t, l.target)),
-                ),
-            }
-        }
-        if d.is_idle() && d.has_after_items() && mask.len() <= MAX_LOOKAHEADS {
-            ahead.extend(text_ids(mask).into_iter().map(|t| (t, Target::After(None))));
-        }
-        for l in &levels {
-            // From where the item started, or (none started yet) from the start, also after a
-            // comma; whitespace outside strings is passed over on both sides.
-            let so_far = squeeze(l.start.map_or(&[][..], |s| &self.text[s as usize..]));
-            for raw in l.list.raws().iter().filter(|r| r.starts_with(&so_far)) {
-                let spelled = [&b","[..], raw].concat();
-                let outside = outside_strings(&spelled);
-                let from = if l.start.is_some() { 1 + so_far.len() } else { 0 };
-                vocab.trie().walk(
-                    from,
-                    |k, b| match spelled.get(k) {
-                        Some(&c) if c == b => Some(k + 1),
-                        _ if outside[k] && is_space(b) => Some(k),
-                        _ => None,
-                    },
-                    |_, ids| ahead.extend(ids.iter().filter(|&&t| mask.contains(t)).map(|&t| (t, l.target))),
-                );
-                if l.start.is_none() {
-                    // Also without the comma (the first item, or the comma already written).
-                    vocab.trie().walk(
-                        1usize,
-                        |k, b| match spelled.get(k) {
-                            Some(&c) if c == b => Some(k + 1),
-                            _ if outside[k] && is_space(b) => Some(k),
-                            _ => None,
-                        },
-                        |_, ids| ahead.extend(ids.iter().filter(|&&t| mask.contains(t)).map(|&t| (t, l.target))),
-                    );
-                }
-            }
-        }
-        ahead.sort_unstable_by_key(|&(t, target)| (t, target));
-        ahead.dedup();
-        let memo = self.memo.take();
-        let mut budget = MAX_SEARCH;
-        for &(t, target) in ahead.iter().take(MAX_LOOKAHEADS) {
-            if !mask.contains(t) {
-                continue;
-            }
-            let mut one = budget.min(MAX_SEARCH_ONE);
-            let dead = self.dead_end_after(cfg, vocab.bytes(t), target, &mut one);
-            budget -= budget.min(MAX_SEARCH_ONE) - one;
-            if dead {
-                mask.remove(t);
-            }
-        }
-        self.memo = memo;
-        self.refused_repeats = mask.len() < before;
-    }
-
-    /// Did the last mask take out tokens for repeating an earlier item (see
-    /// [`filter_repeats`](Self::filter_repeats))?
-    pub fn refused_repeats(&self) -> bool {
-        self.refused_repeats
-    }
-
-    /// After `bytes`, does every way on run into a repeat before `target`'s list finishes
-    /// another item (or the output may end)? A depth-first search over the bytes that can come
-    /// next (whitespace only where nothing else can: it never makes two JSON values differ),
-    /// `budget` commits at most: out of budget it answers no (unsure: not refused). Leaves the
-    /// position as it was.
-    fn dead_end_after(&mut self, cfg: &Cfg, bytes: &[u8], target: Target, budget: &mut usize) -> bool {
-        let depth = self.positions.len();
-        let dead = matches!(self.commit_or_why(cfg, bytes), Ok(Ok(()))) && {
-            let before = self.pos().distinct.finished(target);
-            !self.avoids_repeat(cfg, target, before, budget, 0)
-        };
-        self.rollback(self.positions.len() - depth);
-        dead
-    }
-
-    /// Can the output go on from here to a new item of `target`'s list (it had `before`) or
-    /// to an end, without a repeat? `true` when unsure.
-    fn avoids_repeat(
-        &mut self,
-        cfg: &Cfg,
-        target: Target,
-        before: Option<usize>,
-        budget: &mut usize,
-        depth: usize,
-    ) -> bool {
-        let now = self.pos().distinct.finished(target);
-        if self.is_accepting() || before.is_none() || now != before || *budget == 0 || depth >= MAX_SEARCH_DEPTH {
-            return true;
-        }
-        let scans = &self.pos().scans;
-        let can = |b: u8| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD);
-        // Bytes that end things first: a way out is usually found at once.
-        let order = b"\"}],".iter().copied().chain((0..=255u8).filter(|b| !b"\"}],".contains(b)));
-        let next: Vec<u8> = order.filter(|&b| can(b)).collect();
-        let solid: Vec<u8> = next.iter().copied().filter(|b| !b" \t\n\r".contains(b)).collect();
-        for b in if solid.is_empty() { next } else { solid } {
-            if *budget == 0 {
-                return true;
-            }
-            *budget -= 1;
-            if let Ok(Ok(())) = self.commit_or_why(cfg, &[b]) {
-                let ok = self.avoids_repeat(cfg, target, before, budget, depth + 1);
-                self.rollback(1);
-                if ok {
-                    return true;
-                }
-            }
-        }
-        false
     }
 
     /// The slow reference mask: every token on its own, byte by byte.

@@ -61,6 +61,19 @@ impl MarkAt {
     }
 }
 
+/// Where the reader is (see [`Distinct::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Outside everything it watches.
+    Idle,
+    /// Inside a string.
+    String,
+    /// Inside a number or `true`/`false`/`null`.
+    Scalar,
+    /// Between values.
+    Between,
+}
+
 /// A list in reach of the reader (see [`Distinct::reach`]).
 pub(super) struct Level<'a> {
     /// Where the item being read began (`None`: the next one has not begun).
@@ -144,9 +157,15 @@ impl Distinct {
         self.stack.is_empty()
     }
 
-    /// Inside a JSON string of something it watches (only a `"` can finish anything).
-    pub(super) fn in_string(&self) -> bool {
-        !self.stack.is_empty() && matches!(self.lex, Lex::Str | Lex::StrEscape)
+    /// Where the reader is, for which tokens can finish anything (see
+    /// [`DistinctTokens`](super::cfg::DistinctTokens)).
+    pub(super) fn place(&self) -> Place {
+        match (self.stack.is_empty(), self.lex) {
+            (true, _) => Place::Idle,
+            (false, Lex::Str | Lex::StrEscape) => Place::String,
+            (false, Lex::Scalar(_)) => Place::Scalar,
+            (false, Lex::Normal) => Place::Between,
+        }
     }
 
     /// Whether some `DistinctAfter` list has an item (a repeat is possible after the next mark).

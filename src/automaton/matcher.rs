@@ -4,7 +4,11 @@
 //! and an Earley run (context-free grammars, see [`cfg_run`](super::cfg_run)). Both keep one
 //! state per committed token, so `rollback(n)` is exact. The mask is "every token whose bytes
 //! keep the output extendable, plus EOS exactly when the output so far is complete". A token
-//! whose bytes end inside a UTF-8 character is fine: the automata run on bytes.
+//! whose bytes end inside a UTF-8 character is fine: the automata run on bytes. Where the grammar
+//! marks distinct items ([`distinct`](super::distinct)), a token that would finish a repeat is
+//! not allowed (by masks, `allows` and `commit` alike), and masks also leave out a token after
+//! which every way on repeats (a bounded look-ahead: `allows` and `commit` judge the token
+//! itself). Under a budget, a context-free count may be helped by the [`witness`](self::witness).
 //!
 //! Masks take `&mut self` because the Earley parser builds rows speculatively while it walks
 //! the token trie (and removes them before returning): the matcher's observable state does not
@@ -26,6 +30,9 @@ use crate::vocab::{TokenId, TokenKind, TokenSet};
 /// table has far fewer than `u32::MAX` states), so it is never read as one.
 const ENDED: StateId = StateId(u32::MAX);
 
+/// Tokens to spare under which a budgeted mask checks the tokens near a repeat by the witness.
+const DISTINCT_SLACK: u32 = 16;
+
 /// The most bytes `forced_bytes` returns at once.
 const MAX_FORCED_BYTES: usize = 4096;
 
@@ -40,7 +47,11 @@ enum Run {
 pub struct Matcher {
     compiled: Arc<Compiled>,
     run: Run,
+    /// The [`witness`](Self::witness) and the tokens committed when it was found (or followed).
+    witness: Option<(usize, Vec<TokenId>)>,
 }
+
+mod witness;
 
 impl Matcher {
     pub fn new(compiled: Arc<Compiled>) -> Matcher {
@@ -48,7 +59,7 @@ impl Matcher {
             Backend::Dfa { dfa, .. } => Run::Dfa(vec![dfa.start()]),
             Backend::Earley(cfg) => Run::Cfg(Box::new(CfgRun::new(cfg))),
         };
-        Matcher { compiled, run }
+        Matcher { compiled, run, witness: None }
     }
 
     pub fn compiled(&self) -> &Arc<Compiled> {
@@ -183,6 +194,37 @@ impl Matcher {
                     c.fill(cfg, env, mask, after_budget);
                 }
                 c.filter_repeats(cfg, env, mask);
+                // Where the lexeme-by-lexeme count says the budget cannot be met, the witness
+                // may show it can: then its first token is allowed (see `witness`).
+                let short = after_budget != NO_BUDGET
+                    && (mask.is_empty() || !c.can_finish_within(cfg, env, after_budget.saturating_add(1)));
+                // The budget does not count what keeping items distinct costs: near its end, a
+                // token near a repeat is kept only if a witness (which commits through the
+                // repeat check) finishes after it within the budget.
+                let near: Vec<TokenId> = if after_budget != NO_BUDGET
+                    && !c.near_repeats().is_empty()
+                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK))
+                {
+                    c.near_repeats().iter().copied().filter(|&t| mask.contains(t)).collect()
+                } else {
+                    Vec::new()
+                };
+                for t in near {
+                    if self.commit(t).is_ok() {
+                        let fits = self.witness().is_some_and(|w| w.len() as u32 <= after_budget);
+                        self.rollback(1).expect("committed just now");
+                        if !fits {
+                            mask.remove(t);
+                        }
+                    }
+                }
+                if short {
+                    if let Some(&[first, ref rest @ ..]) = self.witness() {
+                        if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
+                            mask.insert(first);
+                        }
+                    }
+                }
             }
             _ => unreachable!("the run matches the backend"),
         }
@@ -240,22 +282,34 @@ impl Matcher {
         };
         match vocab.kind(token) {
             TokenKind::Special if vocab.is_eos(token) && self.is_accepting() => {
+                self.witness = None;
                 match &mut self.run {
                     Run::Dfa(stack) => stack.push(ENDED),
                     Run::Cfg(c) => c.commit_eos(),
                 }
                 Ok(())
             }
-            TokenKind::Text => self.commit_bytes(vocab.bytes(token)).map_err(|e| match e {
-                Error::Limit { .. } => e,
-                _ => not_allowed(),
-            }),
+            TokenKind::Text => {
+                let before = self.len();
+                self.commit_text(vocab.bytes(token)).map_err(|e| match e {
+                    Error::Limit { .. } => e,
+                    _ => not_allowed(),
+                })?;
+                self.follow_witness(before, token);
+                Ok(())
+            }
             _ => Err(not_allowed()),
         }
     }
 
     /// Appends raw bytes as if a token spelled them (for forced text). Errors if not allowed.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        self.commit_text(bytes)?;
+        self.witness = None;
+        Ok(())
+    }
+
+    fn commit_text(&mut self, bytes: &[u8]) -> Result<()> {
         let ok = !bytes.is_empty()
             && match (&mut self.run, &self.compiled.backend) {
                 (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
@@ -285,6 +339,9 @@ impl Matcher {
             Run::Dfa(stack) => stack.truncate(stack.len() - n),
             Run::Cfg(c) => c.rollback(n),
         }
+        if n > 0 {
+            self.witness = None;
+        }
         Ok(())
     }
 
@@ -310,6 +367,8 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg, &self.compiled.env),
             _ => unreachable!("the run matches the backend"),
         };
+        // A context-free count is an upper bound: the witness may be shorter.
+        let d = d.min(self.witness().map_or(UNREACHABLE, |w| w.len() as u32));
         (d != UNREACHABLE).then_some(d)
     }
 
@@ -320,14 +379,15 @@ impl Matcher {
     pub fn can_finish_within(&mut self, n: usize) -> bool {
         let n = n.min(NO_BUDGET as usize - 1) as u32;
         let env = &self.compiled.env;
-        match (&mut self.run, &self.compiled.backend) {
+        let bound = match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
-                s == ENDED || (s != StateId::DEAD && Fits::new(env, dfa, finish_tokens, n).check(s))
+                return s == ENDED || (s != StateId::DEAD && Fits::new(env, dfa, finish_tokens, n).check(s));
             }
             (Run::Cfg(c), Backend::Earley(cfg)) => c.can_finish_within(cfg, env, n),
             _ => unreachable!("the run matches the backend"),
-        }
+        };
+        bound || self.witness().is_some_and(|w| w.len() as u32 <= n)
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if

@@ -28,8 +28,13 @@
 //! in usable bytes (bytes that are single tokens: an upper bound that settles most positions),
 //! then, where that does not fit, each lexeme's exact fewest tokens (`token_dist`, within its
 //! search limit), added up across lexemes (an upper bound: one token may span two). So a
-//! regular constraint's count is exact and a context-free one's is sound. Costs that cannot be met are [`UNREACHABLE`], and
-//! no budget is `NO_BUDGET`.
+//! regular constraint's count is exact and a context-free one's is sound; where it says nothing
+//! fits, the matcher's witness (a completion spelled in tokens and checked by committing it)
+//! may show that something does. Costs that cannot be met are [`UNREACHABLE`], and no budget is
+//! `NO_BUDGET`.
+//!
+//! Items a grammar marks as distinct (`uniqueItems` beyond small finite sets, the tool calls of
+//! one reply) are kept apart by the matcher, not the grammar: see `distinct`.
 
 pub mod cfg;
 mod cfg_run;
@@ -116,7 +121,7 @@ pub(crate) enum Backend {
     /// none suffice).
     Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley parser.
-    Earley(cfg::Cfg),
+    Earley(Box<cfg::Cfg>),
 }
 
 /// A constraint compiled for one vocabulary. Immutable; matchers share it.
@@ -147,7 +152,7 @@ impl Compiled {
                 Backend::Dfa { dfa, finish_tokens }
             }
             None => match cfg::Cfg::lower(&grammar, usable, opts.limits)? {
-                Some(cfg) => Backend::Earley(cfg),
+                Some(cfg) => Backend::Earley(Box::new(cfg)),
                 None => return Err(empty_language(constraint, &grammar)),
             },
         };

@@ -199,7 +199,9 @@ pub fn calls_grammar(
 ) -> Grammar {
     let mut rules: Vec<Rule> = Vec::new();
     let root = add_rule(&mut rules, "root", Expr::Empty);
-    let ws = || re(r"(?: ?|\n[ \t]{0,64})");
+    // One optional space where JSON allows whitespace around the call's own keys (as
+    // `json.dumps` writes them, or compact): never whitespace soup.
+    let ws = || re(r" ?");
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
     let mut objects = Vec::new();
     for (name, g) in tools {

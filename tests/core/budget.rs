@@ -166,3 +166,30 @@ fn a_budget_in_tokens_takes_what_bytes_refused() {
     m.commit(abc).unwrap();
     assert_eq!(m.min_tokens_to_finish(), Some(2));
 }
+
+/// Tokens across lexemes (`]]` closes two arrays) count as one each near the end of a budget:
+/// the lexeme-by-lexeme count says `[[[[a` needs four more tokens (after `]]`, two), the witness
+/// (the cheapest completion spelled in the vocabulary's tokens and checked by committing it)
+/// finds two.
+#[test]
+fn a_token_across_lexemes_fits_where_the_lexeme_count_says_not() {
+    let v = vocab(&[b"]]".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let g = ebnf::parse(CONTEXT_FREE[0]).unwrap();
+    let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
+    let mut m = c.matcher();
+    m.commit_bytes(b"[[[[a").unwrap();
+    assert_eq!(m.min_tokens_to_finish(), Some(2));
+    assert!(m.can_finish_within(2) && !m.can_finish_within(1));
+    let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    m.fill_mask_within(&mut fast, 2);
+    m.reference_mask_within(&mut slow, 2);
+    let close = v.encode(b"]]").unwrap()[0];
+    assert_eq!(fast.iter().collect::<Vec<_>>(), vec![close]);
+    assert_eq!(fast, slow);
+    assert_eq!(feasible(&mut m, &v, 2), vec![close], "the brute force agrees");
+    // Following it, the rest of the witness still fits.
+    m.commit(close).unwrap();
+    m.fill_mask_within(&mut fast, 1);
+    assert_eq!(fast.iter().collect::<Vec<_>>(), vec![close]);
+}

@@ -1,0 +1,185 @@
+//! The distinct-items filter of a [`CfgRun`]'s masks (see [`distinct`](crate::automaton::distinct)):
+//! the tokens that would finish a repeat, and a bounded look-ahead from the tokens near one.
+
+use super::CfgRun;
+use crate::automaton::cfg::Cfg;
+use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeated, Target};
+use crate::automaton::VocabEnv;
+use crate::regular::StateId;
+use crate::vocab::{TokenId, TokenKind, TokenSet};
+
+/// Most tokens [`CfgRun::filter_repeats`] looks ahead from, per mask.
+const MAX_LOOKAHEADS: usize = 32;
+
+/// Most bytes tried by the look-aheads of one mask, the least share of one of them, and how
+/// deep one goes.
+const MAX_SEARCH: usize = 1024;
+const MIN_SEARCH_ONE: usize = 32;
+const MAX_SEARCH_DEPTH: usize = 256;
+
+impl CfgRun {
+    /// Takes out of `mask` the tokens that would finish an item equal to an earlier one of its
+    /// list, and those after which every way on does (see [`distinct`](crate::automaton::distinct)).
+    /// Applied the same way to the fast and the reference mask, after them.
+    ///
+    /// The second part is a look-ahead: a depth-first search from the token over the bytes that
+    /// can come next, for a way to a new item (a tool whose arguments are all fixed, the last
+    /// values of a small set, a closing quote that forces the rest of a repeated call). It looks
+    /// only from tokens near a repeat (they go on spelling an earlier item of a list in reach,
+    /// whitespace aside; they finish an item and go on; or a list of marked literals has items
+    /// and few tokens are allowed), at most [`MAX_LOOKAHEADS`] of them and [`MAX_SEARCH`] bytes
+    /// tried in all: beyond that a repeat is still refused where it ends, and a way with no
+    /// other end is an error.
+    pub fn filter_repeats(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet) {
+        self.refused_repeats = false;
+        self.near_repeats.clear();
+        if !cfg.has_marks || self.is_ended() {
+            return;
+        }
+        let before = mask.len();
+        let vocab = env.vocab();
+        let d = self.pos().distinct.clone();
+        let sets = cfg.distinct_tokens(env);
+        let text_ids =
+            |m: &TokenSet| -> Vec<TokenId> { m.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect() };
+        let list = match d.place() {
+            Place::Idle => &sets.openers,
+            Place::String => &sets.quotes,
+            Place::Scalar => &sets.scalar,
+            Place::Between => &sets.between,
+        };
+        let candidates: Vec<TokenId> = list.iter().copied().filter(|&t| mask.contains(t)).collect();
+        // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
+        // (innermost first) that has items (one without cannot be repeated): a token that
+        // finishes an item of it and may go on (`},{"`), and one that goes on spelling an
+        // earlier item of it.
+        let levels: Vec<_> = d.reach().into_iter().filter(|l| !l.list.raws().is_empty()).collect();
+        let mut ahead: Vec<(TokenId, Target)> = Vec::new();
+        for t in candidates {
+            match self.read_guess(cfg, vocab.bytes(t)) {
+                Err(Repeated) => mask.remove(t),
+                Ok(after) => ahead.extend(
+                    levels.iter().filter(|l| after.finished(l.target) != d.finished(l.target)).map(|l| (t, l.target)),
+                ),
+            }
+        }
+        if d.is_idle() && d.has_after_items() && mask.len() <= MAX_LOOKAHEADS {
+            ahead.extend(text_ids(mask).into_iter().map(|t| (t, Target::After(None))));
+        }
+        for l in &levels {
+            // From where the item started, or (none started yet) from the start, also after a
+            // comma; whitespace outside strings is passed over on both sides.
+            let so_far = squeeze(l.start.map_or(&[][..], |s| &self.text[s as usize..]));
+            for raw in l.list.raws().iter().filter(|r| r.starts_with(&so_far)) {
+                let spelled = [&b","[..], raw].concat();
+                let outside = outside_strings(&spelled);
+                let step = |k: usize, b: u8| match spelled.get(k) {
+                    Some(&c) if c == b => Some(k + 1),
+                    _ if outside[k] && is_space(b) => Some(k),
+                    _ => None,
+                };
+                let mut walk_from = |from: usize| {
+                    vocab.trie().walk(from, step, |_, ids| {
+                        ahead.extend(ids.iter().filter(|&&t| mask.contains(t)).map(|&t| (t, l.target)))
+                    })
+                };
+                match l.start {
+                    Some(_) => walk_from(1 + so_far.len()),
+                    // The next item: after a comma, or without one (the first item, or the
+                    // comma already written).
+                    None => {
+                        walk_from(0);
+                        walk_from(1);
+                    }
+                }
+            }
+        }
+        ahead.sort_unstable();
+        ahead.dedup();
+        ahead.truncate(MAX_LOOKAHEADS);
+        self.near_repeats.extend(ahead.iter().map(|&(t, _)| t));
+        self.near_repeats.dedup();
+        // The search is shared out: a few tokens look far (a whole repeated tool call), many
+        // look near (the last values of a small set).
+        let memo = self.memo.take();
+        let share = (MAX_SEARCH / ahead.len().max(1)).max(MIN_SEARCH_ONE);
+        let mut budget = MAX_SEARCH;
+        for &(t, target) in &ahead {
+            if !mask.contains(t) {
+                continue;
+            }
+            let mut one = budget.min(share);
+            let given = one;
+            let dead = self.dead_end_after(cfg, vocab.bytes(t), target, &mut one);
+            budget -= given - one;
+            if dead {
+                mask.remove(t);
+            }
+        }
+        self.memo = memo;
+        self.refused_repeats = mask.len() < before;
+    }
+
+    /// The tokens the last [`filter_repeats`](Self::filter_repeats) looked ahead from: those
+    /// near a repeat (a budget checks them by the witness, see `Matcher::fill`).
+    pub fn near_repeats(&self) -> &[TokenId] {
+        &self.near_repeats
+    }
+
+    /// Did the last mask take out tokens for repeating an earlier item (see
+    /// [`filter_repeats`](Self::filter_repeats))?
+    pub fn refused_repeats(&self) -> bool {
+        self.refused_repeats
+    }
+
+    /// After `bytes`, does every way on run into a repeat before `target`'s list finishes
+    /// another item (or the output may end)? A depth-first search over the bytes that can come
+    /// next (whitespace only where nothing else can: it never makes two JSON values differ),
+    /// `budget` bytes tried at most: out of budget it answers no (unsure: not refused). Leaves
+    /// the position as it was.
+    fn dead_end_after(&mut self, cfg: &Cfg, bytes: &[u8], target: Target, budget: &mut usize) -> bool {
+        let depth = self.positions.len();
+        let dead = matches!(self.commit_or_why(cfg, bytes), Ok(Ok(()))) && {
+            let before = self.pos().distinct.finished(target);
+            !self.avoids_repeat(cfg, target, before, budget, 0)
+        };
+        self.rollback(self.positions.len() - depth);
+        dead
+    }
+
+    /// Can the output go on from here to a new item of `target`'s list (it had `before`) or
+    /// to an end, without a repeat? `true` when unsure.
+    fn avoids_repeat(
+        &mut self,
+        cfg: &Cfg,
+        target: Target,
+        before: Option<usize>,
+        budget: &mut usize,
+        depth: usize,
+    ) -> bool {
+        let now = self.pos().distinct.finished(target);
+        if self.is_accepting() || before.is_none() || now != before || *budget == 0 || depth >= MAX_SEARCH_DEPTH {
+            return true;
+        }
+        let scans = &self.pos().scans;
+        let can = |b: u8| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD);
+        // Bytes that end things first: a way out is usually found at once.
+        let order = b"\"}],".iter().copied().chain((0..=255u8).filter(|b| !b"\"}],".contains(b)));
+        let next: Vec<u8> = order.filter(|&b| can(b)).collect();
+        let solid: Vec<u8> = next.iter().copied().filter(|&b| !is_space(b)).collect();
+        for b in if solid.is_empty() { next } else { solid } {
+            if *budget == 0 {
+                return true;
+            }
+            *budget -= 1;
+            if let Ok(Ok(())) = self.commit_or_why(cfg, &[b]) {
+                let ok = self.avoids_repeat(cfg, target, before, budget, depth + 1);
+                self.rollback(1);
+                if ok {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
