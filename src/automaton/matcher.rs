@@ -466,7 +466,7 @@ impl<'a> Fits<'a> {
 
 /// The fewest tokens that finish a DFA output from `s`: the exact token distance where the
 /// search settles it within the single-byte bound, else that bound.
-pub(super) fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &[u32], s: StateId) -> u32 {
+fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &[u32], s: StateId) -> u32 {
     let bound = finish_tokens[s.index()];
     if bound == UNREACHABLE {
         return UNREACHABLE;

@@ -30,7 +30,7 @@
 //! search limit), added up across lexemes (an upper bound: one token may span two). So a
 //! regular constraint's count is exact and a context-free one's is sound; where it says nothing
 //! fits, the matcher's witness (a completion spelled in tokens and checked by committing it)
-//! may show that something does. Costs that cannot be met are [`UNREACHABLE`], and no budget is
+//! may show that something does. Costs that cannot be met are [`UNREACHABLE`](crate::regular::UNREACHABLE), and no budget is
 //! `NO_BUDGET`.
 //!
 //! Items a grammar marks as distinct (`uniqueItems` beyond small finite sets, the tool calls of
@@ -54,11 +54,11 @@ pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
-use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
+use crate::regular::{Dfa, DfaLimits, StateId};
 use crate::vocab::Vocab;
 
 /// The token budget that binds nothing (a mask without `max_tokens`): as the most usable bytes
-/// allowed to finish after a token, it admits every finish cost, [`UNREACHABLE`] included.
+/// allowed to finish after a token, it admits every finish cost, [`UNREACHABLE`](crate::regular::UNREACHABLE) included.
 /// Real budgets stay below it (see `Matcher::fill_mask_within`).
 const NO_BUDGET: u32 = u32::MAX;
 
@@ -117,7 +117,7 @@ pub struct CompileOptions {
 /// The compiled form of a constraint: what [`BackendChoice`] chose.
 pub(crate) enum Backend {
     /// A regular language: one DFA; `finish_tokens[s.index()]` = fewest single-byte tokens from
-    /// state `s` to acceptance (an upper bound on the tokens needed to finish; [`UNREACHABLE`]:
+    /// state `s` to acceptance (an upper bound on the tokens needed to finish; [`UNREACHABLE`](crate::regular::UNREACHABLE):
     /// none suffice).
     Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
     /// A context-free grammar for the Earley parser.
@@ -182,20 +182,13 @@ impl Compiled {
         Matcher::new(self.clone())
     }
 
-    /// Fewest tokens of the vocabulary from the start to a complete output: exact for a regular
-    /// constraint (within the token search's bound, see `token_dist`), and for a context-free one
-    /// counted lexeme by lexeme (an upper bound: a token that would straddle two lexemes is not
-    /// counted as one).
-    pub fn min_tokens(&self) -> Option<u32> {
-        let d = match &self.backend {
-            Backend::Dfa { dfa, finish_tokens } => {
-                matcher::dfa_finish_tokens(&self.env, dfa, finish_tokens, dfa.start())
-            }
-            Backend::Earley(cfg) => {
-                cfg.nt(cfg::NtId::TOP).minlen.min(cfg.token_costs(&self.env).nt[cfg::NtId::TOP.index()])
-            }
-        };
-        (d != UNREACHABLE).then_some(d)
+    /// Fewest tokens of the vocabulary from the start to a complete output, as a fresh matcher
+    /// counts them ([`Matcher::min_tokens_to_finish`]): exact for a regular constraint (within
+    /// the token search's bound, see `token_dist`); for a context-free one the smaller of the
+    /// lexeme-by-lexeme count (an upper bound: a token that straddles two lexemes is not counted
+    /// as one) and the witness (a completion spelled in tokens, checked by committing it).
+    pub fn min_tokens(self: &Arc<Self>) -> Option<u32> {
+        self.matcher().min_tokens_to_finish()
     }
 
     /// Facts about the compiled form, for `strictly check`.
