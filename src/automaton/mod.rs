@@ -73,6 +73,9 @@ pub enum Constraint {
     Grammar(Grammar),
     /// JSON that validates against a JSON Schema.
     JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
+    /// Free text until `trigger` appears, then `trigger` and an output of `then` (a lazy
+    /// constraint, see [`grammar::trigger`]); an output without the trigger is free text.
+    Triggered { trigger: String, then: Box<Constraint> },
 }
 
 impl Constraint {
@@ -95,6 +98,9 @@ impl Constraint {
             }
             Constraint::Grammar(g) => g.clone(),
             Constraint::JsonSchema(schema, o) => grammar::json_schema::compile_within(schema, o, limits)?.grammar,
+            Constraint::Triggered { trigger, then } => {
+                grammar::trigger::triggered(trigger, then.grammar_within(limits)?)?
+            }
         })
     }
 }
@@ -219,7 +225,7 @@ fn empty_language(constraint: &Constraint, grammar: &Grammar) -> Error {
             at: Location::Column(1),
             msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
         },
-        Constraint::Grammar(_) | Constraint::Choice(_) => {
+        Constraint::Grammar(_) | Constraint::Choice(_) | Constraint::Triggered { .. } => {
             let start = grammar.rule(grammar.start);
             let span = start.span.unwrap_or(crate::grammar::Span { line: 1, col: 1 });
             Error::Grammar {

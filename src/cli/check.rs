@@ -12,7 +12,7 @@ use serde_json::json;
 use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::TokenSet;
 
-use super::{load_vocab, ConstraintArgs, SchemaArgs};
+use super::{load_vocab, ConstraintArgs, SchemaArgs, TriggerArgs};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -24,11 +24,14 @@ pub struct CheckArgs {
     constraint: ConstraintArgs,
     #[command(flatten)]
     schema: SchemaArgs,
+    #[command(flatten)]
+    trigger: TriggerArgs,
 }
 
 pub fn run(a: CheckArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
     let (constraint, warnings) = a.constraint.required_with_warnings(&a.schema)?;
+    let constraint = a.trigger.wrap(constraint);
     super::print_warnings(&warnings);
     let t0 = Instant::now();
     let env = VocabEnv::new(vocab.clone());
@@ -44,6 +47,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<()> {
         Constraint::Choice(_) => "choice",
         Constraint::Grammar(_) => "grammar",
         Constraint::JsonSchema(..) => "json_schema",
+        Constraint::Triggered { .. } => "triggered",
     };
     let mut facts = json!({
         "ok": true,

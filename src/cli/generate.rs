@@ -23,7 +23,7 @@ use strictly::model::{ChatMessage, DeviceSpec, GenerationDefaults, LoadOptions, 
 use strictly::sample::SamplingOverrides;
 use strictly::TokenId;
 
-use super::{ConstraintArgs, SchemaArgs};
+use super::{ConstraintArgs, SchemaArgs, TriggerArgs};
 
 #[derive(Args)]
 pub struct GenerateArgs {
@@ -36,6 +36,8 @@ pub struct GenerateArgs {
     constraint: ConstraintArgs,
     #[command(flatten)]
     schema: SchemaArgs,
+    #[command(flatten)]
+    trigger: TriggerArgs,
     /// The prompt: BOS (where the model wants one) + the prompt's tokens; with --chat, the
     /// user message of a chat.
     #[arg(long)]
@@ -125,7 +127,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let device: DeviceSpec = a.device.parse()?;
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
     // Read the constraint before loading, so bad input fails fast.
-    let constraint = a.constraint.optional(&a.schema)?;
+    let constraint = a.trigger.wrap_optional(a.constraint.optional(&a.schema)?)?;
     let (loaded, load_time) =
         load(&a, &LoadOptions { device, precision, threads: a.threads, exact_quant_types: a.exact_quant_types })?;
     let prompt = prompt_tokens(&a, &loaded)?;

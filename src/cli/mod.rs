@@ -167,6 +167,35 @@ impl ConstraintArgs {
     }
 }
 
+/// `--trigger`: the constraint starts where the output first writes this text; before it,
+/// free text (a lazy constraint, see `strictly::grammar::trigger`).
+#[derive(Args)]
+pub struct TriggerArgs {
+    /// Free text until this string, then the constraint from it on (a lazy grammar); an output
+    /// that never writes it is free text.
+    #[arg(long)]
+    trigger: Option<String>,
+}
+
+impl TriggerArgs {
+    /// `constraint`, started by the trigger when one is given.
+    pub fn wrap(&self, constraint: Constraint) -> Constraint {
+        match &self.trigger {
+            Some(t) => Constraint::Triggered { trigger: t.clone(), then: Box::new(constraint) },
+            None => constraint,
+        }
+    }
+
+    /// [`wrap`](Self::wrap) for a constraint that may be absent (an error if a trigger is given
+    /// without one).
+    pub fn wrap_optional(&self, constraint: Option<Constraint>) -> anyhow::Result<Option<Constraint>> {
+        match (constraint, &self.trigger) {
+            (None, Some(_)) => Err(anyhow!("--trigger needs a constraint: --regex, --grammar, --schema or --choice")),
+            (c, _) => Ok(c.map(|c| self.wrap(c))),
+        }
+    }
+}
+
 /// Warnings about the input, one line each on stderr (stdout stays the verb's own output).
 pub fn print_warnings(warnings: &[String]) {
     for w in warnings {

@@ -22,7 +22,7 @@ use strictly::fuzz::{mutate, Checker, Derivation, GenOptions, Generator, RngSour
 use strictly::sample::SamplingParams;
 use strictly::Vocab;
 
-use super::{load_vocab, ConstraintArgs, SchemaArgs};
+use super::{load_vocab, ConstraintArgs, SchemaArgs, TriggerArgs};
 
 #[derive(Args)]
 pub struct SampleArgs {
@@ -34,6 +34,8 @@ pub struct SampleArgs {
     constraint: ConstraintArgs,
     #[command(flatten)]
     schema: SchemaArgs,
+    #[command(flatten)]
+    trigger: TriggerArgs,
     /// Number of samples.
     #[arg(short = 'n', long = "num", default_value_t = 1)]
     n: usize,
@@ -70,7 +72,7 @@ pub struct SampleArgs {
 
 pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     let vocab = load_vocab(&a.tokenizer)?;
-    let constraint = a.constraint.required(&a.schema)?;
+    let constraint = a.trigger.wrap(a.constraint.required(&a.schema)?);
     let env = VocabEnv::new(vocab.clone());
     let compiled = Compiled::new(&env, &constraint)?;
     let sampling = SamplingParams { temperature: a.temperature, seed: Some(a.seed), ..SamplingParams::default() };

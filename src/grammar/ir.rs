@@ -98,6 +98,18 @@ impl Grammar {
         &self.rules[id.0 as usize]
     }
 
+    /// Appends this grammar's rules to `rules` (its rule references renumbered to match);
+    /// returns its start rule there. For grammars built from others (tool calls, triggers).
+    pub fn append_to(self, rules: &mut Vec<Rule>) -> RuleId {
+        let off = rules.len() as u32;
+        let start = RuleId(self.start.0 + off);
+        for mut r in self.rules {
+            r.body.for_each_rule_mut(&mut |id| id.0 += off);
+            rules.push(r);
+        }
+        start
+    }
+
     /// A grammar with a single rule `root ::= body`.
     pub fn single(body: Expr) -> Grammar {
         Grammar { rules: vec![Rule { name: "root".into(), body, span: None }], start: RuleId(0) }

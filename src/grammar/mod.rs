@@ -11,5 +11,6 @@ pub mod ir;
 pub mod json_schema;
 pub mod reference;
 pub mod regex;
+pub mod trigger;
 
 pub use ir::{Expr, Grammar, Mark, Rule, RuleId, Span};

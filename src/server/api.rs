@@ -162,6 +162,9 @@ pub struct Common {
     pub regex: Option<String>,
     #[serde(alias = "guided_grammar")]
     pub grammar: Option<String>,
+    /// Free text until this string, then the request's constraint from it on (a lazy
+    /// constraint; a strictly extension).
+    pub trigger: Option<String>,
     #[serde(alias = "guided_choice")]
     pub choice: Option<Vec<String>>,
     pub guided_json: Option<Value>,
@@ -450,7 +453,8 @@ impl Common {
     }
 
     /// The user's own constraint, if any: at most one of `response_format` (json_object or
-    /// json_schema), `regex`, `grammar`, `choice`, `guided_json`.
+    /// json_schema), `regex`, `grammar`, `choice`, `guided_json`; started by `trigger` when one
+    /// is given.
     pub fn user_constraint(&self) -> Result<Option<(UserConstraint, &'static str)>, ApiError> {
         let mut found: Vec<(UserConstraint, &'static str)> = Vec::new();
         let json = self.x_strictly.as_ref().map(StrictlyExtension::options).unwrap_or_default();
@@ -504,7 +508,17 @@ impl Common {
                 names.join(" and ")
             )));
         }
-        Ok(found.pop())
+        match (found.pop(), &self.trigger) {
+            (_, Some(t)) if t.is_empty() => Err(ApiError::bad_request("trigger must not be empty").param("trigger")),
+            (None, Some(_)) => Err(ApiError::bad_request(
+                "trigger needs a constraint to start: response_format, regex, grammar, choice or guided_json",
+            )
+            .param("trigger")),
+            (Some((u, param)), Some(t)) => {
+                Ok(Some((UserConstraint::Triggered { trigger: t.clone(), then: Box::new(u) }, param)))
+            }
+            (found, None) => Ok(found),
+        }
     }
 }
 

@@ -42,6 +42,18 @@ pub enum UserConstraint {
     Choice(Vec<String>),
     /// A schema and how it compiles (the request's `x-strictly`).
     JsonSchema(Value, JsonSchemaOptions),
+    /// Free text until `trigger`, then `then` (the request's `trigger`).
+    Triggered {
+        trigger: String,
+        then: Box<UserConstraint>,
+    },
+}
+
+impl UserConstraint {
+    /// Whether its every output is structured (false for free text before a trigger).
+    pub fn structured(&self) -> bool {
+        !matches!(self, UserConstraint::Triggered { .. })
+    }
 }
 
 /// Everything a request asks of the output's shape.
@@ -59,8 +71,9 @@ impl Spec {
     /// rather than cut prose): false only for `auto` tools over free text.
     pub fn structured(&self) -> bool {
         match &self.tools {
-            Some(t) if t.mode == ToolMode::Auto => self.user.is_some(),
-            _ => true,
+            Some(t) if t.mode == ToolMode::Auto => self.user.as_ref().is_some_and(UserConstraint::structured),
+            Some(_) => true,
+            None => self.user.as_ref().is_none_or(UserConstraint::structured),
         }
     }
 
@@ -78,6 +91,9 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
         UserConstraint::JsonSchema(schema, options) => {
             json_schema::compile(schema, options).map_err(|e| schema_error(e, param))?.grammar
         }
+        UserConstraint::Triggered { trigger, then } => {
+            crate::grammar::trigger::triggered(trigger, user_grammar(then, param)?).map_err(lib)?
+        }
     })
 }
 
@@ -94,7 +110,9 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
         UserConstraint::Grammar(text) => {
             Constraint::Grammar(ebnf::parse(text).map_err(|e| ApiError::from_lib(e, Some(param)))?)
         }
-        UserConstraint::JsonSchema(..) => Constraint::Grammar(user_grammar(u, param)?),
+        UserConstraint::JsonSchema(..) | UserConstraint::Triggered { .. } => {
+            Constraint::Grammar(user_grammar(u, param)?)
+        }
     })
 }
 

@@ -132,23 +132,8 @@ pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Appends `g`'s rules to `rules` (renumbering its references); returns its start rule.
 fn import(rules: &mut Vec<Rule>, g: Grammar) -> RuleId {
-    let off = rules.len() as u32;
-    fn shift(e: Expr, off: u32) -> Expr {
-        match e {
-            Expr::Rule(r) => Expr::Rule(RuleId(r.0 + off)),
-            Expr::Seq(xs) => Expr::Seq(xs.into_iter().map(|x| shift(x, off)).collect()),
-            Expr::Alt(xs) => Expr::Alt(xs.into_iter().map(|x| shift(x, off)).collect()),
-            Expr::Repeat { body, min, max } => Expr::Repeat { body: Box::new(shift(*body, off)), min, max },
-            leaf => leaf,
-        }
-    }
-    let start = RuleId(g.start.0 + off);
-    for r in g.rules {
-        rules.push(Rule { name: r.name, body: shift(r.body, off), span: r.span });
-    }
-    start
+    g.append_to(rules)
 }
 
 fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {

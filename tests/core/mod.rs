@@ -3,4 +3,5 @@ mod distinct;
 mod grammar;
 mod mask;
 mod mask_cache;
+mod trigger;
 mod vocab;

@@ -64,3 +64,33 @@ async fn strict_schemas_must_keep_openai_rules() {
     let (s, v) = post(&app, chat, strict(ok)).await;
     assert_eq!(s, StatusCode::OK, "{v}");
 }
+
+/// `trigger` (a strictly extension): free text until the trigger, then the request's
+/// constraint (issue 25 item 2). With the embedded story model and a trigger it writes often
+/// (" the"), what follows it is the constraint's.
+#[tokio::test]
+async fn trigger_starts_the_constraint_where_the_text_writes_it() {
+    let app = app(state(ServerConfig::default()));
+    let re = regex::Regex::new(r"^(?s)(.*?) the[0-9]{3}\.$").unwrap();
+    let mut started = 0;
+    for seed in 0..6 {
+        let v = chat_ok(&app, json!({"seed": seed, "max_tokens": 48, "trigger": " the", "regex": "[0-9]{3}\\."})).await;
+        let text = content(&v, 0);
+        match text.find(" the") {
+            Some(_) => {
+                let c = re.captures(&text).unwrap_or_else(|| panic!("seed {seed}: {text:?}"));
+                assert!(!c[1].contains(" the"), "the first copy starts the constraint: {text:?}");
+                started += 1;
+            }
+            None => assert!(!text.is_empty(), "free text"),
+        }
+    }
+    assert!(started > 0, "the story model writes \" the\"");
+    let m = json!([{"role": "user", "content": "hi"}]);
+    let chat = "/v1/chat/completions";
+    let e = expect_error(&app, chat, json!({"messages": m, "trigger": "<x>"}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "trigger");
+    let e =
+        expect_error(&app, chat, json!({"messages": m, "trigger": "", "regex": "a"}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "trigger");
+}
