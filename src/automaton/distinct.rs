@@ -95,18 +95,19 @@ pub(super) enum Target {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Repeated;
 
-/// The finished items of one list.
+/// The finished items of one list. Shared between positions and copied (a pointer per item,
+/// the items themselves shared) only when an item is added.
 #[derive(Clone, Default, Debug)]
 pub(super) struct List {
     /// Canonical forms ([`canon`]).
-    keys: Vec<Box<[u8]>>,
+    keys: Vec<Arc<[u8]>>,
     /// The items as written but without whitespace outside strings ([`squeeze`]), for the
     /// look-ahead that steers away from a repeat.
-    raws: Vec<Box<[u8]>>,
+    raws: Vec<Arc<[u8]>>,
 }
 
 impl List {
-    pub(super) fn raws(&self) -> &[Box<[u8]>] {
+    pub(super) fn raws(&self) -> &[Arc<[u8]>] {
         &self.raws
     }
 }
@@ -347,8 +348,8 @@ impl Distinct {
             return Err(Repeated);
         }
         let list = Arc::make_mut(list);
-        list.keys.push(key.into_boxed_slice());
-        list.raws.push(squeeze(raw).into_boxed_slice());
+        list.keys.push(key.into());
+        list.raws.push(squeeze(raw).into());
         Ok(())
     }
 }

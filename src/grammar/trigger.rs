@@ -19,16 +19,56 @@ pub fn triggered(trigger: &str, then: Grammar) -> Result<Grammar> {
     }
     let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
     let start = then.append_to(&mut rules);
+    rules[0].body = text_then(trigger, Expr::Seq(vec![Expr::Literal(trigger.into()), Expr::Rule(start)]));
+    Ok(Grammar { rules, start: super::RuleId(0) })
+}
+
+/// `text_without(trigger) then?`, for a `then` that begins with the trigger (the tool calls of
+/// `tool_choice: auto` begin with their marker, which is a [`Mark`](super::Mark) of its own).
+pub fn text_then(trigger: &str, then: Expr) -> Expr {
+    Expr::Seq(vec![text_without(trigger), Expr::Repeat { body: Box::new(then), min: 0, max: Some(1) }])
+}
+
+/// Any text (valid UTF-8) that does not contain `trigger` (non-empty): one lexeme, the
+/// intersection of any text with the complement of "contains it".
+pub fn text_without(trigger: &str) -> Expr {
     let any = || crate::regular::regex::parse("(?s:.*)").expect("a valid built-in regex");
     let containing = Hir::concat(vec![any(), Hir::literal(trigger.as_bytes()), any()]);
-    let text = Lexeme::and(vec![Lexeme::Regex(any()), Lexeme::Not(Box::new(Lexeme::Regex(containing)))]);
-    rules[0].body = Expr::Seq(vec![
-        Expr::Lexeme(Arc::new(text)),
-        Expr::Repeat {
-            body: Box::new(Expr::Seq(vec![Expr::Literal(trigger.into()), Expr::Rule(start)])),
-            min: 0,
-            max: Some(1),
-        },
-    ]);
-    Ok(Grammar { rules, start: super::RuleId(0) })
+    Expr::Lexeme(Arc::new(Lexeme::and(vec![Lexeme::Regex(any()), Lexeme::Not(Box::new(Lexeme::Regex(containing)))])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regular::{Dfa, DfaLimits, StateId};
+
+    #[test]
+    fn text_without_the_trigger() {
+        let Expr::Lexeme(l) = text_without("<tool_call>") else { unreachable!("a lexeme") };
+        let dfa = Dfa::shared(&l, DfaLimits::default()).unwrap();
+        let matches = |s: &str| {
+            let t = dfa.run(dfa.start(), s.as_bytes());
+            t != StateId::DEAD && dfa.is_accepting(t)
+        };
+        for ok in [
+            "",
+            "hello",
+            "a < b",
+            "<tool",
+            "<tool_cal",
+            "x<<tool_calx>",
+            "<tool_call",
+            "<<tool_call",
+            "tool_call>",
+            "<\n",
+            "é",
+        ] {
+            assert!(matches(ok), "{ok:?} should match");
+        }
+        for bad in ["<tool_call>", "hi <tool_call> x", "<<tool_call>", "<tool_<tool_call>", "a<tool_call>b"] {
+            assert!(!matches(bad), "{bad:?} should not match");
+        }
+        // Text is UTF-8: a lone byte 0xFF is not.
+        assert_eq!(dfa.run(dfa.start(), b"a\xff"), StateId::DEAD);
+    }
 }

@@ -31,8 +31,8 @@
 //! ```
 //!
 //! So under `Auto` the model may answer in text, but the moment it writes the marker, the
-//! rest is a well-formed call. The text rule is the regular language of strings that do not
-//! contain the marker ([`text_without`]), built by hand because regex syntax has no negation.
+//! rest is a well-formed call: a triggered constraint (see [`crate::grammar::trigger`]) whose
+//! text is one lexeme, any text without the marker (the complement of "contains it").
 //!
 //! # Key items
 //!
@@ -145,30 +145,6 @@ fn re(pattern: &str) -> Expr {
     Expr::Regex(std::sync::Arc::new(crate::regular::regex::parse(pattern).expect("a valid built-in regex")))
 }
 
-/// The regex of all strings (any Unicode text) that do not contain `marker`. The marker's
-/// first character must not occur again in it (true of `<tool_call>`), which keeps the
-/// automaton simple: state j = the last j characters read are the marker's first j.
-///
-/// From state 1 (just read the first character), `B` = the marker's characters 1..j for some
-/// j (reaching state j); a character that is neither the next one nor the first goes back to
-/// state 0, the first character to state 1. So, with `m` the marker and `c = m[0]`:
-///
-/// ```text
-/// text = ( [^c] | c (B c)* ( ∪_j m[1..j] [^m[j] c] ) )*  ( c (B c)* B )?
-/// ```
-pub fn text_without(marker: &str) -> String {
-    let m: Vec<char> = marker.chars().collect();
-    assert!(m.len() >= 2 && !m[1..].contains(&m[0]), "the marker's first character must be unique");
-    let esc = |c: char| regex_syntax::escape(&c.to_string());
-    let lit = |cs: &[char]| cs.iter().map(|&c| esc(c)).collect::<String>();
-    let c = esc(m[0]);
-    let k = m.len();
-    // B: m[1..j] for j in 1..k (the empty string included).
-    let b = format!("(?:{})", (1..k).map(|j| lit(&m[1..j])).collect::<Vec<_>>().join("|"));
-    let back = (1..k).map(|j| format!("{}[^{}{}]", lit(&m[1..j]), esc(m[j]), c)).collect::<Vec<_>>().join("|");
-    format!("(?:[^{c}]|{c}(?:{b}{c})*(?:{back}))*(?:{c}(?:{b}{c})*{b})?")
-}
-
 /// The grammar of a reply under `mode` with calls written in `format` (see the module docs).
 /// `tools` holds each tool that may be called, by name, with the grammar of its arguments (its
 /// compiled `parameters` schema); under [`ToolMode::Named`] only the named one is used.
@@ -265,8 +241,8 @@ pub fn calls_grammar(
             Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])
         }
         (ToolMode::Auto, None, Some(marker)) => {
-            let text = add_rule(&mut rules, "text", re(&text_without(marker)));
-            Expr::Seq(vec![Expr::Rule(text), Expr::Repeat { body: Box::new(Expr::Rule(calls)), min: 0, max: Some(1) }])
+            // A trigger: text until the marker, then the calls (which begin with it).
+            crate::grammar::trigger::text_then(marker, Expr::Rule(calls))
         }
         (ToolMode::Auto, None, None) => {
             // Llama 3: a call, or text that does not begin with `{` (how the parser tells them apart).
@@ -277,36 +253,4 @@ pub fn calls_grammar(
     };
     rules[root.0 as usize].body = body;
     Grammar { rules, start: root }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn matches(re: &str, s: &str) -> bool {
-        let re = regex_automata::meta::Regex::new(&format!("^(?s:{re})$")).unwrap();
-        re.is_match(s)
-    }
-
-    #[test]
-    fn text_without_the_marker() {
-        let r = text_without(TOOL_CALL_OPEN);
-        for ok in [
-            "",
-            "hello",
-            "a < b",
-            "<tool",
-            "<tool_cal",
-            "x<<tool_calx>",
-            "<tool_call",
-            "<<tool_call",
-            "tool_call>",
-            "<\n",
-        ] {
-            assert!(matches(&r, ok), "{ok:?} should match");
-        }
-        for bad in ["<tool_call>", "hi <tool_call> x", "<<tool_call>", "<tool_<tool_call>", "a<tool_call>b"] {
-            assert!(!matches(&r, bad), "{bad:?} should not match");
-        }
-    }
 }
