@@ -59,7 +59,9 @@ pub(super) struct CfgRun {
     /// holds for ([`NO_BUDGET`]: computed without one, so it holds for no budget). A mask depends
     /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
     /// only a rollback can change: so the same scans give the same mask (e.g. every token
-    /// inside one plain string) until a rollback, which drops the memo. Under a budget it is
+    /// inside one plain string) until a rollback, which drops the memo. Origin rows count as
+    /// the same when they hold the same items ([`Chart::same_row`]: free text that may end
+    /// anywhere starts the next lexeme's scan at a new such row every step). Under a budget it is
     /// kept only if the budget refused nothing; it then holds for every budget at least as
     /// large as the largest finish cost among its tokens (or a bound on it).
     memo: Option<(Vec<Scan>, TokenSet, u32)>,
@@ -319,7 +321,12 @@ impl CfgRun {
             return;
         }
         if let Some((scans, m, need)) = &self.memo {
-            if *scans == p.scans && m.width() == mask.width() && (after_budget == NO_BUDGET || *need <= after_budget) {
+            let same = scans.len() == p.scans.len()
+                && scans
+                    .iter()
+                    .zip(&p.scans)
+                    .all(|(a, b)| a.term == b.term && a.state == b.state && self.chart.same_row(a.origin, b.origin));
+            if same && m.width() == mask.width() && (after_budget == NO_BUDGET || *need <= after_budget) {
                 mask.union_clipped(m);
                 return;
             }

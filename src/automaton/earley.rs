@@ -210,6 +210,23 @@ impl Chart {
         self.rows[r as usize].accepting
     }
 
+    /// Do rows `a` and `b` hold the same items in the same order (an item predicted in its own
+    /// row counting as the same in both), so that whatever reads on from one reads on from the
+    /// other alike? Scans that differ only in such origin rows give the same masks (free text
+    /// that may end after any byte starts its successors' scans at a new, same-looking row
+    /// every step).
+    pub fn same_row(&self, a: u32, b: u32) -> bool {
+        if a == b {
+            return true;
+        }
+        let (x, y) = (self.row_items(a), self.row_items(b));
+        self.accepting(a) == self.accepting(b)
+            && x.len() == y.len()
+            && x.iter().zip(y).all(|(i, j)| {
+                i.prod == j.prod && i.dot == j.dot && (i.origin == j.origin || (i.origin == a && j.origin == b))
+            })
+    }
+
     /// Fresh scans for every terminal row `r` expects, appended to `out`.
     pub fn start_scans(&self, cfg: &Cfg, r: u32, out: &mut Vec<Scan>) {
         for &t in self.expects(r) {

@@ -94,3 +94,37 @@ fn an_empty_trigger_is_refused() {
     .to_string();
     assert!(e.contains("trigger"), "{e}");
 }
+
+/// Random walks through free text, the trigger and the constraint: the fast mask (whose memo
+/// treats same-looking rows as one) equals the reference at every step.
+#[test]
+fn fast_equals_reference_on_walks_through_free_text() {
+    use rand::{Rng, SeedableRng};
+    let cases: Vec<(std::sync::Arc<strictly::Vocab>, usize)> =
+        vec![(tiny_vocab(), 60), (real_vocabs()[0].1.clone(), 8)];
+    for (vocab, steps) in cases {
+        let env = VocabEnv::new(vocab.clone());
+        let c = Constraint::Triggered { trigger: "ab".into(), then: Box::new(Constraint::Regex("c{1,3}d|e".into())) };
+        let c = Compiled::new(&env, &c).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for walk in 0..3 {
+            let mut m = c.matcher();
+            let (mut fast, mut slow) = (TokenSet::new(vocab.len()), TokenSet::new(vocab.len()));
+            for step in 0..steps {
+                m.fill_mask(&mut fast);
+                m.reference_mask(&mut slow);
+                assert_eq!(fast, slow, "walk {walk} step {step}");
+                let allowed: Vec<TokenId> = fast.iter().filter(|&t| !vocab.is_eos(t)).collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                // Mostly short tokens, so the trigger comes up on the tiny vocabulary.
+                let t = allowed[rng.random_range(0..allowed.len())];
+                m.commit(t).unwrap();
+                if rng.random_bool(0.1) {
+                    m.rollback(1).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -17,6 +17,26 @@ const MAX_SEARCH: usize = 1024;
 const MIN_SEARCH_ONE: usize = 32;
 const MAX_SEARCH_DEPTH: usize = 256;
 
+/// Does `bytes`, after `tail` (the output's last bytes, as many as the longest literal), open
+/// an array and go on past a comma, or complete one of `literals` and go on? Only such a token
+/// can finish a repeat from idle (as the masks' guess reads it).
+fn opens_and_goes_on(tail: &[u8], bytes: &[u8], literals: &[std::sync::Arc<str>]) -> bool {
+    if bytes.iter().position(|&b| b == b'[').is_some_and(|i| bytes[i..].contains(&b',')) {
+        return true;
+    }
+    (0..bytes.len().saturating_sub(1)).any(|i| {
+        literals.iter().any(|l| {
+            let l = l.as_bytes();
+            let here = &bytes[..=i];
+            if here.len() >= l.len() {
+                here.ends_with(l)
+            } else {
+                l.ends_with(here) && tail.ends_with(&l[..l.len() - here.len()])
+            }
+        })
+    })
+}
+
 impl CfgRun {
     /// Takes out of `mask` the tokens that would finish an item equal to an earlier one of its
     /// list, and those after which every way on does (see [`distinct`](crate::automaton::distinct)).
@@ -48,7 +68,14 @@ impl CfgRun {
             Place::Scalar => &sets.scalar,
             Place::Between => &sets.between,
         };
-        let candidates: Vec<TokenId> = list.iter().copied().filter(|&t| mask.contains(t)).collect();
+        let mut candidates: Vec<TokenId> = list.iter().copied().filter(|&t| mask.contains(t)).collect();
+        if d.is_idle() {
+            // Idle, a token matters only if it opens an array and goes on past a comma, or
+            // completes a marked literal (with what is written before it) and goes on.
+            let longest = cfg.after_literals.iter().map(|l| l.len()).max().unwrap_or(0);
+            let tail = &self.text[self.text.len().saturating_sub(longest)..];
+            candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
+        }
         // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
         // (innermost first) that has items (one without cannot be repeated): a token that
         // finishes an item of it and may go on (`},{"`), and one that goes on spelling an
