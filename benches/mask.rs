@@ -120,3 +120,32 @@ fn first_mask(bencher: divan::Bencher, name: &str) {
         at(&c, prefix).fill_mask(&mut mask);
     });
 }
+
+/// 100 decode steps of free text under `tool_choice: auto` (Hermes tool calls, one tool): a
+/// commit and a mask per step, from a fresh sequence whose first mask is already taken. Free
+/// text may end after any byte, so the state after each token looks new; the sequence's memo
+/// must see through that (see `Chart::same_row`).
+#[divan::bench]
+fn tools_auto_free_text_100_steps(bencher: divan::Bencher) {
+    use strictly::tools::{calls_grammar, ToolFormat, ToolMode};
+    let args = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let g = strictly::grammar::json_schema::compile(&args, &JsonSchemaOptions::default()).unwrap().grammar;
+    let grammar = calls_grammar(vec![("weather".into(), g)], &ToolMode::Auto, 8, ToolFormat::Hermes, None);
+    let c = Compiled::new(&env(), &Constraint::Grammar(grammar)).unwrap();
+    let text = "Sure, I can help with that. Let me think about the weather in Paris today and tomorrow. ".repeat(8);
+    let tokens: Vec<_> = vocab().encode(text.as_bytes()).unwrap().into_iter().take(100).collect();
+    let mut mask = TokenSet::new(vocab().len());
+    c.matcher().fill_mask(&mut mask);
+    bencher
+        .with_inputs(|| {
+            let mut m = c.matcher();
+            m.fill_mask(&mut TokenSet::new(vocab().len()));
+            m
+        })
+        .bench_local_refs(|m| {
+            for &t in &tokens {
+                m.commit(t).unwrap();
+                m.fill_mask(divan::black_box(&mut mask));
+            }
+        });
+}
