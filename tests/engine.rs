@@ -331,22 +331,33 @@ fn wide_integers_always_fit_their_type() {
     }
 }
 
+/// `tool_choice: required` with parallel calls on (issue 23 item 9): the embedded model writes
+/// several calls, never the same call twice (same name, JSON-equal arguments), each valid.
 #[test]
-fn debug_tools_required() {
+fn required_tool_calls_never_repeat() {
+    let weather = serde_json::json!({"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 24}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"], "additionalProperties": false});
+    let time = serde_json::json!({"type": "object",
+        "properties": {"zone": {"type": "string", "maxLength": 20}, "hours24": {"type": "boolean"}}, "required": ["zone"]});
     let tools = Tools::new()
-        .function_schema("get_weather", "Current weather for a city", serde_json::json!({"type": "object",
-            "properties": {"city": {"type": "string", "maxLength": 24}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-            "required": ["city", "unit"], "additionalProperties": false}))
+        .function_schema("get_weather", "Current weather for a city", weather.clone())
         .unwrap()
-        .function_schema("get_time", "Current time in a time zone", serde_json::json!({"type": "object",
-            "properties": {"zone": {"type": "string", "maxLength": 20}, "hours24": {"type": "boolean"}}, "required": ["zone"]}))
+        .function_schema("get_time", "Current time in a time zone", time.clone())
         .unwrap();
     let msgs = vec![ChatMessage::user("What is the weather in Paris?")];
-    for seed in 0..3 {
-        let r = engine().choose(&msgs, &tools, &ToolChoice::Required, &opts(seed, 400));
-        eprintln!(
-            "seed {seed}: {:?}",
-            r.map(|r| r.calls.iter().map(|c| format!("{} {}", c.name, c.arguments)).collect::<Vec<_>>())
-        );
+    let mut several = false;
+    for seed in 0..4 {
+        let r = engine().choose(&msgs, &tools, &ToolChoice::Required, &opts(seed, 400)).unwrap();
+        assert!(!r.calls.is_empty(), "seed {seed}");
+        let calls: Vec<(String, serde_json::Value)> =
+            r.calls.iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
+        for (i, (name, args)) in calls.iter().enumerate() {
+            let schema = if name == "get_weather" { &weather } else { &time };
+            assert!(jsonschema::validator_for(schema).unwrap().is_valid(args), "seed {seed}: {name} {args}");
+            assert!(!calls[..i].contains(&calls[i]), "seed {seed}: {name} {args} repeated in {calls:?}");
+        }
+        several |= calls.len() > 1;
     }
+    assert!(several, "the story model writes more than one call somewhere");
 }
