@@ -87,7 +87,7 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
     Ok(match u {
         UserConstraint::Regex(r) => regex::grammar(r).map_err(lib)?,
         UserConstraint::Choice(options) => Grammar::single(regex::choice(options)),
-        UserConstraint::Grammar(text) => ebnf::parse(text).map_err(lib)?,
+        UserConstraint::Grammar(text) => parse_grammar(text, param)?,
         UserConstraint::JsonSchema(schema, options) => {
             json_schema::compile(schema, options).map_err(|e| schema_error(e, param))?.grammar
         }
@@ -95,6 +95,17 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
             crate::grammar::trigger::triggered(trigger, user_grammar(then, param)?).map_err(lib)?
         }
     })
+}
+
+/// A request's EBNF/GBNF grammar; what llama.cpp accepts with a warning (an unused rule) is
+/// accepted here too, and the warning logged.
+fn parse_grammar(text: &str, param: &str) -> Result<Grammar, ApiError> {
+    let (g, warnings) =
+        ebnf::parse_with_warnings(text, &Default::default()).map_err(|e| ApiError::from_lib(e, Some(param)))?;
+    for w in warnings {
+        tracing::info!("{param}: warning: {w}");
+    }
+    Ok(g)
 }
 
 fn schema_error(e: crate::error::Error, param: &str) -> ApiError {
@@ -107,9 +118,7 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
     Ok(match u {
         UserConstraint::Regex(r) => Constraint::Regex(r.clone()),
         UserConstraint::Choice(c) => Constraint::Choice(c.clone()),
-        UserConstraint::Grammar(text) => {
-            Constraint::Grammar(ebnf::parse(text).map_err(|e| ApiError::from_lib(e, Some(param)))?)
-        }
+        UserConstraint::Grammar(text) => Constraint::Grammar(parse_grammar(text, param)?),
         UserConstraint::JsonSchema(..) | UserConstraint::Triggered { .. } => {
             Constraint::Grammar(user_grammar(u, param)?)
         }
