@@ -96,6 +96,27 @@ pub fn tiny_vocab() -> Arc<Vocab> {
     Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
 }
 
+/// A random walk of up to `steps` tokens over `c` (rolling back one now and then), checking at
+/// every state that the fast mask equals the byte-by-byte reference; `what` names the case.
+pub fn walk_checking_masks(c: &Arc<strictly::automaton::Compiled>, rng: &mut impl rand::Rng, steps: usize, what: &str) {
+    let vocab = c.vocab().clone();
+    let mut m = c.matcher();
+    let (mut fast, mut slow) = (strictly::TokenSet::new(vocab.len()), strictly::TokenSet::new(vocab.len()));
+    for step in 0..steps {
+        m.fill_mask(&mut fast);
+        m.reference_mask(&mut slow);
+        assert_eq!(fast, slow, "{what}, step {step}");
+        let allowed: Vec<strictly::TokenId> = fast.iter().filter(|&t| !vocab.is_eos(t)).collect();
+        if allowed.is_empty() {
+            break;
+        }
+        m.commit(allowed[rng.random_range(0..allowed.len())]).unwrap();
+        if rng.random_bool(0.1) {
+            m.rollback(1).unwrap();
+        }
+    }
+}
+
 /// The `seed`-th sample of `c` with seeded random logits (at most `max_tokens` tokens), checked
 /// to be complete (a constrained output is never cut short); `Err` when generation refuses up
 /// front (an empty language, or no complete output within the budget).

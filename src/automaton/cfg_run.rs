@@ -278,16 +278,17 @@ impl CfgRun {
         if self.is_accepting() || self.is_ended() {
             return None;
         }
-        let mut found: Option<u8> = None;
-        for b in 0..=255u8 {
-            if self.pos().scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD) {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(b);
-            }
-        }
-        found
+        let mut next = self.next_bytes(cfg);
+        let found = next.next();
+        next.next().is_none().then_some(found).flatten()
+    }
+
+    /// The bytes some current lexeme can read next, in increasing order: exactly those a commit
+    /// can take (every live scan can be completed, see [`earley`](super::earley)), short of a
+    /// repeat of a distinct item.
+    pub fn next_bytes<'a>(&'a self, cfg: &'a Cfg) -> impl Iterator<Item = u8> + 'a {
+        let scans = &self.pos().scans;
+        (0..=255u8).filter(move |&b| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD))
     }
 
     /// The forced bytes from here (see `Matcher::forced_bytes`).

@@ -132,10 +132,6 @@ pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn import(rules: &mut Vec<Rule>, g: Grammar) -> RuleId {
-    g.append_to(rules)
-}
-
 fn add_rule(rules: &mut Vec<Rule>, name: &str, body: Expr) -> RuleId {
     rules.push(Rule { name: name.to_string(), body, span: None });
     RuleId(rules.len() as u32 - 1)
@@ -171,7 +167,7 @@ pub fn calls_grammar(
                 continue;
             }
         }
-        let args = import(&mut rules, g);
+        let args = g.append_to(&mut rules);
         let name = serde_json::to_string(&name).expect("a string serializes");
         objects.push(Expr::Seq(vec![
             Expr::Literal("{".into()),
@@ -237,7 +233,7 @@ pub fn calls_grammar(
     let calls = add_rule(&mut rules, "tool_calls", calls_body);
     let body = match (mode, format_grammar, format.marker()) {
         (ToolMode::Auto, Some(g), _) => {
-            let user_root = import(&mut rules, g);
+            let user_root = g.append_to(&mut rules);
             Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])
         }
         (ToolMode::Auto, None, Some(marker)) => {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
@@ -13,7 +13,7 @@ use strictly::grammar::json_schema::{compile, JsonSchemaOptions};
 use strictly::tools::{calls_grammar, OutputParser, ToolFormat, ToolMode};
 use strictly::{TokenId, TokenSet, Vocab};
 
-use crate::common::{random_sample, real_env, real_vocabs};
+use crate::common::{random_sample, real_env, real_vocabs, walk_checking_masks};
 
 /// Schemas whose `uniqueItems` the grammar cannot list (more than a handful of values, or
 /// infinitely many), with enough items that random logits repeat themselves often.
@@ -102,22 +102,7 @@ fn fast_and_reference_masks_agree_with_marks() {
     for schema in sets() {
         let c = compiled(&env, &schema);
         for walk in 0..4 {
-            let mut m = c.matcher();
-            let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
-            for step in 0..60 {
-                m.fill_mask(&mut fast);
-                m.reference_mask(&mut slow);
-                assert_eq!(fast, slow, "{schema} walk {walk} step {step}");
-                let allowed: Vec<TokenId> = fast.iter().filter(|&t| !v.is_eos(t)).collect();
-                if allowed.is_empty() {
-                    break;
-                }
-                let t = allowed[rng.random_range(0..allowed.len())];
-                m.commit(t).unwrap();
-                if rng.random_bool(0.1) {
-                    m.rollback(1).unwrap();
-                }
-            }
+            walk_checking_masks(&c, &mut rng, 60, &format!("{schema} walk {walk}"));
         }
     }
 }

@@ -4,7 +4,7 @@
 use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::{TokenId, TokenSet};
 
-use crate::common::{random_sample, real_env, real_vocabs, tiny_vocab};
+use crate::common::{random_sample, real_env, real_vocabs, tiny_vocab, walk_checking_masks};
 
 fn triggered(then: Constraint) -> Constraint {
     Constraint::Triggered { trigger: "<json>".into(), then: Box::new(then) }
@@ -99,7 +99,7 @@ fn an_empty_trigger_is_refused() {
 /// treats same-looking rows as one) equals the reference at every step.
 #[test]
 fn fast_equals_reference_on_walks_through_free_text() {
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     let cases: Vec<(std::sync::Arc<strictly::Vocab>, usize)> =
         vec![(tiny_vocab(), 60), (real_vocabs()[0].1.clone(), 8)];
     for (vocab, steps) in cases {
@@ -108,23 +108,7 @@ fn fast_equals_reference_on_walks_through_free_text() {
         let c = Compiled::new(&env, &c).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         for walk in 0..3 {
-            let mut m = c.matcher();
-            let (mut fast, mut slow) = (TokenSet::new(vocab.len()), TokenSet::new(vocab.len()));
-            for step in 0..steps {
-                m.fill_mask(&mut fast);
-                m.reference_mask(&mut slow);
-                assert_eq!(fast, slow, "walk {walk} step {step}");
-                let allowed: Vec<TokenId> = fast.iter().filter(|&t| !vocab.is_eos(t)).collect();
-                if allowed.is_empty() {
-                    break;
-                }
-                // Mostly short tokens, so the trigger comes up on the tiny vocabulary.
-                let t = allowed[rng.random_range(0..allowed.len())];
-                m.commit(t).unwrap();
-                if rng.random_bool(0.1) {
-                    m.rollback(1).unwrap();
-                }
-            }
+            walk_checking_masks(&c, &mut rng, steps, &format!("walk {walk}"));
         }
     }
 }

@@ -5,7 +5,6 @@ use super::CfgRun;
 use crate::automaton::cfg::Cfg;
 use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeated, Target};
 use crate::automaton::VocabEnv;
-use crate::regular::StateId;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// Most tokens [`CfgRun::filter_repeats`] looks ahead from, per mask.
@@ -188,11 +187,10 @@ impl CfgRun {
         if self.is_accepting() || before.is_none() || now != before || *budget == 0 || depth >= MAX_SEARCH_DEPTH {
             return true;
         }
-        let scans = &self.pos().scans;
-        let can = |b: u8| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD);
         // Bytes that end things first: a way out is usually found at once.
-        let order = b"\"}],".iter().copied().chain((0..=255u8).filter(|b| !b"\"}],".contains(b)));
-        let next: Vec<u8> = order.filter(|&b| can(b)).collect();
+        let (mut next, rest): (Vec<u8>, Vec<u8>) = self.next_bytes(cfg).partition(|b| b"\"}],".contains(b));
+        next.sort_by_key(|b| b"\"}],".iter().position(|x| x == b));
+        next.extend(rest);
         let solid: Vec<u8> = next.iter().copied().filter(|&b| !is_space(b)).collect();
         for b in if solid.is_empty() { next } else { solid } {
             if *budget == 0 {

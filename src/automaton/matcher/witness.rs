@@ -84,8 +84,12 @@ impl Matcher {
         if cost == UNREACHABLE || cost == 0 || out.len() >= MAX_WITNESS_BYTES {
             return false;
         }
-        // Printable ASCII first: the usual way on.
-        let order = (0x20..0x7fu8).chain((0..0x20u8).chain(0x7f..=0xffu8));
+        // The bytes the lexemes can read, printable ASCII first: the usual way on.
+        let mut order: Vec<u8> = match (&self.run, &self.compiled.backend) {
+            (Run::Cfg(c), super::Backend::Earley(cfg)) => c.next_bytes(cfg).collect(),
+            _ => return false,
+        };
+        order.sort_by_key(|&b| !(0x20..0x7f).contains(&b));
         let mut later = Vec::new();
         for b in order {
             if *budget == 0 {
