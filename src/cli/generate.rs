@@ -93,10 +93,6 @@ pub struct GenerateArgs {
     /// CPU threads for the forward pass [default: RAYON_NUM_THREADS, else the physical cores].
     #[arg(long)]
     threads: Option<usize>,
-    /// GGUF: multiply Q4_1, Q5_0 and Q5_1 weights as stored (llama.cpp's arithmetic, about 3x
-    /// slower on the CPU) instead of as Q8_0.
-    #[arg(long)]
-    exact_quant_types: bool,
     /// Timing on stderr: load, prefill, tokens/s, forward passes saved by fast-forward, mask time.
     #[arg(long)]
     verbose: bool,
@@ -128,8 +124,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
     // Read the constraint before loading, so bad input fails fast.
     let constraint = a.trigger.wrap_optional(a.constraint.optional(&a.schema)?)?;
-    let (loaded, load_time) =
-        load(&a, &LoadOptions { device, precision, threads: a.threads, exact_quant_types: a.exact_quant_types })?;
+    let (loaded, load_time) = load(&a, &LoadOptions { device, precision, threads: a.threads })?;
     let prompt = prompt_tokens(&a, &loaded)?;
     let t_compile = Instant::now();
     let compiled = constraint.map(|c| Compiled::new(&loaded.env, &c)).transpose()?;

@@ -54,10 +54,6 @@ pub struct ServeArgs {
     /// CPU threads for the forward pass [default: RAYON_NUM_THREADS, else the physical cores].
     #[arg(long)]
     threads: Option<usize>,
-    /// GGUF: multiply Q4_1, Q5_0 and Q5_1 weights as stored (llama.cpp's arithmetic, about 3x
-    /// slower on the CPU) instead of as Q8_0.
-    #[arg(long)]
-    exact_quant_types: bool,
 }
 
 impl ServeArgs {
@@ -90,10 +86,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let config = a.config()?;
     let device: DeviceSpec = a.device.parse()?;
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
-    let loaded = LoadedModel::load(
-        a.model.as_deref(),
-        &LoadOptions { device, precision, threads: a.threads, exact_quant_types: a.exact_quant_types },
-    )?;
+    let loaded = LoadedModel::load(a.model.as_deref(), &LoadOptions { device, precision, threads: a.threads })?;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -42,12 +42,15 @@
 //! - A cache is a list of reference-counted tensors that a pass replaces (concatenation makes
 //!   new ones) and never writes into, so a clone is an independent checkpoint.
 
+use std::sync::Arc;
+
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use super::candle_error::candle_err;
+use super::qblocks::QBlocks;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
@@ -95,6 +98,8 @@ enum Weight {
     /// `(in, out)`.
     Dense(Tensor),
     Quantized(QMatMul),
+    /// A 32-value block type on the CPU, multiplied by this crate's kernels.
+    Blocks(Arc<QBlocks>),
 }
 
 impl Linear {
@@ -105,6 +110,11 @@ impl Linear {
     /// A quantized weight, with an optional `(out,)` bias.
     pub(super) fn quantized(w: QMatMul, bias: Option<Tensor>) -> Linear {
         Linear { weight: Weight::Quantized(w), bias }
+    }
+
+    /// A quantized weight multiplied by [`QBlocks`]' kernels, with an optional `(out,)` bias.
+    pub(super) fn blocks(w: QBlocks, bias: Option<Tensor>) -> Linear {
+        Linear { weight: Weight::Blocks(Arc::new(w)), bias }
     }
 
     fn load(inputs: usize, outputs: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
@@ -120,6 +130,7 @@ impl Linear {
         let y = match &self.weight {
             Weight::Dense(wt) => x.matmul(wt)?,
             Weight::Quantized(w) => w.forward(x)?,
+            Weight::Blocks(w) => w.forward(x)?,
         };
         match &self.bias {
             Some(b) => y.broadcast_add(b),
@@ -473,7 +484,16 @@ impl BatchNet {
             return Ok(Vec::new());
         }
         let e = candle_err("batched forward pass");
-        let (logits, new) = self.pass(rows).map_err(&e)?;
+        // On the CPU the pass runs on a thread of candle's pool, so the ops that split their
+        // work with rayon (softmax, norms) run there and then, instead of handing it to a pool
+        // thread and waiting, op after op (a measured ~15% of a small model's decode step).
+        let (logits, new) = if self.device().is_cpu() {
+            let rows = &*rows;
+            candle_core::utils::with_threadpool(|| self.pass(rows))
+        } else {
+            self.pass(rows)
+        }
+        .map_err(&e)?;
         let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
         for (r, layers) in rows.iter_mut().zip(new) {
             r.cache.layers = layers;

@@ -130,11 +130,6 @@ pub struct LoadOptions {
     /// CPU threads for the forward pass (a process-wide setting: [`set_cpu_threads`]);
     /// `None`: leave it as it is.
     pub threads: Option<usize>,
-    /// GGUF models: multiply every weight in the type the file stores it in, even where candle
-    /// has no SIMD CPU kernel for that type (Q4_1, Q5_0, Q5_1: about 3x slower), so the
-    /// arithmetic follows llama.cpp's. `false` (the default): such weights are converted to
-    /// Q8_0 when they load on the CPU (see `model::gguf::cpu_kernel_type`).
-    pub exact_quant_types: bool,
 }
 
 impl LoadOptions {

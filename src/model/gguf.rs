@@ -4,7 +4,7 @@
 //! ```text
 //!  model.gguf ─┬─ general.architecture ──── llama (also Mistral's files) · qwen2 · phi3
 //!              ├─ tensors (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, F16, F32, ...) ─▶ BatchNet:
-//!              │    projections stay quantized (candle's QMatMul), activations are f32
+//!              │    projections stay quantized (QBlocks or candle's QMatMul), activations f32
 //!              ├─ tokenizer.ggml.* ───────── GgufTokenizer ─┬─ Vocab (byte-exact)
 //!              │                                            └─ PromptFormat (BOS, add_bos)
 //!              └─ tokenizer.chat_template ── ChatTemplate
@@ -26,9 +26,10 @@
 //! What differs from a safetensors model (see [`CandleModel`]):
 //! - the precision is f32 (the weights stay in their quantized form; `--dtype` other than f32
 //!   is an error);
-//! - on the CPU, Q4_1, Q5_0 and Q5_1 weights are multiplied as Q8_0 ([`cpu_kernel_type`]:
-//!   candle has no SIMD kernel for them; 3x faster on SmolLM2 Q4_1, logits within about 1 of
-//!   llama.cpp's instead of 0.5), unless [`LoadOptions::exact_quant_types`];
+//! - on the CPU, weights of ggml's 32-value block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are
+//!   multiplied as stored by this crate's own kernels ([`super::qblocks`]: candle has SIMD
+//!   kernels for Q4_0 and Q8_0 only, and its fastest need inner sizes that are multiples of
+//!   256); the K-quants and float types by candle's `QMatMul`;
 //! - generation defaults (sampling knobs) are those of [`GenerationDefaults::default`]: a GGUF
 //!   file carries no `generation_config.json`. Its EOS ids are `eos_token_id` and the
 //!   end-of-turn ids.
@@ -40,7 +41,7 @@ use std::sync::Arc;
 
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, RmsNorm};
 
 use super::batch::{plain_inv_freq, rotary_tables, Attention, BatchNet, GateUp, Layer, Linear, Mlp, Qkv};
@@ -49,6 +50,7 @@ use super::chat::ChatTemplate;
 use super::config::Arch;
 use super::net::CandleModel;
 use super::prompt::{GenerationDefaults, PromptFormat};
+use super::qblocks::QBlocks;
 use super::{LoadOptions, LoadedModel, ModelInfo, Precision};
 use crate::automaton::VocabEnv;
 use crate::error::{Error, Result};
@@ -322,20 +324,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
     let dims = Dims::read(&meta, &arch_name)?;
     let layers = dims.layers;
     let parameters = content.tensor_infos.values().map(|t| t.shape.elem_count()).sum();
-    let mut quantization = quantization(&content);
-    let converted: Vec<&str> = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1]
-        .into_iter()
-        .filter(|&t| content.tensor_infos.values().any(|i| i.ggml_dtype == t))
-        .filter(|&t| {
-            opts.device == super::DeviceSpec::Cpu
-                && !opts.exact_quant_types
-                && cpu_kernel_type(t, &Device::Cpu).is_some()
-        })
-        .map(dtype_name)
-        .collect();
-    if !converted.is_empty() {
-        quantization.push_str(&format!("; {} multiplied as Q8_0 on the CPU", converted.join(", ")));
-    }
+    let quantization = quantization(&content);
 
     // The tokenizer and chat template.
     let tok = meta.tokenizer()?;
@@ -359,7 +348,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
 
     // The network.
     let device = opts.device.open()?;
-    let net = build_net(&content, &mut reader, arch, &dims, max_positions, &device, opts.exact_quant_types, &name)?;
+    let net = build_net(&content, &mut reader, arch, &dims, max_positions, &device, &name)?;
     debug_assert_eq!(net.vocab_size(), width);
     let model = CandleModel::from_batch_net(net, arch);
     let file_name = path.file_name().map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
@@ -376,17 +365,6 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         quantization: Some(quantization),
     };
     Ok(LoadedModel { model, env: VocabEnv::new(Arc::new(vocab)), prompt, defaults, info })
-}
-
-/// The type a weight of type `t` is multiplied in on `device`: `Some(Q8_0)` for the types
-/// candle 0.11 has no SIMD CPU kernel for (Q4_1, Q5_0, Q5_1: its scalar dot products run
-/// several times slower than llama.cpp's), else `None` (as stored). Q8_0 holds a Q4_1/Q5_x
-/// weight to within 1/254 of its block's largest value (a few percent of one 4-bit step) and
-/// takes 1.7x (Q4_1) the memory of those tensors; CUDA has kernels for all of them.
-/// [`LoadOptions::exact_quant_types`] keeps them as stored.
-pub fn cpu_kernel_type(t: GgmlDType, device: &Device) -> Option<GgmlDType> {
-    let slow = matches!(t, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
-    (slow && device.is_cpu()).then_some(GgmlDType::Q8_0)
 }
 
 /// The dimensions and options of a GGUF network, from its metadata.
@@ -443,8 +421,9 @@ impl Dims {
     }
 }
 
-/// Reads the tensors into a [`BatchNet`]: projections stay quantized (`QMatMul`; see
-/// [`cpu_kernel_type`]), the embedding and the norms are dequantized to f32.
+/// Reads the tensors into a [`BatchNet`]: projections stay quantized (on the CPU, the block
+/// types in [`QBlocks`], the rest in candle's `QMatMul`), the embedding and the norms are
+/// dequantized to f32.
 #[allow(clippy::too_many_arguments)]
 fn build_net<R: Read + Seek>(
     content: &Content,
@@ -453,7 +432,6 @@ fn build_net<R: Read + Seek>(
     dims: &Dims,
     max_positions: usize,
     device: &Device,
-    exact: bool,
     name: &str,
 ) -> Result<BatchNet> {
     let err =
@@ -479,17 +457,17 @@ fn build_net<R: Read + Seek>(
     };
     let has = |t: &str| content.tensor_infos.contains_key(t);
     let dense = |t: &str, q: QTensor| q.dequantize(device).map_err(|e| err(t, e));
-    let matmul = |t: &str, w: QTensor| -> Result<QMatMul> {
-        let w = match cpu_kernel_type(w.dtype(), device).filter(|_| !exact) {
-            Some(to) => w.dequantize(device).and_then(|d| QTensor::quantize(&d, to)).map_err(|e| err(t, e))?,
-            None => w,
-        };
-        QMatMul::from_qtensor(w).map_err(|e| err(t, e))
+    let matmul = |t: &str, w: QTensor, bias: Option<Tensor>| -> Result<Linear> {
+        if device.is_cpu() {
+            if let Some(blocks) = QBlocks::from_qtensor(&w).map_err(|e| err(t, e))? {
+                return Ok(Linear::blocks(blocks, bias));
+            }
+        }
+        Ok(Linear::quantized(QMatMul::from_qtensor(w).map_err(|e| err(t, e))?, bias))
     };
     let linear = |t: &str, outputs: usize, inputs: usize, bias: Option<&str>| -> Result<Linear> {
         let w = qtensor(t)?;
         check(t, &w, &[outputs, inputs])?;
-        let w = matmul(t, w)?;
         let bias = match bias.filter(|b| has(b)) {
             Some(b) => {
                 let q = qtensor(b)?;
@@ -498,7 +476,7 @@ fn build_net<R: Read + Seek>(
             }
             None => None,
         };
-        Ok(Linear::quantized(w, bias))
+        matmul(t, w, bias)
     };
     let norm = |t: &str| -> Result<RmsNorm> {
         let q = qtensor(t)?;
@@ -528,7 +506,7 @@ fn build_net<R: Read + Seek>(
         let down = qtensor(&p("ffn_down.weight"))?;
         let inter = down.shape().dims().get(1).copied().unwrap_or(0);
         check(&p("ffn_down.weight"), &down, &[hidden, inter])?;
-        let down = Linear::quantized(matmul(&p("ffn_down.weight"), down)?, None);
+        let down = matmul(&p("ffn_down.weight"), down, None)?;
         let gate_up = if has(&p("ffn_gate.weight")) {
             GateUp::Split {
                 gate: linear(&p("ffn_gate.weight"), inter, hidden, None)?,

@@ -80,6 +80,7 @@ mod device;
 pub mod gguf;
 mod net;
 pub mod prompt;
+mod qblocks;
 pub mod weights;
 
 use std::path::Path;

@@ -1,0 +1,169 @@
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use proptest::prelude::*;
+
+use super::kernels::{self, Level, ROWS};
+use super::*;
+
+const TYPES: [GgmlDType; 5] = [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1, GgmlDType::Q8_0];
+
+/// A `(rows, cols)` weight of type `t` quantized by candle from pseudo-random values.
+fn weight(t: GgmlDType, rows: usize, cols: usize, seed: u64) -> QTensor {
+    let values = noise(rows * cols, seed);
+    let w = Tensor::from_vec(values, (rows, cols), &Device::Cpu).unwrap();
+    QTensor::quantize(&w, t).unwrap()
+}
+
+/// Deterministic values in about [-1, 1], a few of them large, some blocks all zero.
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|i| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+            match (i / BLOCK) % 7 {
+                3 => 0.0,
+                5 => v * 40.0,
+                _ => v,
+            }
+        })
+        .collect()
+}
+
+/// The weight's values as the kernels read them: `d · u + m`.
+fn decoded(w: &QBlocks) -> Vec<f32> {
+    let nb = w.rows * w.cols / BLOCK;
+    (0..nb)
+        .flat_map(|blk| {
+            let [d, m] = w.scales[blk];
+            (0..BLOCK).map(move |j| (blk, j, d, m))
+        })
+        .map(|(blk, j, d, m)| d * kernels_code(w, blk, j) as f32 + m)
+        .collect()
+}
+
+fn kernels_code(w: &QBlocks, blk: usize, j: usize) -> i32 {
+    match &w.codes {
+        Codes::Nibbles(c) => {
+            let b = c[blk * 16 + j % 16];
+            (if j < 16 { b & 0x0F } else { b >> 4 }) as i32
+        }
+        Codes::Bytes(c) => c[blk * BLOCK + j] as i32,
+    }
+}
+
+fn levels() -> Vec<Level> {
+    let mut l = vec![Level::Scalar];
+    if kernels::level() != Level::Scalar {
+        l.push(kernels::level());
+    }
+    l
+}
+
+#[test]
+fn every_type_decodes_to_candles_dequantized_values_exactly() {
+    for t in TYPES {
+        let q = weight(t, 5, 96, 7);
+        let w = QBlocks::from_qtensor(&q).unwrap().expect("a block type");
+        let reference = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(decoded(&w), reference, "{t:?}");
+    }
+}
+
+#[test]
+fn other_types_and_shapes_stay_with_candle() {
+    let w = Tensor::from_vec(noise(256 * 2, 1), (2, 256), &Device::Cpu).unwrap();
+    assert!(QBlocks::from_qtensor(&QTensor::quantize(&w, GgmlDType::Q4K).unwrap()).unwrap().is_none());
+    let v = Tensor::from_vec(noise(64, 2), 64, &Device::Cpu).unwrap();
+    assert!(QBlocks::from_qtensor(&QTensor::quantize(&v, GgmlDType::Q8_0).unwrap()).unwrap().is_none());
+}
+
+/// `x · Wᵀ` with the decoded weight, and for each output the most the activations'
+/// quantization can move it: `Σ_blocks (e / 2) · Σ_j |w_j|` (each `a_j` is `x_j / e` rounded).
+fn reference(w: &QBlocks, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (rows, cols) = (w.rows, w.cols);
+    let wd = decoded(w);
+    let m = x.len() / cols;
+    let mut out = vec![0f32; m * rows];
+    let mut bound = vec![0f32; m * rows];
+    for i in 0..m {
+        let xr = &x[i * cols..(i + 1) * cols];
+        for r in 0..rows {
+            let wr = &wd[r * cols..(r + 1) * cols];
+            out[i * rows + r] = xr.iter().zip(wr).map(|(a, b)| (*a as f64) * (*b as f64)).sum::<f64>() as f32;
+            bound[i * rows + r] = xr
+                .chunks(BLOCK)
+                .zip(wr.chunks(BLOCK))
+                .map(|(xb, wb)| {
+                    let e = xb.iter().fold(0f32, |a, v| a.max(v.abs())) / 127.0;
+                    e / 2.0 * wb.iter().map(|v| v.abs()).sum::<f32>()
+                })
+                .sum();
+        }
+    }
+    (out, bound)
+}
+
+fn check(t: GgmlDType, rows: usize, blocks: usize, m: usize, seed: u64) {
+    let cols = blocks * BLOCK;
+    let w = QBlocks::from_qtensor(&weight(t, rows, cols, seed)).unwrap().unwrap();
+    let x = noise(m * cols, seed ^ 0xfeed);
+    let (exact, bound) = reference(&w, &x);
+    // The multi-threaded matmul, with the detected kernels.
+    let mut out = vec![0f32; m * rows];
+    w.matmul(&x, &mut out);
+    for (i, ((o, e), b)) in out.iter().zip(&exact).zip(&bound).enumerate() {
+        let tol = b * 1.001 + 1e-4 * (1.0 + e.abs());
+        assert!((o - e).abs() <= tol, "{t:?} {rows}x{cols} m={m} out {i}: {o} vs {e} (bound {b})");
+    }
+    // Every kernel level computes the same sums, to f32 rounding.
+    let acts: Vec<_> = levels().into_iter().map(|l| (l, kernels::quantize_at(l, &x, cols))).collect();
+    for (_, a) in &acts[1..] {
+        assert_eq!((&a.codes, &a.scale, &a.scaled_sum), (&acts[0].1.codes, &acts[0].1.scale, &acts[0].1.scaled_sum));
+    }
+    for i in 0..m {
+        for first in (0..rows).step_by(ROWS) {
+            let range = first..(first + ROWS).min(rows);
+            let mut per_level = Vec::new();
+            for (l, a) in &acts {
+                let mut dots = [0f32; ROWS];
+                kernels::dot_rows_at(*l, &w, range.clone(), a, i, &mut dots);
+                per_level.push(dots);
+            }
+            for dots in &per_level[1..] {
+                for (a, b) in dots.iter().zip(&per_level[0]) {
+                    assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{t:?}: {a} vs {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_type_multiplies_within_the_activation_rounding_on_every_kernel() {
+    for t in TYPES {
+        for (rows, blocks, m) in [(1, 1, 1), (4, 18, 1), (7, 3, 5), (13, 48, 2), (33, 2, 17)] {
+            check(t, rows, blocks, m, rows as u64 * 31 + m as u64);
+        }
+    }
+}
+
+#[test]
+fn forward_keeps_the_leading_dimensions() {
+    let w = QBlocks::from_qtensor(&weight(GgmlDType::Q4_1, 6, 64, 3)).unwrap().unwrap();
+    let x = Tensor::from_vec(noise(2 * 3 * 64, 9), (2, 3, 64), &Device::Cpu).unwrap();
+    let y = w.forward(&x).unwrap();
+    assert_eq!(y.dims(), &[2, 3, 6]);
+    let mut flat = vec![0f32; 6 * 6];
+    w.matmul(&x.flatten_all().unwrap().to_vec1().unwrap(), &mut flat);
+    assert_eq!(y.flatten_all().unwrap().to_vec1::<f32>().unwrap(), flat);
+    assert!(w.forward(&Tensor::zeros((1, 32), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn random_shapes_agree_with_the_reference(t in 0..TYPES.len(), rows in 1usize..20, blocks in 1usize..6, m in 1usize..4, seed in any::<u64>()) {
+        check(TYPES[t], rows, blocks, m, seed);
+    }
+}
