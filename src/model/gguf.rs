@@ -52,7 +52,6 @@ use super::net::CandleModel;
 use super::prompt::{GenerationDefaults, PromptFormat};
 use super::qblocks::QBlocks;
 use super::{LoadOptions, LoadedModel, ModelInfo, Precision};
-use crate::automaton::VocabEnv;
 use crate::error::{Error, Result};
 use crate::vocab::GgufTokenizer;
 
@@ -328,7 +327,8 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
 
     // The tokenizer and chat template.
     let tok = meta.tokenizer()?;
-    let vocab = tok.vocab(&name)?;
+    // Started first: the vocabulary's tables build while the weights load.
+    let env = super::prepared_env(Arc::new(tok.vocab(&name)?));
     let tokenizer = tok.tokenizer(&name)?;
     let token_name = |id: Option<u32>| id.and_then(|i| tok.token(i)).map(str::to_string);
     let tokenizer_config = serde_json::json!({
@@ -364,7 +364,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<LoadedModel> {
         precision: Precision::F32,
         quantization: Some(quantization),
     };
-    Ok(LoadedModel { model, env: VocabEnv::new(Arc::new(vocab)), prompt, defaults, info })
+    Ok(LoadedModel { model, env, prompt, defaults, info })
 }
 
 /// The dimensions and options of a GGUF network, from its metadata.

@@ -203,10 +203,11 @@ impl LoadedModel {
                 dir.display()
             )));
         }
+        // Started first: the vocabulary's tables build while the weights load.
+        let env = prepared_env(Arc::new(Vocab::from_tokenizer_json(&tok_path)?));
         let weights = Weights::open_dir(dir)?;
         let device = opts.device.open()?;
         let model = CandleModel::build(&cfg, weights, &device, opts.precision().dtype())?;
-        let vocab = Arc::new(Vocab::from_tokenizer_json(&tok_path)?);
         let prompt = PromptFormat::from_dir(dir)?;
         let defaults = GenerationDefaults::from_dir(dir)?;
         let name = dir
@@ -214,7 +215,7 @@ impl LoadedModel {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| dir.display().to_string());
-        Ok(LoadedModel { info: info(name, &cfg, opts), model, env: VocabEnv::new(vocab), prompt, defaults })
+        Ok(LoadedModel { info: info(name, &cfg, opts), model, env, prompt, defaults })
     }
 
     /// The embedded stories260K model (see the module docs).
@@ -232,7 +233,7 @@ impl LoadedModel {
         Ok(LoadedModel {
             info: info(embedded::NAME.to_string(), &cfg, opts),
             model,
-            env: VocabEnv::new(Arc::new(Vocab::embedded())),
+            env: prepared_env(Arc::new(Vocab::embedded())),
             prompt,
             defaults,
         })
@@ -245,6 +246,15 @@ impl LoadedModel {
             None => LoadedModel::embedded(opts),
         }
     }
+}
+
+/// The environment of a model's vocabulary, its per-vocabulary tables building in the
+/// background ([`VocabEnv::prepare_in_background`]) so that the first request's first mask does
+/// not wait for them.
+fn prepared_env(vocab: Arc<Vocab>) -> Arc<VocabEnv> {
+    let env = VocabEnv::new(vocab);
+    env.prepare_in_background();
+    env
 }
 
 /// Reads a whole file; the error names it (one line, no nested source).
