@@ -254,6 +254,7 @@ fn streams_equal_the_blocking_results() {
                     }
                     StreamEvent::CallArgs { index, text } => calls[index].2.push_str(&text),
                     StreamEvent::Done(r) => done = Some(r),
+                    StreamEvent::Reasoning(r) => panic!("no reasoning without markers: {r:?}"),
                 }
             }
             let done = done.expect("Done comes last");
@@ -360,4 +361,51 @@ fn required_tool_calls_never_repeat() {
         several |= calls.len() > 1;
     }
     assert!(several, "the story model writes more than one call somewhere");
+}
+
+/// A reasoning model through [`Engine::choose`]: the embedded model under a template that opens
+/// `<think>` reasons first, at most 6 tokens here, then
+/// calls; the reasoning comes back apart (`Reply::reasoning`, `StreamEvent::Reasoning` before
+/// any call) and never reaches the calls' reader.
+#[test]
+fn a_reasoning_model_reasons_then_calls() {
+    use strictly::model::{embedded, ChatTemplate, LoadOptions, LoadedModel, PromptFormat};
+    let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
+    let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
+    let config = serde_json::json!({"bos_token": "<s>", "eos_token": "</s>"});
+    // Compact (the embedded model's context is 512 tokens): the tools by name, Hermes calls.
+    let hermes = crate::tool_formats::HERMES_STYLE_TEMPLATE;
+    // As QwQ's and R1's: the prompt opens `<think>`, history drops the reasoning.
+    let source = hermes
+        .replace("assistant: {% endif %}", "assistant: <think>\n{% endif %}")
+        .replace("{{ m.content }}", "{{ m.content.split('</think>')[-1] }}");
+    assert_ne!(source, hermes);
+    let template = ChatTemplate::new(&source, "thinking").unwrap();
+    loaded.prompt = PromptFormat::new(tok, Some(&config), None, Some(template)).unwrap();
+    let engine = Engine::from_loaded(loaded).with_max_reasoning_tokens(6);
+    let schema = serde_json::json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}},
+                                    "required": ["x"], "additionalProperties": false});
+    let tools = Tools::new().function_schema("move_to", "", schema).unwrap().parallel(false);
+    let msgs = [ChatMessage::user("Go")];
+    for seed in 0..3 {
+        let r = engine.choose(&msgs, &tools, &ToolChoice::Required, &opts(seed, 80)).unwrap();
+        let reasoning = r.reasoning.clone().unwrap_or_else(|| panic!("seed {seed}: no reasoning: {r:?}"));
+        assert!(!reasoning.is_empty() && !reasoning.contains("</think>"), "{r:?}");
+        assert_eq!(r.calls.len(), 1, "{r:?}");
+        assert!(r.calls[0].arguments["x"].as_u64().is_some_and(|x| x <= 9), "{r:?}");
+        let mut seen_call = false;
+        let mut streamed = String::new();
+        for ev in engine.choose_stream(&msgs, &tools, &ToolChoice::Required, &opts(seed, 80)).unwrap() {
+            match ev.unwrap() {
+                StreamEvent::Reasoning(t) => {
+                    assert!(!seen_call, "reasoning after a call");
+                    streamed.push_str(&t);
+                }
+                StreamEvent::CallStart { .. } => seen_call = true,
+                StreamEvent::Done(done) => assert_eq!((done.reasoning, done.calls.len()), (Some(reasoning.clone()), 1)),
+                _ => {}
+            }
+        }
+        assert!(seen_call && streamed.trim() == reasoning, "{streamed:?} vs {reasoning:?}");
+    }
 }

@@ -37,6 +37,7 @@ mod errors;
 mod json_options;
 mod live;
 mod openai;
+mod reasoning;
 mod routes;
 pub mod tcp;
 mod tools;

@@ -60,6 +60,7 @@ fn chat(mode: Option<ToolMode>) -> ToolChat {
         // Tools are offered only with a mode (as the engine and the server do).
         tools: if mode.is_some() { tools() } else { Vec::new() },
         mode,
+        vars: Default::default(),
     }
 }
 
@@ -199,6 +200,7 @@ fn read(format: ToolFormat, text: &str, seed: u64) -> (String, Vec<(String, Stri
             Piece::Content(s) => content.push_str(&s),
             Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
             Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
+            Piece::Reasoning(r) => panic!("the calls parser wrote reasoning {r:?}"),
         }
     }
     let calls: Vec<(String, String)> = p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
@@ -357,7 +359,7 @@ fn engine_choose_follows_each_template_format() {
                     StreamEvent::CallStart { name, .. } => streamed.push((name, String::new())),
                     StreamEvent::CallArgs { index, text } => streamed[index].1.push_str(&text),
                     StreamEvent::Done(reply) => done = Some(reply),
-                    StreamEvent::Text(_) => {}
+                    StreamEvent::Text(_) | StreamEvent::Reasoning(_) => {}
                 }
             }
             let done = done.unwrap();

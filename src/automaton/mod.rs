@@ -76,6 +76,10 @@ pub enum Constraint {
     /// Free text until `trigger` appears, then `trigger` and an output of `then` (a lazy
     /// constraint, see [`grammar::trigger`]); an output without the trigger is free text.
     Triggered { trigger: String, then: Box<Constraint> },
+    /// A reasoning part (free text up to the `end` marker), then an output of `then` (see
+    /// [`grammar::trigger::after_reasoning`]): `start: None` begins inside the reasoning (the
+    /// prompt opened it), `Some(start)` makes the part optional, opened by `start`.
+    AfterReasoning { start: Option<String>, end: String, then: Box<Constraint> },
 }
 
 impl Constraint {
@@ -100,6 +104,9 @@ impl Constraint {
             Constraint::JsonSchema(schema, o) => grammar::json_schema::compile_within(schema, o, limits)?.grammar,
             Constraint::Triggered { trigger, then } => {
                 grammar::trigger::triggered(trigger, then.grammar_within(limits)?)?
+            }
+            Constraint::AfterReasoning { start, end, then } => {
+                grammar::trigger::after_reasoning(start.as_deref(), end, then.grammar_within(limits)?)?
             }
         })
     }
@@ -225,6 +232,7 @@ fn empty_language(constraint: &Constraint, grammar: &Grammar) -> Error {
             at: Location::Column(1),
             msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
         },
+        Constraint::AfterReasoning { then, .. } => empty_language(then, grammar),
         Constraint::Grammar(_) | Constraint::Choice(_) | Constraint::Triggered { .. } => {
             let start = grammar.rule(grammar.start);
             let span = start.span.unwrap_or(crate::grammar::Span { line: 1, col: 1 });

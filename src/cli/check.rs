@@ -48,6 +48,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<()> {
         Constraint::Grammar(_) => "grammar",
         Constraint::JsonSchema(..) => "json_schema",
         Constraint::Triggered { .. } => "triggered",
+        Constraint::AfterReasoning { .. } => "after reasoning",
     };
     let mut facts = json!({
         "ok": true,

@@ -19,11 +19,14 @@ use anyhow::anyhow;
 use clap::Args;
 use strictly::automaton::{Compiled, Matcher};
 use strictly::decode::{self, BeamOptions, Event, GenerateOptions, Output};
-use strictly::model::{ChatMessage, DeviceSpec, GenerationDefaults, LoadOptions, LoadedModel, Precision};
+use strictly::model::reasoning::PromptReasoning;
+use strictly::model::{
+    ChatMessage, ContentTokens, DeviceSpec, GenerationDefaults, LoadOptions, LoadedModel, Precision, TemplateVars,
+};
 use strictly::sample::SamplingOverrides;
 use strictly::TokenId;
 
-use super::{ConstraintArgs, SchemaArgs, TriggerArgs};
+use super::{ChatTemplateArgs, ConstraintArgs, SchemaArgs, TriggerArgs};
 
 #[derive(Args)]
 pub struct GenerateArgs {
@@ -38,6 +41,8 @@ pub struct GenerateArgs {
     schema: SchemaArgs,
     #[command(flatten)]
     trigger: TriggerArgs,
+    #[command(flatten)]
+    chat_template: ChatTemplateArgs,
     /// The prompt: BOS (where the model wants one) + the prompt's tokens; with --chat, the
     /// user message of a chat.
     #[arg(long)]
@@ -49,6 +54,15 @@ pub struct GenerateArgs {
     /// A system message (with --chat).
     #[arg(long, requires = "chat")]
     system: Option<String>,
+    /// More variables for the chat template, as a JSON object (with --chat), e.g.
+    /// '{"enable_thinking": false}' to turn Qwen3's thinking off.
+    #[arg(long, requires = "chat", value_name = "JSON")]
+    chat_template_kwargs: Option<String>,
+    /// With --chat and a model that reasons (`<think>`…`</think>`): the most tokens its
+    /// reasoning may take before the end marker is appended and the answer follows. The
+    /// constraint, if any, applies after the reasoning.
+    #[arg(long, requires = "chat")]
+    max_reasoning_tokens: Option<usize>,
     /// Most tokens to generate; a constrained output cut here is still complete.
     #[arg(long, default_value_t = strictly::decode::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
@@ -124,12 +138,22 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
     // Read the constraint before loading, so bad input fails fast.
     let constraint = a.trigger.wrap_optional(a.constraint.optional(&a.schema)?)?;
-    let (loaded, load_time) = load(&a, &LoadOptions { device, precision, threads: a.threads })?;
-    let prompt = prompt_tokens(&a, &loaded)?;
+    let vars = template_vars(&a)?;
+    let (mut loaded, load_time) = load(&a, &LoadOptions { device, precision, threads: a.threads })?;
+    a.chat_template.apply(&mut loaded)?;
+    let (prompt, reasoning) = prompt_tokens(&a, &loaded, &vars)?;
+    // A reasoning model reasons first; the constraint applies to the answer after it.
+    let constraint = match (constraint, &reasoning) {
+        (Some(c), Some(r)) => Some(r.constrain(c)),
+        (c, _) => c,
+    };
     let t_compile = Instant::now();
     let compiled = constraint.map(|c| Compiled::new(&loaded.env, &c)).transpose()?;
     let compile_time = t_compile.elapsed();
-    let opts = options(&a, &loaded.defaults)?;
+    let mut opts = options(&a, &loaded.defaults)?;
+    if let (Some(max_tokens), Some(r)) = (a.max_reasoning_tokens, &reasoning) {
+        opts.reasoning = r.budget(max_tokens);
+    }
     let mut matcher = compiled.as_ref().map(|c| c.matcher());
     let vocab = loaded.vocab().clone();
     let mut model = loaded.model;
@@ -161,16 +185,33 @@ fn load(a: &GenerateArgs, opts: &LoadOptions) -> anyhow::Result<(LoadedModel, Du
 
 /// `--prompt` as the model's input: with `--chat`, a (system and) user turn through the chat
 /// template, ready for the assistant's reply; else BOS (where the model wants one) + the text.
-fn prompt_tokens(a: &GenerateArgs, loaded: &LoadedModel) -> anyhow::Result<Vec<TokenId>> {
+/// With `--chat`, the template's reasoning markers and where the prompt leaves them.
+fn prompt_tokens(
+    a: &GenerateArgs,
+    loaded: &LoadedModel,
+    vars: &TemplateVars,
+) -> anyhow::Result<(Vec<TokenId>, Option<PromptReasoning>)> {
     if !a.chat {
-        return Ok(loaded.prompt.encode(&a.prompt)?);
+        return Ok((loaded.prompt.encode(&a.prompt)?, None));
     }
     let mut messages = Vec::new();
     if let Some(s) = &a.system {
         messages.push(ChatMessage::new("system", s.as_str()));
     }
     messages.push(ChatMessage::new("user", a.prompt.as_str()));
-    Ok(loaded.prompt.encode_chat(&messages, &[], true)?)
+    let p = &loaded.prompt;
+    let rendered = p.render_chat_prompt_with_vars(&messages, &[], true, ContentTokens::Text, vars)?;
+    Ok((p.encode_prompt(&rendered)?, p.reasoning_after(&rendered.text())))
+}
+
+/// `--chat-template-kwargs`: a JSON object.
+fn template_vars(a: &GenerateArgs) -> anyhow::Result<TemplateVars> {
+    let Some(text) = &a.chat_template_kwargs else { return Ok(TemplateVars::new()) };
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err(anyhow!("--chat-template-kwargs must be a JSON object")),
+        Err(e) => Err(anyhow!("--chat-template-kwargs is not valid JSON: {e}")),
+    }
 }
 
 /// The model's generation defaults with the flags over them, checked; the model's EOS ids stop.
@@ -183,6 +224,7 @@ fn options(a: &GenerateArgs, defaults: &GenerationDefaults) -> anyhow::Result<Ge
         stop: a.stop.clone(),
         stop_token_ids: defaults.eos.clone(),
         overlap: a.overlap,
+        reasoning: None,
     })
 }
 

@@ -56,7 +56,7 @@ enum Command {
     /// Generate text with a real model (default: the embedded stories260K), optionally
     /// constrained by a regex, grammar, schema or choice. stdout: the generated text only.
     #[cfg(feature = "model")]
-    Generate(generate::GenerateArgs),
+    Generate(Box<generate::GenerateArgs>),
     /// Serve the OpenAI-compatible HTTP API (default: the embedded stories260K model):
     /// /health, /metrics, /v1/models, /v1/chat/completions, /v1/completions.
     #[cfg(feature = "server")]
@@ -84,7 +84,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Bench(a) => bench::run(a),
         #[cfg(feature = "model")]
-        Command::Generate(a) => generate::run(a),
+        Command::Generate(a) => generate::run(*a),
         #[cfg(feature = "server")]
         Command::Serve(a) => serve::run(a),
     };
@@ -164,6 +164,27 @@ impl ConstraintArgs {
             return Ok((Some(Constraint::JsonSchema(schema, options.options())), vec![]));
         }
         Ok((None, vec![]))
+    }
+}
+
+/// `--chat-template FILE`: a Jinja chat template in place of the model's own.
+#[derive(Args)]
+pub struct ChatTemplateArgs {
+    /// A Jinja chat template (Hugging Face's format) to use instead of the model's own, e.g. for
+    /// a GGUF file without one or to try another tool-call or reasoning format.
+    #[arg(long, value_name = "FILE")]
+    chat_template: Option<std::path::PathBuf>,
+}
+
+impl ChatTemplateArgs {
+    /// Reads the template (errors name the file) and puts it into `loaded`.
+    pub fn apply(&self, loaded: &mut strictly::model::LoadedModel) -> anyhow::Result<()> {
+        let Some(path) = &self.chat_template else { return Ok(()) };
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("cannot read the chat template {}: {e}", path.display()))?;
+        let template = strictly::model::ChatTemplate::new(&source, &path.display().to_string())?;
+        loaded.prompt.set_chat_template(template);
+        Ok(())
     }
 }
 

@@ -54,6 +54,8 @@ pub struct ServeArgs {
     /// CPU threads for the forward pass [default: RAYON_NUM_THREADS, else the physical cores].
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    chat_template: super::ChatTemplateArgs,
 }
 
 impl ServeArgs {
@@ -86,7 +88,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let config = a.config()?;
     let device: DeviceSpec = a.device.parse()?;
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
-    let loaded = LoadedModel::load(a.model.as_deref(), &LoadOptions { device, precision, threads: a.threads })?;
+    let mut loaded = LoadedModel::load(a.model.as_deref(), &LoadOptions { device, precision, threads: a.threads })?;
+    a.chat_template.apply(&mut loaded)?;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

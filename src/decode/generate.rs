@@ -106,7 +106,7 @@ impl<'a> Generation<'a> {
         let (ctx, stops) = Ctx::new(vocab, width, opts)?;
         let sampler = Sampler::new(opts.sampling.clone())?;
         let mut mask = TokenSet::new(width);
-        let mut seq = Sequence::new(prompt, stops, matcher.as_deref());
+        let mut seq = Sequence::new(prompt, stops, matcher.as_deref(), opts);
         if let Some(m) = matcher.as_deref_mut() {
             ctx.check_completable(m, &mut mask, &mut seq.masks)?;
         }

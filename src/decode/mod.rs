@@ -113,6 +113,7 @@ mod beam;
 mod detok;
 mod generate;
 mod model;
+mod reasoning;
 mod seq;
 mod stops;
 mod typed;
@@ -121,6 +122,7 @@ pub use beam::{beam_search, BeamOptions, Hypothesis, MAX_BEAM_WIDTH};
 pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
+pub use reasoning::ReasoningBudget;
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
 #[cfg(feature = "model")]
 pub(crate) use typed::deserialize;
@@ -173,6 +175,10 @@ pub struct GenerateOptions {
     /// runs (see [overlap](self#overlap)). Never changes the output, only the time. Default
     /// [`Overlap::DEFAULT`].
     pub overlap: Overlap,
+    /// A reasoning part at the output's start and its token budget: once it has taken
+    /// `max_tokens` tokens without its end marker, the marker is appended (forced), so the answer
+    /// after it still comes (see [`ReasoningBudget`]). Default none.
+    pub reasoning: Option<ReasoningBudget>,
 }
 
 /// When [`Generation`] computes a mask during the forward pass ([overlap](self#overlap)).
@@ -232,6 +238,7 @@ impl Default for GenerateOptions {
             stop: Vec::new(),
             stop_token_ids: Vec::new(),
             overlap: Overlap::DEFAULT,
+            reasoning: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! handling of one chosen token ([`append`]).
 
 use super::detok::StreamDetokenizer;
+use super::reasoning::Track;
 use super::stops::StopStrings;
 use std::time::{Duration, Instant};
 
@@ -125,6 +126,8 @@ pub(crate) struct Sequence {
     pub masks: MaskStats,
     /// With a constraint and stop strings: where a stop string may end the output.
     stop_check: Option<StopCheck>,
+    /// With a reasoning budget: where the output stands with its reasoning.
+    reasoning: Option<Track>,
 }
 
 /// Says whether a constrained output may end at a given point, for stop strings: a second
@@ -174,7 +177,7 @@ impl StopCheck {
 impl Sequence {
     /// A sequence after `prompt`; with `matcher` (the constraint, as the output starts) a stop
     /// string ends the output only where the constraint is complete.
-    pub fn new(prompt: &[TokenId], stops: StopStrings, matcher: Option<&Matcher>) -> Sequence {
+    pub fn new(prompt: &[TokenId], stops: StopStrings, matcher: Option<&Matcher>, opts: &GenerateOptions) -> Sequence {
         let stop_check =
             matcher.filter(|_| !stops.is_empty()).map(|m| StopCheck { m: m.clone(), fed: 0, broken: false });
         Sequence {
@@ -187,6 +190,7 @@ impl Sequence {
             forward_passes: 0,
             masks: MaskStats::default(),
             stop_check,
+            reasoning: opts.reasoning.clone().map(Track::new),
         }
     }
 
@@ -220,6 +224,9 @@ impl Sequence {
         };
         if !delta.is_empty() {
             emit(Event::Text(delta));
+        }
+        if let Some(r) = &mut self.reasoning {
+            r.update(self.detok.bytes(), self.tokens.len());
         }
         matched
     }
@@ -310,6 +317,9 @@ pub(crate) fn fast_forward(
             return Ok(Ahead::End((FinishReason::Length, None)));
         }
         let remaining = ctx.max_tokens - len;
+        if let Some(end) = force_reasoning_end(ctx, matcher.as_deref_mut(), seq, remaining, emit)? {
+            return Ok(Ahead::End(end));
+        }
         let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
         let forced = m.forced_tokens();
         if forced.is_empty() || !commit_forced_run(m, &forced, remaining)? {
@@ -324,6 +334,53 @@ pub(crate) fn fast_forward(
             }
         }
     }
+}
+
+/// With a reasoning budget spent: appends the reasoning's end marker (forced, in its canonical
+/// tokens) if it fits in `remaining` tokens with a complete output after it, else gives the
+/// budget up (the mask, which keeps room for a complete output, decides from then on). Returns
+/// the end if a stop string completed inside the marker.
+fn force_reasoning_end(
+    ctx: &Ctx,
+    matcher: Option<&mut Matcher>,
+    seq: &mut Sequence,
+    remaining: usize,
+    emit: &mut dyn FnMut(Event),
+) -> Result<Option<End>> {
+    let Some(track) = &mut seq.reasoning else { return Ok(None) };
+    let Some(end) = track.overdue(seq.tokens.len()) else { return Ok(None) };
+    let tokens = ctx.vocab.encode(end.as_bytes()).filter(|t| !t.is_empty() && t.len() <= remaining);
+    let fits = match (tokens.as_deref(), matcher) {
+        (None, _) => false,
+        (Some(t), Some(m)) => commit_if_it_fits(m, t, remaining)?,
+        (Some(_), None) => true,
+    };
+    let (Some(tokens), true) = (tokens, fits) else {
+        track.give_up();
+        return Ok(None);
+    };
+    for t in tokens {
+        if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
+            return Ok(Some(ctx.stopped_by_string(i)));
+        }
+    }
+    Ok(None)
+}
+
+/// [`commit_forced_run`] for tokens the constraint may refuse (`tokens.len() <= remaining`):
+/// a refusal is a `false`, not an error.
+fn commit_if_it_fits(m: &mut Matcher, tokens: &[TokenId], remaining: usize) -> Result<bool> {
+    for (done, &t) in tokens.iter().enumerate() {
+        if m.commit(t).is_err() {
+            m.rollback(done)?;
+            return Ok(false);
+        }
+    }
+    if m.can_finish_within(remaining - tokens.len()) {
+        return Ok(true);
+    }
+    m.rollback(tokens.len())?;
+    Ok(false)
 }
 
 /// Commits `forced` to the matcher when the output can still be finished within `remaining`

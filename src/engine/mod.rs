@@ -7,9 +7,9 @@
 //!     │
 //!     ├─ generate::<T>(prompt, opts) ─▶ T's schema (schemars) ─▶ constrained JSON ─▶ T
 //!     ├─ choose(messages, tools, choice, opts) ─▶ chat template + tool-call grammar
-//!     │                                          ─▶ Reply { text, calls: [ToolCall] }
-//!     └─ stream::<T>(..) / choose_stream(..) ─▶ Stream: StreamEvent::{Text, CallStart,
-//!                                               CallArgs, ..., Done(value)}; drop to cancel
+//!     │                                          ─▶ Reply { reasoning, text, calls: [ToolCall] }
+//!     └─ stream::<T>(..) / choose_stream(..) ─▶ Stream: StreamEvent::{Reasoning, Text,
+//!                                               CallStart, CallArgs, ..., Done(value)}; drop to cancel
 //! ```
 //!
 //! Every method takes `&self`: each generation runs on a fresh sequence over the shared
@@ -30,6 +30,11 @@
 //! Every returned [`ToolCall`]'s arguments have been checked to deserialize as the tool's
 //! parameter type, so [`ToolCall::args`] with that type cannot fail. ([`ToolChoice`] is
 //! [`crate::tools::ToolChoice`], the one the server reads `tool_choice` into as well.)
+//!
+//! A reasoning model (its template writes `<think>`…`</think>` or another pair of
+//! [`crate::model::reasoning`] markers) reasons first: the calls grammar starts after the end
+//! marker, the reasoning comes back as [`Reply::reasoning`] ([`StreamEvent::Reasoning`] when
+//! streamed), and [`Engine::with_max_reasoning_tokens`] bounds it.
 //!
 //! # Streaming and cancellation
 //!
@@ -70,6 +75,7 @@ use crate::automaton::{Compiled, Constraint, Matcher, VocabEnv};
 use crate::decode::{deserialize, schema_for, Event, GenerateOptions, Generation, Output, Typed};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
+use crate::model::reasoning::{PromptReasoning, Splitter};
 use crate::model::{CandleModel, ChatMessage, ContentTokens, LoadOptions, LoadedModel};
 use crate::tools::{calls_grammar, OutputParser, Piece, ToolFormat, MAX_PARALLEL_TOOL_CALLS};
 use crate::vocab::{TokenId, Vocab};
@@ -89,6 +95,8 @@ pub struct Engine {
     content: ContentTokens,
     /// How typed generation compiles `T`'s schema (see [`Engine::with_json_options`]).
     json: JsonSchemaOptions,
+    /// The most tokens a chat reply's reasoning may take ([`Engine::with_max_reasoning_tokens`]).
+    max_reasoning_tokens: Option<usize>,
 }
 
 impl Engine {
@@ -118,7 +126,17 @@ impl Engine {
             cache: Mutex::new(HashMap::new()),
             content: ContentTokens::Text,
             json: JsonSchemaOptions::default(),
+            max_reasoning_tokens: None,
         }
+    }
+
+    /// For a reasoning model (its chat template writes `<think>`…`</think>` or another pair
+    /// of `model::reasoning` markers): the most tokens a [`choose`](Self::choose) reply's
+    /// reasoning may take before its end marker is appended and the answer follows. Without
+    /// it, only `max_tokens` bounds the reasoning.
+    pub fn with_max_reasoning_tokens(mut self, max_tokens: usize) -> Engine {
+        self.max_reasoning_tokens = Some(max_tokens);
+        self
     }
 
     /// For trusted callers: special-token spellings in prompts and messages (`<|im_end|>`)
@@ -182,7 +200,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Typed<T>> {
         let job = self.typed_job::<T>(prompt, opts)?;
-        let output = job.run(&mut |_| true)?.expect("never cancelled").0;
+        let output = job.run(&mut |_| true)?.expect("never cancelled").output;
         Ok(Typed { value: deserialize(&output)?, output })
     }
 
@@ -194,8 +212,8 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Output> {
         let compiled = constraint.map(|c| Compiled::new(self.env(), c)).transpose()?;
-        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, None)?;
-        Ok(job.run(&mut |_| true)?.expect("never cancelled").0)
+        let job = self.job(self.prompt_tokens(prompt)?, compiled.map(|c| c.matcher()), opts, None, None)?;
+        Ok(job.run(&mut |_| true)?.expect("never cancelled").output)
     }
 
     /// [`generate`](Self::generate) as a [`Stream`] of the JSON text as it comes, then
@@ -206,7 +224,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Stream<T>> {
         let job = self.typed_job::<T>(prompt, opts)?;
-        Stream::spawn(job, |output, _| deserialize(&output))
+        Stream::spawn(job, |ran| deserialize(&ran.output))
     }
 
     /// Offers `tools` to the model after `messages`, under `choice`; see the
@@ -219,8 +237,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Reply> {
         let (job, tools) = self.choose_job(messages, tools, choice, opts)?;
-        let (output, parser) = job.run(&mut |_| true)?.expect("never cancelled");
-        reply(output, &parser, &tools)
+        reply(job.run(&mut |_| true)?.expect("never cancelled"), &tools)
     }
 
     /// [`choose`](Self::choose) as a [`Stream`]: text, each call's start and arguments as
@@ -233,7 +250,7 @@ impl Engine {
         opts: &GenerateOptions,
     ) -> Result<Stream<Reply>> {
         let (job, tools) = self.choose_job(messages, tools, choice, opts)?;
-        Stream::spawn(job, move |output, parser| reply(output, parser, &tools))
+        Stream::spawn(job, move |ran| reply(ran, &tools))
     }
 
     /// The prompt text [`choose`](Self::choose) gives the model for this chat.
@@ -252,7 +269,7 @@ impl Engine {
         let json = serde_json::to_string(&self.json).expect("options serialize");
         let key = format!("schema {schema} {json}");
         let compiled = self.compiled(key, || Ok(Constraint::JsonSchema(schema.clone(), self.json.clone())))?;
-        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None)
+        self.job(self.prompt_tokens(prompt)?, Some(compiled.matcher()), opts, None, None)
     }
 
     fn choose_job(
@@ -266,21 +283,31 @@ impl Engine {
         let rendered = chat.render_with(&self.loaded.prompt, self.content)?;
         let format = rendered.format;
         let prompt = self.loaded.prompt.encode_prompt(&rendered.prompt)?;
+        // A reasoning model reasons first: the calls come after its reasoning.
+        let reasoning = self.loaded.prompt.reasoning_after(&rendered.text);
         let matcher = match &chat.mode {
             None => None,
             Some(mode) => {
                 let max_calls = if tools.parallel { MAX_PARALLEL_TOOL_CALLS } else { 1 };
                 let names: Vec<&str> = tools.list.iter().map(|t| t.tool.function.name.as_str()).collect();
-                let key = format!("tools {names:?} {:?} {max_calls} {format:?} {}", mode, tools.key);
+                let key = format!("tools {names:?} {:?} {max_calls} {format:?} {} {reasoning:?}", mode, tools.key);
                 let compiled = self.compiled(key, || {
                     let args = tools.list.iter().map(|t| (t.tool.function.name.clone(), t.grammar.clone())).collect();
-                    Ok(Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None)))
+                    let calls = Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None));
+                    Ok(match &reasoning {
+                        Some(r) => r.constrain(calls),
+                        None => calls,
+                    })
                 })?;
                 Some(compiled.matcher())
             }
         };
         let calls = matcher.is_some().then_some(format);
-        Ok((self.job(prompt, matcher, opts, calls)?, tools.clone()))
+        let mut opts = opts.clone();
+        if let (Some(n), Some(r)) = (self.max_reasoning_tokens, &reasoning) {
+            opts.reasoning = r.budget(n);
+        }
+        Ok((self.job(prompt, matcher, &opts, calls, reasoning.as_ref())?, tools.clone()))
     }
 
     /// The cached compile under `key`, or `make()` compiled for this vocabulary.
@@ -305,6 +332,7 @@ impl Engine {
         matcher: Option<Matcher>,
         opts: &GenerateOptions,
         tools: Option<ToolFormat>,
+        reasoning: Option<&PromptReasoning>,
     ) -> Result<Job> {
         let context = self.loaded.info.max_positions;
         if prompt.len() >= context {
@@ -324,6 +352,7 @@ impl Engine {
             prompt,
             opts,
             tools,
+            reasoning: reasoning.map(PromptReasoning::splitter),
             tokens: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -344,15 +373,28 @@ pub(super) struct Job {
     opts: GenerateOptions,
     /// The format of the tool calls the output may hold (`None`: no calls).
     tools: Option<ToolFormat>,
+    /// For a reasoning model's chat reply: what splits the reasoning from the rest.
+    reasoning: Option<Splitter>,
     /// Tokens generated so far (read by [`Stream::cancel`]).
     pub(super) tokens: Arc<AtomicUsize>,
 }
 
 impl Job {
     /// Runs the generation, passing each [`Piece`] of the output to `on`; `Ok(None)` when
-    /// `on` returned false (cancelled), else the output and the parser that read it.
-    pub(super) fn run(mut self, on: &mut dyn FnMut(Piece) -> bool) -> Result<Option<(Output, OutputParser)>> {
+    /// `on` returned false (cancelled), else what it made.
+    pub(super) fn run(mut self, on: &mut dyn FnMut(Piece) -> bool) -> Result<Option<Ran>> {
         let mut parser = OutputParser::new(self.tools);
+        let mut reasoning = self.reasoning.as_ref().map(|_| String::new());
+        // The text's reasoning (if it has any) goes out as such; the rest to the calls parser.
+        let mut pieces = |(r, text): (String, String)| -> Vec<Piece> {
+            let mut out = Vec::new();
+            if let (Some(all), false) = (reasoning.as_mut(), r.is_empty()) {
+                all.push_str(&r);
+                out.push(Piece::Reasoning(r));
+            }
+            out.extend(parser.feed(&text));
+            out
+        };
         let mut g = Generation::new(&mut self.model, &self.vocab, self.matcher.as_mut(), &self.prompt, &self.opts)?;
         for ev in &mut g {
             match ev? {
@@ -360,7 +402,11 @@ impl Job {
                     self.tokens.fetch_add(1, Ordering::Relaxed);
                 }
                 Event::Text(t) => {
-                    for piece in parser.feed(&t) {
+                    let split = match &mut self.reasoning {
+                        Some(s) => s.feed(&t),
+                        None => (String::new(), t),
+                    };
+                    for piece in pieces(split) {
                         if !on(piece) {
                             return Ok(None);
                         }
@@ -370,12 +416,23 @@ impl Job {
             }
         }
         let output = g.into_output().expect("the events ran to Finish");
-        let rest = parser.finish().map_err(|e| Error::output(format!("cannot read the reply's tool calls: {e}")))?;
+        let split = self.reasoning.as_mut().map(Splitter::finish).unwrap_or_default();
+        let mut rest = pieces(split);
+        rest.extend(parser.finish().map_err(|e| Error::output(format!("cannot read the reply's tool calls: {e}")))?);
         for piece in rest {
             if !on(piece) {
                 return Ok(None);
             }
         }
-        Ok(Some((output, parser)))
+        let reasoning = reasoning.filter(|_| self.reasoning.as_ref().is_some_and(Splitter::had_reasoning));
+        Ok(Some(Ran { output, parser, reasoning: reasoning.map(|r| r.trim().to_string()) }))
     }
+}
+
+/// What a [`Job`] made: the output, the parser that read its calls, and its reasoning (a
+/// reasoning model's, trimmed; `None` if the reply had none).
+pub(super) struct Ran {
+    pub output: Output,
+    pub parser: OutputParser,
+    pub reasoning: Option<String>,
 }

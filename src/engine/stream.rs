@@ -14,14 +14,16 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{Job, STREAM_AHEAD};
-use crate::decode::Output;
+use super::{Job, Ran, STREAM_AHEAD};
 use crate::error::{Error, Result};
-use crate::tools::{OutputParser, Piece};
+use crate::tools::Piece;
 
 /// What a [`Stream`] hands out, in order; the last is `Done`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent<T> {
+    /// Text of the reply's reasoning part (a reasoning model's `<think>`…), before any
+    /// [`Text`](Self::Text) or call; complete UTF-8, never empty.
+    Reasoning(String),
     /// Text (outside tool calls), complete UTF-8, never empty.
     Text(String),
     /// Call `index` (0, 1, ...) of `name` begins.
@@ -58,10 +60,7 @@ pub struct Stream<T> {
 }
 
 impl<T: Send + 'static> Stream<T> {
-    pub(super) fn spawn(
-        job: Job,
-        finish: impl FnOnce(Output, &OutputParser) -> Result<T> + Send + 'static,
-    ) -> Result<Stream<T>> {
+    pub(super) fn spawn(job: Job, finish: impl FnOnce(Ran) -> Result<T> + Send + 'static) -> Result<Stream<T>> {
         let (tx, rx) = sync_channel(STREAM_AHEAD);
         let cancel = Arc::new(AtomicBool::new(false));
         let tokens = job.tokens.clone();
@@ -71,6 +70,7 @@ impl<T: Send + 'static> Stream<T> {
             .spawn(move || {
                 let mut on = |piece: Piece| {
                     let ev = match piece {
+                        Piece::Reasoning(t) => StreamEvent::Reasoning(t),
                         Piece::Content(t) => StreamEvent::Text(t),
                         Piece::ToolStart { index, id, name } => StreamEvent::CallStart { index, id, name },
                         Piece::ToolArgs { index, text } => StreamEvent::CallArgs { index, text },
@@ -78,7 +78,7 @@ impl<T: Send + 'static> Stream<T> {
                     !stop.load(Ordering::Relaxed) && tx.send(Ok(ev)).is_ok()
                 };
                 let last = match job.run(&mut on) {
-                    Ok(Some((output, parser))) => finish(output, &parser).map(StreamEvent::Done),
+                    Ok(Some(ran)) => finish(ran).map(StreamEvent::Done),
                     Ok(None) => return,
                     Err(e) => Err(e),
                 };

@@ -13,14 +13,15 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::Ran;
 use crate::decode::{schema_for, Output};
 use crate::error::{Error, Result};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::Grammar;
-use crate::model::{ChatMessage, ChatTool, ChatToolCall};
+use crate::model::{ChatMessage, ChatTool, ChatToolCall, TemplateVars};
 #[cfg(doc)]
 use crate::tools::MAX_PARALLEL_TOOL_CALLS;
-use crate::tools::{is_valid_name, OutputParser, ToolChat, ToolChoice};
+use crate::tools::{is_valid_name, ToolChat, ToolChoice};
 
 /// The functions a model may call. Each has a name (1 to 64 of `a-z A-Z 0-9 _ -`, unique),
 /// a description, and parameters: a schemars type, or a JSON Schema of an object.
@@ -168,7 +169,7 @@ pub(super) fn tool_chat(messages: &[ChatMessage], tools: &Tools, choice: &ToolCh
         return Err(Error::param(format!("ToolChoice::{choice:?} needs at least one tool")));
     }
     let offered = if mode.is_some() { tools.list.iter().map(|t| t.tool.clone()).collect() } else { Vec::new() };
-    Ok(ToolChat { messages: messages.to_vec(), tools: offered, mode })
+    Ok(ToolChat { messages: messages.to_vec(), tools: offered, mode, vars: TemplateVars::new() })
 }
 
 /// One call the model made. Its arguments validate against the tool's schema and
@@ -213,6 +214,9 @@ impl ToolCall {
 /// come before the calls).
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// A reasoning model's reasoning before its answer (`<think>`…, without the markers;
+    /// `None` if the reply has none). Not part of [`message`](Self::message).
+    pub reasoning: Option<String>,
     /// The text outside the calls (empty when the reply is only calls).
     pub text: String,
     pub calls: Vec<ToolCall>,
@@ -232,7 +236,8 @@ impl Reply {
 }
 
 /// The reply in `output`, whose calls `parser` read; every call checked against its tool.
-pub(super) fn reply(output: Output, parser: &OutputParser, tools: &Tools) -> Result<Reply> {
+pub(super) fn reply(ran: Ran, tools: &Tools) -> Result<Reply> {
+    let Ran { output, parser, reasoning } = ran;
     let mut calls = Vec::new();
     for raw in parser.calls() {
         let tool = tools
@@ -251,5 +256,5 @@ pub(super) fn reply(output: Output, parser: &OutputParser, tools: &Tools) -> Res
             type_name: tool.type_name,
         });
     }
-    Ok(Reply { text: parser.content().to_string(), calls, output })
+    Ok(Reply { reasoning, text: parser.content().to_string(), calls, output })
 }

@@ -23,6 +23,34 @@ pub fn triggered(trigger: &str, then: Grammar) -> Result<Grammar> {
     Ok(Grammar { rules, start: super::RuleId(0) })
 }
 
+/// A reasoning part, then an output of `then`: `start? text end ws then` where `text` is any
+/// text without `end` and `ws` at most 4 whitespace characters (models write `</think>\n\n`).
+/// `start: None`: the reasoning is open already (the prompt ends with its start marker), so the
+/// output begins inside it; `Some(start)`: the reasoning part is optional and begins with
+/// `start` (see `model::reasoning`).
+pub fn after_reasoning(start: Option<&str>, end: &str, then: Grammar) -> Result<Grammar> {
+    if end.is_empty() || start.is_some_and(str::is_empty) {
+        return Err(Error::param("reasoning markers must not be empty"));
+    }
+    let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
+    let answer = Expr::Rule(then.append_to(&mut rules));
+    let ws = crate::regular::regex::parse(r"[ \t\r\n]{0,4}").expect("a valid built-in regex");
+    let reasoning =
+        Expr::Seq(vec![text_without(end), Expr::Literal(end.into()), Expr::Lexeme(Arc::new(Lexeme::Regex(ws)))]);
+    rules[0].body = match start {
+        None => Expr::Seq(vec![reasoning, answer]),
+        Some(start) => Expr::Seq(vec![
+            Expr::Repeat {
+                body: Box::new(Expr::Seq(vec![Expr::Literal(start.into()), reasoning])),
+                min: 0,
+                max: Some(1),
+            },
+            answer,
+        ]),
+    };
+    Ok(Grammar { rules, start: super::RuleId(0) })
+}
+
 /// `text_without(trigger) then?`, for a `then` that begins with the trigger (the tool calls of
 /// `tool_choice: auto` begin with their marker, which is a [`Mark`](super::Mark) of its own).
 pub fn text_then(trigger: &str, then: Expr) -> Expr {

@@ -32,6 +32,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+/// Variables a chat template reads beyond the chat itself (`enable_thinking`, ...).
+pub type TemplateVars = serde_json::Map<String, Value>;
+
 /// One chat message (OpenAI's shape, text content only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
@@ -221,9 +224,25 @@ impl ChatTemplate {
         bos_token: &str,
         eos_token: &str,
     ) -> Result<String> {
+        self.render_with_vars(messages, tools, add_generation_prompt, bos_token, eos_token, &TemplateVars::new())
+    }
+
+    /// [`render`](Self::render) with more variables for the template (`enable_thinking`,
+    /// `reasoning_effort`, ...: a request's `chat_template_kwargs`); they cannot replace the
+    /// ones above.
+    pub fn render_with_vars(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+        bos_token: &str,
+        eos_token: &str,
+        vars: &TemplateVars,
+    ) -> Result<String> {
         let t = self.env.get_template("chat").expect("added in new");
         let tools = (!tools.is_empty()).then_some(tools);
-        t.render(context! { messages, tools, add_generation_prompt, bos_token, eos_token })
+        let extra = JinjaValue::from_serialize(vars);
+        t.render(context! { messages, tools, add_generation_prompt, bos_token, eos_token, ..extra })
             .map_err(|e| Error::Template { name: None, msg: one_line(&e) })
     }
 }

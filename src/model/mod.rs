@@ -29,6 +29,11 @@
 //!   [`Batcher`] runs one on a thread and hands out [`BatchedSequence`]s, [`LanguageModel`]s
 //!   whose passes it batches (continuous batching, used by the server).
 //!   [`CandleModel::batched`] builds one (or says why a config cannot be batched exactly).
+//! - [`reasoning`]: a chat template's reasoning markers (`<think>`…`</think>`, ...), where a
+//!   rendered prompt leaves them ([`PromptFormat::reasoning_after`]), the constraint after the
+//!   reasoning, its token budget, and the split of a reply into reasoning and content.
+//! - GGUF weights of ggml's 32-value block types are multiplied by this crate's own CPU kernels
+//!   (`qblocks`); the rest by candle's `QMatMul`.
 //! - [`LoadOptions`]: [`DeviceSpec`] (CPU by default; `cuda:N` with the `cuda` feature),
 //!   [`Precision`] (f32 on the CPU, bf16 on CUDA unless asked otherwise; GGUF models: f32) and
 //!   the CPU threads of the forward pass ([`set_cpu_threads`]: one setting per process).
@@ -81,6 +86,7 @@ pub mod gguf;
 mod net;
 pub mod prompt;
 mod qblocks;
+pub mod reasoning;
 pub mod weights;
 
 use std::path::Path;
@@ -88,7 +94,7 @@ use std::sync::Arc;
 
 pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
-pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ChatToolCall, ToolFunction};
+pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ChatToolCall, TemplateVars, ToolFunction};
 pub use config::{Arch, ArchConfig};
 pub use content::{ChatPrompt, ContentTokens};
 pub use device::{cpu_threads, set_cpu_threads, DeviceSpec, LoadOptions, Precision};

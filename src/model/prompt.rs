@@ -17,10 +17,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::chat::{ChatMessage, ChatTemplate, ChatTool};
+use super::chat::{ChatMessage, ChatTemplate, ChatTool, TemplateVars};
 use super::config::token_ids;
 use super::content::{ChatPrompt, ContentTokens, Specials};
 use super::read_file;
+use super::reasoning::{PromptReasoning, Reasoning};
 use crate::error::{Error, Result};
 use crate::sample::{SamplingOverrides, SamplingParams};
 use crate::vocab::TokenId;
@@ -188,6 +189,11 @@ impl PromptFormat {
         Ok(e.get_ids().iter().map(|&i| TokenId(i)).collect())
     }
 
+    /// Replaces the chat template (a `--chat-template` file given in place of the model's).
+    pub fn set_chat_template(&mut self, template: ChatTemplate) {
+        self.template = Some(template);
+    }
+
     /// Whether the model brings its own chat template (else [`PLAIN_TEMPLATE`](super::chat::PLAIN_TEMPLATE) is used).
     pub fn has_chat_template(&self) -> bool {
         self.template.is_some()
@@ -207,7 +213,35 @@ impl PromptFormat {
         tools: &[ChatTool],
         add_generation_prompt: bool,
     ) -> Result<String> {
-        self.chat_template().render(messages, tools, add_generation_prompt, &self.bos_text, &self.eos_text)
+        self.render_chat_with_vars(messages, tools, add_generation_prompt, &TemplateVars::new())
+    }
+
+    /// [`render_chat`](Self::render_chat) with more template variables
+    /// ([`ChatTemplate::render_with_vars`]).
+    pub fn render_chat_with_vars(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+        vars: &TemplateVars,
+    ) -> Result<String> {
+        let t = self.chat_template();
+        t.render_with_vars(messages, tools, add_generation_prompt, &self.bos_text, &self.eos_text, vars)
+    }
+
+    /// The markers the chat template's model reasons between, if it does
+    /// ([`Reasoning::detect`]).
+    pub fn reasoning(&self) -> Option<Reasoning> {
+        Reasoning::detect(self.chat_template().source())
+    }
+
+    /// [`reasoning`](Self::reasoning), with where `prompt` (a chat this template rendered,
+    /// ending where the reply begins) leaves it.
+    pub fn reasoning_after(&self, prompt: &str) -> Option<PromptReasoning> {
+        self.reasoning().map(|markers| {
+            let phase = markers.phase(prompt);
+            PromptReasoning { markers, phase }
+        })
     }
 
     /// The chat's tokens: [`render_chat`](Self::render_chat), encoded with nothing added, the
@@ -243,17 +277,30 @@ impl PromptFormat {
         add_generation_prompt: bool,
         content: ContentTokens,
     ) -> Result<ChatPrompt> {
+        self.render_chat_prompt_with_vars(messages, tools, add_generation_prompt, content, &TemplateVars::new())
+    }
+
+    /// [`render_chat_prompt`](Self::render_chat_prompt) with more template variables
+    /// ([`ChatTemplate::render_with_vars`]).
+    pub fn render_chat_prompt_with_vars(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ChatTool],
+        add_generation_prompt: bool,
+        content: ContentTokens,
+        vars: &TemplateVars,
+    ) -> Result<ChatPrompt> {
         let json = |e: serde_json::Error| Error::param(format!("the chat does not serialize: {e}"));
         let (mv, tv) = (serde_json::to_value(messages).map_err(json)?, serde_json::to_value(tools).map_err(json)?);
         if content == ContentTokens::Control || !self.specials.occur_in(&[&mv, &tv]) {
-            return Ok(ChatPrompt::plain(self.render_chat(messages, tools, add_generation_prompt)?));
+            return Ok(ChatPrompt::plain(self.render_chat_with_vars(messages, tools, add_generation_prompt, vars)?));
         }
         let source = Value::String(self.chat_template().source().to_string());
         let escapes = self.specials.escapes_for(&[&mv, &tv, &source])?;
         let messages: Vec<ChatMessage> =
             serde_json::from_value(self.specials.escape_value(&mv, &escapes)).map_err(json)?;
         let tools: Vec<ChatTool> = serde_json::from_value(self.specials.escape_value(&tv, &escapes)).map_err(json)?;
-        Ok(escapes.prompt(self.render_chat(&messages, &tools, add_generation_prompt)?))
+        Ok(escapes.prompt(self.render_chat_with_vars(&messages, &tools, add_generation_prompt, vars)?))
     }
 
     /// A rendered chat's tokens, nothing added: the template's special-token spellings as

@@ -22,7 +22,7 @@ use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstrai
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::grammar::json_schema::{self, JsonSchemaOptions, Whitespace};
-use crate::model::GenerationDefaults;
+use crate::model::{GenerationDefaults, TemplateVars};
 use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
 use crate::tools::ToolChoice;
 use crate::vocab::TokenId;
@@ -312,6 +312,14 @@ pub struct ChatRequest {
     pub content_control_tokens: Option<bool>,
     pub functions: Option<Value>,
     pub function_call: Option<Value>,
+    /// Extension (as vLLM and SGLang take it): more variables for the chat template, e.g.
+    /// `{"enable_thinking": false}` for Qwen3, `{"thinking": true}` for DeepSeek V3.1.
+    pub chat_template_kwargs: Option<Value>,
+    /// OpenAI's; given to the chat template as `reasoning_effort` (gpt-oss's reads it).
+    pub reasoning_effort: Option<String>,
+    /// Extension: the most tokens a reasoning part (`<think>…`) may take; then its end marker
+    /// is appended and the answer follows. Without one, only `max_tokens` bounds it.
+    pub max_reasoning_tokens: Option<i64>,
 }
 
 /// `prompt` of `/v1/completions`: text, texts, token ids, or lists of token ids.
@@ -599,9 +607,37 @@ impl ChatRequest {
             (None, None) => None,
             (user, tools) => {
                 let param = user.as_ref().map(|u| u.1);
-                Some(Spec { user: user.map(|u| u.0), user_param: param.map(str::to_string), tools })
+                Some(Spec { user: user.map(|u| u.0), user_param: param.map(str::to_string), tools, reasoning: None })
             }
         })
+    }
+
+    /// The chat template's extra variables: `chat_template_kwargs`, and `reasoning_effort`.
+    /// They may not name the variables the chat itself sets.
+    pub fn template_vars(&self) -> Result<TemplateVars, ApiError> {
+        const RESERVED: [&str; 5] = ["messages", "tools", "add_generation_prompt", "bos_token", "eos_token"];
+        let mut vars = match &self.chat_template_kwargs {
+            None | Some(Value::Null) => TemplateVars::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => {
+                return Err(
+                    ApiError::bad_request("chat_template_kwargs must be an object").param("chat_template_kwargs")
+                )
+            }
+        };
+        if let Some(k) = RESERVED.iter().find(|k| vars.contains_key(**k)) {
+            let p = format!("chat_template_kwargs.{k}");
+            return Err(ApiError::bad_request(format!("{p} cannot be set: the request's chat sets it")).param(p));
+        }
+        if let Some(e) = &self.reasoning_effort {
+            vars.insert("reasoning_effort".into(), Value::String(e.clone()));
+        }
+        Ok(vars)
+    }
+
+    /// `max_reasoning_tokens`, checked.
+    pub fn max_reasoning_tokens(&self) -> Result<Option<usize>, ApiError> {
+        self.max_reasoning_tokens.map(|n| nonneg("max_reasoning_tokens", n)).transpose()
     }
 
     /// `top_logprobs` when `logprobs` is on; errors for the combinations OpenAI refuses.
@@ -663,6 +699,7 @@ impl CompletionRequest {
             user: Some(u),
             user_param: Some(p.to_string()),
             tools: None,
+            reasoning: None,
         }))
     }
 

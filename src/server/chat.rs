@@ -29,6 +29,7 @@ use super::reply::{alternatives, answer, finish, token_text, Chunks, Format, Rep
 use super::scheduler::Job;
 use super::AppState;
 use crate::decode::{GeneratedToken, Output};
+use crate::model::reasoning::{PromptReasoning, Splitter};
 use crate::model::{ChatMessage, ChatTool, ChatToolCall, ContentTokens, PromptFormat};
 use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
 use crate::vocab::Vocab;
@@ -135,19 +136,25 @@ fn chat(req: &ChatRequest, spec: Option<&Spec>) -> Result<ToolChat, ApiError> {
             .collect(),
         None => Vec::new(),
     };
-    Ok(ToolChat { messages, tools, mode })
+    Ok(ToolChat { messages, tools, mode, vars: req.template_vars()? })
 }
 
 /// The prompt's tokens and the tool-call format it teaches ([`ToolChat::render`]).
 /// The caller's special-token spellings are text unless the request opts in
 /// (`content_control_tokens: true`, for trusted callers).
-fn render(
-    p: &PromptFormat,
-    chat: &ToolChat,
-    content: ContentTokens,
-) -> Result<(Vec<crate::vocab::TokenId>, ToolFormat), ApiError> {
+fn render(p: &PromptFormat, chat: &ToolChat, content: ContentTokens) -> Result<Rendered, ApiError> {
     let r = chat.render_with(p, content).map_err(|e| ApiError::bad_request(e.to_string()).param("messages"))?;
-    Ok((p.encode_prompt(&r.prompt).map_err(|e| ApiError::from_lib(e, Some("messages")))?, r.format))
+    let reasoning = p.reasoning_after(&r.text);
+    let tokens = p.encode_prompt(&r.prompt).map_err(|e| ApiError::from_lib(e, Some("messages")))?;
+    Ok(Rendered { tokens, format: r.format, reasoning })
+}
+
+/// A request's prompt: its tokens, the tool-call format it teaches, and the reasoning markers
+/// of the template with where the prompt leaves them.
+struct Rendered {
+    tokens: Vec<crate::vocab::TokenId>,
+    format: ToolFormat,
+    reasoning: Option<PromptReasoning>,
 }
 
 async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
@@ -159,10 +166,19 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let deadline = st.deadline();
     let ticket = st.admit()?;
     let content = if req.content_control_tokens == Some(true) { ContentTokens::Control } else { ContentTokens::Text };
-    let (prompt, format) = st.blocking(move |st| render(&st.inner.prompt, &chat, content)).await?;
-    // The constraint and the parser follow the format the prompt teaches.
-    if let Some(t) = spec.as_mut().and_then(|s| s.tools.as_mut()) {
-        t.format = format;
+    let max_reasoning = req.max_reasoning_tokens()?;
+    let Rendered { tokens: prompt, format, reasoning } =
+        st.blocking(move |st| render(&st.inner.prompt, &chat, content)).await?;
+    // The constraint and the parser follow the format the prompt teaches, after the reasoning.
+    if let Some(s) = spec.as_mut() {
+        if let Some(t) = s.tools.as_mut() {
+            t.format = format;
+        }
+        s.reasoning = reasoning.clone();
+    }
+    let mut plan = plan;
+    if let (Some(n), Some(r)) = (max_reasoning, &reasoning) {
+        plan.opts.reasoning = r.budget(n);
     }
     let max_tokens = st.budget(prompt.len(), plan.max_tokens)?;
     let structured = spec.as_ref().is_some_and(Spec::structured);
@@ -173,7 +189,8 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let job = Job { prompts: vec![prompt], max_tokens: vec![max_tokens], n: plan.n, compiled, opts: plan.opts.clone() };
     let started = st.start(job, ticket, deadline).await?;
     let reply = Reply::new(st, "chatcmpl", &plan, plan.n, structured, prompt_tokens);
-    let format = Chat { tools, parsers: (0..plan.n).map(|_| OutputParser::new(tools)).collect() };
+    let splitters = (0..plan.n).map(|_| reasoning.as_ref().map(PromptReasoning::splitter)).collect();
+    let format = Chat { tools, parsers: (0..plan.n).map(|_| OutputParser::new(tools)).collect(), reasoning, splitters };
     reply.respond(format, started, &plan).await
 }
 
@@ -183,6 +200,11 @@ struct Chat {
     tools: Option<ToolFormat>,
     /// Per choice, the parser that splits the streamed text into content and tool calls.
     parsers: Vec<OutputParser>,
+    /// The template's reasoning markers and where the prompt left them: the text before the
+    /// end marker is `reasoning_content`.
+    reasoning: Option<PromptReasoning>,
+    /// Per choice, what splits its streamed text into reasoning and the rest.
+    splitters: Vec<Option<Splitter>>,
 }
 
 impl Chat {
@@ -200,10 +222,19 @@ impl Chat {
         }
     }
 
+    /// A delta chunk of reasoning text, if there is any.
+    fn reasoning(chunks: &mut Chunks, index: usize, text: String) {
+        if !text.is_empty() {
+            let lp = Chat::take_logprobs(chunks, index);
+            Chat::delta(chunks, index, json!({"reasoning_content": text}), Value::Null, lp);
+        }
+    }
+
     /// One delta chunk per piece: content, a call's start, or more of its arguments.
     fn pieces(chunks: &mut Chunks, index: usize, pieces: Vec<Piece>) {
         for p in pieces {
             let delta = match p {
+                Piece::Reasoning(s) => json!({"reasoning_content": s}),
                 Piece::Content(s) => json!({"content": s}),
                 Piece::ToolStart { index: i, id, name } => json!({"tool_calls": [{
                     "index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}
@@ -223,8 +254,13 @@ impl Format for Chat {
     const CHUNK_OBJECT: &'static str = "chat.completion.chunk";
 
     fn choice(&mut self, reply: &Reply, index: usize, output: &Output) -> Result<Value, ApiError> {
+        let text = output.text();
+        let (reasoning, text) = match &self.reasoning {
+            Some(r) => r.split(&text),
+            None => (None, text.to_string()),
+        };
         let mut parser = OutputParser::new(self.tools);
-        parser.feed(&output.text());
+        parser.feed(&text);
         parser.finish().map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;
         let calls: Vec<Value> = parser
             .calls()
@@ -238,6 +274,9 @@ impl Format for Chat {
         let content = parser.content();
         let content = if calls.is_empty() || !content.trim().is_empty() { json!(content) } else { Value::Null };
         let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+        if let Some(r) = reasoning {
+            message["reasoning_content"] = json!(r);
+        }
         if !calls.is_empty() {
             message["tool_calls"] = json!(calls);
         }
@@ -263,11 +302,25 @@ impl Format for Chat {
     }
 
     fn text(&mut self, chunks: &mut Chunks, index: usize, text: String) {
+        let text = match &mut self.splitters[index] {
+            Some(s) => {
+                let (reasoning, content) = s.feed(&text);
+                Chat::reasoning(chunks, index, reasoning);
+                content
+            }
+            None => text,
+        };
         let pieces = self.parsers[index].feed(&text);
         Chat::pieces(chunks, index, pieces);
     }
 
     fn done(&mut self, chunks: &mut Chunks, index: usize, output: &Output) -> Result<(), ApiError> {
+        if let Some(s) = &mut self.splitters[index] {
+            let (reasoning, content) = s.finish();
+            Chat::reasoning(chunks, index, reasoning);
+            let pieces = self.parsers[index].feed(&content);
+            Chat::pieces(chunks, index, pieces);
+        }
         let parser = &mut self.parsers[index];
         let rest =
             parser.finish().map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;

@@ -25,6 +25,7 @@ use crate::automaton::VocabEnv;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
 use crate::grammar::{ebnf, regex, Grammar};
+use crate::model::reasoning::PromptReasoning;
 
 pub use crate::tools::{
     Tool, ToolFormat, ToolMode, ToolSpec, MAX_PARALLEL_TOOL_CALLS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN,
@@ -64,6 +65,9 @@ pub struct Spec {
     #[serde(skip)]
     pub user_param: Option<String>,
     pub tools: Option<ToolSpec>,
+    /// The reasoning markers of the model's template and where the prompt leaves them: the
+    /// output is a reasoning part, then the constraint (none when the prompt closed it).
+    pub reasoning: Option<PromptReasoning>,
 }
 
 impl Spec {
@@ -125,8 +129,17 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
     })
 }
 
-/// The grammar (or plain constraint) for a spec.
+/// The grammar (or plain constraint) for a spec: the user's or the tools', after a reasoning
+/// part where the model reasons ([`Spec::reasoning`]).
 pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
+    let answer = build_answer(spec)?;
+    Ok(match &spec.reasoning {
+        Some(r) => r.constrain(answer),
+        None => answer,
+    })
+}
+
+fn build_answer(spec: &Spec) -> Result<Constraint, ApiError> {
     let param = spec.user_param.as_deref().unwrap_or("response_format");
     let Some(tools) = &spec.tools else {
         let user = spec.user.as_ref().expect("a spec has a user constraint or tools");

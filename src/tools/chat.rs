@@ -7,7 +7,7 @@ use serde_json::json;
 use super::format::mistral_id;
 use super::{ToolFormat, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 use crate::error::{Error, Result};
-use crate::model::{ChatMessage, ChatPrompt, ChatTool, ContentTokens, PromptFormat};
+use crate::model::{ChatMessage, ChatPrompt, ChatTool, ContentTokens, PromptFormat, TemplateVars};
 
 /// A chat as templates take it: the messages (text content, OpenAI roles, tool calls and
 /// results kept structured), the tools to offer, and what the caller demands of them (`None`:
@@ -17,6 +17,9 @@ pub struct ToolChat {
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ChatTool>,
     pub mode: Option<ToolMode>,
+    /// More variables for the template (a request's `chat_template_kwargs`: `enable_thinking`,
+    /// ...).
+    pub vars: TemplateVars,
 }
 
 /// A rendered chat: the prompt's text and the format its tools were taught in (what the
@@ -122,7 +125,7 @@ impl ToolChat {
         let attempts = native.into_iter().chain([(inlined, &[][..], default), (plain, &[][..], default)]);
         let mut first = None;
         for (msgs, tools, format) in attempts {
-            match p.render_chat_prompt(&msgs, tools, true, content) {
+            match p.render_chat_prompt_with_vars(&msgs, tools, true, content, &self.vars) {
                 Ok(prompt) => return Ok(Rendered { text: prompt.text(), prompt, format }),
                 Err(e) => {
                     first.get_or_insert(e);
@@ -236,6 +239,7 @@ mod tests {
             messages: vec![ChatMessage::new("user", "hi"), call],
             tools: vec![ChatTool::function("f", None, json!({"type": "object"}))],
             mode: Some(ToolMode::Required),
+            vars: Default::default(),
         };
         // Natively: the template lists the tool and the call its own way.
         let native = chat.render(&hermes).unwrap();

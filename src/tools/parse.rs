@@ -21,9 +21,19 @@ use super::{ToolFormat, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 /// Something the reply says, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
+    /// Text of the reply's reasoning part (`<think>`…), before its content (the reasoning
+    /// split comes before the calls parser: `model::reasoning::Splitter`).
+    Reasoning(String),
     Content(String),
-    ToolStart { index: usize, id: String, name: String },
-    ToolArgs { index: usize, text: String },
+    ToolStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolArgs {
+        index: usize,
+        text: String,
+    },
 }
 
 /// A finished call, its arguments as the text the output holds.
@@ -491,6 +501,7 @@ mod tests {
                 Piece::Content(s) => content.push_str(&s),
                 Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
                 Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
+                Piece::Reasoning(r) => panic!("the calls parser wrote reasoning {r:?}"),
             }
         }
         let calls: Vec<(String, String)> = p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();

@@ -49,6 +49,22 @@ const EOS_NAMES: &[&str] = &[
 /// special; Qwen's `<tool_call>` is plain text already.
 pub const REPLY_MARKERS: &[&str] = &["[TOOL_CALLS]"];
 
+/// The markers models write their reasoning between, start then end (see
+/// `model::reasoning`): reply syntax too, so kept as text where a tokenizer marks them special
+/// (Mistral's `[THINK]`).
+pub const REASONING_MARKERS: &[(&str, &str)] = &[
+    ("<think>", "</think>"),
+    ("<seed:think>", "</seed:think>"),
+    ("[THINK]", "[/THINK]"),
+    ("<|inner_prefix|>", "<|inner_suffix|>"),
+    ("<|channel>thought", "<channel|>"),
+];
+
+/// Whether an added token is reply syntax ([`REPLY_MARKERS`], [`REASONING_MARKERS`]).
+fn is_reply_marker(name: &str) -> bool {
+    REPLY_MARKERS.contains(&name) || REASONING_MARKERS.iter().any(|&(s, e)| s == name || e == name)
+}
+
 pub(super) fn load(path: &Path) -> Result<Vocab> {
     let err = |msg: String| Error::Tokenizer { path: path.display().to_string(), msg };
     let text = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
@@ -123,8 +139,7 @@ fn load_value(json: Value, name: &str, configs: Configs) -> Result<Vocab> {
         }
         match added.get(&(id as u32)) {
             Some((content, special)) => {
-                let special = (*special || declared_special.contains(&content.as_str()))
-                    && !REPLY_MARKERS.contains(&content.as_str());
+                let special = (*special || declared_special.contains(&content.as_str())) && !is_reply_marker(content);
                 bytes.push(content.as_bytes().to_vec());
                 kinds.push(if special { TokenKind::Special } else { TokenKind::Text });
             }
@@ -302,7 +317,7 @@ fn byte_exact_tokenizer(mut json: Value, special_names: &[&str]) -> Result<token
             obj.insert("lstrip".into(), Value::Bool(false));
             obj.insert("rstrip".into(), Value::Bool(false));
             let name = obj.get("content").and_then(Value::as_str).unwrap_or("");
-            if REPLY_MARKERS.contains(&name) {
+            if is_reply_marker(name) {
                 obj.insert("special".into(), Value::Bool(false));
             } else if special_names.contains(&name) {
                 obj.insert("special".into(), Value::Bool(true));

@@ -23,6 +23,7 @@ pub mod trie;
 use std::path::Path;
 
 pub use gguf::GgufTokenizer;
+pub use hf::REASONING_MARKERS;
 pub use tokenset::TokenSet;
 pub use trie::TokenTrie;
 

@@ -182,6 +182,9 @@ pub fn samples(c: &Arc<Compiled>, n: u64, max_tokens: usize) -> Vec<Vec<u8>> {
             Ok(out) => Some(out.bytes),
             // Refused up front, clearly: an empty language, or no output fits the budget.
             Err(e) if e.to_string().contains("no output") => None,
+            // Refused on the way, clearly: a `uniqueItems` array whose items have too few
+            // distinct values for its `minItems` (seen once the values run out).
+            Err(e) if e.to_string().contains("no way on without repeating") => None,
             Err(e) => panic!("generate failed: {e}"),
         })
         .collect()
