@@ -115,6 +115,7 @@ impl VocabEnv {
     /// must replay a first mask; a server never needs it.
     pub fn clear_mask_cache(&self) {
         self.mask_cache.clear();
+        crate::regular::Dfa::clear_shared();
     }
 }
 

