@@ -73,9 +73,9 @@ pub enum Constraint {
     Grammar(Grammar),
     /// JSON that validates against a JSON Schema.
     JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
-    /// Free text until `trigger` appears, then `trigger` and an output of `then` (a lazy
-    /// constraint, see [`grammar::trigger`]); an output without the trigger is free text.
-    Triggered { trigger: String, then: Box<Constraint> },
+    /// Free text until one of `triggers` appears, then that trigger and an output of `then` (a
+    /// lazy constraint, see [`grammar::trigger`]); an output without a trigger is free text.
+    Triggered { triggers: Vec<String>, then: Box<Constraint> },
     /// A reasoning part (free text up to the `end` marker), then an output of `then` (see
     /// [`grammar::trigger::after_reasoning`]): `start: None` begins inside the reasoning (the
     /// prompt opened it), `Some(start)` makes the part optional, opened by `start`.
@@ -102,8 +102,8 @@ impl Constraint {
             }
             Constraint::Grammar(g) => g.clone(),
             Constraint::JsonSchema(schema, o) => grammar::json_schema::compile_within(schema, o, limits)?.grammar,
-            Constraint::Triggered { trigger, then } => {
-                grammar::trigger::triggered(trigger, then.grammar_within(limits)?)?
+            Constraint::Triggered { triggers, then } => {
+                grammar::trigger::triggered(triggers, then.grammar_within(limits)?)?
             }
             Constraint::AfterReasoning { start, end, then } => {
                 grammar::trigger::after_reasoning(start.as_deref(), end, then.grammar_within(limits)?)?

@@ -193,26 +193,29 @@ impl ChatTemplateArgs {
 #[derive(Args)]
 pub struct TriggerArgs {
     /// Free text until this string, then the constraint from it on (a lazy grammar); an output
-    /// that never writes it is free text.
+    /// that never writes it is free text. Repeat it for several: the first the output writes
+    /// starts the constraint.
     #[arg(long)]
-    trigger: Option<String>,
+    trigger: Vec<String>,
 }
 
 impl TriggerArgs {
     /// `constraint`, started by the trigger when one is given.
     pub fn wrap(&self, constraint: Constraint) -> Constraint {
-        match &self.trigger {
-            Some(t) => Constraint::Triggered { trigger: t.clone(), then: Box::new(constraint) },
-            None => constraint,
+        if self.trigger.is_empty() {
+            return constraint;
         }
+        Constraint::Triggered { triggers: self.trigger.clone(), then: Box::new(constraint) }
     }
 
     /// [`wrap`](Self::wrap) for a constraint that may be absent (an error if a trigger is given
     /// without one).
     pub fn wrap_optional(&self, constraint: Option<Constraint>) -> anyhow::Result<Option<Constraint>> {
-        match (constraint, &self.trigger) {
-            (None, Some(_)) => Err(anyhow!("--trigger needs a constraint: --regex, --grammar, --schema or --choice")),
-            (c, _) => Ok(c.map(|c| self.wrap(c))),
+        match constraint {
+            None if !self.trigger.is_empty() => {
+                Err(anyhow!("--trigger needs a constraint: --regex, --grammar, --schema or --choice"))
+            }
+            c => Ok(c.map(|c| self.wrap(c))),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Triggered (lazy) constraints: free text until a trigger string appears, then a constraint
 //! from the trigger on, as llama.cpp's lazy grammars and llguidance's lazy lexemes do. The
-//! output is `text (trigger then)?`, where `text` is any text that does not contain the
-//! trigger: the first copy of the trigger starts the constraint, and an output that never
-//! writes it is free text (which the model may end at any point).
+//! output is `text (trigger then)?`, where `text` is any text that contains none of the
+//! triggers: the first copy of any trigger starts the constraint, and an output that never
+//! writes one is free text (which the model may end at any point). With several triggers, the
+//! one that completes first in the text is the one (of `ab` and `abc`, `ab`).
 
 use std::sync::Arc;
 
@@ -12,14 +13,19 @@ use super::{Expr, Grammar, Rule};
 use crate::error::{Error, Result};
 use crate::regular::Lexeme;
 
-/// The grammar of free text up to `trigger`, then `trigger` and an output of `then`.
-pub fn triggered(trigger: &str, then: Grammar) -> Result<Grammar> {
-    if trigger.is_empty() {
-        return Err(Error::param("a trigger must not be empty"));
+/// The grammar of free text up to the first of `triggers`, then that trigger and an output of
+/// `then`.
+pub fn triggered(triggers: &[String], then: Grammar) -> Result<Grammar> {
+    if triggers.is_empty() || triggers.iter().any(String::is_empty) {
+        return Err(Error::param("a trigger must not be empty (and at least one is needed)"));
     }
     let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
     let start = then.append_to(&mut rules);
-    rules[0].body = text_then(trigger, Expr::Seq(vec![Expr::Literal(trigger.into()), Expr::Rule(start)]));
+    let any_trigger = Expr::Alt(triggers.iter().map(|t| Expr::Literal(t.as_str().into())).collect());
+    rules[0].body = Expr::Seq(vec![
+        text_without_any(triggers),
+        Expr::Repeat { body: Box::new(Expr::Seq(vec![any_trigger, Expr::Rule(start)])), min: 0, max: Some(1) },
+    ]);
     Ok(Grammar { rules, start: super::RuleId(0) })
 }
 
@@ -60,8 +66,14 @@ pub fn text_then(trigger: &str, then: Expr) -> Expr {
 /// Any text (valid UTF-8) that does not contain `trigger` (non-empty): one lexeme, the
 /// intersection of any text with the complement of "contains it".
 pub fn text_without(trigger: &str) -> Expr {
+    text_without_any(std::slice::from_ref(&trigger))
+}
+
+/// Any text (valid UTF-8) that contains none of `triggers` (non-empty strings).
+pub fn text_without_any<S: AsRef<str>>(triggers: &[S]) -> Expr {
     let any = || crate::regular::regex::parse("(?s:.*)").expect("a valid built-in regex");
-    let containing = Hir::concat(vec![any(), Hir::literal(trigger.as_bytes()), any()]);
+    let one_of = Hir::alternation(triggers.iter().map(|t| Hir::literal(t.as_ref().as_bytes())).collect());
+    let containing = Hir::concat(vec![any(), one_of, any()]);
     Expr::Lexeme(Arc::new(Lexeme::and(vec![Lexeme::Regex(any()), Lexeme::Not(Box::new(Lexeme::Regex(containing)))])))
 }
 

@@ -43,6 +43,19 @@ fn shapes<'de, D: Deserializer<'de>, T>(
     read(Value::deserialize(d)?).ok_or_else(|| D::Error::custom(expected))
 }
 
+/// `trigger`: one string, or several (the first the output writes starts the constraint).
+#[derive(Debug, Clone)]
+pub struct Triggers(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Triggers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Triggers, D::Error> {
+        shapes(d, "trigger must be a string or a non-empty array of strings", |v| match v {
+            Value::String(s) => Some(Triggers(vec![s])),
+            v => serde_json::from_value::<Vec<String>>(v).ok().filter(|t| !t.is_empty()).map(Triggers),
+        })
+    }
+}
+
 /// A seed: OpenAI's is a signed 64-bit integer; unsigned ones are taken too.
 #[derive(Debug, Clone, Copy)]
 pub enum Seed {
@@ -162,9 +175,9 @@ pub struct Common {
     pub regex: Option<String>,
     #[serde(alias = "guided_grammar")]
     pub grammar: Option<String>,
-    /// Free text until this string, then the request's constraint from it on (a lazy
-    /// constraint; a strictly extension).
-    pub trigger: Option<String>,
+    /// Free text until this string (or the first of these strings), then the request's
+    /// constraint from it on (a lazy constraint; a strictly extension).
+    pub trigger: Option<Triggers>,
     #[serde(alias = "guided_choice")]
     pub choice: Option<Vec<String>>,
     pub guided_json: Option<Value>,
@@ -517,13 +530,15 @@ impl Common {
             )));
         }
         match (found.pop(), &self.trigger) {
-            (_, Some(t)) if t.is_empty() => Err(ApiError::bad_request("trigger must not be empty").param("trigger")),
+            (_, Some(t)) if t.0.iter().any(String::is_empty) => {
+                Err(ApiError::bad_request("trigger must not be empty").param("trigger"))
+            }
             (None, Some(_)) => Err(ApiError::bad_request(
                 "trigger needs a constraint to start: response_format, regex, grammar, choice or guided_json",
             )
             .param("trigger")),
             (Some((u, param)), Some(t)) => {
-                Ok(Some((UserConstraint::Triggered { trigger: t.clone(), then: Box::new(u) }, param)))
+                Ok(Some((UserConstraint::Triggered { triggers: t.0.clone(), then: Box::new(u) }, param)))
             }
             (found, None) => Ok(found),
         }

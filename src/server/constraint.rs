@@ -43,9 +43,9 @@ pub enum UserConstraint {
     Choice(Vec<String>),
     /// A schema and how it compiles (the request's `x-strictly`).
     JsonSchema(Value, JsonSchemaOptions),
-    /// Free text until `trigger`, then `then` (the request's `trigger`).
+    /// Free text until the first of `triggers`, then `then` (the request's `trigger`).
     Triggered {
-        trigger: String,
+        triggers: Vec<String>,
         then: Box<UserConstraint>,
     },
 }
@@ -95,8 +95,8 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
         UserConstraint::JsonSchema(schema, options) => {
             json_schema::compile(schema, options).map_err(|e| schema_error(e, param))?.grammar
         }
-        UserConstraint::Triggered { trigger, then } => {
-            crate::grammar::trigger::triggered(trigger, user_grammar(then, param)?).map_err(lib)?
+        UserConstraint::Triggered { triggers, then } => {
+            crate::grammar::trigger::triggered(triggers, user_grammar(then, param)?).map_err(lib)?
         }
     })
 }

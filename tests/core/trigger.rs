@@ -7,7 +7,7 @@ use strictly::{TokenId, TokenSet};
 use crate::common::{random_sample, real_env, real_vocabs, tiny_vocab, walk_checking_masks};
 
 fn triggered(then: Constraint) -> Constraint {
-    Constraint::Triggered { trigger: "<json>".into(), then: Box::new(then) }
+    Constraint::Triggered { triggers: vec!["<json>".into()], then: Box::new(then) }
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn free_text_until_the_trigger_then_the_constraint() {
 fn fast_and_reference_masks_agree_around_the_trigger() {
     let vocab = tiny_vocab();
     let env = VocabEnv::new(vocab.clone());
-    let c = Constraint::Triggered { trigger: "ab".into(), then: Box::new(Constraint::Regex("c{1,3}d".into())) };
+    let c = Constraint::Triggered { triggers: vec!["ab".into()], then: Box::new(Constraint::Regex("c{1,3}d".into())) };
     let c = Compiled::new(&env, &c).unwrap();
     for prefix in ["", "a", "ba", "b\u{e9}a", "ab", "abc", "abcc", "aab", "eeab"] {
         let mut m = c.matcher();
@@ -66,7 +66,7 @@ fn samples_are_free_text_or_text_then_the_constraint() {
     // A trigger random logits write: a single common letter.
     let c = Compiled::new(
         &env,
-        &Constraint::Triggered { trigger: "e".into(), then: Box::new(Constraint::Regex("[0-9]{2}!".into())) },
+        &Constraint::Triggered { triggers: vec!["e".into()], then: Box::new(Constraint::Regex("[0-9]{2}!".into())) },
     )
     .unwrap();
     let re = regex::Regex::new(r"^(?s)([^e]*)e[0-9]{2}!$").unwrap();
@@ -87,7 +87,7 @@ fn an_empty_trigger_is_refused() {
     let (_, vocab) = &real_vocabs()[0];
     let e = Compiled::new(
         &real_env(vocab),
-        &Constraint::Triggered { trigger: String::new(), then: Box::new(Constraint::Regex("a".into())) },
+        &Constraint::Triggered { triggers: vec![String::new()], then: Box::new(Constraint::Regex("a".into())) },
     )
     .err()
     .unwrap()
@@ -104,11 +104,49 @@ fn fast_equals_reference_on_walks_through_free_text() {
         vec![(tiny_vocab(), 60), (real_vocabs()[0].1.clone(), 8)];
     for (vocab, steps) in cases {
         let env = VocabEnv::new(vocab.clone());
-        let c = Constraint::Triggered { trigger: "ab".into(), then: Box::new(Constraint::Regex("c{1,3}d|e".into())) };
+        let c = Constraint::Triggered {
+            triggers: vec!["ab".into()],
+            then: Box::new(Constraint::Regex("c{1,3}d|e".into())),
+        };
         let c = Compiled::new(&env, &c).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         for walk in 0..3 {
             walk_checking_masks(&c, &mut rng, steps, &format!("walk {walk}"));
         }
     }
+}
+
+/// Several triggers: the text before the constraint holds none of them, and the first one the
+/// output completes starts the constraint; fast masks equal the reference throughout.
+#[test]
+fn the_first_of_several_triggers_starts_the_constraint() {
+    use rand::SeedableRng;
+    let triggers = vec!["e".to_string(), "ou".to_string()];
+    let c = Constraint::Triggered { triggers: triggers.clone(), then: Box::new(Constraint::Regex("[0-9]{2}!".into())) };
+    let re = regex::Regex::new(r"^(?s)(.*?)(e|ou)[0-9]{2}!$").unwrap();
+    for (name, vocab) in real_vocabs().iter().take(2) {
+        let env = real_env(vocab);
+        let compiled = Compiled::new(&env, &c).unwrap();
+        let mut by = [0, 0];
+        for seed in 0..16 {
+            let text = random_sample(&compiled, seed, 40).unwrap().text();
+            match re.captures(&text) {
+                Some(m) => {
+                    assert!(!m[1].contains('e') && !m[1].contains("ou"), "{name}, seed {seed}: {text:?}");
+                    by[usize::from(&m[2] == "ou")] += 1;
+                }
+                None => assert!(!text.contains('e') && !text.contains("ou"), "{name}, seed {seed}: {text:?}"),
+            }
+        }
+        assert!(by[0] > 0, "{name}: some sample starts with \"e\": {by:?}");
+        let mut m = compiled.matcher();
+        m.commit_bytes(b"xo").unwrap();
+        m.commit_bytes(b"u").unwrap();
+        assert!(!m.is_accepting() && m.commit_bytes(b"e").is_err(), "{name}: \"ou\" started the constraint");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        walk_checking_masks(&compiled, &mut rng, 8, name);
+    }
+    let (_, vocab) = &real_vocabs()[0];
+    let none = Constraint::Triggered { triggers: vec![], then: Box::new(Constraint::Regex("a".into())) };
+    assert!(Compiled::new(&real_env(vocab), &none).is_err());
 }

@@ -93,4 +93,26 @@ async fn trigger_starts_the_constraint_where_the_text_writes_it() {
     let e =
         expect_error(&app, chat, json!({"messages": m, "trigger": "", "regex": "a"}), StatusCode::BAD_REQUEST).await;
     assert_eq!(e["param"], "trigger");
+    // Several triggers: the first the text writes starts the constraint.
+    let re = regex::Regex::new(r"^(?s)(.*?)( the| a)[0-9]{3}\.$").unwrap();
+    let mut started = 0;
+    for seed in 0..4 {
+        let v =
+            chat_ok(&app, json!({"seed": seed, "max_tokens": 48, "trigger": [" the", " a"], "regex": "[0-9]{3}\\."}))
+                .await;
+        let text = content(&v, 0);
+        if let Some(c) = re.captures(&text) {
+            assert!(!c[1].contains(" the") && !c[1].contains(" a"), "{text:?}");
+            started += 1;
+        } else {
+            assert!(!text.contains(" the") && !text.contains(" a"), "{text:?}");
+        }
+    }
+    assert!(started > 0);
+    for bad in [json!([]), json!([1]), json!(["x", ""])] {
+        let body = json!({"messages": m, "trigger": bad, "regex": "a"});
+        let (s, v) = post(&app, chat, body).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("trigger"), "{v}");
+    }
 }
