@@ -376,3 +376,65 @@ fn engine_choose_follows_each_template_format() {
         }
     }
 }
+
+/// Qwen3's real template (`../shared/data/chat-templates`) on Qwen 2.5's tokenizer (the same
+/// family): Hermes `<tool_call>` JSON after an optional `<think>` part, or, with
+/// `enable_thinking: false`, the calls alone (the template pre-fills an empty reasoning part).
+/// Random-logits samples of the calls grammar after the reasoning parse back into calls whose
+/// arguments validate, once the reasoning is split off.
+#[test]
+fn qwen3_calls_tools_after_its_thinking() {
+    use strictly::model::reasoning::Phase;
+    use strictly::model::ChatTemplate;
+    let Some(data) = shared_data() else { return };
+    let mut p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
+    let source = std::fs::read_to_string(data.join("chat-templates/Qwen-Qwen3-0.6B.jinja")).unwrap();
+    p.set_chat_template(ChatTemplate::new(&source, "Qwen3").unwrap());
+    let (_, vocab) = real_vocabs().iter().find(|(n, _)| n == "qwen2.5").unwrap();
+    let env = real_env(vocab);
+    let tools = tools();
+    let args: Vec<(String, strictly::grammar::Grammar)> = tools
+        .iter()
+        .map(|t| {
+            let g = json_schema::compile(&t.function.parameters, &JsonSchemaOptions::default()).unwrap().grammar;
+            (t.function.name.clone(), g)
+        })
+        .collect();
+    for (vars, phase) in [(json!({}), Phase::Optional), (json!({"enable_thinking": false}), Phase::Closed)] {
+        let mut c = chat(Some(ToolMode::Required));
+        c.vars = serde_json::from_value(vars.clone()).unwrap();
+        let r = c.render(&p).unwrap();
+        assert_eq!(r.format, ToolFormat::Hermes, "{vars}");
+        assert!(r.text.contains("<tools>") && r.text.contains("get_weather"), "{}", r.text);
+        let reasoning = p.reasoning_after(&r.text).unwrap();
+        assert_eq!(reasoning.phase, phase, "{vars}: {:?}", &r.text[r.text.len().saturating_sub(60)..]);
+        let calls = Constraint::Grammar(calls_grammar(args.clone(), &ToolMode::Required, 8, ToolFormat::Hermes, None));
+        let compiled = Compiled::new(&env, &reasoning.constrain(calls)).unwrap();
+        let mut thought = 0;
+        for seed in 0..6u64 {
+            let mut m = compiled.matcher();
+            let opts = GenerateOptions {
+                max_tokens: 120,
+                sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
+                ..GenerateOptions::default()
+            };
+            let mut model = RandomLogits::new(vocab.len(), seed);
+            let out = decode::generate(&mut model, vocab, Some(&mut m), &[], &opts).unwrap();
+            let text = out.text();
+            let (thinking, answer) = reasoning.split(&text);
+            assert!(phase == Phase::Optional || thinking.is_none(), "{vars} seed {seed}: {text:?}");
+            thought += thinking.is_some() as usize;
+            let (content, calls) = read(ToolFormat::Hermes, &answer, seed);
+            assert!(!calls.is_empty() && content.trim().is_empty(), "{vars} seed {seed}: {text:?}");
+            for (name, arguments) in calls {
+                let t = tools.iter().find(|t| t.function.name == name).unwrap();
+                let value: Value = serde_json::from_str(&arguments).unwrap();
+                assert!(jsonschema::validator_for(&t.function.parameters).unwrap().is_valid(&value), "{text:?}");
+            }
+        }
+        if phase == Phase::Optional {
+            // Random logits take the `<think>` branch now and then.
+            assert!(thought > 0, "no sample reasoned");
+        }
+    }
+}
