@@ -412,15 +412,7 @@ fn qwen3_calls_tools_after_its_thinking() {
         let compiled = Compiled::new(&env, &reasoning.constrain(calls)).unwrap();
         let mut thought = 0;
         for seed in 0..6u64 {
-            let mut m = compiled.matcher();
-            let opts = GenerateOptions {
-                max_tokens: 120,
-                sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
-                ..GenerateOptions::default()
-            };
-            let mut model = RandomLogits::new(vocab.len(), seed);
-            let out = decode::generate(&mut model, vocab, Some(&mut m), &[], &opts).unwrap();
-            let text = out.text();
+            let text = crate::common::random_sample(&compiled, seed, 120).unwrap().text();
             let (thinking, answer) = reasoning.split(&text);
             assert!(phase == Phase::Optional || thinking.is_none(), "{vars} seed {seed}: {text:?}");
             thought += thinking.is_some() as usize;

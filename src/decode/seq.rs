@@ -352,7 +352,9 @@ fn force_reasoning_end(
     let tokens = ctx.vocab.encode(end.as_bytes()).filter(|t| !t.is_empty() && t.len() <= remaining);
     let fits = match (tokens.as_deref(), matcher) {
         (None, _) => false,
-        (Some(t), Some(m)) => commit_if_it_fits(m, t, remaining)?,
+        // A marker the constraint refuses here (an error, the matcher left as it was) is not
+        // forced either.
+        (Some(t), Some(m)) => commit_forced_run(m, t, remaining).unwrap_or(false),
         (Some(_), None) => true,
     };
     let (Some(tokens), true) = (tokens, fits) else {
@@ -367,24 +369,9 @@ fn force_reasoning_end(
     Ok(None)
 }
 
-/// [`commit_forced_run`] for tokens the constraint may refuse (`tokens.len() <= remaining`):
-/// a refusal is a `false`, not an error.
-fn commit_if_it_fits(m: &mut Matcher, tokens: &[TokenId], remaining: usize) -> Result<bool> {
-    for (done, &t) in tokens.iter().enumerate() {
-        if m.commit(t).is_err() {
-            m.rollback(done)?;
-            return Ok(false);
-        }
-    }
-    if m.can_finish_within(remaining - tokens.len()) {
-        return Ok(true);
-    }
-    m.rollback(tokens.len())?;
-    Ok(false)
-}
-
 /// Commits `forced` to the matcher when the output can still be finished within `remaining`
-/// tokens after it, and says whether it did (else the matcher is left as it was). The forced
+/// tokens after it, and says whether it did (else, or on a token the constraint refuses, which
+/// is the error, the matcher is left as it was). The forced
 /// bytes are tokenized canonically, which may take more tokens than the way the budget counted
 /// (a lexeme's fewest tokens); where the run does not fit, the mask chooses instead (it only
 /// allows tokens after which a completion fits).

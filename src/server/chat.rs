@@ -161,12 +161,12 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     st.check_model(req.common.model.as_deref())?;
     let mut spec = req.spec()?;
     let lp = req.top_logprobs()?;
-    let plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp)?;
+    let mut plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp)?;
     let chat = chat(&req, spec.as_ref())?;
+    let max_reasoning = req.max_reasoning_tokens()?;
     let deadline = st.deadline();
     let ticket = st.admit()?;
     let content = if req.content_control_tokens == Some(true) { ContentTokens::Control } else { ContentTokens::Text };
-    let max_reasoning = req.max_reasoning_tokens()?;
     let Rendered { tokens: prompt, format, reasoning } =
         st.blocking(move |st| render(&st.inner.prompt, &chat, content)).await?;
     // The constraint and the parser follow the format the prompt teaches, after the reasoning.
@@ -176,7 +176,6 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
         }
         s.reasoning = reasoning.clone();
     }
-    let mut plan = plan;
     if let (Some(n), Some(r)) = (max_reasoning, &reasoning) {
         plan.opts.reasoning = r.budget(n);
     }
