@@ -430,3 +430,35 @@ fn qwen3_calls_tools_after_its_thinking() {
         }
     }
 }
+
+/// The formats detected in the shared chat templates: Hermes only where `<tool_call>` holds
+/// Hermes's JSON; Qwen3-Coder's and Qwen3.5's XML and GLM's `<arg_key>` bodies are not taken for
+/// it (their tools go into the system turn in the default format, so prompt and constraint
+/// agree), nor are templates that teach none of the known formats.
+#[test]
+fn the_shared_templates_formats() {
+    let Some(data) = shared_data() else { return };
+    let dir = data.join("chat-templates");
+    let detect = |f: &str| ToolFormat::detect(&std::fs::read_to_string(dir.join(f)).unwrap());
+    for (file, format) in [
+        ("Qwen-Qwen2.5-7B-Instruct.jinja", Some(ToolFormat::Hermes)),
+        ("Qwen-Qwen3-0.6B.jinja", Some(ToolFormat::Hermes)),
+        ("Qwen-QwQ-32B.jinja", Some(ToolFormat::Hermes)),
+        ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", Some(ToolFormat::Hermes)),
+        ("meta-llama-Llama-3.2-3B-Instruct.jinja", Some(ToolFormat::Llama3)),
+        ("meta-llama-Llama-3.3-70B-Instruct.jinja", Some(ToolFormat::Llama3)),
+        ("Qwen3.5-4B.jinja", None),
+        ("Qwen3-Coder.jinja", None),
+        ("GLM-4.6.jinja", None),
+        ("google-gemma-2-2b-it.jinja", None),
+    ] {
+        assert_eq!(detect(file), format, "{file}");
+    }
+    // Qwen3.5 with tools: the calls are taught in the default format, in the system turn.
+    let mut p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
+    let source = std::fs::read_to_string(dir.join("Qwen3.5-4B.jinja")).unwrap();
+    p.set_chat_template(strictly::model::ChatTemplate::new(&source, "Qwen3.5").unwrap());
+    let r = chat(Some(ToolMode::Required)).render(&p).unwrap();
+    assert_eq!(r.format, ToolFormat::Hermes);
+    assert!(r.text.contains("<tools>") && !r.text.contains("<function="), "{}", r.text);
+}

@@ -8,7 +8,9 @@
 //! [TOOL_CALLS]  (Mistral v3 templates,     Mistral    [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
 //!   with [AVAILABLE_TOOLS])
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
-//!   does not render tools                    the documented default
+//!   does not render tools, or one whose        the documented default
+//!   <tool_call> holds another body (Qwen3.5
+//!   XML, GLM's <arg_key>)
 //! ```
 //!
 //! Details per format (the grammar in [`super::calls_grammar`], the reader in
@@ -49,6 +51,13 @@ pub enum ToolFormat {
 /// The text that opens Mistral's calls.
 pub const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
 
+/// What templates write inside `<tool_call>` when it is not Hermes's JSON: Qwen3-Coder's and
+/// Qwen3.5's XML (`<function=NAME><parameter=P>…`), GLM-4.5/4.6's `<arg_key>`/`<arg_value>`.
+/// Such a template teaches a format this crate does not write yet, so it is not taken for
+/// Hermes: its tools are described in the system turn in the default format instead, so the
+/// prompt and the constraint agree.
+const OTHER_TOOL_CALL_BODIES: [&str; 2] = ["<function=", "<arg_key>"];
+
 impl ToolFormat {
     /// The format a chat template teaches, from its source; `None` when it teaches none of
     /// the known ones (then tools are described in the system turn in the default format).
@@ -56,7 +65,7 @@ impl ToolFormat {
         let has = |s: &str| template_source.contains(s);
         if has(MISTRAL_CALLS) {
             Some(ToolFormat::Mistral)
-        } else if has(super::TOOL_CALL_OPEN) {
+        } else if has(super::TOOL_CALL_OPEN) && !OTHER_TOOL_CALL_BODIES.iter().any(|b| has(b)) {
             Some(ToolFormat::Hermes)
         } else if has("<|start_header_id|>") && has("\"parameters\"") {
             Some(ToolFormat::Llama3)
