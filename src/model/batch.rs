@@ -586,28 +586,24 @@ impl BatchNet {
             v = Tensor::cat(&[pv, &v], 2)?;
         }
         let kv = (k.clone(), v.clone());
-        // Grouped-query attention: query head h reads key/value head h / group.
+        // Grouped-query attention: query head h reads key/value head h / group. The `group`
+        // query heads of one key/value head are stacked into one matrix of `group · n` rows,
+        // so each key/value head is multiplied as it is, never copied `group` times.
         let group = self.heads / self.kv_heads;
-        let widen = |t: Tensor| -> candle_core::Result<Tensor> {
-            if group == 1 {
-                return Ok(t);
-            }
-            let len = t.dim(2)?;
-            t.unsqueeze(2)?.expand((1, self.kv_heads, group, len, d))?.reshape((1, self.heads, len, d))
-        };
-        let (q, k, v) = (q.to_dtype(DType::F32)?, widen(k)?.to_dtype(DType::F32)?, widen(v)?.to_dtype(DType::F32)?);
+        let total = pos + n;
+        let q = q.to_dtype(DType::F32)?.reshape((1, self.kv_heads, group * n, d))?;
+        let (k, v) = (k.to_dtype(DType::F32)?, v.to_dtype(DType::F32)?);
         let mut att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?;
         if n > 1 {
-            // New row i (position pos + i) must not see keys past it.
-            let total = pos + n;
-            let mask: Vec<f32> = (0..n)
-                .flat_map(|i| (0..total).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 }))
+            // New row i (position pos + i) must not see keys past it; rows are (head, i) pairs.
+            let mask: Vec<f32> = (0..group * n)
+                .flat_map(|r| (0..total).map(move |j| if j > pos + r % n { f32::NEG_INFINITY } else { 0.0 }))
                 .collect();
-            let mask = Tensor::from_vec(mask, (n, total), att.device())?;
+            let mask = Tensor::from_vec(mask, (group * n, total), att.device())?;
             att = att.broadcast_add(&mask)?;
         }
         let att = candle_nn::ops::softmax_last_dim(&att)?;
-        let y = att.matmul(&v.contiguous()?)?.to_dtype(self.dtype)?;
+        let y = att.matmul(&v)?.to_dtype(self.dtype)?.reshape((1, self.heads, n, d))?;
         let y = y.transpose(1, 2)?.reshape((n, self.heads * d))?;
         Ok((y, kv))
     }
