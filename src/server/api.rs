@@ -267,15 +267,36 @@ pub struct FunctionDef {
 #[derive(Debug, Clone)]
 pub enum ToolChoiceParam {
     Mode(String),
-    Named { function: NamedFunction },
+    Named {
+        function: NamedFunction,
+    },
+    /// `{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools":
+    /// [{"type": "function", "function": {"name"}}, ...]}}`: every tool is described to the
+    /// model, only these may be called.
+    Allowed {
+        mode: String,
+        names: Vec<String>,
+    },
 }
 
 impl<'de> Deserialize<'de> for ToolChoiceParam {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ToolChoiceParam, D::Error> {
-        let expected = "tool_choice must be \"none\", \"auto\", \"required\" or \
-                        {\"type\": \"function\", \"function\": {\"name\": ...}}";
+        let expected = "tool_choice must be \"none\", \"auto\", \"required\", \
+                        {\"type\": \"function\", \"function\": {\"name\": ...}} or \
+                        {\"type\": \"allowed_tools\", \"allowed_tools\": {\"mode\": ..., \"tools\": [...]}}";
         shapes(d, expected, |v| match v {
             Value::String(s) => Some(ToolChoiceParam::Mode(s)),
+            Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("allowed_tools") => {
+                let allowed = o.get("allowed_tools")?;
+                let mode = allowed.get("mode")?.as_str()?.to_string();
+                let names = allowed
+                    .get("tools")?
+                    .as_array()?
+                    .iter()
+                    .map(|t| t.get("function")?.get("name")?.as_str().map(str::to_string))
+                    .collect::<Option<Vec<String>>>()?;
+                Some(ToolChoiceParam::Allowed { mode, names })
+            }
             Value::Object(mut o) => {
                 let function = serde_json::from_value(o.remove("function")?).ok()?;
                 Some(ToolChoiceParam::Named { function })
@@ -299,6 +320,28 @@ impl ToolChoiceParam {
                 .param("tool_choice")),
             },
             ToolChoiceParam::Named { function } => Ok(ToolChoice::Named(function.name.clone())),
+            ToolChoiceParam::Allowed { mode, names } => {
+                if names.is_empty() {
+                    return Err(ApiError::bad_request("tool_choice.allowed_tools.tools must not be empty")
+                        .param("tool_choice.allowed_tools.tools"));
+                }
+                match mode.as_str() {
+                    "auto" => Ok(ToolChoice::Auto),
+                    "required" => Ok(ToolChoice::Required),
+                    other => Err(ApiError::bad_request(format!(
+                        "tool_choice.allowed_tools.mode must be \"auto\" or \"required\", got {other:?}"
+                    ))
+                    .param("tool_choice.allowed_tools.mode")),
+                }
+            }
+        }
+    }
+
+    /// The tools `allowed_tools` lets the model call (`None`: every tool offered).
+    pub fn allowed(&self) -> Option<&[String]> {
+        match self {
+            ToolChoiceParam::Allowed { names, .. } => Some(names),
+            _ => None,
         }
     }
 }
@@ -609,6 +652,17 @@ impl ChatRequest {
                 return Err(ApiError::bad_request(format!("tool_choice names {name:?}, which is not in tools"))
                     .param("tool_choice"));
             }
+        }
+        // `allowed_tools`: the prompt still lists every tool (see `chat`); the calls' grammar
+        // takes only the allowed ones.
+        if let Some(allowed) = self.tool_choice.as_ref().and_then(ToolChoiceParam::allowed) {
+            for (i, name) in allowed.iter().enumerate() {
+                if !out.iter().any(|t| &t.name == name) {
+                    let p = format!("tool_choice.allowed_tools.tools[{i}]");
+                    return Err(ApiError::bad_request(format!("{p} names {name:?}, which is not in tools")).param(p));
+                }
+            }
+            out.retain(|t| allowed.contains(&t.name));
         }
         let max_calls = if self.parallel_tool_calls == Some(false) { 1 } else { MAX_PARALLEL_TOOL_CALLS };
         Ok(Some(ToolSpec { tools: out, mode, max_calls, format: ToolFormat::default() }))

@@ -125,3 +125,42 @@ async fn the_plain_template_lists_the_tools() {
     let extra = loaded.prompt.encode_raw(listed).unwrap().len() as u64;
     assert!(prompt_tokens(&auto) >= prompt_tokens(&none) + extra - 2, "{auto} vs {none}");
 }
+
+/// `tool_choice: {"type": "allowed_tools", ...}`: the prompt describes every tool (the same
+/// prompt as without it), the calls are of the allowed ones only; a name not among the tools,
+/// an empty list or another mode is a 400 naming the field.
+#[tokio::test]
+async fn allowed_tools_restrict_the_calls_not_the_prompt() {
+    let app = app(state(ServerConfig::default()));
+    let tools = json!([weather_tool(), time_tool()]);
+    let allowed = |mode: &str, names: &[&str]| {
+        let list: Vec<Value> = names.iter().map(|n| json!({"type": "function", "function": {"name": n}})).collect();
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": list}})
+    };
+    let prompt_tokens = |v: &Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let plain = chat_ok(&app, json!({"max_tokens": 60, "tools": tools, "tool_choice": "auto"})).await;
+    let only_time =
+        chat_ok(&app, json!({"max_tokens": 60, "tools": tools, "tool_choice": allowed("auto", &["get_time"])})).await;
+    assert_eq!(prompt_tokens(&only_time), prompt_tokens(&plain), "every tool is still described");
+    for seed in 0..4 {
+        let body = json!({"seed": seed, "messages": msgs("Weather in Paris?"), "tools": tools,
+                          "tool_choice": allowed("required", &["get_time"])});
+        let v = chat_ok(&app, body).await;
+        let calls = v["choices"][0]["message"]["tool_calls"].as_array().unwrap_or_else(|| panic!("{v}"));
+        assert!(!calls.is_empty(), "{v}");
+        for call in calls {
+            assert_eq!(check_call(call), "get_time", "{v}");
+        }
+    }
+    for (choice, param) in [
+        (allowed("required", &["nope"]), "tool_choice.allowed_tools.tools[0]"),
+        (allowed("required", &[]), "tool_choice.allowed_tools.tools"),
+        (allowed("none", &["get_time"]), "tool_choice.allowed_tools.mode"),
+    ] {
+        let (s, e) =
+            post(&app, "/v1/chat/completions", json!({"messages": msgs("hi"), "tools": tools, "tool_choice": choice}))
+                .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{e}");
+        assert_eq!(e["error"]["param"], param, "{e}");
+    }
+}
