@@ -16,20 +16,23 @@ pub struct ReasoningBudget {
     pub max_tokens: usize,
 }
 
-/// Where an output stands with its reasoning.
+/// Where an output stands with its reasoning, from the bytes of its tokens as they come (held
+/// text included: a stop string's possible start does not hide the end marker from it).
 #[derive(Debug, Clone)]
 pub(crate) struct Track {
     budget: ReasoningBudget,
     state: State,
+    /// Undecided: the output's bytes so far; inside: the last bytes read, fewer than the end
+    /// marker's (where a marker split across tokens begins).
+    tail: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// The output may still begin with the start marker.
     Undecided,
-    /// Inside the reasoning since output token `since`; the end marker was looked for in the
-    /// text before byte `scanned`.
-    Inside { since: usize, scanned: usize },
+    /// Inside the reasoning since output token `since`.
+    Inside { since: usize },
     /// Past the reasoning, or none, or its end could not be forced: nothing more to do.
     Done,
 }
@@ -37,38 +40,46 @@ enum State {
 impl Track {
     pub fn new(budget: ReasoningBudget) -> Track {
         let state = match budget.start {
-            None => State::Inside { since: 0, scanned: 0 },
+            None => State::Inside { since: 0 },
             Some(_) => State::Undecided,
         };
-        Track { budget, state }
+        Track { budget, state, tail: Vec::new() }
     }
 
-    /// Follows the output after a token: `text` is all of its bytes so far, `tokens` its length.
-    pub fn update(&mut self, text: &[u8], tokens: usize) {
+    /// Follows the output after a token: `bytes` are its bytes, `tokens` the output's length.
+    pub fn update(&mut self, bytes: &[u8], tokens: usize) {
+        self.tail.extend_from_slice(bytes);
         if let State::Undecided = self.state {
             let start = self.budget.start.as_deref().unwrap_or_default().as_bytes();
-            let t = trim_start(text);
+            let t = trim_start(&self.tail);
             if t.starts_with(start) {
-                self.state = State::Inside { since: tokens - 1, scanned: text.len() - t.len() + start.len() };
-            } else if !start.starts_with(t) {
+                let after = t[start.len()..].to_vec();
+                self.state = State::Inside { since: tokens - 1 };
+                self.tail = after;
+            } else if start.starts_with(t) {
+                return;
+            } else {
                 self.state = State::Done;
             }
         }
-        if let State::Inside { scanned, .. } = &mut self.state {
-            let end = self.budget.end.as_bytes();
-            let from = scanned.saturating_sub(end.len() - 1);
-            if text.len() >= from + end.len() && text[from..].windows(end.len()).any(|w| w == end) {
-                self.state = State::Done;
-            } else {
-                *scanned = text.len();
+        match self.state {
+            State::Inside { .. } => {
+                let end = self.budget.end.as_bytes();
+                if self.tail.windows(end.len()).any(|w| w == end) {
+                    self.state = State::Done;
+                } else {
+                    let keep = self.tail.len().min(end.len() - 1);
+                    self.tail.drain(..self.tail.len() - keep);
+                }
             }
+            _ => self.tail.clear(),
         }
     }
 
     /// The end marker, if the reasoning has used its budget and not ended.
     pub fn overdue(&self, tokens: usize) -> Option<&str> {
         match self.state {
-            State::Inside { since, .. } if tokens - since >= self.budget.max_tokens => Some(&self.budget.end),
+            State::Inside { since } if tokens - since >= self.budget.max_tokens => Some(&self.budget.end),
             _ => None,
         }
     }
@@ -95,11 +106,9 @@ mod tests {
     #[test]
     fn open_reasoning_counts_from_the_first_token_until_the_end_marker() {
         let mut t = Track::new(budget(None, 3));
-        let mut text = Vec::new();
         for (i, piece) in ["Hm", ", ", "</th", "ink>"].iter().enumerate() {
             assert_eq!(t.overdue(i), if i >= 3 { Some("</think>") } else { None });
-            text.extend_from_slice(piece.as_bytes());
-            t.update(&text, i + 1);
+            t.update(piece.as_bytes(), i + 1);
         }
         assert_eq!(t.overdue(4), None, "the marker (split across tokens) ended it");
     }
@@ -107,15 +116,17 @@ mod tests {
     #[test]
     fn optional_reasoning_counts_only_after_its_start_marker() {
         let mut t = Track::new(budget(Some("<think>"), 2));
-        let mut text = Vec::new();
         for (i, piece) in ["\n<th", "ink>", "a", "b"].iter().enumerate() {
-            text.extend_from_slice(piece.as_bytes());
-            t.update(&text, i + 1);
+            t.update(piece.as_bytes(), i + 1);
         }
         // Inside since the token that completed the start marker (index 1): 3 tokens.
         assert_eq!(t.overdue(4), Some("</think>"));
         let mut none = Track::new(budget(Some("<think>"), 1));
         none.update(b"{\"a\"", 1);
+        // A marker right after the start marker, in the same token, ends the part at once.
+        let mut quick = Track::new(budget(Some("<think>"), 1));
+        quick.update(b"<think></think>", 1);
+        assert_eq!(quick.overdue(9), None);
         assert_eq!(none.overdue(5), None, "no reasoning part: no budget");
     }
 }

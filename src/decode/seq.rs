@@ -13,7 +13,7 @@ use super::{Event, FinishReason, GenerateOptions, GeneratedToken, LanguageModel,
 use crate::automaton::Matcher;
 use crate::error::{Error, Result};
 use crate::sample::TokenCounts;
-use crate::vocab::{TokenId, TokenSet, Vocab};
+use crate::vocab::{TokenId, TokenKind, TokenSet, Vocab};
 
 /// How an output ended.
 pub(crate) type End = (FinishReason, Option<StoppedBy>);
@@ -226,7 +226,9 @@ impl Sequence {
             emit(Event::Text(delta));
         }
         if let Some(r) = &mut self.reasoning {
-            r.update(self.detok.bytes(), self.tokens.len());
+            if vocab.kind(t) == TokenKind::Text {
+                r.update(vocab.bytes(t), self.tokens.len());
+            }
         }
         matched
     }

@@ -140,6 +140,17 @@ fn the_reasoning_budget_forces_the_end_marker() {
         assert!(out.tokens.len() <= max_tokens && out.text().ends_with("</think>{\"n\":5}"), "{:?}", out.text());
         assert!(out.text().starts_with("hm "), "it reasoned while there was room: {:?}", out.text());
     }
+    // A stop string that begins with the marker holds the marker's text back a while; the
+    // budget still sees the marker at once (it is forced once, not again).
+    let opts = GenerateOptions {
+        max_tokens: 8,
+        stop: vec!["</think>!".into()],
+        reasoning: Some(budget(None, 2)),
+        ..GenerateOptions::default()
+    };
+    let mut model = ScriptedModel::new(vocab.len(), |_, l| l[0] = 10.0);
+    let out = decode::generate(&mut model, &vocab, None, &[], &opts).unwrap();
+    assert_eq!(out.text().matches("</think>").count(), 1, "{:?}", out.text());
     // An optional part counts only once the output has begun it.
     let opts =
         GenerateOptions { max_tokens: 12, reasoning: Some(budget(Some("<think>"), 2)), ..GenerateOptions::default() };
