@@ -45,6 +45,17 @@ fn tools() -> Vec<ChatTool> {
     ]
 }
 
+/// Each tool's name and the grammar of its arguments (what `calls_grammar` takes).
+fn argument_grammars(tools: &[ChatTool]) -> Vec<(String, strictly::grammar::Grammar)> {
+    tools
+        .iter()
+        .map(|t| {
+            let g = json_schema::compile(&t.function.parameters, &JsonSchemaOptions::default()).unwrap().grammar;
+            (t.function.name.clone(), g)
+        })
+        .collect()
+}
+
 /// A chat with one earlier call (id `call_1`) and its result.
 fn chat(mode: Option<ToolMode>) -> ToolChat {
     let mut call = ChatMessage::assistant("");
@@ -217,13 +228,7 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
         .iter()
         .map(|t| (t.function.name.clone(), jsonschema::validator_for(&t.function.parameters).unwrap()))
         .collect();
-    let args: Vec<(String, strictly::grammar::Grammar)> = tools
-        .iter()
-        .map(|t| {
-            let g = json_schema::compile(&t.function.parameters, &JsonSchemaOptions::default()).unwrap().grammar;
-            (t.function.name.clone(), g)
-        })
-        .collect();
+    let args = argument_grammars(&tools);
     for (name, dir, format) in models(&data) {
         // The shared tokenizers are loaded once per test binary.
         let (vocab, env) = match real_vocabs().iter().find(|(n, _)| n == name) {
@@ -393,13 +398,7 @@ fn qwen3_calls_tools_after_its_thinking() {
     let (_, vocab) = real_vocabs().iter().find(|(n, _)| n == "qwen2.5").unwrap();
     let env = real_env(vocab);
     let tools = tools();
-    let args: Vec<(String, strictly::grammar::Grammar)> = tools
-        .iter()
-        .map(|t| {
-            let g = json_schema::compile(&t.function.parameters, &JsonSchemaOptions::default()).unwrap().grammar;
-            (t.function.name.clone(), g)
-        })
-        .collect();
+    let args = argument_grammars(&tools);
     for (vars, phase) in [(json!({}), Phase::Optional), (json!({"enable_thinking": false}), Phase::Closed)] {
         let mut c = chat(Some(ToolMode::Required));
         c.vars = serde_json::from_value(vars.clone()).unwrap();
