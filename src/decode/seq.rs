@@ -319,38 +319,57 @@ pub(crate) fn fast_forward(
             return Ok(Ahead::End((FinishReason::Length, None)));
         }
         let remaining = ctx.max_tokens - len;
-        if let Some(end) = force_reasoning_end(ctx, matcher.as_deref_mut(), seq, remaining, emit)? {
-            return Ok(Ahead::End(end));
-        }
-        let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
-        let forced = m.forced_tokens();
-        if forced.is_empty() || !commit_forced_run(m, &forced, remaining)? {
-            return Ok(Ahead::Mask { remaining });
-        }
-        // Committed to the matcher already: each token goes into the output; a stop string
-        // ending inside the run takes the matcher back to the tokens the output kept.
-        for (k, &t) in forced.iter().enumerate() {
-            if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
-                m.rollback(forced.len() - k - 1)?;
-                return Ok(Ahead::End(ctx.stopped_by_string(i)));
+        // The reasoning's end marker when its budget is spent, else the constraint's forced
+        // run; either is committed already, then pushed, and the loop counts again.
+        let run = match reasoning_end(ctx, matcher.as_deref_mut(), seq, remaining) {
+            Some(run) => run,
+            None => {
+                let Some(m) = matcher.as_deref_mut() else { return Ok(Ahead::Choose) };
+                let forced = m.forced_tokens();
+                if forced.is_empty() || !commit_forced_run(m, &forced, remaining)? {
+                    return Ok(Ahead::Mask { remaining });
+                }
+                forced
             }
+        };
+        if let Some(end) = push_forced_run(ctx, matcher.as_deref_mut(), seq, &run, emit)? {
+            return Ok(Ahead::End(end));
         }
     }
 }
 
-/// With a reasoning budget spent: appends the reasoning's end marker (forced, in its canonical
-/// tokens) if it fits in `remaining` tokens with a complete output after it, else gives the
-/// budget up (the mask, which keeps room for a complete output, decides from then on). Returns
-/// the end if a stop string completed inside the marker.
-fn force_reasoning_end(
+/// Pushes `run` (committed to `m` already) into the output as forced tokens; a stop string
+/// ending inside it takes `m` back to the tokens the output kept, and is the end returned.
+fn push_forced_run(
+    ctx: &Ctx,
+    m: Option<&mut Matcher>,
+    seq: &mut Sequence,
+    run: &[TokenId],
+    emit: &mut dyn FnMut(Event),
+) -> Result<Option<End>> {
+    for (k, &t) in run.iter().enumerate() {
+        if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
+            if let Some(m) = m {
+                m.rollback(run.len() - k - 1)?;
+            }
+            return Ok(Some(ctx.stopped_by_string(i)));
+        }
+    }
+    Ok(None)
+}
+
+/// With a reasoning budget spent: the reasoning's end marker in tokens, committed to
+/// `matcher` (if any), when it fits in `remaining` tokens with a complete output after it;
+/// else the budget is given up (the mask, which keeps room for a complete output, decides
+/// from then on) and `None`.
+fn reasoning_end(
     ctx: &Ctx,
     matcher: Option<&mut Matcher>,
     seq: &mut Sequence,
     remaining: usize,
-    emit: &mut dyn FnMut(Event),
-) -> Result<Option<End>> {
-    let Some(track) = &mut seq.reasoning else { return Ok(None) };
-    let Some(end) = track.overdue(seq.tokens.len()) else { return Ok(None) };
+) -> Option<Vec<TokenId>> {
+    let track = seq.reasoning.as_mut()?;
+    let end = track.overdue(seq.tokens.len())?;
     let tokens = ctx.vocab.encode(end.as_bytes()).filter(|t| !t.is_empty() && t.len() <= remaining);
     let fits = match (tokens.as_deref(), matcher) {
         (None, _) => false,
@@ -359,16 +378,11 @@ fn force_reasoning_end(
         (Some(t), Some(m)) => commit_forced_run(m, t, remaining).unwrap_or(false),
         (Some(_), None) => true,
     };
-    let (Some(tokens), true) = (tokens, fits) else {
+    if !fits {
         track.give_up();
-        return Ok(None);
-    };
-    for t in tokens {
-        if let Some(i) = seq.push(ctx.vocab, GeneratedToken::forced(t), emit) {
-            return Ok(Some(ctx.stopped_by_string(i)));
-        }
+        return None;
     }
-    Ok(None)
+    tokens
 }
 
 /// Commits `forced` to the matcher when the output can still be finished within `remaining`

@@ -158,3 +158,37 @@ fn the_reasoning_budget_forces_the_end_marker() {
     let out = decode::generate(&mut model, &vocab, None, &[], &opts).unwrap();
     assert_eq!(out.text(), "hm ".repeat(12), "no reasoning part, no marker");
 }
+
+/// The marker forced, the answer must still fit in what is left *after* it: over every budget
+/// and `max_tokens`, a model that prefers whitespace and more digits after the marker ends
+/// with a complete answer within `max_tokens`.
+#[test]
+fn a_forced_marker_leaves_room_for_the_answer() {
+    let toks: Vec<Vec<u8>> = ["hm ", "</think>", "{", "}", "\"n\"", ":", "5", " ", "\n", "</s>"]
+        .iter()
+        .map(|t| t.as_bytes().to_vec())
+        .collect();
+    let vocab = std::sync::Arc::new(Vocab::from_byte_tokens(toks, &[9]));
+    let env = VocabEnv::new(vocab.clone());
+    let c = Compiled::new(&env, &after_reasoning(None, Constraint::Regex(r#"\{"n":5+\}"#.into()))).unwrap();
+    for max_tokens in 6..14 {
+        for budget in 0..10 {
+            let opts = GenerateOptions {
+                max_tokens,
+                sampling: SamplingParams::greedy(),
+                reasoning: Some(ReasoningBudget { start: None, end: "</think>".into(), max_tokens: budget }),
+                ..GenerateOptions::default()
+            };
+            let mut model = ScriptedModel::new(vocab.len(), |_, l| {
+                l[0] = 10.0;
+                l[8] = 6.0;
+                l[6] = 5.0;
+            });
+            let mut m = c.matcher();
+            let out = decode::generate(&mut model, &vocab, Some(&mut m), &[], &opts).unwrap();
+            let what = format!("max_tokens {max_tokens}, budget {budget}: {:?}", out.text());
+            assert!(out.tokens.len() <= max_tokens && m.is_accepting(), "{what}");
+            assert!(out.text().ends_with("5}"), "{what}");
+        }
+    }
+}
