@@ -41,6 +41,36 @@ enum Refusal {
     Repeat,
 }
 
+/// The tokens a budgeted mask refused by the lexeme-by-lexeme count ([`CfgRun::fill`]), for the
+/// matcher to judge again by a witness (see [`witness`](super::matcher)). A token may be listed
+/// though another way let it through (the caller skips those).
+/// The lexer states a token leaves the current scans in: (scan index, state) of those going on.
+pub(super) type LexerStates = Vec<(u32, StateId)>;
+
+#[derive(Default)]
+pub(super) struct Refused {
+    /// Tokens that keep some current lexemes going with no lexeme ending anywhere in them, by
+    /// the lexer states they reach (scan index, state): each key is one parse state. Few keys
+    /// (a walk meets few lexer states), so a list, the last one used first.
+    pub inside: Vec<(LexerStates, Vec<TokenId>)>,
+    /// The others, one by one.
+    pub singles: Vec<TokenId>,
+}
+
+impl Refused {
+    pub fn clear(&mut self) {
+        self.inside.clear();
+        self.singles.clear();
+    }
+
+    fn add_inside(&mut self, key: &[(u32, StateId)], ids: &[TokenId]) {
+        match self.inside.iter().rposition(|(k, _)| k.as_slice() == key) {
+            Some(i) => self.inside[i].1.extend_from_slice(ids),
+            None => self.inside.push((key.to_vec(), ids.to_vec())),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub(super) struct CfgRun {
     chart: Chart,
@@ -224,6 +254,23 @@ impl CfgRun {
         self.text.truncate(self.pos().text_len);
     }
 
+    /// The chart's size now (for [`state_key`](Self::state_key)).
+    pub fn chart_len(&self) -> ChartLen {
+        self.chart.len()
+    }
+
+    /// Words that two positions reached by single commits from the position where the chart
+    /// had size `from` share exactly when they are the same parse state: the scans, the
+    /// boundary row and the rows built since. (Not the distinct-items reader: grammars with
+    /// marks must not rely on it.)
+    pub fn state_key(&self, from: ChartLen) -> Vec<u32> {
+        let p = self.pos();
+        let mut key = vec![u32::from(p.ended), p.boundary.map_or(u32::MAX, |r| r)];
+        key.extend(p.scans.iter().flat_map(|sc| [sc.term.0, sc.state.0, sc.origin]));
+        self.chart.items_since(from.rows(), &mut key);
+        key
+    }
+
     /// Whether the parse can be finished from here within `budget` tokens ([`Chart::fits`]).
     pub fn can_finish_within(&mut self, cfg: &Cfg, env: &VocabEnv, budget: u32) -> bool {
         let p = self.positions.last().expect("never empty");
@@ -283,6 +330,35 @@ impl CfgRun {
         next.next().is_none().then_some(found).flatten()
     }
 
+    /// The byte the cheapest way on most likely reads next, found without committing: along
+    /// the scan with the least finish cost in usable bytes, a byte after which its lexeme's
+    /// rest drops by one (printable ASCII first). `None` where that lexeme may end here (the
+    /// next byte is the next lexeme's) or nothing is found. A guess: the caller checks it.
+    pub fn likely_next_byte(&mut self, cfg: &Cfg) -> Option<u8> {
+        let p = self.positions.last().expect("never empty");
+        if p.ended {
+            return None;
+        }
+        let scans = p.scans.clone();
+        let mut best: Option<(u32, Scan)> = None;
+        for sc in scans {
+            let cost = cfg.term(sc.term).dist[sc.state.index()].saturating_add(self.chart.scan_wait_cost(cfg, &sc));
+            if best.is_none_or(|(c, _)| cost < c) {
+                best = Some((cost, sc));
+            }
+        }
+        let (_, sc) = best?;
+        let term = cfg.term(sc.term);
+        let d = term.dist[sc.state.index()];
+        if d == 0 || d == UNREACHABLE {
+            return None;
+        }
+        (0x20..0x7f).chain(0..0x20).chain(0x7f..=0xff).find(|&b| {
+            let n = term.dfa.next(sc.state, b);
+            n != StateId::DEAD && term.dist[n.index()].saturating_add(1) == d
+        })
+    }
+
     /// The bytes some current lexeme can read next, in increasing order: exactly those a commit
     /// can take (every live scan can be completed, see [`earley`](super::earley)), short of a
     /// repeat of a distinct item.
@@ -316,7 +392,10 @@ impl CfgRun {
     /// budget — everywhere but the last tokens of a budget; otherwise the tokens that keep a
     /// lexeme going are checked one by one by a lexer-only walk (each one's finish cost along
     /// that way), and the groups as always.
-    pub fn fill(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32) {
+    ///
+    /// Under a budget, the tokens it refused are listed in `refused` (cleared first).
+    pub fn fill(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32, refused: &mut Refused) {
+        refused.clear();
         let p = self.positions.last().expect("never empty");
         if p.ended {
             return;
@@ -347,8 +426,8 @@ impl CfgRun {
             .max()
             .unwrap_or(0);
         if need <= after_budget {
-            let (refused, cost) = self.fill_cached(cfg, env, &entry, mask, after_budget);
-            if !refused {
+            let (any_refused, cost) = self.fill_cached(cfg, env, &entry, mask, after_budget, refused);
+            if !any_refused {
                 let need = if after_budget == NO_BUDGET { NO_BUDGET } else { need.max(cost) };
                 let scans = &self.positions.last().expect("never empty").scans;
                 match &mut self.memo {
@@ -374,11 +453,13 @@ impl CfgRun {
             waits_tokens: &waits_tokens,
             budget: after_budget,
             stack: ScanStack::default(),
+            ends: vec![false],
             mask: &mut *mask,
+            refused: &mut *refused,
         };
         w.stack.reset(scans.iter().map(|sc| sc.state));
         env.vocab().trie().walk_visitor(&mut w);
-        self.fill_groups(cfg, env, &entry, mask, after_budget);
+        self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
     }
 
     /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one
@@ -393,12 +474,14 @@ impl CfgRun {
         entry: &Entry,
         mask: &mut TokenSet,
         after_budget: u32,
+        refused: &mut Refused,
     ) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
-        self.fill_groups(cfg, env, entry, mask, after_budget)
+        self.fill_groups(cfg, env, entry, mask, after_budget, &mut refused.singles)
     }
 
-    /// The groups' part of [`fill_cached`](Self::fill_cached).
+    /// The groups' part of [`fill_cached`](Self::fill_cached); the tokens a budget refused are
+    /// added to `singles`.
     fn fill_groups(
         &mut self,
         cfg: &Cfg,
@@ -406,6 +489,7 @@ impl CfgRun {
         entry: &Entry,
         mask: &mut TokenSet,
         after_budget: u32,
+        singles: &mut Vec<TokenId>,
     ) -> (bool, u32) {
         let (mut refused, mut max_cost) = (false, 0u32);
         if entry.groups.is_empty() {
@@ -451,6 +535,8 @@ impl CfgRun {
                 if budgeted {
                     mask.insert_clipped(&g.at_going);
                 }
+            } else {
+                singles.extend(g.at.iter().chain(&g.at_going));
             }
             if buf.is_empty() {
                 continue;
@@ -469,6 +555,7 @@ impl CfgRun {
                 base_rows: base.rows(),
                 rows: std::mem::take(&mut pasted),
                 refused: false,
+                singles: &mut *singles,
                 max_cost: 0,
             };
             match &g.below {
@@ -526,23 +613,34 @@ struct InsideWithin<'a> {
     waits_tokens: &'a [u32],
     budget: u32,
     stack: ScanStack,
+    /// Per depth: whether some lexeme may end within the bytes so far (then a token there has
+    /// other ways on than its scans going on, and is refused as a single).
+    ends: Vec<bool>,
     mask: &'a mut TokenSet,
+    refused: &'a mut Refused,
 }
 
 impl TrieVisitor for InsideWithin<'_> {
     #[inline]
     fn push(&mut self, _node: u32, byte: u8) -> bool {
         let (cfg, scans) = (self.cfg, self.scans);
-        self.stack.descend(|k, s| {
+        let mut ends = *self.ends.last().expect("base level");
+        let going = self.stack.descend(|k, s| {
             let dfa = &cfg.term(scans[k as usize].term).dfa;
             let next = dfa.next(s, byte);
+            ends |= next != StateId::DEAD && dfa.is_accepting(next);
             (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-        })
+        });
+        if going {
+            self.ends.push(ends);
+        }
+        going
     }
 
     #[inline]
     fn pop(&mut self) {
         self.stack.pop();
+        self.ends.pop();
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
@@ -557,6 +655,10 @@ impl TrieVisitor for InsideWithin<'_> {
         });
         if within {
             self.mask.insert_clipped(ids);
+        } else if *self.ends.last().expect("base level") {
+            self.refused.singles.extend_from_slice(ids);
+        } else {
+            self.refused.add_inside(top, ids);
         }
     }
 }
@@ -581,8 +683,10 @@ struct Walker<'a> {
     base_rows: u32,
     /// Rows built from lexemes that started in committed rows, by ending set (see `boundary_row`).
     rows: Vec<(Vec<(TermId, u32)>, RowCopy)>,
-    /// Under a budget: whether it refused a token, and the largest finish cost it let through.
+    /// Under a budget: whether it refused a token (and which), and the largest finish cost it
+    /// let through.
     refused: bool,
+    singles: &'a mut Vec<TokenId>,
     max_cost: u32,
 }
 
@@ -648,6 +752,7 @@ impl TrieVisitor for Walker<'_> {
                 Within::Tokens => self.refused = true,
                 Within::Over => {
                     self.refused = true;
+                    self.singles.extend_from_slice(ids);
                     return;
                 }
             }

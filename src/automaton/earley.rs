@@ -200,6 +200,16 @@ impl Chart {
     }
 
     /// The terminals row `r` expects next.
+    /// The items of the rows from `from` on, as words, each row after a `u32::MAX` (positions
+    /// reached from one committed position by different tokens are the same parse state
+    /// exactly when these and their scans agree; see `CfgRun::state_key`).
+    pub fn items_since(&self, from: u32, out: &mut Vec<u32>) {
+        for r in from..self.rows.len() as u32 {
+            out.push(u32::MAX);
+            out.extend(self.row_items(r).iter().flat_map(|it| [it.prod.0, it.dot, it.origin]));
+        }
+    }
+
     pub fn expects(&self, r: u32) -> &[TermId] {
         let start = self.rows[r as usize].expects_start as usize;
         let end = self.rows.get(r as usize + 1).map_or(self.expects.len(), |n| n.expects_start as usize);

@@ -8,7 +8,9 @@
 //! marks distinct items ([`distinct`](super::distinct)), a token that would finish a repeat is
 //! not allowed (by masks, `allows` and `commit` alike), and masks also leave out a token after
 //! which every way on repeats (a bounded look-ahead: `allows` and `commit` judge the token
-//! itself). Under a budget, a context-free count may be helped by the [`witness`](self::witness).
+//! itself). Under a budget, a context-free count is helped by the [`witness`](self::witness): a
+//! token the lexeme-by-lexeme count refuses is let through when a completion spelled in tokens
+//! after it fits.
 //!
 //! Masks take `&mut self` because the Earley parser builds rows speculatively while it walks
 //! the token trie (and removes them before returning): the matcher's observable state does not
@@ -20,7 +22,7 @@
 
 use std::sync::Arc;
 
-use super::cfg_run::CfgRun;
+use super::cfg_run::{CfgRun, Refused};
 use super::{Backend, Compiled, VocabEnv, NO_BUDGET};
 use crate::error::{Error, Result};
 use crate::regular::{Dfa, StateId, UNREACHABLE};
@@ -188,10 +190,11 @@ impl Matcher {
                 }
             }
             (Run::Cfg(c), Backend::Earley(cfg)) => {
+                let mut refused = Refused::default();
                 if reference {
                     c.reference(cfg, env, mask, after_budget);
                 } else {
-                    c.fill(cfg, env, mask, after_budget);
+                    c.fill(cfg, env, mask, after_budget, &mut refused);
                 }
                 c.filter_repeats(cfg, env, mask);
                 // Where the lexeme-by-lexeme count says the budget cannot be met, the witness
@@ -223,6 +226,14 @@ impl Matcher {
                         if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
                             mask.insert(first);
                         }
+                    }
+                }
+                // Each token the count refused, by a witness from after it.
+                if after_budget != NO_BUDGET && !cfg.has_marks {
+                    if reference {
+                        self.reference_by_witness(mask, after_budget);
+                    } else {
+                        self.allow_by_witness(mask, after_budget, &refused);
                     }
                 }
             }

@@ -1,28 +1,50 @@
-//! The witness: one complete way on from the current position, spelled in tokens of the
-//! vocabulary and checked by committing it, for a context-free constraint near the end of a
-//! token budget.
+//! The witness: one complete way on from a position, spelled in tokens of the vocabulary and
+//! checked by committing it, for a context-free constraint near the end of a token budget.
 //!
 //! A context-free constraint counts what finishing costs lexeme by lexeme (see
 //! [`Cfg::token_costs`](crate::automaton::cfg::Cfg::token_costs)): an upper bound, since a token
 //! that straddles two lexemes (`":"`, `"},{"`) is not counted as one. Under a tight budget that
 //! bound may say nothing fits where something does. The witness settles it the other way: the
-//! cheapest completion in usable bytes (each byte chosen so the byte cost drops by one), spelled
-//! with the longest token the matcher takes at each point. It is a real token sequence the
-//! matcher accepted, so when it fits, the output can be finished within the budget: its first
-//! token is allowed, and the rest of it stays the witness while the output follows it.
+//! cheapest completion in usable bytes (each byte chosen so the byte cost drops by one, the
+//! lexer's own guess tried first), spelled in the fewest tokens the matcher takes. It is a real
+//! token sequence the matcher accepted, so when it fits, the output can be finished within the
+//! budget.
+//!
+//! A budgeted mask uses it twice: the witness from the current position lets its first token
+//! through (and is kept while the output follows it); and every token the count refused is
+//! judged by the witness from after it ([`Matcher::allow_by_witness`]). Tokens that reach the
+//! same parse state share one witness: those that stay inside their lexemes are grouped by the
+//! lexer states they reach during the mask's own walk, the others are committed one by one and
+//! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). So a token is
+//! refused only when neither the count nor the cheapest completion in bytes fits: exact wherever
+//! the cheapest completion in bytes is also the cheapest in tokens (the usual case; a longer
+//! completion that tokenizes into fewer tokens is not searched for). Grammars with distinct
+//! items (marks) keep the first use only (a witness after a token would need the reader's text).
 //!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
-//! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting.
+//! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
+//! tokens after which one is looked for leaves the matcher as it was.
+
+use std::collections::HashMap;
 
 use super::{Matcher, Run};
+use crate::automaton::cfg_run::Refused;
+use crate::automaton::NO_BUDGET;
 use crate::regular::UNREACHABLE;
-use crate::vocab::{TokenId, TokenKind};
+use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// The longest completion a witness is looked for along, in bytes (also the search's depth).
 const MAX_WITNESS_BYTES: usize = 1024;
 
 /// Most bytes the search for a witness tries.
 const MAX_WITNESS_COMMITS: usize = 16_384;
+
+/// What trying one byte found (see [`Matcher::try_byte`]).
+enum Tried {
+    Found,
+    Costs(u32),
+    Not,
+}
 
 impl Matcher {
     /// The witness from here (cached along its own path), or `None` (a regular constraint,
@@ -45,6 +67,76 @@ impl Matcher {
             Some((at, path)) if at == before && path.first() == Some(&token) => Some((at + 1, path[1..].to_vec())),
             _ => None,
         };
+    }
+
+    /// Lets through each token the lexeme count `refused` after which a witness finishes within
+    /// `after_budget` tokens. Tokens that reach one parse state are judged together: those kept
+    /// inside their lexemes by the lexer states they reach, the others by
+    /// [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after committing
+    /// each. Must equal [`reference_by_witness`](Self::reference_by_witness).
+    pub(super) fn allow_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, refused: &Refused) {
+        let width = mask.width();
+        let open = |t: &TokenId, mask: &TokenSet| (t.0 as usize) < width && !mask.contains(*t);
+        for (_, ids) in &refused.inside {
+            let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
+            if self.witness_after(first, after_budget) {
+                ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t));
+            }
+        }
+        let mut known: HashMap<Vec<u32>, bool> = HashMap::new();
+        for &t in &refused.singles {
+            if !open(&t, mask) {
+                continue;
+            }
+            let Run::Cfg(c) = &self.run else { return };
+            let from = c.chart_len();
+            let saved = self.witness.take();
+            if self.commit_text(self.compiled.vocab().clone().bytes(t)).is_ok() {
+                let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
+                let key = c.state_key(from);
+                let fits = match known.get(&key) {
+                    Some(&f) => f,
+                    None => {
+                        let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
+                        known.insert(key, f);
+                        f
+                    }
+                };
+                self.rollback(1).expect("committed just now");
+                if fits {
+                    mask.insert(t);
+                }
+            }
+            self.witness = saved;
+        }
+    }
+
+    /// The slow reference for [`allow_by_witness`](Self::allow_by_witness): every token the
+    /// mask without a budget holds and this one left out, judged on its own.
+    pub(super) fn reference_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32) {
+        let mut all = TokenSet::new(mask.width());
+        self.fill(&mut all, NO_BUDGET, true);
+        let vocab = self.compiled.vocab().clone();
+        let left_out: Vec<TokenId> =
+            all.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !mask.contains(t)).collect();
+        for t in left_out {
+            if self.witness_after(t, after_budget) {
+                mask.insert(t);
+            }
+        }
+    }
+
+    /// Does a witness from after `t` finish within `after_budget` tokens? The matcher is left
+    /// as it was.
+    fn witness_after(&mut self, t: TokenId, after_budget: u32) -> bool {
+        let saved = self.witness.take();
+        let fits = self.commit_text(self.compiled.vocab().clone().bytes(t)).is_ok() && {
+            let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
+            self.rollback(1).expect("committed just now");
+            f
+        };
+        self.witness = saved;
+        fits
     }
 
     fn byte_cost(&mut self) -> u32 {
@@ -84,32 +176,35 @@ impl Matcher {
         if cost == UNREACHABLE || cost == 0 || out.len() >= MAX_WITNESS_BYTES {
             return false;
         }
+        let mut later = Vec::new();
+        // The byte the lexer expects first: almost always the one (the others are not even
+        // listed then).
+        let likely = match (&mut self.run, &self.compiled.backend) {
+            (Run::Cfg(c), super::Backend::Earley(cfg)) => c.likely_next_byte(cfg),
+            _ => None,
+        };
+        if let Some(b) = likely {
+            match self.try_byte(b, cost, out, budget) {
+                Tried::Found => return true,
+                Tried::Costs(after) => later.push((after, b)),
+                Tried::Not => {}
+            }
+        }
         // The bytes the lexemes can read, printable ASCII first: the usual way on.
         let mut order: Vec<u8> = match (&self.run, &self.compiled.backend) {
-            (Run::Cfg(c), super::Backend::Earley(cfg)) => c.next_bytes(cfg).collect(),
+            (Run::Cfg(c), super::Backend::Earley(cfg)) => c.next_bytes(cfg).filter(|&b| Some(b) != likely).collect(),
             _ => return false,
         };
         order.sort_by_key(|&b| !(0x20..0x7f).contains(&b));
-        let mut later = Vec::new();
         for b in order {
             if *budget == 0 {
                 return false;
             }
-            *budget -= 1;
-            if self.commit_bytes(&[b]).is_err() {
-                continue;
+            match self.try_byte(b, cost, out, budget) {
+                Tried::Found => return true,
+                Tried::Costs(after) => later.push((after, b)),
+                Tried::Not => {}
             }
-            let after = self.byte_cost();
-            if after == cost - 1 {
-                out.push(b);
-                if self.cheapest_from(out, budget) {
-                    return true;
-                }
-                out.pop();
-            } else if after != UNREACHABLE {
-                later.push((after, b));
-            }
-            self.rollback(1).expect("committed just now");
         }
         later.sort_unstable();
         for (_, b) in later {
@@ -126,9 +221,83 @@ impl Matcher {
         false
     }
 
+    /// One byte of [`cheapest_from`](Self::cheapest_from) at a point whose byte cost is `cost`:
+    /// found a way on through it (kept committed), or what it costs after it (to try later), or
+    /// refused.
+    fn try_byte(&mut self, b: u8, cost: u32, out: &mut Vec<u8>, budget: &mut usize) -> Tried {
+        if *budget == 0 {
+            return Tried::Not;
+        }
+        *budget -= 1;
+        if self.commit_bytes(&[b]).is_err() {
+            return Tried::Not;
+        }
+        let after = self.byte_cost();
+        let tried = if after == cost - 1 {
+            out.push(b);
+            if self.cheapest_from(out, budget) {
+                return Tried::Found;
+            }
+            out.pop();
+            Tried::Not
+        } else if after != UNREACHABLE {
+            Tried::Costs(after)
+        } else {
+            Tried::Not
+        };
+        self.rollback(1).expect("committed just now");
+        tried
+    }
+
+    /// `bytes` spelled in the fewest tokens (text tokens; ties to the longer first token),
+    /// committed (the caller rolls back). Any spelling of bytes the matcher takes is taken,
+    /// but for the distinct-items guess, which may refuse one: then [`spell_greedy`]
+    /// (Self::spell_greedy). `None` if no spelling commits or the end is not complete.
+    fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
+        let vocab = self.compiled.vocab().clone();
+        let n = bytes.len();
+        // best[i]: (tokens that spell bytes[i..], the first of them, its length).
+        let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
+        best[n] = Some((0, TokenId(0), 0));
+        for i in (0..n).rev() {
+            let mut pick: Option<(u32, TokenId, usize)> = None;
+            vocab.trie().walk(
+                0usize,
+                |k, b| (bytes.get(i + k) == Some(&b)).then_some(k + 1),
+                |k, ids| {
+                    let Some((rest, _, _)) = best[i + k] else { return };
+                    for &t in ids.iter().filter(|&&t| vocab.kind(t) == TokenKind::Text) {
+                        let c = (rest + 1, t, k);
+                        if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1))
+                        {
+                            pick = Some(c);
+                        }
+                    }
+                },
+            );
+            best[i] = pick;
+        }
+        let start = self.len();
+        let mut path = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let Some((_, t, k)) = best[i] else { break };
+            if self.commit(t).is_err() {
+                break;
+            }
+            path.push(t);
+            i += k;
+        }
+        if i == n && self.is_accepting() {
+            return Some(path);
+        }
+        self.rollback(self.len() - start).expect("committed here");
+        self.spell_greedy(bytes)
+    }
+
     /// `bytes` spelled with the longest token the matcher takes at each point, committed (the
     /// caller rolls back); `None` if some point takes none or the end is not complete.
-    fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
+    fn spell_greedy(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
         let vocab = self.compiled.vocab().clone();
         let mut path = Vec::new();
         let mut i = 0;
