@@ -632,3 +632,107 @@ fn a_forced_run_that_would_overrun_the_budget_is_not_taken() {
         assert!(out.tokens.len() <= max_tokens);
     }
 }
+
+/// DRY as text-generation-webui writes it (quadratic, for checking): for every earlier
+/// occurrence of the last token, how far the tokens before it repeat the context's end (not over
+/// a breaker), and the token that followed it there loses `mult · base^(len − allowed)`.
+fn naive_dry(h: &[TokenId], l: &mut [f32], (mult, base, allowed): (f32, f32, usize), breakers: &[u32]) {
+    let h: Vec<u32> = h.iter().map(|t| t.0).collect();
+    let n = h.len();
+    if n == 0 || breakers.contains(&h[n - 1]) {
+        return;
+    }
+    let mut best: Vec<(u32, usize)> = Vec::new();
+    for idx in 0..n - 1 {
+        let next = h[idx + 1];
+        if h[idx] != h[n - 1] || breakers.contains(&next) {
+            continue;
+        }
+        let mut len = 1;
+        while len <= idx && h[idx - len] == h[n - 1 - len] && !breakers.contains(&h[n - 1 - len]) {
+            len += 1;
+        }
+        match best.iter_mut().find(|(t, _)| *t == next) {
+            Some(e) => e.1 = e.1.max(len),
+            None => best.push((next, len)),
+        }
+    }
+    for (t, len) in best {
+        if len >= allowed {
+            l[t as usize] -= mult * base.powi((len - allowed) as i32);
+        }
+    }
+}
+
+/// DRY with scripted logits: a model that prefers to go on with the cycle `a b c` (and `d`, `:`
+/// less) writes `abcabcabc…` greedily. With DRY in the chain the greedy output equals that of
+/// the same model applying webui's quadratic DRY to its own logits (prompt included, breakers
+/// `:`), over several settings and prompts; `dry_penalty_last_n: 0` turns it off; a breaker
+/// after every cycle lets a cycle shorter than the allowed length recur.
+#[test]
+fn dry_breaks_repeats_in_the_decoding_loop() {
+    let v = vocab(&[b"a", b"b", b"c", b"d", b":", b"</s>"], &[5]);
+    let cycle = |h: &[TokenId], l: &mut [f32]| {
+        let next = match h.last().map(|t| t.0) {
+            Some(0) => 1,
+            Some(1) => 2,
+            _ => 0,
+        };
+        l[next] = 5.0;
+        l[3] = 3.0;
+        l[4] = 2.5;
+    };
+    let opts = |sampling| GenerateOptions { max_tokens: 24, sampling, ..GenerateOptions::default() };
+    let plain =
+        generate(&mut ScriptedModel::new(v.len(), cycle), &v, None, &[], &opts(SamplingParams::greedy())).unwrap();
+    assert_eq!(plain.text(), "abcabcabcabcabcabcabcabc");
+    let prompts: [&[TokenId]; 2] = [&[], &[TokenId(0), TokenId(1), TokenId(2), TokenId(0)]];
+    for (mult, base, allowed) in [(4.0f32, 2.0f32, 2usize), (0.8, 1.75, 2), (1.5, 1.5, 3), (3.0, 2.0, 1)] {
+        for prompt in prompts {
+            let p = SamplingParams {
+                dry_multiplier: mult,
+                dry_base: base,
+                dry_allowed_length: allowed,
+                dry_sequence_breakers: vec![":".into()],
+                ..SamplingParams::greedy()
+            };
+            let got = generate(&mut ScriptedModel::new(v.len(), cycle), &v, None, prompt, &opts(p)).unwrap();
+            let mut by_hand = ScriptedModel::new(v.len(), move |h, l| {
+                cycle(h, l);
+                naive_dry(h, l, (mult, base, allowed), &[4]);
+            });
+            let want = generate(&mut by_hand, &v, None, prompt, &opts(SamplingParams::greedy())).unwrap();
+            assert_eq!(ids(&got), ids(&want), "{mult} {base} {allowed} {prompt:?}: {:?}", got.text());
+            assert_ne!(got.text(), plain.text(), "DRY changed nothing");
+        }
+    }
+    // Off with a window of none.
+    let off = SamplingParams { dry_multiplier: 4.0, dry_penalty_last_n: Some(0), ..SamplingParams::greedy() };
+    assert_eq!(
+        generate(&mut ScriptedModel::new(v.len(), cycle), &v, None, &[], &opts(off)).unwrap().text(),
+        plain.text()
+    );
+    // A model that says `:` after every `c`: no repeat reaches back over it, the cycle goes on.
+    let with_colon = |h: &[TokenId], l: &mut [f32]| {
+        let next = match h.last().map(|t| t.0) {
+            Some(0) => 1,
+            Some(1) => 2,
+            Some(2) => 4,
+            _ => 0,
+        };
+        l[next] = 5.0;
+        l[3] = 3.0;
+    };
+    let p = |breakers: Vec<String>| SamplingParams {
+        dry_multiplier: 4.0,
+        dry_allowed_length: 3,
+        dry_sequence_breakers: breakers,
+        ..SamplingParams::greedy()
+    };
+    let out =
+        generate(&mut ScriptedModel::new(v.len(), with_colon), &v, None, &[], &opts(p(vec![":".into()]))).unwrap();
+    assert_eq!(out.text(), "abc:".repeat(6));
+    let out =
+        generate(&mut ScriptedModel::new(v.len(), with_colon), &v, None, &[], &opts(p(vec!["*".into()]))).unwrap();
+    assert_ne!(out.text(), "abc:".repeat(6), "without `:` as a breaker the cycle is a repeat");
+}

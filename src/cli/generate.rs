@@ -89,6 +89,22 @@ pub struct GenerateArgs {
     frequency_penalty: Option<f32>,
     #[arg(long, allow_negative_numbers = true)]
     presence_penalty: Option<f32>,
+    /// DRY: a token that would extend a repeat of the context longer than
+    /// --dry-allowed-length loses multiplier·base^(length − allowed) [default: 0, off].
+    #[arg(long, allow_negative_numbers = true)]
+    dry_multiplier: Option<f32>,
+    /// DRY's base [default: 1.75].
+    #[arg(long, allow_negative_numbers = true)]
+    dry_base: Option<f32>,
+    /// The longest repeat DRY lets pass [default: 2].
+    #[arg(long)]
+    dry_allowed_length: Option<usize>,
+    /// How many of the last tokens DRY looks at: -1 all (the default), 0 none.
+    #[arg(long, allow_negative_numbers = true)]
+    dry_penalty_last_n: Option<i64>,
+    /// A string that ends a DRY repeat (repeatable; replaces the default \n : " *).
+    #[arg(long = "dry-sequence-breaker")]
+    dry_sequence_breakers: Vec<String>,
     /// A stop string (repeatable); the output ends just before it.
     #[arg(long = "stop")]
     stop: Vec<String>,
@@ -128,6 +144,11 @@ impl GenerateArgs {
             repetition_penalty: self.repetition_penalty,
             frequency_penalty: self.frequency_penalty,
             presence_penalty: self.presence_penalty,
+            dry_multiplier: self.dry_multiplier,
+            dry_base: self.dry_base,
+            dry_allowed_length: self.dry_allowed_length,
+            dry_penalty_last_n: self.dry_penalty_last_n,
+            dry_sequence_breakers: (!self.dry_sequence_breakers.is_empty()).then(|| self.dry_sequence_breakers.clone()),
             seed: self.seed,
         }
     }
@@ -390,12 +411,21 @@ mod tests {
             "0.3",
             "--presence-penalty",
             "-0.4",
+            "--dry-multiplier",
+            "0.8",
+            "--dry-allowed-length",
+            "3",
+            "--dry-penalty-last-n",
+            "-1",
+            "--dry-sequence-breaker",
+            "\n",
             "--seed",
             "7",
         ]);
         let from_request = request(json!({
             "temperature": 0.7, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "top_n_sigma": 1.5,
-            "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": -0.4, "seed": 7
+            "repetition_penalty": 1.2, "frequency_penalty": 0.3, "presence_penalty": -0.4, "seed": 7,
+            "dry_multiplier": 0.8, "dry_allowed_length": 3, "dry_penalty_last_n": -1, "dry_sequence_breakers": ["\n"]
         }));
         let expected = SamplingParams {
             temperature: 0.7,
@@ -406,6 +436,9 @@ mod tests {
             repetition_penalty: 1.2,
             frequency_penalty: 0.3,
             presence_penalty: -0.4,
+            dry_multiplier: 0.8,
+            dry_allowed_length: 3,
+            dry_sequence_breakers: vec!["\n".into()],
             seed: Some(7),
             ..SamplingParams::default()
         };

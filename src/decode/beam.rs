@@ -137,6 +137,7 @@ pub fn beam_search(
         logits: vec![0f32; width],
         finished: Vec::new(),
     };
+    search.sampler.set_vocab(vocab);
     let mut root = Sequence::new(prompt, stops, matcher.as_deref(), opts);
     if let Some(m) = matcher.as_deref_mut() {
         ctx.check_completable(m, &mut search.mask, &mut root.masks)?;

@@ -104,7 +104,8 @@ impl<'a> Generation<'a> {
     ) -> Result<Generation<'a>> {
         let width = model.logits_width();
         let (ctx, stops) = Ctx::new(vocab, width, opts)?;
-        let sampler = Sampler::new(opts.sampling.clone())?;
+        let mut sampler = Sampler::new(opts.sampling.clone())?;
+        sampler.set_vocab(vocab);
         let mut mask = TokenSet::new(width);
         let mut seq = Sequence::new(prompt, stops, matcher.as_deref(), opts);
         if let Some(m) = matcher.as_deref_mut() {

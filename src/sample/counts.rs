@@ -6,7 +6,11 @@
 //! order they were first seen, a parallel vector of `(prompt, output)` counts, and a hash index
 //! from id to slot. Iteration is in first-seen order, so it is deterministic.
 //!
+//! The tokens are also kept in order (`history`: the prompt's, then the output's), for the
+//! penalty that looks at sequences, [DRY](super::Dry).
+//!
 //! Invariant: `ids`, `counts` and `index` describe the same slots; an id is never in two slots.
+//! `history` holds `prompt_len` prompt tokens, then the output tokens counted now.
 //! A slot whose counts have dropped to zero (after [`TokenCounts::remove_output`]) stays, and is
 //! skipped by [`TokenCounts::iter`].
 
@@ -22,6 +26,9 @@ pub struct TokenCounts {
     /// `(prompt count, output count)`, parallel to `ids`.
     counts: Vec<(u32, u32)>,
     index: HashMap<u32, u32>,
+    /// Every counted token in order: the prompt's, then the output's.
+    history: Vec<TokenId>,
+    prompt_len: usize,
 }
 
 impl TokenCounts {
@@ -51,12 +58,17 @@ impl TokenCounts {
     pub fn add_prompt(&mut self, t: TokenId) {
         let s = self.slot(t);
         s.0 = s.0.saturating_add(1);
+        // Prompt tokens come before any output (`from_prompt`); one added later goes in
+        // front of the output all the same.
+        self.history.insert(self.prompt_len, t);
+        self.prompt_len += 1;
     }
 
     /// Counts one more occurrence of `t` in the output (call it for every committed token).
     pub fn add_output(&mut self, t: TokenId) {
         let s = self.slot(t);
         s.1 = s.1.saturating_add(1);
+        self.history.push(t);
     }
 
     /// Undoes one [`add_output`](TokenCounts::add_output) of `t` (for rollback). Returns `false`,
@@ -65,6 +77,9 @@ impl TokenCounts {
         match self.index.get(&t.0) {
             Some(&i) if self.counts[i as usize].1 > 0 => {
                 self.counts[i as usize].1 -= 1;
+                let last =
+                    self.history[self.prompt_len..].iter().rposition(|&x| x == t).expect("counted in the output");
+                self.history.remove(self.prompt_len + last);
                 true
             }
             _ => false,
@@ -74,6 +89,12 @@ impl TokenCounts {
     /// Forgets every output token, keeping the prompt's counts (to reuse a prompt).
     pub fn clear_output(&mut self) {
         self.counts.iter_mut().for_each(|c| c.1 = 0);
+        self.history.truncate(self.prompt_len);
+    }
+
+    /// Every counted token in order: the prompt's, then the output's.
+    pub fn history(&self) -> &[TokenId] {
+        &self.history
     }
 
     /// How many times `t` was seen in the prompt.
@@ -137,12 +158,17 @@ mod tests {
         assert!(c.is_empty());
         c.add_prompt(TokenId(1));
         c.add_output(TokenId(2));
+        c.add_output(TokenId(3));
+        assert_eq!(c.history(), &[TokenId(1), TokenId(2), TokenId(3)]);
         assert!(c.remove_output(TokenId(2)));
+        assert_eq!(c.history(), &[TokenId(1), TokenId(3)]);
+        assert!(c.remove_output(TokenId(3)));
         assert!(!c.remove_output(TokenId(2)), "nothing left to undo");
         assert!(!c.remove_output(TokenId(1)), "a prompt token is not an output token");
         assert_eq!(c.iter(PenaltyScope::Output).count(), 0);
         c.add_output(TokenId(1));
         c.clear_output();
+        assert_eq!(c.history(), &[TokenId(1)]);
         assert_eq!(c.output_count(TokenId(1)), 0);
         assert_eq!(c.prompt_count(TokenId(1)), 1);
         assert!(!c.is_empty());

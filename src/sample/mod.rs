@@ -7,6 +7,7 @@
 //! ```text
 //!         dense, on the logits row (&mut [f32], indexed by token id):
 //!  logits ─▶ AllowedMask ─▶ RepetitionPenalty ─▶ FrequencyPenalty ─▶ PresencePenalty
+//!         ─▶ Dry (repeats of the token history, prompt included)
 //!         ─▶ Candidates::fill (the finite logits only)
 //!         sparse, on the Candidates list:
 //!         ─▶ Temperature ─▶ TopK ─▶ TopP ─▶ MinP ─▶ TopNSigma
@@ -65,6 +66,7 @@
 
 mod candidates;
 mod counts;
+mod dry;
 mod mask;
 mod overrides;
 mod params;
@@ -74,6 +76,7 @@ mod truncate;
 
 pub use candidates::{Candidate, Candidates};
 pub use counts::TokenCounts;
+pub use dry::Dry;
 pub use mask::AllowedMask;
 pub use overrides::SamplingOverrides;
 pub use params::{PenaltyScope, SamplingParams, MAX_TOP_LOGPROBS};

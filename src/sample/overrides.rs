@@ -25,6 +25,12 @@ pub struct SamplingOverrides {
     pub repetition_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
     pub presence_penalty: Option<f32>,
+    pub dry_multiplier: Option<f32>,
+    pub dry_base: Option<f32>,
+    pub dry_allowed_length: Option<usize>,
+    /// As llama.cpp's: negative (`-1`) looks at the whole context, `0` at none (DRY off).
+    pub dry_penalty_last_n: Option<i64>,
+    pub dry_sequence_breakers: Option<Vec<String>>,
     pub seed: Option<u64>,
 }
 
@@ -48,6 +54,15 @@ impl SamplingOverrides {
         set(&mut params.repetition_penalty, self.repetition_penalty);
         set(&mut params.frequency_penalty, self.frequency_penalty);
         set(&mut params.presence_penalty, self.presence_penalty);
+        set(&mut params.dry_multiplier, self.dry_multiplier);
+        set(&mut params.dry_base, self.dry_base);
+        set(&mut params.dry_allowed_length, self.dry_allowed_length);
+        if let Some(n) = self.dry_penalty_last_n {
+            params.dry_penalty_last_n = usize::try_from(n).ok();
+        }
+        if let Some(b) = &self.dry_sequence_breakers {
+            params.dry_sequence_breakers.clone_from(b);
+        }
         if self.seed.is_some() {
             params.seed = self.seed;
         }
@@ -77,7 +92,11 @@ mod tests {
             repetition_penalty: Some(1.1),
             frequency_penalty: Some(0.5),
             presence_penalty: Some(-0.5),
+            dry_multiplier: Some(0.8),
+            dry_penalty_last_n: Some(64),
+            dry_sequence_breakers: Some(vec!["\n".into()]),
             seed: Some(9),
+            ..Default::default()
         };
         let s = o.over(base);
         assert_eq!(
@@ -91,6 +110,9 @@ mod tests {
                 repetition_penalty: 1.1,
                 frequency_penalty: 0.5,
                 presence_penalty: -0.5,
+                dry_multiplier: 0.8,
+                dry_penalty_last_n: Some(64),
+                dry_sequence_breakers: vec!["\n".into()],
                 seed: Some(9),
                 ..SamplingParams::default()
             }

@@ -66,6 +66,19 @@ pub struct SamplingParams {
     pub presence_penalty: f32,
     /// Which tokens the three penalties count. Default [`PenaltyScope::Output`].
     pub penalty_scope: PenaltyScope,
+    /// DRY ("don't repeat yourself", see [`Dry`](super::Dry)): a token that would extend a
+    /// repeat of `n >= dry_allowed_length` tokens of the context loses
+    /// `dry_multiplier · dry_base^(n − dry_allowed_length)`. `>= 0`; `0` is off (the default).
+    pub dry_multiplier: f32,
+    /// DRY's base, `> 1`. Default 1.75.
+    pub dry_base: f32,
+    /// The longest repeat DRY lets pass, `>= 1`. Default 2.
+    pub dry_allowed_length: usize,
+    /// How many of the context's last tokens DRY looks at (prompt included); `None` (the
+    /// default): all of them; `Some(0)`: none (DRY off).
+    pub dry_penalty_last_n: Option<usize>,
+    /// Strings that end a repeat (see [`Dry`](super::Dry)). Default `["\n", ":", "\"", "*"]`.
+    pub dry_sequence_breakers: Vec<String>,
     /// Seed for the sampler's RNG; the same seed and the same inputs give the same tokens.
     /// `None` seeds from the operating system.
     pub seed: Option<u64>,
@@ -86,6 +99,11 @@ impl Default for SamplingParams {
             frequency_penalty: 0.0,
             presence_penalty: 0.0,
             penalty_scope: PenaltyScope::Output,
+            dry_multiplier: 0.0,
+            dry_base: 1.75,
+            dry_allowed_length: 2,
+            dry_penalty_last_n: None,
+            dry_sequence_breakers: super::dry::DEFAULT_BREAKERS.iter().map(|s| s.to_string()).collect(),
             seed: None,
             top_logprobs: 0,
         }
@@ -119,6 +137,7 @@ impl SamplingParams {
         check_repetition_penalty(self.repetition_penalty)?;
         check_openai_penalty("frequency_penalty", self.frequency_penalty)?;
         check_openai_penalty("presence_penalty", self.presence_penalty)?;
+        super::dry::check(self.dry_multiplier, self.dry_base, self.dry_allowed_length, &self.dry_sequence_breakers)?;
         if self.top_logprobs > MAX_TOP_LOGPROBS {
             return Err(Error::param(format!(
                 "top_logprobs must be at most {MAX_TOP_LOGPROBS}, got {}",

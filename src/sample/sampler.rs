@@ -4,12 +4,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::candidates::{Candidate, Candidates};
+use super::dry::Dry;
 use super::mask::AllowedMask;
 use super::penalty::{FrequencyPenalty, PresencePenalty, RepetitionPenalty};
 use super::truncate::{LogitsProcessor, MinP, Temperature, TopK, TopNSigma, TopP};
 use super::{SamplingParams, TokenCounts};
 use crate::error::{Error, Result};
-use crate::vocab::{TokenId, TokenSet};
+use crate::vocab::{TokenId, TokenSet, Vocab};
 
 /// A token and its log-probability under the processed distribution.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,6 +45,7 @@ pub struct Sampler {
     repetition: Option<RepetitionPenalty>,
     frequency: Option<FrequencyPenalty>,
     presence: Option<PresencePenalty>,
+    dry: Option<Dry>,
     temperature: Option<Temperature>,
     top_k: Option<TopK>,
     top_p: Option<TopP>,
@@ -71,6 +73,15 @@ impl Sampler {
             repetition: when(p.repetition_penalty != 1.0, || RepetitionPenalty::new(p.repetition_penalty))?,
             frequency: when(p.frequency_penalty != 0.0, || FrequencyPenalty::new(p.frequency_penalty))?,
             presence: when(p.presence_penalty != 0.0, || PresencePenalty::new(p.presence_penalty))?,
+            dry: when(p.dry_multiplier != 0.0, || {
+                Dry::new(
+                    p.dry_multiplier,
+                    p.dry_base,
+                    p.dry_allowed_length,
+                    p.dry_penalty_last_n,
+                    &p.dry_sequence_breakers,
+                )
+            })?,
             // Greedy leaves the temperature out: logprobs are then those of temperature 1.
             temperature: when(p.temperature != 0.0 && p.temperature != 1.0, || Temperature::new(p.temperature))?,
             top_k: p.top_k().map(TopK::new).transpose()?,
@@ -86,6 +97,14 @@ impl Sampler {
     /// The (validated) parameters the chain was built from.
     pub fn params(&self) -> &SamplingParams {
         &self.params
+    }
+
+    /// Tells the chain the vocabulary its token ids belong to: [`Dry`] finds its sequence
+    /// breakers there (without it, DRY sees no breakers). Call it once, before sampling.
+    pub fn set_vocab(&mut self, vocab: &Vocab) {
+        if let Some(d) = &mut self.dry {
+            d.set_breakers(vocab);
+        }
     }
 
     /// Restarts the RNG from `seed`, as if the sampler had been built with it.
@@ -119,6 +138,9 @@ impl Sampler {
         }
         if let Some(p) = &self.presence {
             p.apply(logits, counts, scope);
+        }
+        if let Some(d) = &self.dry {
+            d.apply(logits, counts.history());
         }
         self.candidates.fill(logits)?;
         let steps: [Option<&dyn LogitsProcessor>; 5] = [

@@ -164,6 +164,12 @@ pub struct Common {
     pub frequency_penalty: Option<f32>,
     pub presence_penalty: Option<f32>,
     pub repetition_penalty: Option<f32>,
+    /// DRY, as llama.cpp's server names it (`dry_penalty_last_n`: `-1` the whole context).
+    pub dry_multiplier: Option<f32>,
+    pub dry_base: Option<f32>,
+    pub dry_allowed_length: Option<usize>,
+    pub dry_penalty_last_n: Option<i64>,
+    pub dry_sequence_breakers: Option<Vec<String>>,
     pub seed: Option<Seed>,
     pub stop: Option<Stop>,
     pub max_tokens: Option<i64>,
@@ -443,6 +449,11 @@ impl Common {
             repetition_penalty: self.repetition_penalty,
             frequency_penalty: self.frequency_penalty,
             presence_penalty: self.presence_penalty,
+            dry_multiplier: self.dry_multiplier,
+            dry_base: self.dry_base,
+            dry_allowed_length: self.dry_allowed_length,
+            dry_penalty_last_n: self.dry_penalty_last_n,
+            dry_sequence_breakers: self.dry_sequence_breakers.clone(),
             seed: self.seed.map(Seed::value),
         }
     }

@@ -17,7 +17,9 @@
 //! text) and `choice` (a list of strings), also spelled `guided_regex`, `guided_grammar`,
 //! `guided_choice` (and `guided_json`) as vLLM does. At most one of them, plus tools.
 //! Sampling: `temperature` (0..=2), `top_p`, `top_k`, `min_p`, `top_n_sigma`,
-//! `frequency_penalty`, `presence_penalty`, `repetition_penalty`, `seed`, `stop` (≤ 4),
+//! `frequency_penalty`, `presence_penalty`, `repetition_penalty`, DRY (`dry_multiplier`,
+//! `dry_base`, `dry_allowed_length`, `dry_penalty_last_n`, `dry_sequence_breakers`, as
+//! llama.cpp's server names them), `seed`, `stop` (≤ 4),
 //! `max_tokens` / `max_completion_tokens`, `n` (≤ 16), `logprobs` + `top_logprobs` (≤ 20),
 //! over the model's `generation_config.json` defaults.
 //!

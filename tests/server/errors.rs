@@ -38,6 +38,9 @@ async fn bad_requests_are_openai_errors() {
         ("n", json!(100)),
         ("max_tokens", json!(0)),
         ("top_logprobs", json!(50)),
+        ("dry_multiplier", json!(-1)),
+        ("dry_base", json!(1)),
+        ("dry_allowed_length", json!(0)),
     ] {
         let mut body = json!({"messages": m, "logprobs": true});
         body[k] = bad.clone();
