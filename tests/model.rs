@@ -89,6 +89,42 @@ fn directory_models_reproduce_the_reference_ids_too() {
     }
 }
 
+/// Prompt-lookup speculation on the embedded model moved to strictly's batched network
+/// (`on_batch_net`: drafts verified in one pass, the cache truncated on a miss): the greedy
+/// reference exactly, with fewer passes (stories260K repeats itself), and the same sampled
+/// tokens as the same network without speculation, for every seed tried. On candle's own llama
+/// (which cannot truncate) speculation changes nothing at all.
+#[test]
+fn speculation_on_the_embedded_model_changes_no_token() {
+    let (expected, _) = reference();
+    let spec = Some(strictly::decode::PromptLookup::default());
+    let m = embedded();
+    let v = m.env.vocab();
+    let start = ids(&expected[..1]);
+    let on_batch = || m.model.on_batch_net().unwrap();
+    let greedy = GenerateOptions { max_tokens: 256, sampling: SamplingParams::greedy(), ..GenerateOptions::default() };
+    let plain = generate(&mut on_batch(), v, None, &start, &greedy).unwrap();
+    let fast =
+        generate(&mut on_batch(), v, None, &start, &GenerateOptions { speculate: spec, ..greedy.clone() }).unwrap();
+    let got: Vec<u32> = fast.tokens.iter().map(|t| t.0).collect();
+    assert_eq!(&got[..], &expected[1..]);
+    assert_eq!(fast.tokens, plain.tokens);
+    assert!(fast.speculation.accepted > 0 && fast.forward_passes < plain.forward_passes, "{:?}", fast.speculation);
+    let mut candle = m.model.restart();
+    let same = generate(&mut candle, v, None, &start, &GenerateOptions { speculate: spec, ..greedy }).unwrap();
+    assert_eq!((same.tokens.len(), same.speculation.passes, same.forward_passes), (256, 0, 256));
+    for seed in 0..8 {
+        let sampled = GenerateOptions {
+            max_tokens: 96,
+            sampling: SamplingParams { seed: Some(seed), ..SamplingParams::default() },
+            ..GenerateOptions::default()
+        };
+        let a = generate(&mut on_batch(), v, None, &start, &sampled).unwrap();
+        let b = generate(&mut on_batch(), v, None, &start, &GenerateOptions { speculate: spec, ..sampled }).unwrap();
+        assert_eq!(a.tokens, b.tokens, "seed {seed}");
+    }
+}
+
 #[test]
 fn the_generation_loop_with_greedy_sampling_gives_the_reference_too() {
     let (expected, v) = reference();

@@ -182,6 +182,51 @@ fn sensible(v: &Value, path: &str) {
     }
 }
 
+/// Prompt-lookup speculation on SmolLM2 (the GGUF network: drafts verified in one batched pass,
+/// the cache truncated on a miss): an extraction that copies its paragraph gives the same tokens
+/// with and without it, greedy and sampled, in fewer forward passes.
+#[test]
+fn speculation_keeps_the_output_and_saves_passes() {
+    let Some(m) = smol() else { return };
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "email": {"type": "string"}, "company": {"type": "string"}},
+      "required": ["name", "email", "company"], "additionalProperties": false});
+    let prompt = chat(
+        m,
+        "Extract the person as JSON. Text: Dr. Margaret Okonkwo-Fitzgerald works at \
+        Brightwater Analytics Incorporated; reach her at margaret.okonkwo@brightwater-analytics.example.com.",
+    );
+    let c = Compiled::new(&m.env, &Constraint::JsonSchema(schema, Default::default())).unwrap();
+    for sampling in
+        [SamplingParams::greedy(), SamplingParams { temperature: 0.7, seed: Some(3), ..SamplingParams::default() }]
+    {
+        let plain = GenerateOptions { max_tokens: 96, sampling, ..GenerateOptions::default() };
+        let spec = GenerateOptions { speculate: Some(Default::default()), ..plain.clone() };
+        let run = |opts: &GenerateOptions| {
+            let mut model = m.model.restart();
+            let mut matcher = c.matcher();
+            generate(&mut model, m.env.vocab(), Some(&mut matcher), &prompt, opts).unwrap()
+        };
+        let (a, b) = (run(&plain), run(&spec));
+        assert_eq!(a.text(), b.text());
+        assert_eq!(a.tokens, b.tokens);
+        assert!(
+            b.speculation.accepted > 0 && b.forward_passes < a.forward_passes,
+            "{:?} {} -> {}",
+            b.speculation,
+            a.forward_passes,
+            b.forward_passes
+        );
+        eprintln!(
+            "speculation: {} -> {} forward passes for {} tokens: {}",
+            a.forward_passes,
+            b.forward_passes,
+            a.tokens.len(),
+            a.text()
+        );
+    }
+}
+
 #[test]
 fn json_schema_outputs_validate_and_make_sense() {
     let Some(m) = smol() else { return };

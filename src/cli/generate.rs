@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use clap::Args;
 use strictly::automaton::{Compiled, Matcher};
-use strictly::decode::{self, BeamOptions, Event, GenerateOptions, Output};
+use strictly::decode::{self, BeamOptions, Event, GenerateOptions, LanguageModel, Output};
 use strictly::model::reasoning::PromptReasoning;
 use strictly::model::{
     ChatMessage, ContentTokens, DeviceSpec, GenerationDefaults, LoadOptions, LoadedModel, Precision, TemplateVars,
@@ -130,6 +130,21 @@ pub struct GenerateArgs {
     /// (when the previous mask took 100 µs or more). The output is the same either way.
     #[arg(long, default_value = "auto")]
     overlap: decode::Overlap,
+    /// Speculative decoding: off, or prompt-lookup (drafts taken from the prompt and the output
+    /// so far, verified in one forward pass; the output is the same, in fewer passes where it
+    /// copies its context). Turns --overlap off.
+    #[arg(long, default_value = "off")]
+    speculate: Speculate,
+    /// The most tokens a prompt-lookup draft holds.
+    #[arg(long, default_value_t = 8)]
+    draft_tokens: usize,
+}
+
+/// `--speculate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Speculate {
+    Off,
+    PromptLookup,
 }
 
 impl GenerateArgs {
@@ -178,6 +193,14 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let mut matcher = compiled.as_ref().map(|c| c.matcher());
     let vocab = loaded.vocab().clone();
     let mut model = loaded.model;
+    if opts.speculate.is_some() && !model.can_truncate() {
+        // Drafts are verified on strictly's batched network (one pass, a cache that forgets
+        // its end); without one the output is the same, in as many passes.
+        match model.on_batch_net() {
+            Ok(m) => model = m,
+            Err(e) => eprintln!("strictly: warning: --speculate has no effect on this model: {e}"),
+        }
+    }
     let t_gen = Instant::now();
     let out = decode_to_stdout(&a, &mut model, &vocab, matcher.as_mut(), &prompt, &opts)?;
     let gen_time = t_gen.elapsed();
@@ -246,6 +269,8 @@ fn options(a: &GenerateArgs, defaults: &GenerationDefaults) -> anyhow::Result<Ge
         stop_token_ids: defaults.eos.clone(),
         overlap: a.overlap,
         reasoning: None,
+        speculate: (a.speculate == Speculate::PromptLookup)
+            .then(|| decode::PromptLookup { max_draft: a.draft_tokens, ..Default::default() }),
     })
 }
 
@@ -342,6 +367,16 @@ fn report(
         "strictly: {} forward passes, {} tokens forced (forward passes saved by fast-forward); finish: {:?}",
         out.forward_passes, out.forced, out.finish_reason
     );
+    let s = &out.speculation;
+    if s.passes > 0 {
+        eprintln!(
+            "strictly: speculation: {} passes carried drafts, {} draft tokens run, {} kept ({:.2} tokens per forward pass)",
+            s.passes,
+            s.drafted,
+            s.accepted,
+            n as f64 / out.forward_passes.max(1) as f64
+        );
+    }
     if times.compile.is_some() {
         let m = &out.masks;
         eprintln!(

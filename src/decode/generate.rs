@@ -18,6 +18,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::seq::prepare;
 use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
+use super::speculate::Speculation;
 use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output, Overlap};
 use crate::automaton::Matcher;
 use crate::error::Result;
@@ -84,6 +85,9 @@ pub struct Generation<'a> {
     overlap: Overlap,
     /// How long the last mask took (the up-front one, at first): what `overlap` decides on.
     last_mask: Duration,
+    /// [`GenerateOptions::speculate`]'s state.
+    spec: Option<Speculation>,
+    max_tokens: usize,
     /// `None` once the output has ended.
     seq: Option<Sequence>,
     logits: Vec<f32>,
@@ -104,6 +108,9 @@ impl<'a> Generation<'a> {
     ) -> Result<Generation<'a>> {
         let width = model.logits_width();
         let (ctx, stops) = Ctx::new(vocab, width, opts)?;
+        if let Some(l) = &opts.speculate {
+            l.validate()?;
+        }
         let mut sampler = Sampler::new(opts.sampling.clone())?;
         sampler.set_vocab(vocab);
         let mut mask = TokenSet::new(width);
@@ -117,8 +124,10 @@ impl<'a> Generation<'a> {
             matcher,
             ctx,
             sampler,
-            overlap: opts.overlap,
+            overlap: if opts.speculate.is_some() { Overlap::Off } else { opts.overlap },
             last_mask,
+            spec: opts.speculate.map(Speculation::new),
+            max_tokens: opts.max_tokens,
             seq: Some(seq),
             logits: vec![0.0; width],
             mask,
@@ -149,7 +158,11 @@ impl<'a> Generation<'a> {
             let remaining = match fast_forward(&self.ctx, self.matcher.as_deref_mut(), seq, &mut emit)? {
                 Ahead::End(end) => break Some(end),
                 Ahead::Choose => {
-                    seq.forward(model, &mut self.logits)?;
+                    let budget = self.max_tokens.saturating_sub(seq.tokens.len());
+                    match &mut self.spec {
+                        Some(s) => s.forward(model, seq, &mut self.logits, self.matcher.as_deref_mut(), budget)?,
+                        None => seq.forward(model, &mut self.logits)?,
+                    }
                     break None;
                 }
                 Ahead::Mask { remaining } => remaining,
@@ -175,7 +188,13 @@ impl<'a> Generation<'a> {
                         pass?;
                         seq.forwarded();
                     }
-                    None => seq.forward(model, &mut self.logits)?,
+                    None => {
+                        let budget = self.max_tokens.saturating_sub(seq.tokens.len());
+                        match &mut self.spec {
+                            Some(s) => s.forward(model, seq, &mut self.logits, Some(&mut *m), budget)?,
+                            None => seq.forward(model, &mut self.logits)?,
+                        }
+                    }
                 }
                 break None;
             }
@@ -213,7 +232,9 @@ impl<'a> Generation<'a> {
     fn end(&mut self, end: End) {
         let seq = self.seq.take().expect("ends once");
         let events = &mut self.events;
-        self.output = Some(seq.finish(end, &mut |e| events.push_back(e)));
+        let mut out = seq.finish(end, &mut |e| events.push_back(e));
+        out.speculation = self.spec.as_ref().map(|s| s.stats).unwrap_or_default();
+        self.output = Some(out);
     }
 }
 

@@ -115,14 +115,16 @@ mod generate;
 mod model;
 mod reasoning;
 mod seq;
+pub mod speculate;
 mod stops;
 mod typed;
 
 pub use beam::{beam_search, BeamOptions, Hypothesis, MAX_BEAM_WIDTH};
 pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
-pub use model::{LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
+pub use model::{forward_rows_one_by_one, LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use reasoning::ReasoningBudget;
+pub use speculate::{PromptLookup, SpecStats};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
 #[cfg(feature = "model")]
 pub(crate) use typed::deserialize;
@@ -179,6 +181,10 @@ pub struct GenerateOptions {
     /// `max_tokens` tokens without its end marker, the marker is appended (forced), so the answer
     /// after it still comes (see [`ReasoningBudget`]). Default none.
     pub reasoning: Option<ReasoningBudget>,
+    /// Prompt-lookup speculative decoding (see [`speculate`](self::speculate)): the same
+    /// output in fewer forward passes where it copies its context. Turns overlap off (a pass
+    /// then often has no mask to wait for). Default none.
+    pub speculate: Option<PromptLookup>,
 }
 
 /// When [`Generation`] computes a mask during the forward pass ([overlap](self#overlap)).
@@ -239,6 +245,7 @@ impl Default for GenerateOptions {
             stop_token_ids: Vec::new(),
             overlap: Overlap::DEFAULT,
             reasoning: None,
+            speculate: None,
         }
     }
 }
@@ -315,6 +322,8 @@ pub struct Output {
     pub forward_passes: usize,
     /// The masks computed for this output and their cost.
     pub masks: MaskStats,
+    /// What speculative decoding did (all zero without it).
+    pub speculation: SpecStats,
 }
 
 /// What the masks of one output cost. All zero for unconstrained output.

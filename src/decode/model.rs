@@ -57,6 +57,27 @@ pub trait LanguageModel {
         false
     }
 
+    /// Appends `tokens` (at least `n_rows`) and writes the logits after each of the last
+    /// `n_rows` of them: `rows[i · w..(i + 1) · w]` (`w` = [`logits_width`](Self::logits_width))
+    /// is the row after `tokens[..tokens.len() - n_rows + 1 + i]`. What speculative decoding
+    /// verifies a draft with, in one pass. The default makes one [`forward`](Self::forward) per
+    /// row (the same logits, no pass saved).
+    fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, rows: &mut [f32]) -> Result<()> {
+        forward_rows_one_by_one(self, tokens, n_rows, rows)
+    }
+
+    /// Whether [`truncate`](Self::truncate) works. Default `false`.
+    fn can_truncate(&self) -> bool {
+        false
+    }
+
+    /// Forgets the last `n` tokens of the sequence (their cache entries included), as if they
+    /// had never been forwarded. Errors (changing nothing) if the model cannot, or holds fewer.
+    fn truncate(&mut self, n: usize) -> Result<()> {
+        let _ = n;
+        Err(Error::state("this model cannot forget the end of its sequence"))
+    }
+
     /// Returns to the state of the last [`checkpoint`](Self::checkpoint) and uses it up,
     /// undoing every forward pass since, a failed one included: afterwards the model behaves
     /// exactly as if those passes had never run. Errors if there is no checkpoint to return to
@@ -64,6 +85,30 @@ pub trait LanguageModel {
     fn rewind(&mut self) -> Result<()> {
         Err(Error::state("this model has no checkpoint to rewind to"))
     }
+}
+
+/// [`LanguageModel::forward_rows`] by one [`forward`](LanguageModel::forward) per row: the
+/// tokens before the last `n_rows - 1` in one call, then one call per token.
+pub fn forward_rows_one_by_one<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    tokens: &[TokenId],
+    n_rows: usize,
+    rows: &mut [f32],
+) -> Result<()> {
+    let w = model.logits_width();
+    if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
+        return Err(Error::param(format!(
+            "forward_rows: {n_rows} rows of {w} for {} tokens into a buffer of {}",
+            tokens.len(),
+            rows.len()
+        )));
+    }
+    let first = tokens.len() - n_rows + 1;
+    model.forward(&tokens[..first], &mut rows[..w])?;
+    for (i, t) in tokens[first..].iter().enumerate() {
+        model.forward(std::slice::from_ref(t), &mut rows[(i + 1) * w..(i + 2) * w])?;
+    }
+    Ok(())
 }
 
 /// Seeded random logits: a fuzzer's "model". Standard-normal logits, fresh each step.
@@ -202,6 +247,37 @@ impl LanguageModel for ScriptedModel {
         let (len, calls) = self.saved.take().ok_or_else(|| Error::state("no checkpoint to rewind to"))?;
         self.history.truncate(len);
         self.calls = calls;
+        Ok(())
+    }
+
+    /// One call however many rows: a scripted model is its own batched pass.
+    fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, rows: &mut [f32]) -> Result<()> {
+        let w = self.width;
+        if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
+            return Err(Error::param("forward_rows: rows do not fit the tokens or the buffer"));
+        }
+        let first = tokens.len() - n_rows + 1;
+        self.calls += 1;
+        for (i, end) in (first..=tokens.len()).enumerate() {
+            let row = &mut rows[i * w..(i + 1) * w];
+            row.fill(0.0);
+            let mut seen = self.history.clone();
+            seen.extend_from_slice(&tokens[..end]);
+            (self.f)(&seen, row);
+        }
+        self.history.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    fn can_truncate(&self) -> bool {
+        true
+    }
+
+    fn truncate(&mut self, n: usize) -> Result<()> {
+        if n > self.history.len() {
+            return Err(Error::state(format!("cannot forget {n} tokens of {}", self.history.len())));
+        }
+        self.history.truncate(self.history.len() - n);
         Ok(())
     }
 }

@@ -250,6 +250,7 @@ impl Sequence {
             forced: self.forced,
             forward_passes: self.forward_passes,
             masks: self.masks,
+            speculation: Default::default(),
         }
     }
 }

@@ -68,6 +68,24 @@ impl KvCache {
     pub fn position(&self) -> usize {
         self.pos
     }
+
+    /// Forgets the last `n` tokens (errors, changing nothing, if it holds fewer).
+    pub fn truncate(&mut self, n: usize) -> Result<()> {
+        if n > self.pos {
+            return Err(Error::state(format!("cannot forget {n} tokens of a cache holding {}", self.pos)));
+        }
+        let keep = self.pos - n;
+        let e = candle_err("truncating the KV cache");
+        let layers = self
+            .layers
+            .iter()
+            .map(|(k, v)| Ok((k.narrow(2, 0, keep)?, v.narrow(2, 0, keep)?)))
+            .collect::<candle_core::Result<Vec<_>>>()
+            .map_err(e)?;
+        self.layers = layers;
+        self.pos = keep;
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for KvCache {
@@ -477,8 +495,18 @@ impl BatchNet {
     /// position after its last token. All rows are checked (at least one token each, ids inside the
     /// vocabulary, the context not overrun) before anything runs; on any error no cache changes.
     pub fn forward(&self, rows: &mut [BatchRow]) -> Result<Vec<Vec<f32>>> {
+        self.forward_tail(rows, 1)
+    }
+
+    /// [`forward`](Self::forward), returning the logits after each of the last `tail` tokens of
+    /// every row (each row holds at least `tail`), row by row in order: what verifies a
+    /// speculative draft in one pass.
+    pub fn forward_tail(&self, rows: &mut [BatchRow], tail: usize) -> Result<Vec<Vec<f32>>> {
         for r in rows.iter() {
             check_row(r.cache.pos, r.tokens, self.vocab_size, self.max_positions)?;
+            if r.tokens.len() < tail || tail == 0 {
+                return Err(Error::param(format!("{} tokens cannot give {tail} rows of logits", r.tokens.len())));
+            }
         }
         if rows.is_empty() {
             return Ok(Vec::new());
@@ -489,9 +517,9 @@ impl BatchNet {
         // thread and waiting, op after op (a measured ~15% of a small model's decode step).
         let (logits, new) = if self.device().is_cpu() {
             let rows = &*rows;
-            candle_core::utils::with_threadpool(|| self.pass(rows))
+            candle_core::utils::with_threadpool(|| self.pass(rows, tail))
         } else {
-            self.pass(rows)
+            self.pass(rows, tail)
         }
         .map_err(&e)?;
         let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
@@ -502,9 +530,10 @@ impl BatchNet {
         Ok(logits)
     }
 
-    /// The pass itself: the logits `(rows, vocab)` and each row's new cache layers.
+    /// The pass itself: the logits `(rows · tail, vocab)` (each row's last `tail` positions)
+    /// and each row's new cache layers.
     #[allow(clippy::type_complexity)]
-    fn pass(&self, rows: &[BatchRow]) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
+    fn pass(&self, rows: &[BatchRow], tail: usize) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
         let device = self.cos.device();
         let ids: Vec<u32> = rows.iter().flat_map(|r| r.tokens.iter().map(|t| t.0)).collect();
         let ids = Tensor::new(ids.as_slice(), device)?;
@@ -550,7 +579,11 @@ impl BatchNet {
             let h = (candle_nn::ops::silu(&gate)? * up)?;
             x = (m.down.forward(&h)? + &x)?;
         }
-        let last: Vec<u32> = rows.iter().zip(&offsets).map(|(r, &o)| (o + r.tokens.len() - 1) as u32).collect();
+        let last: Vec<u32> = rows
+            .iter()
+            .zip(&offsets)
+            .flat_map(|(r, &o)| (o + r.tokens.len() - tail..o + r.tokens.len()).map(|i| i as u32))
+            .collect();
         let last = Tensor::new(last.as_slice(), device)?;
         let x = self.norm.forward(&x.index_select(&last, 0)?)?;
         Ok((self.head.forward(&x)?, new))
@@ -591,8 +624,28 @@ impl BatchNet {
         // so each key/value head is multiplied as it is, never copied `group` times.
         let group = self.heads / self.kv_heads;
         let total = pos + n;
-        let q = q.to_dtype(DType::F32)?.reshape((1, self.kv_heads, group * n, d))?;
         let (k, v) = (k.to_dtype(DType::F32)?, v.to_dtype(DType::F32)?);
+        if n > 1 && pos > 0 {
+            // After the first pass, each new row is attended on its own, exactly as a pass of
+            // that one token would (same shapes, contiguous keys and values): a row's logits
+            // then do not depend on how tokens were grouped into passes, so a speculative draft
+            // verified in one pass gives the very logits of one-token steps (see
+            // `decode::speculate`). A prefill from an empty cache keeps the one masked matmul.
+            let q = q.to_dtype(DType::F32)?;
+            let mut ys = Vec::with_capacity(n);
+            for i in 0..n {
+                let len = pos + i + 1;
+                let qi = q.narrow(2, i, 1)?.contiguous()?.reshape((1, self.kv_heads, group, d))?;
+                let ki = k.narrow(2, 0, len)?.contiguous()?;
+                let vi = v.narrow(2, 0, len)?.contiguous()?;
+                let att = (qi.matmul(&ki.t()?)? / (d as f64).sqrt())?;
+                let att = candle_nn::ops::softmax_last_dim(&att)?;
+                ys.push(att.matmul(&vi)?.to_dtype(self.dtype)?.reshape((1, self.heads, 1, d))?);
+            }
+            let y = Tensor::cat(&ys, 2)?.transpose(1, 2)?.reshape((n, self.heads * d))?;
+            return Ok((y, kv));
+        }
+        let q = q.to_dtype(DType::F32)?.reshape((1, self.kv_heads, group * n, d))?;
         let mut att = (q.matmul(&k.t()?)? / (d as f64).sqrt())?;
         if n > 1 {
             // New row i (position pos + i) must not see keys past it; rows are (head, i) pairs.

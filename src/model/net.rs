@@ -32,7 +32,7 @@ use super::batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 use super::candle_error::candle_err;
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
-use crate::decode::LanguageModel;
+use crate::decode::{forward_rows_one_by_one, LanguageModel};
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
@@ -73,8 +73,9 @@ enum Net {
     Qwen2(qwen2::ModelForCausalLM),
     Mistral(mistral::Model),
     Phi3(phi3::Model),
-    /// A GGUF model: quantized weights on the batched network, one sequence's cache.
-    Gguf {
+    /// strictly's own batched network and one sequence's cache: every GGUF model (quantized
+    /// weights), and a safetensors model moved there by [`CandleModel::on_batch_net`].
+    Batched {
         net: Arc<BatchNet>,
         cache: KvCache,
     },
@@ -87,7 +88,7 @@ impl Net {
             Net::Qwen2(m) => m.forward(input, pos),
             Net::Mistral(m) => m.forward(input, pos),
             Net::Phi3(m) => m.forward(input, pos),
-            Net::Gguf { .. } => candle_core::bail!("a GGUF network runs through CandleModel::pass"),
+            Net::Batched { .. } => candle_core::bail!("a batched network runs through CandleModel::pass"),
         }
     }
 
@@ -97,7 +98,7 @@ impl Net {
             Net::Qwen2(m) => m.clear_kv_cache(),
             Net::Mistral(m) => m.clear_kv_cache(),
             Net::Phi3(m) => m.clear_kv_cache(),
-            Net::Gguf { cache, .. } => *cache = KvCache::default(),
+            Net::Batched { cache, .. } => *cache = KvCache::default(),
         }
     }
 }
@@ -251,11 +252,25 @@ impl CandleModel {
             dtype: DType::F32,
             batch_after_prefill: true,
             batch: Ok(BatchSource::Shared(net.clone())),
-            net: Net::Gguf { net, cache: KvCache::default() },
+            net: Net::Batched { net, cache: KvCache::default() },
             broken: false,
             stats: ForwardStats::default(),
             saved: None,
         }
+    }
+
+    /// The same model on strictly's batched network ([`BatchNet`]), with an empty sequence:
+    /// what speculative decoding needs (one pass for a draft's rows, a cache that forgets its
+    /// end, rows that do not depend on how tokens are grouped into passes). A GGUF model runs
+    /// there already (a restart); a safetensors model loads its weights again (the original
+    /// may be dropped); an error says why for a config the batched network does not cover.
+    pub fn on_batch_net(&self) -> Result<CandleModel> {
+        if matches!(self.net, Net::Batched { .. }) {
+            return Ok(self.restart());
+        }
+        let mut m = CandleModel::from_batch_net(self.batched()?, self.arch);
+        m.dtype = self.dtype;
+        Ok(m)
     }
 
     /// The same network with an empty sequence (KV cache cleared, statistics reset).
@@ -308,9 +323,45 @@ impl CandleModel {
         }
     }
 
+    /// The checks every pass makes before it runs (nothing changes when one fails).
+    fn check_input(&self, tokens: &[TokenId]) -> Result<()> {
+        if self.broken {
+            return Err(Error::model("the model's state is unusable after a failed forward pass; restart it"));
+        }
+        if tokens.is_empty() {
+            return Err(Error::param(
+                "the model needs at least one input token (a BOS or a prompt) before it can predict",
+            ));
+        }
+        if let Some(t) = tokens.iter().find(|t| t.0 as usize >= self.width) {
+            return Err(Error::param(format!("token id {} is outside the model's vocabulary ({})", t.0, self.width)));
+        }
+        let end = self.pos + tokens.len();
+        if end > self.max_positions {
+            return Err(Error::Limit {
+                kind: crate::error::LimitKind::Context,
+                what: format!("context length ({} tokens so far + {} new)", self.pos, tokens.len()),
+                limit: self.max_positions,
+                hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts a pass of `tokens` tokens that took `dt` (the first one is the prefill).
+    fn count_pass(&mut self, tokens: usize, dt: std::time::Duration) {
+        if self.stats.calls == 0 {
+            self.stats.prefill = dt;
+            self.stats.prefill_tokens = tokens;
+        }
+        self.stats.calls += 1;
+        self.stats.tokens += tokens;
+        self.stats.total += dt;
+    }
+
     /// One pass over `ids` at the current position; the last position's logits as f32.
     fn pass(&mut self, ids: &[u32]) -> Result<Vec<f32>> {
-        if let Net::Gguf { net, cache } = &mut self.net {
+        if let Net::Batched { net, cache } = &mut self.net {
             // The batched network checks the row and changes no cache when it fails.
             let tokens: Vec<TokenId> = ids.iter().map(|&i| TokenId(i)).collect();
             let mut rows = net.forward(&mut [BatchRow { cache, tokens: &tokens }])?;
@@ -336,26 +387,7 @@ impl LanguageModel for CandleModel {
     }
 
     fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
-        if self.broken {
-            return Err(Error::model("the model's state is unusable after a failed forward pass; restart it"));
-        }
-        if tokens.is_empty() {
-            return Err(Error::param(
-                "the model needs at least one input token (a BOS or a prompt) before it can predict",
-            ));
-        }
-        if let Some(t) = tokens.iter().find(|t| t.0 as usize >= self.width) {
-            return Err(Error::param(format!("token id {} is outside the model's vocabulary ({})", t.0, self.width)));
-        }
-        let end = self.pos + tokens.len();
-        if end > self.max_positions {
-            return Err(Error::Limit {
-                kind: crate::error::LimitKind::Context,
-                what: format!("context length ({} tokens so far + {} new)", self.pos, tokens.len()),
-                limit: self.max_positions,
-                hint: Some("the model's max_position_embeddings; use a shorter prompt or fewer --max-tokens".into()),
-            });
-        }
+        self.check_input(tokens)?;
         let t0 = Instant::now();
         let ids: Vec<u32> = tokens.iter().map(|t| t.0).collect();
         let row = if self.pos > 0 && !self.batch_after_prefill {
@@ -377,15 +409,48 @@ impl LanguageModel for CandleModel {
             )));
         }
         logits.copy_from_slice(&row);
-        let dt = t0.elapsed();
-        if self.stats.calls == 0 {
-            self.stats.prefill = dt;
-            self.stats.prefill_tokens = tokens.len();
-        }
-        self.stats.calls += 1;
-        self.stats.tokens += tokens.len();
-        self.stats.total += dt;
+        self.count_pass(tokens.len(), t0.elapsed());
         Ok(())
+    }
+
+    /// A GGUF model runs the rows in one pass of its batched network; others one pass per row
+    /// (the trait's default).
+    fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, rows: &mut [f32]) -> Result<()> {
+        if !matches!(self.net, Net::Batched { .. }) {
+            return forward_rows_one_by_one(self, tokens, n_rows, rows);
+        }
+        let w = self.width;
+        if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
+            return Err(Error::param("forward_rows: rows do not fit the tokens or the buffer"));
+        }
+        self.check_input(tokens)?;
+        let t0 = Instant::now();
+        let Net::Batched { net, cache } = &mut self.net else { unreachable!("checked above") };
+        // The batched network checks the row again and changes no cache when it fails.
+        let out = net.forward_tail(&mut [BatchRow { cache, tokens }], n_rows)?;
+        for (i, row) in out.iter().enumerate() {
+            rows[i * w..(i + 1) * w].copy_from_slice(row);
+        }
+        self.pos += tokens.len();
+        self.count_pass(tokens.len(), t0.elapsed());
+        Ok(())
+    }
+
+    fn can_truncate(&self) -> bool {
+        matches!(self.net, Net::Batched { .. })
+    }
+
+    fn truncate(&mut self, n: usize) -> Result<()> {
+        match &mut self.net {
+            Net::Batched { cache, .. } => {
+                cache.truncate(n)?;
+                self.pos -= n;
+                Ok(())
+            }
+            _ => Err(Error::state(
+                "only a model on the batched network forgets the end of its sequence (see CandleModel::on_batch_net)",
+            )),
+        }
     }
 
     fn fork(&self) -> Result<Box<dyn LanguageModel>> {

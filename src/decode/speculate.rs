@@ -1,0 +1,214 @@
+//! Prompt-lookup speculative decoding: fewer forward passes per token where the output copies
+//! its context (JSON fields taken from a paragraph, code edited in place).
+//!
+//! At a forward pass, [`PromptLookup`] looks for the context's last `n` tokens earlier in the
+//! context (prompt and output so far, the longest `n` first, the latest place first) and takes
+//! the tokens that followed as a draft; the draft is cut at the first token the constraint
+//! forbids, and at the output's token budget. The model runs the pending tokens and the draft in
+//! one pass ([`LanguageModel::forward_rows`]), which gives the logits after each draft token
+//! too. The loop then goes on exactly as without a draft: it samples from the logits it has,
+//! appends, fast-forwards, masks; when it next needs logits and its new tokens are the draft's
+//! next ones, it takes the row the pass already computed instead of running the model. At the
+//! first difference the rest of the draft is dropped from the model
+//! ([`LanguageModel::truncate`]). A model that cannot truncate, and the first pass (the prompt),
+//! carry no draft.
+//!
+//! So the output is the same token for token as without speculation, greedy or sampled, for the
+//! same seed: a draft never decides a token, it only computes ahead the logits that deciding
+//! needs, provided the model's rows do not depend on how tokens are grouped into passes (the
+//! scripted models; strictly's batched network, which attends each row of a later pass on its
+//! own, see `model::batch`; a GGUF model or `CandleModel::on_batch_net`). For a draft of one fixed token `d` (which is what a lookup proposes) this is the
+//! standard speculative acceptance rule: `d` is kept exactly when the token drawn from the
+//! processed distribution `p` is `d` (probability `p(d)`, the rule's `min(1, p(d)/q(d))` with
+//! `q(d) = 1`), and otherwise the token drawn is distributed as `p` without `d`, renormalized
+//! (the rule's residual).
+//!
+//! Invariants: the model's sequence is the loop's tokens but `pending`, except while a
+//! [`Lookahead`] is kept: then it is the loop's tokens but `pending`, then the unverified draft
+//! (`pending`, the tokens appended since, is compared against the draft at the next pass).
+
+use crate::automaton::Matcher;
+use crate::error::{Error, Result};
+use crate::vocab::TokenId;
+
+use super::seq::Sequence;
+use super::LanguageModel;
+
+/// Where drafts come from: the context itself (n-gram lookup, no draft model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptLookup {
+    /// The most tokens a draft holds. Default 8.
+    pub max_draft: usize,
+    /// The longest context suffix looked up. Default 3.
+    pub max_ngram: usize,
+    /// The shortest context suffix looked up. Default 1.
+    pub min_ngram: usize,
+}
+
+impl Default for PromptLookup {
+    fn default() -> PromptLookup {
+        PromptLookup { max_draft: 8, max_ngram: 3, min_ngram: 1 }
+    }
+}
+
+impl PromptLookup {
+    /// Checks the sizes, naming the one out of range.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_draft == 0 || self.max_draft > 64 {
+            return Err(Error::param(format!("the draft length must be in [1, 64], got {}", self.max_draft)));
+        }
+        if self.min_ngram == 0 || self.min_ngram > self.max_ngram || self.max_ngram > 16 {
+            return Err(Error::param(format!(
+                "the looked-up n-gram sizes must satisfy 1 <= min <= max <= 16, got {}..{}",
+                self.min_ngram, self.max_ngram
+            )));
+        }
+        Ok(())
+    }
+
+    /// The draft after `context`: the tokens that followed the latest earlier occurrence of its
+    /// last `n` tokens, for the largest `n` that has one (empty if none).
+    pub fn draft(&self, context: &[TokenId]) -> Vec<TokenId> {
+        let len = context.len();
+        for n in (self.min_ngram..=self.max_ngram).rev() {
+            if len <= n {
+                continue;
+            }
+            let suffix = &context[len - n..];
+            if let Some(i) = (0..len - n).rev().find(|&i| &context[i..i + n] == suffix) {
+                let start = i + n;
+                return context[start..(start + self.max_draft).min(len)].to_vec();
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// What speculation did in one output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpecStats {
+    /// Passes that carried a draft.
+    pub passes: usize,
+    /// Draft tokens run through the model.
+    pub drafted: usize,
+    /// Draft tokens the output kept (each a forward pass saved).
+    pub accepted: usize,
+}
+
+/// A draft the model has run and the loop has not yet caught up with.
+struct Lookahead {
+    /// The draft's tokens not yet matched by the loop, in the model's sequence.
+    draft: Vec<TokenId>,
+    /// The logits after each of `draft`, one row of the model's width each.
+    rows: Vec<f32>,
+}
+
+/// The loop's speculation state (see the module doc).
+pub(crate) struct Speculation {
+    lookup: PromptLookup,
+    ahead: Option<Lookahead>,
+    pub stats: SpecStats,
+}
+
+impl Speculation {
+    pub fn new(lookup: PromptLookup) -> Speculation {
+        Speculation { lookup, ahead: None, stats: SpecStats::default() }
+    }
+
+    /// Makes `logits` the row after the sequence's pending tokens, as [`Sequence::forward`]
+    /// does, from a draft the model already ran where it can, else with a pass that carries a
+    /// new draft. `budget`: the tokens the output may still append.
+    pub fn forward(
+        &mut self,
+        model: &mut dyn LanguageModel,
+        seq: &mut Sequence,
+        logits: &mut [f32],
+        matcher: Option<&mut Matcher>,
+        budget: usize,
+    ) -> Result<()> {
+        let w = logits.len();
+        if let Some(mut a) = self.ahead.take() {
+            // Invariant: the model holds the loop's tokens up to `pending`, then `a.draft`.
+            let p = a.draft.iter().zip(&seq.pending).take_while(|(x, y)| x == y).count();
+            self.stats.accepted += p;
+            if p > 0 && p == seq.pending.len() {
+                // Every new token is the draft's: the pass computed what comes next.
+                logits.copy_from_slice(&a.rows[(p - 1) * w..p * w]);
+                seq.pending.clear();
+                if p < a.draft.len() {
+                    a.draft.drain(..p);
+                    a.rows.drain(..p * w);
+                    self.ahead = Some(a);
+                }
+                return Ok(());
+            }
+            // The loop went elsewhere: the draft's rest leaves the model.
+            model.truncate(a.draft.len() - p)?;
+            seq.pending.drain(..p);
+        }
+        if seq.forward_passes == 0 || !model.can_truncate() {
+            return seq.forward(model, logits);
+        }
+        let draft = self.cut(self.lookup.draft(seq.counts.history()), matcher, budget);
+        if draft.is_empty() {
+            return seq.forward(model, logits);
+        }
+        let mut tokens = seq.pending.clone();
+        tokens.extend_from_slice(&draft);
+        let mut rows = vec![0f32; (draft.len() + 1) * w];
+        match model.forward_rows(&tokens, draft.len() + 1, &mut rows) {
+            Ok(()) => {}
+            // The context cannot take the draft: no draft then (nothing ran).
+            Err(Error::Limit { .. }) => return seq.forward(model, logits),
+            Err(e) => return Err(e),
+        }
+        logits.copy_from_slice(&rows[..w]);
+        rows.drain(..w);
+        self.stats.passes += 1;
+        self.stats.drafted += draft.len();
+        seq.forwarded();
+        self.ahead = Some(Lookahead { draft, rows });
+        Ok(())
+    }
+
+    /// `draft` cut at the first token the constraint forbids (checked by committing and rolling
+    /// back) and to `budget` tokens less the one the pass's own logits decide.
+    fn cut(&self, mut draft: Vec<TokenId>, matcher: Option<&mut Matcher>, budget: usize) -> Vec<TokenId> {
+        draft.truncate(budget.saturating_sub(1));
+        if let Some(m) = matcher {
+            let n = draft.iter().take_while(|&&t| m.commit(t).is_ok()).count();
+            m.rollback(n).expect("committed here");
+            draft.truncate(n);
+        }
+        draft
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[u32]) -> Vec<TokenId> {
+        v.iter().map(|&i| TokenId(i)).collect()
+    }
+
+    #[test]
+    fn the_longest_suffix_found_latest_gives_the_draft() {
+        let l = PromptLookup { max_draft: 3, ..PromptLookup::default() };
+        // `1 2` occurred twice; the latest is followed by 7 8 9.
+        assert_eq!(l.draft(&ids(&[1, 2, 5, 6, 1, 2, 7, 8, 9, 9, 1, 2])), ids(&[7, 8, 9]));
+        // `3 1 2` beats `1 2`.
+        assert_eq!(l.draft(&ids(&[3, 1, 2, 4, 1, 2, 5, 3, 1, 2])), ids(&[4, 1, 2]));
+        // The draft stops at the context's end; nothing found: empty.
+        assert_eq!(l.draft(&ids(&[5, 6, 5])), ids(&[6, 5]));
+        assert_eq!(l.draft(&ids(&[1, 2, 3])), ids(&[]));
+        assert_eq!(l.draft(&ids(&[])), ids(&[]));
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        assert!(PromptLookup::default().validate().is_ok());
+        assert!(PromptLookup { max_draft: 0, ..PromptLookup::default() }.validate().is_err());
+        assert!(PromptLookup { min_ngram: 4, max_ngram: 3, ..PromptLookup::default() }.validate().is_err());
+    }
+}
