@@ -16,10 +16,17 @@ pub(super) enum Tok {
     /// `[A-Za-z_][A-Za-z0-9_-]*` (llguidance allows `-` inside names).
     Name(String),
     /// A string literal, escapes decoded; `insensitive` for the `i` flag (`"abc"i`).
-    Str { text: String, insensitive: bool },
+    Str {
+        text: String,
+        insensitive: bool,
+    },
     /// A `/regex/flags` literal: the pattern with `\/` turned into `/`, and for each byte of
     /// the pattern the char index it came from (to place regex errors).
-    Regex { pattern: String, flags: String, origin: Vec<usize> },
+    Regex {
+        pattern: String,
+        flags: String,
+        origin: Vec<usize>,
+    },
     /// A number as written (`2`, `-1`, `0.7`).
     Number(String),
     /// `%name`, without the `%`.

@@ -23,9 +23,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
+use regex_syntax::hir::Hir;
 
 use super::common;
+use super::hir::{greedy, has_lazy, hir_expr, line_comment, matches_newline, repeat, shortest, to_lexeme};
 use super::parser::{self, is_terminal_name, AttrValue, Def, Item, Node};
 use super::{LarkOptions, Source};
 use crate::error::{Error, LimitKind, Location, Result};
@@ -43,7 +44,7 @@ pub const MAX_TEMPLATE_KEY: usize = 10_000;
 
 /// A terminal's language: a regex, or (llguidance's `&`, `~`, lazy tokens) a [`Lexeme`].
 #[derive(Debug, Clone)]
-enum TermLang {
+pub(super) enum TermLang {
     Hir(Hir),
     Lexeme(Lexeme),
 }
@@ -78,6 +79,8 @@ pub(super) struct Lowerer<'a> {
     instances: usize,
     /// What `%ignore` adds after each token: a regex when it can be concatenated.
     ignore: Option<Ignore>,
+    /// An ignored line comment allowed at the very end of the output (see `build_ignore`).
+    final_comment: Option<Hir>,
     warnings: Vec<Warning>,
 }
 
@@ -117,6 +120,7 @@ impl<'a> Lowerer<'a> {
             queue: Vec::new(),
             instances: 0,
             ignore: None,
+            final_comment: None,
             warnings: Vec::new(),
         }
     }
@@ -161,7 +165,9 @@ impl<'a> Lowerer<'a> {
                         return Err(self.err(at, format!("%extend of `{}`, which is not defined", d.name)));
                     };
                     if e.imported.is_some() {
-                        return Err(self.src.err(at, format!("%extend of the imported `{}`: define it instead", d.name)));
+                        return Err(self
+                            .src
+                            .err(at, format!("%extend of the imported `{}`: define it instead", d.name)));
                     }
                     let old = std::mem::replace(&mut e.def.body, Node::Empty);
                     e.def.body = Node::Alt(vec![old, d.body]);
@@ -183,7 +189,10 @@ impl<'a> Lowerer<'a> {
                             e => e,
                         })?;
                         if !is_terminal_name(&alias) {
-                            return Err(self.err(at, format!("`{name}` is a terminal: import it under an UPPERCASE name, not `{alias}`")));
+                            return Err(self.err(
+                                at,
+                                format!("`{name}` is a terminal: import it under an UPPERCASE name, not `{alias}`"),
+                            ));
                         }
                         let def = Def { name: alias, at, params: vec![], attrs: vec![], body: Node::Empty };
                         self.define(def, Some(lang))?;
@@ -228,7 +237,9 @@ impl<'a> Lowerer<'a> {
                 ("allow_initial_skip", serde_json::Value::Bool(b)) => self.initial_skip = Some(*b),
                 ("allow_invalid_utf8", serde_json::Value::Bool(false)) => {}
                 ("allow_invalid_utf8", serde_json::Value::Bool(true)) => {
-                    return Err(self.err(at, "%llguidance option `allow_invalid_utf8` is not supported: outputs are UTF-8"))
+                    return Err(
+                        self.err(at, "%llguidance option `allow_invalid_utf8` is not supported: outputs are UTF-8")
+                    )
                 }
                 ("skip_repetition", serde_json::Value::String(s)) if s == "once" => self.skip_once = true,
                 ("skip_repetition", serde_json::Value::String(s)) if s == "many" => self.skip_once = false,
@@ -245,6 +256,7 @@ impl<'a> Lowerer<'a> {
         let mut problems: Vec<(usize, String)> = Vec::new();
         let mut used_declared: Vec<(usize, String)> = Vec::new();
         let mut visit = |node: &Node, params: &[String], problems: &mut Vec<(usize, String)>| {
+            walk_invalid(node, &mut |at, msg| problems.push((at, msg.to_string())));
             walk_names(node, &mut |name, args, at| {
                 if params.iter().any(|p| p == name) {
                     return;
@@ -284,7 +296,9 @@ impl<'a> Lowerer<'a> {
             } else {
                 "its tokens come from a postlexer or a lexer callback, which strictly cannot run"
             };
-            return Err(self.err(decl, format!("`{name}` is declared with %declare and used at {}: {why}", self.pos(use_at))));
+            return Err(
+                self.err(decl, format!("`{name}` is declared with %declare and used at {}: {why}", self.pos(use_at)))
+            );
         }
         if let Some((at, msg)) = problems.into_iter().min() {
             return Err(self.err(at, msg));
@@ -377,16 +391,23 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
                 if self.defs.get(name).is_some_and(|e| has_token_attrs(&e.def)) {
-                    return Err(self.err(*at, format!("terminal `{name}` has `lazy`/`suffix`: it cannot be part of another terminal")));
+                    return Err(self.err(
+                        *at,
+                        format!("terminal `{name}` has `lazy`/`suffix`: it cannot be part of another terminal"),
+                    ));
                 }
                 match self.term(name, depth + 1)? {
                     (TermLang::Hir(h), d) => (h, d + 1),
                     (TermLang::Lexeme(_), _) => {
-                        return Err(self.err(*at, format!("terminal `{name}` uses `&` or `~`: it cannot be part of another terminal")))
+                        return Err(self.err(
+                            *at,
+                            format!("terminal `{name}` uses `&` or `~`: it cannot be part of another terminal"),
+                        ))
                     }
                 }
             }
             Node::Json { at, .. } => return Err(self.err(*at, format!("%json cannot be part of terminal `{owner}`"))),
+            Node::Invalid { at, msg } => return Err(self.err(*at, msg.clone())),
             Node::And { at, .. } | Node::Not { at, .. } => {
                 return Err(self.err(*at, "`&` and `~` must make a whole terminal (as in `A: X & ~Y`)"))
             }
@@ -505,7 +526,22 @@ impl<'a> Lowerer<'a> {
         }
         let max = if self.skip_once { Some(1) } else { None };
         self.ignore = Some(if exprs.is_empty() {
-            Ignore::Regex(repeat(Hir::alternation(hirs), 0, max))
+            // Lark skips an ignored terminal's longest match: a line comment runs to the end
+            // of its line. So a line comment is followed by a newline that is itself ignored,
+            // or ends the output (`final_comment`); never by a token on its line.
+            let (comments, others): (Vec<Hir>, Vec<Hir>) = hirs.into_iter().partition(line_comment);
+            if comments.is_empty() || self.skip_once {
+                Ignore::Regex(repeat(Hir::alternation(others.into_iter().chain(comments).collect()), 0, max))
+            } else {
+                let others = Hir::alternation(others);
+                let comment = Hir::alternation(comments);
+                let mut units = vec![others.clone()];
+                if matches_newline(&others) {
+                    units.push(Hir::concat(vec![comment.clone(), Hir::literal(*b"\n")]));
+                }
+                self.final_comment = Some(repeat(comment, 0, Some(1)));
+                Ignore::Regex(repeat(Hir::alternation(units), 0, None))
+            }
         } else {
             exprs.extend(hirs.into_iter().map(|h| Expr::Regex(Arc::new(h))));
             Ignore::Expr(Expr::Repeat { body: Box::new(Expr::Alt(exprs)), min: 0, max })
@@ -543,7 +579,9 @@ impl<'a> Lowerer<'a> {
                 ))
             }
             Some(e) if e.def.is_terminal() => {
-                return Err(self.err(e.def.at, format!("the start `{start}` must be a rule (lowercase name), not a terminal")))
+                return Err(
+                    self.err(e.def.at, format!("the start `{start}` must be a rule (lowercase name), not a terminal"))
+                )
             }
             Some(e) if !e.def.params.is_empty() => {
                 return Err(self.err(e.def.at, format!("the start rule `{start}` cannot be a template")))
@@ -576,20 +614,22 @@ impl<'a> Lowerer<'a> {
             }
         }
         let initial = self.initial_skip.unwrap_or(!self.llguidance);
-        let start = match (&self.ignore, initial) {
-            (Some(ig), true) => {
-                let ig = match ig {
-                    Ignore::Regex(h) => Expr::Regex(Arc::new(h.clone())),
-                    Ignore::Expr(e) => e.clone(),
-                };
-                self.rules.push(Rule {
-                    name: format!("{start}+ignored"),
-                    body: Expr::Seq(vec![ig, Expr::Rule(start_id)]),
-                    span: self.rules[start_id.0 as usize].span,
-                });
-                RuleId(self.rules.len() as u32 - 1)
-            }
-            _ => start_id,
+        let lead = match (&self.ignore, initial) {
+            (Some(Ignore::Regex(h)), true) => Some(Expr::Regex(Arc::new(h.clone()))),
+            (Some(Ignore::Expr(e)), true) => Some(e.clone()),
+            _ => None,
+        };
+        let tail = self.final_comment.take().map(|h| Expr::Regex(Arc::new(h)));
+        let start = if lead.is_some() || tail.is_some() {
+            let parts = lead.into_iter().chain([Expr::Rule(start_id)]).chain(tail).collect();
+            self.rules.push(Rule {
+                name: format!("{start}+ignored"),
+                body: Expr::Seq(parts),
+                span: self.rules[start_id.0 as usize].span,
+            });
+            RuleId(self.rules.len() as u32 - 1)
+        } else {
+            start_id
         };
         Ok((Grammar { rules: self.rules, start }, self.warnings))
     }
@@ -669,8 +709,11 @@ impl<'a> Lowerer<'a> {
                 Expr::Repeat { body: Box::new(self.rule_expr(body, depth + 1)?), min: *min, max: *max }
             }
             Node::And { at, .. } | Node::Not { at, .. } => {
-                return Err(self.err(*at, "`&` and `~` combine terminals: use them in an UPPERCASE terminal's definition"))
+                return Err(
+                    self.err(*at, "`&` and `~` combine terminals: use them in an UPPERCASE terminal's definition")
+                )
             }
+            Node::Invalid { at, msg } => return Err(self.err(*at, msg.clone())),
         })
     }
 }
@@ -698,7 +741,7 @@ fn has_token_attrs(d: &Def) -> bool {
 /// Calls `f(name, number of arguments, at)` for every name in `node`, template arguments too.
 fn walk_names(node: &Node, f: &mut impl FnMut(&str, usize, usize)) {
     match node {
-        Node::Empty | Node::Term { .. } | Node::Json { .. } => {}
+        Node::Empty | Node::Term { .. } | Node::Json { .. } | Node::Invalid { .. } => {}
         Node::Name { name, args, at } => {
             f(name, args.len(), *at);
             args.iter().for_each(|a| walk_names(a, f));
@@ -708,9 +751,20 @@ fn walk_names(node: &Node, f: &mut impl FnMut(&str, usize, usize)) {
     }
 }
 
+/// Calls `f(at, msg)` for every regex that did not compile.
+fn walk_invalid(node: &Node, f: &mut impl FnMut(usize, &str)) {
+    match node {
+        Node::Invalid { at, msg } => f(*at, msg),
+        Node::Empty | Node::Term { .. } | Node::Json { .. } => {}
+        Node::Name { args, .. } => args.iter().for_each(|a| walk_invalid(a, f)),
+        Node::Seq(xs) | Node::Alt(xs) | Node::And { parts: xs, .. } => xs.iter().for_each(|x| walk_invalid(x, f)),
+        Node::Repeat { body, .. } | Node::Not { body, .. } => walk_invalid(body, f),
+    }
+}
+
 fn node_at(node: &Node) -> Option<usize> {
     match node {
-        Node::Term { at, .. } | Node::Name { at, .. } | Node::Json { at, .. } => Some(*at),
+        Node::Term { at, .. } | Node::Name { at, .. } | Node::Json { at, .. } | Node::Invalid { at, .. } => Some(*at),
         Node::And { at, .. } | Node::Not { at, .. } => Some(*at),
         Node::Seq(xs) | Node::Alt(xs) => xs.iter().find_map(node_at),
         Node::Repeat { body, .. } => node_at(body),
@@ -724,12 +778,15 @@ fn node_key(node: &Node) -> String {
         Node::Empty => "()".into(),
         Node::Term { hir, .. } => format!("/{hir}/"),
         Node::Name { name, args, .. } if args.is_empty() => name.clone(),
-        Node::Name { name, args, .. } => format!("{name}{{{}}}", args.iter().map(node_key).collect::<Vec<_>>().join(", ")),
+        Node::Name { name, args, .. } => {
+            format!("{name}{{{}}}", args.iter().map(node_key).collect::<Vec<_>>().join(", "))
+        }
         Node::Json { value, .. } => format!("%json {value}"),
         Node::Seq(xs) => format!("({})", xs.iter().map(node_key).collect::<Vec<_>>().join(" ")),
         Node::Alt(xs) => format!("({})", xs.iter().map(node_key).collect::<Vec<_>>().join(" | ")),
         Node::And { parts, .. } => format!("({})", parts.iter().map(node_key).collect::<Vec<_>>().join(" & ")),
         Node::Not { body, .. } => format!("~{}", node_key(body)),
+        Node::Invalid { msg, .. } => format!("<{msg}>"),
         Node::Repeat { body, min, max } => match max {
             Some(m) => format!("{}~{min}..{m}", node_key(body)),
             None => format!("{}~{min}..", node_key(body)),
@@ -750,63 +807,13 @@ fn substitute(node: &Node, params: &[String], args: &[Node]) -> Node {
         }
         Node::Seq(xs) => Node::Seq(xs.iter().map(|x| substitute(x, params, args)).collect()),
         Node::Alt(xs) => Node::Alt(xs.iter().map(|x| substitute(x, params, args)).collect()),
-        Node::And { parts, at } => Node::And { parts: parts.iter().map(|x| substitute(x, params, args)).collect(), at: *at },
+        Node::And { parts, at } => {
+            Node::And { parts: parts.iter().map(|x| substitute(x, params, args)).collect(), at: *at }
+        }
         Node::Not { body, at } => Node::Not { body: Box::new(substitute(body, params, args)), at: *at },
         Node::Repeat { body, min, max } => {
             Node::Repeat { body: Box::new(substitute(body, params, args)), min: *min, max: *max }
         }
         other => other.clone(),
     }
-}
-
-fn repeat(h: Hir, min: u32, max: Option<u32>) -> Hir {
-    Hir::repetition(Repetition { min, max, greedy: true, sub: Box::new(h) })
-}
-
-/// A literal HIR as an [`Expr::Literal`] (so forced text stays possible), else a regex leaf.
-fn hir_expr(h: Hir) -> Expr {
-    match h.kind() {
-        HirKind::Empty => Expr::Empty,
-        HirKind::Literal(l) => match std::str::from_utf8(&l.0) {
-            Ok(s) => Expr::Literal(s.to_string()),
-            Err(_) => Expr::Regex(Arc::new(h)),
-        },
-        _ => Expr::Regex(Arc::new(h)),
-    }
-}
-
-fn to_lexeme(l: TermLang) -> Lexeme {
-    match l {
-        TermLang::Hir(h) => Lexeme::Regex(greedy(&h)),
-        TermLang::Lexeme(l) => l,
-    }
-}
-
-/// Does the HIR have a lazy (non-greedy) repetition?
-fn has_lazy(h: &Hir) -> bool {
-    match h.kind() {
-        HirKind::Repetition(r) => !r.greedy || has_lazy(&r.sub),
-        HirKind::Capture(c) => has_lazy(&c.sub),
-        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().any(has_lazy),
-        _ => false,
-    }
-}
-
-/// The same language with every repetition greedy (and no capture groups).
-fn greedy(h: &Hir) -> Hir {
-    match h.kind() {
-        HirKind::Repetition(r) => repeat(greedy(&r.sub), r.min, r.max),
-        HirKind::Capture(c) => greedy(&c.sub),
-        HirKind::Concat(xs) => Hir::concat(xs.iter().map(greedy).collect()),
-        HirKind::Alternation(xs) => Hir::alternation(xs.iter().map(greedy).collect()),
-        _ => h.clone(),
-    }
-}
-
-/// The shortest-match language of `h`: its strings with no proper prefix in it.
-fn shortest(h: &Hir) -> Lexeme {
-    let g = greedy(h);
-    let any = Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')])));
-    let longer = Hir::concat(vec![g.clone(), repeat(any, 1, None)]);
-    Lexeme::and(vec![Lexeme::Regex(g), Lexeme::Not(Box::new(Lexeme::Regex(longer)))])
 }

@@ -64,6 +64,7 @@
 //! The output satisfies the IR invariants; its start rule derives exactly the language above.
 
 mod common;
+mod hir;
 mod lexer;
 pub mod lower;
 mod parser;

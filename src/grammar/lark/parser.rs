@@ -25,17 +25,43 @@ pub(super) enum Node {
     Empty,
     /// A string literal or `"a".."z"` range or `/regex/`, as a HIR (with the regex's own
     /// lazy quantifiers kept: they matter where the terminal is used, see `lower`).
-    Term { hir: Arc<Hir>, at: usize },
+    Term {
+        hir: Arc<Hir>,
+        at: usize,
+    },
     /// A rule, terminal or template parameter by name; `args` for a template's use.
-    Name { name: String, args: Vec<Node>, at: usize },
-    Json { value: Value, at: usize },
+    Name {
+        name: String,
+        args: Vec<Node>,
+        at: usize,
+    },
+    Json {
+        value: Value,
+        at: usize,
+    },
     Seq(Vec<Node>),
     Alt(Vec<Node>),
-    Repeat { body: Box<Node>, min: u32, max: Option<u32> },
+    Repeat {
+        body: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+    },
     /// llguidance's `A & B` (terminals only).
-    And { parts: Vec<Node>, at: usize },
+    And {
+        parts: Vec<Node>,
+        at: usize,
+    },
     /// llguidance's `~A` (terminals only).
-    Not { body: Box<Node>, at: usize },
+    Not {
+        body: Box<Node>,
+        at: usize,
+    },
+    /// A regex that does not compile: the error's place and message, reported when the
+    /// grammar is checked (after `%declare`, so an indentation grammar is named as such).
+    Invalid {
+        at: usize,
+        msg: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -79,11 +105,23 @@ pub(super) enum Item {
     Def(Def),
     Override(Def),
     Extend(Def),
-    Ignore { body: Node, at: usize },
+    Ignore {
+        body: Node,
+        at: usize,
+    },
     /// `%import module.NAME [-> ALIAS]` or `%import module (A, B)`: (name, alias, at) each.
-    Import { module: String, module_at: usize, names: Vec<(String, String, usize)> },
-    Declare { names: Vec<(String, usize)> },
-    Llguidance { value: Value, at: usize },
+    Import {
+        module: String,
+        module_at: usize,
+        names: Vec<(String, String, usize)>,
+    },
+    Declare {
+        names: Vec<(String, usize)>,
+    },
+    Llguidance {
+        value: Value,
+        at: usize,
+    },
 }
 
 pub(super) fn parse(src: &Source, tokens: Vec<Token>, limits: Limits) -> Result<Vec<Item>> {
@@ -570,9 +608,10 @@ impl Parser<'_> {
                 }
                 Node::Term { hir: Arc::new(literal_hir(&text, insensitive)), at }
             }
-            Tok::Regex { pattern, flags, origin } => {
-                Node::Term { hir: Arc::new(self.regex(&pattern, &flags, &origin, at)?), at }
-            }
+            Tok::Regex { pattern, flags, origin } => match self.regex(&pattern, &flags, &origin, at) {
+                Ok(hir) => Node::Term { hir: Arc::new(hir), at },
+                Err((at, msg)) => Node::Invalid { at, msg },
+            },
             Tok::Name(name) => {
                 let mut args = Vec::new();
                 if self.peek() == Some(&Tok::LBrace) && !matches!(self.peek_at(1), Some(Tok::Number(_) | Tok::Comma)) {
@@ -639,7 +678,13 @@ impl Parser<'_> {
 
     /// A `/regex/flags` in Python's syntax, read by `regex-syntax` (the two agree on what Lark
     /// grammars use; lookarounds and anchors are refused: a terminal has no context).
-    fn regex(&self, pattern: &str, flags: &str, origin: &[usize], at: usize) -> Result<Hir> {
+    fn regex(
+        &self,
+        pattern: &str,
+        flags: &str,
+        origin: &[usize],
+        at: usize,
+    ) -> std::result::Result<Hir, (usize, String)> {
         let mut b = regex_syntax::ParserBuilder::new();
         b.utf8(true).unicode(true).nest_limit(self.limits.max_depth.min(u32::MAX as usize) as u32);
         for f in flags.chars() {
@@ -651,9 +696,7 @@ impl Parser<'_> {
                 // `u` is Python 3's default.
                 'm' => b.multi_line(true),
                 'u' => &mut b,
-                _ => {
-                    return Err(self.err(at, format!("regex flag `{f}` is not supported (allowed: i, s, m, x, u)")))
-                }
+                _ => return Err((at, format!("regex flag `{f}` is not supported (allowed: i, s, m, x, u)"))),
             };
         }
         let hir = b.build().parse(pattern).map_err(|e| {
@@ -668,10 +711,10 @@ impl Parser<'_> {
             } else {
                 msg
             };
-            self.err(origin.get(offset).copied().unwrap_or(at), format!("invalid regex: {msg}"))
+            (origin.get(offset).copied().unwrap_or(at), format!("invalid regex: {msg}"))
         })?;
         if !hir.properties().look_set().is_empty() {
-            return Err(self.err(at, "anchors and word boundaries are not supported in regex terminals"));
+            return Err((at, "anchors and word boundaries are not supported in regex terminals".into()));
         }
         Ok(hir)
     }

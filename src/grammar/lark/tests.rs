@@ -63,13 +63,21 @@ fn ignore_goes_between_tokens_never_inside() {
     // llguidance: nothing before the first token unless asked.
     check("%llguidance {}\nstart: \"a\"\n%ignore \" \"", &["a", "a "], &[" a"]);
     check("%llguidance {\"allow_initial_skip\": true}\nstart: \"a\"\n%ignore \" \"", &[" a"], &[]);
-    check("%llguidance {\"skip_repetition\": \"once\"}\nstart: \"a\" \"b\"\n%ignore /[ ]{1,2}/", &["a  b"], &["a    b"]);
+    check(
+        "%llguidance {\"skip_repetition\": \"once\"}\nstart: \"a\" \"b\"\n%ignore /[ ]{1,2}/",
+        &["a  b"],
+        &["a    b"],
+    );
 }
 
 #[test]
 fn imports() {
     check("start: SIGNED_NUMBER\n%import common.SIGNED_NUMBER", &["-1", "2.5e3", "+.5"], &["1e", "--1"]);
-    check("start: ESCAPED_STRING\n%import common.ESCAPED_STRING", &[r#""a\"b""#, r#""""#, r#""\\""#], &[r#""a"b""#, r#""\""#]);
+    check(
+        "start: ESCAPED_STRING\n%import common.ESCAPED_STRING",
+        &[r#""a\"b""#, r#""""#, r#""\\""#],
+        &[r#""a"b""#, r#""\""#],
+    );
     check("start: N X\n%import common (INT, LETTER)\nN: INT\nX: LETTER", &["12a"], &["a"]);
     check("start: _NL\n%import common.NEWLINE -> _NL", &["\n", "\r\n\n"], &["\r"]);
     check("start: C\n%import common.C_COMMENT -> C", &["/* a * b */", "/**/", "/***/"], &["/* a */ b */"]);
@@ -196,8 +204,38 @@ fn limits_hold_on_deep_and_large_input() {
 #[test]
 fn garbage_never_panics() {
     let pieces = [
-        "start", ":", "\"a\"", "/b/", "(", ")", "[", "]", "{", "}", "|", "~", "..", "->", "%import", "%ignore",
-        "common.WS", "\n", "A", "?", "*", "+", "2", ",", "%json", "%declare", "<|x|>", "&", "\"", "/", ".", "!",
+        "start",
+        ":",
+        "\"a\"",
+        "/b/",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "|",
+        "~",
+        "..",
+        "->",
+        "%import",
+        "%ignore",
+        "common.WS",
+        "\n",
+        "A",
+        "?",
+        "*",
+        "+",
+        "2",
+        ",",
+        "%json",
+        "%declare",
+        "<|x|>",
+        "&",
+        "\"",
+        "/",
+        ".",
+        "!",
     ];
     let mut x: u64 = 1;
     for _ in 0..3_000 {
@@ -218,4 +256,10 @@ fn lark_or_gbnf() {
     assert!(looks_like_lark("%llguidance {}\nstart: \"::=\""));
     assert!(!looks_like_lark("root ::= \"a\""));
     assert!(!looks_like_lark("# comment: x\nroot ::= [a-z]"));
+}
+
+#[test]
+fn ignored_line_comments_run_to_the_end_of_their_line() {
+    let src = "start: (WORD \";\")+\n%import common (WORD, WS, SH_COMMENT)\n%ignore WS\n%ignore SH_COMMENT";
+    check(src, &["a; # note\nb;", "a; # last", "a;#x\n#y\n b;"], &["a; # note b;\nc", "a # c;"]);
 }
