@@ -66,6 +66,21 @@ pub trait LanguageModel {
         forward_rows_one_by_one(self, tokens, n_rows, rows)
     }
 
+    /// [`forward_rows`](Self::forward_rows), writing only the first row now (into `first`):
+    /// row `i` (`1 <= i < n_rows`) is computed by [`deferred_row`](Self::deferred_row) when it
+    /// is wanted (a draft's rows past its first miss never are), until the sequence next
+    /// changes. Returns `false`, running nothing, where the model cannot defer (the default).
+    fn forward_rows_deferred(&mut self, tokens: &[TokenId], n_rows: usize, first: &mut [f32]) -> Result<bool> {
+        let _ = (tokens, n_rows, first);
+        Ok(false)
+    }
+
+    /// Row `i` of the last [`forward_rows_deferred`](Self::forward_rows_deferred).
+    fn deferred_row(&mut self, i: usize, logits: &mut [f32]) -> Result<()> {
+        let _ = (i, logits);
+        Err(Error::state("this model keeps no deferred rows"))
+    }
+
     /// Whether [`truncate`](Self::truncate) works. Default `false`.
     fn can_truncate(&self) -> bool {
         false

@@ -37,7 +37,8 @@ use super::LanguageModel;
 /// Where drafts come from: the context itself (n-gram lookup, no draft model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PromptLookup {
-    /// The most tokens a draft holds. Default 8.
+    /// The most tokens a draft holds (a draft starts at two and grows while drafts are kept
+    /// whole). Default 8.
     pub max_draft: usize,
     /// The longest context suffix looked up. Default 3.
     pub max_ngram: usize,
@@ -99,20 +100,27 @@ pub struct SpecStats {
 struct Lookahead {
     /// The draft's tokens not yet matched by the loop, in the model's sequence.
     draft: Vec<TokenId>,
-    /// The logits after each of `draft`, one row of the model's width each.
-    rows: Vec<f32>,
+    /// The logits after each of `draft`, one row of the model's width each; `None`: the model
+    /// computes them when asked ([`LanguageModel::deferred_row`]).
+    rows: Option<Vec<f32>>,
+    /// Draft tokens matched before `draft[0]` (the model's deferred rows count from the pass).
+    taken: usize,
 }
 
 /// The loop's speculation state (see the module doc).
 pub(crate) struct Speculation {
     lookup: PromptLookup,
     ahead: Option<Lookahead>,
+    /// The next draft's length at most: doubled (up to `max_draft`) when a draft was kept
+    /// whole, cut to what was kept (at least one) when one missed; every row of a pass costs
+    /// whether it is kept or not.
+    cap: usize,
     pub stats: SpecStats,
 }
 
 impl Speculation {
     pub fn new(lookup: PromptLookup) -> Speculation {
-        Speculation { lookup, ahead: None, stats: SpecStats::default() }
+        Speculation { lookup, ahead: None, cap: lookup.max_draft.min(2), stats: SpecStats::default() }
     }
 
     /// Makes `logits` the row after the sequence's pending tokens, as [`Sequence::forward`]
@@ -133,16 +141,29 @@ impl Speculation {
             self.stats.accepted += p;
             if p > 0 && p == seq.pending.len() {
                 // Every new token is the draft's: the pass computed what comes next.
-                logits.copy_from_slice(&a.rows[(p - 1) * w..p * w]);
+                match &mut a.rows {
+                    Some(rows) => {
+                        logits.copy_from_slice(&rows[(p - 1) * w..p * w]);
+                        rows.drain(..p * w);
+                    }
+                    None => model.deferred_row(a.taken + p, logits)?,
+                }
                 seq.pending.clear();
                 if p < a.draft.len() {
                     a.draft.drain(..p);
-                    a.rows.drain(..p * w);
+                    a.taken += p;
                     self.ahead = Some(a);
+                } else {
+                    self.cap = (self.cap * 2).min(self.lookup.max_draft);
                 }
                 return Ok(());
             }
             // The loop went elsewhere: the draft's rest leaves the model.
+            if p < a.draft.len() {
+                self.cap = (a.taken + p).max(1);
+            } else {
+                self.cap = (self.cap * 2).min(self.lookup.max_draft);
+            }
             model.truncate(a.draft.len() - p)?;
             seq.pending.drain(..p);
         }
@@ -155,26 +176,36 @@ impl Speculation {
         }
         let mut tokens = seq.pending.clone();
         tokens.extend_from_slice(&draft);
-        let mut rows = vec![0f32; (draft.len() + 1) * w];
-        match model.forward_rows(&tokens, draft.len() + 1, &mut rows) {
-            Ok(()) => {}
+        let n = draft.len() + 1;
+        let ran = match model.forward_rows_deferred(&tokens, n, logits) {
+            Ok(true) => Ok(None),
+            Ok(false) => {
+                let mut rows = vec![0f32; n * w];
+                model.forward_rows(&tokens, n, &mut rows).map(|()| {
+                    logits.copy_from_slice(&rows[..w]);
+                    rows.drain(..w);
+                    Some(rows)
+                })
+            }
+            Err(e) => Err(e),
+        };
+        let rows = match ran {
+            Ok(rows) => rows,
             // The context cannot take the draft: no draft then (nothing ran).
             Err(Error::Limit { .. }) => return seq.forward(model, logits),
             Err(e) => return Err(e),
-        }
-        logits.copy_from_slice(&rows[..w]);
-        rows.drain(..w);
+        };
         self.stats.passes += 1;
         self.stats.drafted += draft.len();
         seq.forwarded();
-        self.ahead = Some(Lookahead { draft, rows });
+        self.ahead = Some(Lookahead { draft, rows, taken: 0 });
         Ok(())
     }
 
     /// `draft` cut at the first token the constraint forbids (checked by committing and rolling
     /// back) and to `budget` tokens less the one the pass's own logits decide.
     fn cut(&self, mut draft: Vec<TokenId>, matcher: Option<&mut Matcher>, budget: usize) -> Vec<TokenId> {
-        draft.truncate(budget.saturating_sub(1));
+        draft.truncate(budget.saturating_sub(1).min(self.cap));
         if let Some(m) = matcher {
             let n = draft.iter().take_while(|&&t| m.commit(t).is_ok()).count();
             m.rollback(n).expect("committed here");

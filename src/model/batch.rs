@@ -515,13 +515,9 @@ impl BatchNet {
         // On the CPU the pass runs on a thread of candle's pool, so the ops that split their
         // work with rayon (softmax, norms) run there and then, instead of handing it to a pool
         // thread and waiting, op after op (a measured ~15% of a small model's decode step).
-        let (logits, new) = if self.device().is_cpu() {
-            let rows = &*rows;
-            candle_core::utils::with_threadpool(|| self.pass(rows, tail))
-        } else {
-            self.pass(rows, tail)
-        }
-        .map_err(&e)?;
+        let run = || self.pass(rows, tail).and_then(|(x, new)| Ok((self.head.forward(&x)?, new)));
+        let (logits, new) =
+            if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
         let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
         for (r, layers) in rows.iter_mut().zip(new) {
             r.cache.layers = layers;
@@ -530,8 +526,33 @@ impl BatchNet {
         Ok(logits)
     }
 
-    /// The pass itself: the logits `(rows · tail, vocab)` (each row's last `tail` positions)
-    /// and each row's new cache layers.
+    /// [`forward_tail`](Self::forward_tail) for one row, stopping before the output head: the
+    /// last `tail` positions' final hidden states `(tail, hidden)`, for
+    /// [`head_row`](Self::head_row) to turn into logits when (and if) they are wanted.
+    pub fn forward_hidden(&self, row: &mut BatchRow, tail: usize) -> Result<Tensor> {
+        check_row(row.cache.pos, row.tokens, self.vocab_size, self.max_positions)?;
+        if row.tokens.len() < tail || tail == 0 {
+            return Err(Error::param(format!("{} tokens cannot give {tail} rows of logits", row.tokens.len())));
+        }
+        let e = candle_err("batched forward pass");
+        let rows = std::slice::from_ref(row);
+        let run = || self.pass(rows, tail);
+        let (x, mut new) =
+            if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
+        row.cache.layers = new.pop().expect("one row");
+        row.cache.pos += row.tokens.len();
+        Ok(x)
+    }
+
+    /// The logits (f32) of row `i` of hidden states from [`forward_hidden`](Self::forward_hidden).
+    pub fn head_row(&self, hidden: &Tensor, i: usize) -> Result<Vec<f32>> {
+        let e = candle_err("output head");
+        let run = || self.head.forward(&hidden.narrow(0, i, 1)?)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>();
+        if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(e)
+    }
+
+    /// The pass itself, up to the output head: the final hidden states (normed) of each row's
+    /// last `tail` positions, `(rows · tail, hidden)`, and each row's new cache layers.
     #[allow(clippy::type_complexity)]
     fn pass(&self, rows: &[BatchRow], tail: usize) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
         let device = self.cos.device();
@@ -585,8 +606,7 @@ impl BatchNet {
             .flat_map(|(r, &o)| (o + r.tokens.len() - tail..o + r.tokens.len()).map(|i| i as u32))
             .collect();
         let last = Tensor::new(last.as_slice(), device)?;
-        let x = self.norm.forward(&x.index_select(&last, 0)?)?;
-        Ok((self.head.forward(&x)?, new))
+        Ok((self.norm.forward(&x.index_select(&last, 0)?)?, new))
     }
 
     /// Attention for one sequence: rows `off..off + n` of the projections, at positions
@@ -625,9 +645,17 @@ impl BatchNet {
         let group = self.heads / self.kv_heads;
         let total = pos + n;
         let (k, v) = (k.to_dtype(DType::F32)?, v.to_dtype(DType::F32)?);
+        if pos > 0 {
+            // After the first pass, on the CPU: each row on its own, in plain loops (see
+            // `attention`: fewer ops than tensor attention, and the same bits however the
+            // tokens were grouped into passes).
+            if let Some(y) = super::attention::attend_rows(&q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
+                return Ok((y.to_dtype(self.dtype)?, kv));
+            }
+        }
         if n > 1 && pos > 0 {
             // After the first pass, each new row is attended on its own, exactly as a pass of
-            // that one token would (same shapes, contiguous keys and values): a row's logits
+            // that one token would (the same shapes and strides within each matrix): a row's logits
             // then do not depend on how tokens were grouped into passes, so a speculative draft
             // verified in one pass gives the very logits of one-token steps (see
             // `decode::speculate`). A prefill from an empty cache keeps the one masked matmul.
@@ -636,8 +664,9 @@ impl BatchNet {
             for i in 0..n {
                 let len = pos + i + 1;
                 let qi = q.narrow(2, i, 1)?.contiguous()?.reshape((1, self.kv_heads, group, d))?;
-                let ki = k.narrow(2, 0, len)?.contiguous()?;
-                let vi = v.narrow(2, 0, len)?.contiguous()?;
+                // Views (the matrices' own strides are those of a one-token pass's cache).
+                let ki = k.narrow(2, 0, len)?;
+                let vi = v.narrow(2, 0, len)?;
                 let att = (qi.matmul(&ki.t()?)? / (d as f64).sqrt())?;
                 let att = candle_nn::ops::softmax_last_dim(&att)?;
                 ys.push(att.matmul(&vi)?.to_dtype(self.dtype)?.reshape((1, self.heads, 1, d))?);

@@ -75,6 +75,7 @@
 //! - The logits row is `vocab_size` (config.json) wide, which may exceed the tokenizer's
 //!   vocabulary; the matcher never allows the extra ids.
 
+mod attention;
 pub mod batch;
 pub mod batcher;
 mod candle_error;
