@@ -30,6 +30,8 @@
 //! - [`beam_search`] with [`BeamOptions`]: length-normalised beam search, each beam with its own
 //!   matcher and its own fork of the model; returns [`Hypothesis`]es, best first.
 //! - [`StopStrings`], [`Utf8Stream`], [`StreamDetokenizer`]: the streaming text stages, usable alone.
+//! - [`PromptLookup`] ([`GenerateOptions::speculate`]): prompt-lookup speculative decoding, the
+//!   same tokens in fewer forward passes (see [`speculate`]); [`SpecStats`] in the output.
 //!
 //! # Stops
 //!
