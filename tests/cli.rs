@@ -198,3 +198,66 @@ fn check_reports_unused_grammar_rules_as_warnings() {
     assert_eq!(serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["warnings"], serde_json::json!([]));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `strictly chat` driven through a pipe, as a script would: one reply line per user line on
+/// stdout, notices on stderr; `/regex` and `/schema` hold the replies after them and switch off
+/// without an argument; `/tools` takes an OpenAI tools file; bad commands and files are notices,
+/// not the end; `/exit` ends with status 0, and so does the end of input.
+#[test]
+fn chat_over_a_pipe() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("strictly-chat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = dir.join("pet.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","properties":{"name":{"type":"string","maxLength":12},"legs":{"type":"integer","minimum":0,"maximum":8}},"required":["name","legs"],"additionalProperties":false}"#,
+    )
+    .unwrap();
+    let tools = dir.join("tools.json");
+    std::fs::write(&tools, r#"[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]"#).unwrap();
+    let script = format!(
+        "Once upon a time\n/regex (yes|no)\nWas it sunny?\n/schema {}\nA pet?\n/schema\n/regex\n/bogus\n/schema /no/such/file.json\n/tools {}\nWeather in Paris?\n/tools\n/reset\nThe end\n/exit\nnot read\n",
+        schema.display(),
+        tools.display()
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strictly"))
+        .args(["chat", "--max-tokens", "24", "--seed", "3"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run strictly chat");
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Five user turns (the tools turn may hold a call over two lines).
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() >= 5, "{stdout}");
+    assert!(lines[1] == "yes" || lines[1] == "no", "the regex holds: {:?}", lines[1]);
+    let pet: serde_json::Value = serde_json::from_str(lines[2]).expect("the schema holds");
+    assert!(pet["name"].is_string() && pet["legs"].is_u64(), "{pet}");
+    for notice in [
+        "replies match (yes|no)",
+        "replies follow the schema",
+        "/schema is off",
+        "/regex is off",
+        "unknown command /bogus",
+        "/no/such/file.json",
+        "may call get_weather",
+        "/tools is off",
+        "forgotten",
+    ] {
+        assert!(stderr.contains(notice), "{notice:?} in {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // The end of input ends it too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strictly"))
+        .args(["chat", "--max-tokens", "4"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+}

@@ -26,7 +26,7 @@ use strictly::model::{
 use strictly::sample::SamplingOverrides;
 use strictly::TokenId;
 
-use super::{ChatTemplateArgs, ConstraintArgs, SchemaArgs, TriggerArgs};
+use super::{ChatTemplateArgs, ConstraintArgs, SamplingArgs, SchemaArgs, TriggerArgs};
 
 #[derive(Args)]
 pub struct GenerateArgs {
@@ -66,45 +66,8 @@ pub struct GenerateArgs {
     /// Most tokens to generate; a constrained output cut here is still complete.
     #[arg(long, default_value_t = strictly::decode::DEFAULT_MAX_TOKENS)]
     max_tokens: usize,
-    /// Seed for sampling (same seed, same output).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Softmax temperature (0 = greedy) [default: generation_config.json's, else 1].
-    #[arg(long, allow_negative_numbers = true)]
-    temperature: Option<f32>,
-    /// Greedy decoding (temperature 0).
-    #[arg(long)]
-    greedy: bool,
-    #[arg(long)]
-    top_k: Option<usize>,
-    #[arg(long, allow_negative_numbers = true)]
-    top_p: Option<f32>,
-    #[arg(long, allow_negative_numbers = true)]
-    min_p: Option<f32>,
-    #[arg(long, allow_negative_numbers = true)]
-    top_n_sigma: Option<f32>,
-    #[arg(long, allow_negative_numbers = true)]
-    repetition_penalty: Option<f32>,
-    #[arg(long, allow_negative_numbers = true)]
-    frequency_penalty: Option<f32>,
-    #[arg(long, allow_negative_numbers = true)]
-    presence_penalty: Option<f32>,
-    /// DRY: a token that would extend a repeat of the context longer than
-    /// --dry-allowed-length loses multiplier·base^(length − allowed) [default: 0, off].
-    #[arg(long, allow_negative_numbers = true)]
-    dry_multiplier: Option<f32>,
-    /// DRY's base [default: 1.75].
-    #[arg(long, allow_negative_numbers = true)]
-    dry_base: Option<f32>,
-    /// The longest repeat DRY lets pass [default: 2].
-    #[arg(long)]
-    dry_allowed_length: Option<usize>,
-    /// How many of the last tokens DRY looks at: -1 all (the default), 0 none.
-    #[arg(long, allow_negative_numbers = true)]
-    dry_penalty_last_n: Option<i64>,
-    /// A string that ends a DRY repeat (repeatable; replaces the default \n : " *).
-    #[arg(long = "dry-sequence-breaker")]
-    dry_sequence_breakers: Vec<String>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// A stop string (repeatable); the output ends just before it.
     #[arg(long = "stop")]
     stop: Vec<String>,
@@ -150,22 +113,7 @@ enum Speculate {
 impl GenerateArgs {
     /// The sampling flags given (`--greedy` wins over `--temperature`).
     fn sampling(&self) -> SamplingOverrides {
-        SamplingOverrides {
-            temperature: if self.greedy { Some(0.0) } else { self.temperature },
-            top_k: self.top_k,
-            top_p: self.top_p,
-            min_p: self.min_p,
-            top_n_sigma: self.top_n_sigma,
-            repetition_penalty: self.repetition_penalty,
-            frequency_penalty: self.frequency_penalty,
-            presence_penalty: self.presence_penalty,
-            dry_multiplier: self.dry_multiplier,
-            dry_base: self.dry_base,
-            dry_allowed_length: self.dry_allowed_length,
-            dry_penalty_last_n: self.dry_penalty_last_n,
-            dry_sequence_breakers: (!self.dry_sequence_breakers.is_empty()).then(|| self.dry_sequence_breakers.clone()),
-            seed: self.seed,
-        }
+        self.sampling.overrides()
     }
 }
 

@@ -16,6 +16,8 @@
 //! verb, the error's causes joined on one line). `--help` and `--version` go to stdout, exit 0.
 
 mod bench;
+#[cfg(feature = "model")]
+mod chat;
 mod check;
 #[cfg(feature = "model")]
 mod generate;
@@ -57,6 +59,11 @@ enum Command {
     /// constrained by a regex, grammar, schema or choice. stdout: the generated text only.
     #[cfg(feature = "model")]
     Generate(Box<generate::GenerateArgs>),
+    /// An interactive chat over a model (default: the embedded stories260K), through its chat
+    /// template, the replies streamed: a line is a user turn; /schema FILE, /regex RE,
+    /// /tools FILE, /reset, /help, /exit. Ctrl-C stops the reply being written.
+    #[cfg(feature = "model")]
+    Chat(Box<chat::ChatArgs>),
     /// Serve the OpenAI-compatible HTTP API (default: the embedded stories260K model):
     /// /health, /metrics, /v1/models, /v1/chat/completions, /v1/completions.
     #[cfg(feature = "server")]
@@ -85,6 +92,8 @@ pub fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         #[cfg(feature = "model")]
         Command::Generate(a) => generate::run(*a),
+        #[cfg(feature = "model")]
+        Command::Chat(a) => chat::run(*a),
         #[cfg(feature = "server")]
         Command::Serve(a) => serve::run(a),
     };
@@ -178,6 +187,72 @@ impl ConstraintArgs {
             return Ok((Some(Constraint::JsonSchema(schema, options.options())), vec![]));
         }
         Ok((None, vec![]))
+    }
+}
+
+/// The sampling flags `generate` and `chat` share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SamplingArgs {
+    /// Seed for sampling (same seed, same output).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Softmax temperature (0 = greedy) [default: generation_config.json's, else 1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub temperature: Option<f32>,
+    /// Greedy decoding (temperature 0).
+    #[arg(long)]
+    pub greedy: bool,
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub min_p: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_n_sigma: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub repetition_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub frequency_penalty: Option<f32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub presence_penalty: Option<f32>,
+    /// DRY: a token that would extend a repeat of the context longer than
+    /// --dry-allowed-length loses multiplier·base^(length − allowed) [default: 0, off].
+    #[arg(long, allow_negative_numbers = true)]
+    pub dry_multiplier: Option<f32>,
+    /// DRY's base [default: 1.75].
+    #[arg(long, allow_negative_numbers = true)]
+    pub dry_base: Option<f32>,
+    /// The longest repeat DRY lets pass [default: 2].
+    #[arg(long)]
+    pub dry_allowed_length: Option<usize>,
+    /// How many of the last tokens DRY looks at: -1 all (the default), 0 none.
+    #[arg(long, allow_negative_numbers = true)]
+    pub dry_penalty_last_n: Option<i64>,
+    /// A string that ends a DRY repeat (repeatable; replaces the default \n : " *).
+    #[arg(long = "dry-sequence-breaker")]
+    pub dry_sequence_breakers: Vec<String>,
+}
+
+impl SamplingArgs {
+    /// The flags given (`--greedy` wins over `--temperature`).
+    pub fn overrides(&self) -> strictly::sample::SamplingOverrides {
+        strictly::sample::SamplingOverrides {
+            temperature: if self.greedy { Some(0.0) } else { self.temperature },
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            top_n_sigma: self.top_n_sigma,
+            repetition_penalty: self.repetition_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            dry_multiplier: self.dry_multiplier,
+            dry_base: self.dry_base,
+            dry_allowed_length: self.dry_allowed_length,
+            dry_penalty_last_n: self.dry_penalty_last_n,
+            dry_sequence_breakers: (!self.dry_sequence_breakers.is_empty()).then(|| self.dry_sequence_breakers.clone()),
+            seed: self.seed,
+        }
     }
 }
 
