@@ -1,0 +1,155 @@
+//! Masks for a whole batch of sequences at one decode step, across cores (issue 26): `B`
+//! sequences (64, 256), each a matcher of one of the JSON Schema cases of
+//! `../shared/data/jsonschemabench` (the first compiled cases of every group, round robin),
+//! each walking its valid instance's tokens: one batch step fills every sequence's mask, then
+//! commits its next token (a sequence that reaches its instance's end starts again). The masks
+//! are split over `N` threads (contiguous chunks; one thread: the plain loop), as a server's
+//! generations compute theirs in parallel while the model runs.
+//!
+//! `cargo bench --profile ci --bench batch_masks [-- THREADS...]` (default: 1 and every core).
+//! Prints per batch size and thread count: the median wall time of a batch step, masks/s, and
+//! the speedup over one thread. Llama-3.2 tokenizer (the embedded vocabulary when the data is
+//! missing, then the cases are missing too and it says so).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
+use strictly::grammar::json_schema::JsonSchemaOptions;
+use strictly::{TokenId, TokenSet, Vocab};
+
+const BATCHES: [usize; 2] = [64, 256];
+const STEPS: usize = 40;
+const CASES_PER_GROUP: usize = 3;
+
+struct Seq {
+    m: Matcher,
+    tokens: Arc<Vec<TokenId>>,
+    at: usize,
+    mask: TokenSet,
+}
+
+fn main() {
+    let data = std::env::var_os("STRICTLY_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let vocab = Vocab::from_tokenizer_json(&data.join("tokenizers/llama-3.2/tokenizer.json"))
+        .map(Arc::new)
+        .unwrap_or_else(|_| Arc::new(Vocab::embedded()));
+    let env = VocabEnv::new(vocab.clone());
+    let cases = load_cases(&data.join("jsonschemabench"), &env, &vocab);
+    if cases.is_empty() {
+        eprintln!("batch_masks: SKIPPED, no cases under {}", data.display());
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    if threads.is_empty() {
+        threads = if cores > 1 { vec![1, cores] } else { vec![1] };
+    }
+    println!("{} cases, vocabulary {}, {cores} cores, {STEPS} steps", cases.len(), vocab.len());
+    println!("| sequences | threads | batch step (median) | masks/s | speedup |");
+    println!("| ---: | ---: | ---: | ---: | ---: |");
+    for b in BATCHES {
+        let mut base = None;
+        for &n in &threads {
+            let fresh = || -> Vec<Seq> {
+                (0..b)
+                    .map(|i| {
+                        let (c, toks) = &cases[i % cases.len()];
+                        let mut s =
+                            Seq { m: c.matcher(), tokens: toks.clone(), at: 0, mask: TokenSet::new(vocab.len()) };
+                        // Spread the sequences over their instances.
+                        for _ in 0..(i * 7) % toks.len().max(1) {
+                            advance(&mut s);
+                        }
+                        s
+                    })
+                    .collect()
+            };
+            // The same steps once untimed (the vocabulary's mask cache warm, as in a server that
+            // has run a while), then timed from the same start.
+            let mut seqs = fresh();
+            (0..STEPS).for_each(|_| drop(step(&mut seqs, n)));
+            let mut seqs = fresh();
+            let mut times: Vec<Duration> = (0..STEPS).map(|_| step(&mut seqs, n)).collect();
+            times.sort();
+            let median = times[STEPS / 2];
+            let rate = b as f64 / median.as_secs_f64();
+            let speedup = base.map_or(1.0, |b: Duration| b.as_secs_f64() / median.as_secs_f64());
+            base.get_or_insert(median);
+            println!("| {b} | {n} | {:.2} ms | {:.0} | {speedup:.2}x |", median.as_secs_f64() * 1e3, rate);
+        }
+    }
+}
+
+/// One batch step over `n` threads: every mask, then every sequence's next token.
+fn step(seqs: &mut [Seq], n: usize) -> Duration {
+    let t0 = Instant::now();
+    let chunk = seqs.len().div_ceil(n);
+    std::thread::scope(|s| {
+        for part in seqs.chunks_mut(chunk) {
+            s.spawn(move || {
+                for q in part {
+                    q.m.fill_mask(&mut q.mask);
+                }
+            });
+        }
+    });
+    let took = t0.elapsed();
+    for q in seqs.iter_mut() {
+        advance(q);
+    }
+    took
+}
+
+/// Commits the sequence's next instance token (from the start again at the end).
+fn advance(q: &mut Seq) {
+    if q.at >= q.tokens.len() || q.m.commit(q.tokens[q.at]).is_err() {
+        q.m.reset();
+        q.at = 0;
+        return;
+    }
+    q.at += 1;
+}
+
+/// The first compiled cases of every group whose first valid instance the matcher takes.
+fn load_cases(root: &std::path::Path, env: &Arc<VocabEnv>, vocab: &Vocab) -> Vec<(Arc<Compiled>, Arc<Vec<TokenId>>)> {
+    let mut groups: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    groups.sort();
+    let mut out = Vec::new();
+    for g in groups {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&g)
+            .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect())
+            .unwrap_or_default();
+        files.sort();
+        let mut taken = 0;
+        for f in files {
+            if taken == CASES_PER_GROUP {
+                break;
+            }
+            let Some(case) = std::fs::read(&f).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()) else {
+                continue;
+            };
+            let Some(schema) = case.get("schema") else { continue };
+            let instance =
+                case["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true)).map(|t| &t["data"]);
+            let Some(instance) = instance else { continue };
+            let c = Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::exact());
+            let Ok(compiled) = Compiled::new(env, &c) else { continue };
+            let Some(tokens) = vocab.encode(serde_json::to_string(instance).unwrap_or_default().as_bytes()) else {
+                continue;
+            };
+            let mut m = compiled.matcher();
+            if tokens.iter().all(|&t| m.commit(t).is_ok()) && m.is_accepting() {
+                out.push((compiled, Arc::new(tokens)));
+                taken += 1;
+            }
+        }
+    }
+    out
+}
