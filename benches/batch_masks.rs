@@ -35,7 +35,7 @@ fn main() {
     let data = std::env::var_os("STRICTLY_SHARED_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let vocab = Vocab::from_tokenizer_json(&data.join("tokenizers/llama-3.2/tokenizer.json"))
+    let vocab = Vocab::from_tokenizer_json(data.join("tokenizers/llama-3.2/tokenizer.json"))
         .map(Arc::new)
         .unwrap_or_else(|_| Arc::new(Vocab::embedded()));
     let env = VocabEnv::new(vocab.clone());
@@ -72,7 +72,9 @@ fn main() {
             // The same steps once untimed (the vocabulary's mask cache warm, as in a server that
             // has run a while), then timed from the same start.
             let mut seqs = fresh();
-            (0..STEPS).for_each(|_| drop(step(&mut seqs, n)));
+            for _ in 0..STEPS {
+                step(&mut seqs, n);
+            }
             let mut seqs = fresh();
             let mut times: Vec<Duration> = (0..STEPS).map(|_| step(&mut seqs, n)).collect();
             times.sort();
