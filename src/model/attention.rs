@@ -8,11 +8,16 @@
 //! Each row here is computed by the same loops in the same order over exactly its own keys
 //! (those up to its position), whatever else is in the pass.
 //!
+//! The (row, head) pairs are split over candle's CPU pool (`--threads`), each computed whole by
+//! one thread, so the split changes no bit.
+//!
 //! Layouts (contiguous f32): `q` `(heads, n, d)` (the new rows' queries, rotated), `k` and `v`
 //! `(kv_heads, total, d)` (the cache with the new rows appended; `total = pos + n`). The result
 //! is `(n, heads · d)`. Query head `h` reads key/value head `h / (heads / kv_heads)`.
 
 use candle_core::{Device, Storage, Tensor};
+
+use super::qblocks::SharedOut;
 
 /// Row-by-row causal attention (see the module doc). `None` if a tensor is not a contiguous f32
 /// CPU tensor (the caller then uses tensor ops).
@@ -47,10 +52,14 @@ pub(super) fn attend_rows(
     let group = heads / kv_heads;
     let scale = 1.0 / (d as f32).sqrt();
     let mut out = vec![0f32; n * heads * d];
-    let mut scores = vec![0f32; total];
-    for i in 0..n {
-        let len = pos + i + 1;
-        for h in 0..heads {
+    let dst = SharedOut(out.as_mut_ptr());
+    // Work items are (row, head) pairs, split over candle's CPU pool (the forward pass runs on
+    // one of its threads); each writes its own `d` outputs, computed the same way on any thread.
+    let work = |items: std::ops::Range<usize>| {
+        let mut scores = vec![0f32; total];
+        for item in items {
+            let (i, h) = (item / heads, item % heads);
+            let len = pos + i + 1;
             let kvh = h / group;
             let qrow = &qa[(h * n + i) * d..(h * n + i + 1) * d];
             let keys = &ka[kvh * total * d..];
@@ -65,7 +74,9 @@ pub(super) fn attend_rows(
                 *s = (*s - max).exp();
                 sum += *s;
             }
-            let y = &mut out[(i * heads + h) * d..(i * heads + h + 1) * d];
+            // SAFETY: item (i, h) owns `out[(i·heads + h)·d ..][..d]`, inside `out`
+            // (`n·heads·d` long); items are disjoint and the pool joins before `out` is read.
+            let y = unsafe { std::slice::from_raw_parts_mut(dst.at((i * heads + h) * d), d) };
             for (j, &p) in scores[..len].iter().enumerate() {
                 let w = p / sum;
                 for (o, &x) in y.iter_mut().zip(&vals[j * d..(j + 1) * d]) {
@@ -73,7 +84,8 @@ pub(super) fn attend_rows(
                 }
             }
         }
-    }
+    };
+    candle_core::utils::barrier_pool().execute_chunked(n * heads, work);
     Tensor::from_vec(out, (n, heads * d), &Device::Cpu).map(Some)
 }
 

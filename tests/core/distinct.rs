@@ -120,6 +120,22 @@ fn too_few_distinct_values_is_a_clear_error() {
     }
 }
 
+/// Two distinct items where only one value exists (`{}`: an object with no properties): after
+/// the first, the mask is empty and says why (the reliability fuzzer found it; the reference
+/// recognizer, which does not keep items distinct, still calls `[{}` a prefix).
+#[test]
+fn an_empty_mask_from_running_out_of_distinct_items_says_so() {
+    let v = vocab(&["{}", "},{"]);
+    let env = VocabEnv::new(v.clone());
+    let schema = json!({"type": "array", "minItems": 2, "maxItems": 2, "uniqueItems": true,
+        "items": {"type": "object", "properties": {}, "additionalProperties": false}});
+    let c = compiled(&env, &schema);
+    let mut m = c.matcher();
+    m.commit_bytes(b"[{}").unwrap();
+    assert!(mask(&mut m, v.len()).is_empty());
+    assert!(m.refused_repeats());
+}
+
 /// The calls of a Hermes reply under `tool_choice: required` with parallel calls on.
 fn calls(c: &Arc<Compiled>, seed: u64) -> Vec<(String, Value)> {
     let out = random_sample(c, seed, 300).unwrap_or_else(|e| panic!("seed {seed}: {e}"));

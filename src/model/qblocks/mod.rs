@@ -187,17 +187,19 @@ impl QBlocks {
     }
 }
 
-/// The output buffer, written by the pool's workers at disjoint indices.
+/// An output buffer written by the pool's workers at disjoint indices (here and in
+/// [`attention`](super::attention)).
 #[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
+pub(super) struct SharedOut(pub(super) *mut f32);
 
-// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`), and the pool joins them
-// all before `matmul` returns, so the pointer never outlives the buffer.
+// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`, `attention::attend_rows`),
+// and the pool joins them all before the caller reads the buffer, so the pointer never outlives
+// it.
 unsafe impl Send for SharedOut {}
 unsafe impl Sync for SharedOut {}
 
 impl SharedOut {
-    fn at(self, i: usize) -> *mut f32 {
+    pub(super) fn at(self, i: usize) -> *mut f32 {
         self.0.wrapping_add(i)
     }
 }
