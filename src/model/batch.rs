@@ -502,7 +502,16 @@ impl BatchNet {
     /// every row (each row holds at least `tail`), row by row in order: what verifies a
     /// speculative draft in one pass.
     pub fn forward_tail(&self, rows: &mut [BatchRow], tail: usize) -> Result<Vec<Vec<f32>>> {
-        for r in rows.iter() {
+        self.forward_tails(rows, &vec![tail; rows.len()])
+    }
+
+    /// [`forward`](Self::forward) with row `r`'s logits after each of its last `tails[r]` tokens,
+    /// all rows' in order (a server's batch where some sequences verify drafts).
+    pub fn forward_tails(&self, rows: &mut [BatchRow], tails: &[usize]) -> Result<Vec<Vec<f32>>> {
+        if tails.len() != rows.len() {
+            return Err(Error::param("one tail per row"));
+        }
+        for (r, &tail) in rows.iter().zip(tails) {
             check_row(r.cache.pos, r.tokens, self.vocab_size, self.max_positions)?;
             if r.tokens.len() < tail || tail == 0 {
                 return Err(Error::param(format!("{} tokens cannot give {tail} rows of logits", r.tokens.len())));
@@ -515,7 +524,7 @@ impl BatchNet {
         // On the CPU the pass runs on a thread of candle's pool, so the ops that split their
         // work with rayon (softmax, norms) run there and then, instead of handing it to a pool
         // thread and waiting, op after op (a measured ~15% of a small model's decode step).
-        let run = || self.pass(rows, tail).and_then(|(x, new)| Ok((self.head.forward(&x)?, new)));
+        let run = || self.pass(rows, tails).and_then(|(x, new)| Ok((self.head.forward(&x)?, new)));
         let (logits, new) =
             if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
         let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
@@ -536,7 +545,7 @@ impl BatchNet {
         }
         let e = candle_err("batched forward pass");
         let rows = std::slice::from_ref(row);
-        let run = || self.pass(rows, tail);
+        let run = || self.pass(rows, &[tail]);
         let (x, mut new) =
             if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
         row.cache.layers = new.pop().expect("one row");
@@ -552,9 +561,9 @@ impl BatchNet {
     }
 
     /// The pass itself, up to the output head: the final hidden states (normed) of each row's
-    /// last `tail` positions, `(rows · tail, hidden)`, and each row's new cache layers.
+    /// last `tails[r]` positions, row after row, and each row's new cache layers.
     #[allow(clippy::type_complexity)]
-    fn pass(&self, rows: &[BatchRow], tail: usize) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
+    fn pass(&self, rows: &[BatchRow], tails: &[usize]) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
         let device = self.cos.device();
         let ids: Vec<u32> = rows.iter().flat_map(|r| r.tokens.iter().map(|t| t.0)).collect();
         let ids = Tensor::new(ids.as_slice(), device)?;
@@ -603,7 +612,8 @@ impl BatchNet {
         let last: Vec<u32> = rows
             .iter()
             .zip(&offsets)
-            .flat_map(|(r, &o)| (o + r.tokens.len() - tail..o + r.tokens.len()).map(|i| i as u32))
+            .zip(tails)
+            .flat_map(|((r, &o), &tail)| (o + r.tokens.len() - tail..o + r.tokens.len()).map(|i| i as u32))
             .collect();
         let last = Tensor::new(last.as_slice(), device)?;
         Ok((self.norm.forward(&x.index_select(&last, 0)?)?, new))

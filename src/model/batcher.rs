@@ -71,7 +71,8 @@ struct Shared {
     busy_micros: AtomicU64,
 }
 
-type Reply = (KvCache, Result<Vec<f32>>);
+/// The cache back, and the logits after each of the request's last `tail` tokens.
+type Reply = (KvCache, Result<Vec<Vec<f32>>>);
 
 /// What sequences send to the batch thread.
 enum Msg {
@@ -84,6 +85,8 @@ struct Request {
     id: u64,
     cache: KvCache,
     tokens: Vec<TokenId>,
+    /// Rows of logits wanted: after each of the last `tail` tokens (1 but for a draft).
+    tail: usize,
     reply: mpsc::SyncSender<Reply>,
 }
 
@@ -198,9 +201,10 @@ fn run(model: BatchNet, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
         expected = batch.iter().map(|r| r.id).collect();
         let t0 = Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let tails: Vec<usize> = batch.iter().map(|r| r.tail).collect();
             let mut rows: Vec<BatchRow> =
                 batch.iter_mut().map(|r| BatchRow { cache: &mut r.cache, tokens: &r.tokens }).collect();
-            model.forward(&mut rows)
+            model.forward_tails(&mut rows, &tails)
         }))
         .unwrap_or_else(|_| Err(Error::model("the batched forward pass panicked")));
         let took = t0.elapsed();
@@ -217,9 +221,11 @@ fn run(model: BatchNet, rx: mpsc::Receiver<Msg>, s: &Shared, max_batch: usize) {
         s.busy_micros.fetch_add(took.as_micros() as u64, Relaxed);
         match result {
             Ok(rows) => {
-                for (r, row) in batch.into_iter().zip(rows) {
+                let mut rows = rows.into_iter();
+                for r in batch {
+                    let mine: Vec<Vec<f32>> = rows.by_ref().take(r.tail).collect();
                     // A sequence that went away no longer waits for its reply: nothing to do.
-                    let _ = r.reply.send((r.cache, Ok(row)));
+                    let _ = r.reply.send((r.cache, Ok(mine)));
                 }
             }
             Err(e) => {
@@ -272,16 +278,26 @@ impl LanguageModel for BatchedSequence {
     }
 
     fn forward(&mut self, tokens: &[TokenId], logits: &mut [f32]) -> Result<()> {
+        self.forward_rows(tokens, 1, logits)
+    }
+
+    /// One request to the batch thread, whatever the rows: a draft rides in the shared pass.
+    fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, logits: &mut [f32]) -> Result<()> {
         // Checked here, so that one sequence's bad input never fails a pass the others share.
         check_row(self.position(), tokens, self.width, self.max_positions)?;
-        if logits.len() != self.width {
-            return Err(Error::param(format!("logits buffer has {} entries, expected {}", logits.len(), self.width)));
+        if n_rows == 0 || n_rows > tokens.len() || logits.len() != n_rows * self.width {
+            return Err(Error::param(format!(
+                "logits buffer has {} entries, expected {} rows of {}",
+                logits.len(),
+                n_rows,
+                self.width
+            )));
         }
         let cache = self.cache.take().expect("the cache is home between passes");
         // A channel per pass: if the batch thread died holding the request, the reply's sender
         // goes with it and `recv` fails instead of waiting for ever.
         let (reply, reply_rx) = mpsc::sync_channel(1);
-        let req = Request { id: self.id, cache, tokens: tokens.to_vec(), reply };
+        let req = Request { id: self.id, cache, tokens: tokens.to_vec(), tail: n_rows, reply };
         if let Err(mpsc::SendError(msg)) = self.tx.send(Msg::Pass(req)) {
             if let Msg::Pass(req) = msg {
                 self.cache = Some(req.cache);
@@ -294,12 +310,22 @@ impl LanguageModel for BatchedSequence {
             return Err(Error::model("the batch thread stopped during a pass; the sequence is lost"));
         };
         self.cache = Some(cache);
-        let row = row?;
-        if row.len() != self.width {
-            return Err(Error::param(format!("logits row has {} entries, expected {}", row.len(), self.width)));
+        let rows = row?;
+        if rows.len() != n_rows || rows.iter().any(|r| r.len() != self.width) {
+            return Err(Error::model(format!("the batch thread returned {} rows, expected {n_rows}", rows.len())));
         }
-        logits.copy_from_slice(&row);
+        for (dst, row) in logits.chunks_mut(self.width).zip(&rows) {
+            dst.copy_from_slice(row);
+        }
         Ok(())
+    }
+
+    fn can_truncate(&self) -> bool {
+        true
+    }
+
+    fn truncate(&mut self, n: usize) -> Result<()> {
+        self.cache.as_mut().expect("the cache is home between passes").truncate(n)
     }
 
     fn fork(&self) -> Result<Box<dyn LanguageModel>> {

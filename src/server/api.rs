@@ -170,6 +170,9 @@ pub struct Common {
     pub dry_allowed_length: Option<usize>,
     pub dry_penalty_last_n: Option<i64>,
     pub dry_sequence_breakers: Option<Vec<String>>,
+    /// An extension: `"prompt-lookup"` decodes with prompt-lookup speculation (the same tokens
+    /// in fewer forward passes where the reply copies the prompt), `"off"` (the default) not.
+    pub speculate: Option<String>,
     pub seed: Option<Seed>,
     pub stop: Option<Stop>,
     pub max_tokens: Option<i64>,
@@ -520,11 +523,22 @@ impl Common {
                 ApiError::bad_request("stream_options is only allowed with stream: true").param("stream_options")
             );
         }
+        let speculate = match self.speculate.as_deref() {
+            None | Some("off") => None,
+            Some("prompt-lookup") => Some(crate::decode::PromptLookup::default()),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "speculate must be \"prompt-lookup\" or \"off\", got {other:?}"
+                ))
+                .param("speculate"))
+            }
+        };
         let opts = GenerateOptions {
             max_tokens: max_tokens.unwrap_or(0),
             sampling: s,
             stop,
             stop_token_ids: defaults.eos.clone(),
+            speculate,
             ..GenerateOptions::default()
         };
         Ok(Plan { n, stream, include_usage, max_tokens, opts, logprobs })

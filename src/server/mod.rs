@@ -19,7 +19,8 @@
 //! Sampling: `temperature` (0..=2), `top_p`, `top_k`, `min_p`, `top_n_sigma`,
 //! `frequency_penalty`, `presence_penalty`, `repetition_penalty`, DRY (`dry_multiplier`,
 //! `dry_base`, `dry_allowed_length`, `dry_penalty_last_n`, `dry_sequence_breakers`, as
-//! llama.cpp's server names them), `seed`, `stop` (≤ 4),
+//! llama.cpp's server names them), `speculate` (`"prompt-lookup"`: the same tokens in fewer
+//! forward passes; an extension), `seed`, `stop` (≤ 4),
 //! `max_tokens` / `max_completion_tokens`, `n` (≤ 16), `logprobs` + `top_logprobs` (≤ 20),
 //! over the model's `generation_config.json` defaults.
 //!

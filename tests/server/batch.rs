@@ -235,3 +235,53 @@ async fn a_qwen2_model_batches_and_gives_the_unbatched_outputs() {
     assert!(metric_value(&text, "strictly_batch_size_count") > 0.0, "passes went through the batch thread");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `"speculate": "prompt-lookup"` (an extension): drafts verified in the shared batched passes
+/// (a sequence's request carries its draft rows), the cache truncated on a miss; the same
+/// texts as without it, greedy, seeded and constrained, several requests at once; a bad value
+/// is a 400 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn speculation_through_the_batch_thread_changes_no_text() {
+    let st = state(ServerConfig { max_batch: 8, max_concurrent: 8, ..ServerConfig::default() });
+    let addr = serve(st.clone()).await;
+    let run = |speculate: bool| async move {
+        let mut tasks = Vec::new();
+        for mut b in bodies() {
+            if speculate {
+                b["speculate"] = json!("prompt-lookup");
+            }
+            tasks.push(tokio::spawn(async move {
+                let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
+                assert_eq!(s, 200, "{v}");
+                texts(&v)
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(tokio::time::timeout(WATCHDOG, t).await.expect("hung").unwrap());
+        }
+        out
+    };
+    let plain = run(false).await;
+    let fast = run(true).await;
+    assert_eq!(fast, plain);
+    // One long greedy story (stories260K repeats itself): fewer batched passes with drafts.
+    let passes = |speculate: &'static str| async move {
+        let st = state(ServerConfig { max_batch: 8, ..ServerConfig::default() });
+        let addr = serve(st).await;
+        let body = json!({"messages": msgs("Once upon a time"), "max_tokens": 150, "temperature": 0.0, "speculate": speculate});
+        let (s, v) = http_json(addr, "POST", "/v1/chat/completions", body).await;
+        assert_eq!(s, 200, "{v}");
+        let (_, text) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+        (texts(&v), metric_value(&text, "strictly_batch_size_count"))
+    };
+    let (a, slow) = passes("off").await;
+    let (b, quick) = passes("prompt-lookup").await;
+    assert_eq!(a, b);
+    assert!(quick < slow, "passes with drafts {quick}, without {slow}");
+    let mut bad = bodies().remove(0);
+    bad["speculate"] = json!("draft-model");
+    let (s, v) = http_json(addr, "POST", "/v1/chat/completions", bad).await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(v["error"]["param"], "speculate", "{v}");
+}
