@@ -44,5 +44,6 @@ mod reliability;
 mod sampling;
 #[cfg(feature = "server")]
 pub mod server;
+mod speculation;
 #[cfg(feature = "model")]
 mod tool_formats;
