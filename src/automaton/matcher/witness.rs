@@ -18,10 +18,7 @@
 //! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). So a token is
 //! refused only when neither the count nor the cheapest completion in bytes fits: exact wherever
 //! the cheapest completion in bytes is also the cheapest in tokens (the usual case; a longer
-//! completion that tokenizes into fewer tokens is not searched for), and exact in the last two
-//! tokens of a budget whatever the completion: with no token to spare a token is allowed exactly
-//! when the output is complete after it (the count is 0 exactly then), and with one, a refused
-//! token is let through when such a mask after it holds a token. Grammars with distinct
+//! completion that tokenizes into fewer tokens is not searched for). Grammars with distinct
 //! items (marks) keep the first use only (a witness after a token would need the reader's text).
 //!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
@@ -82,7 +79,7 @@ impl Matcher {
         let open = |t: &TokenId, mask: &TokenSet| (t.0 as usize) < width && !mask.contains(*t);
         for (_, ids) in &refused.inside {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
-            if self.witness_after(first, after_budget, false) {
+            if self.witness_after(first, after_budget) {
                 ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t));
             }
         }
@@ -100,7 +97,7 @@ impl Matcher {
                 let fits = match known.get(&key) {
                     Some(&f) => f,
                     None => {
-                        let f = self.finishes_within(after_budget, false);
+                        let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
                         known.insert(key, f);
                         f
                     }
@@ -123,40 +120,23 @@ impl Matcher {
         let left_out: Vec<TokenId> =
             all.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !mask.contains(t)).collect();
         for t in left_out {
-            if self.witness_after(t, after_budget, true) {
+            if self.witness_after(t, after_budget) {
                 mask.insert(t);
             }
         }
     }
 
-    /// [`finishes_within`](Self::finishes_within) after `t`; the matcher is left as it was.
-    fn witness_after(&mut self, t: TokenId, after_budget: u32, reference: bool) -> bool {
+    /// Does a witness from after `t` finish within `after_budget` tokens? The matcher is left
+    /// as it was.
+    fn witness_after(&mut self, t: TokenId, after_budget: u32) -> bool {
         let saved = self.witness.take();
         let fits = self.commit_text(self.compiled.vocab().clone().bytes(t)).is_ok() && {
-            let f = self.finishes_within(after_budget, reference);
+            let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
             self.rollback(1).expect("committed just now");
             f
         };
         self.witness = saved;
         fits
-    }
-
-    /// Can the output be finished from here within `after_budget` tokens, where the lexeme
-    /// count said not? A witness that fits says yes. With one token left the answer is exact:
-    /// some text token after which the output is complete (a mask with no token to spare, which
-    /// is exact: see the module doc). `reference`: that mask by the slow path.
-    fn finishes_within(&mut self, after_budget: u32, reference: bool) -> bool {
-        if self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget) {
-            return true;
-        }
-        if after_budget != 1 {
-            return false;
-        }
-        let vocab = self.compiled.vocab().clone();
-        let mut last = TokenSet::new(vocab.len());
-        self.fill(&mut last, 0, reference);
-        let any = last.iter().any(|t| vocab.kind(t) == TokenKind::Text);
-        any
     }
 
     fn byte_cost(&mut self) -> u32 {
