@@ -10,8 +10,8 @@
 //! lexeme by lexeme fits, or the witness after it (the cheapest completion in bytes, spelled in
 //! the fewest tokens) does: exact unless only a longer completion in bytes fits in the tokens
 //! left. The test checks soundness and fast == reference, and prints how many feasible tokens
-//! were left out (none in the runs seen; before the witness after each token, a few in a
-//! hundred checks).
+//! were left out (6 in ~7,200 checks of 600 cases; before the witness after each token, a few
+//! in a hundred).
 
 use std::sync::Arc;
 
