@@ -124,7 +124,7 @@ mod typed;
 pub use beam::{beam_search, BeamOptions, Hypothesis, MAX_BEAM_WIDTH};
 pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
-pub use model::{forward_rows_one_by_one, LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
+pub use model::{check_rows, forward_rows_one_by_one, LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use reasoning::ReasoningBudget;
 pub use speculate::{PromptLookup, SpecStats};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};

@@ -111,17 +111,23 @@ pub fn forward_rows_one_by_one<M: LanguageModel + ?Sized>(
     rows: &mut [f32],
 ) -> Result<()> {
     let w = model.logits_width();
-    if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
-        return Err(Error::param(format!(
-            "forward_rows: {n_rows} rows of {w} for {} tokens into a buffer of {}",
-            tokens.len(),
-            rows.len()
-        )));
-    }
+    check_rows(tokens, n_rows, rows.len(), w)?;
     let first = tokens.len() - n_rows + 1;
     model.forward(&tokens[..first], &mut rows[..w])?;
     for (i, t) in tokens[first..].iter().enumerate() {
         model.forward(std::slice::from_ref(t), &mut rows[(i + 1) * w..(i + 2) * w])?;
+    }
+    Ok(())
+}
+
+/// Checks a [`LanguageModel::forward_rows`] request: at least one row, no more rows than
+/// tokens, and a buffer of exactly `n_rows` rows of `width`.
+pub fn check_rows(tokens: &[TokenId], n_rows: usize, buffer: usize, width: usize) -> Result<()> {
+    if n_rows == 0 || n_rows > tokens.len() || buffer != n_rows * width {
+        return Err(Error::param(format!(
+            "forward_rows: {n_rows} rows of {width} for {} tokens into a buffer of {buffer}",
+            tokens.len()
+        )));
     }
     Ok(())
 }
@@ -268,9 +274,7 @@ impl LanguageModel for ScriptedModel {
     /// One call however many rows: a scripted model is its own batched pass.
     fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, rows: &mut [f32]) -> Result<()> {
         let w = self.width;
-        if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
-            return Err(Error::param("forward_rows: rows do not fit the tokens or the buffer"));
-        }
+        check_rows(tokens, n_rows, rows.len(), w)?;
         let first = tokens.len() - n_rows + 1;
         self.calls += 1;
         for (i, end) in (first..=tokens.len()).enumerate() {

@@ -285,14 +285,7 @@ impl LanguageModel for BatchedSequence {
     fn forward_rows(&mut self, tokens: &[TokenId], n_rows: usize, logits: &mut [f32]) -> Result<()> {
         // Checked here, so that one sequence's bad input never fails a pass the others share.
         check_row(self.position(), tokens, self.width, self.max_positions)?;
-        if n_rows == 0 || n_rows > tokens.len() || logits.len() != n_rows * self.width {
-            return Err(Error::param(format!(
-                "logits buffer has {} entries, expected {} rows of {}",
-                logits.len(),
-                n_rows,
-                self.width
-            )));
-        }
+        crate::decode::check_rows(tokens, n_rows, logits.len(), self.width)?;
         let cache = self.cache.take().expect("the cache is home between passes");
         // A channel per pass: if the batch thread died holding the request, the reply's sender
         // goes with it and `recv` fails instead of waiting for ever.

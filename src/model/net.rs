@@ -32,7 +32,7 @@ use super::batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 use super::candle_error::candle_err;
 use super::config::{Arch, ArchConfig};
 use super::weights::Weights;
-use crate::decode::{forward_rows_one_by_one, LanguageModel};
+use crate::decode::{check_rows, forward_rows_one_by_one, LanguageModel};
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
@@ -427,9 +427,7 @@ impl LanguageModel for CandleModel {
             return forward_rows_one_by_one(self, tokens, n_rows, rows);
         }
         let w = self.width;
-        if n_rows == 0 || n_rows > tokens.len() || rows.len() != n_rows * w {
-            return Err(Error::param("forward_rows: rows do not fit the tokens or the buffer"));
-        }
+        check_rows(tokens, n_rows, rows.len(), w)?;
         self.check_input(tokens)?;
         self.deferred = None;
         let t0 = Instant::now();
@@ -450,9 +448,9 @@ impl LanguageModel for CandleModel {
         if !matches!(self.net, Net::Batched { .. }) {
             return Ok(false);
         }
-        if n_rows == 0 || n_rows > tokens.len() || first.len() != self.width {
-            return Err(Error::param("forward_rows_deferred: rows do not fit the tokens or the buffer"));
-        }
+        // The rows asked for, and the one buffer of the first.
+        check_rows(tokens, n_rows, n_rows * self.width, self.width)?;
+        check_rows(tokens, 1, first.len(), self.width)?;
         self.check_input(tokens)?;
         self.deferred = None;
         let t0 = Instant::now();

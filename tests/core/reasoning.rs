@@ -92,14 +92,19 @@ fn samples_reason_then_answer_on_every_vocabulary() {
     }
 }
 
-#[test]
-fn the_reasoning_budget_forces_the_end_marker() {
-    // A model that would reason forever: it always prefers "hm " (then "{"; greedy).
+/// A small vocabulary for a model that thinks (`hm `) and answers `{"n":5}`; EOS last.
+fn thinking_vocab() -> std::sync::Arc<Vocab> {
     let toks: Vec<Vec<u8>> = ["hm ", "</think>", "{", "}", "\"n\"", ":", "5", " ", "\n", "</s>"]
         .iter()
         .map(|t| t.as_bytes().to_vec())
         .collect();
-    let vocab = std::sync::Arc::new(Vocab::from_byte_tokens(toks, &[9]));
+    std::sync::Arc::new(Vocab::from_byte_tokens(toks, &[9]))
+}
+
+#[test]
+fn the_reasoning_budget_forces_the_end_marker() {
+    // A model that would reason forever: it always prefers "hm " (then "{"; greedy).
+    let vocab = thinking_vocab();
     let env = VocabEnv::new(vocab.clone());
     let budget = |start: Option<&str>, max| ReasoningBudget {
         start: start.map(String::from),
@@ -164,11 +169,7 @@ fn the_reasoning_budget_forces_the_end_marker() {
 /// with a complete answer within `max_tokens`.
 #[test]
 fn a_forced_marker_leaves_room_for_the_answer() {
-    let toks: Vec<Vec<u8>> = ["hm ", "</think>", "{", "}", "\"n\"", ":", "5", " ", "\n", "</s>"]
-        .iter()
-        .map(|t| t.as_bytes().to_vec())
-        .collect();
-    let vocab = std::sync::Arc::new(Vocab::from_byte_tokens(toks, &[9]));
+    let vocab = thinking_vocab();
     let env = VocabEnv::new(vocab.clone());
     let c = Compiled::new(&env, &after_reasoning(None, Constraint::Regex(r#"\{"n":5+\}"#.into()))).unwrap();
     for max_tokens in 6..14 {

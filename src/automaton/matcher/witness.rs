@@ -84,6 +84,7 @@ impl Matcher {
             }
         }
         let mut known: HashMap<Vec<u32>, bool> = HashMap::new();
+        let vocab = self.compiled.vocab().clone();
         for &t in &refused.singles {
             if !open(&t, mask) {
                 continue;
@@ -91,7 +92,7 @@ impl Matcher {
             let Run::Cfg(c) = &self.run else { return };
             let from = c.chart_len();
             let saved = self.witness.take();
-            if self.commit_text(self.compiled.vocab().clone().bytes(t)).is_ok() {
+            if self.commit_text(vocab.bytes(t)).is_ok() {
                 let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
                 let key = c.state_key(from);
                 let fits = match known.get(&key) {
