@@ -18,7 +18,9 @@ use strictly::decode::{self, FinishReason, GenerateOptions, RandomLogits, Stoppe
 use strictly::grammar::json_schema::{self, JsonSchemaOptions};
 use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use strictly::sample::SamplingParams;
-use strictly::tools::{calls_grammar, native_format, OutputParser, Piece, ToolChat, ToolFormat, ToolMode};
+use strictly::tools::{
+    arguments_grammar, calls_grammar, native_format, OutputParser, Piece, ToolChat, ToolFormat, ToolMode, ValueKinds,
+};
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
 
@@ -192,7 +194,12 @@ fn each_template_renders_tools_in_its_own_format() {
 /// One sampled output: its text, split in chunks as a stream would bring it, read by the
 /// parser; the calls, the content and the pieces checked against each other.
 fn read(format: ToolFormat, text: &str, seed: u64) -> (String, Vec<(String, String)>) {
-    let mut p = OutputParser::new(Some(format));
+    read_with(format, Arc::default(), text, seed)
+}
+
+/// [`read`], with Xml parameter values read as `kinds` says.
+fn read_with(format: ToolFormat, kinds: Arc<ValueKinds>, text: &str, seed: u64) -> (String, Vec<(String, String)>) {
+    let mut p = OutputParser::new(Some(format)).with_kinds(kinds);
     let chars: Vec<char> = text.chars().collect();
     let mut pieces = Vec::new();
     let mut i = 0;
@@ -314,6 +321,23 @@ pub(crate) const HERMES_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}T
 {% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool_calls %}<tool_call>{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}</tool_call>{% endfor %}
 {% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
 
+/// A compact template in the Qwen3-Coder XML shape, for the same reason.
+pub(crate) const XML_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}Tools: {% for t in tools %}{{ t.function.name }} {% endfor %}; call as <tool_call>
+<function=NAME>
+<parameter=KEY>
+VALUE
+</parameter>
+</function>
+</tool_call>
+{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool_calls %}<tool_call>
+<function={{ c.function.name }}>
+{% for k, v in c.function.arguments|items %}<parameter={{ k }}>
+{{ v }}
+</parameter>
+{% endfor %}</function>
+</tool_call>{% endfor %}
+{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
+
 /// The library end to end: the embedded model, given a template of each shape in turn, is
 /// offered a tool through [`Engine::choose`]; the prompt, the constraint and the reader all
 /// follow the template's format, and the calls come back as `ToolCall`s, streamed and
@@ -330,6 +354,7 @@ fn engine_choose_follows_each_template_format() {
         (LLAMA3_STYLE_TEMPLATE, ToolFormat::Llama3, "{\"name\""),
         (MISTRAL_STYLE_TEMPLATE, ToolFormat::Mistral, "[TOOL_CALLS]"),
         (HERMES_STYLE_TEMPLATE, ToolFormat::Hermes, "<tool_call>"),
+        (XML_STYLE_TEMPLATE, ToolFormat::Xml, "<tool_call><function=move_to>"),
     ];
     // A small schema: the embedded model's context is 512 tokens, and Llama's template spells
     // the tools out with indent=4.
@@ -345,7 +370,7 @@ fn engine_choose_follows_each_template_format() {
         let engine = Engine::from_loaded(loaded);
         assert_eq!(engine.tool_format(&msgs, &tools, &ToolChoice::Required).unwrap(), format);
         for seed in 0..3 {
-            let opts = GenerateOptions::default().with_seed(seed).with_max_tokens(64);
+            let opts = GenerateOptions::default().with_seed(seed).with_max_tokens(128);
             let r = engine.choose(&msgs, &tools, &ToolChoice::Required, &opts).unwrap();
             let text = r.output.text();
             assert!(text.replace([' ', '\n', '\t'], "").starts_with(start), "{format:?}: {text:?}");
@@ -431,9 +456,9 @@ fn qwen3_calls_tools_after_its_thinking() {
 }
 
 /// The formats detected in the shared chat templates: Hermes only where `<tool_call>` holds
-/// Hermes's JSON; Qwen3-Coder's and Qwen3.5's XML and GLM's `<arg_key>` bodies are not taken for
-/// it (their tools go into the system turn in the default format, so prompt and constraint
-/// agree), nor are templates that teach none of the known formats.
+/// Hermes's JSON; Qwen3-Coder's and Qwen3.5's XML is its own format; GLM's `<arg_key>` bodies
+/// are not taken for Hermes (their tools go into the system turn in the default format, so
+/// prompt and constraint agree), nor are templates that teach none of the known formats.
 #[test]
 fn the_shared_templates_formats() {
     let Some(data) = shared_data() else { return };
@@ -446,18 +471,89 @@ fn the_shared_templates_formats() {
         ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", Some(ToolFormat::Hermes)),
         ("meta-llama-Llama-3.2-3B-Instruct.jinja", Some(ToolFormat::Llama3)),
         ("meta-llama-Llama-3.3-70B-Instruct.jinja", Some(ToolFormat::Llama3)),
-        ("Qwen3.5-4B.jinja", None),
-        ("Qwen3-Coder.jinja", None),
+        ("Qwen3.5-4B.jinja", Some(ToolFormat::Xml)),
+        ("Qwen3-Coder.jinja", Some(ToolFormat::Xml)),
         ("GLM-4.6.jinja", None),
         ("google-gemma-2-2b-it.jinja", None),
     ] {
         assert_eq!(detect(file), format, "{file}");
     }
-    // Qwen3.5 with tools: the calls are taught in the default format, in the system turn.
-    let mut p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
-    let source = std::fs::read_to_string(dir.join("Qwen3.5-4B.jinja")).unwrap();
-    p.set_chat_template(strictly::model::ChatTemplate::new(&source, "Qwen3.5").unwrap());
-    let r = chat(Some(ToolMode::Required)).render(&p).unwrap();
-    assert_eq!(r.format, ToolFormat::Hermes);
-    assert!(r.text.contains("<tools>") && !r.text.contains("<function="), "{}", r.text);
+}
+
+/// Qwen3-Coder's and Qwen3.5's real templates (`../shared/data/chat-templates`) on Qwen 2.5's
+/// tokenizer (the same family): the tools and the history's call render in the template's own
+/// XML; random-logits samples of the XML calls grammar (after Qwen3.5's reasoning) parse back,
+/// streamed in uneven chunks, into calls of the offered tools whose arguments (strings as bare
+/// text, other values as JSON) validate against each tool's schema.
+#[test]
+fn qwen_xml_calls_parse_back_and_validate() {
+    use strictly::model::ChatTemplate;
+    let Some(data) = shared_data() else { return };
+    let (_, vocab) = real_vocabs().iter().find(|(n, _)| n == "qwen2.5").unwrap();
+    let env = real_env(vocab);
+    let mut tools = tools();
+    tools.push(ChatTool::function(
+        "note",
+        Some("Save a note".into()),
+        json!({"type": "object", "properties": {
+            "text": {"type": "string", "minLength": 1},
+            "tags": {"type": "array", "items": {"enum": ["home", "work"]}, "maxItems": 2},
+            "urgent": {"type": "boolean"},
+            "when": {"$ref": "#/$defs/day"}
+        }, "required": ["text"], "$defs": {"day": {"type": "string", "format": "date"}}}),
+    ));
+    let kinds = Arc::new(ValueKinds::new(tools.iter().map(|t| (t.function.name.as_str(), &t.function.parameters))));
+    let args: Vec<_> = tools
+        .iter()
+        .map(|t| (t.function.name.clone(), arguments_grammar(&t.function.parameters, ToolFormat::Xml).unwrap()))
+        .collect();
+    for file in ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja"] {
+        let mut p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
+        let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
+        p.set_chat_template(ChatTemplate::new(&source, file).unwrap());
+        let mut c = chat(Some(ToolMode::Required));
+        c.tools = tools.clone();
+        let r = c.render(&p).unwrap();
+        assert_eq!(r.format, ToolFormat::Xml, "{file}");
+        assert!(r.text.contains("get_weather") && r.text.contains("note"), "{file}: {}", r.text);
+        let history =
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
+        assert!(r.text.contains(history), "{file}: {}", r.text);
+        let reasoning = p.reasoning_after(&r.text);
+        assert_eq!(reasoning.is_some(), file.starts_with("Qwen3.5"), "{file}");
+        let (mut calls_seen, mut texts_seen) = (0, 0);
+        for (mode, max_calls) in [(ToolMode::Required, 8), (ToolMode::Named("note".into()), 1), (ToolMode::Auto, 8)] {
+            let calls = Constraint::Grammar(calls_grammar(args.clone(), &mode, max_calls, ToolFormat::Xml, None));
+            let constraint = match &reasoning {
+                Some(r) => r.constrain(calls),
+                None => calls,
+            };
+            let compiled = Compiled::new(&env, &constraint).unwrap();
+            for seed in 0..4u64 {
+                let text = crate::common::random_sample(&compiled, seed, 160).unwrap().text();
+                let answer = match &reasoning {
+                    Some(r) => r.split(&text).1,
+                    None => text.clone(),
+                };
+                let what = format!("{file} {mode:?} seed {seed}: {text:?}");
+                let (content, calls) = read_with(ToolFormat::Xml, kinds.clone(), &answer, seed);
+                if mode == ToolMode::Auto {
+                    assert!(!content.contains("<tool_call>"), "{what}");
+                } else {
+                    assert!(!calls.is_empty() && content.trim().is_empty(), "{what}");
+                }
+                assert!(calls.len() <= max_calls as usize, "{what}");
+                for (name, arguments) in &calls {
+                    let t = tools.iter().find(|t| &t.function.name == name).unwrap_or_else(|| panic!("{what}"));
+                    let value: Value = serde_json::from_str(arguments).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let v = jsonschema::validator_for(&t.function.parameters).unwrap();
+                    assert!(v.is_valid(&value), "{what}: arguments {value} invalid");
+                }
+                calls_seen += calls.len();
+                texts_seen += (calls.is_empty() && !content.trim().is_empty()) as usize;
+            }
+        }
+        assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
+        assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
+    }
 }

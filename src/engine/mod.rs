@@ -77,7 +77,9 @@ use crate::error::{Error, Result};
 use crate::grammar::json_schema::JsonSchemaOptions;
 use crate::model::reasoning::{PromptReasoning, Splitter};
 use crate::model::{CandleModel, ChatMessage, ContentTokens, LoadOptions, LoadedModel};
-use crate::tools::{calls_grammar, OutputParser, Piece, ToolFormat, MAX_PARALLEL_TOOL_CALLS};
+use crate::tools::{
+    arguments_grammar, calls_grammar, OutputParser, Piece, ToolFormat, ValueKinds, MAX_PARALLEL_TOOL_CALLS,
+};
 use crate::vocab::{TokenId, Vocab};
 use tools::{reply, tool_chat};
 
@@ -292,7 +294,18 @@ impl Engine {
                 let names: Vec<&str> = tools.list.iter().map(|t| t.tool.function.name.as_str()).collect();
                 let key = format!("tools {names:?} {:?} {max_calls} {format:?} {} {reasoning:?}", mode, tools.key);
                 let compiled = self.compiled(key, || {
-                    let args = tools.list.iter().map(|t| (t.tool.function.name.clone(), t.grammar.clone())).collect();
+                    let args = tools
+                        .list
+                        .iter()
+                        .map(|t| {
+                            let name = t.tool.function.name.clone();
+                            Ok(match format {
+                                // Parameter elements, not the JSON grammar compiled with the tool.
+                                ToolFormat::Xml => (name, arguments_grammar(&t.tool.function.parameters, format)?),
+                                _ => (name, t.grammar.clone()),
+                            })
+                        })
+                        .collect::<Result<_>>()?;
                     let calls = Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None));
                     Ok(match &reasoning {
                         Some(r) => r.constrain(calls),
@@ -307,7 +320,11 @@ impl Engine {
         if let (Some(n), Some(r)) = (self.max_reasoning_tokens, &reasoning) {
             opts.reasoning = r.budget(n);
         }
-        Ok((self.job(prompt, matcher, &opts, calls, reasoning.as_ref())?, tools.clone()))
+        let mut job = self.job(prompt, matcher, &opts, calls, reasoning.as_ref())?;
+        job.kinds = Arc::new(ValueKinds::new(
+            tools.list.iter().map(|t| (t.tool.function.name.as_str(), &t.tool.function.parameters)),
+        ));
+        Ok((job, tools.clone()))
     }
 
     /// The cached compile under `key`, or `make()` compiled for this vocabulary.
@@ -352,6 +369,7 @@ impl Engine {
             prompt,
             opts,
             tools,
+            kinds: Arc::default(),
             reasoning: reasoning.map(PromptReasoning::splitter),
             tokens: Arc::new(AtomicUsize::new(0)),
         })
@@ -373,6 +391,8 @@ pub(super) struct Job {
     opts: GenerateOptions,
     /// The format of the tool calls the output may hold (`None`: no calls).
     tools: Option<ToolFormat>,
+    /// How the tools' XML parameter values are written (read back by the parser).
+    kinds: Arc<ValueKinds>,
     /// For a reasoning model's chat reply: what splits the reasoning from the rest.
     reasoning: Option<Splitter>,
     /// Tokens generated so far (read by [`Stream::cancel`]).
@@ -383,7 +403,7 @@ impl Job {
     /// Runs the generation, passing each [`Piece`] of the output to `on`; `Ok(None)` when
     /// `on` returned false (cancelled), else what it made.
     pub(super) fn run(mut self, on: &mut dyn FnMut(Piece) -> bool) -> Result<Option<Ran>> {
-        let mut parser = OutputParser::new(self.tools);
+        let mut parser = OutputParser::new(self.tools).with_kinds(self.kinds.clone());
         let mut reasoning = self.reasoning.as_ref().map(|_| String::new());
         // The text's reasoning (if it has any) goes out as such; the rest to the calls parser.
         let mut pieces = |(r, text): (String, String)| -> Vec<Piece> {

@@ -17,6 +17,8 @@
 //! ([`Format`]): each output read by an [`OutputParser`] into content and tool calls (in the
 //! [`ToolFormat`] the prompt teaches), whole or delta by delta.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::response::Response;
 use serde_json::{json, Value};
@@ -31,7 +33,7 @@ use super::AppState;
 use crate::decode::{GeneratedToken, Output};
 use crate::model::reasoning::{PromptReasoning, Splitter};
 use crate::model::{ChatMessage, ChatTool, ChatToolCall, ContentTokens, PromptFormat};
-use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat};
+use crate::tools::{OutputParser, Piece, ToolChat, ToolFormat, ValueKinds};
 use crate::vocab::Vocab;
 
 pub async fn handle(State(st): State<AppState>, body: Result<ApiJson<ChatRequest>, ApiError>) -> Response {
@@ -182,6 +184,14 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let max_tokens = st.budget(prompt.len(), plan.max_tokens)?;
     let structured = spec.as_ref().is_some_and(Spec::structured);
     let tools = spec.as_ref().and_then(|s| s.tools.as_ref()).map(|t| t.format);
+    // How each tool's XML parameter values are written (read back by the parsers).
+    let kinds = Arc::new(ValueKinds::new(
+        spec.as_ref()
+            .and_then(|s| s.tools.as_ref())
+            .into_iter()
+            .flat_map(|t| &t.tools)
+            .map(|t| (t.name.as_str(), &t.parameters)),
+    ));
     let compiled = st.compile(spec).await?;
     Metrics::add(&st.inner.metrics.prompt_tokens, prompt.len() as u64);
     let prompt_tokens = prompt.len();
@@ -189,7 +199,8 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     let started = st.start(job, ticket, deadline).await?;
     let reply = Reply::new(st, "chatcmpl", &plan, plan.n, structured, prompt_tokens);
     let splitters = (0..plan.n).map(|_| reasoning.as_ref().map(PromptReasoning::splitter)).collect();
-    let format = Chat { tools, parsers: (0..plan.n).map(|_| OutputParser::new(tools)).collect(), reasoning, splitters };
+    let parsers = (0..plan.n).map(|_| OutputParser::new(tools).with_kinds(kinds.clone())).collect();
+    let format = Chat { tools, kinds, parsers, reasoning, splitters };
     reply.respond(format, started, &plan).await
 }
 
@@ -197,6 +208,8 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
 struct Chat {
     /// The format of the calls the output may hold (`None`: no tools).
     tools: Option<ToolFormat>,
+    /// How the tools' XML parameter values are written.
+    kinds: Arc<ValueKinds>,
     /// Per choice, the parser that splits the streamed text into content and tool calls.
     parsers: Vec<OutputParser>,
     /// The template's reasoning markers and where the prompt left them: the text before the
@@ -258,7 +271,7 @@ impl Format for Chat {
             Some(r) => r.split(&text),
             None => (None, text.to_string()),
         };
-        let mut parser = OutputParser::new(self.tools);
+        let mut parser = OutputParser::new(self.tools).with_kinds(self.kinds.clone());
         parser.feed(&text);
         parser.finish().map_err(|e| ApiError::internal(format!("cannot read the reply's tool calls: {e}")))?;
         let calls: Vec<Value> = parser

@@ -170,9 +170,7 @@ fn build_answer(spec: &Spec) -> Result<Constraint, ApiError> {
             }
         }
         let p = format!("tools[{i}].function.parameters");
-        let g = json_schema::compile(&t.parameters, &JsonSchemaOptions::default())
-            .map_err(|e| schema_error(e, &p))?
-            .grammar;
+        let g = crate::tools::arguments_grammar(&t.parameters, tools.format).map_err(|e| schema_error(e, &p))?;
         args.push((t.name.clone(), g));
     }
     let format = match (&tools.mode, &spec.user) {

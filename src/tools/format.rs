@@ -7,10 +7,12 @@
 //!   (Llama 3.1, 3.2, 3.3)
 //! [TOOL_CALLS]  (Mistral v3 templates,     Mistral    [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
 //!   with [AVAILABLE_TOOLS])
+//! <tool_call> with <function= and          Xml        <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
+//!   <parameter= (Qwen3-Coder, Qwen3.5)
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
 //!   does not render tools, or one whose        the documented default
-//!   <tool_call> holds another body (Qwen3.5
-//!   XML, GLM's <arg_key>)
+//!   <tool_call> holds another body (GLM's
+//!   <arg_key>)
 //! ```
 //!
 //! Details per format (the grammar in [`super::calls_grammar`], the reader in
@@ -29,6 +31,10 @@
 //!   optionally the calls. Mistral's templates demand call ids of 9 letters and digits, so
 //!   calls read in this format get such ids, and other ids in the history are mapped to such
 //!   ids when the chat is rendered.
+//! - **Xml** (Qwen3-Coder, Qwen3.5): one `<tool_call>` block per call as Hermes, holding a
+//!   `<function=NAME>` element of `<parameter=KEY>` elements whose values are typed by the
+//!   tool's schema (strings as bare text, other values as JSON): see [`super::xml`]. Under
+//!   `Auto`, text without `<tool_call>`, then optionally calls.
 //!
 //! [`Hermes`]: ToolFormat::Hermes
 //! [`Llama3`]: ToolFormat::Llama3
@@ -46,17 +52,18 @@ pub enum ToolFormat {
     Llama3,
     /// `[TOOL_CALLS] [{"name": .., "arguments": ..}, ..]`.
     Mistral,
+    /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`.
+    Xml,
 }
 
 /// The text that opens Mistral's calls.
 pub const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
 
-/// What templates write inside `<tool_call>` when it is not Hermes's JSON: Qwen3-Coder's and
-/// Qwen3.5's XML (`<function=NAME><parameter=P>…`), GLM-4.5/4.6's `<arg_key>`/`<arg_value>`.
-/// Such a template teaches a format this crate does not write yet, so it is not taken for
-/// Hermes: its tools are described in the system turn in the default format instead, so the
-/// prompt and the constraint agree.
-const OTHER_TOOL_CALL_BODIES: [&str; 2] = ["<function=", "<arg_key>"];
+/// What templates write inside `<tool_call>` when it is neither Hermes's JSON nor Qwen's XML:
+/// GLM-4.5/4.6's `<arg_key>`/`<arg_value>`. Such a template teaches a format this crate does
+/// not write yet, so it is not taken for Hermes: its tools are described in the system turn in
+/// the default format instead, so the prompt and the constraint agree.
+const OTHER_TOOL_CALL_BODIES: [&str; 1] = ["<arg_key>"];
 
 impl ToolFormat {
     /// The format a chat template teaches, from its source; `None` when it teaches none of
@@ -65,6 +72,8 @@ impl ToolFormat {
         let has = |s: &str| template_source.contains(s);
         if has(MISTRAL_CALLS) {
             Some(ToolFormat::Mistral)
+        } else if has(super::TOOL_CALL_OPEN) && has(super::xml::FUNCTION_OPEN) && has(super::xml::PARAMETER_OPEN) {
+            Some(ToolFormat::Xml)
         } else if has(super::TOOL_CALL_OPEN) && !OTHER_TOOL_CALL_BODIES.iter().any(|b| has(b)) {
             Some(ToolFormat::Hermes)
         } else if has("<|start_header_id|>") && has("\"parameters\"") {
@@ -74,11 +83,11 @@ impl ToolFormat {
         }
     }
 
-    /// The key of a call object that holds the arguments.
+    /// The key of a call object that holds the arguments (Xml has no call object).
     pub fn arguments_key(self) -> &'static str {
         match self {
             ToolFormat::Llama3 => "parameters",
-            ToolFormat::Hermes | ToolFormat::Mistral => "arguments",
+            ToolFormat::Hermes | ToolFormat::Mistral | ToolFormat::Xml => "arguments",
         }
     }
 
@@ -86,7 +95,7 @@ impl ToolFormat {
     pub fn max_calls(self, max_calls: u32) -> u32 {
         match self {
             ToolFormat::Llama3 => 1,
-            ToolFormat::Hermes | ToolFormat::Mistral => max_calls.max(1),
+            ToolFormat::Hermes | ToolFormat::Mistral | ToolFormat::Xml => max_calls.max(1),
         }
     }
 
@@ -94,7 +103,7 @@ impl ToolFormat {
     /// is the whole reply).
     pub fn marker(self) -> Option<&'static str> {
         match self {
-            ToolFormat::Hermes => Some(super::TOOL_CALL_OPEN),
+            ToolFormat::Hermes | ToolFormat::Xml => Some(super::TOOL_CALL_OPEN),
             ToolFormat::Mistral => Some(MISTRAL_CALLS),
             ToolFormat::Llama3 => None,
         }

@@ -16,8 +16,9 @@
 //! ```
 //!
 //! Llama 3.x writes a bare `{"name": "get_weather", "parameters": {"city": "Paris"}}` (one per
-//! reply, ended by its end-of-turn token) and Mistral `[TOOL_CALLS] [{"name": ..., "arguments":
-//! ...}, ...]`. In every format the object's `name` is one of the tools' names and its
+//! reply, ended by its end-of-turn token), Mistral `[TOOL_CALLS] [{"name": ..., "arguments":
+//! ...}, ...]`, and Qwen3-Coder / Qwen3.5 XML parameter elements inside `<tool_call>` (values
+//! typed by the schema, read back into JSON: see [`xml`]). In every format the object's `name` is one of the tools' names and its
 //! arguments the JSON Schema of that tool's `parameters`, so the arguments of every returned
 //! call validate. At most [`ToolSpec::max_calls`] calls (one, or up to
 //! [`MAX_PARALLEL_TOOL_CALLS`]; always one for Llama 3). By [`ToolMode`]:
@@ -52,11 +53,13 @@
 mod chat;
 pub mod format;
 mod parse;
+pub mod xml;
 
 #[cfg(feature = "model")]
 pub use chat::{native_format, plainer, Rendered, ToolChat};
 pub use format::ToolFormat;
 pub use parse::{call_id, OutputParser, Piece, RawCall};
+pub use xml::ValueKinds;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -141,9 +144,20 @@ fn re(pattern: &str) -> Expr {
     Expr::Regex(std::sync::Arc::new(crate::regular::regex::parse(pattern).expect("a valid built-in regex")))
 }
 
+/// The grammar of a tool's arguments in `format` ([`calls_grammar`] takes it): its
+/// `parameters` schema compiled as JSON, or for [`ToolFormat::Xml`] as parameter elements
+/// ([`xml::arguments_grammar`]). Tools get the default (sensible) JSON language.
+pub fn arguments_grammar(parameters: &Value, format: ToolFormat) -> crate::error::Result<Grammar> {
+    let opts = crate::grammar::json_schema::JsonSchemaOptions::default();
+    match format {
+        ToolFormat::Xml => xml::arguments_grammar(parameters, &opts),
+        _ => Ok(crate::grammar::json_schema::compile(parameters, &opts)?.grammar),
+    }
+}
+
 /// The grammar of a reply under `mode` with calls written in `format` (see the module docs).
-/// `tools` holds each tool that may be called, by name, with the grammar of its arguments (its
-/// compiled `parameters` schema); under [`ToolMode::Named`] only the named one is used.
+/// `tools` holds each tool that may be called, by name, with the grammar of its arguments in
+/// that format ([`arguments_grammar`]); under [`ToolMode::Named`] only the named one is used.
 /// `format_grammar` is the grammar of a non-call answer under [`ToolMode::Auto`] (when `None`:
 /// any text without the format's marker, or for Llama 3 any text that does not begin with
 /// `{`); other modes ignore it. Llama 3 replies hold one call whatever `max_calls` says.
@@ -161,6 +175,7 @@ pub fn calls_grammar(
     let ws = || re(r" ?");
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
     let mut objects = Vec::new();
+    let mut xml_calls = Vec::new();
     for (name, g) in tools {
         if let ToolMode::Named(n) = mode {
             if n != &name {
@@ -168,6 +183,11 @@ pub fn calls_grammar(
             }
         }
         let args = g.append_to(&mut rules);
+        if format == ToolFormat::Xml {
+            xml_calls
+                .push(Expr::Seq(vec![Expr::Literal(format!("{}{name}>\n", xml::FUNCTION_OPEN)), Expr::Rule(args)]));
+            continue;
+        }
         let name = serde_json::to_string(&name).expect("a string serializes");
         objects.push(Expr::Seq(vec![
             Expr::Literal("{".into()),
@@ -215,6 +235,21 @@ pub fn calls_grammar(
                     Expr::Rule(object),
                     re(r"\n?"),
                     Expr::Literal(TOOL_CALL_CLOSE.into()),
+                ]),
+            );
+            list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
+        }
+        ToolFormat::Xml => {
+            // Not a JSON object per call: the arguments are parameter elements (the
+            // grammar given is `xml::arguments_grammar`'s). Repeats are not refused here: the
+            // repeat check reads JSON (see `xml`).
+            let call = add_rule(
+                &mut rules,
+                "tool_call",
+                Expr::Seq(vec![
+                    Expr::Literal(format!("{TOOL_CALL_OPEN}\n")),
+                    Expr::Alt(xml_calls),
+                    Expr::Literal(format!("{}\n{TOOL_CALL_CLOSE}", xml::FUNCTION_CLOSE)),
                 ]),
             );
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)

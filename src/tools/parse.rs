@@ -3,8 +3,9 @@
 //! The grammar of [`super::calls_grammar`] fixes the shape of every call in each
 //! [`ToolFormat`] (Hermes: `<tool_call>` ws `{"name": "...", "arguments": VALUE}` ws
 //! `</tool_call>`; Llama 3: the reply is `{"name": "...", "parameters": VALUE}`; Mistral:
-//! `[TOOL_CALLS]` ` `? `[` call (`,` call)* `]`), so this is a small state machine, not a JSON
-//! parser: it finds where the calls begin (the marker, or for Llama 3 a reply that begins with
+//! `[TOOL_CALLS]` ` `? `[` call (`,` call)* `]`; Xml: `<tool_call>` and parameter elements, read
+//! by [`super::xml`]'s reader, which writes the arguments as JSON), so this is a small state
+//! machine, not a JSON parser: it finds where the calls begin (the marker, or for Llama 3 a reply that begins with
 //! `{`), reads the name, then streams the arguments' text while tracking JSON nesting to see
 //! where the value ends. Content is released as it comes, except a tail that could be the
 //! start of the marker.
@@ -16,6 +17,9 @@
 //! Invariant: the [`Piece::ToolArgs`] texts of a call concatenate to exactly the arguments'
 //! text in the output, so streamed and non-streamed calls agree.
 
+use std::sync::Arc;
+
+use super::xml::{Found, ValueKinds, XmlCall};
 use super::{ToolFormat, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 
 /// Something the reply says, in order.
@@ -36,7 +40,8 @@ pub enum Piece {
     },
 }
 
-/// A finished call, its arguments as the text the output holds.
+/// A finished call, its arguments as the text the output holds (for [`ToolFormat::Xml`], the
+/// JSON object its parameter elements stand for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawCall {
     pub id: String,
@@ -61,8 +66,10 @@ enum State {
     Tail,
     /// After a call object: what the format puts between calls.
     AfterCall,
-    /// Hermes, after a closing marker: another call or the end.
+    /// Hermes and Xml, after a closing marker: another call or the end.
     Between,
+    /// Xml, inside a call (read by [`XmlCall`]).
+    Xml,
     /// After the last call: only whitespace may follow.
     End,
     /// Something the grammar does not allow: kept as an error for `finish`.
@@ -76,6 +83,9 @@ pub struct OutputParser {
     scan: ValueScanner,
     calls: Vec<RawCall>,
     content: String,
+    /// Xml: the call being read, and how each tool's parameter values are written.
+    xml: XmlCall,
+    kinds: Arc<ValueKinds>,
 }
 
 fn ws(c: char) -> bool {
@@ -222,7 +232,7 @@ impl ValueScanner {
 }
 
 /// The longest suffix of `s` that is a proper prefix of `marker` (its byte length).
-fn marker_prefix_len(s: &str, marker: &str) -> usize {
+pub(super) fn marker_prefix_len(s: &str, marker: &str) -> usize {
     (1..marker.len().min(s.len() + 1))
         .rev()
         .find(|&n| s.is_char_boundary(s.len() - n) && marker.starts_with(&s[s.len() - n..]))
@@ -244,7 +254,16 @@ impl OutputParser {
             scan: ValueScanner::default(),
             calls: Vec::new(),
             content: String::new(),
+            xml: XmlCall::default(),
+            kinds: Arc::default(),
         }
+    }
+
+    /// This parser, reading [`ToolFormat::Xml`] parameter values as `kinds` says (without
+    /// them every value is read as text).
+    pub fn with_kinds(mut self, kinds: Arc<ValueKinds>) -> OutputParser {
+        self.kinds = kinds;
+        self
     }
 
     pub fn calls(&self) -> &[RawCall] {
@@ -301,6 +320,7 @@ impl OutputParser {
             State::Tail => self.step_lit("}", State::AfterCall),
             State::AfterCall => self.after_call(),
             State::Between => self.between(),
+            State::Xml => self.xml(out),
             State::End => self.end(),
             State::Broken => false,
         }
@@ -335,10 +355,7 @@ impl OutputParser {
             let before = self.buf[..p].to_string();
             self.emit_content(before, out);
             self.buf.drain(..p + marker.len());
-            self.state = match self.format {
-                ToolFormat::Mistral => State::ListOpen,
-                _ => State::Header,
-            };
+            self.state = self.call_state();
             return true;
         }
         let keep = marker_prefix_len(&self.buf, marker);
@@ -408,7 +425,7 @@ impl OutputParser {
     /// Mistral's `,` (another call) or `]` (the end).
     fn after_call(&mut self) -> bool {
         match self.format {
-            ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
+            ToolFormat::Hermes | ToolFormat::Xml => self.step_lit(TOOL_CALL_CLOSE, State::Between),
             ToolFormat::Llama3 => {
                 self.state = State::End;
                 true
@@ -433,12 +450,52 @@ impl OutputParser {
         }
     }
 
-    /// Hermes, between calls: another `<tool_call>`.
+    /// The state after the format's marker.
+    fn call_state(&mut self) -> State {
+        match self.format {
+            ToolFormat::Mistral => State::ListOpen,
+            ToolFormat::Xml => {
+                self.xml = XmlCall::default();
+                State::Xml
+            }
+            _ => State::Header,
+        }
+    }
+
+    /// Xml, inside a call.
+    fn xml(&mut self, out: &mut Vec<Piece>) -> bool {
+        match self.xml.read(&mut self.buf, &self.kinds) {
+            Found::More => false,
+            Found::Bad => {
+                self.state = State::Broken;
+                false
+            }
+            Found::Start(name) => {
+                let index = self.calls.len();
+                let id = self.format.call_id();
+                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                out.push(Piece::ToolStart { index, id, name });
+                true
+            }
+            Found::Args(text) => {
+                let index = self.calls.len() - 1;
+                self.calls[index].arguments.push_str(&text);
+                out.push(Piece::ToolArgs { index, text });
+                true
+            }
+            Found::End => {
+                self.state = State::Between;
+                true
+            }
+        }
+    }
+
+    /// Hermes and Xml, between calls: another `<tool_call>`.
     fn between(&mut self) -> bool {
         match read_lit(&self.buf, TOOL_CALL_OPEN) {
             Read::Done(_, n) => {
                 self.buf.drain(..n);
-                self.state = State::Header;
+                self.state = self.call_state();
                 true
             }
             Read::Incomplete => false,
@@ -590,6 +647,50 @@ mod tests {
         let mut p = OutputParser::new(Some(ToolFormat::Mistral));
         p.feed("[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}]");
         assert_eq!(p.calls()[0].id.len(), 9);
+    }
+
+    #[test]
+    fn xml_calls_become_json_arguments() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer"}, "tags": {"type": "array"}
+        }});
+        let kinds = Arc::new(ValueKinds::new([("get_weather", &schema), ("ping", &serde_json::json!({}))]));
+        let text = concat!(
+            "Let me look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew \"York\"\n</param\\n",
+            "\n</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=tags>\n[\"a\", \"</b>\"]\n</parameter>\n",
+            "</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>"
+        );
+        let read = |chunks: &[&str]| {
+            let mut p = OutputParser::new(Some(ToolFormat::Xml)).with_kinds(kinds.clone());
+            let mut streamed: Vec<(String, String)> = Vec::new();
+            let mut content = String::new();
+            let mut pieces: Vec<Piece> = chunks.iter().flat_map(|c| p.feed(c)).collect();
+            let end = p.finish().map(|rest| pieces.extend(rest));
+            for piece in pieces {
+                match piece {
+                    Piece::Content(s) => content.push_str(&s),
+                    Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
+                    Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
+                    Piece::Reasoning(_) => unreachable!(),
+                }
+            }
+            let calls: Vec<(String, String)> =
+                p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
+            assert_eq!(calls, streamed);
+            (content, calls, end)
+        };
+        let whole = read(&[text]);
+        assert_eq!(whole.0, "Let me look.\n");
+        assert_eq!(whole.2, Ok(()));
+        let args: serde_json::Value = serde_json::from_str(&whole.1[0].1).unwrap();
+        assert_eq!(args, serde_json::json!({"city": "New \"York\"\n</param\\n", "days": 3, "tags": ["a", "</b>"]}));
+        assert_eq!(whole.1[1], ("ping".to_string(), "{}".to_string()));
+        let chars: Vec<String> = text.chars().map(|c| c.to_string()).collect();
+        assert_eq!(read(&chars.iter().map(String::as_str).collect::<Vec<_>>()), whole);
+        // Cut inside a call, or broken: an error at the end.
+        assert!(read(&["<tool_call>\n<function=ping>\n"]).2.is_err());
+        assert!(read(&["<tool_call>\n<function=ping>\n<oops>"]).2.is_err());
+        assert!(read(&["<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>x"]).2.is_err());
     }
 
     #[test]

@@ -61,15 +61,17 @@ async fn tool_calls_required_named_auto_and_none() {
 
 /// The server follows the chat template's tool-call format too: with a Llama 3-shaped
 /// template the calls are constrained and read as bare `{"name", "parameters"}` objects (one
-/// per reply), with a Mistral-shaped one as `[TOOL_CALLS] [...]`; either way they come out as
-/// OpenAI `tool_calls`, blocking and streamed.
+/// per reply), with a Mistral-shaped one as `[TOOL_CALLS] [...]`, with a Qwen3-Coder-shaped
+/// one as XML parameter elements (a string value bare, an integer as JSON); either way they
+/// come out as OpenAI `tool_calls` whose arguments are JSON, blocking and streamed.
 #[tokio::test]
 async fn tool_calls_follow_the_templates_format() {
-    use crate::tool_formats::{LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE};
+    use crate::tool_formats::{LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE, XML_STYLE_TEMPLATE};
     use strictly::model::{embedded, ChatTemplate, PromptFormat};
     let tools = json!([{"type": "function", "function": {"name": "move_to", "parameters":
-        {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x"]}}}]);
-    for (template, most) in [(LLAMA3_STYLE_TEMPLATE, 1), (MISTRAL_STYLE_TEMPLATE, 8)] {
+        {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9},
+                                          "label": {"type": "string", "maxLength": 6}}, "required": ["x"]}}}]);
+    for (template, most) in [(LLAMA3_STYLE_TEMPLATE, 1), (MISTRAL_STYLE_TEMPLATE, 8), (XML_STYLE_TEMPLATE, 8)] {
         let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
         let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
         let config = json!({"bos_token": "<s>", "eos_token": "</s>"});
@@ -77,7 +79,7 @@ async fn tool_calls_follow_the_templates_format() {
             PromptFormat::new(tok, Some(&config), None, Some(ChatTemplate::new(template, "t").unwrap())).unwrap();
         let app = app(AppState::new(loaded, ServerConfig::default()));
         for seed in 0..3 {
-            let body = json!({"seed": seed, "max_tokens": 64, "messages": [{"role": "user", "content": "Go"}],
+            let body = json!({"seed": seed, "max_tokens": 160, "messages": [{"role": "user", "content": "Go"}],
                               "tools": tools, "tool_choice": "required"});
             let v = chat_ok(&app, body.clone()).await;
             let c = &v["choices"][0];
@@ -89,6 +91,7 @@ async fn tool_calls_follow_the_templates_format() {
                 assert_eq!(call["function"]["name"], "move_to", "{v}");
                 let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
                 assert!(args["x"].as_u64().is_some_and(|x| x <= 9), "{v}");
+                assert!(args.get("label").is_none_or(|l| l.as_str().is_some_and(|l| l.chars().count() <= 6)), "{v}");
             }
             // Streamed: the same calls, in OpenAI's chunks.
             let mut stream = body.clone();

@@ -30,7 +30,67 @@ fn hir(re: &str) -> Hir {
 
 /// Any encoded string content (what a `pattern` that says nothing becomes).
 fn any_units() -> Hir {
-    hir(&format!("{UNIT}*"))
+    Form::Json.any()
+}
+
+/// How a string is written: as JSON (quoted, in canonical encoding) or as its bare text (the
+/// decoded characters, no quotes, no escapes: what formats that write string values as they
+/// are need, such as Qwen's XML tool calls; see [`super::compile_parts`]). The keywords mean
+/// the same in both; only the spelling of each character and the quotes differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    Json,
+    Text,
+}
+
+impl Form {
+    /// One character as written.
+    fn unit(self) -> Hir {
+        match self {
+            Form::Json => hir(UNIT),
+            Form::Text => hir("(?s:.)"),
+        }
+    }
+
+    /// Any content.
+    fn any(self) -> Hir {
+        match self {
+            Form::Json => hir(&format!("{UNIT}*")),
+            Form::Text => hir("(?s:.*)"),
+        }
+    }
+
+    /// Content (as written) → the whole string.
+    fn wrap(self, content: Hir) -> Lexeme {
+        match self {
+            Form::Json => quoted(content),
+            Form::Text => Lexeme::Regex(content),
+        }
+    }
+
+    /// The quote around the content (none for bare text).
+    fn quote(self) -> &'static [u8] {
+        match self {
+            Form::Json => b"\"",
+            Form::Text => b"",
+        }
+    }
+
+    /// A regex over decoded characters → over the content as written.
+    fn encode(self, h: &Hir) -> std::result::Result<Hir, String> {
+        match self {
+            Form::Json => encode(h),
+            Form::Text => Ok(h.clone()),
+        }
+    }
+
+    /// A string's content as written.
+    fn encode_str(self, s: &str) -> String {
+        match self {
+            Form::Json => encode_str(s),
+            Form::Text => s.to_string(),
+        }
+    }
 }
 
 /// Any string, quotes included.
@@ -64,6 +124,16 @@ pub(super) fn any_string_lexeme() -> Lexeme {
 /// intersection of one quoted regex per keyword (`pattern`, `format`, `minLength`/`maxLength`)
 /// minus the excluded values. A single keyword stays a plain regex. `None`: no string is valid.
 pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Lexeme>> {
+    string_lexeme_as(c, obj, pointer, Form::Json)
+}
+
+/// [`string_lexeme`], with the strings written in `form`.
+pub(super) fn string_lexeme_as(
+    c: &mut Compiler,
+    obj: &Map<String, Value>,
+    pointer: &str,
+    form: Form,
+) -> Result<Option<Lexeme>> {
     let min = count(c, obj, pointer, "minLength")?.unwrap_or(0);
     let max = count(c, obj, pointer, "maxLength")?;
     if max.is_some_and(|m| m < min) {
@@ -72,10 +142,10 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
     let mut parts: Vec<Lexeme> = Vec::new();
     if let Some(p) = obj.get("pattern") {
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
-        match pattern_content(p) {
+        match pattern_content_as(p, form) {
             // Every string matches: nothing to intersect with.
-            Ok(h) if h == any_units() => {}
-            Ok(h) => parts.push(quoted(h)),
+            Ok(h) if h == form.any() => {}
+            Ok(h) => parts.push(form.wrap(h)),
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
     }
@@ -83,9 +153,9 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
         match format_regex(f) {
             Some(Ok(re)) => {
-                parts.push(quoted(encode(&hir(re)).expect("built-in formats encode")));
+                parts.push(form.wrap(form.encode(&hir(re)).expect("built-in formats encode")));
                 if let Some(narrower) = sensible_format(f).filter(|_| !c.opts.exact) {
-                    parts.push(quoted(encode(&hir(narrower)).expect("built-in formats encode")));
+                    parts.push(form.wrap(form.encode(&hir(narrower)).expect("built-in formats encode")));
                 }
             }
             Some(Err(why)) => c.unenforced(pointer, "format", why)?,
@@ -100,21 +170,21 @@ pub(super) fn string_lexeme(c: &mut Compiler, obj: &Map<String, Value>, pointer:
         let max = max.map(|m| if m > MAX_COUNT && min <= LONG_STRING_CAP { LONG_STRING_CAP } else { m });
         if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT) {
             c.unenforced(pointer, "minLength", format!("length bounds above {MAX_COUNT} are not unrolled"))?;
-            parts.push(any_string_lexeme());
+            parts.push(form.wrap(form.any()));
         } else if min > 0 || max.is_some() {
             // A counter, not copies of the unit (and no determinization of them).
-            parts.push(Lexeme::counted(b"\"", hir(UNIT), min as u32, max.map(|m| m as u32), b"\""));
+            parts.push(Lexeme::counted(form.quote(), form.unit(), min as u32, max.map(|m| m as u32), form.quote()));
         } else {
-            parts.push(any_string_lexeme());
+            parts.push(form.wrap(form.any()));
         }
     }
     if let Some(ex) = obj.get(EXCLUDE_STRINGS).and_then(Value::as_array) {
         let names: Vec<Hir> =
-            ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(encode_str(n).into_bytes())).collect();
-        parts.push(Lexeme::Not(Box::new(quoted(Hir::alternation(names)))));
+            ex.iter().filter_map(Value::as_str).map(|n| Hir::literal(form.encode_str(n).into_bytes())).collect();
+        parts.push(Lexeme::Not(Box::new(form.wrap(Hir::alternation(names)))));
     }
     for not in obj.get(NOT_STRING).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object) {
-        if let Some(excluded) = string_lexeme(c, not, &join(pointer, "not"))? {
+        if let Some(excluded) = string_lexeme_as(c, not, &join(pointer, "not"), form)? {
             parts.push(Lexeme::Not(Box::new(excluded)));
         }
     }
@@ -192,16 +262,21 @@ pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &
 /// The encoded content (between the quotes) of strings that a JSON Schema `pattern` matches:
 /// ECMA-262 syntax, "contains" semantics unless anchored.
 pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String> {
+    pattern_content_as(pattern, Form::Json)
+}
+
+/// [`pattern_content`], the content written in `form`.
+fn pattern_content_as(pattern: &str, form: Form) -> std::result::Result<Hir, String> {
     let translated = super::ecma::ecma_to_rust(pattern)?;
     let h = crate::regular::regex::parse(&translated).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
-    anchored_branches(&h)
+    anchored_branches(&h, form)
 }
 
 /// The pattern's language under "contains" semantics, with `^`/`$` wherever they occur outside
 /// repetitions: the pattern becomes a union of anchored parts ([`anchor_parts`]), and each
 /// part's unanchored ends are wrapped with "any units".
-fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
-    let any = any_units();
+fn anchored_branches(h: &Hir, form: Form) -> std::result::Result<Hir, String> {
+    let any = form.any();
     let parts = anchor_parts(h)?;
     // A part that matches the empty string and is not anchored at both ends matches in every
     // string (at its start or its end): the pattern says nothing (`([A-Z]+)?`, `^a*`). Kept
@@ -227,7 +302,7 @@ fn anchored_branches(h: &Hir) -> std::result::Result<Hir, String> {
                         h = trim_free_end(&h, front);
                     }
                 }
-                encode(&h)
+                form.encode(&h)
             })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         if cores.is_empty() {

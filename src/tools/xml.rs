@@ -1,0 +1,462 @@
+//! Qwen's XML tool calls ([`ToolFormat::Xml`]: Qwen3-Coder, Qwen3.5), as their templates write
+//! them:
+//!
+//! ```text
+//! <tool_call>
+//! <function=get_weather>
+//! <parameter=city>
+//! Paris
+//! </parameter>
+//! <parameter=days>
+//! 3
+//! </parameter>
+//! </function>
+//! </tool_call>
+//! ```
+//!
+//! Each argument is a `<parameter=KEY>` element whose value is typed by the tool's schema
+//! ([`ValueKind`]): a string property's value is its bare text (no quotes, no escapes; what
+//! the templates write for a string and what Qwen's own parsers read back as one), any other
+//! property's value is JSON text (numbers, `true`/`false`, `null`, objects, arrays, and values
+//! of schemas that mix strings with other types). The grammar ([`arguments_grammar`]) writes
+//! the properties the schema names, in their declared order, required ones always and optional
+//! ones or not; the parser ([`super::OutputParser`]) turns them back into the JSON object of the
+//! arguments, which then validates against the tool's schema.
+//!
+//! Limits, each a clear error when a tool asks for it: the arguments must be an object schema
+//! whose own keywords the element list can enforce (`properties`, `required`, `minProperties`
+//! that the required ones meet, ...; not `anyOf` at the top, `dependentRequired`, ...), a
+//! property name cannot hold `>` or a newline, and a text value never contains
+//! `\n</parameter>` (the element's end). Calls of one reply are not checked for repeats in
+//! this format (the repeat check reads JSON calls; see `automaton::distinct`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use regex_syntax::hir::Hir;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Location, Result};
+use crate::grammar::json_schema::{self, JsonSchemaOptions, PartForm};
+use crate::grammar::{Expr, Grammar, Rule, RuleId};
+use crate::regular::Lexeme;
+
+/// What opens a call's function element (then the name, then `>`).
+pub const FUNCTION_OPEN: &str = "<function=";
+/// What closes a call's function element.
+pub const FUNCTION_CLOSE: &str = "</function>";
+/// What opens a parameter element (then the key, then `>`).
+pub const PARAMETER_OPEN: &str = "<parameter=";
+/// What ends a parameter's value.
+pub const VALUE_END: &str = "\n</parameter>";
+
+/// How a parameter's value is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A string, as its bare text.
+    Text,
+    /// Any other value, as JSON.
+    Json,
+}
+
+/// Each offered tool's parameters by key, with how their values are written: what the parser
+/// needs to turn a call back into JSON. A key it does not list is read as text (as Qwen's own
+/// parsers do).
+#[derive(Debug, Clone, Default)]
+pub struct ValueKinds(HashMap<String, HashMap<String, ValueKind>>);
+
+impl ValueKinds {
+    /// The kinds of the tools' parameters, from each tool's name and `parameters` schema.
+    pub fn new<'a>(tools: impl IntoIterator<Item = (&'a str, &'a Value)>) -> ValueKinds {
+        let mut out = HashMap::new();
+        for (name, parameters) in tools {
+            let kinds = params(parameters).map(|ps| ps.into_iter().map(|p| (p.key, p.kind)).collect());
+            out.insert(name.to_string(), kinds.unwrap_or_default());
+        }
+        ValueKinds(out)
+    }
+
+    /// How `tool`'s parameter `key` is written.
+    pub fn kind(&self, tool: &str, key: &str) -> ValueKind {
+        self.0.get(tool).and_then(|m| m.get(key)).copied().unwrap_or(ValueKind::Text)
+    }
+}
+
+/// One property of an arguments schema, as an element.
+struct Param {
+    key: String,
+    /// The JSON pointer of its subschema (after following `$ref`s).
+    pointer: String,
+    required: bool,
+    kind: ValueKind,
+}
+
+/// Keywords that never narrow a value (annotations).
+const ANNOTATIONS: [&str; 12] = [
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "$schema",
+    "$id",
+    "$defs",
+    "definitions",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+fn err(pointer: &str, msg: impl Into<String>) -> Error {
+    Error::Schema { at: Location::Pointer(pointer.to_string()), msg: msg.into() }
+}
+
+fn escape_key(k: &str) -> String {
+    k.replace('~', "~0").replace('/', "~1")
+}
+
+/// `pointer` and its value after following local `$ref`s that stand alone.
+fn resolve(root: &Value, mut pointer: String) -> Result<(String, &Value)> {
+    for _ in 0..32 {
+        let v = root.pointer(&pointer).ok_or_else(|| err(&pointer, "no subschema here"))?;
+        match v.as_object().and_then(|o| o.get("$ref")).and_then(Value::as_str) {
+            Some(r)
+                if v.as_object()
+                    .is_some_and(|o| o.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()))) =>
+            {
+                match r.strip_prefix('#') {
+                    Some(p) if p.is_empty() || p.starts_with('/') => pointer = p.to_string(),
+                    _ => return Ok((pointer, v)),
+                }
+            }
+            _ => return Ok((pointer, v)),
+        }
+    }
+    Err(err(&pointer, "`$ref`s that lead in a circle"))
+}
+
+/// How a property's value is written: bare text for a schema of strings only.
+fn kind_of(schema: &Value) -> ValueKind {
+    let Some(o) = schema.as_object() else { return ValueKind::Json };
+    const COMPOSED: [&str; 7] = ["anyOf", "oneOf", "allOf", "not", "if", "$ref", "$dynamicRef"];
+    if COMPOSED.iter().any(|k| o.contains_key(*k)) {
+        return ValueKind::Json;
+    }
+    let strings_only = |v: &Value| match v {
+        Value::Array(vs) => vs.iter().all(Value::is_string),
+        v => v.is_string(),
+    };
+    let typed_string = match o.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
+        Some(_) => false,
+        None => o.get("const").is_some_and(Value::is_string) || o.get("enum").is_some_and(strings_only),
+    };
+    let listed_strings = o.get("const").is_none_or(Value::is_string) && o.get("enum").is_none_or(strings_only);
+    if typed_string && listed_strings {
+        ValueKind::Text
+    } else {
+        ValueKind::Json
+    }
+}
+
+/// The properties of an arguments schema as elements, or an error naming what the element
+/// list cannot enforce.
+fn params(parameters: &Value) -> Result<Vec<Param>> {
+    let (root, schema) = resolve(parameters, String::new())?;
+    let Some(obj) = schema.as_object() else {
+        return match schema {
+            Value::Bool(true) => Ok(Vec::new()),
+            _ => Err(err(&root, "the arguments must be an object schema")),
+        };
+    };
+    let empty = Map::new();
+    let props = match obj.get("properties") {
+        None => &empty,
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err(err(&root, "`properties` must be an object")),
+    };
+    let required: Vec<&str> = match obj.get("required") {
+        None => Vec::new(),
+        Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+        Some(_) => return Err(err(&root, "`required` must be an array")),
+    };
+    for (k, v) in obj {
+        let ok = match k.as_str() {
+            "type" => v == "object" || v.as_array().is_some_and(|ts| ts.len() == 1 && ts[0] == "object"),
+            "properties" | "required" | "strict" => true,
+            // Undeclared keys are never written (the default language), so these say nothing more.
+            "additionalProperties" | "patternProperties" | "unevaluatedProperties" => true,
+            "minProperties" => v.as_u64().is_some_and(|n| n as usize <= required.len()),
+            "maxProperties" => v.as_u64().is_some_and(|n| n as usize >= props.len()),
+            k => ANNOTATIONS.contains(&k),
+        };
+        if !ok {
+            return Err(err(
+                &json_schema_join(&root, k),
+                format!("`{k}` here cannot be enforced when the arguments are written as XML parameters"),
+            ));
+        }
+    }
+    if let Some(r) = required.iter().find(|r| !props.contains_key(**r)) {
+        return Err(err(&json_schema_join(&root, "required"), format!("the required {r:?} is not in `properties`")));
+    }
+    let mut out = Vec::with_capacity(props.len());
+    for (key, _) in props {
+        if key.is_empty() || key.contains(['>', '\n', '\r']) {
+            return Err(err(
+                &json_schema_join(&root, "properties"),
+                format!("the property name {key:?} cannot be written as an XML parameter"),
+            ));
+        }
+        let (pointer, sub) = resolve(parameters, format!("{root}/properties/{}", escape_key(key)))?;
+        out.push(Param { key: key.clone(), pointer, required: required.contains(&key.as_str()), kind: kind_of(sub) });
+    }
+    Ok(out)
+}
+
+fn json_schema_join(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", escape_key(key))
+}
+
+/// The grammar of a call's parameter elements for a tool whose arguments have the JSON Schema
+/// `parameters` (see the module docs): what comes between `<function=NAME>\n` and
+/// `</function>`. Values in `opts`' language (its whitespace for JSON values).
+pub fn arguments_grammar(parameters: &Value, opts: &JsonSchemaOptions) -> Result<Grammar> {
+    let params = params(parameters)?;
+    let forms: Vec<(&str, PartForm)> = params
+        .iter()
+        .map(|p| {
+            let form = match p.kind {
+                ValueKind::Text => PartForm::Text,
+                ValueKind::Json => PartForm::Json,
+            };
+            (p.pointer.as_str(), form)
+        })
+        .collect();
+    let (mut rules, values) = json_schema::compile_parts(parameters, opts, &forms)?;
+    // A text value never holds the element's end.
+    let holds_end = Lexeme::Regex(Hir::concat(vec![
+        crate::regular::regex::builtin("(?s:.*)"),
+        Hir::literal(VALUE_END.as_bytes()),
+        crate::regular::regex::builtin("(?s:.*)"),
+    ]));
+    let mut elements = Vec::with_capacity(params.len());
+    for (p, value) in params.iter().zip(values) {
+        let value = match (p.kind, value) {
+            (ValueKind::Text, Expr::Lexeme(l)) => {
+                Expr::Lexeme(Arc::new(Lexeme::and(vec![(*l).clone(), Lexeme::Not(Box::new(holds_end.clone()))])))
+            }
+            (_, v) => v,
+        };
+        let element = Expr::Seq(vec![
+            Expr::Literal(format!("{PARAMETER_OPEN}{}>\n", p.key)),
+            value,
+            Expr::Literal(format!("{VALUE_END}\n")),
+        ]);
+        elements.push(if p.required {
+            element
+        } else {
+            Expr::Repeat { body: Box::new(element), min: 0, max: Some(1) }
+        });
+    }
+    rules.push(Rule { name: "xml_arguments".into(), body: Expr::Seq(elements), span: None });
+    Ok(Grammar { start: RuleId(rules.len() as u32 - 1), rules })
+}
+
+/// Where a reader of one call is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum At {
+    /// After `<tool_call>`: `<function=NAME>` and a newline.
+    Function,
+    /// Another `<parameter=KEY>` and a newline, or `</function>`.
+    Element,
+    /// A value, up to [`VALUE_END`].
+    Value(ValueKind),
+    /// The newline after a value's end.
+    AfterValue,
+    /// After `</function>`: a newline and `</tool_call>`.
+    Close,
+}
+
+/// What [`XmlCall::read`] found.
+pub(super) enum Found {
+    /// More text is needed.
+    More,
+    /// Text the format does not allow here.
+    Bad,
+    /// The call's name: it begins.
+    Start(String),
+    /// More of the arguments' JSON text.
+    Args(String),
+    /// The call is over (its `</tool_call>` read).
+    End,
+}
+
+/// Reads one call out of a buffer, as it streams (see [`super::OutputParser`]).
+#[derive(Debug, Clone)]
+pub(super) struct XmlCall {
+    at: At,
+    name: String,
+    params: usize,
+}
+
+impl Default for XmlCall {
+    fn default() -> XmlCall {
+        XmlCall { at: At::Function, name: String::new(), params: 0 }
+    }
+}
+
+/// Whitespace, then `lit` at the start of `s`: its end, or `Err(true)` if more text is needed,
+/// `Err(false)` if it cannot match.
+fn lit(s: &str, lit: &str) -> std::result::Result<usize, bool> {
+    let i = s.len() - s.trim_start_matches([' ', '\n', '\r', '\t']).len();
+    let rest = &s[i..];
+    if rest.starts_with(lit) {
+        Ok(i + lit.len())
+    } else {
+        Err(lit.starts_with(rest))
+    }
+}
+
+/// `open`, a name up to `>`, then a newline: the name and the bytes read.
+fn tag(s: &str, open: &str) -> std::result::Result<(String, usize), bool> {
+    let start = lit(s, open)?;
+    let Some(end) = s[start..].find('>') else {
+        return Err(!s[start..].contains('\n'));
+    };
+    let name = s[start..start + end].to_string();
+    let after = start + end + 1;
+    match s[after..].chars().next() {
+        None => Err(true),
+        Some('\n') if !name.is_empty() && !name.contains('\n') => Ok((name, after + 1)),
+        Some(_) => Err(false),
+    }
+}
+
+impl XmlCall {
+    /// Reads what it can from the start of `buf`, draining what it read.
+    pub(super) fn read(&mut self, buf: &mut String, kinds: &ValueKinds) -> Found {
+        let failed = |more: bool| if more { Found::More } else { Found::Bad };
+        match self.at.clone() {
+            At::Function => match tag(buf, FUNCTION_OPEN) {
+                Ok((name, n)) => {
+                    buf.drain(..n);
+                    self.name = name.clone();
+                    self.at = At::Element;
+                    Found::Start(name)
+                }
+                Err(more) => failed(more),
+            },
+            At::Element => {
+                if let Ok(n) = lit(buf, FUNCTION_CLOSE) {
+                    buf.drain(..n);
+                    self.at = At::Close;
+                    return Found::Args(if self.params == 0 { "{}" } else { "}" }.into());
+                }
+                match tag(buf, PARAMETER_OPEN) {
+                    Ok((key, n)) => {
+                        buf.drain(..n);
+                        let kind = kinds.kind(&self.name, &key);
+                        let mut text = String::from(if self.params == 0 { "{" } else { ", " });
+                        text.push_str(&serde_json::to_string(&key).expect("a string serializes"));
+                        text.push_str(": ");
+                        if kind == ValueKind::Text {
+                            text.push('"');
+                        }
+                        self.params += 1;
+                        self.at = At::Value(kind);
+                        Found::Args(text)
+                    }
+                    // Neither tag: more text may still make `</function>`.
+                    Err(more) => failed(more || lit(buf, FUNCTION_CLOSE) == Err(true)),
+                }
+            }
+            At::Value(kind) => {
+                let (n, end) = match buf.find(VALUE_END) {
+                    Some(p) => (p, true),
+                    None => (buf.len() - super::parse::marker_prefix_len(buf, VALUE_END), false),
+                };
+                let value: String = buf.drain(..n).collect();
+                let mut text = match kind {
+                    ValueKind::Json => value,
+                    ValueKind::Text => {
+                        let q = serde_json::to_string(&value).expect("a string serializes");
+                        q[1..q.len() - 1].to_string()
+                    }
+                };
+                if end {
+                    buf.drain(..VALUE_END.len());
+                    if kind == ValueKind::Text {
+                        text.push('"');
+                    }
+                    self.at = At::AfterValue;
+                }
+                if text.is_empty() {
+                    return if end { self.read(buf, kinds) } else { Found::More };
+                }
+                Found::Args(text)
+            }
+            At::AfterValue => match buf.chars().next() {
+                None => Found::More,
+                Some('\n') => {
+                    buf.drain(..1);
+                    self.at = At::Element;
+                    self.read(buf, kinds)
+                }
+                Some(_) => Found::Bad,
+            },
+            At::Close => match lit(buf, super::TOOL_CALL_CLOSE) {
+                Ok(n) => {
+                    buf.drain(..n);
+                    Found::End
+                }
+                Err(more) => failed(more),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kinds_follow_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": ["C", "F"]},
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "either": {"type": ["string", "null"]},
+            "any": {"anyOf": [{"type": "string"}, {"type": "number"}]},
+            "ref": {"$ref": "#/$defs/name"},
+        }, "$defs": {"name": {"type": "string", "maxLength": 5}}});
+        let k = ValueKinds::new([("f", &schema)]);
+        let kinds: Vec<ValueKind> =
+            ["city", "unit", "n", "tags", "either", "any", "ref", "other"].iter().map(|p| k.kind("f", p)).collect();
+        use ValueKind::*;
+        assert_eq!(kinds, vec![Text, Text, Json, Json, Json, Json, Text, Text]);
+    }
+
+    #[test]
+    fn what_the_elements_cannot_enforce_is_named() {
+        let bad = [
+            (json!({"anyOf": [{"type": "object"}]}), "/anyOf"),
+            (json!({"type": "array"}), "/type"),
+            (json!({"type": "object", "required": ["x"]}), "/required"),
+            (json!({"type": "object", "properties": {"a>b": {}}}), "/properties"),
+            (json!({"type": "object", "minProperties": 1}), "/minProperties"),
+            (json!({"type": "object", "dependentRequired": {"a": ["b"]}}), "/dependentRequired"),
+        ];
+        for (schema, at) in bad {
+            let e = arguments_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err().to_string();
+            assert!(e.contains(at), "{schema}: {e}");
+        }
+        let ok = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+                        "minProperties": 1, "additionalProperties": false, "$schema": "x"});
+        assert!(arguments_grammar(&ok, &JsonSchemaOptions::default()).is_ok());
+        assert!(arguments_grammar(&json!({"type": "object"}), &JsonSchemaOptions::default()).is_ok());
+    }
+}
