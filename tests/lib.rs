@@ -37,6 +37,8 @@ mod lark;
 #[cfg(feature = "model")]
 mod model;
 #[cfg(feature = "model")]
+mod native_formats;
+#[cfg(feature = "model")]
 mod overlap;
 #[cfg(feature = "model")]
 mod real_model;

@@ -7,8 +7,10 @@
 //! `raise_exception(msg)` function, transformers' `tojson` (Python's `json.dumps`: `", "` and
 //! `": "` separators, keys in their given order, non-ASCII and `<>&'` as they are, `indent=`),
 //! and the variables `messages`, `tools`, `add_generation_prompt`, `bos_token` and `eos_token`.
-//! `strftime_now` is deliberately left undefined, so templates that print today's date fall back
-//! to their fixed default and rendering stays deterministic.
+//! `strftime_now(format)` is today's date and time (UTC) as Python's `strftime` writes it (the
+//! common directives: `%Y %y %m %d %e %j %B %b %A %a %H %I %M %S %p %%`), as transformers
+//! defines it: Llama 3.x prints "Today Date", and Mistral Small 3.2's template calls it
+//! unconditionally.
 //!
 //! Tools come the way transformers passes them (Qwen 2.5, Llama 3.x and Hermes templates read
 //! them): `tools` is a list of [`ChatTool`]s, `{"type": "function", "function": {"name",
@@ -180,6 +182,7 @@ impl ChatTemplate {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
         });
         env.add_filter("tojson", tojson);
+        env.add_function("strftime_now", |format: String| strftime(&format, unix_now()));
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| Error::Template { name: Some(name.to_string()), msg: one_line(&e) })?;
         let mut t = ChatTemplate { env, source: source.to_string(), takes_tools: false };
@@ -209,9 +212,17 @@ impl ChatTemplate {
         let mut call = ChatMessage::new("assistant", "");
         // An id of 9 letters and digits: Mistral's templates refuse any other.
         call.tool_calls.push(ChatToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));
-        let chat = [ChatMessage::new("user", "hi"), call, ChatMessage::new("user", "ok")];
-        self.render(&chat, &[tool], true, "", "")
-            .is_ok_and(|s| s.contains("probe_tool_fn") && s.contains("probe_call_fn"))
+        let shows_both = |chat: &[ChatMessage]| {
+            self.render(chat, std::slice::from_ref(&tool), true, "", "")
+                .is_ok_and(|s| s.contains("probe_tool_fn") && s.contains("probe_call_fn"))
+        };
+        let (user, ok) = (ChatMessage::new("user", "hi"), ChatMessage::new("user", "ok"));
+        // Templates that demand alternating user and assistant turns, counting neither calls
+        // nor results (Mistral Small 3.2), need the result answered before the next user turn.
+        let mut result = ChatMessage::new("tool", "done");
+        result.tool_call_id = Some("probecall".into());
+        shows_both(&[user.clone(), call.clone(), ok.clone()])
+            || shows_both(&[user, call, result, ChatMessage::new("assistant", "done"), ok])
     }
 
     /// Renders `messages` with `tools` (none if empty); with `add_generation_prompt`, ends where
@@ -320,6 +331,85 @@ fn one_line(e: &minijinja::Error) -> String {
     s
 }
 
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `format` with Python's `strftime` directives filled in for the UTC time `unix` (seconds
+/// since the epoch); a directive it does not know is written as it is.
+pub fn strftime(format: &str, unix: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    let (h, min, sec) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    // The civil date of a day count (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy_march = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy_march + 2) / 153;
+    let d = doy_march - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    const BEFORE: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let yday = BEFORE[(m - 1) as usize] + d + (leap && m > 2) as i64;
+    let weekday = (days + 3).rem_euclid(7) as usize; // 1970-01-01 was a Thursday
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&y.to_string()),
+            Some('y') => out.push_str(&format!("{:02}", y.rem_euclid(100))),
+            Some('m') => out.push_str(&format!("{m:02}")),
+            Some('d') => out.push_str(&format!("{d:02}")),
+            Some('e') => out.push_str(&format!("{d:2}")),
+            Some('j') => out.push_str(&format!("{yday:03}")),
+            Some('B') => out.push_str(MONTHS[(m - 1) as usize]),
+            Some('b') => out.push_str(&MONTHS[(m - 1) as usize][..3]),
+            Some('A') => out.push_str(DAYS[weekday]),
+            Some('a') => out.push_str(&DAYS[weekday][..3]),
+            Some('H') => out.push_str(&format!("{h:02}")),
+            Some('I') => out.push_str(&format!("{:02}", if h % 12 == 0 { 12 } else { h % 12 })),
+            Some('M') => out.push_str(&format!("{min:02}")),
+            Some('S') => out.push_str(&format!("{sec:02}")),
+            Some('p') => out.push_str(if h < 12 { "AM" } else { "PM" }),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Today's date (UTC) in `format`, as `strftime_now` writes it in a chat template.
+pub fn today(format: &str) -> String {
+    strftime(format, unix_now())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +466,19 @@ mod tests {
         let t3 = ChatTemplate::new("{{ {'k': [1, 'é<']} | tojson(indent=2) }}", "t3").unwrap();
         assert_eq!(t3.render(&[], &[], false, "", "").unwrap(), "{\n  \"k\": [\n    1,\n    \"é<\"\n  ]\n}");
         assert!(!t3.takes_tools());
+    }
+
+    #[test]
+    fn strftime_writes_pythons_directives() {
+        // 2024-07-26 13:25:09 UTC (as Python writes it), a Friday; 2000-02-29; the epoch.
+        assert_eq!(strftime("%d %b %Y", 1_722_000_309), "26 Jul 2024");
+        assert_eq!(
+            strftime("%Y-%m-%d %H:%M:%S %A %a %B %j %I%p %y %e %q %%", 1_722_000_309),
+            "2024-07-26 13:25:09 Friday Fri July 208 01PM 24 26 %q %"
+        );
+        assert_eq!(strftime("%Y-%m-%d %j", 951_782_400), "2000-02-29 060");
+        assert_eq!(strftime("%Y-%m-%d %A", 0), "1970-01-01 Thursday");
+        assert_eq!(strftime("%Y-%m-%d", -86_400), "1969-12-31");
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl ToolChat {
                         out.push(one);
                     }
                 }
-                ToolFormat::Mistral => {
+                ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => {
                     let mut m = m.clone();
                     for c in &mut m.tool_calls {
                         // A call without an id gets one too (the templates demand it).

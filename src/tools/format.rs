@@ -7,6 +7,8 @@
 //!   (Llama 3.1, 3.2, 3.3)
 //! [TOOL_CALLS]  (Mistral v3 templates,     Mistral    [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
 //!   with [AVAILABLE_TOOLS])
+//! [TOOL_CALLS] and [ARGS] (Mistral Small    MistralArgs [TOOL_CALLS]f[ARGS]{..}[TOOL_CALLS]g[ARGS]{..}, with
+//!   3.2, Devstral, Ministral 3, Magistral)            [CALL_ID]id before [ARGS] where the template writes one
 //! <tool_call> with <function= and          Xml        <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
 //!   <parameter= (Qwen3-Coder, Qwen3.5)
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
@@ -31,6 +33,11 @@
 //!   optionally the calls. Mistral's templates demand call ids of 9 letters and digits, so
 //!   calls read in this format get such ids, and other ids in the history are mapped to such
 //!   ids when the chat is rendered.
+//! - **MistralArgs**: each call is `[TOOL_CALLS]`, the name, then (where the template writes
+//!   call ids, Mistral Small 3.2) `[CALL_ID]` and the call's 9-letter-and-digit id, then
+//!   `[ARGS]` and the arguments' JSON; the calls follow each other directly and the turn's end
+//!   token ends them. The id the model writes is the call's id. Under `Auto`, text without
+//!   `[TOOL_CALLS]`, then optionally calls. History ids are mapped as for Mistral.
 //! - **Xml** (Qwen3-Coder, Qwen3.5): one `<tool_call>` block per call as Hermes, holding a
 //!   `<function=NAME>` element of `<parameter=KEY>` elements whose values are typed by the
 //!   tool's schema (strings as bare text, other values as JSON): see [`super::xml`]. Under
@@ -52,12 +59,18 @@ pub enum ToolFormat {
     Llama3,
     /// `[TOOL_CALLS] [{"name": .., "arguments": ..}, ..]`.
     Mistral,
+    /// `[TOOL_CALLS]NAME[ARGS]{..}` per call; with `call_id`, `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{..}`.
+    MistralArgs { call_id: bool },
     /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`.
     Xml,
 }
 
 /// The text that opens Mistral's calls.
 pub const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
+/// What comes before a call's arguments in [`ToolFormat::MistralArgs`].
+pub const MISTRAL_ARGS: &str = "[ARGS]";
+/// What comes before a call's id in [`ToolFormat::MistralArgs`] with ids.
+pub const MISTRAL_CALL_ID: &str = "[CALL_ID]";
 
 /// What templates write inside `<tool_call>` when it is neither Hermes's JSON nor Qwen's XML:
 /// GLM-4.5/4.6's `<arg_key>`/`<arg_value>`. Such a template teaches a format this crate does
@@ -70,7 +83,9 @@ impl ToolFormat {
     /// the known ones (then tools are described in the system turn in the default format).
     pub fn detect(template_source: &str) -> Option<ToolFormat> {
         let has = |s: &str| template_source.contains(s);
-        if has(MISTRAL_CALLS) {
+        if has(MISTRAL_CALLS) && has(MISTRAL_ARGS) {
+            Some(ToolFormat::MistralArgs { call_id: has(MISTRAL_CALL_ID) })
+        } else if has(MISTRAL_CALLS) {
             Some(ToolFormat::Mistral)
         } else if has(super::TOOL_CALL_OPEN) && has(super::xml::FUNCTION_OPEN) && has(super::xml::PARAMETER_OPEN) {
             Some(ToolFormat::Xml)
@@ -87,7 +102,7 @@ impl ToolFormat {
     pub fn arguments_key(self) -> &'static str {
         match self {
             ToolFormat::Llama3 => "parameters",
-            ToolFormat::Hermes | ToolFormat::Mistral | ToolFormat::Xml => "arguments",
+            _ => "arguments",
         }
     }
 
@@ -95,7 +110,7 @@ impl ToolFormat {
     pub fn max_calls(self, max_calls: u32) -> u32 {
         match self {
             ToolFormat::Llama3 => 1,
-            ToolFormat::Hermes | ToolFormat::Mistral | ToolFormat::Xml => max_calls.max(1),
+            _ => max_calls.max(1),
         }
     }
 
@@ -104,7 +119,7 @@ impl ToolFormat {
     pub fn marker(self) -> Option<&'static str> {
         match self {
             ToolFormat::Hermes | ToolFormat::Xml => Some(super::TOOL_CALL_OPEN),
-            ToolFormat::Mistral => Some(MISTRAL_CALLS),
+            ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
             ToolFormat::Llama3 => None,
         }
     }
@@ -113,7 +128,7 @@ impl ToolFormat {
     /// templates demand), else `call_` and 24 letters and digits.
     pub fn call_id(self) -> String {
         match self {
-            ToolFormat::Mistral => random_alnum(9),
+            ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => random_alnum(9),
             _ => format!("call_{}", random_alnum(24)),
         }
     }
@@ -157,6 +172,14 @@ mod tests {
     fn detection_and_ids() {
         assert_eq!(ToolFormat::detect("{{ '<tool_call>' }}"), Some(ToolFormat::Hermes));
         assert_eq!(ToolFormat::detect("[AVAILABLE_TOOLS] .. [TOOL_CALLS]"), Some(ToolFormat::Mistral));
+        assert_eq!(
+            ToolFormat::detect("'[TOOL_CALLS]' + name + '[ARGS]'"),
+            Some(ToolFormat::MistralArgs { call_id: false })
+        );
+        assert_eq!(
+            ToolFormat::detect("'[TOOL_CALLS]' + name + '[CALL_ID]' + id + '[ARGS]'"),
+            Some(ToolFormat::MistralArgs { call_id: true })
+        );
         assert_eq!(
             ToolFormat::detect("<|start_header_id|> {\"name\": function name, \"parameters\": ...}"),
             Some(ToolFormat::Llama3)

@@ -176,6 +176,7 @@ pub fn calls_grammar(
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
     let mut objects = Vec::new();
     let mut xml_calls = Vec::new();
+    let mut named_args = Vec::new();
     for (name, g) in tools {
         if let ToolMode::Named(n) = mode {
             if n != &name {
@@ -186,6 +187,10 @@ pub fn calls_grammar(
         if format == ToolFormat::Xml {
             xml_calls
                 .push(Expr::Seq(vec![Expr::Literal(format!("{}{name}>\n", xml::FUNCTION_OPEN)), Expr::Rule(args)]));
+            continue;
+        }
+        if let ToolFormat::MistralArgs { .. } = format {
+            named_args.push((name, args));
             continue;
         }
         let name = serde_json::to_string(&name).expect("a string serializes");
@@ -253,6 +258,28 @@ pub fn calls_grammar(
                 ]),
             );
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
+        }
+        ToolFormat::MistralArgs { call_id } => {
+            // `[TOOL_CALLS]NAME` (`[CALL_ID]` id)? `[ARGS]` arguments, per call. Without ids the
+            // name and `[ARGS]` are one marked literal per tool, so repeats are refused per tool;
+            // with ids between them, not.
+            let calls: Vec<Expr> = named_args
+                .into_iter()
+                .map(|(name, args)| {
+                    let mut seq = vec![Expr::Literal(format::MISTRAL_CALLS.into())];
+                    if call_id {
+                        seq.push(Expr::Literal(format!("{name}{}", format::MISTRAL_CALL_ID)));
+                        seq.push(re("[A-Za-z0-9]{9}"));
+                        seq.push(Expr::Literal(format::MISTRAL_ARGS.into()));
+                    } else {
+                        seq.push(Expr::Mark(Mark::DistinctAfter(format!("{name}{}", format::MISTRAL_ARGS).into())));
+                    }
+                    seq.push(Expr::Rule(args));
+                    Expr::Seq(seq)
+                })
+                .collect();
+            let call = add_rule(&mut rules, "tool_call", Expr::Alt(calls));
+            list(Expr::Rule(call), Expr::Empty, max_calls)
         }
         ToolFormat::Llama3 => Expr::Rule(object),
         ToolFormat::Mistral => Expr::Seq(vec![

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use super::xml::{Found, ValueKinds, XmlCall};
-use super::{ToolFormat, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::{ToolFormat, TOOL_CALL_CLOSE};
 
 /// Something the reply says, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,12 +61,15 @@ enum State {
     ListOpen,
     /// Before a call object, up to the arguments' first character.
     Header,
+    /// MistralArgs, after `[TOOL_CALLS]`: the name, the id, `[ARGS]`.
+    NamedHeader,
     Args,
     /// After the arguments: ws `}` closes the call object.
     Tail,
     /// After a call object: what the format puts between calls.
     AfterCall,
-    /// Hermes and Xml, after a closing marker: another call or the end.
+    /// Hermes and Xml after a closing marker, MistralArgs after the arguments: another call or
+    /// the end.
     Between,
     /// Xml, inside a call (read by [`XmlCall`]).
     Xml,
@@ -222,7 +225,7 @@ impl ValueScanner {
                 _ => {}
             },
             _ => {
-                if ws(c) || matches!(c, ',' | '}' | ']') {
+                if ws(c) || matches!(c, ',' | '}' | ']' | '[') {
                     return Step::EndedBefore;
                 }
             }
@@ -316,6 +319,7 @@ impl OutputParser {
             State::Text => self.text(out),
             State::ListOpen => self.step_lit("[", State::Header),
             State::Header => self.header(out),
+            State::NamedHeader => self.named_header(out),
             State::Args => self.args(out),
             State::Tail => self.step_lit("}", State::AfterCall),
             State::AfterCall => self.after_call(),
@@ -417,7 +421,64 @@ impl OutputParser {
         if end.is_none() {
             return false;
         }
-        self.state = State::Tail;
+        // Only a call object has a `}` to close after its arguments.
+        self.state = match self.format {
+            ToolFormat::MistralArgs { .. } => State::AfterCall,
+            _ => State::Tail,
+        };
+        true
+    }
+
+    /// MistralArgs: `NAME` (`[CALL_ID]` id)? `[ARGS]`, then the arguments: the call begins.
+    fn named_header(&mut self, out: &mut Vec<Piece>) -> bool {
+        let ToolFormat::MistralArgs { call_id } = self.format else { unreachable!("NamedHeader is MistralArgs's") };
+        let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        let Some(open) = self.buf.find(|c: char| !name_ok(c)) else { return false };
+        let name = self.buf[..open].to_string();
+        let rest = &self.buf[open..];
+        let mut i = open;
+        let mut id = None;
+        let full = |rest: &str, lit: &str| -> Option<bool> {
+            if rest.starts_with(lit) {
+                Some(true)
+            } else if lit.starts_with(rest) {
+                None
+            } else {
+                Some(false)
+            }
+        };
+        let broken = |p: &mut OutputParser| {
+            p.state = State::Broken;
+            false
+        };
+        if name.is_empty() {
+            return broken(self);
+        }
+        if call_id {
+            match full(rest, super::format::MISTRAL_CALL_ID) {
+                None => return false,
+                Some(false) => return broken(self),
+                Some(true) => i += super::format::MISTRAL_CALL_ID.len(),
+            }
+            let Some(end) = self.buf[i..].find(|c: char| !c.is_ascii_alphanumeric()) else { return false };
+            id = Some(self.buf[i..i + end].to_string());
+            i += end;
+        }
+        match full(&self.buf[i..], super::format::MISTRAL_ARGS) {
+            None => return false,
+            Some(false) => return broken(self),
+            Some(true) => i += super::format::MISTRAL_ARGS.len(),
+        }
+        if i == self.buf.len() {
+            return false;
+        }
+        self.buf.drain(..i);
+        let index = self.calls.len();
+        let id = id.unwrap_or_else(|| self.format.call_id());
+        self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+        out.push(Piece::ToolStart { index, id, name });
+        self.scan = ValueScanner::default();
+        self.state = State::Args;
         true
     }
 
@@ -426,6 +487,10 @@ impl OutputParser {
     fn after_call(&mut self) -> bool {
         match self.format {
             ToolFormat::Hermes | ToolFormat::Xml => self.step_lit(TOOL_CALL_CLOSE, State::Between),
+            ToolFormat::MistralArgs { .. } => {
+                self.state = State::Between;
+                true
+            }
             ToolFormat::Llama3 => {
                 self.state = State::End;
                 true
@@ -454,6 +519,7 @@ impl OutputParser {
     fn call_state(&mut self) -> State {
         match self.format {
             ToolFormat::Mistral => State::ListOpen,
+            ToolFormat::MistralArgs { .. } => State::NamedHeader,
             ToolFormat::Xml => {
                 self.xml = XmlCall::default();
                 State::Xml
@@ -490,9 +556,10 @@ impl OutputParser {
         }
     }
 
-    /// Hermes and Xml, between calls: another `<tool_call>`.
+    /// Hermes, Xml and MistralArgs, between calls: another marker (`<tool_call>`, `[TOOL_CALLS]`).
     fn between(&mut self) -> bool {
-        match read_lit(&self.buf, TOOL_CALL_OPEN) {
+        let marker = self.format.marker().expect("formats with calls in a row have a marker");
+        match read_lit(&self.buf, marker) {
             Read::Done(_, n) => {
                 self.buf.drain(..n);
                 self.state = self.call_state();
@@ -525,6 +592,8 @@ impl OutputParser {
                 Ok(out)
             }
             State::Between | State::End if self.buf.trim_matches(ws).is_empty() => Ok(out),
+            // MistralArgs's last arguments end with the output: a number or literal ends there.
+            State::Args if matches!(self.format, ToolFormat::MistralArgs { .. }) && self.scan.kind == b'0' => Ok(out),
             State::Broken | State::Between | State::End => Err("a tool call in the output is malformed".into()),
             _ => Err("the output ends inside a tool call".into()),
         }
@@ -691,6 +760,32 @@ mod tests {
         assert!(read(&["<tool_call>\n<function=ping>\n"]).2.is_err());
         assert!(read(&["<tool_call>\n<function=ping>\n<oops>"]).2.is_err());
         assert!(read(&["<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>x"]).2.is_err());
+    }
+
+    #[test]
+    fn mistral_args_calls_follow_each_other() {
+        let plain = ToolFormat::MistralArgs { call_id: false };
+        let text = "Sure.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"[ARGS]\"}[TOOL_CALLS]f-2[ARGS]7";
+        let (c, calls, ok) = same_in_chunks(plain, text);
+        assert_eq!((c.as_str(), ok), ("Sure.", Ok(())));
+        assert_eq!(
+            calls,
+            vec![
+                ("get_weather".to_string(), "{\"city\": \"[ARGS]\"}".to_string()),
+                ("f-2".to_string(), "7".to_string())
+            ]
+        );
+        // With ids: the model's id is the call's.
+        let ids = ToolFormat::MistralArgs { call_id: true };
+        let text = "[TOOL_CALLS]a[CALL_ID]abc123XYZ[ARGS]{}[TOOL_CALLS]b[CALL_ID]Q1w2E3r4T[ARGS]{\"x\": []}";
+        let (_, calls, ok) = same_in_chunks(ids, text);
+        assert_eq!((calls.len(), ok), (2, Ok(())));
+        let mut p = OutputParser::new(Some(ids));
+        p.feed(text);
+        assert_eq!(p.calls()[1].id, "Q1w2E3r4T");
+        assert!(run_as(ids, &["[TOOL_CALLS]a[ARGS]{}"]).2.is_err());
+        assert!(run_as(plain, &["[TOOL_CALLS]a[ARGS]{\"x\": 1"]).2.is_err());
+        assert!(run_as(plain, &["[TOOL_CALLS]a[ARGS]{} trailing"]).2.is_err());
     }
 
     #[test]

@@ -1,0 +1,158 @@
+//! Native tool-call formats beyond JSON objects, on the real templates of
+//! `../shared/data/chat-templates`: Qwen3-Coder's and Qwen3.5's XML parameter elements, and
+//! Mistral's newer `[TOOL_CALLS]NAME[ARGS]{..}` calls (Mistral Small 3.2 with `[CALL_ID]`,
+//! Devstral, Ministral 3). For each: the tools and the history's calls render in the
+//! template's own format, and random-logits samples of the calls grammar (after the reasoning,
+//! where the template reasons) parse back, streamed in uneven chunks, into calls of the offered
+//! tools whose arguments validate against each tool's schema.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use strictly::automaton::{Compiled, Constraint};
+use strictly::model::{ChatMessage, ChatTemplate, ChatTool, PromptFormat};
+use strictly::tools::{arguments_grammar, calls_grammar, ToolFormat, ToolMode, ValueKinds};
+
+use crate::common::{real_env, real_vocabs, shared_data};
+use crate::tool_formats::{chat, read_with, tools, write_mistral_dir};
+
+/// The shared tools and one with a string, an array of enums, a boolean and a `$ref`'d date.
+fn more_tools() -> Vec<ChatTool> {
+    let mut tools = tools();
+    tools.push(ChatTool::function(
+        "note",
+        Some("Save a note".into()),
+        json!({"type": "object", "properties": {
+            "text": {"type": "string", "minLength": 1},
+            "tags": {"type": "array", "items": {"enum": ["home", "work"]}, "maxItems": 2},
+            "urgent": {"type": "boolean"},
+            "when": {"$ref": "#/$defs/day"}
+        }, "required": ["text"], "$defs": {"day": {"type": "string", "format": "date"}}}),
+    ));
+    tools
+}
+
+/// Samples the calls grammar of `format` for `tools` under several modes, after the
+/// template's reasoning when `p` has it, and checks each output read back; returns the calls
+/// and the text-only replies seen.
+fn sample_and_read(
+    p: &PromptFormat,
+    rendered: &str,
+    env: &Arc<strictly::automaton::VocabEnv>,
+    tools: &[ChatTool],
+    format: ToolFormat,
+    what: &str,
+) -> (usize, usize) {
+    let kinds = Arc::new(ValueKinds::new(tools.iter().map(|t| (t.function.name.as_str(), &t.function.parameters))));
+    let args: Vec<_> = tools
+        .iter()
+        .map(|t| (t.function.name.clone(), arguments_grammar(&t.function.parameters, format).unwrap()))
+        .collect();
+    let reasoning = p.reasoning_after(rendered);
+    let marker = format.marker().unwrap();
+    let (mut calls_seen, mut texts_seen) = (0, 0);
+    for (mode, max_calls) in [(ToolMode::Required, 8), (ToolMode::Named("note".into()), 1), (ToolMode::Auto, 8)] {
+        let calls = Constraint::Grammar(calls_grammar(args.clone(), &mode, max_calls, format, None));
+        let constraint = match &reasoning {
+            Some(r) => r.constrain(calls),
+            None => calls,
+        };
+        let compiled = Compiled::new(env, &constraint).unwrap();
+        for seed in 0..3u64 {
+            let text = crate::common::random_sample(&compiled, seed, 160).unwrap().text();
+            let answer = match &reasoning {
+                Some(r) => r.split(&text).1,
+                None => text.clone(),
+            };
+            let what = format!("{what} {mode:?} seed {seed}: {text:?}");
+            let (content, calls) = read_with(format, kinds.clone(), &answer, seed);
+            if mode == ToolMode::Auto {
+                assert!(!content.contains(marker), "{what}");
+            } else {
+                assert!(!calls.is_empty() && content.trim().is_empty(), "{what}");
+            }
+            assert!(calls.len() <= max_calls as usize, "{what}");
+            for (name, arguments) in &calls {
+                let t = tools.iter().find(|t| &t.function.name == name).unwrap_or_else(|| panic!("{what}"));
+                let value: Value = serde_json::from_str(arguments).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let v = jsonschema::validator_for(&t.function.parameters).unwrap();
+                assert!(v.is_valid(&value), "{what}: arguments {value} invalid");
+            }
+            calls_seen += calls.len();
+            texts_seen += (calls.is_empty() && !content.trim().is_empty()) as usize;
+        }
+    }
+    (calls_seen, texts_seen)
+}
+
+/// Qwen3-Coder's and Qwen3.5's real templates (`../shared/data/chat-templates`) on Qwen 2.5's
+/// tokenizer (the same family): the tools and the history's call render in the template's own
+/// XML; random-logits samples of the XML calls grammar (after Qwen3.5's reasoning) parse back,
+/// streamed in uneven chunks, into calls of the offered tools whose arguments (strings as bare
+/// text, other values as JSON) validate against each tool's schema.
+#[test]
+fn qwen_xml_calls_parse_back_and_validate() {
+    let Some(data) = shared_data() else { return };
+    let (_, vocab) = real_vocabs().iter().find(|(n, _)| n == "qwen2.5").unwrap();
+    let env = real_env(vocab);
+    let tools = more_tools();
+    for file in ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja"] {
+        let mut p = PromptFormat::from_dir(&data.join("tokenizers/qwen2.5")).unwrap();
+        let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
+        p.set_chat_template(ChatTemplate::new(&source, file).unwrap());
+        let mut c = chat(Some(ToolMode::Required));
+        c.tools = tools.clone();
+        let r = c.render(&p).unwrap();
+        assert_eq!(r.format, ToolFormat::Xml, "{file}");
+        assert!(r.text.contains("get_weather") && r.text.contains("note"), "{file}: {}", r.text);
+        let history =
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
+        assert!(r.text.contains(history), "{file}: {}", r.text);
+        assert_eq!(p.reasoning_after(&r.text).is_some(), file.starts_with("Qwen3.5"), "{file}");
+        let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, ToolFormat::Xml, file);
+        assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
+        assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
+    }
+}
+
+/// Mistral's newer templates on TinyLlama's tokenizer with Mistral's control tokens added (no
+/// Mistral tokenizer is at hand; `[TOOL_CALLS]`, `[ARGS]`, `[CALL_ID]` are kept as text so the
+/// grammar writes them as one token each): the history's call in the template's own shape, then
+/// sampled calls read back. Their templates demand alternating turns, so the chat has the
+/// assistant's answer after the tool result.
+#[test]
+fn mistral_args_calls_parse_back_and_validate() {
+    let Some(data) = shared_data() else { return };
+    let tools = more_tools();
+    for (file, call_id) in [
+        ("Mistral-Small-3.2-24B-Instruct-2506.jinja", true),
+        ("unsloth-mistral-Devstral-Small-2507.jinja", false),
+        ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", false),
+    ] {
+        let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
+        let dir = write_mistral_dir(&data, &file.replace('.', "-"), &source);
+        let p = PromptFormat::from_dir(&dir).unwrap();
+        let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+        let env = strictly::automaton::VocabEnv::new(vocab.clone());
+        for marker in ["[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"] {
+            let ids = vocab.encode(marker.as_bytes()).unwrap();
+            assert_eq!(ids.len(), 1, "{file}: {marker} is {ids:?}");
+            assert_eq!(vocab.kind(ids[0]), strictly::vocab::TokenKind::Text, "{file}");
+        }
+        let mut c = chat(Some(ToolMode::Required));
+        c.tools = tools.clone();
+        c.messages.insert(4, ChatMessage::assistant("It is -3 C in Oslo."));
+        let format = ToolFormat::MistralArgs { call_id };
+        let r = c.render(&p).unwrap();
+        assert_eq!(r.format, format, "{file}");
+        let id = strictly::tools::format::mistral_id("call_1");
+        let history = match call_id {
+            true => format!("[TOOL_CALLS]get_weather[CALL_ID]{id}[ARGS]{{\"city\": \"Oslo\"}}"),
+            false => "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}".to_string(),
+        };
+        assert!(r.text.contains(&history), "{file}: {}", r.text);
+        let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, format, file);
+        assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
+        assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
+    }
+}
