@@ -1,7 +1,7 @@
 //! Native tool-call formats beyond JSON objects, on the real templates of
 //! `../shared/data/chat-templates`: Qwen3-Coder's and Qwen3.5's XML parameter elements, and
 //! Mistral's newer `[TOOL_CALLS]NAME[ARGS]{..}` calls (Mistral Small 3.2 with `[CALL_ID]`,
-//! Devstral, Ministral 3). For each: the tools and the history's calls render in the
+//! Devstral, Ministral 3), DeepSeek V3.1's `<｜tool▁calls▁begin｜>` calls. For each: the tools and the history's calls render in the
 //! template's own format, and random-logits samples of the calls grammar (after the reasoning,
 //! where the template reasons) parse back, streamed in uneven chunks, into calls of the offered
 //! tools whose arguments validate against each tool's schema.
@@ -14,7 +14,7 @@ use strictly::model::{ChatMessage, ChatTemplate, ChatTool, PromptFormat};
 use strictly::tools::{arguments_grammar, calls_grammar, ToolFormat, ToolMode, ValueKinds};
 
 use crate::common::{real_env, real_vocabs, shared_data};
-use crate::tool_formats::{chat, read_with, tools, write_mistral_dir};
+use crate::tool_formats::{chat, read_with, tools, write_synthetic_dir};
 
 /// The shared tools and one with a string, an array of enums, a boolean and a `$ref`'d date.
 fn more_tools() -> Vec<ChatTool> {
@@ -130,7 +130,7 @@ fn mistral_args_calls_parse_back_and_validate() {
         ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", false),
     ] {
         let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
-        let dir = write_mistral_dir(&data, &file.replace('.', "-"), &source);
+        let dir = write_synthetic_dir(&data, &file.replace('.', "-"), &source);
         let p = PromptFormat::from_dir(&dir).unwrap();
         let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
         let env = strictly::automaton::VocabEnv::new(vocab.clone());
@@ -155,4 +155,35 @@ fn mistral_args_calls_parse_back_and_validate() {
         assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
         assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
     }
+}
+
+/// DeepSeek V3.1's template on the same synthetic tokenizer with DeepSeek's control tokens: it
+/// renders the history's call (arguments as JSON text) but no tools, so they are described in
+/// the system turn; thinking off (its default) pre-fills `</think>`, and the calls follow.
+#[test]
+fn deepseek_calls_parse_back_and_validate() {
+    let Some(data) = shared_data() else { return };
+    let tools = more_tools();
+    let file = "deepseek-ai-DeepSeek-V3.1.jinja";
+    let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
+    let dir = write_synthetic_dir(&data, "deepseek-v3-1", &source);
+    let p = PromptFormat::from_dir(&dir).unwrap();
+    let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+    let env = strictly::automaton::VocabEnv::new(vocab.clone());
+    for marker in ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>"] {
+        let ids = vocab.encode(marker.as_bytes()).unwrap();
+        assert_eq!(ids.len(), 1, "{marker} is {ids:?}");
+        assert_eq!(vocab.kind(ids[0]), strictly::vocab::TokenKind::Text);
+    }
+    let mut c = chat(Some(ToolMode::Required));
+    c.tools = tools.clone();
+    let r = c.render(&p).unwrap();
+    assert_eq!(r.format, ToolFormat::DeepSeek);
+    let history = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    assert!(r.text.contains(history), "{}", r.text);
+    assert!(r.text.contains("### note\nDescription: Save a note") && r.text.contains("You must call"), "{}", r.text);
+    assert!(r.text.ends_with("<｜Assistant｜></think>"), "{}", r.text);
+    let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, ToolFormat::DeepSeek, file);
+    assert!(calls_seen >= 6, "{calls_seen} calls");
+    assert!(texts_seen >= 1, "no text-only replies under Auto");
 }

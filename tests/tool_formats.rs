@@ -101,12 +101,12 @@ pub(crate) const MISTRAL_STYLE_TEMPLATE: &str = r#"{%- set ns = namespace(system
 fn mistral_dir(data: &Path) -> PathBuf {
     // Written once per test binary: tests run in parallel and must not see a half-written file.
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| write_mistral_dir(data, "mistral", MISTRAL_STYLE_TEMPLATE)).clone()
+    DIR.get_or_init(|| write_synthetic_dir(data, "mistral", MISTRAL_STYLE_TEMPLATE)).clone()
 }
 
-/// A model directory like a Mistral one (see [`mistral_dir`]) with `template`, under a name of
-/// its own (`tag`).
-pub(crate) fn write_mistral_dir(data: &Path, tag: &str, template: &str) -> PathBuf {
+/// A model directory like a Mistral one (see [`mistral_dir`]; DeepSeek's control tokens are
+/// added too) with `template`, under a name of its own (`tag`).
+pub(crate) fn write_synthetic_dir(data: &Path, tag: &str, template: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("strictly-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = data.join("tokenizers/tinyllama-1.1b-chat/tokenizer.json");
@@ -127,6 +127,16 @@ pub(crate) fn write_mistral_dir(data: &Path, tag: &str, template: &str) -> PathB
         "[TOOL_CONTENT]",
         "[THINK]",
         "[/THINK]",
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<｜end▁of▁sentence｜>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁output▁begin｜>",
+        "<｜tool▁output▁end｜>",
     ];
     for (i, name) in names.iter().enumerate() {
         added.push(json!({"id": 32000 + i, "content": name, "single_word": false, "lstrip": false,

@@ -62,8 +62,22 @@ impl ToolChat {
                     m.tool_call_id = m.tool_call_id.as_deref().map(mistral_id);
                     out.push(m);
                 }
+                ToolFormat::DeepSeek => {
+                    // Its template joins the arguments as text.
+                    let mut m = m.clone();
+                    for c in &mut m.tool_calls {
+                        if !c.function.arguments.is_string() {
+                            c.function.arguments = json!(c.function.arguments.to_string());
+                        }
+                    }
+                    out.push(m);
+                }
                 _ => out.push(m.clone()),
             }
+        }
+        if let (ToolFormat::DeepSeek, Some(_)) = (format, &self.mode) {
+            // Its template lists no tools.
+            add_to_system(&mut out, &deepseek_tools_block(&self.tools));
         }
         if let Some(note) = self.mode.as_ref().and_then(mode_note) {
             add_to_system(&mut out, &note);
@@ -139,13 +153,39 @@ impl ToolChat {
 
 /// The call format the chat template in use teaches, when it renders tools
 /// ([`crate::model::ChatTemplate::takes_tools`]) and its source shows a known format
-/// ([`ToolFormat::detect`]); `None` otherwise (then tools are described in the system turn in
-/// the default format).
+/// ([`ToolFormat::detect`]), or teaches DeepSeek's (whose template renders calls but never the
+/// tools: [`ToolChat::native`] describes them); `None` otherwise (then tools are described in
+/// the system turn in the default format).
 pub fn native_format(p: &PromptFormat) -> Option<ToolFormat> {
-    if !p.chat_takes_tools() {
-        return None;
+    let format = ToolFormat::detect(p.chat_template_source())?;
+    (format == ToolFormat::DeepSeek || p.chat_takes_tools()).then_some(format)
+}
+
+/// The tools as DeepSeek V3.1's model card has them described in the system turn, with the
+/// call format spelled out.
+fn deepseek_tools_block(tools: &[ChatTool]) -> String {
+    use super::format::{
+        DEEPSEEK_CALLS_BEGIN, DEEPSEEK_CALLS_END, DEEPSEEK_CALL_BEGIN, DEEPSEEK_CALL_END, DEEPSEEK_SEP,
+    };
+    let mut s = String::from("## Tools\nYou have access to the following tools:\n");
+    for t in tools {
+        let f = &t.function;
+        s.push_str(&format!("\n### {}\n", f.name));
+        if let Some(d) = &f.description {
+            s.push_str(&format!("Description: {d}\n"));
+        }
+        s.push_str(&format!("\nParameters: {}\n", f.parameters));
     }
-    ToolFormat::detect(p.chat_template_source())
+    s.push_str(&format!(
+        "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n\
+         {DEEPSEEK_CALLS_BEGIN}{DEEPSEEK_CALL_BEGIN}tool_call_name{DEEPSEEK_SEP}tool_call_arguments{DEEPSEEK_CALL_END}\
+         {{additional_tool_calls}}{DEEPSEEK_CALLS_END}\n\n\
+         Where:\n\
+         - `tool_call_name` must be an exact match to one of the available tools\n\
+         - `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema\n\
+         - For multiple tool calls, chain them directly without separators or spaces"
+    ));
+    s
 }
 
 /// Appends `text` to the first message if it is a system turn, else puts a system turn first.

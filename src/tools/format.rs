@@ -9,6 +9,10 @@
 //!   with [AVAILABLE_TOOLS])
 //! [TOOL_CALLS] and [ARGS] (Mistral Small    MistralArgs [TOOL_CALLS]f[ARGS]{..}[TOOL_CALLS]g[ARGS]{..}, with
 //!   3.2, Devstral, Ministral 3, Magistral)            [CALL_ID]id before [ARGS] where the template writes one
+//! <｜tool▁calls▁begin｜> and <｜tool▁sep｜>,   DeepSeek  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{..}<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
+//!   no fenced json (DeepSeek V3.1; its
+//!   template lists no tools: they go in
+//!   the system turn in its own words)
 //! <tool_call> with <function= and          Xml        <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
 //!   <parameter= (Qwen3-Coder, Qwen3.5)
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
@@ -38,6 +42,11 @@
 //!   `[ARGS]` and the arguments' JSON; the calls follow each other directly and the turn's end
 //!   token ends them. The id the model writes is the call's id. Under `Auto`, text without
 //!   `[TOOL_CALLS]`, then optionally calls. History ids are mapped as for Mistral.
+//! - **DeepSeek** (V3.1): `<｜tool▁calls▁begin｜>`, then per call `<｜tool▁call▁begin｜>`, the name,
+//!   `<｜tool▁sep｜>`, the arguments' JSON, `<｜tool▁call▁end｜>`, then `<｜tool▁calls▁end｜>`. The
+//!   template renders the history's calls (arguments as JSON text) but not the tools, so they
+//!   are described in the system turn the way DeepSeek's model card describes them. Under
+//!   `Auto`, text without `<｜tool▁calls▁begin｜>`, then optionally calls.
 //! - **Xml** (Qwen3-Coder, Qwen3.5): one `<tool_call>` block per call as Hermes, holding a
 //!   `<function=NAME>` element of `<parameter=KEY>` elements whose values are typed by the
 //!   tool's schema (strings as bare text, other values as JSON): see [`super::xml`]. Under
@@ -61,6 +70,8 @@ pub enum ToolFormat {
     Mistral,
     /// `[TOOL_CALLS]NAME[ARGS]{..}` per call; with `call_id`, `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{..}`.
     MistralArgs { call_id: bool },
+    /// `<｜tool▁calls▁begin｜>` (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>`)+ `<｜tool▁calls▁end｜>`.
+    DeepSeek,
     /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`.
     Xml,
 }
@@ -71,6 +82,17 @@ pub const MISTRAL_CALLS: &str = "[TOOL_CALLS]";
 pub const MISTRAL_ARGS: &str = "[ARGS]";
 /// What comes before a call's id in [`ToolFormat::MistralArgs`] with ids.
 pub const MISTRAL_CALL_ID: &str = "[CALL_ID]";
+
+/// What opens DeepSeek's calls.
+pub const DEEPSEEK_CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+/// What closes DeepSeek's calls.
+pub const DEEPSEEK_CALLS_END: &str = "<｜tool▁calls▁end｜>";
+/// What opens one DeepSeek call.
+pub const DEEPSEEK_CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+/// What closes one DeepSeek call.
+pub const DEEPSEEK_CALL_END: &str = "<｜tool▁call▁end｜>";
+/// What comes between a DeepSeek call's name and its arguments.
+pub const DEEPSEEK_SEP: &str = "<｜tool▁sep｜>";
 
 /// What templates write inside `<tool_call>` when it is neither Hermes's JSON nor Qwen's XML:
 /// GLM-4.5/4.6's `<arg_key>`/`<arg_value>`. Such a template teaches a format this crate does
@@ -87,6 +109,9 @@ impl ToolFormat {
             Some(ToolFormat::MistralArgs { call_id: has(MISTRAL_CALL_ID) })
         } else if has(MISTRAL_CALLS) {
             Some(ToolFormat::Mistral)
+        } else if has(DEEPSEEK_CALLS_BEGIN) && has(DEEPSEEK_SEP) && !has("```json") {
+            // (R1's calls hold `function`, the name and a fenced JSON block: not this format.)
+            Some(ToolFormat::DeepSeek)
         } else if has(super::TOOL_CALL_OPEN) && has(super::xml::FUNCTION_OPEN) && has(super::xml::PARAMETER_OPEN) {
             Some(ToolFormat::Xml)
         } else if has(super::TOOL_CALL_OPEN) && !OTHER_TOOL_CALL_BODIES.iter().any(|b| has(b)) {
@@ -120,6 +145,7 @@ impl ToolFormat {
         match self {
             ToolFormat::Hermes | ToolFormat::Xml => Some(super::TOOL_CALL_OPEN),
             ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
+            ToolFormat::DeepSeek => Some(DEEPSEEK_CALLS_BEGIN),
             ToolFormat::Llama3 => None,
         }
     }
@@ -184,6 +210,11 @@ mod tests {
             ToolFormat::detect("<|start_header_id|> {\"name\": function name, \"parameters\": ...}"),
             Some(ToolFormat::Llama3)
         );
+        assert_eq!(
+            ToolFormat::detect("'<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + name + '<｜tool▁sep｜>' + args"),
+            Some(ToolFormat::DeepSeek)
+        );
+        assert_eq!(ToolFormat::detect("<｜tool▁calls▁begin｜> function<｜tool▁sep｜>name ```json"), None);
         assert_eq!(ToolFormat::detect("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
         assert_eq!(mistral_id("abcDEF123"), "abcDEF123");
         let m = mistral_id("call_1");

@@ -189,7 +189,7 @@ pub fn calls_grammar(
                 .push(Expr::Seq(vec![Expr::Literal(format!("{}{name}>\n", xml::FUNCTION_OPEN)), Expr::Rule(args)]));
             continue;
         }
-        if let ToolFormat::MistralArgs { .. } = format {
+        if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek = format {
             named_args.push((name, args));
             continue;
         }
@@ -280,6 +280,27 @@ pub fn calls_grammar(
                 .collect();
             let call = add_rule(&mut rules, "tool_call", Expr::Alt(calls));
             list(Expr::Rule(call), Expr::Empty, max_calls)
+        }
+        ToolFormat::DeepSeek => {
+            // Each call's name and separator is one marked literal per tool: repeats are
+            // refused per tool.
+            let calls: Vec<Expr> = named_args
+                .into_iter()
+                .map(|(name, args)| {
+                    Expr::Seq(vec![
+                        Expr::Literal(format::DEEPSEEK_CALL_BEGIN.into()),
+                        Expr::Mark(Mark::DistinctAfter(format!("{name}{}", format::DEEPSEEK_SEP).into())),
+                        Expr::Rule(args),
+                        Expr::Literal(format::DEEPSEEK_CALL_END.into()),
+                    ])
+                })
+                .collect();
+            let call = add_rule(&mut rules, "tool_call", Expr::Alt(calls));
+            Expr::Seq(vec![
+                Expr::Literal(format::DEEPSEEK_CALLS_BEGIN.into()),
+                list(Expr::Rule(call), Expr::Empty, max_calls),
+                Expr::Literal(format::DEEPSEEK_CALLS_END.into()),
+            ])
         }
         ToolFormat::Llama3 => Expr::Rule(object),
         ToolFormat::Mistral => Expr::Seq(vec![

@@ -61,8 +61,11 @@ enum State {
     ListOpen,
     /// Before a call object, up to the arguments' first character.
     Header,
-    /// MistralArgs, after `[TOOL_CALLS]`: the name, the id, `[ARGS]`.
+    /// MistralArgs after `[TOOL_CALLS]`: the name, the id, `[ARGS]`; DeepSeek: a call's
+    /// opening marker, the name and the separator.
     NamedHeader,
+    /// DeepSeek, after a call: another, or the end of the calls.
+    DeepSeekNext,
     Args,
     /// After the arguments: ws `}` closes the call object.
     Tail,
@@ -225,7 +228,7 @@ impl ValueScanner {
                 _ => {}
             },
             _ => {
-                if ws(c) || matches!(c, ',' | '}' | ']' | '[') {
+                if ws(c) || matches!(c, ',' | '}' | ']' | '[' | '<') {
                     return Step::EndedBefore;
                 }
             }
@@ -320,6 +323,7 @@ impl OutputParser {
             State::ListOpen => self.step_lit("[", State::Header),
             State::Header => self.header(out),
             State::NamedHeader => self.named_header(out),
+            State::DeepSeekNext => self.deepseek_next(),
             State::Args => self.args(out),
             State::Tail => self.step_lit("}", State::AfterCall),
             State::AfterCall => self.after_call(),
@@ -423,63 +427,92 @@ impl OutputParser {
         }
         // Only a call object has a `}` to close after its arguments.
         self.state = match self.format {
-            ToolFormat::MistralArgs { .. } => State::AfterCall,
+            ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek => State::AfterCall,
             _ => State::Tail,
         };
         true
     }
 
-    /// MistralArgs: `NAME` (`[CALL_ID]` id)? `[ARGS]`, then the arguments: the call begins.
+    /// MistralArgs: `NAME` (`[CALL_ID]` id)? `[ARGS]`; DeepSeek: `<｜tool▁call▁begin｜>` `NAME`
+    /// `<｜tool▁sep｜>`. Then the arguments: the call begins.
     fn named_header(&mut self, out: &mut Vec<Piece>) -> bool {
-        let ToolFormat::MistralArgs { call_id } = self.format else { unreachable!("NamedHeader is MistralArgs's") };
-        let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        let Some(open) = self.buf.find(|c: char| !name_ok(c)) else { return false };
-        let name = self.buf[..open].to_string();
-        let rest = &self.buf[open..];
-        let mut i = open;
-        let mut id = None;
-        let full = |rest: &str, lit: &str| -> Option<bool> {
+        use super::format::{DEEPSEEK_CALL_BEGIN, DEEPSEEK_SEP, MISTRAL_ARGS, MISTRAL_CALL_ID};
+        let (open, sep, call_id) = match self.format {
+            ToolFormat::MistralArgs { call_id } => ("", MISTRAL_ARGS, call_id),
+            ToolFormat::DeepSeek => (DEEPSEEK_CALL_BEGIN, DEEPSEEK_SEP, false),
+            _ => unreachable!("NamedHeader is MistralArgs's and DeepSeek's"),
+        };
+        // `lit` at byte `i` of the buffer: its end, `Err(true)` if more text is needed,
+        // `Err(false)` if it cannot match.
+        let at = |buf: &str, i: usize, lit: &str| -> Result<usize, bool> {
+            let rest = &buf[i..];
             if rest.starts_with(lit) {
-                Some(true)
-            } else if lit.starts_with(rest) {
-                None
+                Ok(i + lit.len())
             } else {
-                Some(false)
+                Err(lit.starts_with(rest))
             }
         };
-        let broken = |p: &mut OutputParser| {
-            p.state = State::Broken;
-            false
-        };
-        if name.is_empty() {
-            return broken(self);
-        }
-        if call_id {
-            match full(rest, super::format::MISTRAL_CALL_ID) {
-                None => return false,
-                Some(false) => return broken(self),
-                Some(true) => i += super::format::MISTRAL_CALL_ID.len(),
+        let read = |buf: &str| -> Result<(String, Option<String>, usize), bool> {
+            let start = at(buf, 0, open)?;
+            let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            let end = start + buf[start..].find(|c: char| !name_ok(c)).ok_or(true)?;
+            if end == start {
+                return Err(false);
             }
-            let Some(end) = self.buf[i..].find(|c: char| !c.is_ascii_alphanumeric()) else { return false };
-            id = Some(self.buf[i..i + end].to_string());
-            i += end;
+            let name = buf[start..end].to_string();
+            let mut i = end;
+            let mut id = None;
+            if call_id {
+                i = at(buf, i, MISTRAL_CALL_ID)?;
+                let n = buf[i..].find(|c: char| !c.is_ascii_alphanumeric()).ok_or(true)?;
+                id = Some(buf[i..i + n].to_string());
+                i += n;
+            }
+            i = at(buf, i, sep)?;
+            // The arguments' first character decides how they are read.
+            if i == buf.len() {
+                return Err(true);
+            }
+            Ok((name, id, i))
+        };
+        match read(&self.buf) {
+            Err(true) => false,
+            Err(false) => {
+                self.state = State::Broken;
+                false
+            }
+            Ok((name, id, n)) => {
+                self.buf.drain(..n);
+                let index = self.calls.len();
+                let id = id.unwrap_or_else(|| self.format.call_id());
+                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                out.push(Piece::ToolStart { index, id, name });
+                self.scan = ValueScanner::default();
+                self.state = State::Args;
+                true
+            }
         }
-        match full(&self.buf[i..], super::format::MISTRAL_ARGS) {
-            None => return false,
-            Some(false) => return broken(self),
-            Some(true) => i += super::format::MISTRAL_ARGS.len(),
+    }
+
+    /// DeepSeek, after a call: another call, or `<｜tool▁calls▁end｜>`.
+    fn deepseek_next(&mut self) -> bool {
+        use super::format::{DEEPSEEK_CALLS_END, DEEPSEEK_CALL_BEGIN};
+        match (read_lit(&self.buf, DEEPSEEK_CALLS_END), read_lit(&self.buf, DEEPSEEK_CALL_BEGIN)) {
+            (Read::Done(_, n), _) => {
+                self.buf.drain(..n);
+                self.state = State::End;
+                true
+            }
+            (_, Read::Done(..)) => {
+                self.state = State::NamedHeader;
+                true
+            }
+            (Read::Bad, Read::Bad) => {
+                self.state = State::Broken;
+                false
+            }
+            _ => false,
         }
-        if i == self.buf.len() {
-            return false;
-        }
-        self.buf.drain(..i);
-        let index = self.calls.len();
-        let id = id.unwrap_or_else(|| self.format.call_id());
-        self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-        out.push(Piece::ToolStart { index, id, name });
-        self.scan = ValueScanner::default();
-        self.state = State::Args;
-        true
     }
 
     /// What the format puts after a call object: Hermes' closing marker, nothing for Llama 3,
@@ -491,6 +524,7 @@ impl OutputParser {
                 self.state = State::Between;
                 true
             }
+            ToolFormat::DeepSeek => self.step_lit(super::format::DEEPSEEK_CALL_END, State::DeepSeekNext),
             ToolFormat::Llama3 => {
                 self.state = State::End;
                 true
@@ -519,7 +553,7 @@ impl OutputParser {
     fn call_state(&mut self) -> State {
         match self.format {
             ToolFormat::Mistral => State::ListOpen,
-            ToolFormat::MistralArgs { .. } => State::NamedHeader,
+            ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek => State::NamedHeader,
             ToolFormat::Xml => {
                 self.xml = XmlCall::default();
                 State::Xml
@@ -786,6 +820,24 @@ mod tests {
         assert!(run_as(ids, &["[TOOL_CALLS]a[ARGS]{}"]).2.is_err());
         assert!(run_as(plain, &["[TOOL_CALLS]a[ARGS]{\"x\": 1"]).2.is_err());
         assert!(run_as(plain, &["[TOOL_CALLS]a[ARGS]{} trailing"]).2.is_err());
+    }
+
+    #[test]
+    fn deepseek_calls_sit_between_their_markers() {
+        let text = "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"<｜tool▁sep｜>\"}<｜tool▁call▁end｜>\
+                    <｜tool▁call▁begin｜>f-2<｜tool▁sep｜>7<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        let (c, calls, ok) = same_in_chunks(ToolFormat::DeepSeek, text);
+        assert_eq!((c.as_str(), ok), ("Checking.", Ok(())));
+        assert_eq!(
+            calls,
+            vec![
+                ("get_weather".to_string(), "{\"city\": \"<｜tool▁sep｜>\"}".to_string()),
+                ("f-2".to_string(), "7".to_string())
+            ]
+        );
+        let unfinished = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
+        assert!(run_as(ToolFormat::DeepSeek, &[unfinished]).2.is_err());
+        assert!(run_as(ToolFormat::DeepSeek, &["<｜tool▁calls▁begin｜>a<｜tool▁sep｜>{}"]).2.is_err());
     }
 
     #[test]

@@ -46,9 +46,18 @@ const EOS_NAMES: &[&str] = &[
 /// Control tokens that are part of a model's reply syntax rather than of the chat around it:
 /// kept as text, so that grammars can write them (as one token) and the reply's text shows
 /// them. Mistral's tokenizers mark `[TOOL_CALLS]`, which opens a reply's tool calls, special
-/// (and the newer ones `[ARGS]` and `[CALL_ID]` inside a call); Qwen's `<tool_call>` is plain
-/// text already.
-pub const REPLY_MARKERS: &[&str] = &["[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"];
+/// (and the newer ones `[ARGS]` and `[CALL_ID]` inside a call), as DeepSeek's may its call
+/// markers; Qwen's `<tool_call>` is plain text already.
+pub const REPLY_MARKERS: &[&str] = &[
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>",
+];
 
 /// The markers models write their reasoning between, start then end (see
 /// `model::reasoning`): reply syntax too, so kept as text where a tokenizer marks them special
