@@ -49,7 +49,7 @@ fn sample_and_read(
         .map(|t| (t.function.name.clone(), arguments_grammar(&t.function.parameters, format).unwrap()))
         .collect();
     let reasoning = p.reasoning_after(rendered);
-    let marker = format.marker().unwrap();
+    let marker = format.marker();
     let (mut calls_seen, mut texts_seen) = (0, 0);
     for (mode, max_calls) in [(ToolMode::Required, 8), (ToolMode::Named("note".into()), 1), (ToolMode::Auto, 8)] {
         let calls = Constraint::Grammar(calls_grammar(args.clone(), &mode, max_calls, format, None));
@@ -67,11 +67,11 @@ fn sample_and_read(
             let what = format!("{what} {mode:?} seed {seed}: {text:?}");
             let (content, calls) = read_with(format, kinds.clone(), &answer, seed);
             if mode == ToolMode::Auto {
-                assert!(!content.contains(marker), "{what}");
+                assert!(marker.is_none_or(|m| !content.contains(m)), "{what}");
             } else {
                 assert!(!calls.is_empty() && content.trim().is_empty(), "{what}");
             }
-            assert!(calls.len() <= max_calls as usize, "{what}");
+            assert!(calls.len() <= format.max_calls(max_calls) as usize, "{what}");
             for (name, arguments) in &calls {
                 let t = tools.iter().find(|t| &t.function.name == name).unwrap_or_else(|| panic!("{what}"));
                 let value: Value = serde_json::from_str(arguments).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -110,7 +110,7 @@ fn qwen_xml_calls_parse_back_and_validate() {
         assert!(r.text.contains(history), "{file}: {}", r.text);
         assert_eq!(p.reasoning_after(&r.text).is_some(), file.starts_with("Qwen3.5"), "{file}");
         let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, ToolFormat::Xml, file);
-        assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
+        assert!(calls_seen >= 6, "{file}: {calls_seen} calls");
         assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
     }
 }
@@ -152,7 +152,7 @@ fn mistral_args_calls_parse_back_and_validate() {
         };
         assert!(r.text.contains(&history), "{file}: {}", r.text);
         let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, format, file);
-        assert!(calls_seen >= 8, "{file}: {calls_seen} calls");
+        assert!(calls_seen >= 6, "{file}: {calls_seen} calls");
         assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
     }
 }
@@ -186,4 +186,77 @@ fn deepseek_calls_parse_back_and_validate() {
     let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, ToolFormat::DeepSeek, file);
     assert!(calls_seen >= 6, "{calls_seen} calls");
     assert!(texts_seen >= 1, "no text-only replies under Auto");
+}
+
+/// Every chat template in the shared folder (on the synthetic tokenizer, which knows the
+/// control tokens of Mistral and DeepSeek): a chat with tools, a call and its result renders,
+/// natively in the format the template teaches or with the tools described in the system turn
+/// in the default format (where a template teaches none this crate writes, or refuses the
+/// chat); the format is the one expected of it; and random-logits samples of that format's
+/// calls grammar, after the template's reasoning, parse back into valid calls (once per
+/// distinct format and reasoning).
+#[test]
+fn every_shared_template_renders_tools_and_reads_calls_back() {
+    let Some(data) = shared_data() else { return };
+    let native: &[(&str, ToolFormat)] = &[
+        ("Qwen-Qwen2.5-7B-Instruct.jinja", ToolFormat::Hermes),
+        ("Qwen-Qwen3-0.6B.jinja", ToolFormat::Hermes),
+        ("Qwen-QwQ-32B.jinja", ToolFormat::Hermes),
+        ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", ToolFormat::Hermes),
+        ("meta-llama-Llama-3.2-3B-Instruct.jinja", ToolFormat::Llama3),
+        ("meta-llama-Llama-3.3-70B-Instruct.jinja", ToolFormat::Llama3),
+        ("Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolFormat::MistralArgs { call_id: true }),
+        ("unsloth-mistral-Devstral-Small-2507.jinja", ToolFormat::MistralArgs { call_id: false }),
+        ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", ToolFormat::MistralArgs { call_id: false }),
+        ("mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolFormat::Mistral),
+        ("deepseek-ai-DeepSeek-V3.1.jinja", ToolFormat::DeepSeek),
+        ("Qwen3-Coder.jinja", ToolFormat::Xml),
+        ("Qwen3.5-4B.jinja", ToolFormat::Xml),
+    ];
+    let tools = more_tools();
+    let mut files: Vec<_> = std::fs::read_dir(data.join("chat-templates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".jinja"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 30, "{files:?}");
+    let mut sampled = std::collections::HashSet::new();
+    let mut env_of_dir = None;
+    for file in &files {
+        let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
+        let dir = write_synthetic_dir(&data, &format!("every-{}", file.replace('.', "-")), &source);
+        let p = PromptFormat::from_dir(&dir).unwrap();
+        let mut c = chat(Some(ToolMode::Required));
+        c.tools = tools.clone();
+        c.messages.insert(4, ChatMessage::assistant("It is -3 C in Oslo."));
+        let r = match c.render(&p) {
+            Ok(r) => r,
+            // Firefunction's template needs variables of its own (`functions`, `datetime`): a
+            // clear error naming what is missing.
+            Err(e) if file.contains("firefunction") => {
+                assert!(e.to_string().contains("undefined") || e.to_string().contains("unknown"), "{file}: {e}");
+                continue;
+            }
+            Err(e) => panic!("{file}: {e}"),
+        };
+        let expected = native.iter().find(|(f, _)| f == file).map_or(ToolFormat::Hermes, |(_, f)| *f);
+        assert_eq!(r.format, expected, "{file}");
+        for t in &tools {
+            assert!(r.text.contains(&t.function.name), "{file}: no {} in {}", t.function.name, r.text);
+        }
+        let key = format!("{:?} {:?}", r.format, p.reasoning_after(&r.text));
+        if sampled.insert(key) {
+            // The synthetic tokenizer is the same for every directory: one vocabulary.
+            let env = env_of_dir
+                .get_or_insert_with(|| {
+                    let v = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+                    strictly::automaton::VocabEnv::new(v)
+                })
+                .clone();
+            let (calls, _) = sample_and_read(&p, &r.text, &env, &tools, r.format, file);
+            assert!(calls >= 4, "{file}: {calls} calls");
+        }
+    }
+    assert!(sampled.len() >= 8, "{sampled:?}");
 }
