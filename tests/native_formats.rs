@@ -11,7 +11,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint};
 use strictly::model::{ChatMessage, ChatTemplate, ChatTool, PromptFormat};
-use strictly::tools::{arguments_grammar, calls_grammar, ToolFormat, ToolMode, ValueKinds};
+use strictly::tools::xml::XmlDialect;
+use strictly::tools::{arguments_grammar, calls_grammar, OutputParser, ToolFormat, ToolMode, ValueKinds};
 
 use crate::common::{real_env, real_vocabs, shared_data};
 use crate::tool_formats::{chat, read_with, tools, write_synthetic_dir};
@@ -103,13 +104,14 @@ fn qwen_xml_calls_parse_back_and_validate() {
         let mut c = chat(Some(ToolMode::Required));
         c.tools = tools.clone();
         let r = c.render(&p).unwrap();
-        assert_eq!(r.format, ToolFormat::Xml, "{file}");
+        assert_eq!(r.format, ToolFormat::Xml(XmlDialect::Qwen), "{file}");
         assert!(r.text.contains("get_weather") && r.text.contains("note"), "{file}: {}", r.text);
         let history =
             "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
         assert!(r.text.contains(history), "{file}: {}", r.text);
         assert_eq!(p.reasoning_after(&r.text).is_some(), file.starts_with("Qwen3.5"), "{file}");
-        let (calls_seen, texts_seen) = sample_and_read(&p, &r.text, &env, &tools, ToolFormat::Xml, file);
+        let (calls_seen, texts_seen) =
+            sample_and_read(&p, &r.text, &env, &tools, ToolFormat::Xml(XmlDialect::Qwen), file);
         assert!(calls_seen >= 6, "{file}: {calls_seen} calls");
         assert!(texts_seen >= 1, "{file}: no text-only replies under Auto");
     }
@@ -210,8 +212,11 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", ToolFormat::MistralArgs { call_id: false }),
         ("mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolFormat::Mistral),
         ("deepseek-ai-DeepSeek-V3.1.jinja", ToolFormat::DeepSeek),
-        ("Qwen3-Coder.jinja", ToolFormat::Xml),
-        ("Qwen3.5-4B.jinja", ToolFormat::Xml),
+        ("Qwen3-Coder.jinja", ToolFormat::Xml(XmlDialect::Qwen)),
+        ("Qwen3.5-4B.jinja", ToolFormat::Xml(XmlDialect::Qwen)),
+        ("ByteDance-Seed-OSS.jinja", ToolFormat::Xml(XmlDialect::Seed)),
+        ("GLM-4.6.jinja", ToolFormat::Xml(XmlDialect::Glm)),
+        ("MiniMax-M2.jinja", ToolFormat::Xml(XmlDialect::MiniMax)),
     ];
     let tools = more_tools();
     let mut files: Vec<_> = std::fs::read_dir(data.join("chat-templates"))
@@ -245,6 +250,12 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         for t in &tools {
             assert!(r.text.contains(&t.function.name), "{file}: no {} in {}", t.function.name, r.text);
         }
+        if let Some(call) = history_call(r.format) {
+            // The history's call as the template wrote it is what the grammar writes and what
+            // the parser reads back.
+            assert!(r.text.contains(&call), "{file}: no {call:?} in {}", r.text);
+            history_round_trip(&r.format, &call, &tools, file);
+        }
         let key = format!("{:?} {:?}", r.format, p.reasoning_after(&r.text));
         if sampled.insert(key) {
             // The synthetic tokenizer is the same for every directory: one vocabulary.
@@ -259,4 +270,45 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         }
     }
     assert!(sampled.len() >= 8, "{sampled:?}");
+}
+
+/// The history's call (`get_weather` with `{"city": "Oslo"}`) as the format writes it, where
+/// the arguments' spelling does not depend on the template's JSON (the XML dialects: a bare
+/// string; DeepSeek: the arguments' text as given, compact).
+fn history_call(format: ToolFormat) -> Option<String> {
+    match format {
+        ToolFormat::Xml(d) => {
+            let s = d.syntax();
+            Some(format!(
+                "{}{}get_weather{}{}city{}Oslo{}{}{}{}",
+                s.call_open, s.name_open, s.name_close, s.key_open, s.key_close, s.value_end, s.after_value, s.fn_close, s.call_close
+            ))
+        }
+        ToolFormat::DeepSeek => Some(
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// `call` is a whole reply of the calls grammar (required calls), and the parser reads it as
+/// `get_weather` with `{"city": "Oslo"}`.
+fn history_round_trip(format: &ToolFormat, call: &str, tools: &[ChatTool], what: &str) {
+    let (_, vocab) = real_vocabs().iter().find(|(n, _)| n == "gpt2").unwrap();
+    let env = real_env(vocab);
+    let args: Vec<_> = tools
+        .iter()
+        .map(|t| (t.function.name.clone(), arguments_grammar(&t.function.parameters, *format).unwrap()))
+        .collect();
+    let g = calls_grammar(args, &ToolMode::Required, 8, *format, None);
+    let mut m = Compiled::new(&env, &Constraint::Grammar(g)).unwrap().matcher();
+    m.commit_bytes(call.as_bytes()).unwrap_or_else(|e| panic!("{what}: {call:?}: {e}"));
+    assert!(m.is_accepting(), "{what}: {call:?}");
+    let kinds = Arc::new(ValueKinds::new(tools.iter().map(|t| (t.function.name.as_str(), &t.function.parameters))));
+    let mut p = OutputParser::new(Some(*format)).with_kinds(kinds);
+    p.feed(call);
+    p.finish().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let read: Vec<(String, Value)> =
+        p.calls().iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
+    assert_eq!(read, vec![("get_weather".to_string(), json!({"city": "Oslo"}))], "{what}");
 }

@@ -18,6 +18,7 @@ use strictly::decode::{self, FinishReason, GenerateOptions, RandomLogits, Stoppe
 use strictly::grammar::json_schema::{self, JsonSchemaOptions};
 use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use strictly::sample::SamplingParams;
+use strictly::tools::xml::XmlDialect;
 use strictly::tools::{calls_grammar, native_format, OutputParser, Piece, ToolChat, ToolFormat, ToolMode, ValueKinds};
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
@@ -376,7 +377,7 @@ fn engine_choose_follows_each_template_format() {
         (LLAMA3_STYLE_TEMPLATE, ToolFormat::Llama3, "{\"name\""),
         (MISTRAL_STYLE_TEMPLATE, ToolFormat::Mistral, "[TOOL_CALLS]"),
         (HERMES_STYLE_TEMPLATE, ToolFormat::Hermes, "<tool_call>"),
-        (XML_STYLE_TEMPLATE, ToolFormat::Xml, "<tool_call><function=move_to>"),
+        (XML_STYLE_TEMPLATE, ToolFormat::Xml(XmlDialect::Qwen), "<tool_call><function=move_to>"),
     ];
     // A small schema: the embedded model's context is 512 tokens, and Llama's template spells
     // the tools out with indent=4.
@@ -478,9 +479,8 @@ fn qwen3_calls_tools_after_its_thinking() {
 }
 
 /// The formats detected in the shared chat templates: Hermes only where `<tool_call>` holds
-/// Hermes's JSON; Qwen3-Coder's and Qwen3.5's XML is its own format; GLM's `<arg_key>` bodies
-/// are not taken for Hermes (their tools go into the system turn in the default format, so
-/// prompt and constraint agree), nor are templates that teach none of the known formats.
+/// Hermes's JSON; Qwen3-Coder's and Qwen3.5's XML and GLM's `<arg_key>` bodies are XML
+/// dialects; templates that teach none of the known formats get none.
 #[test]
 fn the_shared_templates_formats() {
     let Some(data) = shared_data() else { return };
@@ -493,9 +493,9 @@ fn the_shared_templates_formats() {
         ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", Some(ToolFormat::Hermes)),
         ("meta-llama-Llama-3.2-3B-Instruct.jinja", Some(ToolFormat::Llama3)),
         ("meta-llama-Llama-3.3-70B-Instruct.jinja", Some(ToolFormat::Llama3)),
-        ("Qwen3.5-4B.jinja", Some(ToolFormat::Xml)),
-        ("Qwen3-Coder.jinja", Some(ToolFormat::Xml)),
-        ("GLM-4.6.jinja", None),
+        ("Qwen3.5-4B.jinja", Some(ToolFormat::Xml(XmlDialect::Qwen))),
+        ("Qwen3-Coder.jinja", Some(ToolFormat::Xml(XmlDialect::Qwen))),
+        ("GLM-4.6.jinja", Some(ToolFormat::Xml(XmlDialect::Glm))),
         ("google-gemma-2-2b-it.jinja", None),
     ] {
         assert_eq!(detect(file), format, "{file}");

@@ -301,7 +301,7 @@ impl Engine {
                             let name = t.tool.function.name.clone();
                             Ok(match format {
                                 // Parameter elements, not the JSON grammar compiled with the tool.
-                                ToolFormat::Xml => (name, arguments_grammar(&t.tool.function.parameters, format)?),
+                                ToolFormat::Xml(_) => (name, arguments_grammar(&t.tool.function.parameters, format)?),
                                 _ => (name, t.grammar.clone()),
                             })
                         })

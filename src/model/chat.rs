@@ -208,7 +208,9 @@ impl ChatTemplate {
     }
 
     fn probe_tools(&self) -> bool {
-        let tool = ChatTool::function("probe_tool_fn", None, serde_json::json!({"type": "object"}));
+        // Parameters as real tools have them (some templates read `properties` unguarded).
+        let params = serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        let tool = ChatTool::function("probe_tool_fn", None, params);
         let mut call = ChatMessage::new("assistant", "");
         // An id of 9 letters and digits: Mistral's templates refuse any other.
         call.tool_calls.push(ChatToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));

@@ -13,12 +13,12 @@
 //!   no fenced json (DeepSeek V3.1; its
 //!   template lists no tools: they go in
 //!   the system turn in its own words)
-//! <tool_call> with <function= and          Xml        <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
+//! <tool_call> with <function= and          Xml(Qwen)  <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
 //!   <parameter= (Qwen3-Coder, Qwen3.5)
+//! <seed:tool_call> (Seed-OSS)              Xml(Seed), <tool_call> with <arg_key> (GLM 4.5/4.6): Xml(Glm),
+//! <minimax:tool_call> (MiniMax-M2)         Xml(MiniMax): see [`super::xml`]
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
-//!   does not render tools, or one whose        the documented default
-//!   <tool_call> holds another body (GLM's
-//!   <arg_key>)
+//!   does not render tools                      the documented default
 //! ```
 //!
 //! Details per format (the grammar in [`super::calls_grammar`], the reader in
@@ -47,10 +47,11 @@
 //!   template renders the history's calls (arguments as JSON text) but not the tools, so they
 //!   are described in the system turn the way DeepSeek's model card describes them. Under
 //!   `Auto`, text without `<｜tool▁calls▁begin｜>`, then optionally calls.
-//! - **Xml** (Qwen3-Coder, Qwen3.5): one `<tool_call>` block per call as Hermes, holding a
-//!   `<function=NAME>` element of `<parameter=KEY>` elements whose values are typed by the
-//!   tool's schema (strings as bare text, other values as JSON): see [`super::xml`]. Under
-//!   `Auto`, text without `<tool_call>`, then optionally calls.
+//! - **Xml** (Qwen3-Coder, Qwen3.5, Seed-OSS, GLM, MiniMax): one block per call (`<tool_call>`,
+//!   `<seed:tool_call>`, `<minimax:tool_call>`), holding the function's element and one element
+//!   per argument whose value is typed by the tool's schema (strings as bare text, other values
+//!   as JSON): see [`super::xml`]. Under `Auto`, text without the block's opening tag, then
+//!   optionally calls.
 //!
 //! [`Hermes`]: ToolFormat::Hermes
 //! [`Llama3`]: ToolFormat::Llama3
@@ -72,8 +73,9 @@ pub enum ToolFormat {
     MistralArgs { call_id: bool },
     /// `<｜tool▁calls▁begin｜>` (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>`)+ `<｜tool▁calls▁end｜>`.
     DeepSeek,
-    /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`.
-    Xml,
+    /// XML elements per call and argument, in one of several dialects (Qwen's:
+    /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`).
+    Xml(super::xml::XmlDialect),
 }
 
 /// The text that opens Mistral's calls.
@@ -94,12 +96,6 @@ pub const DEEPSEEK_CALL_END: &str = "<｜tool▁call▁end｜>";
 /// What comes between a DeepSeek call's name and its arguments.
 pub const DEEPSEEK_SEP: &str = "<｜tool▁sep｜>";
 
-/// What templates write inside `<tool_call>` when it is neither Hermes's JSON nor Qwen's XML:
-/// GLM-4.5/4.6's `<arg_key>`/`<arg_value>`. Such a template teaches a format this crate does
-/// not write yet, so it is not taken for Hermes: its tools are described in the system turn in
-/// the default format instead, so the prompt and the constraint agree.
-const OTHER_TOOL_CALL_BODIES: [&str; 1] = ["<arg_key>"];
-
 impl ToolFormat {
     /// The format a chat template teaches, from its source; `None` when it teaches none of
     /// the known ones (then tools are described in the system turn in the default format).
@@ -112,9 +108,9 @@ impl ToolFormat {
         } else if has(DEEPSEEK_CALLS_BEGIN) && has(DEEPSEEK_SEP) && !has("```json") {
             // (R1's calls hold `function`, the name and a fenced JSON block: not this format.)
             Some(ToolFormat::DeepSeek)
-        } else if has(super::TOOL_CALL_OPEN) && has(super::xml::FUNCTION_OPEN) && has(super::xml::PARAMETER_OPEN) {
-            Some(ToolFormat::Xml)
-        } else if has(super::TOOL_CALL_OPEN) && !OTHER_TOOL_CALL_BODIES.iter().any(|b| has(b)) {
+        } else if let Some(d) = super::xml::XmlDialect::detect(template_source) {
+            Some(ToolFormat::Xml(d))
+        } else if has(super::TOOL_CALL_OPEN) {
             Some(ToolFormat::Hermes)
         } else if has("<|start_header_id|>") && has("\"parameters\"") {
             Some(ToolFormat::Llama3)
@@ -143,7 +139,8 @@ impl ToolFormat {
     /// is the whole reply).
     pub fn marker(self) -> Option<&'static str> {
         match self {
-            ToolFormat::Hermes | ToolFormat::Xml => Some(super::TOOL_CALL_OPEN),
+            ToolFormat::Hermes => Some(super::TOOL_CALL_OPEN),
+            ToolFormat::Xml(d) => Some(d.syntax().call_open),
             ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
             ToolFormat::DeepSeek => Some(DEEPSEEK_CALLS_BEGIN),
             ToolFormat::Llama3 => None,

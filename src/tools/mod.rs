@@ -145,12 +145,12 @@ fn re(pattern: &str) -> Expr {
 }
 
 /// The grammar of a tool's arguments in `format` ([`calls_grammar`] takes it): its
-/// `parameters` schema compiled as JSON, or for [`ToolFormat::Xml`] as parameter elements
+/// `parameters` schema compiled as JSON, or for [`ToolFormat::Xml`] as argument elements
 /// ([`xml::arguments_grammar`]). Tools get the default (sensible) JSON language.
 pub fn arguments_grammar(parameters: &Value, format: ToolFormat) -> crate::error::Result<Grammar> {
     let opts = crate::grammar::json_schema::JsonSchemaOptions::default();
     match format {
-        ToolFormat::Xml => xml::arguments_grammar(parameters, &opts),
+        ToolFormat::Xml(dialect) => xml::arguments_grammar(parameters, dialect, &opts),
         _ => Ok(crate::grammar::json_schema::compile(parameters, &opts)?.grammar),
     }
 }
@@ -184,9 +184,10 @@ pub fn calls_grammar(
             }
         }
         let args = g.append_to(&mut rules);
-        if format == ToolFormat::Xml {
-            xml_calls
-                .push(Expr::Seq(vec![Expr::Literal(format!("{}{name}>\n", xml::FUNCTION_OPEN)), Expr::Rule(args)]));
+        if let ToolFormat::Xml(d) = format {
+            let syn = d.syntax();
+            let open = format!("{}{}{name}{}", syn.call_open, syn.name_open, syn.name_close);
+            xml_calls.push(Expr::Seq(vec![Expr::Literal(open), Expr::Rule(args)]));
             continue;
         }
         if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek = format {
@@ -244,19 +245,13 @@ pub fn calls_grammar(
             );
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
         }
-        ToolFormat::Xml => {
-            // Not a JSON object per call: the arguments are parameter elements (the
-            // grammar given is `xml::arguments_grammar`'s). Repeats are not refused here: the
-            // repeat check reads JSON (see `xml`).
-            let call = add_rule(
-                &mut rules,
-                "tool_call",
-                Expr::Seq(vec![
-                    Expr::Literal(format!("{TOOL_CALL_OPEN}\n")),
-                    Expr::Alt(xml_calls),
-                    Expr::Literal(format!("{}\n{TOOL_CALL_CLOSE}", xml::FUNCTION_CLOSE)),
-                ]),
-            );
+        ToolFormat::Xml(d) => {
+            // Not a JSON object per call: the arguments are elements (the grammar given is
+            // `xml::arguments_grammar`'s). Repeats are not refused here: the repeat check reads
+            // JSON (see `xml`).
+            let syn = d.syntax();
+            let close = Expr::Literal(format!("{}{}", syn.fn_close, syn.call_close));
+            let call = add_rule(&mut rules, "tool_call", Expr::Seq(vec![Expr::Alt(xml_calls), close]));
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
         }
         ToolFormat::MistralArgs { call_id } => {

@@ -19,7 +19,8 @@
 
 use std::sync::Arc;
 
-use super::xml::{Found, ValueKinds, XmlCall};
+use super::xml::read::{Found, XmlCall};
+use super::xml::ValueKinds;
 use super::{ToolFormat, TOOL_CALL_CLOSE};
 
 /// Something the reply says, in order.
@@ -90,7 +91,7 @@ pub struct OutputParser {
     calls: Vec<RawCall>,
     content: String,
     /// Xml: the call being read, and how each tool's parameter values are written.
-    xml: XmlCall,
+    xml: Option<XmlCall>,
     kinds: Arc<ValueKinds>,
 }
 
@@ -167,8 +168,9 @@ fn parse_header(s: &str, key: &str) -> Read {
     Read::Done(name, i)
 }
 
+/// Where a JSON value ends, fed one character at a time (strings and nesting tracked).
 #[derive(Debug, Clone, Copy, Default)]
-struct ValueScanner {
+pub(super) struct ValueScanner {
     started: bool,
     kind: u8, // b'{' container, b'"' string, b'0' scalar
     depth: u32,
@@ -177,7 +179,7 @@ struct ValueScanner {
 }
 
 #[derive(PartialEq)]
-enum Step {
+pub(super) enum Step {
     Continue,
     /// This character was the value's last.
     EndsWith,
@@ -186,7 +188,12 @@ enum Step {
 }
 
 impl ValueScanner {
-    fn push(&mut self, c: char) -> Step {
+    /// Whether the value's first character has been read.
+    pub(super) fn started(&self) -> bool {
+        self.started
+    }
+
+    pub(super) fn push(&mut self, c: char) -> Step {
         if !self.started {
             self.started = true;
             match c {
@@ -260,7 +267,7 @@ impl OutputParser {
             scan: ValueScanner::default(),
             calls: Vec::new(),
             content: String::new(),
-            xml: XmlCall::default(),
+            xml: None,
             kinds: Arc::default(),
         }
     }
@@ -519,7 +526,8 @@ impl OutputParser {
     /// Mistral's `,` (another call) or `]` (the end).
     fn after_call(&mut self) -> bool {
         match self.format {
-            ToolFormat::Hermes | ToolFormat::Xml => self.step_lit(TOOL_CALL_CLOSE, State::Between),
+            ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
+            ToolFormat::Xml(_) => unreachable!("an Xml call is read to its end by its reader"),
             ToolFormat::MistralArgs { .. } => {
                 self.state = State::Between;
                 true
@@ -554,8 +562,8 @@ impl OutputParser {
         match self.format {
             ToolFormat::Mistral => State::ListOpen,
             ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek => State::NamedHeader,
-            ToolFormat::Xml => {
-                self.xml = XmlCall::default();
+            ToolFormat::Xml(dialect) => {
+                self.xml = Some(XmlCall::new(dialect));
                 State::Xml
             }
             _ => State::Header,
@@ -564,7 +572,8 @@ impl OutputParser {
 
     /// Xml, inside a call.
     fn xml(&mut self, out: &mut Vec<Piece>) -> bool {
-        match self.xml.read(&mut self.buf, &self.kinds) {
+        let call = self.xml.as_mut().expect("Xml reads a call");
+        match call.read(&mut self.buf, &self.kinds) {
             Found::More => false,
             Found::Bad => {
                 self.state = State::Broken;
@@ -754,6 +763,7 @@ mod tests {
 
     #[test]
     fn xml_calls_become_json_arguments() {
+        use crate::tools::xml::XmlDialect;
         let schema = serde_json::json!({"type": "object", "properties": {
             "city": {"type": "string"}, "days": {"type": "integer"}, "tags": {"type": "array"}
         }});
@@ -764,7 +774,7 @@ mod tests {
             "</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>"
         );
         let read = |chunks: &[&str]| {
-            let mut p = OutputParser::new(Some(ToolFormat::Xml)).with_kinds(kinds.clone());
+            let mut p = OutputParser::new(Some(ToolFormat::Xml(XmlDialect::Qwen))).with_kinds(kinds.clone());
             let mut streamed: Vec<(String, String)> = Vec::new();
             let mut content = String::new();
             let mut pieces: Vec<Piece> = chunks.iter().flat_map(|c| p.feed(c)).collect();

@@ -1,34 +1,38 @@
-//! Qwen's XML tool calls ([`ToolFormat::Xml`]: Qwen3-Coder, Qwen3.5), as their templates write
-//! them:
+//! XML tool calls ([`ToolFormat::Xml`](super::ToolFormat::Xml)): a call is an element naming the function, holding one
+//! element per argument, as the templates of four families write them ([`XmlDialect`]):
 //!
 //! ```text
-//! <tool_call>
-//! <function=get_weather>
-//! <parameter=city>
-//! Paris
-//! </parameter>
-//! <parameter=days>
+//! Qwen (Qwen3-Coder, Qwen3.5)      Seed (Seed-OSS)              GLM (4.5, 4.6)            MiniMax (M2)
+//! <tool_call>                      <seed:tool_call>             <tool_call>get_weather    <minimax:tool_call>
+//! <function=get_weather>           <function=get_weather>       <arg_key>city</arg_key>   <invoke name="get_weather">
+//! <parameter=city>                 <parameter=city>Paris</para… <arg_value>Paris</arg_v…  <parameter name="city">Paris</param…
+//! Paris                            <parameter=days>3</parame…   <arg_key>days</arg_key>   <parameter name="days">3</paramet…
+//! </parameter>                     </function>                  <arg_value>3</arg_value>  </invoke>
+//! <parameter=days>                 </seed:tool_call>            </tool_call>              </minimax:tool_call>
 //! 3
 //! </parameter>
 //! </function>
 //! </tool_call>
 //! ```
 //!
-//! Each argument is a `<parameter=KEY>` element whose value is typed by the tool's schema
-//! ([`ValueKind`]): a string property's value is its bare text (no quotes, no escapes; what
-//! the templates write for a string and what Qwen's own parsers read back as one), any other
-//! property's value is JSON text (numbers, `true`/`false`, `null`, objects, arrays, and values
-//! of schemas that mix strings with other types). The grammar ([`arguments_grammar`]) writes
-//! the properties the schema names, in their declared order, required ones always and optional
-//! ones or not; the parser ([`super::OutputParser`]) turns them back into the JSON object of the
-//! arguments, which then validates against the tool's schema.
+//! Each argument's value is typed by the tool's schema ([`ValueKind`]): a string property's
+//! value is its bare text (no quotes, no escapes; what the templates write for a string and what
+//! the families' own parsers read back as one), any other property's value is JSON text
+//! (numbers, `true`/`false`, `null`, objects, arrays, and values of schemas that mix strings
+//! with other types). The grammar ([`arguments_grammar`]) writes the properties the schema
+//! names, in their declared order, required ones always and optional ones or not; the parser
+//! ([`super::OutputParser`], with the reader in `read`) turns them back into the JSON object of
+//! the arguments, which then validates against the tool's schema.
 //!
 //! Limits, each a clear error when a tool asks for it: the arguments must be an object schema
 //! whose own keywords the element list can enforce (`properties`, `required`, `minProperties`
 //! that the required ones meet, ...; not `anyOf` at the top, `dependentRequired`, ...), a
-//! property name cannot hold `>` or a newline, and a text value never contains
-//! `\n</parameter>` (the element's end). Calls of one reply are not checked for repeats in
-//! this format (the repeat check reads JSON calls; see `automaton::distinct`).
+//! property name cannot hold `<`, `>`, `"` or a newline, and a text value never contains the
+//! end of its element (`\n</parameter>`, `</arg_value>`, ...). Calls of one reply are not
+//! checked for repeats in this format (the repeat check reads JSON calls; see
+//! `automaton::distinct`).
+
+pub(super) mod read;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,14 +45,102 @@ use crate::grammar::json_schema::{self, JsonSchemaOptions, PartForm};
 use crate::grammar::{Expr, Grammar, Rule, RuleId};
 use crate::regular::Lexeme;
 
-/// What opens a call's function element (then the name, then `>`).
-pub const FUNCTION_OPEN: &str = "<function=";
-/// What closes a call's function element.
-pub const FUNCTION_CLOSE: &str = "</function>";
-/// What opens a parameter element (then the key, then `>`).
-pub const PARAMETER_OPEN: &str = "<parameter=";
-/// What ends a parameter's value.
-pub const VALUE_END: &str = "\n</parameter>";
+/// Which family's XML (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum XmlDialect {
+    /// Qwen3-Coder, Qwen3.5: `<tool_call>`, `<function=NAME>`, `<parameter=KEY>` with the value
+    /// on lines of its own.
+    Qwen,
+    /// ByteDance Seed-OSS: `<seed:tool_call>`, Qwen's elements, values inline.
+    Seed,
+    /// GLM-4.5/4.6: `<tool_call>NAME`, `<arg_key>KEY</arg_key>`, `<arg_value>VALUE</arg_value>`.
+    Glm,
+    /// MiniMax-M2: `<minimax:tool_call>`, `<invoke name="NAME">`, `<parameter name="KEY">`.
+    MiniMax,
+}
+
+/// The fixed text of a dialect: a call is `call_open name_open NAME name_close`, then per
+/// argument `key_open KEY key_close VALUE value_end after_value`, then `fn_close call_close`;
+/// calls follow each other after a newline.
+#[derive(Debug)]
+pub struct Syntax {
+    pub call_open: &'static str,
+    pub name_open: &'static str,
+    pub name_close: &'static str,
+    pub key_open: &'static str,
+    pub key_close: &'static str,
+    pub value_end: &'static str,
+    pub after_value: &'static str,
+    pub fn_close: &'static str,
+    pub call_close: &'static str,
+}
+
+impl XmlDialect {
+    /// The dialect a chat template's source teaches, if any.
+    pub fn detect(source: &str) -> Option<XmlDialect> {
+        let has = |s: &str| source.contains(s);
+        if has("<seed:tool_call>") && has("<function=") {
+            Some(XmlDialect::Seed)
+        } else if has("<minimax:tool_call>") && has("<invoke name=") {
+            Some(XmlDialect::MiniMax)
+        } else if has(super::TOOL_CALL_OPEN) && has("<arg_key>") {
+            Some(XmlDialect::Glm)
+        } else if has(super::TOOL_CALL_OPEN) && has("<function=") && has("<parameter=") {
+            Some(XmlDialect::Qwen)
+        } else {
+            None
+        }
+    }
+
+    pub fn syntax(self) -> &'static Syntax {
+        match self {
+            XmlDialect::Qwen => &Syntax {
+                call_open: "<tool_call>",
+                name_open: "\n<function=",
+                name_close: ">\n",
+                key_open: "<parameter=",
+                key_close: ">\n",
+                value_end: "\n</parameter>",
+                after_value: "\n",
+                fn_close: "</function>\n",
+                call_close: "</tool_call>",
+            },
+            XmlDialect::Seed => &Syntax {
+                call_open: "<seed:tool_call>",
+                name_open: "\n<function=",
+                name_close: ">\n",
+                key_open: "<parameter=",
+                key_close: ">",
+                value_end: "</parameter>",
+                after_value: "\n",
+                fn_close: "</function>\n",
+                call_close: "</seed:tool_call>",
+            },
+            XmlDialect::Glm => &Syntax {
+                call_open: "<tool_call>",
+                name_open: "",
+                name_close: "\n",
+                key_open: "<arg_key>",
+                key_close: "</arg_key>\n<arg_value>",
+                value_end: "</arg_value>",
+                after_value: "\n",
+                fn_close: "",
+                call_close: "</tool_call>",
+            },
+            XmlDialect::MiniMax => &Syntax {
+                call_open: "<minimax:tool_call>",
+                name_open: "\n<invoke name=\"",
+                name_close: "\">\n",
+                key_open: "<parameter name=\"",
+                key_close: "\">",
+                value_end: "</parameter>",
+                after_value: "\n",
+                fn_close: "</invoke>\n",
+                call_close: "</minimax:tool_call>",
+            },
+        }
+    }
+}
 
 /// How a parameter's value is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +295,7 @@ fn params(parameters: &Value) -> Result<Vec<Param>> {
     }
     let mut out = Vec::with_capacity(props.len());
     for (key, _) in props {
-        if key.is_empty() || key.contains(['>', '\n', '\r']) {
+        if key.is_empty() || key.contains(['<', '>', '"', '\n', '\r']) {
             return Err(err(
                 &json_schema_join(&root, "properties"),
                 format!("the property name {key:?} cannot be written as an XML parameter"),
@@ -219,10 +311,11 @@ fn json_schema_join(pointer: &str, key: &str) -> String {
     format!("{pointer}/{}", escape_key(key))
 }
 
-/// The grammar of a call's parameter elements for a tool whose arguments have the JSON Schema
-/// `parameters` (see the module docs): what comes between `<function=NAME>\n` and
-/// `</function>`. Values in `opts`' language (its whitespace for JSON values).
-pub fn arguments_grammar(parameters: &Value, opts: &JsonSchemaOptions) -> Result<Grammar> {
+/// The grammar of a call's argument elements in `dialect` for a tool whose arguments have the
+/// JSON Schema `parameters` (see the module docs): what comes between the name's element and
+/// `fn_close`. Values in `opts`' language (its whitespace for JSON values).
+pub fn arguments_grammar(parameters: &Value, dialect: XmlDialect, opts: &JsonSchemaOptions) -> Result<Grammar> {
+    let syn = dialect.syntax();
     let params = params(parameters)?;
     let forms: Vec<(&str, PartForm)> = params
         .iter()
@@ -238,7 +331,7 @@ pub fn arguments_grammar(parameters: &Value, opts: &JsonSchemaOptions) -> Result
     // A text value never holds the element's end.
     let holds_end = Lexeme::Regex(Hir::concat(vec![
         crate::regular::regex::builtin("(?s:.*)"),
-        Hir::literal(VALUE_END.as_bytes()),
+        Hir::literal(syn.value_end.as_bytes()),
         crate::regular::regex::builtin("(?s:.*)"),
     ]));
     let mut elements = Vec::with_capacity(params.len());
@@ -250,9 +343,9 @@ pub fn arguments_grammar(parameters: &Value, opts: &JsonSchemaOptions) -> Result
             (_, v) => v,
         };
         let element = Expr::Seq(vec![
-            Expr::Literal(format!("{PARAMETER_OPEN}{}>\n", p.key)),
+            Expr::Literal(format!("{}{}{}", syn.key_open, p.key, syn.key_close)),
             value,
-            Expr::Literal(format!("{VALUE_END}\n")),
+            Expr::Literal(format!("{}{}", syn.value_end, syn.after_value)),
         ]);
         elements.push(if p.required {
             element
@@ -262,159 +355,6 @@ pub fn arguments_grammar(parameters: &Value, opts: &JsonSchemaOptions) -> Result
     }
     rules.push(Rule { name: "xml_arguments".into(), body: Expr::Seq(elements), span: None });
     Ok(Grammar { start: RuleId(rules.len() as u32 - 1), rules })
-}
-
-/// Where a reader of one call is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum At {
-    /// After `<tool_call>`: `<function=NAME>` and a newline.
-    Function,
-    /// Another `<parameter=KEY>` and a newline, or `</function>`.
-    Element,
-    /// A value, up to [`VALUE_END`].
-    Value(ValueKind),
-    /// The newline after a value's end.
-    AfterValue,
-    /// After `</function>`: a newline and `</tool_call>`.
-    Close,
-}
-
-/// What [`XmlCall::read`] found.
-pub(super) enum Found {
-    /// More text is needed.
-    More,
-    /// Text the format does not allow here.
-    Bad,
-    /// The call's name: it begins.
-    Start(String),
-    /// More of the arguments' JSON text.
-    Args(String),
-    /// The call is over (its `</tool_call>` read).
-    End,
-}
-
-/// Reads one call out of a buffer, as it streams (see [`super::OutputParser`]).
-#[derive(Debug, Clone)]
-pub(super) struct XmlCall {
-    at: At,
-    name: String,
-    params: usize,
-}
-
-impl Default for XmlCall {
-    fn default() -> XmlCall {
-        XmlCall { at: At::Function, name: String::new(), params: 0 }
-    }
-}
-
-/// Whitespace, then `lit` at the start of `s`: its end, or `Err(true)` if more text is needed,
-/// `Err(false)` if it cannot match.
-fn lit(s: &str, lit: &str) -> std::result::Result<usize, bool> {
-    let i = s.len() - s.trim_start_matches([' ', '\n', '\r', '\t']).len();
-    let rest = &s[i..];
-    if rest.starts_with(lit) {
-        Ok(i + lit.len())
-    } else {
-        Err(lit.starts_with(rest))
-    }
-}
-
-/// `open`, a name up to `>`, then a newline: the name and the bytes read.
-fn tag(s: &str, open: &str) -> std::result::Result<(String, usize), bool> {
-    let start = lit(s, open)?;
-    let Some(end) = s[start..].find('>') else {
-        return Err(!s[start..].contains('\n'));
-    };
-    let name = s[start..start + end].to_string();
-    let after = start + end + 1;
-    match s[after..].chars().next() {
-        None => Err(true),
-        Some('\n') if !name.is_empty() && !name.contains('\n') => Ok((name, after + 1)),
-        Some(_) => Err(false),
-    }
-}
-
-impl XmlCall {
-    /// Reads what it can from the start of `buf`, draining what it read.
-    pub(super) fn read(&mut self, buf: &mut String, kinds: &ValueKinds) -> Found {
-        let failed = |more: bool| if more { Found::More } else { Found::Bad };
-        match self.at.clone() {
-            At::Function => match tag(buf, FUNCTION_OPEN) {
-                Ok((name, n)) => {
-                    buf.drain(..n);
-                    self.name = name.clone();
-                    self.at = At::Element;
-                    Found::Start(name)
-                }
-                Err(more) => failed(more),
-            },
-            At::Element => {
-                if let Ok(n) = lit(buf, FUNCTION_CLOSE) {
-                    buf.drain(..n);
-                    self.at = At::Close;
-                    return Found::Args(if self.params == 0 { "{}" } else { "}" }.into());
-                }
-                match tag(buf, PARAMETER_OPEN) {
-                    Ok((key, n)) => {
-                        buf.drain(..n);
-                        let kind = kinds.kind(&self.name, &key);
-                        let mut text = String::from(if self.params == 0 { "{" } else { ", " });
-                        text.push_str(&serde_json::to_string(&key).expect("a string serializes"));
-                        text.push_str(": ");
-                        if kind == ValueKind::Text {
-                            text.push('"');
-                        }
-                        self.params += 1;
-                        self.at = At::Value(kind);
-                        Found::Args(text)
-                    }
-                    // Neither tag: more text may still make `</function>`.
-                    Err(more) => failed(more || lit(buf, FUNCTION_CLOSE) == Err(true)),
-                }
-            }
-            At::Value(kind) => {
-                let (n, end) = match buf.find(VALUE_END) {
-                    Some(p) => (p, true),
-                    None => (buf.len() - super::parse::marker_prefix_len(buf, VALUE_END), false),
-                };
-                let value: String = buf.drain(..n).collect();
-                let mut text = match kind {
-                    ValueKind::Json => value,
-                    ValueKind::Text => {
-                        let q = serde_json::to_string(&value).expect("a string serializes");
-                        q[1..q.len() - 1].to_string()
-                    }
-                };
-                if end {
-                    buf.drain(..VALUE_END.len());
-                    if kind == ValueKind::Text {
-                        text.push('"');
-                    }
-                    self.at = At::AfterValue;
-                }
-                if text.is_empty() {
-                    return if end { self.read(buf, kinds) } else { Found::More };
-                }
-                Found::Args(text)
-            }
-            At::AfterValue => match buf.chars().next() {
-                None => Found::More,
-                Some('\n') => {
-                    buf.drain(..1);
-                    self.at = At::Element;
-                    self.read(buf, kinds)
-                }
-                Some(_) => Found::Bad,
-            },
-            At::Close => match lit(buf, super::TOOL_CALL_CLOSE) {
-                Ok(n) => {
-                    buf.drain(..n);
-                    Found::End
-                }
-                Err(more) => failed(more),
-            },
-        }
-    }
 }
 
 #[cfg(test)]
@@ -451,12 +391,15 @@ mod tests {
             (json!({"type": "object", "dependentRequired": {"a": ["b"]}}), "/dependentRequired"),
         ];
         for (schema, at) in bad {
-            let e = arguments_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err().to_string();
+            let e =
+                arguments_grammar(&schema, XmlDialect::Qwen, &JsonSchemaOptions::default()).unwrap_err().to_string();
             assert!(e.contains(at), "{schema}: {e}");
         }
         let ok = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
                         "minProperties": 1, "additionalProperties": false, "$schema": "x"});
-        assert!(arguments_grammar(&ok, &JsonSchemaOptions::default()).is_ok());
-        assert!(arguments_grammar(&json!({"type": "object"}), &JsonSchemaOptions::default()).is_ok());
+        assert!(arguments_grammar(&ok, XmlDialect::Glm, &JsonSchemaOptions::default()).is_ok());
+        assert!(
+            arguments_grammar(&json!({"type": "object"}), XmlDialect::MiniMax, &JsonSchemaOptions::default()).is_ok()
+        );
     }
 }
