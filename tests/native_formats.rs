@@ -217,6 +217,7 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         ("ByteDance-Seed-OSS.jinja", ToolFormat::Xml(XmlDialect::Seed)),
         ("GLM-4.6.jinja", ToolFormat::Xml(XmlDialect::Glm)),
         ("MiniMax-M2.jinja", ToolFormat::Xml(XmlDialect::MiniMax)),
+        ("vllm-tool_chat_template_llama4_pythonic.jinja", ToolFormat::Pythonic),
     ];
     let tools = more_tools();
     let mut files: Vec<_> = std::fs::read_dir(data.join("chat-templates"))
@@ -274,7 +275,7 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
 
 /// The history's call (`get_weather` with `{"city": "Oslo"}`) as the format writes it, where
 /// the arguments' spelling does not depend on the template's JSON (the XML dialects: a bare
-/// string; DeepSeek: the arguments' text as given, compact).
+/// string; pythonic: a quoted one; DeepSeek: the arguments' text as given, compact).
 fn history_call(format: ToolFormat) -> Option<String> {
     match format {
         ToolFormat::Xml(d) => {
@@ -284,6 +285,7 @@ fn history_call(format: ToolFormat) -> Option<String> {
                 s.call_open, s.name_open, s.name_close, s.key_open, s.key_close, s.value_end, s.after_value, s.fn_close, s.call_close
             ))
         }
+        ToolFormat::Pythonic => Some("[get_weather(city=\"Oslo\")]".into()),
         ToolFormat::DeepSeek => Some(
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>".into(),
         ),

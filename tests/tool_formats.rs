@@ -361,6 +361,11 @@ VALUE
 </tool_call>{% endfor %}
 {% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
 
+/// A compact template in the shape of Llama 4's pythonic tool template, for the same reason.
+pub(crate) const PYTHONIC_STYLE_TEMPLATE: &str = r#"{{ bos_token }}{% if tools %}Tools: {% for t in tools %}{{ t.function.name }} {% endfor %}; call as [func_name1(param1=value1)]
+{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool_calls %}[{{ c.function.name }}()]{% endfor %}
+{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"#;
+
 /// The library end to end: the embedded model, given a template of each shape in turn, is
 /// offered a tool through [`Engine::choose`]; the prompt, the constraint and the reader all
 /// follow the template's format, and the calls come back as `ToolCall`s, streamed and
@@ -378,6 +383,7 @@ fn engine_choose_follows_each_template_format() {
         (MISTRAL_STYLE_TEMPLATE, ToolFormat::Mistral, "[TOOL_CALLS]"),
         (HERMES_STYLE_TEMPLATE, ToolFormat::Hermes, "<tool_call>"),
         (XML_STYLE_TEMPLATE, ToolFormat::Xml(XmlDialect::Qwen), "<tool_call><function=move_to>"),
+        (PYTHONIC_STYLE_TEMPLATE, ToolFormat::Pythonic, "[move_to(x="),
     ];
     // A small schema: the embedded model's context is 512 tokens, and Llama's template spells
     // the tools out with indent=4.

@@ -299,10 +299,10 @@ impl Engine {
                         .iter()
                         .map(|t| {
                             let name = t.tool.function.name.clone();
-                            Ok(match format {
-                                // Parameter elements, not the JSON grammar compiled with the tool.
-                                ToolFormat::Xml(_) => (name, arguments_grammar(&t.tool.function.parameters, format)?),
-                                _ => (name, t.grammar.clone()),
+                            // Elements or keyword arguments: not the JSON grammar compiled with the tool.
+                            Ok(match format.json_arguments() {
+                                true => (name, t.grammar.clone()),
+                                false => (name, arguments_grammar(&t.tool.function.parameters, format)?),
                             })
                         })
                         .collect::<Result<_>>()?;

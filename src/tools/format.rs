@@ -13,6 +13,8 @@
 //!   no fenced json (DeepSeek V3.1; its
 //!   template lists no tools: they go in
 //!   the system turn in its own words)
+//! [func_name1( (Llama 4's pythonic         Pythonic  [f(city="Paris", days=3), g(x=True)], the whole reply
+//!   tool templates)
 //! <tool_call> with <function= and          Xml(Qwen)  <tool_call>\n<function=f>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>
 //!   <parameter= (Qwen3-Coder, Qwen3.5)
 //! <seed:tool_call> (Seed-OSS)              Xml(Seed), <tool_call> with <arg_key> (GLM 4.5/4.6): Xml(Glm),
@@ -42,6 +44,9 @@
 //!   `[ARGS]` and the arguments' JSON; the calls follow each other directly and the turn's end
 //!   token ends them. The id the model writes is the call's id. Under `Auto`, text without
 //!   `[TOOL_CALLS]`, then optionally calls. History ids are mapped as for Mistral.
+//! - **Pythonic** (Llama 4's tool templates): the whole reply is a Python list of calls with
+//!   keyword arguments, values as Python literals typed by the schema: see [`super::pythonic`].
+//!   Under `Auto`, a reply is the list or text that does not begin with `[`.
 //! - **DeepSeek** (V3.1): `<｜tool▁calls▁begin｜>`, then per call `<｜tool▁call▁begin｜>`, the name,
 //!   `<｜tool▁sep｜>`, the arguments' JSON, `<｜tool▁call▁end｜>`, then `<｜tool▁calls▁end｜>`. The
 //!   template renders the history's calls (arguments as JSON text) but not the tools, so they
@@ -69,6 +74,8 @@ pub enum ToolFormat {
     Llama3,
     /// `[TOOL_CALLS] [{"name": .., "arguments": ..}, ..]`.
     Mistral,
+    /// `[NAME(KEY=VALUE, ..), ..]`, the whole reply.
+    Pythonic,
     /// `[TOOL_CALLS]NAME[ARGS]{..}` per call; with `call_id`, `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{..}`.
     MistralArgs { call_id: bool },
     /// `<｜tool▁calls▁begin｜>` (`<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>`)+ `<｜tool▁calls▁end｜>`.
@@ -108,6 +115,8 @@ impl ToolFormat {
         } else if has(DEEPSEEK_CALLS_BEGIN) && has(DEEPSEEK_SEP) && !has("```json") {
             // (R1's calls hold `function`, the name and a fenced JSON block: not this format.)
             Some(ToolFormat::DeepSeek)
+        } else if has("[func_name1(") {
+            Some(ToolFormat::Pythonic)
         } else if let Some(d) = super::xml::XmlDialect::detect(template_source) {
             Some(ToolFormat::Xml(d))
         } else if has(super::TOOL_CALL_OPEN) {
@@ -143,7 +152,23 @@ impl ToolFormat {
             ToolFormat::Xml(d) => Some(d.syntax().call_open),
             ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
             ToolFormat::DeepSeek => Some(DEEPSEEK_CALLS_BEGIN),
-            ToolFormat::Llama3 => None,
+            ToolFormat::Llama3 | ToolFormat::Pythonic => None,
+        }
+    }
+
+    /// Whether a call's arguments are written as the JSON of the tool's `parameters` (else as
+    /// elements or keyword arguments: see [`super::arguments_grammar`]).
+    pub fn json_arguments(self) -> bool {
+        !matches!(self, ToolFormat::Xml(_) | ToolFormat::Pythonic)
+    }
+
+    /// What a reply that holds calls begins with, for formats without a marker (the calls are
+    /// the whole reply): Llama 3's object, the pythonic list.
+    pub fn lead(self) -> Option<char> {
+        match self {
+            ToolFormat::Llama3 => Some('{'),
+            ToolFormat::Pythonic => Some('['),
+            _ => None,
         }
     }
 
@@ -212,6 +237,7 @@ mod tests {
             Some(ToolFormat::DeepSeek)
         );
         assert_eq!(ToolFormat::detect("<｜tool▁calls▁begin｜> function<｜tool▁sep｜>name ```json"), None);
+        assert_eq!(ToolFormat::detect("Use exact format: [func_name1(param1=value1)]"), Some(ToolFormat::Pythonic));
         assert_eq!(ToolFormat::detect("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
         assert_eq!(mistral_id("abcDEF123"), "abcDEF123");
         let m = mistral_id("call_1");

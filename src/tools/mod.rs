@@ -53,6 +53,7 @@
 mod chat;
 pub mod format;
 mod parse;
+pub mod pythonic;
 pub mod xml;
 
 #[cfg(feature = "model")]
@@ -151,6 +152,7 @@ pub fn arguments_grammar(parameters: &Value, format: ToolFormat) -> crate::error
     let opts = crate::grammar::json_schema::JsonSchemaOptions::default();
     match format {
         ToolFormat::Xml(dialect) => xml::arguments_grammar(parameters, dialect, &opts),
+        ToolFormat::Pythonic => pythonic::arguments_grammar(parameters, &opts),
         _ => Ok(crate::grammar::json_schema::compile(parameters, &opts)?.grammar),
     }
 }
@@ -190,7 +192,7 @@ pub fn calls_grammar(
             xml_calls.push(Expr::Seq(vec![Expr::Literal(open), Expr::Rule(args)]));
             continue;
         }
-        if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek = format {
+        if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek | ToolFormat::Pythonic = format {
             named_args.push((name, args));
             continue;
         }
@@ -297,6 +299,20 @@ pub fn calls_grammar(
                 Expr::Literal(format::DEEPSEEK_CALLS_END.into()),
             ])
         }
+        ToolFormat::Pythonic => {
+            let calls: Vec<Expr> = named_args
+                .into_iter()
+                .map(|(name, args)| {
+                    Expr::Seq(vec![Expr::Literal(format!("{name}(")), Expr::Rule(args), Expr::Literal(")".into())])
+                })
+                .collect();
+            let call = add_rule(&mut rules, "tool_call", Expr::Alt(calls));
+            Expr::Seq(vec![
+                Expr::Literal("[".into()),
+                list(Expr::Rule(call), Expr::Literal(", ".into()), max_calls),
+                Expr::Literal("]".into()),
+            ])
+        }
         ToolFormat::Llama3 => Expr::Rule(object),
         ToolFormat::Mistral => Expr::Seq(vec![
             Expr::Literal(format::MISTRAL_CALLS.into()),
@@ -319,8 +335,14 @@ pub fn calls_grammar(
             crate::grammar::trigger::text_then(marker, Expr::Rule(calls))
         }
         (ToolMode::Auto, None, None) => {
-            // Llama 3: a call, or text that does not begin with `{` (how the parser tells them apart).
-            let text = add_rule(&mut rules, "text", re(r"(?s:(?:[^{].*)?)"));
+            // Llama 3 and pythonic: the calls, or text that does not begin as they do (`{`,
+            // `[`: how the parser tells them apart).
+            let lead = format.lead().expect("a format without a marker has a lead");
+            let text = add_rule(
+                &mut rules,
+                "text",
+                re(&format!(r"(?s:(?:[^{}].*)?)", regex_syntax::escape(&lead.to_string()))),
+            );
             Expr::Alt(vec![Expr::Rule(calls), Expr::Rule(text)])
         }
         _ => Expr::Rule(calls),

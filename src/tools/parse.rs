@@ -19,9 +19,24 @@
 
 use std::sync::Arc;
 
-use super::xml::read::{Found, XmlCall};
+use super::pythonic::PyCalls;
+use super::xml::read::XmlCall;
 use super::xml::ValueKinds;
 use super::{ToolFormat, TOOL_CALL_CLOSE};
+
+/// What a reader of calls in a format of its own (XML, pythonic) found.
+pub(super) enum Found {
+    /// More text is needed.
+    More,
+    /// Text the format does not allow here.
+    Bad,
+    /// The call's name: it begins.
+    Start(String),
+    /// More of the arguments' JSON text.
+    Args(String),
+    /// The call is over (XML: its closing tag read) or the calls are (pythonic: the list).
+    End,
+}
 
 /// Something the reply says, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +92,8 @@ enum State {
     Between,
     /// Xml, inside a call (read by [`XmlCall`]).
     Xml,
+    /// Pythonic, inside the list of calls (read by [`PyCalls`]).
+    Py,
     /// After the last call: only whitespace may follow.
     End,
     /// Something the grammar does not allow: kept as an error for `finish`.
@@ -93,6 +110,10 @@ pub struct OutputParser {
     /// Xml: the call being read, and how each tool's parameter values are written.
     xml: Option<XmlCall>,
     kinds: Arc<ValueKinds>,
+    /// Pythonic: the reader, and the text it read before the first call began (content after
+    /// all, if no call follows: an answer in a response format that begins with `[`).
+    py: PyCalls,
+    py_held: String,
 }
 
 fn ws(c: char) -> bool {
@@ -235,7 +256,7 @@ impl ValueScanner {
                 _ => {}
             },
             _ => {
-                if ws(c) || matches!(c, ',' | '}' | ']' | '[' | '<') {
+                if ws(c) || matches!(c, ',' | '}' | ']' | '[' | '<' | ')') {
                     return Step::EndedBefore;
                 }
             }
@@ -257,7 +278,7 @@ impl OutputParser {
     pub fn new(tools: Option<ToolFormat>) -> OutputParser {
         let (format, state) = match tools {
             None => (ToolFormat::default(), State::Plain),
-            Some(f @ ToolFormat::Llama3) => (f, State::Lead),
+            Some(f @ (ToolFormat::Llama3 | ToolFormat::Pythonic)) => (f, State::Lead),
             Some(f) => (f, State::Text),
         };
         OutputParser {
@@ -269,6 +290,8 @@ impl OutputParser {
             content: String::new(),
             xml: None,
             kinds: Arc::default(),
+            py: PyCalls::default(),
+            py_held: String::new(),
         }
     }
 
@@ -336,6 +359,7 @@ impl OutputParser {
             State::AfterCall => self.after_call(),
             State::Between => self.between(),
             State::Xml => self.xml(out),
+            State::Py => self.pythonic(out),
             State::End => self.end(),
             State::Broken => false,
         }
@@ -348,12 +372,13 @@ impl OutputParser {
         false
     }
 
-    /// Llama 3's first character: `{` begins a call, anything else is content.
+    /// Llama 3's and pythonic's first character: `{` (`[`) begins the calls, anything else is
+    /// content.
     fn lead(&mut self) -> bool {
         match self.buf.chars().next() {
             None => false,
-            Some('{') => {
-                self.state = State::Header;
+            Some(c) if Some(c) == self.format.lead() => {
+                self.state = if self.format == ToolFormat::Pythonic { State::Py } else { State::Header };
                 true
             }
             Some(_) => {
@@ -527,7 +552,7 @@ impl OutputParser {
     fn after_call(&mut self) -> bool {
         match self.format {
             ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
-            ToolFormat::Xml(_) => unreachable!("an Xml call is read to its end by its reader"),
+            ToolFormat::Xml(_) | ToolFormat::Pythonic => unreachable!("its reader reads a call to its end"),
             ToolFormat::MistralArgs { .. } => {
                 self.state = State::Between;
                 true
@@ -594,6 +619,48 @@ impl OutputParser {
             }
             Found::End => {
                 self.state = State::Between;
+                true
+            }
+        }
+    }
+
+    /// Pythonic, inside the list.
+    fn pythonic(&mut self, out: &mut Vec<Piece>) -> bool {
+        // Before the first call, what the reader drains (from the front) is kept.
+        let snapshot = self.calls.is_empty().then(|| self.buf.clone());
+        let found = self.py.read(&mut self.buf);
+        if let Some(old) = snapshot {
+            self.py_held.push_str(&old[..old.len() - self.buf.len()]);
+        }
+        match found {
+            Found::More => false,
+            // Text that begins with `[` but is no list of calls: content (see `py_held`).
+            Found::Bad if self.calls.is_empty() => {
+                let held = std::mem::take(&mut self.py_held);
+                self.buf.insert_str(0, &held);
+                self.state = State::Plain;
+                true
+            }
+            Found::Bad => {
+                self.state = State::Broken;
+                false
+            }
+            Found::Start(name) => {
+                self.py_held.clear();
+                let index = self.calls.len();
+                let id = self.format.call_id();
+                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                out.push(Piece::ToolStart { index, id, name });
+                true
+            }
+            Found::Args(text) => {
+                let index = self.calls.len() - 1;
+                self.calls[index].arguments.push_str(&text);
+                out.push(Piece::ToolArgs { index, text });
+                true
+            }
+            Found::End => {
+                self.state = State::End;
                 true
             }
         }
@@ -848,6 +915,35 @@ mod tests {
         let unfinished = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
         assert!(run_as(ToolFormat::DeepSeek, &[unfinished]).2.is_err());
         assert!(run_as(ToolFormat::DeepSeek, &["<｜tool▁calls▁begin｜>a<｜tool▁sep｜>{}"]).2.is_err());
+    }
+
+    #[test]
+    fn pythonic_calls_are_the_whole_reply() {
+        let text = r#"[get_weather(city="P(a)r, \"is\"", n=[1, {"x": None}]), ping(), f(ok=True,x=-1.5e3)]"#;
+        let (c, calls, ok) = same_in_chunks(ToolFormat::Pythonic, text);
+        assert_eq!((c.as_str(), ok), ("", Ok(())));
+        let args: Vec<(String, serde_json::Value)> = calls
+            .iter()
+            .map(|(n, a)| (n.clone(), serde_json::from_str(a).unwrap_or_else(|e| panic!("{a}: {e}"))))
+            .collect();
+        use serde_json::json;
+        assert_eq!(
+            args,
+            vec![
+                ("get_weather".to_string(), json!({"city": "P(a)r, \"is\"", "n": [1, {"x": null}]})),
+                ("ping".to_string(), json!({})),
+                ("f".to_string(), json!({"ok": true, "x": -1500.0})),
+            ]
+        );
+        // Text (or an answer) that begins otherwise, or with a `[` that is no list of calls:
+        // content.
+        assert_eq!(
+            same_in_chunks(ToolFormat::Pythonic, "It is [cold]."),
+            ("It is [cold].".to_string(), vec![], Ok(()))
+        );
+        assert_eq!(same_in_chunks(ToolFormat::Pythonic, "[1, 2]"), ("[1, 2]".to_string(), vec![], Ok(())));
+        assert!(run_as(ToolFormat::Pythonic, &["[f(x=1)"]).2.is_err());
+        assert!(run_as(ToolFormat::Pythonic, &["[f(x=1)] and more"]).2.is_err());
     }
 
     #[test]

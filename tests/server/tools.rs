@@ -62,16 +62,25 @@ async fn tool_calls_required_named_auto_and_none() {
 /// The server follows the chat template's tool-call format too: with a Llama 3-shaped
 /// template the calls are constrained and read as bare `{"name", "parameters"}` objects (one
 /// per reply), with a Mistral-shaped one as `[TOOL_CALLS] [...]`, with a Qwen3-Coder-shaped
-/// one as XML parameter elements (a string value bare, an integer as JSON); either way they
+/// one as XML parameter elements (a string value bare, an integer as JSON), with a pythonic one
+/// as `[move_to(x=3, label="a")]`; either way they
 /// come out as OpenAI `tool_calls` whose arguments are JSON, blocking and streamed.
 #[tokio::test]
 async fn tool_calls_follow_the_templates_format() {
-    use crate::tool_formats::{LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE, XML_STYLE_TEMPLATE};
+    use crate::tool_formats::{
+        LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE, PYTHONIC_STYLE_TEMPLATE, XML_STYLE_TEMPLATE,
+    };
     use strictly::model::{embedded, ChatTemplate, PromptFormat};
     let tools = json!([{"type": "function", "function": {"name": "move_to", "parameters":
         {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9},
                                           "label": {"type": "string", "maxLength": 6}}, "required": ["x"]}}}]);
-    for (template, most) in [(LLAMA3_STYLE_TEMPLATE, 1), (MISTRAL_STYLE_TEMPLATE, 8), (XML_STYLE_TEMPLATE, 8)] {
+    let templates = [
+        (LLAMA3_STYLE_TEMPLATE, 1),
+        (MISTRAL_STYLE_TEMPLATE, 8),
+        (XML_STYLE_TEMPLATE, 8),
+        (PYTHONIC_STYLE_TEMPLATE, 8),
+    ];
+    for (template, most) in templates {
         let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();
         let tok = tokenizers::Tokenizer::from_bytes(embedded::TOKENIZER).unwrap();
         let config = json!({"bos_token": "<s>", "eos_token": "</s>"});

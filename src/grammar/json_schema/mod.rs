@@ -137,6 +137,11 @@ pub struct JsonSchemaOptions {
     /// Compile anyway when something cannot be enforced, and list it in
     /// [`JsonGrammar::unenforced`]; otherwise that is a compile error.
     pub lenient: bool,
+    /// Spell `true`, `false` and `null` as Python does (`True`, `False`, `None`): the values
+    /// are then Python literals (a JSON string, number, list or dict is one already), as
+    /// pythonic tool calls write their arguments. Off by default.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub python: bool,
     /// Documents that `$ref`s may name by URI (absolute, without fragment) → schema, e.g.
     /// `http://example.com/address.json`. Nothing is ever fetched: a `$ref` to a URI that is
     /// neither here nor an `$id` in the schema is a compile error.
@@ -408,6 +413,40 @@ impl<'s> Compiler<'s> {
         Expr::Rule(r)
     }
 
+    /// `true`, `false` or `null` as the output spells it ([`JsonSchemaOptions::python`]).
+    pub(super) fn word(&self, w: &'static str) -> &'static str {
+        match (self.opts.python, w) {
+            (true, "true") => "True",
+            (true, "false") => "False",
+            (true, "null") => "None",
+            _ => w,
+        }
+    }
+
+    /// A JSON value as the output spells it, compact.
+    pub(super) fn value_text(&self, v: &Value) -> String {
+        if !self.opts.python {
+            return serde_json::to_string(v).expect("JSON serializes");
+        }
+        match v {
+            Value::Null => "None".into(),
+            Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+            Value::Array(a) => format!("[{}]", a.iter().map(|x| self.value_text(x)).collect::<Vec<_>>().join(",")),
+            Value::Object(o) => format!(
+                "{{{}}}",
+                o.iter()
+                    .map(|(k, x)| format!(
+                        "{}:{}",
+                        serde_json::to_string(k).expect("a string serializes"),
+                        self.value_text(x)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            other => serde_json::to_string(other).expect("JSON serializes"),
+        }
+    }
+
     /// A schema error (malformed schema): always an error, even when lenient.
     fn bad(&self, pointer: &str, msg: impl Into<String>) -> Error {
         Error::Schema { at: Location::Pointer(pointer.to_string()), msg: msg.into() }
@@ -568,8 +607,10 @@ impl<'s> Compiler<'s> {
         let mut alts = Vec::new();
         for t in types {
             let e = match t {
-                "null" => Expr::Literal("null".into()),
-                "boolean" => Expr::Alt(vec![Expr::Literal("true".into()), Expr::Literal("false".into())]),
+                "null" => Expr::Literal(self.word("null").into()),
+                "boolean" => {
+                    Expr::Alt(vec![Expr::Literal(self.word("true").into()), Expr::Literal(self.word("false").into())])
+                }
                 "string" => string::string(self, obj, pointer)?,
                 "integer" => number::integer(self, obj, pointer)?,
                 "number" => number::number(self, obj, pointer)?,
@@ -701,9 +742,9 @@ impl<'s> Compiler<'s> {
                 c.container("[", Some(items), true, "]"),
                 string,
                 number::any_number(),
-                Expr::Literal("true".into()),
-                Expr::Literal("false".into()),
-                Expr::Literal("null".into()),
+                Expr::Literal(c.word("true").into()),
+                Expr::Literal(c.word("false").into()),
+                Expr::Literal(c.word("null").into()),
             ])
         })
     }

@@ -120,7 +120,7 @@ fn reachable(
 /// left as it was. The recognizer's automata are built under the compile's limits: past them,
 /// the limit error.
 fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &str) -> Result<Option<Vec<bool>>> {
-    let texts: Vec<String> = values.iter().map(|v| serde_json::to_string(v).expect("JSON serializes")).collect();
+    let texts: Vec<String> = values.iter().map(|v| c.value_text(v)).collect();
     if texts.len() > MAX_CHECKED_VALUES
         || texts.iter().any(|t| t.len() > MAX_CHECKED_BYTES)
         || texts.iter().map(String::len).sum::<usize>() > MAX_CHECKED_TOTAL
@@ -184,7 +184,7 @@ fn literal_at(c: &Compiler, v: &Value, level: usize) -> Expr {
             parts.push(l.end(!o.is_empty(), "}"));
             Expr::Seq(parts)
         }
-        other => Expr::Literal(serde_json::to_string(other).expect("JSON serializes")),
+        other => Expr::Literal(c.value_text(other)),
     }
 }
 

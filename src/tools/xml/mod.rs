@@ -174,12 +174,12 @@ impl ValueKinds {
     }
 }
 
-/// One property of an arguments schema, as an element.
-struct Param {
-    key: String,
+/// One property of an arguments schema, as an element (or a keyword argument).
+pub(in crate::tools) struct Param {
+    pub(in crate::tools) key: String,
     /// The JSON pointer of its subschema (after following `$ref`s).
-    pointer: String,
-    required: bool,
+    pub(in crate::tools) pointer: String,
+    pub(in crate::tools) required: bool,
     kind: ValueKind,
 }
 
@@ -254,7 +254,7 @@ fn kind_of(schema: &Value) -> ValueKind {
 
 /// The properties of an arguments schema as elements, or an error naming what the element
 /// list cannot enforce.
-fn params(parameters: &Value) -> Result<Vec<Param>> {
+pub(in crate::tools) fn params(parameters: &Value) -> Result<Vec<Param>> {
     let (root, schema) = resolve(parameters, String::new())?;
     let Some(obj) = schema.as_object() else {
         return match schema {
@@ -286,7 +286,9 @@ fn params(parameters: &Value) -> Result<Vec<Param>> {
         if !ok {
             return Err(err(
                 &json_schema_join(&root, k),
-                format!("`{k}` here cannot be enforced when the arguments are written as XML parameters"),
+                format!(
+                    "`{k}` here cannot be enforced when the arguments are written one by one (XML or pythonic calls)"
+                ),
             ));
         }
     }

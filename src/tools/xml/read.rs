@@ -6,7 +6,7 @@
 //! inside one of its strings does not end it.
 
 use super::{Syntax, ValueKind, ValueKinds, XmlDialect};
-use crate::tools::parse::{marker_prefix_len, Step, ValueScanner};
+use crate::tools::parse::{marker_prefix_len, Found, Step, ValueScanner};
 
 /// Where a reader of one call is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,20 +21,6 @@ enum At {
     ValueEnd,
     /// The call's closing tags read, the arguments closed.
     Done,
-}
-
-/// What [`XmlCall::read`] found.
-pub(in crate::tools) enum Found {
-    /// More text is needed.
-    More,
-    /// Text the format does not allow here.
-    Bad,
-    /// The call's name: it begins.
-    Start(String),
-    /// More of the arguments' JSON text.
-    Args(String),
-    /// The call is over (its closing tag read).
-    End,
 }
 
 /// Reads one call out of a buffer, as it streams.
