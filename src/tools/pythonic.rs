@@ -185,7 +185,7 @@ impl PyCalls {
                     return Found::Args(if self.params == 0 { "{}" } else { "}" }.into());
                 }
                 let Some(n) = buf.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) else { return Found::More };
-                if buf[n..].chars().next() != Some(end) || !is_identifier(&buf[..n]) {
+                if !buf[n..].starts_with(end) || !is_identifier(&buf[..n]) {
                     return Found::Bad;
                 }
                 let word: String = buf.drain(..n + 1).collect();
