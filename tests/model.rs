@@ -123,6 +123,19 @@ fn speculation_on_the_embedded_model_changes_no_token() {
         let b = generate(&mut on_batch(), v, None, &start, &GenerateOptions { speculate: spec, ..sampled }).unwrap();
         assert_eq!(a.tokens, b.tokens, "seed {seed}");
     }
+    // A draft model (the model itself, on the batched network): the reference, in a fraction
+    // of the passes.
+    let draft_net = std::sync::Mutex::new(on_batch());
+    let draft = strictly::decode::DraftModel::new(move || Ok(Box::new(draft_net.lock().unwrap().restart())));
+    let drafted = GenerateOptions { draft_model: Some(draft), ..greedy_opts() };
+    let out = generate(&mut on_batch(), v, None, &start, &drafted).unwrap();
+    let got: Vec<u32> = out.tokens.iter().map(|t| t.0).collect();
+    assert_eq!(&got[..], &expected[1..]);
+    assert!(out.forward_passes * 3 < plain.forward_passes, "{} passes, {:?}", out.forward_passes, out.speculation);
+}
+
+fn greedy_opts() -> GenerateOptions {
+    GenerateOptions { max_tokens: 256, sampling: SamplingParams::greedy(), ..GenerateOptions::default() }
 }
 
 #[test]

@@ -386,6 +386,21 @@ fn generate_and_serve_with_the_gguf() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("GGUF"), "{}", String::from_utf8_lossy(&bad.stderr));
+    // --draft-model (the model as its own draft): the same output in fewer passes.
+    let run = |draft: bool| {
+        let mut c = std::process::Command::new(bin);
+        c.args(["generate", "--model"]).arg(&path).args(["--chat", "--schema"]).arg(&story);
+        c.args(["--prompt", "Write a short story card about a dragon.", "--greedy", "--verbose", "--threads", "1"]);
+        if draft {
+            c.arg("--draft-model").arg(&path);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let ((plain, _), (drafted, report)) = (run(false), run(true));
+    assert_eq!(plain, drafted);
+    assert!(report.contains("speculation:") && report.contains("kept"), "{report}");
 
     // The server with the official openai client.
     let has_openai = std::process::Command::new("python3")

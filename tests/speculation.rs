@@ -96,3 +96,67 @@ fn speculation_gives_the_same_tokens_in_fewer_passes() {
     }
     assert!(kept > 0 && saved >= kept / 2, "drafts kept {kept}, passes saved {saved}");
 }
+
+/// Drafts from a draft model (issue 28 item 2) change no token either, greedy or sampled, with
+/// or without a constraint: a draft model that is the model itself (its greedy drafts are what
+/// greedy decoding takes) saves passes; one that guesses otherwise (another script) saves fewer
+/// and changes nothing; one of another vocabulary, or one that cannot truncate, is refused.
+#[test]
+fn a_draft_model_gives_the_same_tokens_in_fewer_passes() {
+    use strictly::decode::DraftModel;
+    let v = vocab(&[b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"</s>"], &[8]);
+    let prompt: Vec<TokenId> = [0, 1, 2, 3, 4, 5, 0, 1, 6, 7].iter().map(|&i| TokenId(i)).collect();
+    let env = VocabEnv::new(v.clone());
+    let compiled = Compiled::new(&env, &Constraint::Regex("[a-g]{6,40}(h|hh)".into())).unwrap();
+    let width = v.len();
+    let same = DraftModel::new(move || Ok(Box::new(ScriptedModel::new(width, copier))));
+    // Another script: the copier's logits reversed in part, so its guesses are right now and then.
+    let other = DraftModel::new(move || {
+        Ok(Box::new(ScriptedModel::new(width, |h, l| {
+            copier(h, l);
+            l.reverse();
+        })))
+    });
+    let (mut saved_same, mut saved_other) = (0usize, 0usize);
+    let mut greedy_plain_passes = 0;
+    for seed in 0..20u64 {
+        for temperature in [0.0f32, 1.0] {
+            for constrained in [false, true] {
+                let base = GenerateOptions {
+                    max_tokens: 40,
+                    sampling: SamplingParams { temperature, seed: Some(seed), ..SamplingParams::default() },
+                    ..GenerateOptions::default()
+                };
+                let run = |draft: Option<&DraftModel>| {
+                    let mut m = compiled.matcher();
+                    let m = constrained.then_some(&mut m);
+                    let opts = GenerateOptions { draft_model: draft.cloned(), ..base.clone() };
+                    generate(&mut ScriptedModel::new(v.len(), copier), &v, m, &prompt, &opts).unwrap()
+                };
+                let plain = run(None);
+                let what = format!("seed {seed}, temperature {temperature}, constrained {constrained}");
+                for (draft, saved) in [(&same, &mut saved_same), (&other, &mut saved_other)] {
+                    let out = run(Some(draft));
+                    assert_eq!(ids(&out), ids(&plain), "{what}");
+                    assert_eq!(out.finish_reason, plain.finish_reason, "{what}");
+                    assert!(out.forward_passes <= plain.forward_passes, "{what}");
+                    *saved += plain.forward_passes - out.forward_passes;
+                }
+                if temperature == 0.0 {
+                    greedy_plain_passes += plain.forward_passes;
+                }
+            }
+        }
+    }
+    // Greedy with itself as the draft: nearly every pass but one per draft is saved.
+    assert!(saved_same * 2 > greedy_plain_passes, "saved {saved_same} of {greedy_plain_passes} greedy passes");
+    assert!(saved_same > saved_other, "{saved_same} vs {saved_other}");
+    // Refused drafts: another width, a model that cannot truncate.
+    let narrow = DraftModel::new(|| Ok(Box::new(ScriptedModel::new(3, copier))));
+    let stiff = DraftModel::new(move || Ok(Box::new(NoTruncate(ScriptedModel::new(width, copier)))));
+    for (bad, says) in [(narrow, "vocabulary"), (stiff, "truncate")] {
+        let opts = GenerateOptions { draft_model: Some(bad), ..GenerateOptions::default() };
+        let e = generate(&mut ScriptedModel::new(v.len(), copier), &v, None, &prompt, &opts).unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}

@@ -18,7 +18,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::seq::prepare;
 use super::seq::{append, append_forced, fast_forward, fill_mask, judge, Ahead, Ctx, End, Sequence, Verdict};
-use super::speculate::Speculation;
+use super::speculate::{DraftModel, PromptLookup, Speculation};
 use super::{Event, GenerateOptions, GeneratedToken, LanguageModel, Output, Overlap};
 use crate::automaton::Matcher;
 use crate::error::Result;
@@ -111,6 +111,11 @@ impl<'a> Generation<'a> {
         if let Some(l) = &opts.speculate {
             l.validate()?;
         }
+        let speculate = opts.speculate.or(opts.draft_model.as_ref().map(|_| PromptLookup::default()));
+        let spec = match speculate {
+            None => None,
+            Some(l) => Some(Speculation::new(l, opts.draft_model.as_ref().map(DraftModel::make).transpose()?, width)?),
+        };
         let mut sampler = Sampler::new(opts.sampling.clone())?;
         sampler.set_vocab(vocab);
         let mut mask = TokenSet::new(width);
@@ -124,9 +129,9 @@ impl<'a> Generation<'a> {
             matcher,
             ctx,
             sampler,
-            overlap: if opts.speculate.is_some() { Overlap::Off } else { opts.overlap },
+            overlap: if spec.is_some() { Overlap::Off } else { opts.overlap },
             last_mask,
-            spec: opts.speculate.map(Speculation::new),
+            spec,
             max_tokens: opts.max_tokens,
             seq: Some(seq),
             logits: vec![0.0; width],
@@ -160,7 +165,14 @@ impl<'a> Generation<'a> {
                 Ahead::Choose => {
                     let budget = self.max_tokens.saturating_sub(seq.tokens.len());
                     match &mut self.spec {
-                        Some(s) => s.forward(model, seq, &mut self.logits, self.matcher.as_deref_mut(), budget)?,
+                        Some(s) => s.forward(
+                            model,
+                            seq,
+                            &mut self.logits,
+                            self.matcher.as_deref_mut(),
+                            budget,
+                            &self.ctx.stop_tokens,
+                        )?,
                         None => seq.forward(model, &mut self.logits)?,
                     }
                     break None;
@@ -191,7 +203,9 @@ impl<'a> Generation<'a> {
                     None => {
                         let budget = self.max_tokens.saturating_sub(seq.tokens.len());
                         match &mut self.spec {
-                            Some(s) => s.forward(model, seq, &mut self.logits, Some(&mut *m), budget)?,
+                            Some(s) => {
+                                s.forward(model, seq, &mut self.logits, Some(&mut *m), budget, &self.ctx.stop_tokens)?
+                            }
                             None => seq.forward(model, &mut self.logits)?,
                         }
                     }

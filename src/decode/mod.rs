@@ -32,6 +32,7 @@
 //! - [`StopStrings`], [`Utf8Stream`], [`StreamDetokenizer`]: the streaming text stages, usable alone.
 //! - [`PromptLookup`] ([`GenerateOptions::speculate`]): prompt-lookup speculative decoding, the
 //!   same tokens in fewer forward passes (see [`speculate`]); [`SpecStats`] in the output.
+//!   [`DraftModel`] ([`GenerateOptions::draft_model`]): drafts from a smaller model instead.
 //!
 //! # Stops
 //!
@@ -126,7 +127,7 @@ pub use detok::{StreamDetokenizer, Utf8Stream};
 pub use generate::{generate, generate_stream, Generation};
 pub use model::{check_rows, forward_rows_one_by_one, LanguageModel, RandomLogits, ScriptFn, ScriptedModel};
 pub use reasoning::ReasoningBudget;
-pub use speculate::{PromptLookup, SpecStats};
+pub use speculate::{DraftModel, PromptLookup, SpecStats};
 pub use stops::{StopStrings, MAX_STOP_BYTES, MAX_STOP_STRINGS};
 #[cfg(feature = "model")]
 pub(crate) use typed::deserialize;
@@ -187,6 +188,11 @@ pub struct GenerateOptions {
     /// output in fewer forward passes where it copies its context. Turns overlap off (a pass
     /// then often has no mask to wait for). Default none.
     pub speculate: Option<PromptLookup>,
+    /// Drafts for speculation from this model instead of from the context (see
+    /// [`speculate`](self::speculate)): the same output in fewer passes of the large model
+    /// where the small one guesses right. Its sizes are `speculate`'s (the defaults if none).
+    /// Default none.
+    pub draft_model: Option<DraftModel>,
 }
 
 /// When [`Generation`] computes a mask during the forward pass ([overlap](self#overlap)).
@@ -248,6 +254,7 @@ impl Default for GenerateOptions {
             overlap: Overlap::DEFAULT,
             reasoning: None,
             speculate: None,
+            draft_model: None,
         }
     }
 }

@@ -23,16 +23,104 @@
 //! `q(d) = 1`), and otherwise the token drawn is distributed as `p` without `d`, renormalized
 //! (the rule's residual).
 //!
+//! Drafts can come from a smaller model of the same vocabulary instead ([`DraftModel`],
+//! [`GenerateOptions::draft_model`](super::GenerateOptions::draft_model)): it catches up with
+//! the context (its cache truncated to what it shares with the loop's tokens, the rest run in
+//! one pass), then proposes its greedy tokens under the constraint's mask, one pass each, up to
+//! the draft's length. The verification is the same, so the output is too: a draft model only
+//! changes how many passes of the large model the output takes.
+//!
 //! Invariants: the model's sequence is the loop's tokens but `pending`, except while a
 //! [`Lookahead`] is kept: then it is the loop's tokens but `pending`, then the unverified draft
 //! (`pending`, the tokens appended since, is compared against the draft at the next pass).
 
+use std::sync::Arc;
+
 use crate::automaton::Matcher;
 use crate::error::{Error, Result};
-use crate::vocab::TokenId;
+use crate::vocab::{TokenId, TokenSet};
 
-use super::seq::Sequence;
+use super::seq::{Sequence, StopTokens};
 use super::LanguageModel;
+
+/// A model that drafts for speculation ([`GenerateOptions::draft_model`](super::GenerateOptions::draft_model)):
+/// made fresh (its own cache) for each generation. It must share the large model's vocabulary
+/// (the same logits width, checked) and be able to truncate its cache (GGUF models and the
+/// batched network can).
+#[derive(Clone)]
+pub struct DraftModel {
+    make: Arc<dyn Fn() -> Result<Box<dyn LanguageModel>> + Send + Sync>,
+}
+
+impl DraftModel {
+    /// A draft model made by `make` (e.g. `move || Ok(Box::new(loaded.model.restart()))`).
+    pub fn new(make: impl Fn() -> Result<Box<dyn LanguageModel>> + Send + Sync + 'static) -> DraftModel {
+        DraftModel { make: Arc::new(make) }
+    }
+
+    pub(crate) fn make(&self) -> Result<Box<dyn LanguageModel>> {
+        (self.make)()
+    }
+}
+
+impl std::fmt::Debug for DraftModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DraftModel")
+    }
+}
+
+/// A draft model in use: its model, the tokens its cache holds, its logits and a mask.
+struct Drafter {
+    model: Box<dyn LanguageModel>,
+    tokens: Vec<TokenId>,
+    logits: Vec<f32>,
+    mask: TokenSet,
+}
+
+impl Drafter {
+    /// Up to `n` greedy tokens after `context` under the constraint (none past a stop token).
+    fn draft(
+        &mut self,
+        context: &[TokenId],
+        n: usize,
+        mut matcher: Option<&mut Matcher>,
+        stops: &StopTokens,
+    ) -> Result<Vec<TokenId>> {
+        if n == 0 || context.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Catch up: keep what the cache shares with the context (less one token at least, so
+        // there is a pass to give the next logits), run the rest.
+        let shared = self.tokens.iter().zip(context).take_while(|(a, b)| a == b).count().min(context.len() - 1);
+        self.model.truncate(self.tokens.len() - shared)?;
+        self.tokens.truncate(shared);
+        self.model.forward(&context[shared..], &mut self.logits)?;
+        self.tokens.extend_from_slice(&context[shared..]);
+        let mut draft = Vec::with_capacity(n);
+        while draft.len() < n {
+            if let Some(m) = matcher.as_deref_mut() {
+                m.fill_mask(&mut self.mask);
+            }
+            let allowed = |t: usize| matcher.is_none() || self.mask.contains(TokenId(t as u32));
+            let best = (0..self.logits.len())
+                .filter(|&t| allowed(t))
+                .max_by(|&a, &b| self.logits[a].total_cmp(&self.logits[b]).then(b.cmp(&a)));
+            let Some(t) = best.map(|t| TokenId(t as u32)) else { break };
+            if stops.contains(t) || matcher.as_deref_mut().is_some_and(|m| m.commit(t).is_err()) {
+                break;
+            }
+            draft.push(t);
+            if draft.len() < n {
+                self.model.forward(&[t], &mut self.logits)?;
+                self.tokens.push(t);
+            }
+        }
+        if let Some(m) = matcher {
+            m.rollback(draft.len()).expect("committed here");
+        }
+        Ok(draft)
+    }
+}
 
 /// Where drafts come from: the context itself (n-gram lookup, no draft model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +198,8 @@ struct Lookahead {
 /// The loop's speculation state (see the module doc).
 pub(crate) struct Speculation {
     lookup: PromptLookup,
+    /// Drafts from a model rather than from the context.
+    drafter: Option<Drafter>,
     ahead: Option<Lookahead>,
     /// The next draft's length at most: doubled (up to `max_draft`) when a draft was kept
     /// whole, cut to what was kept (at least one) when one missed; every row of a pass costs
@@ -119,8 +209,25 @@ pub(crate) struct Speculation {
 }
 
 impl Speculation {
-    pub fn new(lookup: PromptLookup) -> Speculation {
-        Speculation { lookup, ahead: None, cap: lookup.max_draft.min(2), stats: SpecStats::default() }
+    /// Speculation with drafts of `lookup`'s sizes, from the context or from `draft` (which
+    /// must match `width`, the large model's logits width, and truncate).
+    pub fn new(lookup: PromptLookup, draft: Option<Box<dyn LanguageModel>>, width: usize) -> Result<Speculation> {
+        let drafter = match draft {
+            None => None,
+            Some(model) => {
+                if model.logits_width() != width {
+                    return Err(Error::param(format!(
+                        "the draft model's vocabulary ({} logits) is not the model's ({width})",
+                        model.logits_width()
+                    )));
+                }
+                if !model.can_truncate() {
+                    return Err(Error::param("the draft model cannot truncate its cache (use a GGUF model)"));
+                }
+                Some(Drafter { model, tokens: Vec::new(), logits: vec![0.0; width], mask: TokenSet::new(width) })
+            }
+        };
+        Ok(Speculation { lookup, drafter, ahead: None, cap: lookup.max_draft.min(2), stats: SpecStats::default() })
     }
 
     /// Makes `logits` the row after the sequence's pending tokens, as [`Sequence::forward`]
@@ -133,6 +240,7 @@ impl Speculation {
         logits: &mut [f32],
         matcher: Option<&mut Matcher>,
         budget: usize,
+        stops: &StopTokens,
     ) -> Result<()> {
         let w = logits.len();
         if let Some(mut a) = self.ahead.take() {
@@ -170,7 +278,11 @@ impl Speculation {
         if seq.forward_passes == 0 || !model.can_truncate() {
             return seq.forward(model, logits);
         }
-        let draft = self.cut(self.lookup.draft(seq.counts.history()), matcher, budget);
+        let n = budget.saturating_sub(1).min(self.cap);
+        let draft = match &mut self.drafter {
+            Some(d) => d.draft(seq.counts.history(), n, matcher, stops)?,
+            None => self.cut(self.lookup.draft(seq.counts.history()), matcher, budget),
+        };
         if draft.is_empty() {
             return seq.forward(model, logits);
         }
