@@ -159,6 +159,9 @@ pub struct Cfg {
     /// `has_marks` is set when any terminal is marked (then the matcher reads the output for
     /// distinct items, see [`distinct`](super::distinct)).
     pub after_literals: Vec<std::sync::Arc<str>>,
+    /// Per literal of `after_literals`: the text that ends its items for a
+    /// [`Mark::DistinctText`] (`None`: its items are JSON values).
+    pub after_closes: Vec<Option<std::sync::Arc<str>>>,
     pub has_marks: bool,
     /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
     /// (see [`Cfg::token_costs`]).
@@ -176,6 +179,8 @@ pub struct DistinctTokens {
     pub openers: Vec<TokenId>,
     /// Inside a string: only a token with a `"` can finish anything.
     pub quotes: Vec<TokenId>,
+    /// Inside a text item: only a token with the last byte of an item's close can end one.
+    pub closers: Vec<TokenId>,
     /// Between values: a token that can hold a whole value or end one (two quotes, a closing
     /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`).
     pub between: Vec<TokenId>,
@@ -217,6 +222,7 @@ impl Cfg {
             prods: l.prods,
             max_row_items: limits.max_row_items,
             after_literals: Vec::new(),
+            after_closes: Vec::new(),
             has_marks: false,
             token_costs: std::sync::OnceLock::new(),
             distinct_tokens: std::sync::OnceLock::new(),
@@ -226,9 +232,14 @@ impl Cfg {
         }
         cfg.analyse();
         for t in &cfg.terms {
-            match &t.mark {
-                Some(Mark::DistinctAfter(s)) if !cfg.after_literals.contains(s) => cfg.after_literals.push(s.clone()),
-                _ => {}
+            let (open, close) = match &t.mark {
+                Some(Mark::DistinctAfter(s)) => (s, None),
+                Some(Mark::DistinctText { open, close }) => (open, Some(close.clone())),
+                _ => continue,
+            };
+            if !cfg.after_literals.contains(open) {
+                cfg.after_literals.push(open.clone());
+                cfg.after_closes.push(close);
             }
         }
         cfg.has_marks = cfg.terms.iter().any(|t| t.mark.is_some());
@@ -395,6 +406,9 @@ impl Cfg {
             let vocab = env.vocab();
             let last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
             let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let close_last: Vec<u8> =
+                self.after_closes.iter().flatten().filter_map(|c| c.as_bytes().last().copied()).collect();
+            let mut closers = Vec::new();
             let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
             let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
             for id in (0..vocab.len() as u32).map(TokenId) {
@@ -419,8 +433,11 @@ impl Cfg {
                 if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'l')) {
                     scalar.push(id);
                 }
+                if b.iter().any(|x| close_last.contains(x)) {
+                    closers.push(id);
+                }
             }
-            DistinctTokens { openers, quotes, between, scalar }
+            DistinctTokens { openers, quotes, between, scalar, closers }
         })
     }
 

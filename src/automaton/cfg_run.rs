@@ -102,7 +102,7 @@ impl CfgRun {
         let chart = Chart::new(cfg);
         let mut scans = Vec::new();
         chart.start_scans(cfg, 0, &mut scans);
-        let distinct = Distinct::new(cfg.after_literals.len());
+        let distinct = Distinct::with_closes(&cfg.after_closes);
         let start = Pos { scans, boundary: Some(0), chart: chart.len(), ended: false, distinct, text_len: 0 };
         CfgRun {
             chart,

@@ -54,7 +54,7 @@ impl MarkAt {
     pub(super) fn of(m: &Mark, after: &[Arc<str>]) -> MarkAt {
         match m {
             Mark::DistinctArray => MarkAt::Array,
-            Mark::DistinctAfter(s) => {
+            Mark::DistinctAfter(s) | Mark::DistinctText { open: s, .. } => {
                 MarkAt::After(after.iter().position(|a| a == s).expect("every literal is listed") as u16)
             }
         }
@@ -70,6 +70,8 @@ pub(super) enum Place {
     String,
     /// Inside a number or `true`/`false`/`null`.
     Scalar,
+    /// Inside a text item ([`Mark::DistinctText`]).
+    Text,
     /// Between values.
     Between,
 }
@@ -80,6 +82,9 @@ pub(super) struct Level<'a> {
     pub start: Option<u32>,
     pub list: &'a List,
     pub target: Target,
+    /// A text item: whatever follows its end may be forced (fixed tags), so a token that ends
+    /// even the list's first item is looked ahead from.
+    pub text: bool,
 }
 
 /// A list of items, by where it is: the one [`Distinct::finished`] counts.
@@ -125,6 +130,12 @@ enum Frame {
     },
     /// A marked literal `after[k]` was read: the next value is an item of that list.
     Pending(u16),
+    /// A [`Mark::DistinctText`] literal `after[k]` was read: the text from byte `start` up to
+    /// and including its close is an item of that list.
+    Text {
+        start: u32,
+        k: u16,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,15 +153,25 @@ enum Lex {
 pub(super) struct Distinct {
     /// One list per `DistinctAfter` literal, for the whole output.
     after: Vec<Arc<List>>,
+    /// Per `after` list: what ends a text item (`None`: items are JSON values).
+    closes: Arc<[Option<Arc<str>>]>,
     stack: Vec<Frame>,
     lex: Lex,
 }
 
 impl Distinct {
-    /// The state at the start of an output of a grammar with `after_literals` such literals.
+    /// The state at the start of an output of a grammar with `after_literals` such literals
+    /// (all of JSON items).
+    #[cfg(test)]
     pub(super) fn new(after_literals: usize) -> Distinct {
-        let after = (0..after_literals).map(|_| Arc::new(List::default())).collect();
-        Distinct { after, stack: Vec::new(), lex: Lex::Normal }
+        Distinct::with_closes(&vec![None; after_literals])
+    }
+
+    /// The state at the start of an output whose marked literals' items end as `closes` says
+    /// (see [`Cfg::after_closes`](super::cfg::Cfg::after_closes)).
+    pub(super) fn with_closes(closes: &[Option<Arc<str>>]) -> Distinct {
+        let after = closes.iter().map(|_| Arc::new(List::default())).collect();
+        Distinct { after, closes: closes.into(), stack: Vec::new(), lex: Lex::Normal }
     }
 
     /// Not inside anything it watches (the bytes it reads now change nothing).
@@ -161,6 +182,9 @@ impl Distinct {
     /// Where the reader is, for which tokens can finish anything (see
     /// [`DistinctTokens`](super::cfg::DistinctTokens)).
     pub(super) fn place(&self) -> Place {
+        if let Some(Frame::Text { .. }) = self.stack.last() {
+            return Place::Text;
+        }
         match (self.stack.is_empty(), self.lex) {
             (true, _) => Place::Idle,
             (false, Lex::Str | Lex::StrEscape) => Place::String,
@@ -181,17 +205,30 @@ impl Distinct {
         for (k, f) in self.stack.iter().enumerate().rev() {
             let above_is_item = matches!(self.stack.get(k + 1), Some(Frame::Item { after: None, .. }));
             out.push(match f {
-                Frame::Item { start, after: Some(a) } => {
-                    Level { start: Some(*start), list: &self.after[*a as usize], target: Target::After(Some(*a)) }
-                }
+                Frame::Item { start, after: Some(a) } => Level {
+                    start: Some(*start),
+                    list: &self.after[*a as usize],
+                    target: Target::After(Some(*a)),
+                    text: false,
+                },
                 Frame::Item { start, after: None } => match &self.stack[k - 1] {
-                    Frame::Array(Some(l)) => Level { start: Some(*start), list: l, target: Target::Array(k - 1) },
+                    Frame::Array(Some(l)) => {
+                        Level { start: Some(*start), list: l, target: Target::Array(k - 1), text: false }
+                    }
                     _ => unreachable!("an array item sits on its array"),
                 },
-                Frame::Array(Some(l)) if !above_is_item => Level { start: None, list: l, target: Target::Array(k) },
-                Frame::Pending(a) => {
-                    Level { start: None, list: &self.after[*a as usize], target: Target::After(Some(*a)) }
+                Frame::Array(Some(l)) if !above_is_item => {
+                    Level { start: None, list: l, target: Target::Array(k), text: false }
                 }
+                Frame::Pending(a) => {
+                    Level { start: None, list: &self.after[*a as usize], target: Target::After(Some(*a)), text: false }
+                }
+                Frame::Text { start, k } => Level {
+                    start: Some(*start),
+                    list: &self.after[*k as usize],
+                    target: Target::After(Some(*k)),
+                    text: true,
+                },
                 _ => continue,
             });
         }
@@ -229,7 +266,10 @@ impl Distinct {
                     }
                 }
                 MarkAt::Array if d.stack.is_empty() => d.stack.push(Frame::Array(Some(Arc::new(List::default())))),
-                MarkAt::After(k) if d.stack.is_empty() => d.stack.push(Frame::Pending(k)),
+                MarkAt::After(k) if d.stack.is_empty() => d.stack.push(match d.closes[k as usize] {
+                    Some(_) => Frame::Text { start: i as u32 + 1, k },
+                    None => Frame::Pending(k),
+                }),
                 _ => {}
             };
             match marks {
@@ -262,6 +302,15 @@ impl Distinct {
 
     fn byte(&mut self, text: &[u8], i: u32, b: u8) -> Result<(), Repeated> {
         if self.stack.is_empty() {
+            return Ok(());
+        }
+        if let Some(&Frame::Text { start, k }) = self.stack.last() {
+            // A text item ends with its close (read whole, past the item's start).
+            let close = self.closes[k as usize].as_deref().expect("a text item has a close").as_bytes();
+            let end = i as usize + 1;
+            if end >= start as usize + close.len() && text[..end].ends_with(close) {
+                self.value_done(text, end as u32)?;
+            }
             return Ok(());
         }
         match self.lex {
@@ -333,7 +382,11 @@ impl Distinct {
     }
 
     fn value_done(&mut self, text: &[u8], end: u32) -> Result<(), Repeated> {
-        let Some(&Frame::Item { start, after }) = self.stack.last() else { return Ok(()) };
+        let (start, after) = match self.stack.last() {
+            Some(&Frame::Item { start, after }) => (start, after),
+            Some(&Frame::Text { start, k }) => (start, Some(k)),
+            _ => return Ok(()),
+        };
         self.stack.pop();
         let raw = &text[start as usize..end as usize];
         let key = canon(raw);

@@ -67,6 +67,10 @@ pub enum Mark {
     /// the value after every earlier copy of the same literal in this output (one list per
     /// literal, for the whole output).
     DistinctAfter(Arc<str>),
+    /// A literal (a tool call's opening tag) after which the text up to and including the next
+    /// `close` is an item that must differ, as text, from the item after every earlier copy of
+    /// the same literal in this output: for calls that are not JSON (XML elements).
+    DistinctText { open: Arc<str>, close: Arc<str> },
 }
 
 impl Mark {
@@ -75,6 +79,7 @@ impl Mark {
         match self {
             Mark::DistinctArray => "[",
             Mark::DistinctAfter(s) => s,
+            Mark::DistinctText { open, .. } => open,
         }
     }
 }

@@ -188,7 +188,7 @@ pub fn calls_grammar(
         let args = g.append_to(&mut rules);
         if let ToolFormat::Xml(d) = format {
             let syn = d.syntax();
-            let open = format!("{}{}{name}{}", syn.call_open, syn.name_open, syn.name_close);
+            let open = format!("{}{name}{}", syn.name_open, syn.name_close);
             xml_calls.push(Expr::Seq(vec![Expr::Literal(open), Expr::Rule(args)]));
             continue;
         }
@@ -249,11 +249,14 @@ pub fn calls_grammar(
         }
         ToolFormat::Xml(d) => {
             // Not a JSON object per call: the arguments are elements (the grammar given is
-            // `xml::arguments_grammar`'s). Repeats are not refused here: the repeat check reads
-            // JSON (see `xml`).
+            // `xml::arguments_grammar`'s). The opening tag is marked: a call whose text (up to
+            // its closing tags) repeats an earlier one's is refused; the grammar writes one text
+            // per call and arguments.
             let syn = d.syntax();
-            let close = Expr::Literal(format!("{}{}", syn.fn_close, syn.call_close));
-            let call = add_rule(&mut rules, "tool_call", Expr::Seq(vec![Expr::Alt(xml_calls), close]));
+            let close = format!("{}{}", syn.fn_close, syn.call_close);
+            let mark = Mark::DistinctText { open: syn.call_open.into(), close: close.as_str().into() };
+            let body = Expr::Seq(vec![Expr::Mark(mark), Expr::Alt(xml_calls), Expr::Literal(close)]);
+            let call = add_rule(&mut rules, "tool_call", body);
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
         }
         ToolFormat::MistralArgs { call_id } => {

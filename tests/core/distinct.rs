@@ -9,8 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
-use strictly::grammar::json_schema::{compile, JsonSchemaOptions};
-use strictly::tools::{calls_grammar, OutputParser, ToolFormat, ToolMode};
+use strictly::grammar::json_schema::JsonSchemaOptions;
+use strictly::tools::xml::XmlDialect;
+use strictly::tools::{arguments_grammar, calls_grammar, OutputParser, ToolFormat, ToolMode, ValueKinds};
 use strictly::{TokenId, TokenSet, Vocab};
 
 use crate::common::{random_sample, real_env, real_vocabs, walk_checking_masks};
@@ -136,44 +137,62 @@ fn an_empty_mask_from_running_out_of_distinct_items_says_so() {
     assert!(m.refused_repeats());
 }
 
-/// The calls of a Hermes reply under `tool_choice: required` with parallel calls on.
-fn calls(c: &Arc<Compiled>, seed: u64) -> Vec<(String, Value)> {
-    let out = random_sample(c, seed, 300).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    let mut p = OutputParser::new(Some(ToolFormat::Hermes));
+/// The calls of a reply in `format` under `tool_choice: required` with parallel calls on.
+fn calls(c: &Arc<Compiled>, seed: u64, format: ToolFormat, tools: &[(&str, Value)]) -> Vec<(String, Value)> {
+    let out = random_sample(c, seed, 300).unwrap_or_else(|e| panic!("{format:?} seed {seed}: {e}"));
+    let kinds = Arc::new(ValueKinds::new(tools.iter().map(|(n, s)| (*n, s))));
+    let mut p = OutputParser::new(Some(format)).with_kinds(kinds);
     p.feed(&out.text());
     p.finish().unwrap();
     p.calls().iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect()
 }
 
-fn tools_compiled(env: &Arc<VocabEnv>, tools: &[(&str, Value)]) -> Arc<Compiled> {
-    let tools = tools
-        .iter()
-        .map(|(n, s)| (n.to_string(), compile(s, &JsonSchemaOptions::default()).unwrap().grammar))
-        .collect();
-    let g = calls_grammar(tools, &ToolMode::Required, 8, ToolFormat::Hermes, None);
+fn tools_compiled(env: &Arc<VocabEnv>, tools: &[(&str, Value)], format: ToolFormat) -> Arc<Compiled> {
+    let tools = tools.iter().map(|(n, s)| (n.to_string(), arguments_grammar(s, format).unwrap())).collect();
+    let g = calls_grammar(tools, &ToolMode::Required, 8, format, None);
     Compiled::new(env, &Constraint::Grammar(g)).unwrap()
 }
 
+/// In the JSON formats (Hermes here) calls are compared as JSON values; in the XML dialects as
+/// the calls' texts (the grammar writes one per call).
 #[test]
 fn no_tool_call_repeats_an_earlier_one_of_the_reply() {
+    let formats = [ToolFormat::Hermes, ToolFormat::Xml(XmlDialect::Qwen), ToolFormat::Xml(XmlDialect::Glm)];
     for (name, vocab) in real_vocabs() {
         let env = real_env(vocab);
-        // One tool without arguments: one call, then the reply must end (a second call could
-        // only repeat it, so it is never begun).
-        let c = tools_compiled(&env, &[("now", json!({"type": "object", "properties": {}}))]);
-        for seed in 0..8 {
-            let got = calls(&c, seed);
-            assert_eq!(got.len(), 1, "{name} seed {seed}: {got:?}");
-        }
-        // Arguments from a small set: every call differs (compared as JSON values).
-        let city = json!({"type": "object", "required": ["city"],
-                          "properties": {"city": {"enum": ["Paris", "Oslo", "Rome"]}}});
-        let c = tools_compiled(&env, &[("weather", city.clone()), ("time", city)]);
-        for seed in 0..8 {
-            let got = calls(&c, seed);
-            for (i, a) in got.iter().enumerate() {
-                assert!(!got[..i].contains(a), "{name} seed {seed}: {a:?} repeated in {got:?}");
+        for format in formats {
+            // One tool without arguments: one call, then the reply must end (a second call
+            // could only repeat it, so it is never begun).
+            let now = [("now", json!({"type": "object", "properties": {}}))];
+            let c = tools_compiled(&env, &now, format);
+            for seed in 0..6 {
+                let got = calls(&c, seed, format, &now);
+                assert_eq!(got.len(), 1, "{name} {format:?} seed {seed}: {got:?}");
+            }
+            // Arguments from a small set: every call differs.
+            let city = json!({"type": "object", "required": ["city"],
+                              "properties": {"city": {"enum": ["Paris", "Oslo", "Rome"]}}});
+            let tools = [("weather", city.clone()), ("time", city)];
+            let c = tools_compiled(&env, &tools, format);
+            for seed in 0..6 {
+                let got = calls(&c, seed, format, &tools);
+                for (i, a) in got.iter().enumerate() {
+                    assert!(!got[..i].contains(a), "{name} {format:?} seed {seed}: {a:?} repeated in {got:?}");
+                }
             }
         }
+    }
+}
+
+/// The fast mask equals the reference mask with XML calls' text marks too.
+#[test]
+fn fast_and_reference_masks_agree_with_text_marks() {
+    let v = vocab(&["<tool_call>", "<tool_call>\n<function=f>\n", "</function>\n</tool_call>", "\n<", "Oslo", "Paris"]);
+    let env = VocabEnv::new(v.clone());
+    let city = json!({"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}, "n": {"type": "integer"}}});
+    let c = tools_compiled(&env, &[("f", city.clone()), ("g", city)], ToolFormat::Xml(XmlDialect::Qwen));
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for walk in 0..12 {
+        walk_checking_masks(&c, &mut rng, 120, &format!("walk {walk}"));
     }
 }

@@ -66,6 +66,7 @@ impl CfgRun {
             Place::String => &sets.quotes,
             Place::Scalar => &sets.scalar,
             Place::Between => &sets.between,
+            Place::Text => &sets.closers,
         };
         let mut candidates: Vec<TokenId> = list.iter().copied().filter(|&t| mask.contains(t)).collect();
         if d.is_idle() {
@@ -76,10 +77,11 @@ impl CfgRun {
             candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
         }
         // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
-        // (innermost first) that has items (one without cannot be repeated): a token that
+        // (innermost first) that has items (one without cannot be repeated; a text item's
+        // list is in reach even so, as what follows its end may be forced): a token that
         // finishes an item of it and may go on (`},{"`), and one that goes on spelling an
         // earlier item of it.
-        let levels: Vec<_> = d.reach().into_iter().filter(|l| !l.list.raws().is_empty()).collect();
+        let levels: Vec<_> = d.reach().into_iter().filter(|l| l.text || !l.list.raws().is_empty()).collect();
         let mut ahead: Vec<(TokenId, Target)> = Vec::new();
         for t in candidates {
             match self.read_guess(cfg, vocab.bytes(t)) {

@@ -28,9 +28,11 @@
 //! whose own keywords the element list can enforce (`properties`, `required`, `minProperties`
 //! that the required ones meet, ...; not `anyOf` at the top, `dependentRequired`, ...), a
 //! property name cannot hold `<`, `>`, `"` or a newline, and a text value never contains the
-//! end of its element (`\n</parameter>`, `</arg_value>`, ...). Calls of one reply are not
-//! checked for repeats in this format (the repeat check reads JSON calls; see
-//! `automaton::distinct`).
+//! end of its element (`\n</parameter>`, `</arg_value>`, ...) or of the call. No call repeats an
+//! earlier one of the reply: the grammar writes one text per call and arguments, and the
+//! repeat check compares the calls' texts (a [`Mark::DistinctText`](crate::grammar::Mark) on
+//! the opening tag; a JSON value holding the call's closing tags in a string ends the compared
+//! text early, which can only refuse more).
 
 pub(super) mod read;
 
@@ -330,10 +332,11 @@ pub fn arguments_grammar(parameters: &Value, dialect: XmlDialect, opts: &JsonSch
         })
         .collect();
     let (mut rules, values) = json_schema::compile_parts(parameters, opts, &forms)?;
-    // A text value never holds the element's end.
+    // A text value never holds the element's end, nor the call's (which ends the text that
+    // the repeat check compares).
     let holds_end = Lexeme::Regex(Hir::concat(vec![
         crate::regular::regex::builtin("(?s:.*)"),
-        Hir::literal(syn.value_end.as_bytes()),
+        Hir::alternation(vec![Hir::literal(syn.value_end.as_bytes()), Hir::literal(syn.call_close.as_bytes())]),
         crate::regular::regex::builtin("(?s:.*)"),
     ]));
     let mut elements = Vec::with_capacity(params.len());
