@@ -161,7 +161,7 @@ pub struct Cfg {
     pub after_literals: Vec<std::sync::Arc<str>>,
     /// Per literal of `after_literals`: the text that ends its items for a
     /// [`Mark::DistinctText`] (`None`: its items are JSON values).
-    pub after_closes: Vec<Option<std::sync::Arc<str>>>,
+    pub after_closes: Vec<Option<crate::grammar::TextEnd>>,
     pub has_marks: bool,
     /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
     /// (see [`Cfg::token_costs`]).
@@ -234,7 +234,7 @@ impl Cfg {
         for t in &cfg.terms {
             let (open, close) = match &t.mark {
                 Some(Mark::DistinctAfter(s)) => (s, None),
-                Some(Mark::DistinctText { open, close }) => (open, Some(close.clone())),
+                Some(Mark::DistinctText { open, end }) => (open, Some(end.clone())),
                 _ => continue,
             };
             if !cfg.after_literals.contains(open) {
@@ -407,7 +407,7 @@ impl Cfg {
             let last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
             let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             let close_last: Vec<u8> =
-                self.after_closes.iter().flatten().filter_map(|c| c.as_bytes().last().copied()).collect();
+                self.after_closes.iter().flatten().filter_map(|e| e.close.as_bytes().last().copied()).collect();
             let mut closers = Vec::new();
             let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
             let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));

@@ -194,13 +194,17 @@ impl CfgRun {
     }
 
     /// Commits `bytes` (non-empty); `Ok(false)` and no change if they are not allowed, an
-    /// error if the parser hit its row limit on the way.
-    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::error::Result<bool> {
-        Ok(self.commit_or_why(cfg, bytes)?.is_ok())
+    /// error if the parser hit its row limit on the way. With `as_token`, the bytes are one
+    /// token's: a repeat of a distinct item is judged as masks judge it (the guess, see
+    /// [`distinct`](super::distinct)), so masks, `allows` and commits agree token by token;
+    /// otherwise (text: validating an output, forced text) by the parser's exact marks only,
+    /// since the guess reads every `[` of a longer text as marked.
+    pub fn commit_bytes(&mut self, cfg: &Cfg, bytes: &[u8], as_token: bool) -> crate::error::Result<bool> {
+        Ok(self.commit_or_why(cfg, bytes, as_token)?.is_ok())
     }
 
     /// [`commit_bytes`](Self::commit_bytes), saying why bytes were refused.
-    fn commit_or_why(&mut self, cfg: &Cfg, bytes: &[u8]) -> crate::error::Result<Result<(), Refusal>> {
+    fn commit_or_why(&mut self, cfg: &Cfg, bytes: &[u8], as_token: bool) -> crate::error::Result<Result<(), Refusal>> {
         let mark = self.chart.len();
         self.chart.take_overflow();
         match self.run(cfg, bytes) {
@@ -210,10 +214,10 @@ impl CfgRun {
                     // marks are what the new position records. The guess refuses whatever the
                     // parser's marks would (see the module doc of `distinct`).
                     let from = self.text.len();
-                    let guess = self.repeats(cfg, bytes);
+                    let guess = as_token && self.repeats(cfg, bytes);
                     self.text.extend_from_slice(bytes);
                     let exact = p.distinct.read(&self.text, from, Marks::Exact(&self.events));
-                    debug_assert!(guess || exact.is_ok(), "the guess refuses what the marks refuse");
+                    debug_assert!(!as_token || guess || exact.is_ok(), "the guess refuses what the marks refuse");
                     if guess || exact.is_err() {
                         self.text.truncate(from);
                         self.chart.truncate(mark);
@@ -373,7 +377,7 @@ impl CfgRun {
         let depth = self.positions.len();
         while out.len() < max {
             let Some(b) = self.only_byte(cfg) else { break };
-            if !self.commit_bytes(cfg, &[b]).unwrap_or(false) {
+            if !self.commit_bytes(cfg, &[b], false).unwrap_or(false) {
                 break;
             }
             out.push(b);

@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use crate::grammar::Mark;
+use crate::grammar::{Mark, TextEnd};
 
 /// The most JSON nesting [`canon`] follows; deeper items are compared as raw bytes (outputs
 /// are bounded far below this by the JSON Schema compiler's own depth limit).
@@ -135,6 +135,9 @@ enum Frame {
     Text {
         start: u32,
         k: u16,
+        /// Inside a double-quoted string, after a backslash in one (a quoted end only).
+        in_str: bool,
+        esc: bool,
     },
 }
 
@@ -154,7 +157,7 @@ pub(super) struct Distinct {
     /// One list per `DistinctAfter` literal, for the whole output.
     after: Vec<Arc<List>>,
     /// Per `after` list: what ends a text item (`None`: items are JSON values).
-    closes: Arc<[Option<Arc<str>>]>,
+    closes: Arc<[Option<TextEnd>]>,
     stack: Vec<Frame>,
     lex: Lex,
 }
@@ -169,7 +172,7 @@ impl Distinct {
 
     /// The state at the start of an output whose marked literals' items end as `closes` says
     /// (see [`Cfg::after_closes`](super::cfg::Cfg::after_closes)).
-    pub(super) fn with_closes(closes: &[Option<Arc<str>>]) -> Distinct {
+    pub(super) fn with_closes(closes: &[Option<TextEnd>]) -> Distinct {
         let after = closes.iter().map(|_| Arc::new(List::default())).collect();
         Distinct { after, closes: closes.into(), stack: Vec::new(), lex: Lex::Normal }
     }
@@ -223,7 +226,7 @@ impl Distinct {
                 Frame::Pending(a) => {
                     Level { start: None, list: &self.after[*a as usize], target: Target::After(Some(*a)), text: false }
                 }
-                Frame::Text { start, k } => Level {
+                Frame::Text { start, k, .. } => Level {
                     start: Some(*start),
                     list: &self.after[*k as usize],
                     target: Target::After(Some(*k)),
@@ -267,7 +270,7 @@ impl Distinct {
                 }
                 MarkAt::Array if d.stack.is_empty() => d.stack.push(Frame::Array(Some(Arc::new(List::default())))),
                 MarkAt::After(k) if d.stack.is_empty() => d.stack.push(match d.closes[k as usize] {
-                    Some(_) => Frame::Text { start: i as u32 + 1, k },
+                    Some(_) => Frame::Text { start: i as u32 + 1, k, in_str: false, esc: false },
                     None => Frame::Pending(k),
                 }),
                 _ => {}
@@ -304,12 +307,27 @@ impl Distinct {
         if self.stack.is_empty() {
             return Ok(());
         }
-        if let Some(&Frame::Text { start, k }) = self.stack.last() {
-            // A text item ends with its close (read whole, past the item's start).
-            let close = self.closes[k as usize].as_deref().expect("a text item has a close").as_bytes();
-            let end = i as usize + 1;
-            if end >= start as usize + close.len() && text[..end].ends_with(close) {
-                self.value_done(text, end as u32)?;
+        if let Some(Frame::Text { start, k, in_str, esc }) = self.stack.last_mut() {
+            // A text item ends with its close (read whole, past the item's start; with a quoted
+            // end, outside strings).
+            let end = self.closes[*k as usize].as_ref().expect("a text item has an end");
+            if end.quoted {
+                let was_in = *in_str;
+                if *esc {
+                    *esc = false;
+                } else if *in_str && b == b'\\' {
+                    *esc = true;
+                } else if b == b'"' {
+                    *in_str = !*in_str;
+                }
+                if was_in || *in_str {
+                    return Ok(());
+                }
+            }
+            let close = end.close.as_bytes();
+            let at = i as usize + 1;
+            if at >= *start as usize + close.len() && text[..at].ends_with(close) {
+                self.value_done(text, at as u32)?;
             }
             return Ok(());
         }
@@ -384,7 +402,7 @@ impl Distinct {
     fn value_done(&mut self, text: &[u8], end: u32) -> Result<(), Repeated> {
         let (start, after) = match self.stack.last() {
             Some(&Frame::Item { start, after }) => (start, after),
-            Some(&Frame::Text { start, k }) => (start, Some(k)),
+            Some(&Frame::Text { start, k, .. }) => (start, Some(k)),
             _ => return Ok(()),
         };
         self.stack.pop();

@@ -302,7 +302,7 @@ impl Matcher {
             }
             TokenKind::Text => {
                 let before = self.len();
-                self.commit_text(vocab.bytes(token)).map_err(|e| match e {
+                self.commit_text(vocab.bytes(token), true).map_err(|e| match e {
                     Error::Limit { .. } => e,
                     _ => not_allowed(),
                 })?;
@@ -313,14 +313,16 @@ impl Matcher {
         }
     }
 
-    /// Appends raw bytes as if a token spelled them (for forced text). Errors if not allowed.
+    /// Appends raw bytes (text to validate, forced text). Errors if not allowed. Unlike
+    /// [`commit`](Self::commit) of a token, items that must be distinct are judged exactly (by
+    /// the parser's marks), not as masks guess them within a token.
     pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        self.commit_text(bytes)?;
+        self.commit_text(bytes, false)?;
         self.witness = None;
         Ok(())
     }
 
-    fn commit_text(&mut self, bytes: &[u8]) -> Result<()> {
+    fn commit_text(&mut self, bytes: &[u8], as_token: bool) -> Result<()> {
         let ok = !bytes.is_empty()
             && match (&mut self.run, &self.compiled.backend) {
                 (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
@@ -331,7 +333,7 @@ impl Matcher {
                     }
                     t != StateId::DEAD
                 }
-                (Run::Cfg(c), Backend::Earley(cfg)) => c.commit_bytes(cfg, bytes)?,
+                (Run::Cfg(c), Backend::Earley(cfg)) => c.commit_bytes(cfg, bytes, as_token)?,
                 _ => unreachable!("the run matches the backend"),
             };
         if ok {

@@ -68,9 +68,19 @@ pub enum Mark {
     /// literal, for the whole output).
     DistinctAfter(Arc<str>),
     /// A literal (a tool call's opening tag) after which the text up to and including the next
-    /// `close` is an item that must differ, as text, from the item after every earlier copy of
-    /// the same literal in this output: for calls that are not JSON (XML elements).
-    DistinctText { open: Arc<str>, close: Arc<str> },
+    /// `end` is an item that must differ, as text, from the item after every earlier copy of
+    /// the same literal in this output: for calls that are not JSON (XML elements, pythonic
+    /// calls).
+    DistinctText { open: Arc<str>, end: TextEnd },
+}
+
+/// Where a [`Mark::DistinctText`] item ends: at the next `close`, or with `quoted` the next one
+/// outside double-quoted strings (JSON's escapes: pythonic calls, whose values are spelled as
+/// JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextEnd {
+    pub close: Arc<str>,
+    pub quoted: bool,
 }
 
 impl Mark {

@@ -254,7 +254,8 @@ pub fn calls_grammar(
             // per call and arguments.
             let syn = d.syntax();
             let close = format!("{}{}", syn.fn_close, syn.call_close);
-            let mark = Mark::DistinctText { open: syn.call_open.into(), close: close.as_str().into() };
+            let end = crate::grammar::TextEnd { close: close.as_str().into(), quoted: false };
+            let mark = Mark::DistinctText { open: syn.call_open.into(), end };
             let body = Expr::Seq(vec![Expr::Mark(mark), Expr::Alt(xml_calls), Expr::Literal(close)]);
             let call = add_rule(&mut rules, "tool_call", body);
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
@@ -306,7 +307,11 @@ pub fn calls_grammar(
             let calls: Vec<Expr> = named_args
                 .into_iter()
                 .map(|(name, args)| {
-                    Expr::Seq(vec![Expr::Literal(format!("{name}(")), Expr::Rule(args), Expr::Literal(")".into())])
+                    // A call repeats an earlier one of the same tool when its text does (the
+                    // grammar writes one per call); `)` in a string does not end it.
+                    let end = crate::grammar::TextEnd { close: ")".into(), quoted: true };
+                    let mark = Mark::DistinctText { open: format!("{name}(").into(), end };
+                    Expr::Seq(vec![Expr::Mark(mark), Expr::Rule(args), Expr::Literal(")".into())])
                 })
                 .collect();
             let call = add_rule(&mut rules, "tool_call", Expr::Alt(calls));

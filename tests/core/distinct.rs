@@ -153,11 +153,12 @@ fn tools_compiled(env: &Arc<VocabEnv>, tools: &[(&str, Value)], format: ToolForm
     Compiled::new(env, &Constraint::Grammar(g)).unwrap()
 }
 
-/// In the JSON formats (Hermes here) calls are compared as JSON values; in the XML dialects as
-/// the calls' texts (the grammar writes one per call).
+/// In the JSON formats (Hermes here) calls are compared as JSON values; in the XML dialects and
+/// the pythonic format as the calls' texts (the grammar writes one per call).
 #[test]
 fn no_tool_call_repeats_an_earlier_one_of_the_reply() {
-    let formats = [ToolFormat::Hermes, ToolFormat::Xml(XmlDialect::Qwen), ToolFormat::Xml(XmlDialect::Glm)];
+    let formats =
+        [ToolFormat::Hermes, ToolFormat::Xml(XmlDialect::Qwen), ToolFormat::Xml(XmlDialect::Glm), ToolFormat::Pythonic];
     for (name, vocab) in real_vocabs() {
         let env = real_env(vocab);
         for format in formats {
@@ -184,7 +185,7 @@ fn no_tool_call_repeats_an_earlier_one_of_the_reply() {
     }
 }
 
-/// The fast mask equals the reference mask with XML calls' text marks too.
+/// The fast mask equals the reference mask with XML and pythonic calls' text marks too.
 #[test]
 fn fast_and_reference_masks_agree_with_text_marks() {
     let v = vocab(&["<tool_call>", "<tool_call>\n<function=f>\n", "</function>\n</tool_call>", "\n<", "Oslo", "Paris"]);
@@ -195,4 +196,37 @@ fn fast_and_reference_masks_agree_with_text_marks() {
     for walk in 0..12 {
         walk_checking_masks(&c, &mut rng, 120, &format!("walk {walk}"));
     }
+    let v = vocab(&["f(", "g(", "city=\"", "Oslo\"", ")\"", "), ", "(", ")", ")]"]);
+    let env = VocabEnv::new(v.clone());
+    let text =
+        json!({"type": "object", "properties": {"city": {"type": "string", "maxLength": 6}, "n": {"type": "integer"}}});
+    let c = tools_compiled(&env, &[("f", text.clone()), ("g", text)], ToolFormat::Pythonic);
+    for walk in 0..12 {
+        walk_checking_masks(&c, &mut rng, 120, &format!("pythonic walk {walk}"));
+    }
+}
+
+/// A whole text (an output checked after decoding, as the server does) is judged by the
+/// parser's exact marks: an unmarked array with equal items inside a tool call's arguments is
+/// valid (the masks' guess, which reads every `[` of a token as marked, refused it: a 500 from
+/// the server's final check), and a repeated call is still refused.
+#[test]
+fn a_whole_text_is_judged_by_its_exact_marks() {
+    let (_, vocab) = &real_vocabs()[0];
+    let env = real_env(vocab);
+    let tags = json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+                      "required": ["tags"]});
+    let c = tools_compiled(&env, &[("f", tags)], ToolFormat::Hermes);
+    let call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"tags\":[\"a\",\"a\"]}}\n</tool_call>";
+    let mut m = c.matcher();
+    assert!(m.commit_bytes(call.as_bytes()).is_ok() && m.is_accepting());
+    let mut m = c.matcher();
+    assert!(m.commit_bytes(format!("{call}\n{call}").as_bytes()).is_err());
+    // Pythonic calls: `[` opens the list, not a marked array.
+    let x = json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
+    let c = tools_compiled(&env, &[("move_to", x)], ToolFormat::Pythonic);
+    let mut m = c.matcher();
+    assert!(m.commit_bytes(b"[move_to(x=0), move_to(x=8)]").is_ok() && m.is_accepting());
+    let mut m = c.matcher();
+    assert!(m.commit_bytes(b"[move_to(x=0), move_to(x=0)]").is_err());
 }

@@ -83,12 +83,24 @@ impl CfgRun {
         // earlier item of it.
         let levels: Vec<_> = d.reach().into_iter().filter(|l| l.text || !l.list.raws().is_empty()).collect();
         let mut ahead: Vec<(TokenId, Target)> = Vec::new();
+        // A token that holds a whole text item (its opening literal and its end) and goes on:
+        // what follows may be forced into a repeat, though no list was in reach before it.
+        let text_lists = cfg.after_closes.iter().any(Option::is_some);
+        let all = Target::After(None);
         for t in candidates {
             match self.read_guess(cfg, vocab.bytes(t)) {
                 Err(Repeated) => mask.remove(t),
-                Ok(after) => ahead.extend(
-                    levels.iter().filter(|l| after.finished(l.target) != d.finished(l.target)).map(|l| (t, l.target)),
-                ),
+                Ok(after) => {
+                    ahead.extend(
+                        levels
+                            .iter()
+                            .filter(|l| after.finished(l.target) != d.finished(l.target))
+                            .map(|l| (t, l.target)),
+                    );
+                    if text_lists && d.is_idle() && after.finished(all) != d.finished(all) {
+                        ahead.push((t, all));
+                    }
+                }
             }
         }
         if d.is_idle() && d.has_after_items() && mask.len() <= MAX_LOOKAHEADS {
@@ -167,7 +179,7 @@ impl CfgRun {
     /// the position as it was.
     fn dead_end_after(&mut self, cfg: &Cfg, bytes: &[u8], target: Target, budget: &mut usize) -> bool {
         let depth = self.positions.len();
-        let dead = matches!(self.commit_or_why(cfg, bytes), Ok(Ok(()))) && {
+        let dead = matches!(self.commit_or_why(cfg, bytes, true), Ok(Ok(()))) && {
             let before = self.pos().distinct.finished(target);
             !self.avoids_repeat(cfg, target, before, budget, 0)
         };
@@ -199,7 +211,7 @@ impl CfgRun {
                 return true;
             }
             *budget -= 1;
-            if let Ok(Ok(())) = self.commit_or_why(cfg, &[b]) {
+            if let Ok(Ok(())) = self.commit_or_why(cfg, &[b], true) {
                 let ok = self.avoids_repeat(cfg, target, before, budget, depth + 1);
                 self.rollback(1);
                 if ok {

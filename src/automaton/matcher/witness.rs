@@ -92,7 +92,7 @@ impl Matcher {
             let Run::Cfg(c) = &self.run else { return };
             let from = c.chart_len();
             let saved = self.witness.take();
-            if self.commit_text(vocab.bytes(t)).is_ok() {
+            if self.commit_text(vocab.bytes(t), true).is_ok() {
                 let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
                 let key = c.state_key(from);
                 let fits = match known.get(&key) {
@@ -131,7 +131,7 @@ impl Matcher {
     /// as it was.
     fn witness_after(&mut self, t: TokenId, after_budget: u32) -> bool {
         let saved = self.witness.take();
-        let fits = self.commit_text(self.compiled.vocab().clone().bytes(t)).is_ok() && {
+        let fits = self.commit_text(self.compiled.vocab().clone().bytes(t), true).is_ok() && {
             let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
             self.rollback(1).expect("committed just now");
             f
