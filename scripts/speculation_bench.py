@@ -5,6 +5,10 @@ the paragraph; prints forward passes per output token and decode tokens/s (after
 medians over the repeats, and checks the two outputs are the same text.
 
     python3 scripts/speculation_bench.py MODEL.gguf [--bin target/release/strictly] [--repeats 3]
+        [--draft-model SMALL.gguf]
+
+With `--draft-model`, the second arm drafts from that model (`generate --draft-model`) instead
+of the prompt.
 """
 
 import argparse
@@ -41,12 +45,12 @@ PARAGRAPHS = [
 ]
 
 
-def run(binary, model, schema_path, paragraph, speculate):
+def run(binary, model, schema_path, paragraph, speculate, draft=None):
     cmd = [
         binary, "generate", "--model", model, "--chat", "--greedy", "--max-tokens", "160",
-        "--schema", schema_path, "--speculate", speculate, "--verbose",
-        "--prompt", f"Extract the person as JSON. Text: {paragraph}",
+        "--schema", schema_path, "--verbose", "--prompt", f"Extract the person as JSON. Text: {paragraph}",
     ]
+    cmd += ["--speculate", speculate] if speculate == "off" or draft is None else ["--draft-model", draft]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     rate = float(re.search(r"([0-9.]+) tokens/s after the prefill", p.stderr).group(1))
     tokens = int(re.search(r"; ([0-9]+) tokens in", p.stderr).group(1))
@@ -59,6 +63,7 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--bin", default="target/release/strictly")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--draft-model", default=None)
     a = ap.parse_args()
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(SCHEMA, f)
@@ -69,7 +74,7 @@ def main():
         texts = {}
         for _ in range(a.repeats):
             for mode in ("off", "prompt-lookup"):
-                text, rate, ppt = run(a.bin, a.model, schema_path, par, mode)
+                text, rate, ppt = run(a.bin, a.model, schema_path, par, mode, a.draft_model)
                 got[mode].append((rate, ppt))
                 texts.setdefault(mode, text)
         same = texts["off"] == texts["prompt-lookup"]

@@ -200,7 +200,7 @@ pub(super) struct ValueScanner {
 }
 
 #[derive(PartialEq)]
-pub(super) enum Step {
+enum Step {
     Continue,
     /// This character was the value's last.
     EndsWith,
@@ -209,12 +209,25 @@ pub(super) enum Step {
 }
 
 impl ValueScanner {
+    /// Feeds `s` until the value ends: the byte offset in `s` where it does, `None` if it goes
+    /// on past `s`.
+    pub(super) fn scan(&mut self, s: &str) -> Option<usize> {
+        for (i, c) in s.char_indices() {
+            match self.push(c) {
+                Step::Continue => {}
+                Step::EndsWith => return Some(i + c.len_utf8()),
+                Step::EndedBefore => return Some(i),
+            }
+        }
+        None
+    }
+
     /// Whether the value's first character has been read.
     pub(super) fn started(&self) -> bool {
         self.started
     }
 
-    pub(super) fn push(&mut self, c: char) -> Step {
+    fn push(&mut self, c: char) -> Step {
         if !self.started {
             self.started = true;
             match c {
@@ -420,10 +433,7 @@ impl OutputParser {
             }
             Read::Done(name, n) => {
                 self.buf.drain(..n);
-                let index = self.calls.len();
-                let id = self.format.call_id();
-                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-                out.push(Piece::ToolStart { index, id, name });
+                self.start_call(name, None, out);
                 self.scan = ValueScanner::default();
                 self.state = State::Args;
                 true
@@ -433,20 +443,7 @@ impl OutputParser {
 
     /// The arguments' text, as far as the buffer goes or to the value's end.
     fn args(&mut self, out: &mut Vec<Piece>) -> bool {
-        let mut end = None; // byte offset where the value ends
-        for (i, c) in self.buf.char_indices() {
-            match self.scan.push(c) {
-                Step::Continue => {}
-                Step::EndsWith => {
-                    end = Some(i + c.len_utf8());
-                    break;
-                }
-                Step::EndedBefore => {
-                    end = Some(i);
-                    break;
-                }
-            }
-        }
+        let end = self.scan.scan(&self.buf); // byte offset where the value ends
         let n = end.unwrap_or(self.buf.len());
         let text: String = self.buf.drain(..n).collect();
         let index = self.calls.len() - 1;
@@ -515,10 +512,7 @@ impl OutputParser {
             }
             Ok((name, id, n)) => {
                 self.buf.drain(..n);
-                let index = self.calls.len();
-                let id = id.unwrap_or_else(|| self.format.call_id());
-                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-                out.push(Piece::ToolStart { index, id, name });
+                self.start_call(name, id, out);
                 self.scan = ValueScanner::default();
                 self.state = State::Args;
                 true
@@ -529,22 +523,28 @@ impl OutputParser {
     /// DeepSeek, after a call: another call, or `<｜tool▁calls▁end｜>`.
     fn deepseek_next(&mut self) -> bool {
         use super::format::{DEEPSEEK_CALLS_END, DEEPSEEK_CALL_BEGIN};
-        match (read_lit(&self.buf, DEEPSEEK_CALLS_END), read_lit(&self.buf, DEEPSEEK_CALL_BEGIN)) {
-            (Read::Done(_, n), _) => {
-                self.buf.drain(..n);
-                self.state = State::End;
-                true
+        // (The next call's opening marker is read with its name.)
+        self.one_of((DEEPSEEK_CALLS_END, State::End, true), (DEEPSEEK_CALL_BEGIN, State::NamedHeader, false))
+    }
+
+    /// One of two literals next (after whitespace): the one read moves to its state, its text
+    /// drained if its flag says so; false when more text is needed or neither can come (then
+    /// `Broken`).
+    fn one_of(&mut self, first: (&str, State, bool), second: (&str, State, bool)) -> bool {
+        let reads = [read_lit(&self.buf, first.0), read_lit(&self.buf, second.0)];
+        for (read, (_, next, drain)) in reads.iter().zip([first, second]) {
+            if let Read::Done(_, n) = read {
+                if drain {
+                    self.buf.drain(..*n);
+                }
+                self.state = next;
+                return true;
             }
-            (_, Read::Done(..)) => {
-                self.state = State::NamedHeader;
-                true
-            }
-            (Read::Bad, Read::Bad) => {
-                self.state = State::Broken;
-                false
-            }
-            _ => false,
         }
+        if reads.iter().all(|r| matches!(r, Read::Bad)) {
+            self.state = State::Broken;
+        }
+        false
     }
 
     /// What the format puts after a call object: Hermes' closing marker, nothing for Llama 3,
@@ -562,23 +562,7 @@ impl OutputParser {
                 self.state = State::End;
                 true
             }
-            ToolFormat::Mistral => match (read_lit(&self.buf, ","), read_lit(&self.buf, "]")) {
-                (Read::Done(_, n), _) => {
-                    self.buf.drain(..n);
-                    self.state = State::Header;
-                    true
-                }
-                (_, Read::Done(_, n)) => {
-                    self.buf.drain(..n);
-                    self.state = State::End;
-                    true
-                }
-                (Read::Bad, Read::Bad) => {
-                    self.state = State::Broken;
-                    false
-                }
-                _ => false,
-            },
+            ToolFormat::Mistral => self.one_of((",", State::Header, true), ("]", State::End, true)),
         }
     }
 
@@ -598,17 +582,21 @@ impl OutputParser {
     /// Xml, inside a call.
     fn xml(&mut self, out: &mut Vec<Piece>) -> bool {
         let call = self.xml.as_mut().expect("Xml reads a call");
-        match call.read(&mut self.buf, &self.kinds) {
+        let found = call.read(&mut self.buf, &self.kinds);
+        self.found(found, State::Between, out)
+    }
+
+    /// What a format's own reader found: a call begins, more of its arguments, the end (then
+    /// `end`); false when it needs more text or the text is broken.
+    fn found(&mut self, found: Found, end: State, out: &mut Vec<Piece>) -> bool {
+        match found {
             Found::More => false,
             Found::Bad => {
                 self.state = State::Broken;
                 false
             }
             Found::Start(name) => {
-                let index = self.calls.len();
-                let id = self.format.call_id();
-                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-                out.push(Piece::ToolStart { index, id, name });
+                self.start_call(name, None, out);
                 true
             }
             Found::Args(text) => {
@@ -618,10 +606,18 @@ impl OutputParser {
                 true
             }
             Found::End => {
-                self.state = State::Between;
+                self.state = end;
                 true
             }
         }
+    }
+
+    /// A call begins: `id` or a fresh one in the format's shape.
+    fn start_call(&mut self, name: String, id: Option<String>, out: &mut Vec<Piece>) {
+        let index = self.calls.len();
+        let id = id.unwrap_or_else(|| self.format.call_id());
+        self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+        out.push(Piece::ToolStart { index, id, name });
     }
 
     /// Pythonic, inside the list.
@@ -633,7 +629,6 @@ impl OutputParser {
             self.py_held.push_str(&old[..old.len() - self.buf.len()]);
         }
         match found {
-            Found::More => false,
             // Text that begins with `[` but is no list of calls: content (see `py_held`).
             Found::Bad if self.calls.is_empty() => {
                 let held = std::mem::take(&mut self.py_held);
@@ -641,27 +636,11 @@ impl OutputParser {
                 self.state = State::Plain;
                 true
             }
-            Found::Bad => {
-                self.state = State::Broken;
-                false
-            }
-            Found::Start(name) => {
-                self.py_held.clear();
-                let index = self.calls.len();
-                let id = self.format.call_id();
-                self.calls.push(RawCall { id: id.clone(), name: name.clone(), arguments: String::new() });
-                out.push(Piece::ToolStart { index, id, name });
-                true
-            }
-            Found::Args(text) => {
-                let index = self.calls.len() - 1;
-                self.calls[index].arguments.push_str(&text);
-                out.push(Piece::ToolArgs { index, text });
-                true
-            }
-            Found::End => {
-                self.state = State::End;
-                true
+            found => {
+                if let Found::Start(_) = found {
+                    self.py_held.clear();
+                }
+                self.found(found, State::End, out)
             }
         }
     }
@@ -724,7 +703,11 @@ mod tests {
     }
 
     fn run_as(format: ToolFormat, chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
-        let mut p = OutputParser::new(Some(format));
+        run_with(OutputParser::new(Some(format)), chunks)
+    }
+
+    /// The content, the calls (checked equal to what streamed) and the end of `p` fed `chunks`.
+    fn run_with(mut p: OutputParser, chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
         let mut content = String::new();
         let mut streamed: Vec<(String, String)> = Vec::new();
         let mut pieces = Vec::new();
@@ -841,23 +824,7 @@ mod tests {
             "</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>"
         );
         let read = |chunks: &[&str]| {
-            let mut p = OutputParser::new(Some(ToolFormat::Xml(XmlDialect::Qwen))).with_kinds(kinds.clone());
-            let mut streamed: Vec<(String, String)> = Vec::new();
-            let mut content = String::new();
-            let mut pieces: Vec<Piece> = chunks.iter().flat_map(|c| p.feed(c)).collect();
-            let end = p.finish().map(|rest| pieces.extend(rest));
-            for piece in pieces {
-                match piece {
-                    Piece::Content(s) => content.push_str(&s),
-                    Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
-                    Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
-                    Piece::Reasoning(_) => unreachable!(),
-                }
-            }
-            let calls: Vec<(String, String)> =
-                p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
-            assert_eq!(calls, streamed);
-            (content, calls, end)
+            run_with(OutputParser::new(Some(ToolFormat::Xml(XmlDialect::Qwen))).with_kinds(kinds.clone()), chunks)
         };
         let whole = read(&[text]);
         assert_eq!(whole.0, "Let me look.\n");

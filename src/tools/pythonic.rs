@@ -20,7 +20,7 @@
 
 use serde_json::Value;
 
-use super::parse::{Found, Step, ValueScanner};
+use super::parse::{Found, ValueScanner};
 use super::xml::params;
 use crate::error::{Error, Location, Result};
 use crate::grammar::json_schema::{self, JsonSchemaOptions, PartForm};
@@ -203,20 +203,7 @@ impl PyCalls {
                 Found::Args(format!("{sep}{}: ", serde_json::to_string(&word).expect("a string serializes")))
             }
             At::Value => {
-                let mut end = None;
-                for (i, c) in buf.char_indices() {
-                    match self.scan.push(c) {
-                        Step::Continue => {}
-                        Step::EndsWith => {
-                            end = Some(i + c.len_utf8());
-                            break;
-                        }
-                        Step::EndedBefore => {
-                            end = Some(i);
-                            break;
-                        }
-                    }
-                }
+                let end = self.scan.scan(buf);
                 let n = end.unwrap_or(buf.len());
                 self.value.extend(buf.drain(..n));
                 if end.is_none() {

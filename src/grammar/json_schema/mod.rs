@@ -201,7 +201,22 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> 
 /// checks, emptiness) under `limits`: a request's compile passes its own limits here, so a
 /// schema that would need a larger automaton is an [`Error::Limit`], whichever path asks.
 pub fn compile_within(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits) -> Result<JsonGrammar> {
-    // Deep JSON is refused first, without recursion: copying it would overflow the stack.
+    let (prepared, docs, index) = prepare(schema, opts)?;
+    let mut c = Compiler::new(&prepared, &docs, index, opts, limits);
+    let root = c.new_rule("root");
+    let body = c.schema(&prepared, "")?;
+    c.rules[root.0 as usize].body = body;
+    Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
+}
+
+/// A schema prepared by [`prepare`]: the document, the registered documents (URI, schema), the
+/// index of their resources and anchors.
+type Prepared = (Value, Vec<(String, Value)>, refs::Index);
+
+/// The schema and the options' documents ready to compile: deep JSON refused first, without
+/// recursion (copying it would overflow the stack), then `$ref`s made absolute and resources
+/// and anchors indexed (see [`refs`]).
+fn prepare(schema: &Value, opts: &JsonSchemaOptions) -> Result<Prepared> {
     for v in std::iter::once(schema).chain(opts.documents.values()) {
         if json_depth_exceeds(v, MAX_JSON_DEPTH) {
             return Err(Error::Limit {
@@ -212,16 +227,11 @@ pub fn compile_within(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimit
             });
         }
     }
-    // `$ref`s made absolute, resources and anchors indexed: see [`refs`].
     let mut prepared = schema.clone();
     let mut docs: Vec<(String, Value)> =
         opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
     let index = refs::prepare(&mut prepared, &mut docs);
-    let mut c = Compiler::new(&prepared, &docs, index, opts, limits);
-    let root = c.new_rule("root");
-    let body = c.schema(&prepared, "")?;
-    c.rules[root.0 as usize].body = body;
-    Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
+    Ok((prepared, docs, index))
 }
 
 /// How [`compile_parts`] writes one part.
@@ -246,18 +256,7 @@ pub fn compile_parts(
     opts: &JsonSchemaOptions,
     parts: &[(&str, PartForm)],
 ) -> Result<(Vec<Rule>, Vec<Expr>)> {
-    if json_depth_exceeds(schema, MAX_JSON_DEPTH) {
-        return Err(Error::Limit {
-            kind: LimitKind::DocumentDepth,
-            what: "JSON nesting depth of the schema document".into(),
-            limit: MAX_JSON_DEPTH,
-            hint: None,
-        });
-    }
-    let mut prepared = schema.clone();
-    let mut docs: Vec<(String, Value)> =
-        opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
-    let index = refs::prepare(&mut prepared, &mut docs);
+    let (prepared, docs, index) = prepare(schema, opts)?;
     let mut c = Compiler::new(&prepared, &docs, index, opts, DfaLimits::default());
     let mut exprs = Vec::with_capacity(parts.len());
     for &(pointer, form) in parts {

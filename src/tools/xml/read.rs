@@ -6,7 +6,7 @@
 //! inside one of its strings does not end it.
 
 use super::{Syntax, ValueKind, ValueKinds, XmlDialect};
-use crate::tools::parse::{marker_prefix_len, Found, Step, ValueScanner};
+use crate::tools::parse::{marker_prefix_len, Found, ValueScanner};
 
 /// Where a reader of one call is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,20 +141,7 @@ impl XmlCall {
                     let skip = buf.len() - buf.trim_start_matches(is_ws).len();
                     buf.drain(..skip);
                 }
-                let mut end = None;
-                for (i, c) in buf.char_indices() {
-                    match self.scan.push(c) {
-                        Step::Continue => {}
-                        Step::EndsWith => {
-                            end = Some(i + c.len_utf8());
-                            break;
-                        }
-                        Step::EndedBefore => {
-                            end = Some(i);
-                            break;
-                        }
-                    }
-                }
+                let end = self.scan.scan(buf);
                 let n = end.unwrap_or(buf.len());
                 let text: String = buf.drain(..n).collect();
                 if end.is_some() {
