@@ -17,17 +17,22 @@
 //!
 //! Llama 3.x writes a bare `{"name": "get_weather", "parameters": {"city": "Paris"}}` (one per
 //! reply, ended by its end-of-turn token), Mistral `[TOOL_CALLS] [{"name": ..., "arguments":
-//! ...}, ...]`, and Qwen3-Coder / Qwen3.5 XML parameter elements inside `<tool_call>` (values
-//! typed by the schema, read back into JSON: see [`xml`]). In every format the object's `name` is one of the tools' names and its
-//! arguments the JSON Schema of that tool's `parameters`, so the arguments of every returned
-//! call validate. At most [`ToolSpec::max_calls`] calls (one, or up to
-//! [`MAX_PARALLEL_TOOL_CALLS`]; always one for Llama 3). By [`ToolMode`]:
+//! ...}, ...]` or (newer templates) `[TOOL_CALLS]get_weather[ARGS]{...}`, DeepSeek V3.1
+//! `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{...}...`, Qwen3-Coder,
+//! Qwen3.5, Seed-OSS, GLM and MiniMax XML elements (values typed by the schema, read back into
+//! JSON: see [`xml`]), Llama 4's pythonic template `[get_weather(city="Paris")]` (see
+//! [`pythonic`]); [`format`](mod@format) says which template gets which. In every format the
+//! call names one of the tools and its arguments are the JSON Schema of that tool's
+//! `parameters`, so the arguments of every returned call validate. At most
+//! [`ToolSpec::max_calls`] calls (one, or up to [`MAX_PARALLEL_TOOL_CALLS`]; always one for
+//! Llama 3). By [`ToolMode`]:
 //!
 //! ```text
 //! Required / Named   root ::= calls                   (Named: that one tool only)
 //! Auto               root ::= text calls?             text: any text without the marker
-//!                                                     (<tool_call>, [TOOL_CALLS])
-//!                    root ::= call | text             Llama 3: text that does not begin with {
+//!                                                     (<tool_call>, [TOOL_CALLS], ...)
+//!                    root ::= call | text             Llama 3 (pythonic): text that does not
+//!                                                     begin with { ([)
 //! Auto + a format    root ::= format | calls          (a response format, regex, ...)
 //! ```
 //!
