@@ -281,8 +281,8 @@ fn history_call(format: ToolFormat) -> Option<String> {
         ToolFormat::Xml(d) => {
             let s = d.syntax();
             Some(format!(
-                "{}{}get_weather{}{}city{}Oslo{}{}{}{}",
-                s.call_open, s.name_open, s.name_close, s.key_open, s.key_close, s.value_end, s.after_value, s.fn_close, s.call_close
+                "{}{}get_weather{}{}city{}Oslo{}{}{}",
+                s.call_open, s.name_open, s.name_close, s.key_open, s.key_close, s.value_end, s.after_value, s.call_end
             ))
         }
         ToolFormat::Pythonic => Some("[get_weather(city=\"Oslo\")]".into()),

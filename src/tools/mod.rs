@@ -258,10 +258,10 @@ pub fn calls_grammar(
             // its closing tags) repeats an earlier one's is refused; the grammar writes one text
             // per call and arguments.
             let syn = d.syntax();
-            let close = format!("{}{}", syn.fn_close, syn.call_close);
-            let end = crate::grammar::TextEnd { close: close.as_str().into(), quoted: false };
+            let close = syn.call_end;
+            let end = crate::grammar::TextEnd { close: close.into(), quoted: false };
             let mark = Mark::DistinctText { open: syn.call_open.into(), end };
-            let body = Expr::Seq(vec![Expr::Mark(mark), Expr::Alt(xml_calls), Expr::Literal(close)]);
+            let body = Expr::Seq(vec![Expr::Mark(mark), Expr::Alt(xml_calls), Expr::Literal(close.into())]);
             let call = add_rule(&mut rules, "tool_call", body);
             list(Expr::Rule(call), Expr::Literal("\n".into()), max_calls)
         }

@@ -62,7 +62,8 @@ pub enum XmlDialect {
 }
 
 /// The fixed text of a dialect: a call is `call_open name_open NAME name_close`, then per
-/// argument `key_open KEY key_close VALUE value_end after_value`, then `fn_close call_close`;
+/// argument `key_open KEY key_close VALUE value_end after_value`, then `call_end` (which ends
+/// with `call_close`, the block's closing tag);
 /// calls follow each other after a newline.
 #[derive(Debug)]
 pub struct Syntax {
@@ -73,7 +74,7 @@ pub struct Syntax {
     pub key_close: &'static str,
     pub value_end: &'static str,
     pub after_value: &'static str,
-    pub fn_close: &'static str,
+    pub call_end: &'static str,
     pub call_close: &'static str,
 }
 
@@ -104,7 +105,7 @@ impl XmlDialect {
                 key_close: ">\n",
                 value_end: "\n</parameter>",
                 after_value: "\n",
-                fn_close: "</function>\n",
+                call_end: "</function>\n</tool_call>",
                 call_close: "</tool_call>",
             },
             XmlDialect::Seed => &Syntax {
@@ -115,7 +116,7 @@ impl XmlDialect {
                 key_close: ">",
                 value_end: "</parameter>",
                 after_value: "\n",
-                fn_close: "</function>\n",
+                call_end: "</function>\n</seed:tool_call>",
                 call_close: "</seed:tool_call>",
             },
             XmlDialect::Glm => &Syntax {
@@ -126,7 +127,7 @@ impl XmlDialect {
                 key_close: "</arg_key>\n<arg_value>",
                 value_end: "</arg_value>",
                 after_value: "\n",
-                fn_close: "",
+                call_end: "</tool_call>",
                 call_close: "</tool_call>",
             },
             XmlDialect::MiniMax => &Syntax {
@@ -137,7 +138,7 @@ impl XmlDialect {
                 key_close: "\">",
                 value_end: "</parameter>",
                 after_value: "\n",
-                fn_close: "</invoke>\n",
+                call_end: "</invoke>\n</minimax:tool_call>",
                 call_close: "</minimax:tool_call>",
             },
         }
@@ -317,7 +318,7 @@ fn json_schema_join(pointer: &str, key: &str) -> String {
 
 /// The grammar of a call's argument elements in `dialect` for a tool whose arguments have the
 /// JSON Schema `parameters` (see the module docs): what comes between the name's element and
-/// `fn_close`. Values in `opts`' language (its whitespace for JSON values).
+/// `call_end`. Values in `opts`' language (its whitespace for JSON values).
 pub fn arguments_grammar(parameters: &Value, dialect: XmlDialect, opts: &JsonSchemaOptions) -> Result<Grammar> {
     let syn = dialect.syntax();
     let params = params(parameters)?;

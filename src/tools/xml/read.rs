@@ -92,8 +92,8 @@ impl XmlCall {
                 Err(more) => failed(more),
             },
             At::Element => {
-                let end = format!("{}{}", syn.fn_close, syn.call_close);
-                if let Ok(n) = lit(buf, &end) {
+                let end = syn.call_end;
+                if let Ok(n) = lit(buf, end) {
                     buf.drain(..n);
                     self.at = At::Done;
                     return Found::Args(if self.params == 0 { "{}" } else { "}" }.into());
@@ -114,7 +114,7 @@ impl XmlCall {
                         Found::Args(text)
                     }
                     // Neither: more text may still make the end of the call.
-                    Err(more) => failed(more || lit(buf, &end) == Err(true)),
+                    Err(more) => failed(more || lit(buf, end) == Err(true)),
                 }
             }
             At::Value(ValueKind::Text) => {
