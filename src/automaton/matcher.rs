@@ -35,6 +35,11 @@ const ENDED: StateId = StateId(u32::MAX);
 /// Tokens to spare under which a budgeted mask checks the tokens near a repeat by the witness.
 const DISTINCT_SLACK: u32 = 16;
 
+/// The most tokens left after a token under which a refused token is judged by the witness
+/// from after it (each distinct parse state costs a search as long as the witness): beyond
+/// it, the count and the witness from here decide (long outputs of large schemas).
+const MAX_BUDGET_BY_WITNESS: u32 = 256;
+
 /// The most bytes `forced_bytes` returns at once.
 const MAX_FORCED_BYTES: usize = 4096;
 
@@ -196,6 +201,16 @@ impl Matcher {
                 } else {
                     c.fill(cfg, env, mask, after_budget, &mut refused);
                 }
+                // Each token the count refused, by a witness from after it (before the repeats
+                // filter, which judges what this lets through as it judges every token).
+                if after_budget <= MAX_BUDGET_BY_WITNESS && c.shares_witness(cfg) {
+                    if reference {
+                        self.reference_by_witness(mask, after_budget);
+                    } else {
+                        self.allow_by_witness(mask, after_budget, &refused);
+                    }
+                }
+                let Run::Cfg(c) = &mut self.run else { unreachable!("a context-free run") };
                 c.filter_repeats(cfg, env, mask);
                 // Where the lexeme-by-lexeme count says the budget cannot be met, the witness
                 // may show it can: then its first token is allowed (see `witness`).
@@ -226,14 +241,6 @@ impl Matcher {
                         if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
                             mask.insert(first);
                         }
-                    }
-                }
-                // Each token the count refused, by a witness from after it.
-                if after_budget != NO_BUDGET && !cfg.has_marks {
-                    if reference {
-                        self.reference_by_witness(mask, after_budget);
-                    } else {
-                        self.allow_by_witness(mask, after_budget, &refused);
                     }
                 }
             }

@@ -11,7 +11,8 @@
 //! the fewest tokens) does: exact unless only a longer completion in bytes fits in the tokens
 //! left. The test checks soundness and fast == reference, and prints how many feasible tokens
 //! were left out (6 in ~7,200 checks of 600 cases; before the witness after each token, a few
-//! in a hundred).
+//! in a hundred). The same for JSON Schemas with distinct items (`uniqueItems` kept by the
+//! parser's marks), where the witness after a token is shared only outside the distinct lists.
 
 use std::sync::Arc;
 
@@ -27,7 +28,11 @@ const ALPHABET: &[u8] = b"abc[],";
 /// A vocabulary over [`ALPHABET`]: every single byte (so every string can be spelled), `extra`
 /// multi-byte tokens, and EOS last.
 fn vocab(extra: &[Vec<u8>]) -> Arc<Vocab> {
-    let mut toks: Vec<Vec<u8>> = ALPHABET.iter().map(|&b| vec![b]).collect();
+    vocab_over(ALPHABET, extra)
+}
+
+fn vocab_over(alphabet: &[u8], extra: &[Vec<u8>]) -> Arc<Vocab> {
+    let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
     for t in extra {
         if !toks.contains(t) {
             toks.push(t.clone());
@@ -95,13 +100,18 @@ fn feasible(m: &mut Matcher, v: &Vocab, r: usize) -> Vec<TokenId> {
 /// Random walks over `c`; at each state and every budget up to 4, the budgeted mask against the
 /// brute force. Returns (checks, tokens the mask left out that fit).
 fn check(c: &Arc<Compiled>, v: &Vocab, exact: bool, seed: u64) -> (usize, usize) {
+    check_deep(c, v, exact, seed, 6)
+}
+
+/// [`check`] after walks of up to `depth` tokens.
+fn check_deep(c: &Arc<Compiled>, v: &Vocab, exact: bool, seed: u64, depth: usize) -> (usize, usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut mask, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
     let (mut checks, mut missed) = (0, 0);
     for _ in 0..3 {
         let mut m = c.matcher();
-        for _ in 0..rng.random_range(0..6) {
-            m.fill_mask_within(&mut mask, 6);
+        for k in 0..rng.random_range(0..depth) {
+            m.fill_mask_within(&mut mask, depth + 4 - k);
             let ids: Vec<TokenId> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
             if ids.is_empty() {
                 break;
@@ -127,7 +137,27 @@ fn check(c: &Arc<Compiled>, v: &Vocab, exact: bool, seed: u64) -> (usize, usize)
 }
 
 fn extra_tokens() -> impl Strategy<Value = Vec<Vec<u8>>> {
-    prop::collection::vec(prop::collection::vec(prop::sample::select(ALPHABET.to_vec()), 2..5), 2..10)
+    tokens_over(ALPHABET)
+}
+
+fn tokens_over(alphabet: &'static [u8]) -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec(prop::collection::vec(prop::sample::select(alphabet.to_vec()), 2..5), 2..10)
+}
+
+/// JSON over few bytes, for schemas with distinct items.
+const JSON_ALPHABET: &[u8] = b"[]\",ab";
+
+/// Lists of distinct items the grammar cannot list (so the parser's marks keep them distinct),
+/// inside a list whose items need not be: a budget there is judged by witnesses from after
+/// the refused tokens both outside the distinct lists and inside them.
+fn distinct_schemas() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let inner =
+        json!({"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": true, "minItems": 2});
+    vec![
+        json!({"type": "array", "items": inner, "minItems": 1}),
+        json!({"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": true, "minItems": 3}),
+    ]
 }
 
 proptest! {
@@ -150,6 +180,21 @@ proptest! {
         let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
         let (n, missed) = check(&c, &v, false, seed);
         eprintln!("context-free {which}: {n} checks, {missed} left out");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn budgets_with_distinct_items_are_sound_in_tokens(extra in tokens_over(JSON_ALPHABET), seed in any::<u64>(), which in 0..2usize) {
+        use strictly::grammar::json_schema::JsonSchemaOptions;
+        let v = vocab_over(JSON_ALPHABET, &extra);
+        let env = VocabEnv::new(v.clone());
+        let schema = distinct_schemas().swap_remove(which);
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+        let (n, missed) = check_deep(&c, &v, false, seed, 12);
+        eprintln!("distinct {which}: {n} checks, {missed} left out");
     }
 }
 

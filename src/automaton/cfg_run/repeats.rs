@@ -166,6 +166,15 @@ impl CfgRun {
         &self.near_repeats
     }
 
+    /// May one completion be judged for every token that reaches the same parse state from
+    /// here (the witness after a refused token, see `Matcher::fill`)? Yes without marks; with
+    /// them, only outside every list the reader watches and with no marked literals: then the
+    /// reader is the same after such tokens (its exact marks come from the parse) and its
+    /// guess reads only the bytes after them (a literal's guess looks back into the text).
+    pub fn shares_witness(&self, cfg: &Cfg) -> bool {
+        !cfg.has_marks || (cfg.after_literals.is_empty() && self.pos().distinct.is_idle())
+    }
+
     /// Did the last mask take out tokens for repeating an earlier item (see
     /// [`filter_repeats`](Self::filter_repeats))?
     pub fn refused_repeats(&self) -> bool {

@@ -18,8 +18,14 @@
 //! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). So a token is
 //! refused only when neither the count nor the cheapest completion in bytes fits: exact wherever
 //! the cheapest completion in bytes is also the cheapest in tokens (the usual case; a longer
-//! completion that tokenizes into fewer tokens is not searched for). Grammars with distinct
-//! items (marks) keep the first use only (a witness after a token would need the reader's text).
+//! completion that tokenizes into fewer tokens is not searched for). With distinct items
+//! (marks), tokens share a witness only where the reader of distinct items is outside every
+//! list it watches, before and after them, and the grammar has no marked literals
+//! ([`CfgRun::shares_witness`](crate::automaton::cfg_run::CfgRun::shares_witness)); inside a
+//! list of distinct items only the first use applies (the items a token writes are its own). A
+//! refused token is judged by the witness after it only while at most
+//! `MAX_BUDGET_BY_WITNESS` tokens are left (one search per distinct parse state, each as long
+//! as the witness); beyond that the count and the witness from here decide.
 //!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
 //! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
@@ -34,10 +40,10 @@ use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// The longest completion a witness is looked for along, in bytes (also the search's depth).
-const MAX_WITNESS_BYTES: usize = 1024;
+const MAX_WITNESS_BYTES: usize = 8192;
 
 /// Most bytes the search for a witness tries.
-const MAX_WITNESS_COMMITS: usize = 16_384;
+const MAX_WITNESS_COMMITS: usize = 32_768;
 
 /// What trying one byte found (see [`Matcher::try_byte`]).
 enum Tried {
@@ -93,13 +99,19 @@ impl Matcher {
             let from = c.chart_len();
             let saved = self.witness.take();
             if self.commit_text(vocab.bytes(t), true).is_ok() {
-                let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
-                let key = c.state_key(from);
-                let fits = match known.get(&key) {
+                let (Run::Cfg(c), super::Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
+                    unreachable!("a context-free run")
+                };
+                // A token that leaves the reader of distinct items inside a list (it opened
+                // one) is judged alone: the items it holds are its own.
+                let key = c.shares_witness(cfg).then(|| c.state_key(from));
+                let fits = match key.as_ref().and_then(|k| known.get(k)) {
                     Some(&f) => f,
                     None => {
                         let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
-                        known.insert(key, f);
+                        if let Some(k) = key {
+                            known.insert(k, f);
+                        }
                         f
                     }
                 };
