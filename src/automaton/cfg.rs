@@ -97,6 +97,10 @@ pub struct Term {
     /// learns from its lexeme ends where distinct items are (see
     /// [`distinct`](super::distinct)). A marked terminal is never shared with an unmarked one.
     pub mark: Option<Mark>,
+    /// Set for the terminal of a token the grammar names (a token terminal, see
+    /// [`tokens`](super::tokens)): its lexeme is spelled by that one token, whatever its
+    /// bytes cost.
+    pub one_token: bool,
 }
 
 pub struct Nt {
@@ -392,6 +396,9 @@ impl Cfg {
         self.token_costs.get_or_init(|| {
             self.costs_with(|t| {
                 let term = self.term(t);
+                if term.one_token {
+                    return 1;
+                }
                 let start = term.dfa.start();
                 let bytes = term.dist.get(start.index()).copied().unwrap_or(UNREACHABLE);
                 env.token_reach(&term.dfa, start, bytes).or_bound(bytes)
@@ -446,6 +453,9 @@ impl Cfg {
     pub fn token_rest(&self, env: &VocabEnv, t: TermId, state: StateId, budget: u32) -> u32 {
         let term = self.term(t);
         let bytes = term.dist[state.index()];
+        if term.one_token && state == term.dfa.start() {
+            return 1;
+        }
         if bytes <= budget {
             return bytes;
         }

@@ -246,12 +246,37 @@ impl Matcher {
             }
             _ => unreachable!("the run matches the backend"),
         }
+        if let Some(named) = &compiled.named {
+            self.fill_named(named, mask, after_budget);
+        }
         if self.is_accepting() {
             for &e in vocab.eos() {
                 if (e.0 as usize) < mask.width() {
                     mask.insert(e);
                 }
             }
+        }
+    }
+
+    /// The named tokens' part of a mask (see [`tokens`](super::tokens)): the barred text tokens
+    /// out, each named token in where its bytes are allowed and, under a budget, the output
+    /// can be finished after them within `after_budget` tokens. The same for the fast and the
+    /// reference mask.
+    fn fill_named(&mut self, named: &super::tokens::Named, mask: &mut TokenSet, after_budget: u32) {
+        named.remove_barred(mask);
+        for (t, bytes) in named.tokens() {
+            if (t.0 as usize) >= mask.width() || self.is_ended() {
+                continue;
+            }
+            let saved = self.witness.take();
+            if self.commit_text(bytes, true).is_ok() {
+                let fits = after_budget == NO_BUDGET || self.can_finish_within(after_budget as usize);
+                self.rollback(1).expect("committed just now");
+                if fits {
+                    mask.insert(*t);
+                }
+            }
+            self.witness = saved;
         }
     }
 
@@ -270,6 +295,14 @@ impl Matcher {
     pub fn allows(&mut self, token: TokenId) -> bool {
         let compiled = self.compiled.clone();
         let vocab = compiled.vocab();
+        if let Some(named) = &compiled.named {
+            if let Some(bytes) = named.bytes(token) {
+                return self.allows_bytes(bytes);
+            }
+            if named.is_barred(token) {
+                return false;
+            }
+        }
         match vocab.kind(token) {
             TokenKind::Text => self.allows_bytes(vocab.bytes(token)),
             TokenKind::Special => vocab.is_eos(token) && self.is_accepting(),
@@ -298,6 +331,21 @@ impl Matcher {
             token: token.0,
             text: String::from_utf8_lossy(vocab.bytes(token)).into_owned(),
         };
+        let compiled = self.compiled.clone();
+        if let Some(named) = &compiled.named {
+            if let Some(bytes) = named.bytes(token) {
+                let before = self.len();
+                self.commit_text(bytes, true).map_err(|e| match e {
+                    Error::Limit { .. } => e,
+                    _ => not_allowed(),
+                })?;
+                self.follow_witness(before, token);
+                return Ok(());
+            }
+            if named.is_barred(token) {
+                return Err(not_allowed());
+            }
+        }
         match vocab.kind(token) {
             TokenKind::Special if vocab.is_eos(token) && self.is_accepting() => {
                 self.witness = None;
@@ -411,8 +459,17 @@ impl Matcher {
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if
-    /// the output may end here).
+    /// the output may end here); text only: they stop before a named token (a token terminal).
     pub fn forced_bytes(&mut self) -> Vec<u8> {
+        let mut out = self.forced_run();
+        if self.compiled.named.is_some() {
+            let text = out.iter().position(|&b| b >= super::tokens::HIGH).unwrap_or(out.len());
+            out.truncate(text);
+        }
+        out
+    }
+
+    fn forced_run(&mut self) -> Vec<u8> {
         match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, .. }) => {
                 let mut out = Vec::new();

@@ -13,7 +13,7 @@
 //! Files: `cfg` (lowering the IR), `earley` (the chart and the per-byte step), `cfg_run` (an
 //! Earley sequence: positions, rollback, the mask walks), `mask_cache` (per lexer key, the part
 //! of the mask that does not depend on the parser), `token_dist` (a lexeme's fewest tokens to
-//! acceptance), `slices`, `env`, `matcher`.
+//! acceptance), `tokens` (token terminals), `slices`, `env`, `matcher`.
 //!
 //! Masks are computed by walking the vocabulary's [`TokenTrie`](crate::vocab::TokenTrie) with
 //! the automaton, skipping every subtree whose prefix is dead; the Earley parser caches, per set
@@ -34,7 +34,8 @@
 //! `NO_BUDGET`.
 //!
 //! Items a grammar marks as distinct (`uniqueItems` beyond small finite sets, the tool calls of
-//! one reply) are kept apart by the matcher, not the grammar: see `distinct`.
+//! one reply) are kept apart by the matcher, not the grammar: see `distinct`. Tokens a grammar
+//! names (token terminals) stand for bytes no text holds and go to the parser: see `tokens`.
 
 pub mod cfg;
 mod cfg_run;
@@ -45,6 +46,7 @@ mod mask_cache;
 mod matcher;
 pub mod slices;
 mod token_dist;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -55,7 +57,7 @@ pub use matcher::Matcher;
 use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
 use crate::regular::{Dfa, DfaLimits, StateId};
-use crate::vocab::Vocab;
+use crate::vocab::{TokenId, Vocab};
 
 /// The token budget that binds nothing (a mask without `max_tokens`): as the most usable bytes
 /// allowed to finish after a token, it admits every finish cost, [`UNREACHABLE`](crate::regular::UNREACHABLE) included.
@@ -141,6 +143,8 @@ pub(crate) enum Backend {
 pub struct Compiled {
     env: Arc<VocabEnv>,
     backend: Backend,
+    /// The tokens the grammar names (token terminals, see [`tokens`]).
+    named: Option<tokens::Named>,
 }
 
 impl Compiled {
@@ -151,11 +155,23 @@ impl Compiled {
     }
 
     pub fn with_options(env: &Arc<VocabEnv>, constraint: &Constraint, opts: &CompileOptions) -> Result<Arc<Compiled>> {
-        let usable = env.usable_bytes();
         let grammar = constraint.grammar_within(opts.limits.dfa)?;
+        let (grammar, named) = match tokens::resolve(&grammar, env.vocab())? {
+            Some((g, named)) => (g, Some(named)),
+            None => (grammar, None),
+        };
+        let mut usable = *env.usable_bytes();
+        if named.is_some() {
+            // A named token's bytes count as usable: eight of them for its one token.
+            usable[tokens::HIGH as usize..].fill(true);
+        }
+        let usable = &usable;
+        // A named token's bytes stand for one token: the DFA's counts (exact over text tokens)
+        // would count eight, so such grammars go to the parser, whose terminal for the token
+        // counts one.
         let regular = match opts.backend {
-            BackendChoice::Auto => cfg::Cfg::regular_lexeme(&grammar)?,
-            BackendChoice::Earley => None,
+            BackendChoice::Auto if named.is_none() => cfg::Cfg::regular_lexeme(&grammar)?,
+            _ => None,
         };
         let backend = match regular {
             Some(lexeme) => {
@@ -165,15 +181,27 @@ impl Compiled {
                 Backend::Dfa { dfa, finish_tokens }
             }
             None => match cfg::Cfg::lower(&grammar, usable, opts.limits)? {
-                Some(cfg) => Backend::Earley(Box::new(cfg)),
+                Some(mut cfg) => {
+                    if named.is_some() {
+                        tokens::mark_terms(&mut cfg);
+                    }
+                    Backend::Earley(Box::new(cfg))
+                }
                 None => return Err(empty_language(constraint, &grammar)),
             },
         };
-        Ok(Arc::new(Compiled { env: env.clone(), backend }))
+        Ok(Arc::new(Compiled { env: env.clone(), backend, named }))
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
         self.env.vocab()
+    }
+
+    /// The tokens the grammar names by id or name (token terminals), in id order: allowed only
+    /// where the grammar names them, and their text is part of the output (detokenizers that
+    /// skip control tokens must show these).
+    pub fn named_tokens(&self) -> Vec<TokenId> {
+        self.named.as_ref().map_or_else(Vec::new, |n| n.tokens().iter().map(|(t, _)| *t).collect())
     }
 
     /// The vocabulary environment this was compiled for.

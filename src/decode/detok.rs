@@ -23,7 +23,8 @@
 //! bytes are exactly what the model produced.
 //!
 //! Special tokens (BOS, EOS, chat markers; [`TokenKind::Special`]) and ids with no token add no
-//! text, and so cannot complete or break a stop string.
+//! text, and so cannot complete or break a stop string; but for those a constraint's grammar
+//! names ([`StreamDetokenizer::showing`]), which are part of the output it describes.
 //!
 //! At the end, an unfinished character (the output stopped between the bytes of one) is
 //! emitted as U+FFFD. Only unconstrained output can end that way: a constrained output is a
@@ -100,12 +101,21 @@ pub struct StreamDetokenizer {
     /// The final text so far, exact bytes (released by the stop scanner).
     bytes: Vec<u8>,
     finished: bool,
+    /// Special tokens that add their text all the same: those a grammar names (token
+    /// terminals), which are part of the output it describes.
+    shown: Vec<TokenId>,
 }
 
 impl StreamDetokenizer {
     /// A detokenizer that stops at `stops` (use `StopStrings::default()` for none).
     pub fn new(stops: StopStrings) -> StreamDetokenizer {
         StreamDetokenizer { stops, ..StreamDetokenizer::default() }
+    }
+
+    /// Special tokens in `shown` add their text (see [`Compiled::named_tokens`](crate::automaton::Compiled::named_tokens)).
+    pub fn showing(mut self, shown: Vec<TokenId>) -> StreamDetokenizer {
+        self.shown = shown;
+        self
     }
 
     /// Feeds one token: appends to `delta` the text that is now final (complete characters
@@ -125,7 +135,7 @@ impl StreamDetokenizer {
         delta: &mut String,
         may_end: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Option<usize> {
-        if vocab.kind(token) != TokenKind::Text {
+        if vocab.kind(token) != TokenKind::Text && !self.shown.contains(&token) {
             return self.stops.matched();
         }
         self.push_bytes_gated(vocab.bytes(token), delta, may_end)

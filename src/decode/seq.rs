@@ -185,7 +185,8 @@ impl Sequence {
             logprobs: Vec::new(),
             counts: TokenCounts::from_prompt(prompt),
             pending: prompt.to_vec(),
-            detok: StreamDetokenizer::new(stops),
+            detok: StreamDetokenizer::new(stops)
+                .showing(matcher.map_or_else(Vec::new, |m| m.compiled().named_tokens())),
             forced: 0,
             forward_passes: 0,
             masks: MaskStats::default(),

@@ -290,7 +290,7 @@ impl Generator {
         let add = |a: u32, b: u32| if a == INF || b == INF { INF } else { a.saturating_add(b).min(INF - 1) };
         let mul = |a: u32, k: u32| if a == INF { INF } else { a.saturating_mul(k).min(INF - 1) };
         match e {
-            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
+            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
             Expr::Rule(r) => self.new_cost[r.0 as usize],
             Expr::Seq(xs) => {
                 let total = xs.iter().fold(0, |a, x| add(a, self.plan.size(x)));
@@ -391,10 +391,16 @@ impl Generator {
     fn expr(&mut self, g: &Grammar, e: &Expr, rule: RuleId, cx: &mut Cx, depth: u32, reserve: u32) -> Result<()> {
         match e {
             Expr::Empty => {}
-            Expr::Literal(_) | Expr::Mark(_) => {
+            Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) => {
+                // With no vocabulary, a token is its name (`<think>`).
+                let name;
                 let s = match e {
                     Expr::Mark(m) => m.text(),
                     Expr::Literal(s) => s,
+                    Expr::Token(t) => {
+                        name = t.text();
+                        &name
+                    }
                     _ => unreachable!("matched above"),
                 };
                 let start = cx.out.len();

@@ -261,6 +261,7 @@ impl Plan {
             Expr::Empty => 0,
             Expr::Literal(s) => s.len() as u32,
             Expr::Mark(m) => m.text().len() as u32,
+            Expr::Token(t) => t.text().len() as u32,
             Expr::Regex(h) => hir_min(h),
             Expr::Lexeme(l) => lexeme_min(l),
             Expr::Rule(r) => self.rule_size[r.0 as usize],
@@ -294,7 +295,7 @@ impl Plan {
     /// none).
     pub fn height(&self, e: &Expr, ctx: RuleId) -> u32 {
         match e {
-            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) => 0,
+            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) => 0,
             Expr::Regex(h) => {
                 if hir_min(h) == INF {
                     INF

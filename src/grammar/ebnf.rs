@@ -11,9 +11,10 @@
 //! id     ::= /[a-z_][a-z0-9_]*/i          # regex terminal (regex-syntax), flags i s x
 //! ```
 //!
-//! llama.cpp's token terminals (`<[128000]>`, `<think>`, negated `!<[id]>` / `!<think>`) are
-//! parsed and refused with an error naming the construct and its position: strictly does not
-//! let a grammar match special tokens yet.
+//! llama.cpp's token terminals match one token of the vocabulary: `<[128000]>` by id,
+//! `<think>` or `<|eot_id|>` by its text ([`Expr::Token`], resolved when the grammar is
+//! compiled for a vocabulary, see `automaton::tokens`). Negated ones (`!<[id]>`, `!<think>`:
+//! any one token but that) are refused with an error naming the construct and its position.
 //!
 //! Key entry points: [`parse`] (default [`Limits`]), [`parse_with`] and [`parse_with_warnings`].
 //!
@@ -55,7 +56,7 @@ use std::collections::HashMap;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
 
 use crate::error::{Error, LimitKind, Location, Result};
-use crate::grammar::ir::{Expr, Grammar, Rule, RuleId, Span};
+use crate::grammar::ir::{Expr, Grammar, Rule, RuleId, Span, TokenRef};
 
 /// Default limit on parenthesis nesting (also the nest limit of regex terminals).
 pub const DEFAULT_MAX_DEPTH: usize = 200;
@@ -576,9 +577,10 @@ impl Parser {
     }
 
     /// A token terminal as llama.cpp writes it: `<[id]>` (a token by its id), `<think>` (a
-    /// special token by its text, brackets included), either negated with `!` (any one token
-    /// but that). Parsed, then refused at its position: they match tokens, not text, and the
-    /// matcher does not allow special tokens yet.
+    /// token by its text, brackets included: a special token's name), either negated with `!`
+    /// (any one token but that). A token terminal matches that one token ([`Expr::Token`],
+    /// resolved against the vocabulary when compiled); a negated one is refused at its
+    /// position (any one token is not a language of text).
     fn token_terminal(&mut self) -> Result<Expr> {
         let at = self.pos;
         let negated = self.peek() == Some('!');
@@ -590,9 +592,11 @@ impl Parser {
         }
         let open = self.pos;
         self.pos += 1;
+        let mut id = None;
         if self.peek() == Some('[') {
             self.pos += 1;
-            if self.number().is_none() {
+            id = self.number();
+            if id.is_none() {
                 return Err(self.err_at(self.pos, "expected a token id in `<[...]>`"));
             }
             if self.peek() != Some(']') || self.peek_at(1) != Some('>') {
@@ -616,11 +620,14 @@ impl Parser {
             }
         }
         let text: String = self.chars[at..self.pos].iter().collect();
-        // TODO(issue 25 item 5): token terminals need the matcher to allow special tokens (and
-        // a token id to be checked against the vocabulary): a leaf matched by token, not by
-        // bytes, with `!` as "any one token but this one".
-        let what = if negated { "negated token terminals" } else { "token terminals" };
-        Err(self.err_at(at, format!("{what} (`{text}`) are not supported yet")))
+        if negated {
+            return Err(self
+                .err_at(at, format!("negated token terminals (`{text}`: any one token but that) are not supported")));
+        }
+        Ok(Expr::Token(match id {
+            Some(id) => TokenRef::Id(u32::try_from(id).unwrap_or(u32::MAX)),
+            None => TokenRef::Name(text),
+        }))
     }
 
     fn regex(&mut self) -> Result<Expr> {

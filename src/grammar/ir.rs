@@ -45,6 +45,11 @@ pub enum Expr {
     /// [`Mark`]). Every consumer but the matcher reads it as [`Expr::Literal`] of
     /// [`Mark::text`]; lowered, it is a terminal of its own that the matcher watches.
     Mark(Mark),
+    /// One token of the vocabulary, matched by its id rather than by its text (GBNF's `<[id]>`
+    /// and `<name>`, Lark's `<|name|>`): resolved against the vocabulary when the grammar is
+    /// compiled (see `automaton::tokens`). Consumers with no vocabulary read it as the token's
+    /// name ([`TokenRef::text`]).
+    Token(TokenRef),
     /// A reference to another rule.
     Rule(RuleId),
     /// Each part in order.
@@ -94,6 +99,24 @@ impl Mark {
     }
 }
 
+/// A token named by a grammar: by its id, or by its exact text (a special token's name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TokenRef {
+    Id(u32),
+    Name(String),
+}
+
+impl TokenRef {
+    /// How the grammar wrote it (`<[128000]>`, `<think>`), for messages and for consumers
+    /// without a vocabulary.
+    pub fn text(&self) -> String {
+        match self {
+            TokenRef::Id(id) => format!("<[{id}]>"),
+            TokenRef::Name(name) => name.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub name: String,
@@ -135,7 +158,7 @@ impl Expr {
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) => {}
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {}
             Expr::Rule(r) => f(*r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| x.for_each_rule(f)),
             Expr::Repeat { body, .. } => body.for_each_rule(f),
@@ -145,7 +168,7 @@ impl Expr {
     /// Calls `f` on every rule reference in this expression, to renumber them.
     pub fn for_each_rule_mut(&mut self, f: &mut impl FnMut(&mut RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) => {}
+            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {}
             Expr::Rule(r) => f(r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| x.for_each_rule_mut(f)),
             Expr::Repeat { body, .. } => body.for_each_rule_mut(f),

@@ -15,4 +15,4 @@ pub mod reference;
 pub mod regex;
 pub mod trigger;
 
-pub use ir::{Expr, Grammar, Mark, Rule, RuleId, Span, TextEnd};
+pub use ir::{Expr, Grammar, Mark, Rule, RuleId, Span, TextEnd, TokenRef};

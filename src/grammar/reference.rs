@@ -243,7 +243,7 @@ impl<'g> Reference<'g> {
                     }
                 }
                 Expr::Repeat { body, .. } => collect(body, leaves, limits)?,
-                Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Rule(_) => {}
+                Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) | Expr::Rule(_) => {}
             }
             Ok(())
         }
@@ -266,7 +266,13 @@ impl<'g> Reference<'g> {
             match e {
                 Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| record(me, x, p, out)),
                 Expr::Repeat { body, .. } => record(me, body, p, out),
-                Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Rule(_) => {}
+                Expr::Empty
+                | Expr::Literal(_)
+                | Expr::Mark(_)
+                | Expr::Token(_)
+                | Expr::Regex(_)
+                | Expr::Lexeme(_)
+                | Expr::Rule(_) => {}
             }
         }
         g.rules.iter().for_each(|r| record(&me, &r.body, &productive, &mut nonempty));
@@ -277,7 +283,7 @@ impl<'g> Reference<'g> {
     /// Is `L(e)` non-empty, given which rules are productive?
     fn lang_nonempty(&self, e: &Expr, productive: &[bool]) -> bool {
         match e {
-            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) => true,
+            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) => true,
             Expr::Regex(h) => {
                 let leaf = &self.leaves[&(&**h as *const Hir as usize)];
                 leaf.live.contains(&leaf.start)
@@ -510,6 +516,8 @@ impl<'r, 'g> Solver<'r, 'g> {
             Expr::Literal(s) => self.literal_ends(s.as_bytes(), &real),
             // The reference reads the language only: a mark is its text.
             Expr::Mark(m) => self.literal_ends(m.text().as_bytes(), &real),
+            // With no vocabulary, a token is its name.
+            Expr::Token(t) => self.literal_ends(t.text().as_bytes(), &real),
             Expr::Regex(h) => {
                 let mut ends = PosSet::empty(n);
                 for i in real.iter() {

@@ -26,6 +26,9 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         Expr::Empty => Hir::empty(),
         Expr::Literal(s) => Hir::literal(s.as_bytes()),
         Expr::Mark(m) => Hir::literal(m.text().as_bytes()),
+        // With no vocabulary, a token is its name (compiling resolves it first, see
+        // `automaton::tokens`).
+        Expr::Token(t) => Hir::literal(t.text().as_bytes()),
         Expr::Regex(h) => (**h).clone(),
         Expr::Lexeme(l) => match &**l {
             crate::regular::Lexeme::Regex(h) => h.clone(),

@@ -360,7 +360,14 @@ impl Run<'_> {
     fn check(&self, output: &Output) -> Result<(), ApiError> {
         let Some(c) = &self.job.compiled else { return Ok(()) };
         let mut check = c.matcher();
-        if check.commit_bytes(&output.bytes).is_ok() && check.is_accepting() {
+        // A token the grammar names (a token terminal) is not its text to the matcher: there
+        // the tokens are checked.
+        let taken = if c.named_tokens().is_empty() {
+            check.commit_bytes(&output.bytes).is_ok()
+        } else {
+            output.tokens.iter().all(|&t| check.commit(t).is_ok())
+        };
+        if taken && check.is_accepting() {
             return Ok(());
         }
         Err(match &output.stopped_by {

@@ -4,5 +4,6 @@ mod grammar;
 mod mask;
 mod mask_cache;
 mod reasoning;
+mod token_terminals;
 mod trigger;
 mod vocab;

@@ -77,3 +77,29 @@ async fn bad_lark_grammars_are_400s_naming_the_line() {
     let e = expect_error(&app, chat, json!({"messages": m, "grammar_syntax": "lark"}), StatusCode::BAD_REQUEST).await;
     assert_eq!(e["param"], "grammar_syntax", "{e}");
 }
+
+/// Token terminals (GBNF `<name>`, Lark `<|…|>`/`<name>`) through the server: the named
+/// special token is written where the grammar names it and shown in the reply's text (the
+/// final check reads the tokens); a name the vocabulary lacks is a 400 naming `grammar`.
+#[tokio::test]
+async fn token_terminals_write_the_named_token() {
+    let app = app(state(ServerConfig::default()));
+    for (grammar, syntax) in
+        [("root ::= \"Once\" <unk> \" upon a time\"", "gbnf"), ("start: \"Once\" <unk> \" upon a time\"", "lark")]
+    {
+        for seed in 0..2 {
+            let body = json!({"seed": seed, "max_tokens": 12, "grammar": grammar, "grammar_syntax": syntax});
+            let v = chat_ok(&app, body).await;
+            assert_eq!(content(&v, 0), "Once<unk> upon a time", "{v}");
+        }
+    }
+    let e = expect_error(
+        &app,
+        "/v1/chat/completions",
+        json!({"messages": msgs("hi"), "grammar": "root ::= <|no_such|>"}),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    assert_eq!(e["param"], "grammar", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("no single token of the vocabulary is `<|no_such|>`"), "{e}");
+}

@@ -27,6 +27,8 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
         Expr::Regex(h) => hir_weight(h),
         // Never inlined: a lexeme is a terminal of its own.
         Expr::Lexeme(_) => u64::MAX,
+        // Resolved into bytes before lowering (see `automaton::tokens`).
+        Expr::Token(t) => t.text().len().max(1) as u64,
         Expr::Rule(r) => sizes[r.0 as usize],
         Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
         Expr::Repeat { body, min, max } => {
@@ -295,7 +297,7 @@ impl<'a> Lowering<'a> {
         let dist = dfa.dist_using(self.usable);
         let nullable = dfa.is_accepting(dfa.start());
         let id = TermId(self.terms.len() as u32);
-        self.terms.push(Term { dfa, dist, nullable, name: name.to_string(), mark });
+        self.terms.push(Term { dfa, dist, nullable, name: name.to_string(), mark, one_token: false });
         self.term_ids.insert(term_key, id);
         Ok(Sym::T(id))
     }

@@ -152,6 +152,11 @@ impl Matcher {
         fits
     }
 
+    /// Is `t` a token the constraint may use as text (not barred by token terminals)?
+    fn is_text_token(&self, t: TokenId) -> bool {
+        self.compiled.vocab().kind(t) == TokenKind::Text && self.compiled.named.as_ref().is_none_or(|n| !n.is_barred(t))
+    }
+
     fn byte_cost(&mut self) -> u32 {
         match (&mut self.run, &self.compiled.backend) {
             (Run::Cfg(c), super::Backend::Earley(cfg)) => c.byte_cost(cfg),
@@ -267,27 +272,35 @@ impl Matcher {
     /// but for the distinct-items guess, which may refuse one: then [`spell_greedy`]
     /// (Self::spell_greedy). `None` if no spelling commits or the end is not complete.
     fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
-        let vocab = self.compiled.vocab().clone();
+        let compiled = self.compiled.clone();
+        let vocab = compiled.vocab();
         let n = bytes.len();
         // best[i]: (tokens that spell bytes[i..], the first of them, its length).
         let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
         best[n] = Some((0, TokenId(0), 0));
         for i in (0..n).rev() {
             let mut pick: Option<(u32, TokenId, usize)> = None;
+            let mut offer = |k: usize, t: TokenId, best: &[Option<(u32, TokenId, usize)>]| {
+                let Some((rest, _, _)) = best[i + k] else { return };
+                let c = (rest + 1, t, k);
+                if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1)) {
+                    pick = Some(c);
+                }
+            };
             vocab.trie().walk(
                 0usize,
                 |k, b| (bytes.get(i + k) == Some(&b)).then_some(k + 1),
                 |k, ids| {
-                    let Some((rest, _, _)) = best[i + k] else { return };
-                    for &t in ids.iter().filter(|&&t| vocab.kind(t) == TokenKind::Text) {
-                        let c = (rest + 1, t, k);
-                        if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1))
-                        {
-                            pick = Some(c);
-                        }
+                    for &t in ids.iter().filter(|&&t| self.is_text_token(t)) {
+                        offer(k, t, &best);
                     }
                 },
             );
+            for (t, b) in compiled.named.iter().flat_map(|n| n.tokens()) {
+                if bytes[i..].starts_with(b) {
+                    offer(b.len(), *t, &best);
+                }
+            }
             best[i] = pick;
         }
         let start = self.len();
@@ -311,7 +324,8 @@ impl Matcher {
     /// `bytes` spelled with the longest token the matcher takes at each point, committed (the
     /// caller rolls back); `None` if some point takes none or the end is not complete.
     fn spell_greedy(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
-        let vocab = self.compiled.vocab().clone();
+        let compiled = self.compiled.clone();
+        let vocab = compiled.vocab();
         let mut path = Vec::new();
         let mut i = 0;
         while i < bytes.len() {
@@ -319,13 +333,12 @@ impl Matcher {
             vocab.trie().walk(
                 0usize,
                 |k, b| (bytes.get(i + k) == Some(&b)).then_some(k + 1),
-                |k, ids| found.extend(ids.iter().map(|&t| (k, t))),
+                |k, ids| found.extend(ids.iter().filter(|&&t| self.is_text_token(t)).map(|&t| (k, t))),
             );
+            let named = compiled.named.iter().flat_map(|n| n.tokens());
+            found.extend(named.filter(|(_, b)| bytes[i..].starts_with(b)).map(|(t, b)| (b.len(), *t)));
             found.sort_unstable_by_key(|&(k, t)| (std::cmp::Reverse(k), t));
-            let (k, t) = found
-                .into_iter()
-                .filter(|&(_, t)| vocab.kind(t) == TokenKind::Text)
-                .find(|&(_, t)| self.commit(t).is_ok())?;
+            let (k, t) = found.into_iter().find(|&(_, t)| self.commit(t).is_ok())?;
             path.push(t);
             i += k;
         }

@@ -234,15 +234,33 @@ string ::= "\"" char* "\"" space
     assert!(none.is_empty());
 }
 
-/// llama.cpp's token terminals parse, and are refused by name at their position (not a generic
-/// parse error) until the matcher allows special tokens.
+/// llama.cpp's token terminals parse into token leaves; negated ones and malformed ones are
+/// refused by name at their position (not a generic parse error).
 #[test]
-fn token_terminals_are_named_errors() {
+fn token_terminals_parse_and_negated_ones_are_named_errors() {
+    use crate::grammar::ir::TokenRef;
+    let g = parse("root ::= <[128000]> \"x\" | <think> [a-z]* <|eot_id|>").unwrap();
+    let mut found = Vec::new();
+    fn leaves(e: &Expr, out: &mut Vec<TokenRef>) {
+        match e {
+            Expr::Token(t) => out.push(t.clone()),
+            Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| leaves(x, out)),
+            Expr::Repeat { body, .. } => leaves(body, out),
+            _ => {}
+        }
+    }
+    g.rules.iter().for_each(|r| leaves(&r.body, &mut found));
+    assert_eq!(
+        found,
+        vec![TokenRef::Id(128_000), TokenRef::Name("<think>".into()), TokenRef::Name("<|eot_id|>".into())]
+    );
     for (src, at, msg) in [
-        ("root ::= <[128000]> \"x\"", (1, 10), "token terminals (`<[128000]>`) are not supported yet"),
-        ("root ::= \"a\"\n  | <think> [a-z]* </think>", (2, 5), "token terminals (`<think>`) are not supported yet"),
-        ("root ::= (!<[2]>)*", (1, 11), "negated token terminals (`!<[2]>`) are not supported yet"),
-        ("root ::= x\nx ::= !<|eot_id|>", (2, 7), "negated token terminals (`!<|eot_id|>`) are not supported yet"),
+        ("root ::= (!<[2]>)*", (1, 11), "negated token terminals (`!<[2]>`: any one token but that) are not supported"),
+        (
+            "root ::= x\nx ::= !<|eot_id|>",
+            (2, 7),
+            "negated token terminals (`!<|eot_id|>`: any one token but that) are not supported",
+        ),
         ("root ::= <[12] >", (1, 14), "expected `]>` after the token id"),
         ("root ::= <[]>", (1, 12), "expected a token id in `<[...]>`"),
         ("root ::= <think", (1, 10), "unterminated token terminal `<...>`"),

@@ -407,6 +407,11 @@ impl<'a> Lowerer<'a> {
                 }
             }
             Node::Json { at, .. } => return Err(self.err(*at, format!("%json cannot be part of terminal `{owner}`"))),
+            Node::Token { at, .. } => {
+                return Err(
+                    self.err(*at, format!("a special token cannot be part of terminal `{owner}`: use it in a rule"))
+                )
+            }
             Node::Invalid { at, msg } => return Err(self.err(*at, msg.clone())),
             Node::And { at, .. } | Node::Not { at, .. } => {
                 return Err(self.err(*at, "`&` and `~` must make a whole terminal (as in `A: X & ~Y`)"))
@@ -703,6 +708,7 @@ impl<'a> Lowerer<'a> {
                 let id = g.append_to(&mut self.rules);
                 self.after(Expr::Rule(id), &self.ignore)
             }
+            Node::Token { token, .. } => Expr::Token(token.clone()),
             Node::Seq(xs) => Expr::Seq(xs.iter().map(|x| self.rule_expr(x, depth + 1)).collect::<Result<_>>()?),
             Node::Alt(xs) => Expr::Alt(xs.iter().map(|x| self.rule_expr(x, depth + 1)).collect::<Result<_>>()?),
             Node::Repeat { body, min, max } => {
@@ -741,7 +747,7 @@ fn has_token_attrs(d: &Def) -> bool {
 /// Calls `f(name, number of arguments, at)` for every name in `node`, template arguments too.
 fn walk_names(node: &Node, f: &mut impl FnMut(&str, usize, usize)) {
     match node {
-        Node::Empty | Node::Term { .. } | Node::Json { .. } | Node::Invalid { .. } => {}
+        Node::Empty | Node::Term { .. } | Node::Json { .. } | Node::Token { .. } | Node::Invalid { .. } => {}
         Node::Name { name, args, at } => {
             f(name, args.len(), *at);
             args.iter().for_each(|a| walk_names(a, f));
@@ -755,7 +761,7 @@ fn walk_names(node: &Node, f: &mut impl FnMut(&str, usize, usize)) {
 fn walk_invalid(node: &Node, f: &mut impl FnMut(usize, &str)) {
     match node {
         Node::Invalid { at, msg } => f(*at, msg),
-        Node::Empty | Node::Term { .. } | Node::Json { .. } => {}
+        Node::Empty | Node::Term { .. } | Node::Json { .. } | Node::Token { .. } => {}
         Node::Name { args, .. } => args.iter().for_each(|a| walk_invalid(a, f)),
         Node::Seq(xs) | Node::Alt(xs) | Node::And { parts: xs, .. } => xs.iter().for_each(|x| walk_invalid(x, f)),
         Node::Repeat { body, .. } | Node::Not { body, .. } => walk_invalid(body, f),
@@ -765,6 +771,7 @@ fn walk_invalid(node: &Node, f: &mut impl FnMut(usize, &str)) {
 fn node_at(node: &Node) -> Option<usize> {
     match node {
         Node::Term { at, .. } | Node::Name { at, .. } | Node::Json { at, .. } | Node::Invalid { at, .. } => Some(*at),
+        Node::Token { at, .. } => Some(*at),
         Node::And { at, .. } | Node::Not { at, .. } => Some(*at),
         Node::Seq(xs) | Node::Alt(xs) => xs.iter().find_map(node_at),
         Node::Repeat { body, .. } => node_at(body),
@@ -782,6 +789,7 @@ fn node_key(node: &Node) -> String {
             format!("{name}{{{}}}", args.iter().map(node_key).collect::<Vec<_>>().join(", "))
         }
         Node::Json { value, .. } => format!("%json {value}"),
+        Node::Token { token, .. } => token.text(),
         Node::Seq(xs) => format!("({})", xs.iter().map(node_key).collect::<Vec<_>>().join(" ")),
         Node::Alt(xs) => format!("({})", xs.iter().map(node_key).collect::<Vec<_>>().join(" | ")),
         Node::And { parts, .. } => format!("({})", parts.iter().map(node_key).collect::<Vec<_>>().join(" & ")),

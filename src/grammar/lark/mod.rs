@@ -43,13 +43,15 @@
 //! - llguidance's `name[lazy]`, `[suffix="..."]` (lazy, the suffix kept in the output),
 //!   `[capture]`, `[temperature=...]` (a warning: sampling, not language), `&` and `~` over
 //!   terminals (`A: /[a-z]+/ & ~"if"`), and `expr{m,n}` for `expr~m..n` are supported.
+//! - Special tokens in rules: `<|eot_id|>` (by its text) and `<[128000]>` (by id) match that
+//!   one token of the vocabulary (see `automaton::tokens`); id ranges and negations
+//!   (`<[1-5]>`, `<[^2]>`) and special tokens inside a terminal are refused.
 //!
 //! # What is refused, with an error naming it and its `line:col`
 //!
 //! - `%declare`d terminals that a rule uses: their tokens come from a postlexer or callback.
 //!   Python's indentation grammars (`%declare _INDENT _DEDENT` with Lark's `Indenter`) are in
 //!   this class: a context-free recognizer cannot count indentation.
-//! - Special tokens (`<|eot_id|>`, `<[128000]>`): grammars match text, not special tokens yet.
 //! - `stop=` (hides text from the output: needs backtracking) and `max_tokens=` (counts model
 //!   tokens, not text) attributes; `%regex {...}`; `@grammar` references; imports other than
 //!   `common` and `unicode`; lookarounds, anchors and word boundaries in regexes;

@@ -18,6 +18,7 @@ use super::lexer::{Tok, Token};
 use super::Source;
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::ebnf::Limits;
+use crate::grammar::TokenRef;
 
 /// An expression of a rule or terminal body.
 #[derive(Debug, Clone)]
@@ -37,6 +38,11 @@ pub(super) enum Node {
     },
     Json {
         value: Value,
+        at: usize,
+    },
+    /// A special token, `<|eot_id|>` or `<[128000]>`: one token of the vocabulary.
+    Token {
+        token: TokenRef,
         at: usize,
     },
     Seq(Vec<Node>),
@@ -190,6 +196,21 @@ impl Parser<'_> {
             Some(Tok::RParen) => Err(self.err(self.here(), "unmatched `)`")),
             Some(Tok::RBracket) => Err(self.err(self.here(), "unmatched `]`")),
             Some(_) => Err(self.unexpected("the end of the line")),
+        }
+    }
+
+    /// A special token: `<[id]>` by id, any other `<...>` by its text. Ranges and negations of
+    /// ids (llguidance's `<[1-5]>`, `<[^2]>`) are refused.
+    fn special(&self, text: &str, at: usize) -> Result<TokenRef> {
+        let Some(inner) = text.strip_prefix("<[").and_then(|t| t.strip_suffix("]>")) else {
+            return Ok(TokenRef::Name(text.to_string()));
+        };
+        match inner.parse::<u32>() {
+            Ok(id) => Ok(TokenRef::Id(id)),
+            Err(_) => Err(self.err(
+                at,
+                format!("`{text}`: only one token id fits in `<[...]>` (ranges and negations are not supported)"),
+            )),
         }
     }
 
@@ -640,13 +661,7 @@ impl Parser<'_> {
                 let body = self.postfix(depth + 1)?;
                 Node::Not { body: Box::new(body), at }
             }
-            Tok::Special(text) => {
-                // TODO(issue 25 item 5): special tokens need the matcher to allow them.
-                return Err(self.err(
-                    at,
-                    format!("special tokens (`{text}`) are not supported yet: strictly's grammars match text, not special tokens"),
-                ));
-            }
+            Tok::Special(text) => Node::Token { token: self.special(&text, at)?, at },
             Tok::At(name) => {
                 return Err(self.err(at, format!("references to other grammars (`@{name}`) are not supported")))
             }

@@ -195,7 +195,9 @@ impl Brute {
         match e {
             Expr::Empty | Expr::Literal(_) => true,
             Expr::Regex(h) => !self.regex_words[&format!("{h:?}")].1.is_empty(),
-            Expr::Lexeme(_) | Expr::Mark(_) => unreachable!("the brute-force enumerator is not given lexemes or marks"),
+            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {
+                unreachable!("the brute-force enumerator is not given lexemes, marks or tokens")
+            }
             Expr::Rule(r) => self.nonempty[r.0 as usize],
             Expr::Seq(xs) => xs.iter().all(|x| self.ne(x)),
             Expr::Alt(xs) => xs.iter().any(|x| self.ne(x)),
@@ -214,7 +216,9 @@ impl Brute {
                 (words, (0..=s.len().min(MAX_LEN)).map(|k| s[..k].to_vec()).collect())
             }
             Expr::Regex(h) => self.regex_words[&format!("{h:?}")].clone(),
-            Expr::Lexeme(_) | Expr::Mark(_) => unreachable!("the brute-force enumerator is not given lexemes or marks"),
+            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {
+                unreachable!("the brute-force enumerator is not given lexemes, marks or tokens")
+            }
             Expr::Rule(r) => (self.words[r.0 as usize].clone(), self.prefixes[r.0 as usize].clone()),
             Expr::Seq(xs) => {
                 let (mut w, mut p) = (eps(), eps());
