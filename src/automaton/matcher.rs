@@ -326,46 +326,35 @@ impl Matcher {
 
     /// Appends `token`. Errors (and changes nothing) if it is not allowed.
     pub fn commit(&mut self, token: TokenId) -> Result<()> {
-        let vocab = self.compiled.vocab().clone();
+        let compiled = self.compiled.clone();
+        let vocab = compiled.vocab();
         let not_allowed = || Error::TokenNotAllowed {
             token: token.0,
             text: String::from_utf8_lossy(vocab.bytes(token)).into_owned(),
         };
-        let compiled = self.compiled.clone();
-        if let Some(named) = &compiled.named {
-            if let Some(bytes) = named.bytes(token) {
-                let before = self.len();
-                self.commit_text(bytes, true).map_err(|e| match e {
-                    Error::Limit { .. } => e,
-                    _ => not_allowed(),
-                })?;
-                self.follow_witness(before, token);
-                return Ok(());
+        if vocab.kind(token) == TokenKind::Special && vocab.is_eos(token) && self.is_accepting() {
+            self.witness = None;
+            match &mut self.run {
+                Run::Dfa(stack) => stack.push(ENDED),
+                Run::Cfg(c) => c.commit_eos(),
             }
-            if named.is_barred(token) {
-                return Err(not_allowed());
-            }
+            return Ok(());
         }
-        match vocab.kind(token) {
-            TokenKind::Special if vocab.is_eos(token) && self.is_accepting() => {
-                self.witness = None;
-                match &mut self.run {
-                    Run::Dfa(stack) => stack.push(ENDED),
-                    Run::Cfg(c) => c.commit_eos(),
-                }
-                Ok(())
-            }
-            TokenKind::Text => {
-                let before = self.len();
-                self.commit_text(vocab.bytes(token), true).map_err(|e| match e {
-                    Error::Limit { .. } => e,
-                    _ => not_allowed(),
-                })?;
-                self.follow_witness(before, token);
-                Ok(())
-            }
-            _ => Err(not_allowed()),
-        }
+        // A named token commits the bytes it stands for; a barred one nothing (see `tokens`).
+        let named = compiled.named.as_ref();
+        let bytes = match named.and_then(|n| n.bytes(token)) {
+            Some(b) => b,
+            None if named.is_some_and(|n| n.is_barred(token)) => return Err(not_allowed()),
+            None if vocab.kind(token) == TokenKind::Text => vocab.bytes(token),
+            None => return Err(not_allowed()),
+        };
+        let before = self.len();
+        self.commit_text(bytes, true).map_err(|e| match e {
+            Error::Limit { .. } => e,
+            _ => not_allowed(),
+        })?;
+        self.follow_witness(before, token);
+        Ok(())
     }
 
     /// Appends raw bytes (text to validate, forced text). Errors if not allowed. Unlike
