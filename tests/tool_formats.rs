@@ -19,7 +19,7 @@ use strictly::grammar::json_schema::{self, JsonSchemaOptions};
 use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use strictly::sample::SamplingParams;
 use strictly::tools::xml::XmlDialect;
-use strictly::tools::{calls_grammar, native_format, OutputParser, Piece, ToolChat, ToolFormat, ToolMode, ValueKinds};
+use strictly::tools::{calls_grammar, native_format, Joined, OutputParser, ToolChat, ToolFormat, ToolMode, ValueKinds};
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
 
@@ -234,20 +234,13 @@ pub(crate) fn read_with(
         i = j;
     }
     pieces.extend(p.finish().unwrap_or_else(|e| panic!("{format:?}: {e}: {text:?}")));
-    let mut content = String::new();
-    let mut streamed: Vec<(String, String)> = Vec::new();
-    for piece in pieces {
-        match piece {
-            Piece::Content(s) => content.push_str(&s),
-            Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
-            Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
-            Piece::Reasoning(r) => panic!("the calls parser wrote reasoning {r:?}"),
-        }
-    }
+    let mut joined = Joined::default();
+    pieces.into_iter().for_each(|piece| joined.push(piece));
+    assert!(joined.reasoning.is_empty(), "the calls parser wrote reasoning {:?}", joined.reasoning);
     let calls: Vec<(String, String)> = p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
-    assert_eq!(calls, streamed, "{text:?}");
-    assert_eq!(content, p.content());
-    (content, calls)
+    assert_eq!(calls, joined.calls, "{text:?}");
+    assert_eq!(joined.content, p.content());
+    (joined.content, calls)
 }
 
 #[test]

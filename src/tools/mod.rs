@@ -64,7 +64,7 @@ pub mod xml;
 #[cfg(feature = "model")]
 pub use chat::{native_format, plainer, Rendered, ToolChat};
 pub use format::ToolFormat;
-pub use parse::{call_id, OutputParser, Piece, RawCall};
+pub use parse::{call_id, Joined, OutputParser, Piece, RawCall};
 pub use xml::ValueKinds;
 
 use serde::Serialize;

@@ -56,6 +56,27 @@ pub enum Piece {
     },
 }
 
+/// What a stream of [`Piece`]s adds up to, as a reader of the stream rebuilds it: the
+/// reasoning, the content, and each call's name and arguments in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Joined {
+    pub reasoning: String,
+    pub content: String,
+    pub calls: Vec<(String, String)>,
+}
+
+impl Joined {
+    /// Adds one piece.
+    pub fn push(&mut self, piece: Piece) {
+        match piece {
+            Piece::Reasoning(s) => self.reasoning.push_str(&s),
+            Piece::Content(s) => self.content.push_str(&s),
+            Piece::ToolStart { name, .. } => self.calls.push((name, String::new())),
+            Piece::ToolArgs { index, text } => self.calls[index].1.push_str(&text),
+        }
+    }
+}
+
 /// A finished call, its arguments as the text the output holds (for [`ToolFormat::Xml`], the
 /// JSON object its parameter elements stand for).
 #[derive(Debug, Clone, PartialEq, Eq)]

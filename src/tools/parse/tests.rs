@@ -10,24 +10,17 @@ fn run_as(format: ToolFormat, chunks: &[&str]) -> (String, Vec<(String, String)>
 
 /// The content, the calls (checked equal to what streamed) and the end of `p` fed `chunks`.
 fn run_with(mut p: OutputParser, chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
-    let mut content = String::new();
-    let mut streamed: Vec<(String, String)> = Vec::new();
     let mut pieces = Vec::new();
     for c in chunks {
         pieces.extend(p.feed(c));
     }
     let end = p.finish().map(|rest| pieces.extend(rest));
-    for piece in pieces {
-        match piece {
-            Piece::Content(s) => content.push_str(&s),
-            Piece::ToolStart { name, .. } => streamed.push((name, String::new())),
-            Piece::ToolArgs { index, text } => streamed[index].1.push_str(&text),
-            Piece::Reasoning(r) => panic!("the calls parser wrote reasoning {r:?}"),
-        }
-    }
+    let mut joined = Joined::default();
+    pieces.into_iter().for_each(|piece| joined.push(piece));
+    assert!(joined.reasoning.is_empty(), "the calls parser wrote reasoning {:?}", joined.reasoning);
     let calls: Vec<(String, String)> = p.calls().iter().map(|c| (c.name.clone(), c.arguments.clone())).collect();
-    assert_eq!(calls, streamed);
-    (content, calls, end)
+    assert_eq!(calls, joined.calls);
+    (joined.content, calls, end)
 }
 
 #[test]
