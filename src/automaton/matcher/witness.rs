@@ -152,9 +152,23 @@ impl Matcher {
         fits
     }
 
-    /// Is `t` a token the constraint may use as text (not barred by token terminals)?
-    fn is_text_token(&self, t: TokenId) -> bool {
-        self.compiled.vocab().kind(t) == TokenKind::Text && self.compiled.named.as_ref().is_none_or(|n| !n.is_barred(t))
+    /// Calls `f(k, t)` for every token `t` that spells `bytes[..k]`: text tokens the constraint
+    /// may use as text (not barred by token terminals), and named tokens by their bytes.
+    fn tokens_at(&self, bytes: &[u8], mut f: impl FnMut(usize, TokenId)) {
+        let (vocab, named) = (self.compiled.vocab(), self.compiled.named.as_ref());
+        vocab.trie().walk(
+            0usize,
+            |k, b| (bytes.get(k) == Some(&b)).then_some(k + 1),
+            |k, ids| {
+                let text = |t: &&TokenId| vocab.kind(**t) == TokenKind::Text && named.is_none_or(|n| !n.is_barred(**t));
+                ids.iter().filter(text).for_each(|&t| f(k, t));
+            },
+        );
+        for (t, b) in named.iter().flat_map(|n| n.tokens()) {
+            if bytes.starts_with(b) {
+                f(b.len(), *t);
+            }
+        }
     }
 
     fn byte_cost(&mut self) -> u32 {
@@ -272,8 +286,6 @@ impl Matcher {
     /// but for the distinct-items guess, which may refuse one: then [`spell_greedy`]
     /// (Self::spell_greedy). `None` if no spelling commits or the end is not complete.
     fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
-        let compiled = self.compiled.clone();
-        let vocab = compiled.vocab();
         let n = bytes.len();
         // best[i]: (tokens that spell bytes[i..], the first of them, its length).
         let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
@@ -287,20 +299,7 @@ impl Matcher {
                     pick = Some(c);
                 }
             };
-            vocab.trie().walk(
-                0usize,
-                |k, b| (bytes.get(i + k) == Some(&b)).then_some(k + 1),
-                |k, ids| {
-                    for &t in ids.iter().filter(|&&t| self.is_text_token(t)) {
-                        offer(k, t, &best);
-                    }
-                },
-            );
-            for (t, b) in compiled.named.iter().flat_map(|n| n.tokens()) {
-                if bytes[i..].starts_with(b) {
-                    offer(b.len(), *t, &best);
-                }
-            }
+            self.tokens_at(&bytes[i..], |k, t| offer(k, t, &best));
             best[i] = pick;
         }
         let start = self.len();
@@ -324,19 +323,11 @@ impl Matcher {
     /// `bytes` spelled with the longest token the matcher takes at each point, committed (the
     /// caller rolls back); `None` if some point takes none or the end is not complete.
     fn spell_greedy(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
-        let compiled = self.compiled.clone();
-        let vocab = compiled.vocab();
         let mut path = Vec::new();
         let mut i = 0;
         while i < bytes.len() {
             let mut found: Vec<(usize, TokenId)> = Vec::new();
-            vocab.trie().walk(
-                0usize,
-                |k, b| (bytes.get(i + k) == Some(&b)).then_some(k + 1),
-                |k, ids| found.extend(ids.iter().filter(|&&t| self.is_text_token(t)).map(|&t| (k, t))),
-            );
-            let named = compiled.named.iter().flat_map(|n| n.tokens());
-            found.extend(named.filter(|(_, b)| bytes[i..].starts_with(b)).map(|(t, b)| (b.len(), *t)));
+            self.tokens_at(&bytes[i..], |k, t| found.push((k, t)));
             found.sort_unstable_by_key(|&(k, t)| (std::cmp::Reverse(k), t));
             let (k, t) = found.into_iter().find(|&(_, t)| self.commit(t).is_ok())?;
             path.push(t);
