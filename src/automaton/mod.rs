@@ -46,7 +46,7 @@ mod mask_cache;
 mod matcher;
 pub mod slices;
 mod token_dist;
-mod tokens;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ pub enum Constraint {
     JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
     /// Free text until one of `triggers` appears, then that trigger and an output of `then` (a
     /// lazy constraint, see [`grammar::trigger`]); an output without a trigger is free text.
-    Triggered { triggers: Vec<String>, then: Box<Constraint> },
+    Triggered { triggers: Vec<grammar::trigger::Trigger>, then: Box<Constraint> },
     /// A reasoning part (free text up to the `end` marker), then an output of `then` (see
     /// [`grammar::trigger::after_reasoning`]): `start: None` begins inside the reasoning (the
     /// prompt opened it), `Some(start)` makes the part optional, opened by `start`.
