@@ -77,16 +77,23 @@ fn any_text() -> Expr {
 /// text without `end` and `ws` at most 4 whitespace characters (models write `</think>\n\n`).
 /// `start: None`: the reasoning is open already (the prompt ends with its start marker), so the
 /// output begins inside it; `Some(start)`: the reasoning part is optional and begins with
-/// `start` (see `model::reasoning`).
-pub fn after_reasoning(start: Option<&str>, end: &str, then: Grammar) -> Result<Grammar> {
-    if end.is_empty() || start.is_some_and(str::is_empty) {
+/// `start` (see `model::reasoning`). With a `header` (harmony's `<|channel|>final<|message|>`),
+/// `then` follows it, with or without a reasoning part, and no whitespace comes between.
+pub fn after_reasoning(start: Option<&str>, end: &str, header: Option<&str>, then: Grammar) -> Result<Grammar> {
+    if end.is_empty() || start.is_some_and(str::is_empty) || header.is_some_and(str::is_empty) {
         return Err(Error::param("reasoning markers must not be empty"));
     }
     let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
-    let answer = Expr::Rule(then.append_to(&mut rules));
-    let ws = crate::regular::regex::parse(r"[ \t\r\n]{0,4}").expect("a valid built-in regex");
-    let reasoning =
-        Expr::Seq(vec![text_without(end), Expr::Literal(end.into()), Expr::Lexeme(Arc::new(Lexeme::Regex(ws)))]);
+    let answer = match header {
+        Some(h) => Expr::Seq(vec![Expr::Literal(h.into()), Expr::Rule(then.append_to(&mut rules))]),
+        None => Expr::Rule(then.append_to(&mut rules)),
+    };
+    let mut reasoning = vec![text_without(end), Expr::Literal(end.into())];
+    if header.is_none() {
+        let ws = crate::regular::regex::parse(r"[ \t\r\n]{0,4}").expect("a valid built-in regex");
+        reasoning.push(Expr::Lexeme(Arc::new(Lexeme::Regex(ws))));
+    }
+    let reasoning = Expr::Seq(reasoning);
     rules[0].body = match start {
         None => Expr::Seq(vec![reasoning, answer]),
         Some(start) => Expr::Seq(vec![

@@ -152,6 +152,8 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
 pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
     let answer = build_answer(spec)?;
     Ok(match &spec.reasoning {
+        // Tool calls in the template's format write their own headers (harmony's).
+        Some(r) if spec.tools.is_some() => r.constrain_calls(answer),
         Some(r) => r.constrain(answer),
         None => answer,
     })
