@@ -181,8 +181,8 @@ pub fn calls_grammar(
 ) -> Grammar {
     let mut rules: Vec<Rule> = Vec::new();
     let root = add_rule(&mut rules, "root", Expr::Empty);
-    // One optional space where JSON allows whitespace around the call's own keys (as
-    // `json.dumps` writes them, or compact): never whitespace soup.
+    // One optional space between the calls of Mistral's list (as `json.dumps` writes it, or
+    // compact): never whitespace soup.
     let ws = || re(r" ?");
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
     let mut objects = Vec::new();
@@ -207,24 +207,14 @@ pub fn calls_grammar(
             named_args.push((name, args));
             continue;
         }
+        // Compact, or spaced as `json.dumps` writes it: one layout per call, never a mix (and
+        // two spellings of the call's head, where independent optional spaces made 128).
         let name = serde_json::to_string(&name).expect("a string serializes");
+        let compact = format!("{{\"name\":{name},{key}:");
+        let spaced = format!("{{\"name\": {name}, {key}: ");
         objects.push(Expr::Seq(vec![
-            Expr::Literal("{".into()),
-            ws(),
-            Expr::Literal("\"name\"".into()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
-            Expr::Literal(name),
-            ws(),
-            Expr::Literal(",".into()),
-            ws(),
-            Expr::Literal(key.clone()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
+            Expr::Alt(vec![Expr::Literal(compact), Expr::Literal(spaced)]),
             Expr::Rule(args),
-            ws(),
             Expr::Literal("}".into()),
         ]));
     }
