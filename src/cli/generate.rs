@@ -147,7 +147,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<()> {
     let mut matcher = compiled.as_ref().map(|c| c.matcher());
     let vocab = loaded.vocab().clone();
     if let Some(path) = &a.draft_model {
-        opts.draft_model = Some(draft_model(path, &vocab, &LoadOptions { device, precision, threads: a.threads })?);
+        opts.draft_model =
+            Some(super::draft_model(path, &vocab, &LoadOptions { device, precision, threads: a.threads })?);
         opts.speculate = Some(decode::PromptLookup { max_draft: a.draft_tokens, ..Default::default() });
     }
     let mut model = loaded.model;
@@ -183,27 +184,6 @@ fn load(a: &GenerateArgs, opts: &LoadOptions) -> anyhow::Result<(LoadedModel, Du
         pb.finish_and_clear();
     }
     Ok((loaded?, t_load.elapsed()))
-}
-
-/// The model at `path` as a draft model for `vocab`'s model: the same vocabulary, token for
-/// token, and a cache that can truncate (a safetensors model moves to the batched network).
-fn draft_model(
-    path: &std::path::Path,
-    vocab: &strictly::Vocab,
-    opts: &LoadOptions,
-) -> anyhow::Result<decode::DraftModel> {
-    let loaded = LoadedModel::load(Some(path), opts).map_err(|e| anyhow!("--draft-model {}: {e}", path.display()))?;
-    let same = loaded.vocab().len() == vocab.len()
-        && (0..vocab.len() as u32).all(|i| loaded.vocab().bytes(TokenId(i)) == vocab.bytes(TokenId(i)));
-    if !same {
-        return Err(anyhow!("--draft-model {}: its vocabulary is not the model's", path.display()));
-    }
-    let mut model = loaded.model;
-    if !model.can_truncate() {
-        model = model.on_batch_net().map_err(|e| anyhow!("--draft-model {}: cannot draft: {e}", path.display()))?;
-    }
-    let model = std::sync::Mutex::new(model);
-    Ok(decode::DraftModel::new(move || Ok(Box::new(model.lock().unwrap_or_else(|p| p.into_inner()).restart()))))
 }
 
 /// `--prompt` as the model's input: with `--chat`, a (system and) user turn through the chat
@@ -392,7 +372,7 @@ mod tests {
 
     fn request(fields: serde_json::Value) -> SamplingParams {
         let common: strictly::server::api::Common = serde_json::from_value(fields).unwrap();
-        common.plan(&defaults(), None, (false, 0)).unwrap().opts.sampling
+        common.plan(&defaults(), None, (false, 0), None).unwrap().opts.sampling
     }
 
     fn defaults() -> GenerationDefaults {

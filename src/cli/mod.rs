@@ -322,6 +322,32 @@ impl TriggerArgs {
     }
 }
 
+/// The model at `path` as a draft model for `vocab`'s model: the same vocabulary, token for
+/// token, and a cache that can truncate (a safetensors model moves to the batched network).
+pub fn draft_model(
+    path: &std::path::Path,
+    vocab: &strictly::Vocab,
+    opts: &strictly::model::LoadOptions,
+) -> anyhow::Result<strictly::decode::DraftModel> {
+    let loaded = strictly::model::LoadedModel::load(Some(path), opts)
+        .map_err(|e| anyhow!("--draft-model {}: {e}", path.display()))?;
+    let same = loaded.vocab().len() == vocab.len()
+        && (0..vocab.len() as u32)
+            .all(|i| loaded.vocab().bytes(strictly::TokenId(i)) == vocab.bytes(strictly::TokenId(i)));
+    if !same {
+        return Err(anyhow!("--draft-model {}: its vocabulary is not the model's", path.display()));
+    }
+    use strictly::decode::LanguageModel;
+    let mut model = loaded.model;
+    if !model.can_truncate() {
+        model = model.on_batch_net().map_err(|e| anyhow!("--draft-model {}: cannot draft: {e}", path.display()))?;
+    }
+    let model = std::sync::Mutex::new(model);
+    Ok(strictly::decode::DraftModel::new(move || {
+        Ok(Box::new(model.lock().unwrap_or_else(|p| p.into_inner()).restart()))
+    }))
+}
+
 /// Warnings about the input, one line each on stderr (stdout stays the verb's own output).
 pub fn print_warnings(warnings: &[String]) {
     for w in warnings {

@@ -56,6 +56,15 @@ pub struct ServeArgs {
     threads: Option<usize>,
     #[command(flatten)]
     chat_template: super::ChatTemplateArgs,
+    /// Speculative decoding for every request with drafts from this smaller model (a GGUF file
+    /// or a model directory) of the same vocabulary, verified by the served model: the same
+    /// output in fewer of its passes where the drafts are right (a request's `speculate`:
+    /// "off" or "prompt-lookup" chooses otherwise).
+    #[arg(long, value_name = "PATH")]
+    draft_model: Option<PathBuf>,
+    /// The most tokens a draft holds.
+    #[arg(long, default_value_t = 8)]
+    draft_tokens: usize,
 }
 
 impl ServeArgs {
@@ -86,10 +95,19 @@ impl ServeArgs {
 
 pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     let config = a.config()?;
+    if a.draft_tokens == 0 {
+        return Err(anyhow!("--draft-tokens must be at least 1"));
+    }
     let device: DeviceSpec = a.device.parse()?;
     let precision = a.dtype.as_deref().map(str::parse::<Precision>).transpose()?;
-    let mut loaded = LoadedModel::load(a.model.as_deref(), &LoadOptions { device, precision, threads: a.threads })?;
+    let load = LoadOptions { device, precision, threads: a.threads };
+    let mut config = config;
+    let mut loaded = LoadedModel::load(a.model.as_deref(), &load)?;
     a.chat_template.apply(&mut loaded)?;
+    if let Some(path) = &a.draft_model {
+        config.draft_model = Some(super::draft_model(path, loaded.vocab(), &load)?);
+        config.draft_tokens = a.draft_tokens.max(1);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

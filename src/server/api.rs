@@ -481,11 +481,13 @@ impl Common {
 
     /// The sampling knobs over the model's defaults, checked (OpenAI's ranges where OpenAI
     /// has the knob: temperature in [0, 2]).
+    /// `draft`: the server's draft model and its most tokens per draft, if it has one.
     pub fn plan(
         &self,
         defaults: &GenerationDefaults,
         max_tokens: Option<i64>,
         (logprobs, top_logprobs): (bool, usize),
+        draft: Option<(&crate::decode::DraftModel, usize)>,
     ) -> Result<Plan, ApiError> {
         if let Some(b) = &self.logit_bias {
             if !b.is_empty() {
@@ -538,12 +540,21 @@ impl Common {
                 ApiError::bad_request("stream_options is only allowed with stream: true").param("stream_options")
             );
         }
-        let speculate = match self.speculate.as_deref() {
-            None | Some("off") => None,
-            Some("prompt-lookup") => Some(crate::decode::PromptLookup::default()),
-            Some(other) => {
+        // With a draft model, drafts come from it unless the request says otherwise.
+        let lookup = |max_draft| Some(crate::decode::PromptLookup { max_draft, ..Default::default() });
+        let (speculate, draft_model) = match (self.speculate.as_deref(), draft) {
+            (Some("off"), _) | (None, None) => (None, None),
+            (Some("prompt-lookup"), _) => (Some(crate::decode::PromptLookup::default()), None),
+            (None | Some("draft-model"), Some((d, max_draft))) => (lookup(max_draft), Some(d.clone())),
+            (Some("draft-model"), None) => {
+                return Err(ApiError::bad_request(
+                    "speculate: this server has no draft model (start it with --draft-model)",
+                )
+                .param("speculate"))
+            }
+            (Some(other), _) => {
                 return Err(ApiError::bad_request(format!(
-                    "speculate must be \"prompt-lookup\" or \"off\", got {other:?}"
+                    "speculate must be \"prompt-lookup\", \"draft-model\" or \"off\", got {other:?}"
                 ))
                 .param("speculate"))
             }
@@ -554,6 +565,7 @@ impl Common {
             stop,
             stop_token_ids: defaults.eos.clone(),
             speculate,
+            draft_model,
             ..GenerateOptions::default()
         };
         Ok(Plan { n, stream, include_usage, max_tokens, opts, logprobs })

@@ -163,7 +163,7 @@ async fn run(st: &AppState, req: ChatRequest) -> Result<Response, ApiError> {
     st.check_model(req.common.model.as_deref())?;
     let mut spec = req.spec()?;
     let lp = req.top_logprobs()?;
-    let mut plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp)?;
+    let mut plan = req.common.plan(&st.inner.defaults, req.max_completion_tokens, lp, st.draft())?;
     let chat = chat(&req, spec.as_ref())?;
     let max_reasoning = req.max_reasoning_tokens()?;
     let deadline = st.deadline();

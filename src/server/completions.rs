@@ -37,7 +37,7 @@ async fn run(st: &AppState, req: CompletionRequest) -> Result<Response, ApiError
     }
     let spec = req.spec()?;
     let lp = req.top_logprobs()?;
-    let plan = req.common.plan(&st.inner.defaults, None, lp)?;
+    let plan = req.common.plan(&st.inner.defaults, None, lp, st.draft())?;
     if let Some(b) = req.best_of {
         if b != plan.n as i64 {
             return Err(ApiError::bad_request("best_of is not supported (other than best_of = n)").param("best_of"));

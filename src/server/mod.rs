@@ -19,7 +19,8 @@
 //! Sampling: `temperature` (0..=2), `top_p`, `top_k`, `min_p`, `top_n_sigma`,
 //! `frequency_penalty`, `presence_penalty`, `repetition_penalty`, DRY (`dry_multiplier`,
 //! `dry_base`, `dry_allowed_length`, `dry_penalty_last_n`, `dry_sequence_breakers`, as
-//! llama.cpp's server names them), `speculate` (`"prompt-lookup"`: the same tokens in fewer
+//! llama.cpp's server names them), `speculate` (`"prompt-lookup"`, `"draft-model"` (the default
+//! when the server has one, [`ServerConfig::draft_model`]) or `"off"`: the same tokens in fewer
 //! forward passes; an extension), `seed`, `stop` (≤ 4),
 //! `max_tokens` / `max_completion_tokens`, `n` (≤ 16), `logprobs` + `top_logprobs` (≤ 20),
 //! over the model's `generation_config.json` defaults.
@@ -142,6 +143,12 @@ pub struct ServerConfig {
     /// on its own. Llama, qwen2, mistral and phi3 models batch (see [`AppState::new`]); the running generations
     /// (`max_concurrent`) bound it too.
     pub max_batch: usize,
+    /// A smaller model of the same vocabulary that drafts tokens for every generation, verified
+    /// by the served model (the same output in fewer of its passes; a request's `speculate`
+    /// chooses) [default: none].
+    pub draft_model: Option<crate::decode::DraftModel>,
+    /// The most tokens one draft holds [default 8].
+    pub draft_tokens: usize,
 }
 
 impl Default for ServerConfig {
@@ -156,6 +163,8 @@ impl Default for ServerConfig {
             cache_capacity: 64,
             header_timeout: Duration::from_secs(10),
             max_batch: 8,
+            draft_model: None,
+            draft_tokens: 8,
         }
     }
 }
@@ -271,6 +280,12 @@ impl AppState {
 
     pub fn config(&self) -> &ServerConfig {
         &self.inner.config
+    }
+
+    /// The draft model every generation may use, with its most tokens per draft.
+    fn draft(&self) -> Option<(&crate::decode::DraftModel, usize)> {
+        let c = &self.inner.config;
+        c.draft_model.as_ref().map(|d| (d, c.draft_tokens.max(1)))
     }
 
     /// Checks a request's `model` (absent is fine).

@@ -280,8 +280,57 @@ async fn speculation_through_the_batch_thread_changes_no_text() {
     assert_eq!(a, b);
     assert!(quick < slow, "passes with drafts {quick}, without {slow}");
     let mut bad = bodies().remove(0);
+    bad["speculate"] = json!("ngram");
+    let (s, v) = http_json(addr, "POST", "/v1/chat/completions", bad).await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(v["error"]["param"], "speculate", "{v}");
+}
+
+/// A server with a draft model (`ServerConfig::draft_model`, `serve --draft-model`: here the
+/// embedded model drafting for itself) drafts for every request by default: the same texts as
+/// without one (greedy, seeded and constrained, several requests at once), in fewer batched
+/// passes; `"speculate": "off"` turns it off; `"draft-model"` on a server without one is a 400
+/// naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_model_drafts_for_every_request_and_changes_no_text() {
+    // On the batched network, whose cache can truncate (as `serve --draft-model` loads it).
+    let net = LoadedModel::embedded(&LoadOptions::default()).unwrap().model.on_batch_net().unwrap();
+    let draft_net = std::sync::Mutex::new(net);
+    let draft = strictly::decode::DraftModel::new(move || {
+        Ok(Box::new(draft_net.lock().unwrap_or_else(|p| p.into_inner()).restart()))
+    });
+    let with_draft = || ServerConfig { max_batch: 8, draft_model: Some(draft.clone()), ..ServerConfig::default() };
+    let run = |config: ServerConfig, speculate: Option<&'static str>| async move {
+        let addr = serve(state(config)).await;
+        let mut tasks = Vec::new();
+        for mut b in bodies() {
+            if let Some(s) = speculate {
+                b["speculate"] = json!(s);
+            }
+            tasks.push(tokio::spawn(async move {
+                let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
+                assert_eq!(s, 200, "{v}");
+                texts(&v)
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(tokio::time::timeout(WATCHDOG, t).await.expect("hung").unwrap());
+        }
+        let (_, metrics) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
+        (out, metric_value(&metrics, "strictly_batch_size_count"))
+    };
+    let (plain, plain_passes) = run(ServerConfig { max_batch: 8, ..ServerConfig::default() }, None).await;
+    let (drafted, drafted_passes) = run(with_draft(), None).await;
+    assert_eq!(drafted, plain);
+    assert!(drafted_passes < plain_passes, "passes with drafts {drafted_passes}, without {plain_passes}");
+    let (off, _) = run(with_draft(), Some("off")).await;
+    assert_eq!(off, plain);
+    let addr = serve(state(ServerConfig::default())).await;
+    let mut bad = bodies().remove(0);
     bad["speculate"] = json!("draft-model");
     let (s, v) = http_json(addr, "POST", "/v1/chat/completions", bad).await;
     assert_eq!(s, 400, "{v}");
     assert_eq!(v["error"]["param"], "speculate", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("no draft model"), "{v}");
 }
