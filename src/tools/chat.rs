@@ -150,8 +150,9 @@ impl ToolChat {
         let plain = plainer(&inlined);
         // gpt-oss's template writes each tool's description unguarded: an empty one where none
         // was given.
+        let format = native_format(p);
         let described: Vec<ChatTool>;
-        let native_tools = match native_format(p) {
+        let native_tools = match format {
             Some(ToolFormat::Harmony) if self.tools.iter().any(|t| t.function.description.is_none()) => {
                 described = self
                     .tools
@@ -166,7 +167,7 @@ impl ToolChat {
             }
             _ => &self.tools[..],
         };
-        let native = native_format(p).map(|f| (self.native(f), native_tools, f));
+        let native = format.map(|f| (self.native(f), native_tools, f));
         let default = ToolFormat::Hermes;
         let attempts = native.into_iter().chain([(inlined, &[][..], default), (plain, &[][..], default)]);
         let mut first = None;

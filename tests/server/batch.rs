@@ -50,6 +50,27 @@ fn bodies() -> Vec<Value> {
         .collect()
 }
 
+/// The texts of [`bodies`], sent all at once to the server at `addr` (with `speculate` set
+/// where given).
+async fn all_bodies_at_once(addr: std::net::SocketAddr, speculate: Option<&'static str>) -> Vec<Vec<String>> {
+    let mut tasks = Vec::new();
+    for mut b in bodies() {
+        if let Some(s) = speculate {
+            b["speculate"] = json!(s);
+        }
+        tasks.push(tokio::spawn(async move {
+            let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
+            assert_eq!(s, 200, "{v}");
+            texts(&v)
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(tokio::time::timeout(WATCHDOG, t).await.expect("hung").unwrap());
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_batched_requests_equal_unbatched_ones() {
     // One at a time, each generation on its own (candle's single-sequence llama).
@@ -244,26 +265,8 @@ async fn a_qwen2_model_batches_and_gives_the_unbatched_outputs() {
 async fn speculation_through_the_batch_thread_changes_no_text() {
     let st = state(ServerConfig { max_batch: 8, max_concurrent: 8, ..ServerConfig::default() });
     let addr = serve(st.clone()).await;
-    let run = |speculate: bool| async move {
-        let mut tasks = Vec::new();
-        for mut b in bodies() {
-            if speculate {
-                b["speculate"] = json!("prompt-lookup");
-            }
-            tasks.push(tokio::spawn(async move {
-                let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
-                assert_eq!(s, 200, "{v}");
-                texts(&v)
-            }));
-        }
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(tokio::time::timeout(WATCHDOG, t).await.expect("hung").unwrap());
-        }
-        out
-    };
-    let plain = run(false).await;
-    let fast = run(true).await;
+    let plain = all_bodies_at_once(addr, None).await;
+    let fast = all_bodies_at_once(addr, Some("prompt-lookup")).await;
     assert_eq!(fast, plain);
     // One long greedy story (stories260K repeats itself): fewer batched passes with drafts.
     let passes = |speculate: &'static str| async move {
@@ -302,21 +305,7 @@ async fn a_draft_model_drafts_for_every_request_and_changes_no_text() {
     let with_draft = || ServerConfig { max_batch: 8, draft_model: Some(draft.clone()), ..ServerConfig::default() };
     let run = |config: ServerConfig, speculate: Option<&'static str>| async move {
         let addr = serve(state(config)).await;
-        let mut tasks = Vec::new();
-        for mut b in bodies() {
-            if let Some(s) = speculate {
-                b["speculate"] = json!(s);
-            }
-            tasks.push(tokio::spawn(async move {
-                let (s, v) = http_json(addr, "POST", "/v1/chat/completions", b).await;
-                assert_eq!(s, 200, "{v}");
-                texts(&v)
-            }));
-        }
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(tokio::time::timeout(WATCHDOG, t).await.expect("hung").unwrap());
-        }
+        let out = all_bodies_at_once(addr, speculate).await;
         let (_, metrics) = Conn::open(addr, "GET", "/metrics", "").await.whole_body().await;
         (out, metric_value(&metrics, "strictly_batch_size_count"))
     };
