@@ -225,3 +225,19 @@ def test_compiled_is_shared_across_threads(tiny_vocab):
     assert not errors, errors
     for seen in results.values():
         assert seen == expected * 50
+
+
+def test_compiling_releases_the_gil(tiny_vocab):
+    from gil import runs_during
+
+    calls = iter(range(100))
+
+    def compile_big():
+        # A fresh schema each time (nothing cached): tens of milliseconds of native work.
+        k = next(calls)
+        strictly.compile(tiny_vocab, json_schema={"enum": [f"v{k}-{i}-{i * 7919 % 10007}" for i in range(6000)]})
+
+    inside, d = runs_during(compile_big)
+    while d < 0.04:  # a machine fast enough to finish early: make the call longer
+        inside, d = runs_during(lambda: [compile_big() for _ in range(4)])
+    assert inside > 0, f"no Python ran during {d * 1000:.0f} ms of compiling"

@@ -122,3 +122,17 @@ def test_hf_tokenizer_object_gives_the_same_vocabulary():
         a = strictly.compile(from_file, json_schema=schema).matcher().allowed_tokens()
         b = strictly.compile(from_obj, json_schema=schema).matcher().allowed_tokens()
         assert a == b, name
+
+
+def test_batch_fill_releases_the_gil():
+    """`fill_bitmasks` leaves the GIL to other threads while it works."""
+    from gil import runs_during
+
+    v = vocab("llama-3.2")
+    # Cold first masks: each sequence its own regex, so no mask is cached; a walk over most of
+    # the vocabulary each.
+    matchers = [strictly.compile(v, regex=f"( ?[a-z]{{1,{i + 4}}}| ?[0-9]+{i})+\\.").matcher() for i in range(256)]
+    bm = np.zeros((256, v.bitmask_words), dtype=np.int32)
+    inside, d = runs_during(lambda: strictly.fill_bitmasks(matchers, bm))
+    assert d > 0.005, f"the batch took only {d * 1000:.1f} ms: too short to judge"
+    assert inside > 0, f"no Python ran during {d * 1000:.0f} ms of filling 256 rows"
