@@ -5,8 +5,9 @@
 # build PyO3; fmt and clippy run on it here. The wheel is built with maturin (release, abi3) in a
 # virtual environment under target/, installed, and tested with pytest. torch and transformers
 # come from PyPI for the adapters' tests: PyPI's Linux torch brings its CUDA libraries (about
-# 4 GB, loaded but never used on a CPU); download.pytorch.org's CPU wheels are not reachable
-# here. Tests that need ../shared/data or the SmolLM2 GGUF FAIL without them
+# 4 GB, loaded but never used on a CPU); PyTorch's own CPU-only wheel index is not reachable
+# here. SGLang installs without its dependencies (only its grammar-backend module is used).
+# Tests that need ../shared/data or the SmolLM2 GGUF FAIL without them
 # (STRICTLY_REQUIRE_DATA=1). llama-cpp-python has no prebuilt wheel on PyPI (building it takes
 # about 7 minutes of two cores), so its adapter is tested here against its documented
 # logits-processor contract; the tests against a real llama.cpp run where it is installed.
@@ -24,6 +25,12 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 echo "=== python: installing maturin, pytest, numpy, torch, transformers (from PyPI)"
 "$VENV/bin/pip" install --quiet "maturin>=1.9.4,<2" pytest numpy torch==2.15.0 transformers==5.23.0
+# SGLang without its GPU stack: its grammar-backend module imports on a CPU with these small
+# packages, so the SGLang adapter is registered and run through SGLang's own classes.
+"$VENV/bin/pip" install --quiet --no-deps sglang==0.5.23 orjson psutil pybase64 requests urllib3 certifi \
+  pillow starlette msgspec pyzmq ipython traitlets aiohttp multidict attrs yarl propcache aiohappyeyeballs \
+  aiosignal frozenlist openai sniffio partial_json_parser charset_normalizer
+export STRICTLY_REQUIRE_SGLANG=1
 echo "    ($((SECONDS - start)) s so far)"
 
 echo "=== python: maturin build --release"

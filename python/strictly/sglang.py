@@ -6,7 +6,8 @@ handing each request a ``copy()``) and a *grammar object* per request, which its
 calls every step: ``allocate_vocab_mask`` once per batch shape, ``fill_vocab_mask(mask, i)``
 for row ``i``, ``move_vocab_mask`` to the GPU, ``apply_vocab_mask(logits, mask)``, then
 ``accept_token`` with the sampled token; ``rollback(k)`` for speculative decoding,
-``is_terminated()`` to finish, and jump-forward (``try_jump_forward``,
+``is_terminated()`` to finish (newer releases fill a batch's rows with
+``fill_vocab_mask_batched``, which here is one parallel call), and jump-forward (``try_jump_forward``,
 ``jump_forward_str_state``, ``jump_and_retokenize``) to append text only one continuation
 can have without sampling it.
 
@@ -39,12 +40,22 @@ try:
 
     _GrammarBase = _sgl.BaseGrammarObject
     _BackendBase = _sgl.BaseGrammarBackend
-    _INVALID = getattr(_sgl, "INVALID_GRAMMAR_OBJ", None)
-except Exception:  # SGLang absent, or it does not import here (it needs a GPU stack)
+except Exception:  # SGLang absent, or it does not import here
     _sgl = None
     _GrammarBase = object
     _BackendBase = object
-    _INVALID = None
+
+
+def invalid():
+    """What SGLang takes for a grammar that failed to compile: its ``InvalidGrammarObject``
+    (newer releases), its ``INVALID_GRAMMAR_OBJ`` (older ones), or ``None`` without SGLang."""
+    if _sgl is not None and hasattr(_sgl, "InvalidGrammarObject"):
+        return _sgl.InvalidGrammarObject()
+    return getattr(_sgl, "INVALID_GRAMMAR_OBJ", None)
+
+
+def is_invalid(grammar) -> bool:
+    return grammar is None or not isinstance(grammar, StrictlyGrammar)
 
 
 class StrictlyGrammar(_GrammarBase):
@@ -75,6 +86,21 @@ class StrictlyGrammar(_GrammarBase):
 
     def fill_vocab_mask(self, vocab_mask, idx: int) -> None:
         self.matcher.fill_bitmask(vocab_mask, idx)
+
+    @staticmethod
+    def fill_vocab_mask_batched(entries, vocab_mask) -> None:
+        """Fills the listed rows (``entry.grammar``, ``entry.row``) in one parallel call with the
+        GIL released; rows not listed are left as they are."""
+        mine = [e for e in entries if isinstance(e.grammar, StrictlyGrammar)]
+        strictly.fill_bitmasks([e.grammar.matcher for e in mine], vocab_mask, indices=[e.row for e in mine])
+        for e in entries:
+            if not isinstance(e.grammar, StrictlyGrammar):
+                e.grammar.fill_vocab_mask(vocab_mask, e.row)
+
+    @staticmethod
+    def reset_vocab_mask(vocab_mask) -> None:
+        """Every token allowed: the unconstrained row."""
+        vocab_mask.fill_(-1)
 
     @staticmethod
     def move_vocab_mask(vocab_mask, device):
@@ -131,7 +157,7 @@ class StrictlyGrammarBackend(_BackendBase):
                 hit = strictly.compile(self.vocab, **kwargs)
             except strictly.StrictlyError as e:
                 logger.warning("strictly cannot compile %s: %s", key[0], e)
-                return _INVALID
+                return invalid()
             with self._lock:
                 self._compiled[key] = hit
         return StrictlyGrammar(hit, self.vocab_size)
@@ -153,7 +179,7 @@ class StrictlyGrammarBackend(_BackendBase):
 
     def dispatch_structural_tag(self, key_string: str):
         logger.warning("strictly's SGLang backend does not support structural tags")
-        return _INVALID
+        return invalid()
 
     def reset(self):
         self.cache.clear()
