@@ -38,6 +38,16 @@ from pathlib import Path
 import numpy as np
 
 
+def version(dist):
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as v
+
+    try:
+        return v(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -292,11 +302,7 @@ def main():
         "cases": len(cases),
         "left_out": skipped,
         "threads": args.threads,
-        "versions": {
-            "strictly": strictly.__version__,
-            "llguidance": __import__("llguidance").__version__ if hasattr(__import__("llguidance"), "__version__") else "?",
-            "xgrammar": __import__("xgrammar").__version__,
-        },
+        "versions": {name: version(name) for name in ("strictly", "llguidance", "xgrammar", "torch")},
         "single_us": {k: summary(v) for k, v in single.items()},
         "batch64_us": {k: summary(v) for k, v in batch.items()},
         "overhead_us": overhead,

@@ -241,3 +241,32 @@ def test_compiling_releases_the_gil(tiny_vocab):
     while d < 0.04:  # a machine fast enough to finish early: make the call longer
         inside, d = runs_during(lambda: [compile_big() for _ in range(4)])
     assert inside > 0, f"no Python ran during {d * 1000:.0f} ms of compiling"
+
+
+def test_torch_tensors_and_other_array_interfaces_are_filled_in_place(tiny_vocab):
+    from conftest import need_module
+
+    torch = need_module("torch")
+    m = strictly.compile(tiny_vocab, regex="(ab|c)+").matcher()
+    ref = strictly.allocate_token_bitmask(2, tiny_vocab.vocab_size)
+    m.fill_bitmask(ref, 1)
+    t = torch.zeros((2, tiny_vocab.bitmask_words), dtype=torch.int32)
+    m.fill_bitmask(t, 1)
+    assert (t.numpy() == np.where(np.arange(2)[:, None] == 1, ref, 0)).all()
+    with pytest.raises(strictly.StrictlyError, match="int32"):
+        m.fill_bitmask(torch.zeros((1, tiny_vocab.bitmask_words), dtype=torch.int64))
+    with pytest.raises(strictly.StrictlyError, match="contiguous"):
+        m.fill_bitmask(torch.zeros((tiny_vocab.bitmask_words, 2), dtype=torch.int32).t())
+
+    class Wrapped:  # any object with numpy's Python-level array interface
+        def __init__(self, a):
+            self.a = a
+            self.__array_interface__ = a.__array_interface__
+
+    w = Wrapped(np.zeros((2, tiny_vocab.bitmask_words), dtype=np.int32))
+    m.fill_bitmask(w, 1)
+    assert (w.a[1] == ref[1]).all() and not w.a[0].any()
+    # The batch call takes tensors too.
+    t.zero_()
+    strictly.fill_bitmasks([m], t, indices=[1])
+    assert (t.numpy()[1] == ref[1]).all()
