@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -97,19 +98,26 @@ def test_schema_errors_carry_pointer_and_keyword(tiny_vocab):
         strictly.compile(tiny_vocab, json_schema={"type": "object", "properties": {"a": {"$dynamicRef": "#x"}}})
     err = e.value
     assert isinstance(err, ValueError) and isinstance(err, strictly.StrictlyError)
-    assert err.kind == "schema" and err.pointer.startswith("/properties/a")
-    assert err.keyword == "$dynamicRef" or "$dynamicRef" in err.pointer
-    assert err.pointer in str(err)
+    assert (err.kind, err.pointer, err.keyword) == ("schema", "/properties/a/$dynamicRef", "$dynamicRef")
+    assert err.pointer in str(err) and err.message in str(err) and err.line is None
+    with pytest.raises(strictly.SchemaError) as e:
+        strictly.compile(tiny_vocab, json_schema={"type": "object", "properties": {"a": {"type": "strin"}}})
+    assert (e.value.pointer, e.value.keyword, e.value.message) == ("/properties/a/type", "type", 'unknown type "strin"')
 
 
 def test_regex_and_grammar_errors_carry_their_place(tiny_vocab):
     with pytest.raises(strictly.RegexError) as e:
         strictly.compile(tiny_vocab, regex="ab(c")
-    assert e.value.column is not None and e.value.line is None
+    assert (e.value.column, e.value.line, e.value.kind) == (3, None, "regex")
     with pytest.raises(strictly.GrammarError) as e:
         strictly.compile(tiny_vocab, grammar='root ::= "a" item\n\nitem ::= ( "b" \n')
-    assert e.value.line is not None and e.value.column is not None
-    assert f"{e.value.line}:{e.value.column}" in str(e.value)
+    assert (e.value.line, e.value.column) == (3, 10) and "3:10" in str(e.value)
+    with pytest.raises(strictly.LimitError) as e:
+        strictly.compile(tiny_vocab, regex="(a|b)*a(a|b){24}")  # 2^24 DFA states
+    assert e.value.limit_kind in ("DfaBytes", "DfaStates") and e.value.limit > 0
+    with pytest.raises(strictly.TokenizerError) as e:
+        strictly.Vocab.from_tokenizer_json("/nonexistent/tokenizer.json")
+    assert e.value.path == "/nonexistent/tokenizer.json"
     with pytest.raises(strictly.StrictlyError):
         strictly.compile(tiny_vocab, regex="a", choice=["a"])
     with pytest.raises(strictly.StrictlyError):
@@ -230,7 +238,7 @@ def test_compiled_is_shared_across_threads(tiny_vocab):
 def test_compiling_releases_the_gil(tiny_vocab):
     from gil import runs_during
 
-    calls = iter(range(100))
+    calls = itertools.count()
 
     def compile_big():
         # A fresh schema each time (nothing cached): tens of milliseconds of native work.
