@@ -136,3 +136,37 @@ def test_batch_fill_releases_the_gil():
     inside, d = runs_during(lambda: strictly.fill_bitmasks(matchers, bm))
     assert d > 0.005, f"the batch took only {d * 1000:.1f} ms: too short to judge"
     assert inside > 0, f"no Python ran during {d * 1000:.0f} ms of filling 256 rows"
+
+
+def test_a_matcher_shared_by_two_threads_errors_instead_of_racing():
+    """Misuse: two threads on one matcher. The one that finds it busy gets a StateError; no
+    other error, no crash, and the matcher's state is intact afterwards."""
+    import threading
+
+    v = vocab("qwen2.5")
+    c = strictly.compile(v, json_schema=SCHEMA)
+    m = c.matcher()
+    assert m.accept_token(next(i for i in range(v.n_tokens) if v.token_bytes(i) == b'{"'))
+    expected = m.allowed_tokens()
+    errors, busy = [], [0]
+
+    def hammer():
+        bm = np.zeros((1, v.bitmask_words), dtype=np.int32)
+        for _ in range(300):
+            try:
+                m.fill_bitmask(bm)
+                assert row_ids(bm[0], v.vocab_size) == expected
+                m.validate_tokens([expected[0], expected[0]])
+            except strictly.StateError:
+                busy[0] += 1
+            except Exception as e:  # anything else is a failure
+                errors.append(e)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert m.num_tokens == 1 and m.allowed_tokens() == expected
+    print(f"{busy[0]} calls found the matcher busy")
