@@ -32,7 +32,7 @@ def llama():
         # below instead. `pip install llama-cpp-python` and these run.
         pytest.skip("SKIPPED: llama-cpp-python is not installed (built from source only); the contract test ran")
     path = smollm2_gguf()
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=2, verbose=False, seed=1)
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=1, n_threads_batch=1, verbose=False, seed=1)
     return llama_cpp, llm, strictly.Vocab.from_gguf(path, vocab_size=llm.n_vocab())
 
 
