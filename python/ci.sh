@@ -6,7 +6,8 @@
 # virtual environment under target/, installed, and tested with pytest. torch and transformers
 # come from PyPI for the adapters' tests: PyPI's Linux torch brings its CUDA libraries (about
 # 4 GB, loaded but never used on a CPU); PyTorch's own CPU-only wheel index is not reachable
-# here. SGLang installs without its dependencies (only its grammar-backend module is used).
+# here. SGLang and vLLM install without their dependencies (only their grammar/structured-output
+# base modules are used).
 # Tests that need ../shared/data or the SmolLM2 GGUF FAIL without them
 # (STRICTLY_REQUIRE_DATA=1). llama-cpp-python has no prebuilt wheel on PyPI (building it takes
 # about 7 minutes of two cores), so its adapter is tested here against its documented
@@ -31,6 +32,12 @@ echo "=== python: installing maturin, pytest, numpy, torch, transformers (from P
   pillow starlette msgspec pyzmq ipython traitlets aiohttp multidict attrs yarl propcache aiohappyeyeballs \
   aiosignal frozenlist openai sniffio partial_json_parser charset_normalizer
 export STRICTLY_REQUIRE_SGLANG=1
+# vLLM the same way (its wheel, 340 MB, without its GPU stack): its structured-output base
+# classes import on a CPU, so the vLLM adapter subclasses vLLM's own abstract classes.
+"$VENV/bin/pip" install --quiet --no-deps vllm==0.33.0 cbor2 openai_harmony fastapi opentelemetry-api \
+  opentelemetry-sdk opentelemetry-semantic-conventions cachetools prometheus_client cloudpickle uvloop py-cpuinfo \
+  xgrammar apache-tvm-ffi llguidance
+export STRICTLY_REQUIRE_VLLM=1
 echo "    ($((SECONDS - start)) s so far)"
 
 echo "=== python: maturin build --release"

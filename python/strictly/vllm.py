@@ -21,8 +21,9 @@ entry point, which vLLM imports in every process, engine core included) that wra
 ``StrictlyBackend(vllm_config, tokenizer, vocab_size)``, the rest of the manager (bitmask
 batching, speculative decoding bookkeeping) being unchanged because the method contract is the
 same; or (2) until vLLM opens the list, the same class used as-is by an engine fork. The tests
-drive these classes through the contract above without vLLM (which does not install on a CPU-only
-machine without building it).
+drive these classes through the contract above, as vLLM's manager calls them; in CI vLLM's wheel
+is installed without its GPU stack, so they subclass vLLM's own abstract classes there (vLLM's
+engine itself needs a GPU and is not run).
 
 Request kinds map as vLLM's own backends map them: JSON → ``json_schema``, JSON_OBJECT → any
 JSON object, REGEX → ``regex``, GRAMMAR → GBNF or Lark (recognised by its syntax), CHOICE → a JSON
