@@ -33,6 +33,7 @@ mod decode;
 #[cfg(feature = "model")]
 mod engine;
 mod fuzz;
+mod harmony;
 mod lark;
 #[cfg(feature = "model")]
 mod model;

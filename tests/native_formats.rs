@@ -55,7 +55,7 @@ fn sample_and_read(
     for (mode, max_calls) in [(ToolMode::Required, 8), (ToolMode::Named("note".into()), 1), (ToolMode::Auto, 8)] {
         let calls = Constraint::Grammar(calls_grammar(args.clone(), &mode, max_calls, format, None));
         let constraint = match &reasoning {
-            Some(r) => r.constrain(calls),
+            Some(r) => r.constrain_calls(calls),
             None => calls,
         };
         let compiled = Compiled::new(env, &constraint).unwrap();
@@ -218,6 +218,7 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         ("GLM-4.6.jinja", ToolFormat::Xml(XmlDialect::Glm)),
         ("MiniMax-M2.jinja", ToolFormat::Xml(XmlDialect::MiniMax)),
         ("vllm-tool_chat_template_llama4_pythonic.jinja", ToolFormat::Pythonic),
+        ("openai-gpt-oss-120b.jinja", ToolFormat::Harmony),
     ];
     let tools = more_tools();
     let mut files: Vec<_> = std::fs::read_dir(data.join("chat-templates"))
@@ -251,11 +252,12 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         for t in &tools {
             assert!(r.text.contains(&t.function.name), "{file}: no {} in {}", t.function.name, r.text);
         }
-        if let Some(call) = history_call(r.format) {
+        if let Some((call, reply)) = history_call(r.format) {
             // The history's call as the template wrote it is what the grammar writes and what
-            // the parser reads back.
+            // the parser reads back (harmony's arguments spelled compact, as the grammar writes
+            // JSON).
             assert!(r.text.contains(&call), "{file}: no {call:?} in {}", r.text);
-            history_round_trip(&r.format, &call, &tools, file);
+            history_round_trip(&r.format, &reply, &tools, file);
         }
         let key = format!("{:?} {:?}", r.format, p.reasoning_after(&r.text));
         if sampled.insert(key) {
@@ -273,20 +275,26 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
     assert!(sampled.len() >= 8, "{sampled:?}");
 }
 
-/// The history's call (`get_weather` with `{"city": "Oslo"}`) as the format writes it, where
-/// the arguments' spelling does not depend on the template's JSON (the XML dialects: a bare
-/// string; pythonic: a quoted one; DeepSeek: the arguments' text as given, compact).
-fn history_call(format: ToolFormat) -> Option<String> {
+/// The history's call (`get_weather` with `{"city": "Oslo"}`) as the template writes it and as
+/// a reply of the grammar writes it, where the arguments' spelling does not depend on the
+/// template's JSON (the XML dialects: a bare string; pythonic: a quoted one; DeepSeek: the
+/// arguments' text as given, compact) or only by its spaces (harmony's `tojson`).
+fn history_call(format: ToolFormat) -> Option<(String, String)> {
+    if format == ToolFormat::Harmony {
+        let head = " to=functions.get_weather<|channel|>commentary json<|message|>";
+        return Some((format!("{head}{{\"city\": \"Oslo\"}}"), format!("{head}{{\"city\":\"Oslo\"}}")));
+    }
+    let same = |s: String| Some((s.clone(), s));
     match format {
         ToolFormat::Xml(d) => {
             let s = d.syntax();
-            Some(format!(
+            same(format!(
                 "{}{}get_weather{}{}city{}Oslo{}{}{}",
                 s.call_open, s.name_open, s.name_close, s.key_open, s.key_close, s.value_end, s.after_value, s.call_end
             ))
         }
-        ToolFormat::Pythonic => Some("[get_weather(city=\"Oslo\")]".into()),
-        ToolFormat::DeepSeek => Some(
+        ToolFormat::Pythonic => same("[get_weather(city=\"Oslo\")]".into()),
+        ToolFormat::DeepSeek => same(
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>".into(),
         ),
         _ => None,

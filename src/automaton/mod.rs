@@ -46,7 +46,7 @@ mod mask_cache;
 mod matcher;
 pub mod slices;
 mod token_dist;
-mod tokens;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -77,11 +77,12 @@ pub enum Constraint {
     JsonSchema(serde_json::Value, grammar::json_schema::JsonSchemaOptions),
     /// Free text until one of `triggers` appears, then that trigger and an output of `then` (a
     /// lazy constraint, see [`grammar::trigger`]); an output without a trigger is free text.
-    Triggered { triggers: Vec<String>, then: Box<Constraint> },
-    /// A reasoning part (free text up to the `end` marker), then an output of `then` (see
+    Triggered { triggers: Vec<grammar::trigger::Trigger>, then: Box<Constraint> },
+    /// A reasoning part (free text up to the `end` marker), then `header` where given (harmony's
+    /// `<|channel|>final<|message|>`) and an output of `then` (see
     /// [`grammar::trigger::after_reasoning`]): `start: None` begins inside the reasoning (the
     /// prompt opened it), `Some(start)` makes the part optional, opened by `start`.
-    AfterReasoning { start: Option<String>, end: String, then: Box<Constraint> },
+    AfterReasoning { start: Option<String>, end: String, header: Option<String>, then: Box<Constraint> },
 }
 
 impl Constraint {
@@ -107,9 +108,12 @@ impl Constraint {
             Constraint::Triggered { triggers, then } => {
                 grammar::trigger::triggered(triggers, then.grammar_within(limits)?)?
             }
-            Constraint::AfterReasoning { start, end, then } => {
-                grammar::trigger::after_reasoning(start.as_deref(), end, then.grammar_within(limits)?)?
-            }
+            Constraint::AfterReasoning { start, end, header, then } => grammar::trigger::after_reasoning(
+                start.as_deref(),
+                end,
+                header.as_deref(),
+                then.grammar_within(limits)?,
+            )?,
         })
     }
 }

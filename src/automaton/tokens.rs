@@ -15,9 +15,17 @@
 //! grammar names it: elsewhere its text is spelled by other tokens. A named end-of-sequence
 //! token is refused (the output ends with EOS where the grammar is complete).
 //!
+//! A run of tokens but one ([`Expr::TokensBut`], GBNF's `(!<X>)*` and `(!<X>)+`) is any text
+//! (non-empty for `+`): text tokens write it, and never `X` (a text `X` is barred like a named
+//! text token; a control `X` no text writes anyway). Control tokens other than `X` are not
+//! written inside it (llama.cpp's run may hold them): a subset, as text is everywhere here.
+//! A single `!<X>` or one counted otherwise is refused: one token but `X` is not a language
+//! of text.
+//!
 //! Invariants: every id in [`Named::tokens`] is below the vocabulary's size and is not EOS;
-//! [`Named::barred`] holds every text token with a byte above `0xF7` and every named text
-//! token; no leaf of the resolved grammar but the named tokens' reads a byte above `0xF7`.
+//! [`Named::barred`] holds every text token with a byte above `0xF7`, every named text token
+//! and every text token a run keeps out; no leaf of the resolved grammar but the named tokens'
+//! reads a byte above `0xF7`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -86,13 +94,26 @@ fn encode(id: u32) -> Vec<u8> {
 pub(crate) fn has_tokens(g: &Grammar) -> bool {
     fn any(e: &Expr) -> bool {
         match e {
-            Expr::Token(_) => true,
+            Expr::Token(_) | Expr::TokensBut { .. } => true,
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().any(any),
             Expr::Repeat { body, .. } => any(body),
             _ => false,
         }
     }
     g.rules.iter().any(|r| any(&r.body))
+}
+
+/// The token `t` names in `vocab`, if any: by id, one the vocabulary has; by name, the control
+/// token of that text, else the text token.
+pub fn find(vocab: &Vocab, t: &TokenRef) -> Option<TokenId> {
+    match t {
+        TokenRef::Id(id) => {
+            Some(TokenId(*id)).filter(|&t| (t.0 as usize) < vocab.len() && vocab.kind(t) != TokenKind::Unused)
+        }
+        TokenRef::Name(n) => [TokenKind::Special, TokenKind::Text].into_iter().find_map(|kind| {
+            (0..vocab.len() as u32).map(TokenId).find(|&t| vocab.kind(t) == kind && vocab.bytes(t) == n.as_bytes())
+        }),
+    }
 }
 
 /// `g` with every [`Expr::Token`] replaced by its bytes, and what it names; `None` when it names
@@ -102,16 +123,10 @@ pub(crate) fn resolve(g: &Grammar, vocab: &Vocab) -> Result<Option<(Grammar, Nam
     if !has_tokens(g) {
         return Ok(None);
     }
-    let mut by_text: HashMap<&[u8], TokenId> = HashMap::new();
-    // Special tokens first: a name is the control token where a text token spells it too.
-    for kind in [TokenKind::Special, TokenKind::Text] {
-        for id in (0..vocab.len() as u32).map(TokenId) {
-            if vocab.kind(id) == kind && !vocab.bytes(id).is_empty() {
-                by_text.entry(vocab.bytes(id)).or_insert(id);
-            }
-        }
-    }
+    let mut found: HashMap<TokenRef, Option<TokenId>> = HashMap::new();
     let mut named: Vec<TokenId> = Vec::new();
+    // Text tokens a run of tokens keeps out (`(!<X>)*`): barred like named text tokens.
+    let mut kept_out: Vec<TokenId> = Vec::new();
     let mut out = g.clone();
     for r in &mut out.rules {
         let err = |msg: String| {
@@ -125,43 +140,60 @@ pub(crate) fn resolve(g: &Grammar, vocab: &Vocab) -> Result<Option<(Grammar, Nam
             )));
         }
         let name = r.name.clone();
-        replace(&mut r.body, &mut |t| {
-            let id = match t {
-                TokenRef::Id(id) if (*id as usize) < vocab.len() && vocab.kind(TokenId(*id)) != TokenKind::Unused => {
-                    TokenId(*id)
-                }
+        let mut lookup = |t: &TokenRef| -> Result<TokenId> {
+            found.entry(t.clone()).or_insert_with(|| find(vocab, t)).ok_or_else(|| match t {
                 TokenRef::Id(id) => {
-                    return Err(err(format!(
-                        "rule `{name}`: token id {id} is not in the vocabulary ({} ids)",
-                        vocab.len()
-                    )))
+                    err(format!("rule `{name}`: token id {id} is not in the vocabulary ({} ids)", vocab.len()))
                 }
-                TokenRef::Name(n) => *by_text
-                    .get(n.as_bytes())
-                    .ok_or_else(|| err(format!("rule `{name}`: no single token of the vocabulary is `{n}`")))?,
-            };
-            if id.0 >= 1 << (3 * DIGITS) {
-                return Err(err(format!("rule `{name}`: token id {} is past the ids token terminals can name", id.0)));
+                TokenRef::Name(n) => err(format!("rule `{name}`: no single token of the vocabulary is `{n}`")),
+            })
+        };
+        replace(&mut r.body, &mut |e| match e {
+            Expr::Token(t) => {
+                let id = lookup(t)?;
+                if id.0 >= 1 << (3 * DIGITS) {
+                    return Err(err(format!(
+                        "rule `{name}`: token id {} is past the ids token terminals can name",
+                        id.0
+                    )));
+                }
+                if vocab.is_eos(id) {
+                    return Err(err(format!(
+                        "rule `{name}`: `{}` is an end-of-sequence token; an output ends with it wherever the \
+                         grammar is complete, so leave it out of the grammar",
+                        t.text()
+                    )));
+                }
+                if !named.contains(&id) {
+                    named.push(id);
+                }
+                // A lexeme of its own: never merged with its neighbours (see `mark_terms`).
+                Ok(Expr::Lexeme(Arc::new(Lexeme::Regex(Hir::literal(encode(id.0))))))
             }
-            if vocab.is_eos(id) {
-                return Err(err(format!(
-                    "rule `{name}`: `{}` is an end-of-sequence token; an output ends with it wherever the \
-                     grammar is complete, so leave it out of the grammar",
-                    t.text()
-                )));
+            Expr::TokensBut { but, min, max, text } => {
+                if !e.is_supported_tokens_but() {
+                    return Err(err(format!(
+                        "rule `{name}`: `!{}` counted {{{min},{}}}: only `(!<...>)*` and `(!<...>)+` (any text \
+                         without that token) are supported; one token but that is not a language of text",
+                        but.text(),
+                        max.map_or(String::new(), |m| m.to_string())
+                    )));
+                }
+                let id = lookup(but)?;
+                if vocab.kind(id) == TokenKind::Text && !kept_out.contains(&id) {
+                    kept_out.push(id);
+                }
+                Ok(Expr::Regex(text.clone()))
             }
-            if !named.contains(&id) {
-                named.push(id);
-            }
-            // A lexeme of its own: never merged with its neighbours (see `mark_terms`).
-            Ok(Expr::Lexeme(Arc::new(Lexeme::Regex(Hir::literal(encode(id.0))))))
+            _ => unreachable!("`replace` passes token leaves only"),
         })?;
     }
     named.sort_unstable();
     let mut barred = TokenSet::new(vocab.len());
     for id in (0..vocab.len() as u32).map(TokenId) {
         let text = vocab.kind(id) == TokenKind::Text;
-        if text && (named.binary_search(&id).is_ok() || vocab.bytes(id).iter().any(|&b| b >= HIGH)) {
+        let high = vocab.bytes(id).iter().any(|&b| b >= HIGH);
+        if text && (named.binary_search(&id).is_ok() || kept_out.contains(&id) || high) {
             barred.insert(id);
         }
     }
@@ -178,10 +210,11 @@ pub(crate) fn mark_terms(cfg: &mut Cfg) {
     }
 }
 
-/// Replaces every token leaf of `e` by what `f` makes of it.
-fn replace(e: &mut Expr, f: &mut impl FnMut(&TokenRef) -> Result<Expr>) -> Result<()> {
+/// Replaces every token leaf of `e` ([`Expr::Token`], [`Expr::TokensBut`]) by what `f` makes
+/// of it.
+fn replace(e: &mut Expr, f: &mut impl FnMut(&Expr) -> Result<Expr>) -> Result<()> {
     match e {
-        Expr::Token(t) => *e = f(t)?,
+        Expr::Token(_) | Expr::TokensBut { .. } => *e = f(e)?,
         Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().try_for_each(|x| replace(x, f))?,
         Expr::Repeat { body, .. } => replace(body, f)?,
         _ => {}

@@ -33,6 +33,8 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
 use strictly::automaton::Constraint;
 use strictly::grammar::json_schema::{JsonSchemaOptions, Whitespace};
+use strictly::grammar::trigger::Trigger;
+use strictly::grammar::TokenRef;
 use strictly::Vocab;
 
 #[derive(Parser)]
@@ -277,8 +279,9 @@ impl ChatTemplateArgs {
     }
 }
 
-/// `--trigger`: the constraint starts where the output first writes this text; before it,
-/// free text (a lazy constraint, see `strictly::grammar::trigger`).
+/// `--trigger` / `--trigger-token`: the constraint starts where the output first writes this
+/// text (or this token); before it, free text (a lazy constraint, see
+/// `strictly::grammar::trigger`).
 #[derive(Args)]
 pub struct TriggerArgs {
     /// Free text until this string, then the constraint from it on (a lazy grammar); an output
@@ -286,23 +289,33 @@ pub struct TriggerArgs {
     /// starts the constraint.
     #[arg(long)]
     trigger: Vec<String>,
+    /// Like --trigger, but one token of the vocabulary starts the constraint (a control token
+    /// such as `<|python_tag|>`, or `<[ID]>` by id), never its text spelled by other tokens.
+    #[arg(long, value_name = "TOKEN")]
+    trigger_token: Vec<String>,
 }
 
 impl TriggerArgs {
-    /// `constraint`, started by the trigger when one is given.
+    fn triggers(&self) -> Vec<Trigger> {
+        let texts = self.trigger.iter().map(|t| Trigger::Text(t.clone()));
+        texts.chain(self.trigger_token.iter().map(|t| Trigger::Token(TokenRef::parse(t)))).collect()
+    }
+
+    /// `constraint`, started by the triggers when any is given.
     pub fn wrap(&self, constraint: Constraint) -> Constraint {
-        if self.trigger.is_empty() {
+        let triggers = self.triggers();
+        if triggers.is_empty() {
             return constraint;
         }
-        Constraint::Triggered { triggers: self.trigger.clone(), then: Box::new(constraint) }
+        Constraint::Triggered { triggers, then: Box::new(constraint) }
     }
 
     /// [`wrap`](Self::wrap) for a constraint that may be absent (an error if a trigger is given
     /// without one).
     pub fn wrap_optional(&self, constraint: Option<Constraint>) -> anyhow::Result<Option<Constraint>> {
         match constraint {
-            None if !self.trigger.is_empty() => {
-                Err(anyhow!("--trigger needs a constraint: --regex, --grammar, --schema or --choice"))
+            None if !self.triggers().is_empty() => {
+                Err(anyhow!("--trigger/--trigger-token needs a constraint: --regex, --grammar, --schema or --choice"))
             }
             c => Ok(c.map(|c| self.wrap(c))),
         }

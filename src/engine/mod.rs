@@ -308,7 +308,7 @@ impl Engine {
                         .collect::<Result<_>>()?;
                     let calls = Constraint::Grammar(calls_grammar(args, mode, max_calls, format, None));
                     Ok(match &reasoning {
-                        Some(r) => r.constrain(calls),
+                        Some(r) => r.constrain_calls(calls),
                         None => calls,
                     })
                 })?;

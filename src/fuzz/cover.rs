@@ -290,7 +290,13 @@ impl Generator {
         let add = |a: u32, b: u32| if a == INF || b == INF { INF } else { a.saturating_add(b).min(INF - 1) };
         let mul = |a: u32, k: u32| if a == INF { INF } else { a.saturating_mul(k).min(INF - 1) };
         match e {
-            Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) | Expr::Regex(_) | Expr::Lexeme(_) => INF,
+            Expr::Empty
+            | Expr::Literal(_)
+            | Expr::Mark(_)
+            | Expr::Token(_)
+            | Expr::TokensBut { .. }
+            | Expr::Regex(_)
+            | Expr::Lexeme(_) => INF,
             Expr::Rule(r) => self.new_cost[r.0 as usize],
             Expr::Seq(xs) => {
                 let total = xs.iter().fold(0, |a, x| add(a, self.plan.size(x)));
@@ -407,7 +413,8 @@ impl Generator {
                 cx.out.extend_from_slice(s.as_bytes());
                 cx.trace.push(Trace { start, end: cx.out.len(), kind: TraceKind::Literal });
             }
-            Expr::Regex(h) => {
+            // With no vocabulary, a run of tokens is its text.
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => {
                 let start = cx.out.len();
                 let room = self.leaf_room(cx, reserve);
                 let shortest = room == 0 || depth > self.opts.max_depth;

@@ -262,7 +262,7 @@ impl Plan {
             Expr::Literal(s) => s.len() as u32,
             Expr::Mark(m) => m.text().len() as u32,
             Expr::Token(t) => t.text().len() as u32,
-            Expr::Regex(h) => hir_min(h),
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => hir_min(h),
             Expr::Lexeme(l) => lexeme_min(l),
             Expr::Rule(r) => self.rule_size[r.0 as usize],
             Expr::Seq(xs) => xs.iter().fold(0u32, |a, x| {
@@ -296,7 +296,7 @@ impl Plan {
     pub fn height(&self, e: &Expr, ctx: RuleId) -> u32 {
         match e {
             Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) => 0,
-            Expr::Regex(h) => {
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => {
                 if hir_min(h) == INF {
                     INF
                 } else {

@@ -13,8 +13,10 @@
 //!
 //! llama.cpp's token terminals match one token of the vocabulary: `<[128000]>` by id,
 //! `<think>` or `<|eot_id|>` by its text ([`Expr::Token`], resolved when the grammar is
-//! compiled for a vocabulary, see `automaton::tokens`). Negated ones (`!<[id]>`, `!<think>`:
-//! any one token but that) are refused with an error naming the construct and its position.
+//! compiled for a vocabulary, see `automaton::tokens`). A negated one repeated, `(!<think>)*`
+//! or `!<[id]>+`, is a run of tokens none of which is that one ([`Expr::TokensBut`]: any text,
+//! written without that token); a negated one alone or counted otherwise (one token but that)
+//! is refused with an error naming the construct and its position.
 //!
 //! Key entry points: [`parse`] (default [`Limits`]), [`parse_with`] and [`parse_with_warnings`].
 //!
@@ -139,6 +141,8 @@ struct Parser {
     first_ref: Vec<Option<usize>>,
     /// Provisional ids in definition order.
     def_order: Vec<u32>,
+    /// Where each negated token terminal of the rule being parsed stands, in source order.
+    negated_at: Vec<usize>,
 }
 
 fn is_name_char(c: char) -> bool {
@@ -167,6 +171,7 @@ impl Parser {
             defs: Vec::new(),
             first_ref: Vec::new(),
             def_order: Vec::new(),
+            negated_at: Vec::new(),
         }
     }
 
@@ -298,7 +303,9 @@ impl Parser {
                 let (l, c) = self.line_col(*prev);
                 return Err(self.err_at(start, format!("rule `{name}` is already defined at {l}:{c}")));
             }
+            self.negated_at.clear();
             let body = self.alternates(0)?;
+            self.check_negated(&body)?;
             match self.peek() {
                 None => {}
                 Some(_) if self.rule_start_here().is_some() => {}
@@ -377,7 +384,11 @@ impl Parser {
                             "raise ebnf::Limits::max_depth",
                         ));
                     }
-                    items.push(Expr::Repeat { body: Box::new(last), min, max });
+                    items.push(match last {
+                        // `!<X>` repeated is one run of tokens but X (see `Expr::TokensBut`).
+                        Expr::TokensBut { but, min: 1, max: Some(1), .. } => Expr::tokens_but(but, min, max),
+                        last => Expr::Repeat { body: Box::new(last), min, max },
+                    });
                     continue;
                 }
                 c if is_name_char(c) => {
@@ -619,15 +630,45 @@ impl Parser {
                 return Err(self.err_at(open, "empty token terminal `<>`"));
             }
         }
-        let text: String = self.chars[at..self.pos].iter().collect();
-        if negated {
-            return Err(self
-                .err_at(at, format!("negated token terminals (`{text}`: any one token but that) are not supported")));
-        }
-        Ok(Expr::Token(match id {
+        let text: String = self.chars[open..self.pos].iter().collect();
+        let token = match id {
             Some(id) => TokenRef::Id(u32::try_from(id).unwrap_or(u32::MAX)),
             None => TokenRef::Name(text),
-        }))
+        };
+        if negated {
+            // One token but that, until a repetition makes it a run (see `sequence`).
+            self.negated_at.push(at);
+            return Ok(Expr::tokens_but(token, 1, Some(1)));
+        }
+        Ok(Expr::Token(token))
+    }
+
+    /// Refuses, at its position, a negated token terminal of the rule just parsed (`body`)
+    /// that is not an unbounded run (`(!<X>)*`, `(!<X>)+`): the rest is not a language of text.
+    fn check_negated(&self, body: &Expr) -> Result<()> {
+        fn runs<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+            match e {
+                Expr::TokensBut { .. } => out.push(e),
+                Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| runs(x, out)),
+                Expr::Repeat { body, .. } => runs(body, out),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        runs(body, &mut found);
+        for (e, &at) in found.iter().zip(&self.negated_at) {
+            if !e.is_supported_tokens_but() {
+                let text: String = self.chars[at..].iter().take_while(|&&c| c != '>').chain(Some(&'>')).collect();
+                return Err(self.err_at(
+                    at,
+                    format!(
+                        "`{text}` (one token but that) is supported only as a run of any length: `({text})*` \
+                         or `({text})+`, any text without that token"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn regex(&mut self) -> Result<Expr> {

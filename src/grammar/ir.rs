@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use regex_syntax::hir::Hir;
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 
 use crate::regular::Lexeme;
 
@@ -50,6 +50,13 @@ pub enum Expr {
     /// compiled (see `automaton::tokens`). Consumers with no vocabulary read it as the token's
     /// name ([`TokenRef::text`]).
     Token(TokenRef),
+    /// `min` to `max` tokens, none of them `but` (GBNF's `!<X>` repeated: `(!<X>)*`,
+    /// `(!<X>)+`). Compiled, only the unbounded runs of `min` 0 or 1 are supported: as text,
+    /// any text (at least one character for `min` 1), written by text tokens with `but` kept
+    /// out (see `automaton::tokens`); `text` is that language, which consumers with no
+    /// vocabulary read it as. Other counts are refused, naming the rule: one token but `but`
+    /// is not a language of text.
+    TokensBut { but: TokenRef, min: u32, max: Option<u32>, text: Arc<Hir> },
     /// A reference to another rule.
     Rule(RuleId),
     /// Each part in order.
@@ -100,13 +107,22 @@ impl Mark {
 }
 
 /// A token named by a grammar: by its id, or by its exact text (a special token's name).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum TokenRef {
     Id(u32),
     Name(String),
 }
 
 impl TokenRef {
+    /// A token as llama.cpp's token terminals write it: `<[128010]>` by id, any other text
+    /// (`<|python_tag|>`) by name.
+    pub fn parse(text: &str) -> TokenRef {
+        text.strip_prefix("<[")
+            .and_then(|r| r.strip_suffix("]>"))
+            .and_then(|id| id.parse().ok())
+            .map_or_else(|| TokenRef::Name(text.to_string()), TokenRef::Id)
+    }
+
     /// How the grammar wrote it (`<[128000]>`, `<think>`), for messages and for consumers
     /// without a vocabulary.
     pub fn text(&self) -> String {
@@ -155,10 +171,32 @@ impl Grammar {
 }
 
 impl Expr {
+    /// `min` to `max` tokens, none of them `but` ([`Expr::TokensBut`]), with its text.
+    pub fn tokens_but(but: TokenRef, min: u32, max: Option<u32>) -> Expr {
+        let any = Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)])));
+        let text = Hir::repetition(Repetition { min: min.min(1), max: None, greedy: true, sub: Box::new(any) });
+        Expr::TokensBut { but, min, max, text: Arc::new(text) }
+    }
+
+    /// Is this a run of tokens that compiling supports ([`Expr::TokensBut`]: unbounded, `min`
+    /// 0 or 1)? `true` for every other expression.
+    pub fn is_supported_tokens_but(&self) -> bool {
+        match self {
+            Expr::TokensBut { min, max, .. } => *min <= 1 && max.is_none(),
+            _ => true,
+        }
+    }
+
     /// Calls `f` on every rule this expression references directly.
     pub fn for_each_rule(&self, f: &mut impl FnMut(RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {}
+            Expr::Empty
+            | Expr::Literal(_)
+            | Expr::Regex(_)
+            | Expr::Lexeme(_)
+            | Expr::Mark(_)
+            | Expr::Token(_)
+            | Expr::TokensBut { .. } => {}
             Expr::Rule(r) => f(*r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| x.for_each_rule(f)),
             Expr::Repeat { body, .. } => body.for_each_rule(f),
@@ -168,7 +206,13 @@ impl Expr {
     /// Calls `f` on every rule reference in this expression, to renumber them.
     pub fn for_each_rule_mut(&mut self, f: &mut impl FnMut(&mut RuleId)) {
         match self {
-            Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {}
+            Expr::Empty
+            | Expr::Literal(_)
+            | Expr::Regex(_)
+            | Expr::Lexeme(_)
+            | Expr::Mark(_)
+            | Expr::Token(_)
+            | Expr::TokensBut { .. } => {}
             Expr::Rule(r) => f(r),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter_mut().for_each(|x| x.for_each_rule_mut(f)),
             Expr::Repeat { body, .. } => body.for_each_rule_mut(f),

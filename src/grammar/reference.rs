@@ -229,7 +229,7 @@ impl<'g> Reference<'g> {
         }
         fn collect(e: &Expr, leaves: &mut HashMap<usize, Arc<Leaf>>, limits: Option<&DfaLimits>) -> Result<()> {
             match e {
-                Expr::Regex(h) => add(h, leaves, limits)?,
+                Expr::Regex(h) | Expr::TokensBut { text: h, .. } => add(h, leaves, limits)?,
                 Expr::Lexeme(l) => {
                     let mut hirs = Vec::new();
                     lexeme_leaves(l, true, &mut hirs);
@@ -270,6 +270,7 @@ impl<'g> Reference<'g> {
                 | Expr::Literal(_)
                 | Expr::Mark(_)
                 | Expr::Token(_)
+                | Expr::TokensBut { .. }
                 | Expr::Regex(_)
                 | Expr::Lexeme(_)
                 | Expr::Rule(_) => {}
@@ -284,7 +285,7 @@ impl<'g> Reference<'g> {
     fn lang_nonempty(&self, e: &Expr, productive: &[bool]) -> bool {
         match e {
             Expr::Empty | Expr::Literal(_) | Expr::Mark(_) | Expr::Token(_) => true,
-            Expr::Regex(h) => {
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => {
                 let leaf = &self.leaves[&(&**h as *const Hir as usize)];
                 leaf.live.contains(&leaf.start)
             }
@@ -518,7 +519,8 @@ impl<'r, 'g> Solver<'r, 'g> {
             Expr::Mark(m) => self.literal_ends(m.text().as_bytes(), &real),
             // With no vocabulary, a token is its name.
             Expr::Token(t) => self.literal_ends(t.text().as_bytes(), &real),
-            Expr::Regex(h) => {
+            // With no vocabulary, a run of tokens is its text.
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => {
                 let mut ends = PosSet::empty(n);
                 for i in real.iter() {
                     ends.union_with(&self.regex_ends(h, i));

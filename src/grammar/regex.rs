@@ -29,7 +29,7 @@ pub fn expr_to_hir(e: &Expr, rule: &mut impl FnMut(crate::grammar::RuleId) -> Re
         // With no vocabulary, a token is its name (compiling resolves it first, see
         // `automaton::tokens`).
         Expr::Token(t) => Hir::literal(t.text().as_bytes()),
-        Expr::Regex(h) => (**h).clone(),
+        Expr::Regex(h) | Expr::TokensBut { text: h, .. } => (**h).clone(),
         Expr::Lexeme(l) => match &**l {
             crate::regular::Lexeme::Regex(h) => h.clone(),
             crate::regular::Lexeme::Counted { full, .. } => (**full).clone(),

@@ -1,48 +1,99 @@
-//! Triggered (lazy) constraints: free text until a trigger string appears, then a constraint
-//! from the trigger on, as llama.cpp's lazy grammars and llguidance's lazy lexemes do. The
-//! output is `text (trigger then)?`, where `text` is any text that contains none of the
-//! triggers: the first copy of any trigger starts the constraint, and an output that never
-//! writes one is free text (which the model may end at any point). With several triggers, the
-//! one that completes first in the text is the one (of `ab` and `abc`, `ab`).
+//! Triggered (lazy) constraints: free text until a trigger appears, then a constraint from the
+//! trigger on, as llama.cpp's lazy grammars and llguidance's lazy lexemes do. The output is
+//! `text (trigger then)?`, where `text` is any text that contains none of the text triggers:
+//! the first copy of any trigger starts the constraint, and an output that never writes one is
+//! free text (which the model may end at any point). With several triggers, the one that
+//! completes first in the text is the one (of `ab` and `abc`, `ab`). A [`Trigger::Token`] is one
+//! token of the vocabulary (a control token such as Llama 3's `<|python_tag|>`): only that token
+//! starts the constraint, never its text spelled by other tokens (see `automaton::tokens`).
 
 use std::sync::Arc;
 
 use regex_syntax::hir::Hir;
 
-use super::{Expr, Grammar, Rule};
+use super::{Expr, Grammar, Rule, TokenRef};
 use crate::error::{Error, Result};
 use crate::regular::Lexeme;
 
+/// What starts a triggered constraint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Trigger {
+    /// The first copy of this text in the output, whichever tokens spell it.
+    Text(String),
+    /// This one token, by id or name ([`TokenRef::parse`]), written as that token.
+    Token(TokenRef),
+}
+
+impl From<&str> for Trigger {
+    fn from(text: &str) -> Trigger {
+        Trigger::Text(text.to_string())
+    }
+}
+
 /// The grammar of free text up to the first of `triggers`, then that trigger and an output of
 /// `then`.
-pub fn triggered(triggers: &[String], then: Grammar) -> Result<Grammar> {
-    if triggers.is_empty() || triggers.iter().any(String::is_empty) {
+pub fn triggered(triggers: &[Trigger], then: Grammar) -> Result<Grammar> {
+    let empty = |t: &Trigger| match t {
+        Trigger::Text(s) | Trigger::Token(TokenRef::Name(s)) => s.is_empty(),
+        Trigger::Token(TokenRef::Id(_)) => false,
+    };
+    if triggers.is_empty() || triggers.iter().any(empty) {
         return Err(Error::param("a trigger must not be empty (and at least one is needed)"));
     }
     let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
     let start = then.append_to(&mut rules);
-    let any_trigger = Expr::Alt(triggers.iter().map(|t| Expr::Literal(t.as_str().into())).collect());
+    let texts: Vec<&str> = triggers
+        .iter()
+        .filter_map(|t| match t {
+            Trigger::Text(s) => Some(s.as_str()),
+            Trigger::Token(_) => None,
+        })
+        .collect();
+    let any_trigger = Expr::Alt(
+        triggers
+            .iter()
+            .map(|t| match t {
+                Trigger::Text(s) => Expr::Literal(s.clone()),
+                Trigger::Token(t) => Expr::Token(t.clone()),
+            })
+            .collect(),
+    );
+    // Free text never writes a token trigger: a control token is not text, and a named text
+    // token is barred wherever the grammar does not name it.
+    let text = if texts.is_empty() { any_text() } else { text_without_any(&texts) };
     rules[0].body = Expr::Seq(vec![
-        text_without_any(triggers),
+        text,
         Expr::Repeat { body: Box::new(Expr::Seq(vec![any_trigger, Expr::Rule(start)])), min: 0, max: Some(1) },
     ]);
     Ok(Grammar { rules, start: super::RuleId(0) })
+}
+
+/// Any text (valid UTF-8), one lexeme.
+fn any_text() -> Expr {
+    Expr::Lexeme(Arc::new(Lexeme::Regex(crate::regular::regex::parse("(?s:.*)").expect("a valid built-in regex"))))
 }
 
 /// A reasoning part, then an output of `then`: `start? text end ws then` where `text` is any
 /// text without `end` and `ws` at most 4 whitespace characters (models write `</think>\n\n`).
 /// `start: None`: the reasoning is open already (the prompt ends with its start marker), so the
 /// output begins inside it; `Some(start)`: the reasoning part is optional and begins with
-/// `start` (see `model::reasoning`).
-pub fn after_reasoning(start: Option<&str>, end: &str, then: Grammar) -> Result<Grammar> {
-    if end.is_empty() || start.is_some_and(str::is_empty) {
+/// `start` (see `model::reasoning`). With a `header` (harmony's `<|channel|>final<|message|>`),
+/// `then` follows it, with or without a reasoning part, and no whitespace comes between.
+pub fn after_reasoning(start: Option<&str>, end: &str, header: Option<&str>, then: Grammar) -> Result<Grammar> {
+    if end.is_empty() || start.is_some_and(str::is_empty) || header.is_some_and(str::is_empty) {
         return Err(Error::param("reasoning markers must not be empty"));
     }
     let mut rules = vec![Rule { name: "root".into(), body: Expr::Empty, span: None }];
-    let answer = Expr::Rule(then.append_to(&mut rules));
-    let ws = crate::regular::regex::parse(r"[ \t\r\n]{0,4}").expect("a valid built-in regex");
-    let reasoning =
-        Expr::Seq(vec![text_without(end), Expr::Literal(end.into()), Expr::Lexeme(Arc::new(Lexeme::Regex(ws)))]);
+    let answer = match header {
+        Some(h) => Expr::Seq(vec![Expr::Literal(h.into()), Expr::Rule(then.append_to(&mut rules))]),
+        None => Expr::Rule(then.append_to(&mut rules)),
+    };
+    let mut reasoning = vec![text_without(end), Expr::Literal(end.into())];
+    if header.is_none() {
+        let ws = crate::regular::regex::parse(r"[ \t\r\n]{0,4}").expect("a valid built-in regex");
+        reasoning.push(Expr::Lexeme(Arc::new(Lexeme::Regex(ws))));
+    }
+    let reasoning = Expr::Seq(reasoning);
     rules[0].body = match start {
         None => Expr::Seq(vec![reasoning, answer]),
         Some(start) => Expr::Seq(vec![

@@ -210,7 +210,8 @@ impl ChatTemplate {
     fn probe_tools(&self) -> bool {
         // Parameters as real tools have them (some templates read `properties` unguarded).
         let params = serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}});
-        let tool = ChatTool::function("probe_tool_fn", None, params);
+        // With a description: gpt-oss's template writes it unguarded.
+        let tool = ChatTool::function("probe_tool_fn", Some("A probe.".into()), params);
         let mut call = ChatMessage::new("assistant", "");
         // An id of 9 letters and digits: Mistral's templates refuse any other.
         call.tool_calls.push(ChatToolCall::function(Some("probecall".into()), "probe_call_fn", serde_json::json!({})));

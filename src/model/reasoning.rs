@@ -12,9 +12,20 @@
 //! Known marker pairs ([`KNOWN`]): `<think>`/`</think>` (Qwen3, QwQ, DeepSeek R1 and V3.1,
 //! GLM-4.6, MiniMax-M2, Nemotron, SmolLM3, Granite 3.3), `<seed:think>`/`</seed:think>`
 //! (Seed-OSS), `[THINK]`/`[/THINK]` (Ministral reasoning), `<|inner_prefix|>`/`<|inner_suffix|>`
-//! (Apertus), `<|channel>thought`/`<channel|>` (Gemma 4). gpt-oss's harmony channels are not
-//! markers around text (the reply's channels are headed by special tokens that need its own
-//! tokenizer), so a harmony template has no [`Reasoning`] here.
+//! (Apertus), `<|channel>thought`/`<channel|>` (Gemma 4). gpt-oss's harmony format ([`HARMONY`])
+//! heads each message of a reply with its channel: the reasoning is the `analysis` message
+//! (`<|channel|>analysis<|message|>`…`<|end|>`), the answer the `final` one, after
+//! `<|start|>assistant` when a reasoning message came first:
+//!
+//! ```text
+//!   gpt-oss:              prompt …<|end|><|start|>assistant
+//!                         reply <|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>{"a": 1}
+//! ```
+//!
+//! so its end marker is `<|end|><|start|>assistant` and the answer's content has a header,
+//! `<|channel|>final<|message|>` ([`Reasoning::header`]), which a constrained answer is written
+//! after and the split takes out of the content (tool calls write headers of their own: see
+//! `tools::harmony`).
 //!
 //! A constrained reply of a reasoning model is free text up to the end marker, then the
 //! constraint (`grammar::trigger::after_reasoning`); the server returns the part before the
@@ -27,11 +38,18 @@ use crate::decode::ReasoningBudget;
 /// tokens, see [`crate::vocab::REASONING_MARKERS`]).
 pub const KNOWN: &[(&str, &str)] = crate::vocab::REASONING_MARKERS;
 
+/// gpt-oss's harmony channels as reasoning markers (see the module doc).
+pub const HARMONY: (&str, &str, &str) =
+    ("<|channel|>analysis<|message|>", "<|end|><|start|>assistant", "<|channel|>final<|message|>");
+
 /// The markers a model writes its reasoning between.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Reasoning {
     pub start: String,
     pub end: String,
+    /// What the answer's content begins with, after the reasoning part or in its place
+    /// (harmony's `<|channel|>final<|message|>`); `None` for the marker pairs of [`KNOWN`].
+    pub header: Option<String>,
 }
 
 /// Where a rendered prompt leaves the reasoning part.
@@ -47,20 +65,28 @@ pub enum Phase {
 }
 
 impl Reasoning {
-    /// The first [`KNOWN`] pair whose end marker the template's source writes, if any.
+    /// [`HARMONY`] for a template that writes harmony's channels, else the first [`KNOWN`]
+    /// pair whose end marker the template's source writes, if any.
     pub fn detect(template_source: &str) -> Option<Reasoning> {
-        KNOWN
-            .iter()
-            .find(|(_, end)| template_source.contains(end))
-            .map(|&(start, end)| Reasoning { start: start.into(), end: end.into() })
+        let (start, end, header) = HARMONY;
+        if template_source.contains("<|channel|>") && template_source.contains(start) {
+            return Some(Reasoning { start: start.into(), end: end.into(), header: Some(header.into()) });
+        }
+        KNOWN.iter().find(|(_, end)| template_source.contains(end)).map(|&(start, end)| Reasoning {
+            start: start.into(),
+            end: end.into(),
+            header: None,
+        })
     }
 
     /// Where `prompt` (the rendered chat, ending where the reply begins) leaves the reasoning.
+    /// With a [`header`](Self::header) the end marker also ends every earlier turn, so the
+    /// prompt closes the reasoning only by ending with the header (the answer pre-filled).
     pub fn phase(&self, prompt: &str) -> Phase {
         let tail = prompt.trim_end();
         if tail.ends_with(&self.start) {
             Phase::Open
-        } else if tail.ends_with(&self.end) {
+        } else if self.header.as_ref().map_or(tail.ends_with(&self.end), |h| tail.ends_with(h)) {
             Phase::Closed
         } else {
             Phase::Optional
@@ -96,15 +122,27 @@ impl PromptReasoning {
         (self.phase == Phase::Optional).then(|| self.markers.start.clone())
     }
 
-    /// `answer` after the reasoning part ([`Constraint::AfterReasoning`]); `answer` alone where
-    /// the prompt closed the reasoning.
+    /// `answer`, the reply's content, after the reasoning part ([`Constraint::AfterReasoning`])
+    /// and the content's header where the format has one; `answer` alone where the prompt
+    /// closed the reasoning.
     pub fn constrain(&self, answer: Constraint) -> Constraint {
+        self.after(self.markers.header.clone(), answer)
+    }
+
+    /// `calls` (tool calls in the template's format, which writes its own headers) after the
+    /// reasoning part.
+    pub fn constrain_calls(&self, calls: Constraint) -> Constraint {
+        self.after(None, calls)
+    }
+
+    fn after(&self, header: Option<String>, then: Constraint) -> Constraint {
         match self.phase {
-            Phase::Closed => answer,
+            Phase::Closed => then,
             _ => Constraint::AfterReasoning {
                 start: self.start(),
                 end: self.markers.end.clone(),
-                then: Box::new(answer),
+                header,
+                then: Box::new(then),
             },
         }
     }
@@ -148,6 +186,8 @@ enum State {
     Reasoning,
     /// Right after the end marker: whitespace here is dropped.
     AfterEnd,
+    /// Where the content's header may come (taken out).
+    Header,
     Content,
 }
 
@@ -183,7 +223,7 @@ impl Splitter {
                         self.held = held; // still possibly the marker
                         break;
                     } else {
-                        self.state = State::Content;
+                        self.state = State::Header;
                         self.held = held;
                     }
                 }
@@ -205,9 +245,23 @@ impl Splitter {
                     if rest.is_empty() {
                         break;
                     }
-                    self.state = State::Content;
+                    self.state = State::Header;
                     self.held = rest.to_string();
                 }
+                State::Header => match &self.markers.header {
+                    Some(h) if held.starts_with(h.as_str()) => {
+                        self.state = State::Content;
+                        self.held = held[h.len()..].to_string();
+                    }
+                    Some(h) if h.starts_with(held.as_str()) => {
+                        self.held = held; // still possibly the header
+                        break;
+                    }
+                    _ => {
+                        self.state = State::Content;
+                        self.held = held;
+                    }
+                },
                 State::Content => {
                     content.push_str(&held);
                     break;
@@ -223,7 +277,7 @@ impl Splitter {
         match self.state {
             State::Reasoning => (held, String::new()),
             State::AfterEnd => (String::new(), String::new()),
-            State::Start | State::Content => (String::new(), held),
+            State::Start | State::Header | State::Content => (String::new(), held),
         }
     }
 }
@@ -244,7 +298,7 @@ mod tests {
     use super::*;
 
     fn think() -> Reasoning {
-        Reasoning { start: "<think>".into(), end: "</think>".into() }
+        Reasoning { start: "<think>".into(), end: "</think>".into(), header: None }
     }
 
     #[test]
@@ -272,13 +326,42 @@ mod tests {
         assert_eq!(r.split(Phase::Open, "</think>"), (Some(String::new()), String::new()));
     }
 
+    fn harmony() -> Reasoning {
+        let (start, end, header) = HARMONY;
+        Reasoning { start: start.into(), end: end.into(), header: Some(header.into()) }
+    }
+
+    #[test]
+    fn harmony_replies_split_into_analysis_and_final_answer() {
+        let r = harmony();
+        assert_eq!(r.phase("<|start|>user<|message|>Hi<|end|><|start|>assistant"), Phase::Optional);
+        assert_eq!(r.phase("…<|start|>assistant<|channel|>analysis<|message|>"), Phase::Open);
+        assert_eq!(r.phase("…<|start|>assistant<|channel|>final<|message|>"), Phase::Closed);
+        let reply = "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|channel|>final<|message|>{\"a\":1}";
+        assert_eq!(r.split(Phase::Optional, reply), (Some("Hm.".into()), "{\"a\":1}".into()));
+        assert_eq!(r.split(Phase::Optional, "<|channel|>final<|message|>ok"), (None, "ok".into()));
+        // A call's header is no content header: the calls parser reads it.
+        let call = "<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.f<|channel|>commentary";
+        assert_eq!(r.split(Phase::Optional, call), (Some("x".into()), "to=functions.f<|channel|>commentary".into()));
+        assert_eq!(
+            r.split(Phase::Optional, "<|channel|>commentary to=functions.f"),
+            (None, "<|channel|>commentary to=functions.f".into())
+        );
+        assert_eq!(r.split(Phase::Optional, "<|channel|>fin"), (None, "<|channel|>fin".into()));
+    }
+
     #[test]
     fn streamed_replies_split_alike_at_every_cut() {
-        let r = think();
-        for (phase, reply) in [
-            (Phase::Open, "Let me see: 2 < 3.\n</think>\n\n{\"a\": \"</\"}"),
-            (Phase::Optional, " <think>é and <</think> ok é"),
-            (Phase::Optional, "no reasoning <think> here"),
+        for (r, phase, reply) in [
+            (think(), Phase::Open, "Let me see: 2 < 3.\n</think>\n\n{\"a\": \"</\"}"),
+            (think(), Phase::Optional, " <think>é and <</think> ok é"),
+            (think(), Phase::Optional, "no reasoning <think> here"),
+            (
+                harmony(),
+                Phase::Optional,
+                "<|channel|>analysis<|message|>é<|end|><|start|>assistant<|channel|>final<|message|>ok",
+            ),
+            (harmony(), Phase::Optional, "<|channel|>final<|message|><|channel|>x"),
         ] {
             let whole = r.split(phase, reply);
             let chars: Vec<usize> = reply.char_indices().map(|(i, _)| i).chain([reply.len()]).collect();

@@ -22,6 +22,8 @@ use super::constraint::{Spec, Tool, ToolFormat, ToolMode, ToolSpec, UserConstrai
 use super::error::ApiError;
 use crate::decode::GenerateOptions;
 use crate::grammar::json_schema::{self, JsonSchemaOptions, Whitespace};
+use crate::grammar::trigger::Trigger;
+use crate::grammar::TokenRef;
 use crate::model::{GenerationDefaults, TemplateVars};
 use crate::sample::{SamplingOverrides, MAX_TOP_LOGPROBS};
 use crate::tools::ToolChoice;
@@ -43,15 +45,28 @@ fn shapes<'de, D: Deserializer<'de>, T>(
     read(Value::deserialize(d)?).ok_or_else(|| D::Error::custom(expected))
 }
 
-/// `trigger`: one string, or several (the first the output writes starts the constraint).
+/// `trigger`: one trigger, or several (the first the output writes starts the constraint); a
+/// trigger is a string (text) or `{"token": NAME_OR_ID}` (one token: `"<|python_tag|>"`,
+/// `"<[128010]>"` or `128010`).
 #[derive(Debug, Clone)]
-pub struct Triggers(pub Vec<String>);
+pub struct Triggers(pub Vec<Trigger>);
 
 impl<'de> Deserialize<'de> for Triggers {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Triggers, D::Error> {
-        shapes(d, "trigger must be a string or a non-empty array of strings", |v| match v {
-            Value::String(s) => Some(Triggers(vec![s])),
-            v => serde_json::from_value::<Vec<String>>(v).ok().filter(|t| !t.is_empty()).map(Triggers),
+        fn one(v: Value) -> Option<Trigger> {
+            match v {
+                Value::String(s) => Some(Trigger::Text(s)),
+                Value::Object(o) if o.len() == 1 => match o.get("token")? {
+                    Value::String(s) => Some(Trigger::Token(TokenRef::parse(s))),
+                    Value::Number(n) => Some(Trigger::Token(TokenRef::Id(u32::try_from(n.as_u64()?).ok()?))),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        shapes(d, "trigger must be a string, {\"token\": NAME_OR_ID}, or a non-empty array of them", |v| match v {
+            Value::Array(xs) if !xs.is_empty() => xs.into_iter().map(one).collect::<Option<_>>().map(Triggers),
+            v => one(v).map(|t| Triggers(vec![t])),
         })
     }
 }
@@ -615,7 +630,11 @@ impl Common {
             )));
         }
         match (found.pop(), &self.trigger) {
-            (_, Some(t)) if t.0.iter().any(String::is_empty) => {
+            (_, Some(t))
+                if t.0
+                    .iter()
+                    .any(|t| matches!(t, Trigger::Text(s) | Trigger::Token(TokenRef::Name(s)) if s.is_empty())) =>
+            {
                 Err(ApiError::bad_request("trigger must not be empty").param("trigger"))
             }
             (None, Some(_)) => Err(ApiError::bad_request(

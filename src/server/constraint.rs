@@ -24,6 +24,7 @@ use super::error::ApiError;
 use crate::automaton::VocabEnv;
 use crate::automaton::{Compiled, Constraint};
 use crate::grammar::json_schema::{self, JsonSchemaOptions};
+use crate::grammar::trigger::Trigger;
 use crate::grammar::{ebnf, lark, regex, Grammar};
 use crate::model::reasoning::PromptReasoning;
 
@@ -47,7 +48,7 @@ pub enum UserConstraint {
     JsonSchema(Value, JsonSchemaOptions),
     /// Free text until the first of `triggers`, then `then` (the request's `trigger`).
     Triggered {
-        triggers: Vec<String>,
+        triggers: Vec<Trigger>,
         then: Box<UserConstraint>,
     },
 }
@@ -151,6 +152,8 @@ fn user_constraint(u: &UserConstraint, param: &str) -> Result<Constraint, ApiErr
 pub fn build(spec: &Spec) -> Result<Constraint, ApiError> {
     let answer = build_answer(spec)?;
     Ok(match &spec.reasoning {
+        // Tool calls in the template's format write their own headers (harmony's).
+        Some(r) if spec.tools.is_some() => r.constrain_calls(answer),
         Some(r) => r.constrain(answer),
         None => answer,
     })
@@ -180,8 +183,26 @@ fn build_answer(spec: &Spec) -> Result<Constraint, ApiError> {
     Ok(Constraint::Grammar(crate::tools::calls_grammar(args, &tools.mode, tools.max_calls, tools.format, format)))
 }
 
+/// A 400 naming `trigger` for a token trigger that is no token of `vocab`, or an
+/// end-of-sequence token (which ends the output rather than starting a constraint).
+fn check_token_triggers(vocab: &crate::vocab::Vocab, triggers: &[Trigger]) -> Result<(), ApiError> {
+    for t in triggers {
+        let Trigger::Token(t) = t else { continue };
+        let msg = match crate::automaton::tokens::find(vocab, t) {
+            None => format!("trigger: no single token of the vocabulary is `{}`", t.text()),
+            Some(id) if vocab.is_eos(id) => format!("trigger: `{}` is an end-of-sequence token", t.text()),
+            Some(_) => continue,
+        };
+        return Err(ApiError::bad_request(msg).param("trigger"));
+    }
+    Ok(())
+}
+
 /// Compiles a spec for the vocabulary of `env`; library errors become 400s naming the field.
 pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiError> {
+    if let Some(UserConstraint::Triggered { triggers, .. }) = &spec.user {
+        check_token_triggers(env.vocab(), triggers)?;
+    }
     let constraint = build(spec)?;
     let param = if spec.tools.is_some() && spec.user.is_none() {
         "tools"

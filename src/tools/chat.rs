@@ -62,6 +62,20 @@ impl ToolChat {
                     m.tool_call_id = m.tool_call_id.as_deref().map(mistral_id);
                     out.push(m);
                 }
+                ToolFormat::Harmony if !m.tool_calls.is_empty() => {
+                    // Its template renders one call per assistant message (the first, with the
+                    // message's text as its analysis), and writes the arguments with `tojson`:
+                    // an object, not JSON text.
+                    for (i, c) in m.tool_calls.iter().enumerate() {
+                        let mut c = c.clone();
+                        if let Some(v) = c.function.arguments.as_str().and_then(|t| serde_json::from_str(t).ok()) {
+                            c.function.arguments = v;
+                        }
+                        let mut one = ChatMessage::new(m.role.clone(), if i == 0 { m.content.as_str() } else { "" });
+                        one.tool_calls.push(c);
+                        out.push(one);
+                    }
+                }
                 ToolFormat::DeepSeek => {
                     // Its template joins the arguments as text.
                     let mut m = m.clone();
@@ -134,7 +148,25 @@ impl ToolChat {
     pub fn render_with(&self, p: &PromptFormat, content: ContentTokens) -> Result<Rendered> {
         let inlined = self.inlined();
         let plain = plainer(&inlined);
-        let native = native_format(p).map(|f| (self.native(f), &self.tools[..], f));
+        // gpt-oss's template writes each tool's description unguarded: an empty one where none
+        // was given.
+        let described: Vec<ChatTool>;
+        let native_tools = match native_format(p) {
+            Some(ToolFormat::Harmony) if self.tools.iter().any(|t| t.function.description.is_none()) => {
+                described = self
+                    .tools
+                    .iter()
+                    .cloned()
+                    .map(|mut t| {
+                        t.function.description.get_or_insert_with(String::new);
+                        t
+                    })
+                    .collect();
+                &described[..]
+            }
+            _ => &self.tools[..],
+        };
+        let native = native_format(p).map(|f| (self.native(f), native_tools, f));
         let default = ToolFormat::Hermes;
         let attempts = native.into_iter().chain([(inlined, &[][..], default), (plain, &[][..], default)]);
         let mut first = None;

@@ -19,6 +19,8 @@
 //!   <parameter= (Qwen3-Coder, Qwen3.5)
 //! <seed:tool_call> (Seed-OSS)              Xml(Seed), <tool_call> with <arg_key> (GLM 4.5/4.6): Xml(Glm),
 //! <minimax:tool_call> (MiniMax-M2)         Xml(MiniMax): see [`super::xml`]
+//! <|channel|>commentary and <|call|>       Harmony    to=functions.f<|channel|>commentary json<|message|>{..}   then <|call|>
+//!   (gpt-oss)
 //! anything else, or a template that        Hermes, with the tools described in the system turn:
 //!   does not render tools                      the documented default
 //! ```
@@ -52,6 +54,10 @@
 //!   template renders the history's calls (arguments as JSON text) but not the tools, so they
 //!   are described in the system turn the way DeepSeek's model card describes them. Under
 //!   `Auto`, text without `<｜tool▁calls▁begin｜>`, then optionally calls.
+//! - **Harmony** (gpt-oss): after the analysis message (the reasoning), one call: a
+//!   `commentary` message to `functions.NAME` whose content is the arguments' JSON, ended by
+//!   `<|call|>` (end-of-sequence); see [`super::harmony`]. Under `Auto`, a call or the final
+//!   answer (`<|channel|>final<|message|>` and text, or the response format's output).
 //! - **Xml** (Qwen3-Coder, Qwen3.5, Seed-OSS, GLM, MiniMax): one block per call (`<tool_call>`,
 //!   `<seed:tool_call>`, `<minimax:tool_call>`), holding the function's element and one element
 //!   per argument whose value is typed by the tool's schema (strings as bare text, other values
@@ -83,6 +89,9 @@ pub enum ToolFormat {
     /// XML elements per call and argument, in one of several dialects (Qwen's:
     /// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>`).
     Xml(super::xml::XmlDialect),
+    /// gpt-oss's harmony messages: ` to=functions.NAME<|channel|>commentary json<|message|>{..}`,
+    /// one per reply.
+    Harmony,
 }
 
 /// The text that opens Mistral's calls.
@@ -115,6 +124,8 @@ impl ToolFormat {
         } else if has(DEEPSEEK_CALLS_BEGIN) && has(DEEPSEEK_SEP) && !has("```json") {
             // (R1's calls hold `function`, the name and a fenced JSON block: not this format.)
             Some(ToolFormat::DeepSeek)
+        } else if has("<|channel|>commentary") && has("<|call|>") {
+            Some(ToolFormat::Harmony)
         } else if has("[func_name1(") {
             Some(ToolFormat::Pythonic)
         } else if let Some(d) = super::xml::XmlDialect::detect(template_source) {
@@ -139,7 +150,7 @@ impl ToolFormat {
     /// The most calls one reply may hold in this format, given the caller's `max_calls`.
     pub fn max_calls(self, max_calls: u32) -> u32 {
         match self {
-            ToolFormat::Llama3 => 1,
+            ToolFormat::Llama3 | ToolFormat::Harmony => 1,
             _ => max_calls.max(1),
         }
     }
@@ -152,7 +163,7 @@ impl ToolFormat {
             ToolFormat::Xml(d) => Some(d.syntax().call_open),
             ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
             ToolFormat::DeepSeek => Some(DEEPSEEK_CALLS_BEGIN),
-            ToolFormat::Llama3 | ToolFormat::Pythonic => None,
+            ToolFormat::Llama3 | ToolFormat::Pythonic | ToolFormat::Harmony => None,
         }
     }
 
@@ -238,6 +249,10 @@ mod tests {
         );
         assert_eq!(ToolFormat::detect("<｜tool▁calls▁begin｜> function<｜tool▁sep｜>name ```json"), None);
         assert_eq!(ToolFormat::detect("Use exact format: [func_name1(param1=value1)]"), Some(ToolFormat::Pythonic));
+        assert_eq!(
+            ToolFormat::detect("\"functions.\" + name + \"<|channel|>commentary \" .. \"<|call|>\""),
+            Some(ToolFormat::Harmony)
+        );
         assert_eq!(ToolFormat::detect("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
         assert_eq!(mistral_id("abcDEF123"), "abcDEF123");
         let m = mistral_id("call_1");

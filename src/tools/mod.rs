@@ -21,7 +21,9 @@
 //! `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{...}...`, Qwen3-Coder,
 //! Qwen3.5, Seed-OSS, GLM and MiniMax XML elements (values typed by the schema, read back into
 //! JSON: see [`xml`]), Llama 4's pythonic template `[get_weather(city="Paris")]` (see
-//! [`pythonic`]); [`format`](mod@format) says which template gets which. In every format the
+//! [`pythonic`]), gpt-oss's harmony messages ` to=functions.get_weather<|channel|>commentary
+//! json<|message|>{"city": "Paris"}` (see [`harmony`]); [`format`](mod@format) says which
+//! template gets which. In every format the
 //! call names one of the tools and its arguments are the JSON Schema of that tool's
 //! `parameters`, so the arguments of every returned call validate. At most
 //! [`ToolSpec::max_calls`] calls (one, or up to [`MAX_PARALLEL_TOOL_CALLS`]; always one for
@@ -33,6 +35,7 @@
 //!                                                     (<tool_call>, [TOOL_CALLS], ...)
 //!                    root ::= call | text             Llama 3 (pythonic): text that does not
 //!                                                     begin with { ([)
+//!                    root ::= call | final            harmony: the final answer's message
 //! Auto + a format    root ::= format | calls          (a response format, regex, ...)
 //! ```
 //!
@@ -57,6 +60,7 @@
 #[cfg(feature = "model")]
 mod chat;
 pub mod format;
+pub mod harmony;
 mod parse;
 pub mod pythonic;
 pub mod xml;
@@ -177,8 +181,8 @@ pub fn calls_grammar(
 ) -> Grammar {
     let mut rules: Vec<Rule> = Vec::new();
     let root = add_rule(&mut rules, "root", Expr::Empty);
-    // One optional space where JSON allows whitespace around the call's own keys (as
-    // `json.dumps` writes them, or compact): never whitespace soup.
+    // One optional space between the calls of Mistral's list (as `json.dumps` writes it, or
+    // compact): never whitespace soup.
     let ws = || re(r" ?");
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
     let mut objects = Vec::new();
@@ -197,28 +201,20 @@ pub fn calls_grammar(
             xml_calls.push(Expr::Seq(vec![Expr::Literal(open), Expr::Rule(args)]));
             continue;
         }
-        if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek | ToolFormat::Pythonic = format {
+        if let ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek | ToolFormat::Pythonic | ToolFormat::Harmony =
+            format
+        {
             named_args.push((name, args));
             continue;
         }
+        // Compact, or spaced as `json.dumps` writes it: one layout per call, never a mix (and
+        // two spellings of the call's head, where independent optional spaces made 128).
         let name = serde_json::to_string(&name).expect("a string serializes");
+        let compact = format!("{{\"name\":{name},{key}:");
+        let spaced = format!("{{\"name\": {name}, {key}: ");
         objects.push(Expr::Seq(vec![
-            Expr::Literal("{".into()),
-            ws(),
-            Expr::Literal("\"name\"".into()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
-            Expr::Literal(name),
-            ws(),
-            Expr::Literal(",".into()),
-            ws(),
-            Expr::Literal(key.clone()),
-            ws(),
-            Expr::Literal(":".into()),
-            ws(),
+            Expr::Alt(vec![Expr::Literal(compact), Expr::Literal(spaced)]),
             Expr::Rule(args),
-            ws(),
             Expr::Literal("}".into()),
         ]));
     }
@@ -326,6 +322,30 @@ pub fn calls_grammar(
                 Expr::Literal("]".into()),
             ])
         }
+        ToolFormat::Harmony => {
+            // One call (`<|call|>` ends the reply): its header, in either order, an optional
+            // content type, then the arguments.
+            let content_type = Expr::Repeat {
+                body: Box::new(Expr::Alt(
+                    harmony::CONTENT_TYPES.iter().map(|t| Expr::Literal(format!(" {t}"))).collect(),
+                )),
+                min: 0,
+                max: Some(1),
+            };
+            let calls: Vec<Expr> = named_args
+                .into_iter()
+                .map(|(name, args)| {
+                    let heads = harmony::call_heads(&name).into_iter().map(Expr::Literal).collect();
+                    Expr::Seq(vec![
+                        Expr::Alt(heads),
+                        content_type.clone(),
+                        Expr::Literal(harmony::MESSAGE.into()),
+                        Expr::Rule(args),
+                    ])
+                })
+                .collect();
+            Expr::Alt(calls)
+        }
         ToolFormat::Llama3 => Expr::Rule(object),
         ToolFormat::Mistral => Expr::Seq(vec![
             Expr::Literal(format::MISTRAL_CALLS.into()),
@@ -339,6 +359,15 @@ pub fn calls_grammar(
     };
     let calls = add_rule(&mut rules, "tool_calls", calls_body);
     let body = match (mode, format_grammar, format.marker()) {
+        // Harmony: a call, or the final answer (its header, then text or the format's output).
+        (ToolMode::Auto, g, _) if format == ToolFormat::Harmony => {
+            let answer = match g {
+                Some(g) => Expr::Rule(g.append_to(&mut rules)),
+                None => re("(?s:.*)"),
+            };
+            let final_answer = Expr::Seq(vec![Expr::Literal(harmony::FINAL.into()), answer]);
+            Expr::Alt(vec![Expr::Rule(calls), final_answer])
+        }
         (ToolMode::Auto, Some(g), _) => {
             let user_root = g.append_to(&mut rules);
             Expr::Alt(vec![Expr::Rule(user_root), Expr::Rule(calls)])

@@ -19,6 +19,7 @@
 
 use std::sync::Arc;
 
+use super::harmony::HarmonyCall;
 use super::pythonic::PyCalls;
 use super::xml::read::XmlCall;
 use super::xml::ValueKinds;
@@ -90,7 +91,8 @@ pub struct RawCall {
 enum State {
     /// Content until a marker (Hermes, Mistral).
     Text,
-    /// Llama 3, nothing read yet: a reply that begins with `{` is a call.
+    /// Llama 3, pythonic and harmony, nothing read yet: a reply that begins with `{` (`[`, a
+    /// harmony call's header) is a call.
     Lead,
     /// Content to the end (no tools, or a Llama 3 reply that is not a call).
     Plain,
@@ -115,6 +117,8 @@ enum State {
     Xml,
     /// Pythonic, inside the list of calls (read by [`PyCalls`]).
     Py,
+    /// Harmony, inside a call (read by [`HarmonyCall`]).
+    Harmony,
     /// After the last call: only whitespace may follow.
     End,
     /// Something the grammar does not allow: kept as an error for `finish`.
@@ -135,6 +139,7 @@ pub struct OutputParser {
     /// all, if no call follows: an answer in a response format that begins with `[`).
     py: PyCalls,
     py_held: String,
+    harmony: HarmonyCall,
 }
 
 fn ws(c: char) -> bool {
@@ -312,7 +317,7 @@ impl OutputParser {
     pub fn new(tools: Option<ToolFormat>) -> OutputParser {
         let (format, state) = match tools {
             None => (ToolFormat::default(), State::Plain),
-            Some(f @ (ToolFormat::Llama3 | ToolFormat::Pythonic)) => (f, State::Lead),
+            Some(f @ (ToolFormat::Llama3 | ToolFormat::Pythonic | ToolFormat::Harmony)) => (f, State::Lead),
             Some(f) => (f, State::Text),
         };
         OutputParser {
@@ -326,6 +331,7 @@ impl OutputParser {
             kinds: Arc::default(),
             py: PyCalls::default(),
             py_held: String::new(),
+            harmony: HarmonyCall::default(),
         }
     }
 
@@ -394,6 +400,10 @@ impl OutputParser {
             State::Between => self.between(),
             State::Xml => self.xml(out),
             State::Py => self.pythonic(out),
+            State::Harmony => {
+                let found = self.harmony.read(&mut self.buf);
+                self.found(found, State::End, out)
+            }
             State::End => self.end(),
             State::Broken => false,
         }
@@ -407,8 +417,22 @@ impl OutputParser {
     }
 
     /// Llama 3's and pythonic's first character: `{` (`[`) begins the calls, anything else is
-    /// content.
+    /// content; harmony's call header begins a call, its final answer's header content.
     fn lead(&mut self) -> bool {
+        if self.format == ToolFormat::Harmony {
+            return match super::harmony::lead(&self.buf) {
+                super::harmony::Lead::More => false,
+                super::harmony::Lead::Call => {
+                    self.state = State::Harmony;
+                    true
+                }
+                super::harmony::Lead::Content(n) => {
+                    self.buf.drain(..n);
+                    self.state = State::Plain;
+                    true
+                }
+            };
+        }
         match self.buf.chars().next() {
             None => false,
             Some(c) if Some(c) == self.format.lead() => {
@@ -573,7 +597,9 @@ impl OutputParser {
     fn after_call(&mut self) -> bool {
         match self.format {
             ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
-            ToolFormat::Xml(_) | ToolFormat::Pythonic => unreachable!("its reader reads a call to its end"),
+            ToolFormat::Xml(_) | ToolFormat::Pythonic | ToolFormat::Harmony => {
+                unreachable!("its reader reads a call to its end")
+            }
             ToolFormat::MistralArgs { .. } => {
                 self.state = State::Between;
                 true

@@ -70,9 +70,34 @@ pub const REASONING_MARKERS: &[(&str, &str)] = &[
     ("<|channel>thought", "<channel|>"),
 ];
 
-/// Whether an added token is reply syntax ([`REPLY_MARKERS`], [`REASONING_MARKERS`]).
-fn is_reply_marker(name: &str) -> bool {
-    REPLY_MARKERS.contains(&name) || REASONING_MARKERS.iter().any(|&(s, e)| s == name || e == name)
+/// gpt-oss's harmony format, in a vocabulary that has `<|channel|>` and `<|constrain|>`: a
+/// reply's messages are headed by `<|start|>`, `<|channel|>`, `<|constrain|>` and `<|message|>`
+/// and ended by `<|end|>` (see `tools::harmony`), all reply syntax, so kept as text; `<|end|>`
+/// ends a message, not the reply (there it is no EOS, as it is for Phi-3), and
+/// [`HARMONY_EOS`] end the reply.
+pub const HARMONY_MARKERS: &[&str] = &["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>"];
+
+/// What ends a harmony reply: the final answer (`<|return|>`) or a tool call (`<|call|>`).
+const HARMONY_EOS: &[&str] = &["<|return|>", "<|call|>"];
+
+/// Whether a tokenizer.json is harmony's (an added `<|channel|>` and `<|constrain|>`).
+fn is_harmony(json: &Value) -> bool {
+    let added: Vec<&str> = json
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("content").and_then(Value::as_str))
+        .collect();
+    added.contains(&"<|channel|>") && added.contains(&"<|constrain|>")
+}
+
+/// Whether an added token is reply syntax ([`REPLY_MARKERS`], [`REASONING_MARKERS`], and in a
+/// harmony vocabulary [`HARMONY_MARKERS`]).
+fn is_reply_marker(name: &str, harmony: bool) -> bool {
+    REPLY_MARKERS.contains(&name)
+        || REASONING_MARKERS.iter().any(|&(s, e)| s == name || e == name)
+        || (harmony && HARMONY_MARKERS.contains(&name))
 }
 
 pub(super) fn load(path: &Path) -> Result<Vocab> {
@@ -127,6 +152,7 @@ fn load_value(json: Value, name: &str, configs: Configs) -> Result<Vocab> {
     }
 
     // Added tokens: literal text; `special` (or a name the configs declare special) kept apart.
+    let harmony = is_harmony(&json);
     let mut added = std::collections::HashMap::new();
     for a in json.get("added_tokens").and_then(Value::as_array).into_iter().flatten() {
         let (Some(id), Some(content)) = (a.get("id").and_then(Value::as_u64), a.get("content").and_then(Value::as_str))
@@ -149,7 +175,8 @@ fn load_value(json: Value, name: &str, configs: Configs) -> Result<Vocab> {
         }
         match added.get(&(id as u32)) {
             Some((content, special)) => {
-                let special = (*special || declared_special.contains(&content.as_str())) && !is_reply_marker(content);
+                let special =
+                    (*special || declared_special.contains(&content.as_str())) && !is_reply_marker(content, harmony);
                 bytes.push(content.as_bytes().to_vec());
                 kinds.push(if special { TokenKind::Special } else { TokenKind::Text });
             }
@@ -161,12 +188,17 @@ fn load_value(json: Value, name: &str, configs: Configs) -> Result<Vocab> {
     }
 
     let mut eos: Vec<TokenId> = configs.eos_ids(&full);
-    for name in EOS_NAMES {
+    let eos_names = EOS_NAMES.iter().chain(if harmony { HARMONY_EOS } else { &[] });
+    for name in eos_names.filter(|&&n| !(harmony && HARMONY_MARKERS.contains(&n))) {
         if let Some(&id) = full.get(*name) {
             if added.contains_key(&id) && !eos.contains(&TokenId(id)) {
                 eos.push(TokenId(id));
             }
         }
+    }
+    if harmony {
+        // A message's end is no reply's end, whatever a config says.
+        eos.retain(|t| !HARMONY_MARKERS.iter().any(|m| full.get(*m) == Some(&t.0)));
     }
     for &TokenId(e) in &eos {
         // An EOS token is a control token even if the file forgot to say so (Phi-3's `</s>`).
@@ -322,12 +354,13 @@ fn byte_exact_tokenizer(mut json: Value, special_names: &[&str]) -> Result<token
     }
     // Added tokens: no whitespace stripping around them, and the ones we treat as control
     // tokens are marked special so that (below) their spelling in text stays text.
+    let harmony = is_harmony(&json);
     for a in json.get_mut("added_tokens").and_then(Value::as_array_mut).into_iter().flatten() {
         if let Some(obj) = a.as_object_mut() {
             obj.insert("lstrip".into(), Value::Bool(false));
             obj.insert("rstrip".into(), Value::Bool(false));
             let name = obj.get("content").and_then(Value::as_str).unwrap_or("");
-            if is_reply_marker(name) {
+            if is_reply_marker(name, harmony) {
                 obj.insert("special".into(), Value::Bool(false));
             } else if special_names.contains(&name) {
                 obj.insert("special".into(), Value::Bool(true));

@@ -12,7 +12,8 @@
 //! - Only [`TokenKind::Text`] tokens with at least one byte are in the trie; grammar text can
 //!   never produce a special token. EOS is allowed by the matcher exactly when it accepts.
 //!   The few control tokens that belong to a reply's syntax (Mistral's `[TOOL_CALLS]`, see
-//!   `hf::REPLY_MARKERS`) are text tokens.
+//!   `hf::REPLY_MARKERS`; in gpt-oss's vocabulary its harmony markers, `hf::HARMONY_MARKERS`)
+//!   are text tokens.
 //! - Ids at or past [`Vocab::len`] (a model's logits may be wider) are never allowed.
 
 pub mod gguf;

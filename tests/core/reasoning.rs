@@ -20,7 +20,12 @@ fn schema() -> Constraint {
 }
 
 fn after_reasoning(start: Option<&str>, then: Constraint) -> Constraint {
-    Constraint::AfterReasoning { start: start.map(String::from), end: "</think>".into(), then: Box::new(then) }
+    Constraint::AfterReasoning {
+        start: start.map(String::from),
+        end: "</think>".into(),
+        header: None,
+        then: Box::new(then),
+    }
 }
 
 #[test]
@@ -48,12 +53,22 @@ fn the_shared_templates_markers_and_phases() {
         ("MiniMax-M2.jinja", json!({}), (think(), Phase::Open)),
         ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", json!({}), ("[THINK]".into(), Phase::Optional)),
         ("ByteDance-Seed-OSS.jinja", json!({}), ("<seed:think>".into(), Phase::Optional)),
+        // Harmony: the analysis channel, optional after `<|start|>assistant` (whose `<|end|>`
+        // before it ends the user's turn, not a reasoning part).
+        ("openai-gpt-oss-120b.jinja", json!({}), ("<|channel|>analysis<|message|>".into(), Phase::Optional)),
+        (
+            "openai-gpt-oss-120b.jinja",
+            json!({"reasoning_effort": "low"}),
+            ("<|channel|>analysis<|message|>".into(), Phase::Optional),
+        ),
     ] {
         assert_eq!(render(file, vars.clone()), expected, "{file} with {vars}");
     }
-    for file in
-        ["Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "openai-gpt-oss-120b.jinja"]
-    {
+    for file in [
+        "Qwen-Qwen2.5-7B-Instruct.jinja",
+        "meta-llama-Llama-3.2-3B-Instruct.jinja",
+        "microsoft-Phi-3.5-mini-instruct.jinja",
+    ] {
         assert_eq!(Reasoning::detect(&std::fs::read_to_string(dir.join(file)).unwrap()), None, "{file}");
     }
 }

@@ -170,3 +170,56 @@ fn unknown_and_end_tokens_are_named_errors() {
     let r = strictly::grammar::reference::Reference::new(&g);
     assert!(r.accepts(b"<|python_tag|>"));
 }
+
+/// A run of tokens but one (`(!<X>)*`, llama.cpp's negated token terminal repeated) is any
+/// text written without `X`: a control `X` ends it where the grammar names it, a text `X`
+/// (Qwen's `<tool_call>`) is never used inside it while its text stays writable by other
+/// tokens; with EOS as `X` it is free text. Fast == reference on random walks.
+#[test]
+fn a_run_of_tokens_but_one_is_any_text_without_it() {
+    if let Some(v) = vocab("llama-3.2") {
+        let tag = id_of(v, "<|python_tag|>");
+        let src = "root ::= <|python_tag|> (!<|python_tag|>)+ <|python_tag|>";
+        let c = compile(v, ebnf::parse(src).unwrap()).unwrap();
+        let mut m = c.matcher();
+        m.commit(tag).unwrap();
+        let mut mask = TokenSet::new(v.len());
+        m.fill_mask(&mut mask);
+        assert!(!mask.contains(tag), "at least one character first");
+        assert!(mask.contains(id_of(v, "Hello")) && mask.contains(id_of(v, "<")));
+        m.commit_bytes("any text, even <|python_tag|> spelled out ✓".as_bytes()).unwrap();
+        assert!(m.allows(tag) && !m.is_accepting());
+        m.commit(tag).unwrap();
+        assert!(m.is_accepting());
+        // Reference masks over free text check nearly every token in full: one walk.
+        walk(v, &c, 1);
+        // EOS as the token kept out: free text that ends with EOS.
+        let c = compile(v, ebnf::parse("root ::= \"Sure: \" (!<|eot_id|>)*").unwrap()).unwrap();
+        let mut m = c.matcher();
+        m.commit_bytes(b"Sure: ok").unwrap();
+        assert!(m.is_accepting());
+    }
+    if let Some(v) = vocab("qwen2.5") {
+        let open = id_of(v, "<tool_call>");
+        let c = compile(v, ebnf::parse("root ::= \"a\" (!<tool_call>)* \"z\"").unwrap()).unwrap();
+        let mut m = c.matcher();
+        m.commit_bytes(b"a").unwrap();
+        let mut mask = TokenSet::new(v.len());
+        m.fill_mask(&mut mask);
+        assert!(!mask.contains(open), "the token kept out is never used");
+        assert!(mask.contains(id_of(v, "<")) && mask.contains(id_of(v, "tool")));
+        assert!(m.commit(open).is_err());
+        m.commit_bytes(b"<tool_call>z").unwrap();
+        assert!(m.is_accepting(), "its text, spelled by other tokens");
+        // Reference masks over free text check nearly every token in full: one walk.
+        walk(v, &c, 1);
+    }
+    let Some(v) = vocab("llama-3.2") else { return };
+    // An unknown token kept out is named; so is a run counted otherwise (built by hand: the
+    // GBNF front end refuses it first, at its position).
+    let e = compile(v, ebnf::parse("root ::= (!<|nope|>)*").unwrap()).err().expect("refused").to_string();
+    assert!(e.contains("no single token of the vocabulary is `<|nope|>`"), "{e}");
+    let g = Grammar::single(Expr::tokens_but(TokenRef::Name("<|python_tag|>".into()), 2, Some(3)));
+    let e = compile(v, g).err().expect("refused").to_string();
+    assert!(e.contains("`!<|python_tag|>` counted {2,3}: only `(!<...>)*` and `(!<...>)+`"), "{e}");
+}

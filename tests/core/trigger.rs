@@ -2,6 +2,8 @@
 //! constraint; an output that never writes the trigger is free text.
 
 use strictly::automaton::{Compiled, Constraint, VocabEnv};
+use strictly::grammar::trigger::Trigger;
+use strictly::grammar::TokenRef;
 use strictly::{TokenId, TokenSet};
 
 use crate::common::{random_sample, real_env, real_vocabs, tiny_vocab, walk_checking_masks};
@@ -87,7 +89,10 @@ fn an_empty_trigger_is_refused() {
     let (_, vocab) = &real_vocabs()[0];
     let e = Compiled::new(
         &real_env(vocab),
-        &Constraint::Triggered { triggers: vec![String::new()], then: Box::new(Constraint::Regex("a".into())) },
+        &Constraint::Triggered {
+            triggers: vec![Trigger::Text(String::new())],
+            then: Box::new(Constraint::Regex("a".into())),
+        },
     )
     .err()
     .unwrap()
@@ -121,8 +126,11 @@ fn fast_equals_reference_on_walks_through_free_text() {
 #[test]
 fn the_first_of_several_triggers_starts_the_constraint() {
     use rand::SeedableRng;
-    let triggers = vec!["e".to_string(), "ou".to_string()];
-    let c = Constraint::Triggered { triggers: triggers.clone(), then: Box::new(Constraint::Regex("[0-9]{2}!".into())) };
+    let triggers = ["e", "ou"];
+    let c = Constraint::Triggered {
+        triggers: triggers.iter().map(|&t| t.into()).collect(),
+        then: Box::new(Constraint::Regex("[0-9]{2}!".into())),
+    };
     let re = regex::Regex::new(r"^(?s)(.*?)(e|ou)[0-9]{2}!$").unwrap();
     for (name, vocab) in real_vocabs().iter().take(2) {
         let env = real_env(vocab);
@@ -149,4 +157,58 @@ fn the_first_of_several_triggers_starts_the_constraint() {
     let (_, vocab) = &real_vocabs()[0];
     let none = Constraint::Triggered { triggers: vec![], then: Box::new(Constraint::Regex("a".into())) };
     assert!(Compiled::new(&real_env(vocab), &none).is_err());
+}
+
+/// A token trigger (Llama 3's `<|python_tag|>`, a control token): free text until that token,
+/// then the constraint; its text spelled by text tokens is free text and starts nothing. With a
+/// text trigger beside it, either starts the constraint. Fast == reference on walks.
+#[test]
+fn a_token_trigger_starts_the_constraint_only_as_that_token() {
+    let Some((_, vocab)) = real_vocabs().iter().find(|(n, _)| n == "llama-3.2") else {
+        assert!(crate::common::shared_data().is_none(), "llama-3.2 is a shared tokenizer");
+        return;
+    };
+    let tag = (0..vocab.len() as u32).map(TokenId).find(|&t| vocab.bytes(t) == b"<|python_tag|>").unwrap();
+    let env = real_env(vocab);
+    let then = || Box::new(Constraint::Regex(r#"\{"n":[0-9]\}"#.into()));
+    for trigger in [TokenRef::Name("<|python_tag|>".into()), TokenRef::parse(&format!("<[{}]>", tag.0))] {
+        let c = Compiled::new(&env, &Constraint::Triggered { triggers: vec![Trigger::Token(trigger)], then: then() })
+            .unwrap();
+        let mut m = c.matcher();
+        let mut mask = TokenSet::new(vocab.len());
+        m.fill_mask(&mut mask);
+        assert!(mask.contains(tag) && vocab.eos().iter().all(|&e| mask.contains(e)), "free text, or the tag");
+        m.commit_bytes(b"Let me call <|python_tag|> spelled out. ").unwrap();
+        assert!(m.is_accepting(), "its text started nothing");
+        m.commit(tag).unwrap();
+        m.fill_mask(&mut mask);
+        assert!(!m.is_accepting() && !mask.contains(tag));
+        assert!(m.commit_bytes(b"hello").is_err(), "the constraint runs after the token");
+        m.commit_bytes(br#"{"n":7}"#).unwrap();
+        assert!(m.is_accepting());
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(9);
+        walk_checking_masks(&c, &mut rng, 8, "token trigger");
+    }
+    // A text trigger and a token trigger together.
+    let both = Constraint::Triggered {
+        triggers: vec!["CALL:".into(), Trigger::Token(TokenRef::Name("<|python_tag|>".into()))],
+        then: then(),
+    };
+    let c = Compiled::new(&env, &both).unwrap();
+    for start in [b"CALL:".as_slice(), b""] {
+        let mut m = c.matcher();
+        m.commit_bytes(b"ok ").unwrap();
+        if start.is_empty() {
+            m.commit(tag).unwrap();
+        } else {
+            m.commit_bytes(start).unwrap();
+        }
+        assert!(!m.is_accepting());
+        m.commit_bytes(br#"{"n":1}"#).unwrap();
+        assert!(m.is_accepting());
+    }
+    // A token no vocabulary entry is: an error naming it.
+    let bad = Constraint::Triggered { triggers: vec![Trigger::Token(TokenRef::Name("<|nope|>".into()))], then: then() };
+    let e = Compiled::new(&env, &bad).err().expect("refused").to_string();
+    assert!(e.contains("no single token of the vocabulary is `<|nope|>`"), "{e}");
 }

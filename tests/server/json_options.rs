@@ -109,7 +109,17 @@ async fn trigger_starts_the_constraint_where_the_text_writes_it() {
         }
     }
     assert!(started > 0);
-    for bad in [json!([]), json!([1]), json!(["x", ""])] {
+    // A token trigger (the embedded vocabulary's control token `<unk>`), by name or id, beside
+    // a text one: served; a token the vocabulary lacks is a 400 naming `trigger`.
+    for t in [json!({"token": "<unk>"}), json!([" the", {"token": 0}]), json!({"token": "<[0]>"})] {
+        let v = chat_ok(&app, json!({"seed": 1, "max_tokens": 24, "trigger": t, "regex": "[0-9]{3}\\."})).await;
+        assert!(!content(&v, 0).is_empty(), "{v}");
+    }
+    let body = json!({"messages": m, "trigger": {"token": "<|nope|>"}, "regex": "a"});
+    let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"], "trigger", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("<|nope|>"), "{e}");
+    for bad in [json!([]), json!([1]), json!(["x", ""]), json!({"token": []}), json!({"token": "a", "x": 1})] {
         let body = json!({"messages": m, "trigger": bad, "regex": "a"});
         let (s, v) = post(&app, chat, body).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");

@@ -68,7 +68,8 @@ async fn tool_calls_required_named_auto_and_none() {
 #[tokio::test]
 async fn tool_calls_follow_the_templates_format() {
     use crate::tool_formats::{
-        LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE, PYTHONIC_STYLE_TEMPLATE, XML_STYLE_TEMPLATE,
+        HARMONY_STYLE_TEMPLATE, LLAMA3_STYLE_TEMPLATE, MISTRAL_STYLE_TEMPLATE, PYTHONIC_STYLE_TEMPLATE,
+        XML_STYLE_TEMPLATE,
     };
     use strictly::model::{embedded, ChatTemplate, PromptFormat};
     let tools = json!([{"type": "function", "function": {"name": "move_to", "parameters":
@@ -79,6 +80,7 @@ async fn tool_calls_follow_the_templates_format() {
         (MISTRAL_STYLE_TEMPLATE, 8),
         (XML_STYLE_TEMPLATE, 8),
         (PYTHONIC_STYLE_TEMPLATE, 8),
+        (HARMONY_STYLE_TEMPLATE, 1),
     ];
     for (template, most) in templates {
         let mut loaded = LoadedModel::embedded(&LoadOptions::default()).unwrap();

@@ -24,7 +24,7 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
         Expr::Literal(s) => s.len().max(1) as u64,
         // Never inlined: a mark is a terminal of its own, watched by the matcher.
         Expr::Mark(_) => u64::MAX,
-        Expr::Regex(h) => hir_weight(h),
+        Expr::Regex(h) | Expr::TokensBut { text: h, .. } => hir_weight(h),
         // Never inlined: a lexeme is a terminal of its own.
         Expr::Lexeme(_) => u64::MAX,
         // Resolved into bytes before lowering (see `automaton::tokens`).

@@ -234,32 +234,61 @@ string ::= "\"" char* "\"" space
     assert!(none.is_empty());
 }
 
-/// llama.cpp's token terminals parse into token leaves; negated ones and malformed ones are
-/// refused by name at their position (not a generic parse error).
+/// llama.cpp's token terminals parse into token leaves; negated ones repeated into runs of
+/// tokens but that one; a single negated one and malformed ones are refused by name at their
+/// position (not a generic parse error).
 #[test]
-fn token_terminals_parse_and_negated_ones_are_named_errors() {
+fn token_terminals_parse_and_negated_ones_are_runs_or_named_errors() {
     use crate::grammar::ir::TokenRef;
     let g = parse("root ::= <[128000]> \"x\" | <think> [a-z]* <|eot_id|>").unwrap();
     let mut found = Vec::new();
-    fn leaves(e: &Expr, out: &mut Vec<TokenRef>) {
+    /// A token leaf, and a run's counts.
+    type Leaf = (TokenRef, Option<(u32, Option<u32>)>);
+    fn leaves(e: &Expr, out: &mut Vec<Leaf>) {
         match e {
-            Expr::Token(t) => out.push(t.clone()),
+            Expr::Token(t) => out.push((t.clone(), None)),
+            Expr::TokensBut { but, min, max, .. } => out.push((but.clone(), Some((*min, *max)))),
             Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().for_each(|x| leaves(x, out)),
             Expr::Repeat { body, .. } => leaves(body, out),
             _ => {}
         }
     }
     g.rules.iter().for_each(|r| leaves(&r.body, &mut found));
+    let name = |n: &str| TokenRef::Name(n.into());
+    assert_eq!(found, vec![(TokenRef::Id(128_000), None), (name("<think>"), None), (name("<|eot_id|>"), None)]);
+    // Runs, with or without parentheses; a repetition of a run is an ordinary repetition.
+    let g = parse("root ::= <think> (!</think>)* </think> !<[7]>+ ( ( !<x> ) )* x\nx ::= (!<y>+)?").unwrap();
+    found.clear();
+    g.rules.iter().for_each(|r| leaves(&r.body, &mut found));
     assert_eq!(
         found,
-        vec![TokenRef::Id(128_000), TokenRef::Name("<think>".into()), TokenRef::Name("<|eot_id|>".into())]
+        vec![
+            (name("<think>"), None),
+            (name("</think>"), Some((0, None))),
+            (name("</think>"), None),
+            (TokenRef::Id(7), Some((1, None))),
+            (name("<x>"), Some((0, None))),
+            (name("<y>"), Some((1, None))),
+        ]
     );
     for (src, at, msg) in [
-        ("root ::= (!<[2]>)*", (1, 11), "negated token terminals (`!<[2]>`: any one token but that) are not supported"),
         (
-            "root ::= x\nx ::= !<|eot_id|>",
-            (2, 7),
-            "negated token terminals (`!<|eot_id|>`: any one token but that) are not supported",
+            "root ::= \"a\" !<[2]>",
+            (1, 14),
+            "`!<[2]>` (one token but that) is supported only as a run of any length: `(!<[2]>)*` or \
+             `(!<[2]>)+`, any text without that token",
+        ),
+        (
+            "root ::= x\nx ::= \"b\" | !<|eot_id|>{2,}",
+            (2, 13),
+            "`!<|eot_id|>` (one token but that) is supported only as a run of any length: \
+             `(!<|eot_id|>)*` or `(!<|eot_id|>)+`, any text without that token",
+        ),
+        (
+            "root ::= (!<a> !<b>)*",
+            (1, 11),
+            "`!<a>` (one token but that) is supported only as a run of any length: `(!<a>)*` or \
+             `(!<a>)+`, any text without that token",
         ),
         ("root ::= <[12] >", (1, 14), "expected `]>` after the token id"),
         ("root ::= <[]>", (1, 12), "expected a token id in `<[...]>`"),

@@ -201,7 +201,7 @@ pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme
         Expr::Empty => Lexeme::Regex(Hir::empty()),
         Expr::Literal(s) => Lexeme::Regex(Hir::literal(s.as_bytes())),
         // A mark is watched by the matcher: never folded into a lexeme.
-        Expr::Mark(_) | Expr::Token(_) => return None,
+        Expr::Mark(_) | Expr::Token(_) | Expr::TokensBut { .. } => return None,
         Expr::Regex(h) => Lexeme::Regex((**h).clone()),
         Expr::Lexeme(l) => (**l).clone(),
         Expr::Rule(r) => expr_lexeme(c, &c.rules[r.0 as usize].body, depth + 1)?,

@@ -195,7 +195,7 @@ impl Brute {
         match e {
             Expr::Empty | Expr::Literal(_) => true,
             Expr::Regex(h) => !self.regex_words[&format!("{h:?}")].1.is_empty(),
-            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {
+            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) | Expr::TokensBut { .. } => {
                 unreachable!("the brute-force enumerator is not given lexemes, marks or tokens")
             }
             Expr::Rule(r) => self.nonempty[r.0 as usize],
@@ -216,7 +216,7 @@ impl Brute {
                 (words, (0..=s.len().min(MAX_LEN)).map(|k| s[..k].to_vec()).collect())
             }
             Expr::Regex(h) => self.regex_words[&format!("{h:?}")].clone(),
-            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) => {
+            Expr::Lexeme(_) | Expr::Mark(_) | Expr::Token(_) | Expr::TokensBut { .. } => {
                 unreachable!("the brute-force enumerator is not given lexemes, marks or tokens")
             }
             Expr::Rule(r) => (self.words[r.0 as usize].clone(), self.prefixes[r.0 as usize].clone()),

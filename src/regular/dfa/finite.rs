@@ -31,24 +31,42 @@ impl Dfa {
             let c = classes[u as usize];
             (0..=255u8).filter(|&b| !used[b as usize]).for_each(|b| classes[b as usize] = c);
         }
-        let n = strings.len() as u32;
-        explore(
-            classes,
-            &reps,
-            (n > 0).then_some((0u32, n, 0u32)),
-            limits.states,
-            |&(lo, hi, depth), b| {
-                let range = &strings[lo as usize..hi as usize];
-                let d = depth as usize;
-                // The strings longer than the prefix whose next byte is `b`: contiguous, sorted.
-                let first = range.partition_point(|s| s.len() <= d || s[d] < b);
-                let last = range.partition_point(|s| s.len() <= d || s[d] <= b);
-                Ok((first < last).then_some((lo + first as u32, lo + last as u32, depth + 1)))
-            },
-            |&(lo, _, depth)| strings[lo as usize].len() == depth as usize,
-            || Error::limit(LimitKind::DfaStates, "DFA states for a set of strings", limits.states),
-            None,
-        )
+        let stride = reps.len();
+        let too_many = || Error::limit(LimitKind::DfaStates, "DFA states for a set of strings", limits.states);
+        if strings.is_empty() {
+            return Ok(Dfa::from_rows(classes, stride, vec![StateId::DEAD; stride], vec![false], StateId::DEAD));
+        }
+        // Breadth first, each state's children found by one pass over its strings (grouped by
+        // their next byte, as they are sorted): O(total bytes + states x classes). State 0 is
+        // dead; `nodes[i - 1]` is state i.
+        let mut nodes: Vec<(usize, usize, usize)> = vec![(0, strings.len(), 0)];
+        if nodes.len() + 1 > limits.states {
+            return Err(too_many());
+        }
+        let mut trans = vec![StateId::DEAD; stride];
+        let mut accept = vec![false];
+        let mut i = 0;
+        while i < nodes.len() {
+            let (lo, hi, depth) = nodes[i];
+            let row = trans.len();
+            trans.resize(row + stride, StateId::DEAD);
+            // Sorted and distinct: only the first string of the range can end here.
+            let ends = strings[lo].len() == depth;
+            accept.push(ends);
+            let mut j = lo + usize::from(ends);
+            while j < hi {
+                let b = strings[j][depth];
+                let k = j + strings[j..hi].iter().take_while(|s| s[depth] == b).count();
+                if nodes.len() + 2 > limits.states {
+                    return Err(too_many());
+                }
+                nodes.push((j, k, depth + 1));
+                trans[row + classes[b as usize] as usize] = StateId(nodes.len() as u32);
+                j = k;
+            }
+            i += 1;
+        }
+        Ok(Dfa::from_rows(classes, stride, trans, accept, StateId(1)))
     }
 
     /// `a` then `b`, for an `a` whose accepting states read nothing more (a prefix-free

@@ -327,3 +327,32 @@ fn exponential_regex_is_a_limit_error() {
     let e = Dfa::from_hir(&crate::regular::regex::parse("[a-z]{20}").unwrap(), tight).err().expect("a limit");
     assert_eq!(e.limit_kind(), Some(crate::error::LimitKind::DfaStates), "{e}");
 }
+
+/// A set of strings' trie accepts exactly those strings and their prefixes lead somewhere: one
+/// state per distinct prefix (and the dead state), past the state limit an error.
+#[test]
+fn a_set_of_strings_is_its_trie() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for _ in 0..200 {
+        let n = rng.random_range(0..12);
+        let strings: Vec<Vec<u8>> =
+            (0..n).map(|_| (0..rng.random_range(0..5)).map(|_| b"abc\xff"[rng.random_range(0..4)]).collect()).collect();
+        let d = Dfa::from_strings(strings.clone(), DfaLimits::default()).unwrap();
+        let prefixes: std::collections::HashSet<&[u8]> =
+            strings.iter().flat_map(|s| (0..=s.len()).map(move |k| &s[..k])).collect();
+        assert_eq!(d.accept.len(), prefixes.len() + 1, "{strings:?}");
+        for len in 0..5 {
+            for code in 0..4usize.pow(len) {
+                let w: Vec<u8> = (0..len).map(|i| b"abc\xff"[code / 4usize.pow(i) % 4]).collect();
+                let s = d.run(d.start(), &w);
+                assert_eq!(s != StateId::DEAD, prefixes.contains(&w[..]), "{strings:?} {w:?}");
+                assert_eq!(s != StateId::DEAD && d.is_accepting(s), strings.contains(&w), "{strings:?} {w:?}");
+            }
+        }
+        let tight = DfaLimits { states: prefixes.len(), ..DfaLimits::default() };
+        assert!(n == 0 || Dfa::from_strings(strings.clone(), tight).is_err(), "{strings:?}");
+        let enough = DfaLimits { states: prefixes.len() + 1, ..DfaLimits::default() };
+        assert!(Dfa::from_strings(strings, enough).is_ok());
+    }
+}
