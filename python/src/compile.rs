@@ -153,6 +153,7 @@ pub fn compile(
                 Ok(s) => vec![s],
                 Err(_) => t.extract().map_err(|_| param("triggers must be a string or a list of strings"))?,
             };
+            let triggers = triggers.into_iter().map(strictly::grammar::trigger::Trigger::Text).collect();
             Constraint::Triggered { triggers, then: Box::new(constraint) }
         }
     };

@@ -278,3 +278,13 @@ def test_torch_tensors_and_other_array_interfaces_are_filled_in_place(tiny_vocab
     t.zero_()
     strictly.fill_bitmasks([m], t, indices=[1])
     assert (t.numpy()[1] == ref[1]).all()
+
+
+def test_triggers_leave_text_free_until_one_is_written(tiny_vocab):
+    v = tiny_vocab
+    m = strictly.compile(v, regex="ab", triggers=["<x>"]).matcher()
+    assert len(m.allowed_tokens()) > 50, "free text before the trigger"
+    assert m.is_accepting(), "an output that never writes the trigger is free text"
+    for ch in b"hi <x>":
+        assert m.accept_token(tid(v, bytes([ch])))
+    assert sorted(m.allowed_tokens()) == sorted([tid(v, b"a"), tid(v, b"ab")])
