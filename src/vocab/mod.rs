@@ -63,6 +63,17 @@ impl Vocab {
         hf::load(path.as_ref())
     }
 
+    /// A Hugging Face `tokenizer.json` from its text, with the EOS ids given (for a caller that
+    /// holds the tokenizer in memory, as a Python `PreTrainedTokenizerFast` does, with no
+    /// config files beside it); `name` goes into errors. The tokens the file itself marks as
+    /// end-of-sequence (`</s>`, `<|endoftext|>`, ...) are EOS too, as in
+    /// [`from_tokenizer_json`](Self::from_tokenizer_json); ids past the vocabulary are dropped.
+    pub fn from_tokenizer_json_text(text: &str, name: &str, eos: &[u32]) -> Result<Vocab> {
+        let json: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| crate::error::Error::Tokenizer { path: name.to_string(), msg: format!("not JSON: {e}") })?;
+        hf::load_synthesized(json, name, eos.to_vec(), None)
+    }
+
     /// The embedded default: the 512-token vocabulary of the stories260K model built into the
     /// binary, so nothing needs to be downloaded.
     pub fn embedded() -> Vocab {
@@ -177,5 +188,26 @@ impl Vocab {
 impl std::fmt::Debug for Vocab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Vocab({} tokens, eos {:?})", self.len(), self.eos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_json_text_loads_as_the_file_does() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/stories260K/tokenizer.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let from_text = Vocab::from_tokenizer_json_text(&text, "stories", &[2]).unwrap();
+        let embedded = Vocab::embedded();
+        assert_eq!(from_text.len(), embedded.len());
+        for id in (0..embedded.len() as u32).map(TokenId) {
+            assert_eq!(from_text.bytes(id), embedded.bytes(id), "token {}", id.0);
+            assert_eq!(from_text.kind(id), embedded.kind(id), "token {}", id.0);
+        }
+        assert_eq!(from_text.eos(), &[TokenId(2)]);
+        let err = Vocab::from_tokenizer_json_text("{not json", "mine", &[]).unwrap_err();
+        assert!(matches!(&err, crate::Error::Tokenizer { path, .. } if path == "mine"), "{err}");
     }
 }
