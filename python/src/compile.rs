@@ -5,7 +5,7 @@
 //! keyword options), `regex` (the whole output must match), `grammar` (GBNF, or Lark when the
 //! text is Lark: `grammar::lark::looks_like_lark`), `lark`, and `choice` (one of a list of
 //! strings). `triggers` wraps any of them as the library's lazy constraint (free text until a
-//! trigger, then the constraint).
+//! trigger, then the constraint): text, or one token as `{"token": NAME_OR_ID}`.
 //!
 //! A `Compiled` is immutable and thread-safe: share it across threads and sequences, and
 //! cache it by its inputs (the vLLM and SGLang adapters do). Compiling releases the GIL.
@@ -149,15 +149,34 @@ pub fn compile(
     let constraint = match triggers {
         None => constraint,
         Some(t) => {
-            let triggers: Vec<String> = match t.extract::<String>() {
-                Ok(s) => vec![s],
-                Err(_) => t.extract().map_err(|_| param("triggers must be a string or a list of strings"))?,
+            let list: Vec<Bound<'_, PyAny>> = match t.extract::<Vec<Bound<'_, PyAny>>>() {
+                Ok(xs) if !t.is_instance_of::<pyo3::types::PyString>() => xs,
+                _ => vec![t],
             };
-            let triggers = triggers.into_iter().map(strictly::grammar::trigger::Trigger::Text).collect();
+            let triggers = list.iter().map(one_trigger).collect::<PyResult<Vec<_>>>()?;
             Constraint::Triggered { triggers, then: Box::new(constraint) }
         }
     };
     let env = vocab.get().env.clone();
     let inner = py.detach(|| Compiled::new(&env, &constraint)).map_err(to_py)?;
     Ok(PyCompiled { inner, vocab: vocab.unbind(), kind, warnings })
+}
+
+/// One trigger: text (a string), or one token (`{"token": NAME_OR_ID}`: `"<|python_tag|>"`,
+/// `"<[128010]>"` or `128010`), as the server's `trigger` takes them.
+fn one_trigger(t: &Bound<'_, PyAny>) -> PyResult<strictly::grammar::trigger::Trigger> {
+    use strictly::grammar::{trigger::Trigger, TokenRef};
+    let bad = || param("a trigger is a string or {\"token\": NAME_OR_ID}");
+    if let Ok(s) = t.extract::<String>() {
+        return Ok(Trigger::Text(s));
+    }
+    let d = t.cast::<pyo3::types::PyDict>().map_err(|_| bad())?;
+    if d.len() != 1 {
+        return Err(bad());
+    }
+    let token = d.get_item("token")?.ok_or_else(bad)?;
+    if let Ok(id) = token.extract::<u32>() {
+        return Ok(Trigger::Token(TokenRef::Id(id)));
+    }
+    Ok(Trigger::Token(TokenRef::parse(&token.extract::<String>().map_err(|_| bad())?)))
 }

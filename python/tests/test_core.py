@@ -288,3 +288,21 @@ def test_triggers_leave_text_free_until_one_is_written(tiny_vocab):
     for ch in b"hi <x>":
         assert m.accept_token(tid(v, bytes([ch])))
     assert sorted(m.allowed_tokens()) == sorted([tid(v, b"a"), tid(v, b"ab")])
+
+
+def test_a_token_trigger_starts_the_constraint_only_as_that_token(tiny_vocab):
+    v = tiny_vocab
+    abc = tid(v, b"abc")
+    for trig in [{"token": "abc"}, {"token": abc}, [{"token": f"<[{abc}]>"}, "<x>"]]:
+        m = strictly.compile(v, regex="[0-9]", triggers=trig).matcher()
+        for ch in b"abc":  # its text spelled by other tokens: free text, no trigger
+            assert m.accept_token(tid(v, bytes([ch])))
+        assert m.is_accepting()
+        assert m.accept_token(abc), "the token starts the constraint"
+        assert not m.is_accepting()
+        assert not m.accept_token(tid(v, b"x"))
+        assert m.accept_token(tid(v, b"7")) and m.is_accepting()
+    with pytest.raises(strictly.StrictlyError, match="nope"):
+        strictly.compile(v, regex="a", triggers=[{"token": "<|nope|>"}])
+    with pytest.raises(strictly.StrictlyError, match="trigger"):
+        strictly.compile(v, regex="a", triggers=[{"tok": 1}])

@@ -171,7 +171,7 @@ pub struct Cfg {
     /// (see [`Cfg::token_costs`]).
     token_costs: std::sync::OnceLock<Costs>,
     /// The tokens the distinct-items filter looks at (see [`Cfg::distinct_tokens`]).
-    distinct_tokens: std::sync::OnceLock<DistinctTokens>,
+    distinct_tokens: std::sync::OnceLock<std::sync::Arc<DistinctTokens>>,
 }
 
 /// Tokens of the vocabulary that can matter to the distinct-items filter, by what the reader is
@@ -191,6 +191,44 @@ pub struct DistinctTokens {
     /// Inside a number or literal: a token that can end it (whitespace, `,`, a bracket, the
     /// last letter of a literal).
     pub scalar: Vec<TokenId>,
+}
+
+impl DistinctTokens {
+    /// The sets over `vocab`'s text tokens, for a grammar whose marked literals end with the
+    /// bytes `last` and whose text items' closes end with the bytes `close_last`.
+    pub(crate) fn build(vocab: &crate::vocab::Vocab, last: &[u8], close_last: &[u8]) -> DistinctTokens {
+        let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut closers = Vec::new();
+        let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
+        let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
+        for id in (0..vocab.len() as u32).map(TokenId) {
+            if vocab.kind(id) != TokenKind::Text {
+                continue;
+            }
+            let b = vocab.bytes(id);
+            let array = b.iter().position(|&x| x == b'[').is_some_and(|i| b[i..].contains(&b','));
+            let literal = b.iter().position(|x| last.contains(x)).is_some_and(|i| i + 1 < b.len());
+            if array || literal {
+                openers.push(id);
+            }
+            let n_quotes = b.iter().filter(|&&x| x == b'"').count();
+            if n_quotes > 0 {
+                quotes.push(id);
+            }
+            let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
+            let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
+            if n_quotes > 1 || closes || digit_then_space || word(b) {
+                between.push(id);
+            }
+            if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'l')) {
+                scalar.push(id);
+            }
+            if b.iter().any(|x| close_last.contains(x)) {
+                closers.push(id);
+            }
+        }
+        DistinctTokens { openers, quotes, between, scalar, closers }
+    }
 }
 
 /// Longest chain of rule references inlined into one lexeme; deeper chains are lowered as
@@ -406,45 +444,19 @@ impl Cfg {
         })
     }
 
-    /// [`DistinctTokens`] of the compile's vocabulary, built on the first call (`env` must be
-    /// the one the grammar was compiled for).
+    /// [`DistinctTokens`] of the compile's vocabulary, taken on the first call from `env` (which
+    /// must be the one the grammar was compiled for), where grammars with the same marked
+    /// literals' and text items' last bytes share them.
     pub fn distinct_tokens(&self, env: &VocabEnv) -> &DistinctTokens {
         self.distinct_tokens.get_or_init(|| {
-            let vocab = env.vocab();
-            let last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
-            let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            let close_last: Vec<u8> =
+            let mut last: Vec<u8> = self.after_literals.iter().filter_map(|l| l.as_bytes().last().copied()).collect();
+            let mut close_last: Vec<u8> =
                 self.after_closes.iter().flatten().filter_map(|e| e.close.as_bytes().last().copied()).collect();
-            let mut closers = Vec::new();
-            let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
-            let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
-            for id in (0..vocab.len() as u32).map(TokenId) {
-                if vocab.kind(id) != TokenKind::Text {
-                    continue;
-                }
-                let b = vocab.bytes(id);
-                let array = b.iter().position(|&x| x == b'[').is_some_and(|i| b[i..].contains(&b','));
-                let literal = b.iter().position(|x| last.contains(x)).is_some_and(|i| i + 1 < b.len());
-                if array || literal {
-                    openers.push(id);
-                }
-                let n_quotes = b.iter().filter(|&&x| x == b'"').count();
-                if n_quotes > 0 {
-                    quotes.push(id);
-                }
-                let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
-                let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
-                if n_quotes > 1 || closes || digit_then_space || word(b) {
-                    between.push(id);
-                }
-                if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'l')) {
-                    scalar.push(id);
-                }
-                if b.iter().any(|x| close_last.contains(x)) {
-                    closers.push(id);
-                }
+            for v in [&mut last, &mut close_last] {
+                v.sort_unstable();
+                v.dedup();
             }
-            DistinctTokens { openers, quotes, between, scalar, closers }
+            env.distinct_tokens(last, close_last)
         })
     }
 

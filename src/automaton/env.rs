@@ -10,7 +10,9 @@
 //! - the bytes that exist as single-byte tokens (the cheap bound of the never-truncated budget);
 //! - the [`TokenDistances`](super::token_dist::TokenDistances) of each lexeme DFA asked about:
 //!   how many of this vocabulary's tokens finish a lexeme (the exact count, where the cheap
-//!   bound does not fit a budget).
+//!   bound does not fit a budget);
+//! - the distinct-items filter's token sets ([`DistinctTokens`]), per pair of last bytes they
+//!   depend on (tool calls' grammars share one).
 //!
 //! Create one per vocabulary and compile every constraint for that vocabulary against it
 //! ([`Compiled::new`](super::Compiled::new)): the caches are what make the second schema's
@@ -21,6 +23,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::cfg::DistinctTokens;
 use super::mask_cache::MaskCache;
 use super::slices::Slices;
 use super::token_dist::{Reach, TokenDistances};
@@ -29,6 +32,14 @@ use crate::vocab::{TokenId, TokenKind, Vocab};
 
 /// Most DFAs whose token distances an environment keeps (emptied past it).
 const MAX_TOKEN_DIST_DFAS: usize = 4096;
+
+/// Most sets of [`DistinctTokens`] an environment keeps (emptied past it): one per distinct
+/// pair of last bytes, a handful in practice.
+const MAX_DISTINCT_TOKEN_SETS: usize = 64;
+
+/// What [`DistinctTokens`] depend on: the last bytes of a grammar's marked literals and of its
+/// text items' closes (each sorted, distinct).
+type LastBytes = (Vec<u8>, Vec<u8>);
 
 pub struct VocabEnv {
     vocab: Arc<Vocab>,
@@ -39,6 +50,8 @@ pub struct VocabEnv {
     usable: [bool; 256],
     /// Token distances per lexeme DFA (by [`Dfa::id`]).
     token_dists: Mutex<HashMap<u64, Arc<TokenDistances>>>,
+    /// The distinct-items filter's token sets, by the last bytes they depend on.
+    distinct: Mutex<HashMap<LastBytes, Arc<DistinctTokens>>>,
 }
 
 impl VocabEnv {
@@ -54,6 +67,7 @@ impl VocabEnv {
             mask_cache: MaskCache::default(),
             usable,
             token_dists: Mutex::default(),
+            distinct: Mutex::default(),
         })
     }
 
@@ -103,6 +117,23 @@ impl VocabEnv {
             all.entry(dfa.id()).or_default().clone()
         };
         dists.reach(&self.vocab, dfa, state, budget)
+    }
+
+    /// The distinct-items filter's token sets for a grammar whose marked literals end with the
+    /// bytes `last` and text items' closes with `close_last` (sorted, distinct): built once per
+    /// pair, so every request with tool calls does not scan the vocabulary again.
+    pub(crate) fn distinct_tokens(&self, last: Vec<u8>, close_last: Vec<u8>) -> Arc<DistinctTokens> {
+        let mut all = self.distinct.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (last, close_last);
+        if let Some(d) = all.get(&key) {
+            return d.clone();
+        }
+        if all.len() >= MAX_DISTINCT_TOKEN_SETS {
+            all.clear();
+        }
+        let d = Arc::new(DistinctTokens::build(&self.vocab, &key.0, &key.1));
+        all.insert(key, d.clone());
+        d
     }
 
     /// Which bytes exist as single-byte text tokens.
