@@ -15,8 +15,15 @@
 //! - `[^]` is any character.
 //!
 //! What has no regular meaning is refused with a reason: backreferences (`\1`, `\k<name>`),
-//! lookaround, word boundaries, legacy octal escapes (`\01`), unknown letter escapes (`\q`,
-//! a syntax error under the `u` flag). Anchors pass through (`string.rs` reads them).
+//! word boundaries, legacy octal escapes (`\01`), unknown letter escapes (`\q`, a syntax error
+//! under the `u` flag), lookaround anywhere but at the start. Anchors pass through (`string.rs`
+//! reads them).
+//!
+//! Lookaheads right after a leading `^` (`^(?!@@)[\w@]+$`, `^(?=.{1,255}$)(?!.*//).*`, the
+//! form real schemas use to exclude names) and tempered tokens (`^((?!clyde).)*$`: "no
+//! `clyde` anywhere") have a regular meaning: [`lookahead_parts`] writes such a pattern as a
+//! conjunction of patterns without lookaround, some negated (`string.rs` builds the lexeme:
+//! an intersection of automata and complements; `validate.rs` runs each part).
 
 /// ECMA's `\s`: white space and line terminators.
 const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
@@ -74,7 +81,9 @@ pub(super) fn ecma_to_rust(p: &str) -> Result<String, String> {
             '(' if !in_class && chars.get(i) == Some(&'?') => {
                 let next = (chars.get(i + 1), chars.get(i + 2));
                 if matches!(next, (Some('=' | '!'), _) | (Some('<'), Some('=' | '!'))) {
-                    return Err("lookahead and lookbehind are not supported".into());
+                    return Err("lookahead and lookbehind are not supported but right after a leading `^` \
+                                (`^(?!…)…`, with no `|` outside groups after them)"
+                        .into());
                 }
                 out.push('(');
             }
@@ -82,6 +91,119 @@ pub(super) fn ecma_to_rust(p: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// A pattern with lookaheads in one of the two shapes that have a regular meaning, as the
+/// patterns (JSON Schema semantics, no lookaround) whose conjunction it is: `(negated,
+/// pattern)`, the string matching `pattern` or, when `negated`, not matching it. `None` for
+/// any other pattern (with lookarounds, [`ecma_to_rust`] then refuses it).
+///
+/// - `^(?=B)…(?!C)…R`: lookaheads right after a leading `^` (`^`s between them allowed), then
+///   the rest `R` with no `|` outside its groups (else the lookaheads would bind to its first
+///   branch only: `^(?!a)b|c`). A lookahead at the start sees the whole string, so this matches
+///   exactly the strings `^R` matches whose prefix `^(?:B)` matches and `^(?:C)` does not.
+/// - `^((?!X)c)*$` (or `(?:…)`, or `+`), "a tempered token", with `c` one character (a
+///   class, `.`, a literal character) and `X` matching no empty string: every position checks
+///   that no `X` starts there, so this matches the strings of `c`s that contain no `X` (an
+///   `X` that matched the empty string would fail at every position: refused).
+pub(super) fn lookahead_parts(p: &str) -> Option<Vec<(bool, String)>> {
+    let chars: Vec<char> = p.chars().collect();
+    if chars.first() != Some(&'^') {
+        return None;
+    }
+    if let Some(parts) = tempered(&chars) {
+        return Some(parts);
+    }
+    let mut i = 1;
+    let mut parts = vec![(false, String::new())];
+    loop {
+        match chars.get(i..i + 3) {
+            Some(['(', '?', c @ ('=' | '!')]) => {
+                let end = group_end(&chars, i)?;
+                let body: String = chars[i + 3..end].iter().collect();
+                parts.push((*c == '!', format!("^(?:{body})")));
+                i = end + 1;
+            }
+            _ if chars.get(i) == Some(&'^') => i += 1,
+            _ => break,
+        }
+    }
+    if parts.len() == 1 || has_top_level_bar(&chars[i..]) {
+        return None;
+    }
+    parts[0].1 = std::iter::once('^').chain(chars[i..].iter().copied()).collect();
+    Some(parts)
+}
+
+/// The tempered-token shape of [`lookahead_parts`] (`chars` starts with `^`).
+fn tempered(chars: &[char]) -> Option<Vec<(bool, String)>> {
+    let (open, close) = (1, group_end(chars, 1)?);
+    let mut i = open + 1;
+    if chars.get(i..i + 2) == Some(&['?', ':']) {
+        i += 2;
+    }
+    if chars.get(i..i + 3) != Some(&['(', '?', '!']) {
+        return None;
+    }
+    let look_end = group_end(chars, i)?;
+    let avoided: String = chars[i + 3..look_end].iter().collect();
+    let unit: String = chars[look_end + 1..close].iter().collect();
+    let repeat = *chars.get(close + 1)?;
+    if !matches!(repeat, '*' | '+') || chars.get(close + 2..) != Some(&['$']) {
+        return None;
+    }
+    let parse = |p: &str| crate::regular::regex::parse(&ecma_to_rust(p).ok()?).ok();
+    let one_char = matches!(parse(&unit)?.kind(), regex_syntax::hir::HirKind::Class(_))
+        || unit.chars().count() == 1 && unit != "\\" && !"()[]{}|*+?^$".contains(unit.as_str());
+    let nullable = parse(&avoided)?.properties().minimum_len() == Some(0);
+    if !one_char || nullable {
+        return None;
+    }
+    Some(vec![(false, format!("^(?:{unit}){repeat}$")), (true, format!("(?:{avoided})"))])
+}
+
+/// The index of the `)` that closes the group opened at `chars[open]` (escapes and classes
+/// skipped), or `None` if it is not closed.
+fn group_end(chars: &[char], open: usize) -> Option<usize> {
+    if chars.get(open) != Some(&'(') {
+        return None;
+    }
+    let (mut depth, mut in_class, mut i) = (0usize, false, open);
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `chars` has a `|` outside every group and class.
+fn has_top_level_bar(chars: &[char]) -> bool {
+    let (mut depth, mut in_class, mut i) = (0usize, false, 0);
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// If `{` (just before `chars[i]`) starts a quantifier `{n}`, `{n,}` or `{n,m}`, the index

@@ -291,9 +291,8 @@ impl Keys {
             return Ok(keys);
         }
         for (p, schema) in patterns {
-            match string::pattern_content(p) {
-                Ok(h) => {
-                    let l = string::quoted(h);
+            match string::pattern_lexeme(p) {
+                Ok(l) => {
                     let dfa = Dfa::from_lexeme(&l, c.limits)?;
                     keys.patterns.push(((*p).clone(), l, dfa, (*schema).clone()));
                 }

@@ -142,10 +142,10 @@ pub(super) fn string_lexeme_as(
     let mut parts: Vec<Lexeme> = Vec::new();
     if let Some(p) = obj.get("pattern") {
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
-        match pattern_content_as(p, form) {
+        match pattern_lexeme_as(p, form) {
             // Every string matches: nothing to intersect with.
-            Ok(h) if h == form.any() => {}
-            Ok(h) => parts.push(form.wrap(h)),
+            Ok(Lexeme::Regex(h)) if matches!(form.wrap(form.any()), Lexeme::Regex(any) if any == h) => {}
+            Ok(l) => parts.push(l),
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
     }
@@ -263,6 +263,28 @@ pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &
 /// ECMA-262 syntax, "contains" semantics unless anchored.
 pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String> {
     pattern_content_as(pattern, Form::Json)
+}
+
+/// The quoted strings a JSON Schema `pattern` matches, as a lexeme: one regex, or, for a
+/// pattern with lookaheads where they have a regular meaning ([`ecma::lookahead_parts`]), the
+/// intersection of its parts' strings and the complements of its negated parts'.
+///
+/// [`ecma::lookahead_parts`]: super::ecma::lookahead_parts
+pub(super) fn pattern_lexeme(pattern: &str) -> std::result::Result<Lexeme, String> {
+    pattern_lexeme_as(pattern, Form::Json)
+}
+
+/// [`pattern_lexeme`], the strings written in `form`.
+fn pattern_lexeme_as(pattern: &str, form: Form) -> std::result::Result<Lexeme, String> {
+    let Some(parts) = super::ecma::lookahead_parts(pattern) else {
+        return Ok(form.wrap(pattern_content_as(pattern, form)?));
+    };
+    let mut out = Vec::new();
+    for (negated, part) in parts {
+        let l = form.wrap(pattern_content_as(&part, form)?);
+        out.push(if negated { Lexeme::Not(Box::new(l)) } else { l });
+    }
+    Ok(Lexeme::and(out))
 }
 
 /// [`pattern_content`], the content written in `form`.

@@ -231,29 +231,38 @@ pub(super) fn pattern_matches(pattern: &str, text: &str, limits: &DfaLimits) -> 
     use regex_syntax::hir::{Hir, Look};
     use std::cell::RefCell;
     use std::collections::HashMap;
-    type Cache = HashMap<(String, usize, usize), Option<std::rc::Rc<meta::Regex>>>;
+    /// A pattern's parts: each regex must match, or not match where its flag says so.
+    type Parts = std::rc::Rc<Vec<(bool, meta::Regex)>>;
+    type Cache = HashMap<(String, usize, usize), Option<Parts>>;
     thread_local! {
         static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
     }
-    let re = CACHE.with(|c| {
+    let build = |pattern: &str| -> Option<meta::Regex> {
+        let h = string::pattern_content(pattern).ok()?;
+        let whole = Hir::concat(vec![Hir::look(Look::Start), h, Hir::look(Look::End)]);
+        let config = meta::Config::new()
+            .nfa_size_limit(Some(limits.nfa_bytes))
+            .hybrid_cache_capacity(limits.dfa_bytes)
+            .dfa_size_limit(Some(limits.dfa_bytes))
+            .dfa_state_limit(Some(limits.states));
+        meta::Builder::new().configure(config).build_from_hir(&whole).ok()
+    };
+    let parts = CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() > 256 {
             c.clear();
         }
         c.entry((pattern.to_string(), limits.nfa_bytes, limits.dfa_bytes))
             .or_insert_with(|| {
-                let h = string::pattern_content(pattern).ok()?;
-                let whole = Hir::concat(vec![Hir::look(Look::Start), h, Hir::look(Look::End)]);
-                let config = meta::Config::new()
-                    .nfa_size_limit(Some(limits.nfa_bytes))
-                    .hybrid_cache_capacity(limits.dfa_bytes)
-                    .dfa_size_limit(Some(limits.dfa_bytes))
-                    .dfa_state_limit(Some(limits.states));
-                meta::Builder::new().configure(config).build_from_hir(&whole).ok().map(std::rc::Rc::new)
+                // Lookaheads as `string::pattern_lexeme` reads them.
+                let parts = super::ecma::lookahead_parts(pattern).unwrap_or_else(|| vec![(false, pattern.to_string())]);
+                let built = parts.iter().map(|(negative, p)| Some((*negative, build(p)?))).collect::<Option<Vec<_>>>();
+                built.map(std::rc::Rc::new)
             })
             .clone()
     })?;
-    Some(re.is_match(string::encode_str(text).as_bytes()))
+    let text = string::encode_str(text);
+    Some(parts.iter().all(|(negative, re)| re.is_match(text.as_bytes()) != *negative))
 }
 
 /// Exact numeric equality: integers (`i64`/`u64`) as integers; an integer and a float equal

@@ -287,3 +287,95 @@ fn patterns_read_ecma_escapes_as_ecma_262() {
         assert!(e.contains(why) && e.contains("/pattern"), "{pattern:?}: {e}");
     }
 }
+
+/// Lookaheads right after a leading `^` (how real schemas exclude names) and tempered tokens
+/// (`^((?!X).)*$`) mean what ECMA-262 says: the `jsonschema` crate (whose regexes run lookarounds) agrees on every instance, as a
+/// `pattern`, as a `patternProperties` key and through `enum` values checked against the pattern.
+#[test]
+fn leading_lookaheads_agree_with_the_validator() {
+    let patterns = [
+        r"^(?!@@)[\w@]+$",
+        r"^(?!(False|None|True|and|as)$)[a-zA-Z_][\w]*$",
+        r"^(?!^lucene\.|builtin\.|mongodb\.).*",
+        r"^(?=[^=]+$)(?!\s+$)(.|\n)+$",
+        r"^(?!.*\/)^(.*[^.]+.*)$",
+        r"^(?=.{2,4}$)(?!ab)[a-z]+",
+        r"^(?!tag|category)$",
+        r"^(?![i|I][o|O])",
+        r#"^(?!a")"#,
+        r"^((?!(c|C)(l|L)(y|Y)(d|D)(e|E)).)*$",
+        r"^(?:(?!ab)[a-z ])+$",
+        r#"^((?!")\w)*$"#,
+    ];
+    // ASCII only: ECMA's `\w` is ASCII, the validator's Unicode (a difference of `\w`, not of
+    // lookaheads; `patterns_read_ecma_escapes_as_ecma_262` checks it).
+    let words = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "abcde",
+        "@@x",
+        "@x@",
+        "x@@",
+        "None",
+        "Nonesuch",
+        "and",
+        "an",
+        "_x1",
+        "1x",
+        "lucene.x",
+        "builtin.y",
+        "mongodb.",
+        "mongo",
+        "a=b",
+        "   ",
+        " a ",
+        "a\nb",
+        "a/b",
+        "ab.",
+        ".",
+        "..a",
+        "tag",
+        "category",
+        "io",
+        "IOx",
+        "iO",
+        "a\"",
+        "b\"",
+        "ba",
+        "Clyde",
+        "my clYde x",
+        "cly de",
+        "a b",
+        "x ab",
+    ];
+    let instances: Vec<String> = words.iter().map(|w| serde_json::to_string(w).unwrap()).collect();
+    let instances: Vec<&str> = instances.iter().map(String::as_str).collect();
+    let as_pattern: Vec<Value> = patterns.iter().map(|p| json!({"type": "string", "pattern": p})).collect();
+    agrees_with_validator(&as_pattern, &instances);
+    // As a key pattern: objects with one key each.
+    let as_keys: Vec<Value> = patterns
+        .iter()
+        .map(|p| json!({"type": "object", "patternProperties": {*p: {"type": "integer"}}, "additionalProperties": false}))
+        .collect();
+    let objects: Vec<String> = instances.iter().map(|k| format!("{{{k}: 1}}")).collect();
+    agrees_with_validator(&as_keys, &objects.iter().map(String::as_str).collect::<Vec<_>>());
+    // `enum` values are checked against the pattern when compiling (`validate`): the values
+    // left are exactly those the validator accepts.
+    for p in patterns {
+        let schema = json!({"type": "string", "pattern": p, "enum": words.to_vec()});
+        let judge = jsonschema::validator_for(&schema).unwrap();
+        for w in words {
+            let text = serde_json::to_string(w).unwrap();
+            assert_eq!(accepts(&schema, &text), judge.is_valid(&json!(w)), "{p} {text}");
+        }
+    }
+    // Lookarounds elsewhere, or lookaheads that would bind to one branch only, stay refused.
+    for pattern in [r"a(?=b)", r"^a(?!b)", r"^(?!a)b|c", r"(?<!a)b$", r"^(?!a", r"^((?!a?).)*$", r"^((?!a)bc)*$"] {
+        let e = compiled(&json!({"type": "string", "pattern": pattern}), &JsonSchemaOptions::exact());
+        let e = e.err().unwrap_or_else(|| panic!("{pattern:?} compiled")).to_string();
+        assert!(e.contains("/pattern"), "{pattern:?}: {e}");
+    }
+}
