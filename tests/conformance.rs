@@ -202,3 +202,16 @@ fn jsonschemabench() {
     let (counts, bad) = run(&files, &vocab, 2, &JsonSchemaOptions::exact());
     ratchet("jsonschemabench", counts, &bad);
 }
+
+/// A schema whose rewrites multiply at every level of a recursion stops at the rules limit
+/// with a clear error, in bounded memory (the meta-schema for the security assessment of JSON
+/// Schemas: `anyOf` and `dependencies` at every level; it ran out of memory once recursions
+/// through merged schemas stopped unfolding to the depth limit).
+#[test]
+fn a_schema_that_multiplies_stops_at_the_rules_limit() {
+    let Some(data) = shared_data() else { return };
+    let path = data.join("jsonschemabench/Github_medium/o39217.json");
+    let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let e = strictly::grammar::json_schema::compile(&doc["schema"], &JsonSchemaOptions::exact()).err().unwrap();
+    assert!(e.to_string().contains("grammar rules built for this schema"), "{e}");
+}

@@ -20,14 +20,55 @@ use super::not::rewrite_not;
 use super::validate::pattern_matches;
 use super::{join, Compiler};
 use crate::error::Result;
+use crate::grammar::ir::Expr;
 use crate::regular::DfaLimits;
 
 /// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
 /// nothing to merge.
+/// `obj` with its `allOf` (and a `$ref` beside other keywords) merged into one schema,
+/// compiled; `None` if it has neither.
+///
+/// Merging inlines a `$ref`'s target, so a recursive schema that merges at every level (a
+/// `$ref` with siblings inside its own target: `children: {"type": "object", "$ref":
+/// "#/defs/node"}`) would unfold without end. A schema met again while it is being merged
+/// (the same JSON text but for its own annotations, at the same indentation) is a recursion: it becomes a rule, and the
+/// inner meeting refers to it. Same text, same language: the rule is exact.
+pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
+    if !obj.contains_key("allOf") && !ref_with_siblings(obj) {
+        return Ok(None);
+    }
+    // Annotations (a `description` per place of use) do not change the language.
+    let bare: Map<String, Value> =
+        obj.iter().filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let key = format!("{}#{}", Value::Object(bare), c.indent_key());
+    if let Some(&known) = c.merging.get(&key) {
+        let rule = known.unwrap_or_else(|| c.new_rule("allOf"));
+        c.merging.insert(key, Some(rule));
+        return Ok(Some(Expr::Rule(rule)));
+    }
+    c.merging.insert(key.clone(), None);
+    let body = match merge_all_of(c, obj, pointer) {
+        Ok(Some(m)) => c.schema(&m, pointer).map(Some),
+        other => other.map(|_| None),
+    };
+    let rule = c.merging.remove(&key).flatten();
+    Ok(match (body?, rule) {
+        (Some(body), Some(rule)) => {
+            c.rules[rule.0 as usize].body = body;
+            Some(Expr::Rule(rule))
+        }
+        (body, _) => body,
+    })
+}
+
+/// A `$ref` with validation keywords beside it (they must hold too: merged with its target).
+fn ref_with_siblings(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()))
+}
+
 pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
     let has_all_of = obj.contains_key("allOf");
-    let ref_with_siblings =
-        obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()));
+    let ref_with_siblings = ref_with_siblings(obj);
     if !has_all_of && !ref_with_siblings {
         return Ok(None);
     }

@@ -181,6 +181,9 @@ pub struct JsonGrammar {
 
 /// Deepest schema nesting (through subschemas, not through `$ref`) accepted.
 pub const MAX_DEPTH: usize = 128;
+/// Most grammar rules one schema compiles to (a bound on the work and memory of a compile
+/// whose rewrites multiply: `oneOf` ways tried at every level of a recursive schema).
+pub const MAX_RULES: usize = 100_000;
 /// Most `enum` values accepted.
 pub const MAX_ENUM: usize = 10_000;
 /// Largest length/count bound unrolled into the grammar (`maxLength`, `maxItems`, ...).
@@ -258,6 +261,9 @@ pub(crate) struct Compiler<'s> {
     rules: Vec<Rule>,
     /// `$ref` targets already compiled (or being compiled): pointer → rule.
     ref_rules: HashMap<String, RuleId>,
+    /// Schemas being merged (`allOf`, `$ref` with siblings), by their text: the rule a
+    /// recursion back into one refers to (see `all_of::merged`).
+    merging: HashMap<String, Option<RuleId>>,
     /// Shared helper rules by name (any value, any object, ...) and [`Compiler::indent_key`].
     named: HashMap<(&'static str, usize), RuleId>,
     unenforced: Vec<Unenforced>,
@@ -292,6 +298,7 @@ impl<'s> Compiler<'s> {
             opts: opts.clone(),
             rules: Vec::new(),
             ref_rules: HashMap::new(),
+            merging: HashMap::new(),
             named: HashMap::new(),
             unenforced: Vec::new(),
             depth: 0,
@@ -459,6 +466,17 @@ impl<'s> Compiler<'s> {
 
     /// The value expression for `schema` at `pointer`.
     fn schema(&mut self, schema: &Value, pointer: &str) -> Result<Expr> {
+        if self.rules.len() > MAX_RULES {
+            return Err(Error::Limit {
+                kind: LimitKind::Productions,
+                what: format!(
+                    "grammar rules built for this schema (at {})",
+                    pointer.chars().take(80).collect::<String>()
+                ),
+                limit: MAX_RULES,
+                hint: None,
+            });
+        }
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;
@@ -490,8 +508,8 @@ impl<'s> Compiler<'s> {
         if let Some(rewritten) = conditional::rewrite_conditionals(self, obj, pointer)? {
             return self.schema(&Value::Object(rewritten), pointer);
         }
-        if let Some(merged) = all_of::merge_all_of(self, obj, pointer)? {
-            return self.schema(&merged, pointer);
+        if let Some(e) = all_of::merged(self, obj, pointer)? {
+            return Ok(e);
         }
         if let Some(r) = obj.get("$ref") {
             let r = r.as_str().ok_or_else(|| self.bad(&join(pointer, "$ref"), "`$ref` must be a string"))?;

@@ -53,3 +53,51 @@ fn refs_resolve_against_base_uris_and_documents() {
     let e = compile(&json!({"$ref": "other.json"}), &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("other.json") && e.contains("/$ref"), "{e}");
 }
+
+/// A `$ref` with keywords beside it, inside its own target (a tree whose children are
+/// `{"type": "object", "$ref": "#/$defs/node"}`), compiles: merging it again at every level
+/// is a recursion, and the merged schema becomes a rule (it unfolded to the depth limit before).
+/// Its language is the validator's.
+#[test]
+fn a_recursive_ref_with_siblings_compiles_to_a_rule() {
+    let node = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 3},
+            "children": {
+                "type": "object",
+                "additionalProperties": {"type": ["object", "boolean"], "$ref": "#/$defs/node", "description": "a child"}
+            }
+        },
+        "required": ["name"]
+    });
+    let s = json!({"$defs": {"node": node}, "$ref": "#/$defs/node", "minProperties": 1});
+    let instances = [
+        r#"{"name":"a"}"#,
+        r#"{"name":"a","children":{}}"#,
+        r#"{"name":"a","children":{"x":{"name":"b"}}}"#,
+        r#"{"name":"a","children":{"x":{"name":"b","children":{"y":{"name":"c","children":{"z":{"name":"d"}}}}}}}"#,
+        r#"{"name":"a","children":{"x":{"name":"b","children":{"y":{"name":"long"}}}}}"#,
+        r#"{"name":"a","children":{"x":{"children":{}}}}"#,
+        r#"{"name":"a","children":{"x":true}}"#,
+        r#"{"name":"a","children":{"x":{"name":"b","children":{"y":1}}}}"#,
+        r#"{}"#,
+    ];
+    agrees_with_validator(&[s], &instances);
+    // A recursion that every value must take without end has no finite value: refused, not
+    // unfolded.
+    let s = json!({
+        "type": "object",
+        "definitions": {
+            "Foo": {
+                "type": "object",
+                "properties": {"child": {"allOf": [{"$ref": "#/definitions/Foo"}, {"type": "object"}]}},
+                "required": ["child"]
+            }
+        },
+        "properties": {"Foo": {"$ref": "#/definitions/Foo"}},
+        "required": ["Foo"]
+    });
+    let e = compiled(&s, &JsonSchemaOptions::exact()).err().expect("no finite value").to_string();
+    assert!(e.contains("no JSON value validates"), "{e}");
+}
