@@ -31,22 +31,19 @@ use crate::regular::DfaLimits;
 /// Merging inlines a `$ref`'s target, so a recursive schema that merges at every level (a
 /// `$ref` with siblings inside its own target: `children: {"type": "object", "$ref":
 /// "#/defs/node"}`) would unfold without end. A schema met again while it is being merged
-/// (the same JSON text but for its own annotations, at the same indentation) is a recursion: it becomes a rule, and the
+/// (the same JSON but for its own annotations, by a 128-bit hash, at the same indentation) is a recursion: it becomes a rule, and the
 /// inner meeting refers to it. Same text, same language: the rule is exact.
 pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
     if !obj.contains_key("allOf") && !ref_with_siblings(obj) {
         return Ok(None);
     }
-    // Annotations (a `description` per place of use) do not change the language.
-    let bare: Map<String, Value> =
-        obj.iter().filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-    let key = format!("{}#{}", Value::Object(bare), c.indent_key());
+    let key = (schema_hash(obj), c.indent_key());
     if let Some(&known) = c.merging.get(&key) {
         let rule = known.unwrap_or_else(|| c.new_rule("allOf"));
         c.merging.insert(key, Some(rule));
         return Ok(Some(Expr::Rule(rule)));
     }
-    c.merging.insert(key.clone(), None);
+    c.merging.insert(key, None);
     let body = match merge_all_of(c, obj, pointer) {
         Ok(Some(m)) => c.schema(&m, pointer).map(Some),
         other => other.map(|_| None),
@@ -59,6 +56,40 @@ pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         }
         (body, _) => body,
     })
+}
+
+/// A 128-bit hash of `obj` but for its own annotations (a `description` per place of use does
+/// not change the language), the key of [`merged`]'s recursions: hashing walks the schema once
+/// without allocating (formatting it as text made large merges a third slower).
+fn schema_hash(obj: &Map<String, Value>) -> u128 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    fn walk(v: &Value, h: &mut impl Hasher) {
+        match v {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            Value::String(s) => (3u8, s).hash(h),
+            Value::Array(xs) => {
+                (4u8, xs.len()).hash(h);
+                xs.iter().for_each(|x| walk(x, h));
+            }
+            Value::Object(o) => members(o, h, false),
+        }
+    }
+    fn members(o: &Map<String, Value>, h: &mut impl Hasher, bare: bool) {
+        (5u8, o.len()).hash(h);
+        for (k, v) in o.iter().filter(|(k, _)| !bare || !ANNOTATIONS.contains(&k.as_str())) {
+            k.hash(h);
+            walk(v, h);
+        }
+    }
+    // Two SipHashes with keys of this process's own: a schema cannot be written to collide.
+    static KEYS: std::sync::OnceLock<[std::hash::RandomState; 2]> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(Default::default);
+    let [mut a, mut b] = [keys[0].build_hasher(), keys[1].build_hasher()];
+    members(obj, &mut a, true);
+    members(obj, &mut b, true);
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }
 
 /// A `$ref` with validation keywords beside it (they must hold too: merged with its target).

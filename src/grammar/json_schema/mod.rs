@@ -263,9 +263,9 @@ pub(crate) struct Compiler<'s> {
     rules: Vec<Rule>,
     /// `$ref` targets already compiled (or being compiled): pointer → rule.
     ref_rules: HashMap<String, RuleId>,
-    /// Schemas being merged (`allOf`, `$ref` with siblings), by their text: the rule a
-    /// recursion back into one refers to (see `all_of::merged`).
-    merging: HashMap<String, Option<RuleId>>,
+    /// Schemas being merged (`allOf`, `$ref` with siblings), by a hash and indentation key:
+    /// the rule a recursion back into one refers to (see `all_of::merged`).
+    merging: HashMap<(u128, usize), Option<RuleId>>,
     /// Shared helper rules by name (any value, any object, ...) and [`Compiler::indent_key`].
     named: HashMap<(&'static str, usize), RuleId>,
     unenforced: Vec<Unenforced>,
