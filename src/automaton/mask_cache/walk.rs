@@ -128,6 +128,9 @@ struct LexWalk<'a> {
     ends: Vec<u32>,
     /// A group's ending scans → its index in `members`.
     index: HashMap<Box<[u32]>, u32, FxBuild>,
+    /// The group [`group`](Self::group) found last: consecutive nodes mostly end the same scans
+    /// (a lexeme that accepts after every byte, as free text does, ends at every node).
+    last: Option<u32>,
     /// The scans ending at the current node.
     ending: Vec<u32>,
     members: Vec<Members>,
@@ -152,6 +155,7 @@ impl<'a> LexWalk<'a> {
             inside: TokenSet::new(width),
             ends: Vec::new(),
             index: HashMap::default(),
+            last: None,
             ending: Vec::new(),
             members: Vec::new(),
             prune: None,
@@ -266,6 +270,12 @@ impl<'a> LexWalk<'a> {
 
     /// The group of the nodes where the scans `self.ending` end.
     fn group(&mut self) -> &mut Members {
+        if let Some(g) = self.last {
+            let m = &self.members[g as usize];
+            if self.ends[m.start as usize..m.end as usize] == self.ending[..] {
+                return &mut self.members[g as usize];
+            }
+        }
         let g = match self.index.get(self.ending.as_slice()) {
             Some(&g) => g,
             None => {
@@ -283,6 +293,7 @@ impl<'a> LexWalk<'a> {
                 g
             }
         };
+        self.last = Some(g);
         &mut self.members[g as usize]
     }
 }
