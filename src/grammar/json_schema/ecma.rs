@@ -168,42 +168,40 @@ fn group_end(chars: &[char], open: usize) -> Option<usize> {
     if chars.get(open) != Some(&'(') {
         return None;
     }
-    let (mut depth, mut in_class, mut i) = (0usize, false, open);
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    structure(&chars[open..])
+        .find(|&(_, c, depth, in_class)| c == ')' && !in_class && depth == 1)
+        .map(|(i, ..)| open + i)
 }
 
 /// Whether `chars` has a `|` outside every group and class.
 fn has_top_level_bar(chars: &[char]) -> bool {
-    let (mut depth, mut in_class, mut i) = (0usize, false, 0);
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => return true,
-            _ => {}
+    structure(chars).any(|(_, c, depth, in_class)| c == '|' && !in_class && depth == 0)
+}
+
+/// The characters of `chars` that are not escaped, each with its index, the group depth
+/// before it and whether it is inside a class.
+fn structure(chars: &[char]) -> impl Iterator<Item = (usize, char, usize, bool)> + '_ {
+    let (mut depth, mut in_class, mut i) = (0usize, false, 0usize);
+    std::iter::from_fn(move || {
+        while i < chars.len() {
+            let (at, c) = (i, chars[i]);
+            i += 1;
+            if c == '\\' {
+                i += 1;
+                continue;
+            }
+            let seen = (at, c, depth, in_class);
+            match c {
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                '(' if !in_class => depth += 1,
+                ')' if !in_class => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            return Some(seen);
         }
-        i += 1;
-    }
-    false
+        None
+    })
 }
 
 /// If `{` (just before `chars[i]`) starts a quantifier `{n}`, `{n,}` or `{n,m}`, the index
