@@ -80,9 +80,12 @@ pub(super) fn ecma_to_rust(p: &str) -> Result<String, String> {
             '}' if !in_class => out.push_str(r"\}"),
             '(' if !in_class && chars.get(i) == Some(&'?') => {
                 let next = (chars.get(i + 1), chars.get(i + 2));
-                if matches!(next, (Some('=' | '!'), _) | (Some('<'), Some('=' | '!'))) {
-                    return Err("lookahead and lookbehind are not supported but right after a leading `^` \
-                                (`^(?!…)…`, with no `|` outside groups after them)"
+                if matches!(next, (Some('<'), Some('=' | '!'))) {
+                    return Err("lookbehind is not supported".into());
+                }
+                if matches!(next, (Some('=' | '!'), _)) {
+                    return Err("lookahead is supported only right after a leading `^` (`^(?!…)…`, with no `|` \
+                                outside groups after it) and as a tempered token (`^((?!…).)*$`)"
                         .into());
                 }
                 out.push('(');

@@ -376,6 +376,7 @@ fn leading_lookaheads_agree_with_the_validator() {
     for pattern in [r"a(?=b)", r"^a(?!b)", r"^(?!a)b|c", r"(?<!a)b$", r"^(?!a", r"^((?!a?).)*$", r"^((?!a)bc)*$"] {
         let e = compiled(&json!({"type": "string", "pattern": pattern}), &JsonSchemaOptions::exact());
         let e = e.err().unwrap_or_else(|| panic!("{pattern:?} compiled")).to_string();
-        assert!(e.contains("/pattern"), "{pattern:?}: {e}");
+        let why = if pattern.contains("(?<") { "lookbehind is not supported" } else { "lookahead is supported only" };
+        assert!(e.contains("/pattern") && (e.contains(why) || pattern == r"^(?!a"), "{pattern:?}: {e}");
     }
 }
