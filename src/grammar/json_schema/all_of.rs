@@ -8,8 +8,8 @@
 //! and object members merge with each side's `additionalProperties` applied to the other's keys
 //! ([`merge_members`]).
 //!
-//! Exact: a pair of keywords that cannot be merged exactly (two different patterns, two
-//! `contains`, ...) is an error with the reason, which the caller reports as `allOf`
+//! Two patterns become one with a lookahead (`both_patterns`). Exact: a pair of keywords that
+//! cannot be merged exactly (two `contains`, two `not`s that cannot be rewritten, ...) is an error with the reason, which the caller reports as `allOf`
 //! unenforceable. The running result is moved, never copied: an `allOf` may have many parts.
 
 use serde_json::{Map, Value};
@@ -324,6 +324,10 @@ fn merge_keyword(k: &str, av: &Value, bv: &Value, out: &mut Changes) -> std::res
             (Some(x), Some(y)) => Value::from(lcm(x, y)),
             _ => return Err("two different non-integer `multipleOf` values".into()),
         },
+        "pattern" => match (av.as_str(), bv.as_str()) {
+            (Some(a), Some(b)) => Value::String(both_patterns(a, b)),
+            _ => return Err("`pattern` must be a string".into()),
+        },
         "$defs" | "definitions" => return Ok(()),
         // Unknown keywords are annotations: no effect on validation.
         _ if !VALIDATION.contains(&k) => return Ok(()),
@@ -331,6 +335,21 @@ fn merge_keyword(k: &str, av: &Value, bv: &Value, out: &mut Changes) -> std::res
     };
     out.insert(k.to_string(), merged);
     Ok(())
+}
+
+/// One pattern that a string matches exactly when it matches both `a` and `b` (JSON Schema
+/// patterns match anywhere unless anchored): `b` as a lookahead that looks through the whole
+/// string, `^(?=[\s\S]*(?:b))[\s\S]*(?:a)`, which `string.rs` compiles as an intersection (see
+/// `ecma::lookahead_parts`). A pattern that already begins with lookaheads after its `^` gets
+/// the other's in front of them; a pattern with lookaheads elsewhere stays refused there.
+fn both_patterns(a: &str, b: &str) -> String {
+    let leading = |p: &str| p.starts_with("^(?=") || p.starts_with("^(?!");
+    let (a, b) = if leading(b) && !leading(a) { (b, a) } else { (a, b) };
+    let look = format!("^(?=[\\s\\S]*(?:{b}))");
+    match a.strip_prefix('^').filter(|_| leading(a)) {
+        Some(rest) => format!("{look}{rest}"),
+        None => format!("{look}[\\s\\S]*(?:{a})"),
+    }
 }
 
 /// The types both `type` values allow (`integer` and `number` meet in `integer`).

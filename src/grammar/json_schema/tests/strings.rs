@@ -380,3 +380,23 @@ fn leading_lookaheads_agree_with_the_validator() {
         assert!(e.contains("/pattern") && (e.contains(why) || pattern == r"^(?!a"), "{pattern:?}: {e}");
     }
 }
+
+/// Two patterns in an `allOf` (or a `$ref` and a pattern beside it) merge into one pattern
+/// with a lookahead, compiled as their intersection: the validator's language, anchored or not,
+/// three at once, and beside a pattern that has lookaheads of its own.
+#[test]
+fn patterns_of_an_all_of_intersect() {
+    let schemas = [
+        json!({"allOf": [{"pattern": "^[a-z]+$"}, {"pattern": "x"}]}),
+        json!({"allOf": [{"pattern": "ab"}, {"pattern": "cd"}, {"pattern": "^[a-d]{4,6}$"}], "type": "string"}),
+        json!({"allOf": [{"pattern": "^(?!ab)[a-z]+$"}, {"pattern": "c$"}]}),
+        json!({"allOf": [{"pattern": "b$"}, {"pattern": "^(?!ab)[a-z]+$"}]}),
+        json!({"$defs": {"d": {"pattern": "^[0-9]"}}, "$ref": "#/$defs/d", "pattern": "9$", "type": "string"}),
+    ];
+    let words = [
+        "", "x", "ax", "Ax", "abcd", "cdab", "abdc", "dcab", "aabbccdd", "abc", "bc", "cc", "ab", "b", "0", "09",
+        "19a", "9",
+    ];
+    let instances: Vec<String> = words.iter().map(|w| serde_json::to_string(w).unwrap()).collect();
+    agrees_with_validator(&schemas, &instances.iter().map(String::as_str).collect::<Vec<_>>());
+}
