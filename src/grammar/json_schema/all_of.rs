@@ -9,8 +9,8 @@
 //! ([`merge_members`]).
 //!
 //! Two patterns become one with a lookahead (`both_patterns`). Exact: a pair of keywords that
-//! cannot be merged exactly (two `contains`, two `not`s that cannot be rewritten, ...) is an error with the reason, which the caller reports as `allOf`
-//! unenforceable. The running result is moved, never copied: an `allOf` may have many parts.
+//! cannot be merged exactly (two `contains`, two `not`s that cannot be rewritten, ...) is an
+//! error with the reason, which the caller reports as `allOf` unenforceable. The running result is moved, never copied: an `allOf` may have many parts.
 
 use serde_json::{Map, Value};
 
@@ -23,16 +23,15 @@ use crate::error::Result;
 use crate::grammar::ir::Expr;
 use crate::regular::DfaLimits;
 
-/// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
-/// nothing to merge.
 /// `obj` with its `allOf` (and a `$ref` beside other keywords) merged into one schema,
 /// compiled; `None` if it has neither.
 ///
 /// Merging inlines a `$ref`'s target, so a recursive schema that merges at every level (a
 /// `$ref` with siblings inside its own target: `children: {"type": "object", "$ref":
 /// "#/defs/node"}`) would unfold without end. A schema met again while it is being merged
-/// (the same JSON but for its own annotations, by a 128-bit hash, at the same indentation) is a recursion: it becomes a rule, and the
-/// inner meeting refers to it. Same text, same language: the rule is exact.
+/// (the same JSON but for its own annotations, by a 128-bit hash, at the same indentation) is
+/// a recursion: it becomes a rule, and the inner meeting refers to it. Same schema, same
+/// language: the rule is exact.
 pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
     if !obj.contains_key("allOf") && !ref_with_siblings(obj) {
         return Ok(None);
@@ -97,6 +96,8 @@ fn ref_with_siblings(obj: &Map<String, Value>) -> bool {
     obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()))
 }
 
+/// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
+/// nothing to merge.
 pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
     let has_all_of = obj.contains_key("allOf");
     let ref_with_siblings = ref_with_siblings(obj);

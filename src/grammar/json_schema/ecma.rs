@@ -96,6 +96,14 @@ pub(super) fn ecma_to_rust(p: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `p` as the patterns (JSON Schema semantics, no lookaround) whose conjunction it is:
+/// `(negated, pattern)`, the string matching `pattern` or, when `negated`, not matching it.
+/// A pattern with lookaheads where they are regular is split ([`lookahead_parts`]); any other
+/// is its one part (lookarounds in it are then refused by [`ecma_to_rust`]).
+pub(super) fn pattern_parts(p: &str) -> Vec<(bool, String)> {
+    lookahead_parts(p).unwrap_or_else(|| vec![(false, p.to_string())])
+}
+
 /// A pattern with lookaheads in one of the two shapes that have a regular meaning, as the
 /// patterns (JSON Schema semantics, no lookaround) whose conjunction it is: `(negated,
 /// pattern)`, the string matching `pattern` or, when `negated`, not matching it. `None` for
@@ -109,7 +117,7 @@ pub(super) fn ecma_to_rust(p: &str) -> Result<String, String> {
 ///   class, `.`, a literal character) and `X` matching no empty string: every position checks
 ///   that no `X` starts there, so this matches the strings of `c`s that contain no `X` (an
 ///   `X` that matched the empty string would fail at every position: refused).
-pub(super) fn lookahead_parts(p: &str) -> Option<Vec<(bool, String)>> {
+fn lookahead_parts(p: &str) -> Option<Vec<(bool, String)>> {
     let chars: Vec<char> = p.chars().collect();
     if chars.first() != Some(&'^') {
         return None;
@@ -155,9 +163,13 @@ fn tempered(chars: &[char]) -> Option<Vec<(bool, String)>> {
     if !matches!(repeat, '*' | '+') || chars.get(close + 2..) != Some(&['$']) {
         return None;
     }
+    use regex_syntax::hir::HirKind;
     let parse = |p: &str| crate::regular::regex::parse(&ecma_to_rust(p).ok()?).ok();
-    let one_char = matches!(parse(&unit)?.kind(), regex_syntax::hir::HirKind::Class(_))
-        || unit.chars().count() == 1 && unit != "\\" && !"()[]{}|*+?^$".contains(unit.as_str());
+    let one_char = match parse(&unit)?.kind() {
+        HirKind::Class(_) => true,
+        HirKind::Literal(l) => std::str::from_utf8(&l.0).is_ok_and(|s| s.chars().count() == 1),
+        _ => false,
+    };
     let nullable = parse(&avoided)?.properties().minimum_len() == Some(0);
     if !one_char || nullable {
         return None;

@@ -265,22 +265,17 @@ pub(super) fn pattern_content(pattern: &str) -> std::result::Result<Hir, String>
     pattern_content_as(pattern, Form::Json)
 }
 
-/// The quoted strings a JSON Schema `pattern` matches, as a lexeme: one regex, or, for a
-/// pattern with lookaheads where they have a regular meaning ([`ecma::lookahead_parts`]), the
-/// intersection of its parts' strings and the complements of its negated parts'.
-///
-/// [`ecma::lookahead_parts`]: super::ecma::lookahead_parts
+/// The quoted strings a JSON Schema `pattern` matches, as a lexeme: the intersection of its
+/// [parts'](super::ecma::pattern_parts) strings and the complements of its negated parts' (one
+/// regex for a pattern without lookaheads).
 pub(super) fn pattern_lexeme(pattern: &str) -> std::result::Result<Lexeme, String> {
     pattern_lexeme_as(pattern, Form::Json)
 }
 
 /// [`pattern_lexeme`], the strings written in `form`.
 fn pattern_lexeme_as(pattern: &str, form: Form) -> std::result::Result<Lexeme, String> {
-    let Some(parts) = super::ecma::lookahead_parts(pattern) else {
-        return Ok(form.wrap(pattern_content_as(pattern, form)?));
-    };
     let mut out = Vec::new();
-    for (negated, part) in parts {
+    for (negated, part) in super::ecma::pattern_parts(pattern) {
         let l = form.wrap(pattern_content_as(&part, form)?);
         out.push(if negated { Lexeme::Not(Box::new(l)) } else { l });
     }

@@ -254,8 +254,7 @@ pub(super) fn pattern_matches(pattern: &str, text: &str, limits: &DfaLimits) -> 
         }
         c.entry((pattern.to_string(), limits.nfa_bytes, limits.dfa_bytes))
             .or_insert_with(|| {
-                // Lookaheads as `string::pattern_lexeme` reads them.
-                let parts = super::ecma::lookahead_parts(pattern).unwrap_or_else(|| vec![(false, pattern.to_string())]);
+                let parts = super::ecma::pattern_parts(pattern);
                 let built = parts.iter().map(|(negative, p)| Some((*negative, build(p)?))).collect::<Option<Vec<_>>>();
                 built.map(std::rc::Rc::new)
             })
