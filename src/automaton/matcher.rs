@@ -10,7 +10,8 @@
 //! which every way on repeats (a bounded look-ahead: `allows` and `commit` judge the token
 //! itself). Under a budget, a context-free count is helped by the [`witness`](self::witness): a
 //! token the lexeme-by-lexeme count refuses is let through when a completion spelled in tokens
-//! after it fits.
+//! after it fits, and, with few tokens left, when the exact [`search`](self::search) over token
+//! sequences finds one.
 //!
 //! Masks take `&mut self` because the Earley parser builds rows speculatively while it walks
 //! the token trie (and removes them before returning): the matcher's observable state does not
@@ -58,6 +59,7 @@ pub struct Matcher {
     witness: Option<(usize, Vec<TokenId>)>,
 }
 
+mod search;
 mod witness;
 
 impl Matcher {
@@ -409,8 +411,10 @@ impl Matcher {
     }
 
     /// Fewest tokens of the vocabulary that finish the output from here (as
-    /// [`Compiled::min_tokens`] counts them): what a budget must leave. `None` if it cannot be
-    /// finished (after EOS: `Some(0)`).
+    /// [`Compiled::min_tokens`] counts them): what a budget must leave. Exact for a regular
+    /// constraint; for a context-free one the least of the count, the witness and, up to
+    /// 12 tokens (`MAX_SEARCH_TOKENS`), the search's answer. `None` if it cannot be finished
+    /// (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         let d = match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
@@ -424,8 +428,15 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg, &self.compiled.env),
             _ => unreachable!("the run matches the backend"),
         };
-        // A context-free count is an upper bound: the witness may be shorter.
+        // A context-free count is an upper bound: the witness may be shorter, and below both
+        // the search finds the fewest (within its bound).
         let d = d.min(self.witness().map_or(UNREACHABLE, |w| w.len() as u32));
+        let d = match self.new_search() {
+            Some(mut s) => {
+                (0..d.min(search::MAX_SEARCH_TOKENS + 1)).find(|&k| self.search_within(k, &mut s)).unwrap_or(d)
+            }
+            None => d,
+        };
         (d != UNREACHABLE).then_some(d)
     }
 
@@ -444,7 +455,9 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) => c.can_finish_within(cfg, env, n),
             _ => unreachable!("the run matches the backend"),
         };
-        bound || self.witness().is_some_and(|w| w.len() as u32 <= n)
+        bound
+            || self.witness().is_some_and(|w| w.len() as u32 <= n)
+            || self.new_search().is_some_and(|mut s| self.search_within(n, &mut s))
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if

@@ -231,7 +231,8 @@ impl Compiled {
     /// counts them ([`Matcher::min_tokens_to_finish`]): exact for a regular constraint (within
     /// the token search's bound, see `token_dist`); for a context-free one the smaller of the
     /// lexeme-by-lexeme count (an upper bound: a token that straddles two lexemes is not counted
-    /// as one) and the witness (a completion spelled in tokens, checked by committing it).
+    /// as one), the witness (a completion spelled in tokens, checked by committing it) and,
+    /// when few tokens finish, the exact search over token sequences.
     pub fn min_tokens(self: &Arc<Self>) -> Option<u32> {
         self.matcher().min_tokens_to_finish()
     }

@@ -15,10 +15,11 @@
 //! judged by the witness from after it ([`Matcher::allow_by_witness`]). Tokens that reach the
 //! same parse state share one witness: those that stay inside their lexemes are grouped by the
 //! lexer states they reach during the mask's own walk, the others are committed one by one and
-//! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). So a token is
-//! refused only when neither the count nor the cheapest completion in bytes fits: exact wherever
-//! the cheapest completion in bytes is also the cheapest in tokens (the usual case; a longer
-//! completion that tokenizes into fewer tokens is not searched for). With distinct items
+//! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). A token
+//! neither the count nor the cheapest completion in bytes lets through is, with at most
+//! `MAX_SEARCH_TOKENS` tokens left, settled by the exact [`search`](super::search) (a longer
+//! completion that tokenizes into fewer tokens); with more left it is refused: exact there
+//! wherever the cheapest completion in bytes is also the cheapest in tokens. With distinct items
 //! (marks), tokens share a witness only where the reader of distinct items is outside every
 //! list it watches, before and after them, and the grammar has no marked literals
 //! ([`CfgRun::shares_witness`](crate::automaton::cfg_run::CfgRun::shares_witness)); inside a
@@ -33,6 +34,7 @@
 
 use std::collections::HashMap;
 
+use super::search::{MAX_SEARCH_TOKENS, MAX_SEARCH_WORK};
 use super::{Matcher, Run};
 use crate::automaton::cfg_run::Refused;
 use crate::automaton::NO_BUDGET;
@@ -76,20 +78,29 @@ impl Matcher {
     }
 
     /// Lets through each token the lexeme count `refused` after which a witness finishes within
-    /// `after_budget` tokens. Tokens that reach one parse state are judged together: those kept
-    /// inside their lexemes by the lexer states they reach, the others by
-    /// [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after committing
-    /// each. Must equal [`reference_by_witness`](Self::reference_by_witness).
+    /// `after_budget` tokens, then, of the others, each after which the
+    /// [`search`](super::search) finds a way that does (those with the shortest witness
+    /// first: the search's work is bounded per mask). Tokens that reach one parse state are
+    /// judged together: those kept inside their lexemes by the lexer states they reach, the
+    /// others by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after
+    /// committing each. Must equal [`reference_by_witness`](Self::reference_by_witness) (while
+    /// the search's work bound is not reached).
     pub(super) fn allow_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, refused: &Refused) {
         let width = mask.width();
         let open = |t: &TokenId, mask: &TokenSet| (t.0 as usize) < width && !mask.contains(*t);
+        // Refused still, one entry per parse state: (witness length, the tokens reaching it).
+        let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         for (_, ids) in &refused.inside {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
-            if self.witness_after(first, after_budget) {
-                ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t));
+            match self.witness_after(first) {
+                Some(w) if w <= after_budget => {
+                    ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t))
+                }
+                w => left.push((w.unwrap_or(UNREACHABLE), ids.iter().copied().filter(|t| open(t, mask)).collect())),
             }
         }
-        let mut known: HashMap<Vec<u32>, bool> = HashMap::new();
+        // The singles by parse state: index into `left`, or let through.
+        let mut known: HashMap<Vec<u32>, Option<usize>> = HashMap::new();
         let vocab = self.compiled.vocab().clone();
         for &t in &refused.singles {
             if !open(&t, mask) {
@@ -105,23 +116,29 @@ impl Matcher {
                 // A token that leaves the reader of distinct items inside a list (it opened
                 // one) is judged alone: the items it holds are its own.
                 let key = c.shares_witness(cfg).then(|| c.state_key(from));
-                let fits = match key.as_ref().and_then(|k| known.get(k)) {
-                    Some(&f) => f,
+                let at = match key.as_ref().and_then(|k| known.get(k)) {
+                    Some(&at) => at,
                     None => {
-                        let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
+                        let w = self.find_witness().map(|w| w.len() as u32);
+                        let at = (w.is_none_or(|w| w > after_budget)).then(|| {
+                            left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
+                            left.len() - 1
+                        });
                         if let Some(k) = key {
-                            known.insert(k, f);
+                            known.insert(k, at);
                         }
-                        f
+                        at
                     }
                 };
                 self.rollback(1).expect("committed just now");
-                if fits {
-                    mask.insert(t);
+                match at {
+                    Some(i) => left[i].1.push(t),
+                    None => mask.insert(t),
                 }
             }
             self.witness = saved;
         }
+        self.allow_by_search(mask, after_budget, left);
     }
 
     /// The slow reference for [`allow_by_witness`](Self::allow_by_witness): every token the
@@ -132,24 +149,84 @@ impl Matcher {
         let vocab = self.compiled.vocab().clone();
         let left_out: Vec<TokenId> =
             all.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !mask.contains(t)).collect();
+        // The tokens the witness refused, by the parse state they reach (as the fast mask
+        // groups them), for the search.
+        let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
+        let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
+        let searched = after_budget <= MAX_SEARCH_TOKENS && self.new_search().is_some();
         for t in left_out {
-            if self.witness_after(t, after_budget) {
-                mask.insert(t);
+            match self.witness_after(t) {
+                Some(w) if w <= after_budget => mask.insert(t),
+                w if searched => {
+                    let Some(key) = self.key_after(t) else { continue };
+                    let i = *at.entry(key).or_insert_with(|| {
+                        left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
+                        left.len() - 1
+                    });
+                    left[i].1.push(t);
+                }
+                _ => {}
             }
+        }
+        self.allow_by_search(mask, after_budget, left);
+    }
+
+    /// The parse state after `t`, keyed from here (`None`: refused, or not context-free).
+    fn key_after(&mut self, t: TokenId) -> Option<Vec<u32>> {
+        let Run::Cfg(c) = &self.run else { return None };
+        let from = c.chart_len();
+        let saved = self.witness.take();
+        let key = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
+            let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
+            let key = c.state_key(from);
+            self.rollback(1).expect("committed just now");
+            key
+        });
+        self.witness = saved;
+        key
+    }
+
+    /// Of the tokens the witness refused (one entry per parse state they reach: the witness
+    /// length there, the tokens), lets through those after which the search finds a way
+    /// within `after_budget` tokens. The entries are searched the shortest witness first (ties
+    /// by the smallest token id), each from scratch, while the mask's search work lasts: so
+    /// what is let through depends on the entries alone, not on the order tokens were met in
+    /// (the fast and the reference mask agree).
+    fn allow_by_search(&mut self, mask: &mut TokenSet, after_budget: u32, mut left: Vec<(u32, Vec<TokenId>)>) {
+        if after_budget > MAX_SEARCH_TOKENS || left.is_empty() || self.new_search().is_none() {
+            return;
+        }
+        left.retain(|(_, members)| !members.is_empty());
+        left.iter_mut().for_each(|(_, members)| members.sort_unstable());
+        left.sort_unstable_by_key(|(w, members)| (*w, members[0]));
+        let mut work = MAX_SEARCH_WORK;
+        for (_, members) in left {
+            let Some(mut search) = self.new_search() else { return };
+            search.work = work;
+            let saved = self.witness.take();
+            if self.commit_text(self.compiled.vocab().clone().bytes(members[0]), true).is_ok() {
+                let fits = self.search_within(after_budget, &mut search);
+                self.rollback(1).expect("committed just now");
+                if fits {
+                    members.into_iter().for_each(|t| mask.insert(t));
+                }
+            }
+            self.witness = saved;
+            work = search.work;
         }
     }
 
-    /// Does a witness from after `t` finish within `after_budget` tokens? The matcher is left
-    /// as it was.
-    fn witness_after(&mut self, t: TokenId, after_budget: u32) -> bool {
+    /// The length of a witness from after `t` (`None`: `t` is refused, or none was found).
+    /// The matcher is left as it was.
+    fn witness_after(&mut self, t: TokenId) -> Option<u32> {
         let saved = self.witness.take();
-        let fits = self.commit_text(self.compiled.vocab().clone().bytes(t), true).is_ok() && {
-            let f = self.find_witness().is_some_and(|w| w.len() as u32 <= after_budget);
+        let w = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().and_then(|()| {
+            let w = self.find_witness().map(|w| w.len() as u32);
             self.rollback(1).expect("committed just now");
-            f
-        };
+            w
+        });
         self.witness = saved;
-        fits
+        w
     }
 
     /// Calls `f(k, t)` for every token `t` that spells `bytes[..k]`: text tokens the constraint
@@ -171,7 +248,7 @@ impl Matcher {
         }
     }
 
-    fn byte_cost(&mut self) -> u32 {
+    pub(super) fn byte_cost(&mut self) -> u32 {
         match (&mut self.run, &self.compiled.backend) {
             (Run::Cfg(c), super::Backend::Earley(cfg)) => c.byte_cost(cfg),
             _ => UNREACHABLE,

@@ -1,0 +1,163 @@
+//! The exact search under a budget: can a context-free output be finished within a few more
+//! tokens, by any sequence of tokens of the vocabulary?
+//!
+//! The lexeme-by-lexeme count and the [`witness`](super::witness) are both upper bounds on the
+//! tokens that finish: each shows a way that fits, neither proves that none does (a completion
+//! longer in bytes may take fewer tokens: `"Attendance"` is one token, the cheapest enum value
+//! `"Payroll"` two; a string may close with `"}]}` as one token where the cheapest bytes are
+//! spelled otherwise). Where both refuse a token and at most [`MAX_SEARCH_TOKENS`] tokens are
+//! left after it, this search settles it: from the parse state after the token, every token the
+//! parse allows is tried, depth first, down to the budget. Tokens that reach one parse state are
+//! tried once (those inside their lexemes by the lexer states they reach, see
+//! [`Refused`](crate::automaton::cfg_run::Refused)); a parse state shown unable to finish
+//! within `n` tokens is remembered (keyed from the mask's position by
+//! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key)) and not searched again
+//! with `n` or fewer; the count settles every state it lets through. So under such a budget a
+//! token is refused exactly when no sequence of tokens after it finishes in time: what a brute
+//! force over token sequences finds (`tests/core/budget.rs`).
+//!
+//! Limits, both on the safe side (a token not shown to fit is refused, never let through
+//! unproven): grammars with distinct-items marks are not searched (a parse state's key does not
+//! hold the reader of distinct items); one mask's search does at most [`MAX_SEARCH_WORK`]
+//! (a few parse states on a large vocabulary: the refused tokens with the shortest witnesses
+//! are searched first; beyond, a token is refused, and the fast and the reference mask, which
+//! search in different orders, may differ).
+//!
+//! Invariants: the search leaves the matcher as it found it (every commit rolled back, the
+//! witness restored); a state is recorded as short only after every way on from it was tried.
+
+use std::collections::HashMap;
+
+use super::{Backend, Matcher, Run};
+use crate::automaton::cfg_run::Refused;
+use crate::automaton::earley::ChartLen;
+use crate::vocab::{TokenId, TokenSet};
+
+/// The most tokens left after a refused token under which the search settles it (each level
+/// opens the parse states one token further).
+pub(super) const MAX_SEARCH_TOKENS: u32 = 12;
+
+/// The work one mask's search may do, in tokens looked at: each parse state it opens costs a
+/// budgeted mask of its own, counted as the vocabulary's size (so a few states on a 128k
+/// vocabulary; on a small one, every state the budget reaches).
+pub(super) const MAX_SEARCH_WORK: usize = 1 << 19;
+
+/// One mask's search: what it has shown, and how much it has opened.
+pub(super) struct Search {
+    /// The position the keys are taken from: an ancestor of every state searched.
+    root: ChartLen,
+    /// Parse states (keyed from `root`) shown unable to finish within the tokens recorded.
+    short: HashMap<Vec<u32>, u32>,
+    /// The work it may still do (at most [`MAX_SEARCH_WORK`]).
+    pub(super) work: usize,
+}
+
+impl Matcher {
+    /// A search from the current position, when its grammar can be searched (a context-free
+    /// run without distinct-items marks).
+    pub(super) fn new_search(&self) -> Option<Search> {
+        match (&self.run, &self.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks => {
+                Some(Search { root: c.chart_len(), short: HashMap::new(), work: MAX_SEARCH_WORK })
+            }
+            _ => None,
+        }
+    }
+
+    /// Can the output be finished within `n` more tokens from here, by some sequence of
+    /// tokens? Exact while `n` ≤ [`MAX_SEARCH_TOKENS`] and the search has states left to open;
+    /// otherwise `true` only where the count shows it. The matcher is left as it was.
+    pub(super) fn search_within(&mut self, n: u32, search: &mut Search) -> bool {
+        let saved = self.witness.take();
+        let found = self.search_from(n, search);
+        self.witness = saved;
+        found
+    }
+
+    fn search_from(&mut self, n: u32, search: &mut Search) -> bool {
+        if self.is_accepting() {
+            return true;
+        }
+        let compiled = self.compiled.clone();
+        let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
+            return false;
+        };
+        if n == 0 || c.is_ended() {
+            return false;
+        }
+        if c.can_finish_within(cfg, &compiled.env, n) {
+            return true;
+        }
+        let cost = compiled.env.vocab().len();
+        if n > MAX_SEARCH_TOKENS || search.work < cost {
+            return false;
+        }
+        let key = c.state_key(search.root);
+        if search.short.get(&key).is_some_and(|&m| m >= n) {
+            return false;
+        }
+        search.work -= cost;
+        let found = self.search_next(n, search);
+        if !found {
+            let m = search.short.entry(key).or_insert(n);
+            *m = (*m).max(n);
+        }
+        found
+    }
+
+    /// Does some token from here leave a state that finishes within `n - 1` more tokens? A
+    /// token the count lets through does; the others are tried one per parse state, those
+    /// after which the fewest bytes finish first (the way on is usually among them), until
+    /// the work runs out.
+    fn search_next(&mut self, n: u32, search: &mut Search) -> bool {
+        let compiled = self.compiled.clone();
+        let env = &compiled.env;
+        let named = compiled.named.as_ref();
+        let mut mask = TokenSet::new(env.vocab().len());
+        let mut refused = Refused::default();
+        let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
+            return false;
+        };
+        c.fill(cfg, env, &mut mask, n - 1, &mut refused);
+        if let Some(named) = named {
+            named.remove_barred(&mut mask);
+        }
+        if !mask.is_empty() {
+            return true;
+        }
+        let usable = |t: &TokenId| named.is_none_or(|nm| !nm.is_barred(*t));
+        let mut tries: Vec<TokenId> =
+            refused.inside.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable)).collect();
+        tries.extend(refused.singles.iter().copied().filter(usable));
+        let cost = env.vocab().len();
+        let mut order: Vec<(u32, TokenId)> = Vec::with_capacity(tries.len());
+        for t in tries {
+            if self.commit(t).is_ok() {
+                order.push((self.byte_cost(), t));
+                self.rollback(1).expect("committed just now");
+            }
+        }
+        order.sort_unstable();
+        for (_, t) in order {
+            if search.work < cost {
+                return false;
+            }
+            self.commit(t).expect("committed before");
+            let found = self.search_from(n - 1, search);
+            self.rollback(1).expect("committed just now");
+            if found {
+                return true;
+            }
+        }
+        for (_, bytes) in named.iter().flat_map(|nm| nm.tokens()) {
+            if self.commit_text(bytes, true).is_ok() {
+                let found = self.search_from(n - 1, search);
+                self.rollback(1).expect("committed just now");
+                if found {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
