@@ -431,7 +431,7 @@ impl Matcher {
         // A context-free count is an upper bound: the witness may be shorter, and below both
         // the search finds the fewest (within its bound).
         let d = d.min(self.witness().map_or(UNREACHABLE, |w| w.len() as u32));
-        let d = match self.new_search() {
+        let d = match self.new_search(0) {
             Some(mut s) => {
                 (0..d.min(search::MAX_SEARCH_TOKENS + 1)).find(|&k| self.search_within(k, &mut s)).unwrap_or(d)
             }
@@ -457,7 +457,7 @@ impl Matcher {
         };
         bound
             || self.witness().is_some_and(|w| w.len() as u32 <= n)
-            || self.new_search().is_some_and(|mut s| self.search_within(n, &mut s))
+            || self.new_search(n).is_some_and(|mut s| self.search_within(n, &mut s))
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if

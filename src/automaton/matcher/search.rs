@@ -20,8 +20,8 @@
 //! unproven): grammars with distinct-items marks are not searched (a parse state's key does not
 //! hold the reader of distinct items); one mask's search does at most [`MAX_SEARCH_WORK`]
 //! (a few parse states on a large vocabulary: the refused tokens with the shortest witnesses
-//! are searched first; beyond, a token is refused, and the fast and the reference mask, which
-//! search in different orders, may differ).
+//! are searched first, one parse state at a time and each from scratch, so the fast and the
+//! reference mask agree; beyond, a token is refused).
 //!
 //! Invariants: the search leaves the matcher as it found it (every commit rolled back, the
 //! witness restored); a state is recorded as short only after every way on from it was tried.
@@ -42,7 +42,7 @@ pub(super) const MAX_SEARCH_TOKENS: u32 = 12;
 /// vocabulary; on a small one, every state the budget reaches).
 pub(super) const MAX_SEARCH_WORK: usize = 1 << 19;
 
-/// One mask's search: what it has shown, and how much it has opened.
+/// One mask's search: what it has shown, and how much more it may open.
 pub(super) struct Search {
     /// The position the keys are taken from: an ancestor of every state searched.
     root: ChartLen,
@@ -53,11 +53,11 @@ pub(super) struct Search {
 }
 
 impl Matcher {
-    /// A search from the current position, when its grammar can be searched (a context-free
-    /// run without distinct-items marks).
-    pub(super) fn new_search(&self) -> Option<Search> {
+    /// A search from the current position for `n` more tokens, when it can settle them: at
+    /// most [`MAX_SEARCH_TOKENS`], a context-free run without distinct-items marks.
+    pub(super) fn new_search(&self, n: u32) -> Option<Search> {
         match (&self.run, &self.compiled.backend) {
-            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks => {
+            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => {
                 Some(Search { root: c.chart_len(), short: HashMap::new(), work: MAX_SEARCH_WORK })
             }
             _ => None,
@@ -65,8 +65,8 @@ impl Matcher {
     }
 
     /// Can the output be finished within `n` more tokens from here, by some sequence of
-    /// tokens? Exact while `n` ≤ [`MAX_SEARCH_TOKENS`] and the search has states left to open;
-    /// otherwise `true` only where the count shows it. The matcher is left as it was.
+    /// tokens? Exact while the search has work left (`search` was made for at least `n`);
+    /// otherwise `true` only where a way was shown. The matcher is left as it was.
     pub(super) fn search_within(&mut self, n: u32, search: &mut Search) -> bool {
         let saved = self.witness.take();
         let found = self.search_from(n, search);
@@ -89,7 +89,7 @@ impl Matcher {
             return true;
         }
         let cost = compiled.env.vocab().len();
-        if n > MAX_SEARCH_TOKENS || search.work < cost {
+        if search.work < cost {
             return false;
         }
         let key = c.state_key(search.root);
@@ -106,9 +106,9 @@ impl Matcher {
     }
 
     /// Does some token from here leave a state that finishes within `n - 1` more tokens? A
-    /// token the count lets through does; the others are tried one per parse state, those
-    /// after which the fewest bytes finish first (the way on is usually among them), until
-    /// the work runs out.
+    /// token the count lets through does; the others are tried one per parse state (and each
+    /// named token), those after which the fewest bytes finish first (the way on is usually
+    /// among them), until the work runs out.
     fn search_next(&mut self, n: u32, search: &mut Search) -> bool {
         let compiled = self.compiled.clone();
         let env = &compiled.env;
@@ -125,37 +125,29 @@ impl Matcher {
         if !mask.is_empty() {
             return true;
         }
+        // The ways on, as the bytes they commit: a token per parse state, and the named tokens.
+        let vocab = env.vocab();
         let usable = |t: &TokenId| named.is_none_or(|nm| !nm.is_barred(*t));
-        let mut tries: Vec<TokenId> =
-            refused.inside.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable)).collect();
-        tries.extend(refused.singles.iter().copied().filter(usable));
-        let cost = env.vocab().len();
-        let mut order: Vec<(u32, TokenId)> = Vec::with_capacity(tries.len());
-        for t in tries {
-            if self.commit(t).is_ok() {
-                order.push((self.byte_cost(), t));
+        let firsts = refused.inside.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable));
+        let texts = firsts.chain(refused.singles.iter().copied().filter(usable)).map(|t| vocab.bytes(t));
+        let mut order: Vec<(u32, &[u8])> = Vec::new();
+        for bytes in texts.chain(named.iter().flat_map(|nm| nm.tokens()).map(|(_, b)| b.as_slice())) {
+            if self.commit_text(bytes, true).is_ok() {
+                order.push((self.byte_cost(), bytes));
                 self.rollback(1).expect("committed just now");
             }
         }
         order.sort_unstable();
-        for (_, t) in order {
+        let cost = vocab.len();
+        for (_, bytes) in order {
             if search.work < cost {
                 return false;
             }
-            self.commit(t).expect("committed before");
+            self.commit_text(bytes, true).expect("committed before");
             let found = self.search_from(n - 1, search);
             self.rollback(1).expect("committed just now");
             if found {
                 return true;
-            }
-        }
-        for (_, bytes) in named.iter().flat_map(|nm| nm.tokens()) {
-            if self.commit_text(bytes, true).is_ok() {
-                let found = self.search_from(n - 1, search);
-                self.rollback(1).expect("committed just now");
-                if found {
-                    return true;
-                }
             }
         }
         false

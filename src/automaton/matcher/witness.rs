@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 
-use super::search::{MAX_SEARCH_TOKENS, MAX_SEARCH_WORK};
+use super::search::MAX_SEARCH_WORK;
 use super::{Matcher, Run};
 use crate::automaton::cfg_run::Refused;
 use crate::automaton::NO_BUDGET;
@@ -153,7 +153,7 @@ impl Matcher {
         // groups them), for the search.
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
-        let searched = after_budget <= MAX_SEARCH_TOKENS && self.new_search().is_some();
+        let searched = self.new_search(after_budget).is_some();
         for t in left_out {
             match self.witness_after(t) {
                 Some(w) if w <= after_budget => mask.insert(t),
@@ -193,7 +193,7 @@ impl Matcher {
     /// what is let through depends on the entries alone, not on the order tokens were met in
     /// (the fast and the reference mask agree).
     fn allow_by_search(&mut self, mask: &mut TokenSet, after_budget: u32, mut left: Vec<(u32, Vec<TokenId>)>) {
-        if after_budget > MAX_SEARCH_TOKENS || left.is_empty() || self.new_search().is_none() {
+        if left.is_empty() || self.new_search(after_budget).is_none() {
             return;
         }
         left.retain(|(_, members)| !members.is_empty());
@@ -201,7 +201,7 @@ impl Matcher {
         left.sort_unstable_by_key(|(w, members)| (*w, members[0]));
         let mut work = MAX_SEARCH_WORK;
         for (_, members) in left {
-            let Some(mut search) = self.new_search() else { return };
+            let Some(mut search) = self.new_search(after_budget) else { return };
             search.work = work;
             let saved = self.witness.take();
             if self.commit_text(self.compiled.vocab().clone().bytes(members[0]), true).is_ok() {

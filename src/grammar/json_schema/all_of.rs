@@ -10,7 +10,8 @@
 //!
 //! Two patterns become one with a lookahead (`both_patterns`). Exact: a pair of keywords that
 //! cannot be merged exactly (two `contains`, two `not`s that cannot be rewritten, ...) is an
-//! error with the reason, which the caller reports as `allOf` unenforceable. The running result is moved, never copied: an `allOf` may have many parts.
+//! error with the reason, which the caller reports as `allOf` unenforceable. The running result
+//! is moved, never copied: an `allOf` may have many parts.
 
 use serde_json::{Map, Value};
 
