@@ -13,6 +13,9 @@
 //! error with the reason, which the caller reports as `allOf` unenforceable. The running result
 //! is moved, never copied: an `allOf` may have many parts.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
 use serde_json::{Map, Value};
 
 use super::conditional::rewrite_conditionals;
@@ -111,50 +114,34 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
         .filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut parts: Vec<Value> = Vec::new();
+    // The parts, borrowed where they can be merged as they are (a part is copied only when it
+    // must be rewritten first: merging a large object into each of many branches copied it
+    // once more per branch).
+    let mut queue: VecDeque<Cow<'_, Value>> = VecDeque::new();
     if let Some(all) = obj.get("allOf") {
         let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
-        parts.extend(a.iter().cloned());
+        queue.extend(a.iter().map(Cow::Borrowed));
     }
     if ref_with_siblings {
-        parts.push(serde_json::json!({"$ref": obj["$ref"].clone()}));
+        queue.push_back(Cow::Owned(serde_json::json!({"$ref": obj["$ref"].clone()})));
     }
     let mut merged = Value::Object(base);
     // A worklist: a part's own conditionals and `allOf` are flattened into further parts.
-    let mut queue: std::collections::VecDeque<Value> = parts.into();
     let mut taken = 0;
     while let Some(part) = queue.pop_front() {
         taken += 1;
         if taken > 1000 {
             return Err(c.bad(pointer, "`allOf` expands to more than 1000 parts (a cycle of `$ref`s through `allOf`?)"));
         }
-        let mut part = c.resolve_shallow_owned(part);
-        if let Value::Object(o) = part {
-            // A part's own `unevaluated*` sees only that part: close it before merging.
-            let mut o = match c.unevaluated(&o, pointer)? {
-                Some(closed) => closed,
-                None => o,
-            };
-            for kw in ["unevaluatedProperties", "unevaluatedItems"] {
-                if o.get(kw).is_some_and(|v| v != &Value::Bool(true)) {
-                    c.unenforced(pointer, kw, "inside an `allOf` part with conditional applicators beside it")?;
-                }
-                o.remove(kw);
-            }
-            let o = match rewrite_conditionals(c, &o, pointer)? {
-                Some(rewritten) => rewritten,
-                None => o,
-            };
-            let mut o = if o.contains_key("not") { rewrite_not(&o).unwrap_or(o) } else { o };
-            if let Some(all) = o.remove("allOf") {
-                queue.extend(all.as_array().cloned().unwrap_or_default());
-            }
-            if o.contains_key("$ref") {
-                queue.push_back(serde_json::json!({"$ref": o.remove("$ref").unwrap()}));
-            }
-            part = Value::Object(o);
-        }
-        match merge(merged, &part, &c.limits) {
+        let part = match part.get("$ref") {
+            Some(_) => Cow::Owned(c.resolve_shallow_owned(part.into_owned())),
+            None => part,
+        };
+        let rewritten = match &*part {
+            Value::Object(o) => rewrite_part(c, o, &mut queue, pointer)?,
+            _ => None,
+        };
+        match merge(merged, rewritten.as_ref().unwrap_or(&part), &c.limits) {
             Ok(m) => merged = m,
             Err((unchanged, why)) => {
                 merged = unchanged;
@@ -163,6 +150,47 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
         }
     }
     Ok(Some(merged))
+}
+
+/// An `allOf` part rewritten before it is merged (`None`: merged as it is): its own
+/// `unevaluated*` closed (it sees only that part), its conditionals and `not` rewritten, its
+/// `allOf` and `$ref` taken out as further parts (onto `queue`).
+fn rewrite_part<'a>(
+    c: &mut Compiler,
+    o: &Map<String, Value>,
+    queue: &mut VecDeque<Cow<'a, Value>>,
+    pointer: &str,
+) -> Result<Option<Value>> {
+    let mut owned: Option<Map<String, Value>> = c.unevaluated(o, pointer)?;
+    for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+        let cur = owned.as_ref().unwrap_or(o);
+        if cur.get(kw).is_some_and(|v| v != &Value::Bool(true)) {
+            c.unenforced(pointer, kw, "inside an `allOf` part with conditional applicators beside it")?;
+        }
+        if cur.contains_key(kw) {
+            owned.get_or_insert_with(|| o.clone()).remove(kw);
+        }
+    }
+    if let Some(rewritten) = rewrite_conditionals(c, owned.as_ref().unwrap_or(o), pointer)? {
+        owned = Some(rewritten);
+    }
+    let cur = owned.as_ref().unwrap_or(o);
+    if cur.contains_key("not") {
+        if let Some(rewritten) = rewrite_not(cur) {
+            owned = Some(rewritten);
+        }
+    }
+    let cur = owned.as_ref().unwrap_or(o);
+    if cur.contains_key("allOf") || cur.contains_key("$ref") {
+        let m = owned.get_or_insert_with(|| o.clone());
+        if let Some(all) = m.remove("allOf") {
+            queue.extend(all.as_array().cloned().unwrap_or_default().into_iter().map(Cow::Owned));
+        }
+        if let Some(r) = m.remove("$ref") {
+            queue.push_back(Cow::Owned(serde_json::json!({ "$ref": r })));
+        }
+    }
+    Ok(owned.map(Value::Object))
 }
 
 /// The intersection of two schemas as one schema, or why it cannot be written exactly (with
@@ -180,7 +208,7 @@ pub(super) fn merge(a: Value, b: &Value, limits: &DfaLimits) -> std::result::Res
     match merge_changes(&a, b, limits) {
         Ok(Merged::Whole(v)) => Ok(v),
         Ok(Merged::Changes(changes)) => {
-            for (k, v) in changes.0 {
+            for (k, v) in changes.keywords {
                 match v {
                     Some(v) => {
                         a.insert(k, v);
@@ -190,22 +218,35 @@ pub(super) fn merge(a: Value, b: &Value, limits: &DfaLimits) -> std::result::Res
                     }
                 }
             }
+            if let Some(patch) = changes.properties {
+                match a.get_mut("properties") {
+                    // A key already there keeps its place; new ones follow, in order.
+                    Some(Value::Object(p)) => p.extend(patch),
+                    _ => {
+                        a.insert("properties".into(), Value::Object(patch));
+                    }
+                }
+            }
             Ok(Value::Object(a))
         }
         Err(why) => Err((Value::Object(a), why)),
     }
 }
 
-/// Inserts (`Some`) and removals (`None`) of keywords, in order.
+/// Inserts (`Some`) and removals (`None`) of keywords, in order; then the properties whose
+/// schemas change (or are new), applied to `properties` as it is after the keywords.
 #[derive(Default)]
-struct Changes(Vec<(String, Option<Value>)>);
+struct Changes {
+    keywords: Vec<(String, Option<Value>)>,
+    properties: Option<Map<String, Value>>,
+}
 
 impl Changes {
     fn insert(&mut self, k: String, v: Value) {
-        self.0.push((k, Some(v)));
+        self.keywords.push((k, Some(v)));
     }
     fn remove(&mut self, k: &str) {
-        self.0.push((k.to_string(), None));
+        self.keywords.push((k.to_string(), None));
     }
 }
 
@@ -463,16 +504,35 @@ fn merge_members(
         }
         Ok(parts.into_iter().reduce(both).expect("at least one part"))
     };
+    // `b` says nothing of key `k`: no property, no pattern matching it, any additional value.
+    let silent = |k: &str| -> std::result::Result<bool, String> {
+        if b.get("properties").and_then(|p| p.get(k)).is_some() || additional(b) != Value::Bool(true) {
+            return Ok(false);
+        }
+        for pat in qb.keys() {
+            match pattern_matches(pat, k, limits) {
+                Some(false) => {}
+                Some(true) => return Ok(false),
+                None => return Err(format!("cannot tell whether pattern {pat:?} matches {k:?}")),
+            }
+        }
+        Ok(true)
+    };
+    // The declared keys of both sides, each with what both sides require of it; a key of
+    // `a`'s that `b` says nothing of keeps its schema as it is (not copied: `a`'s patterns,
+    // which still apply to it, stay in the merged `patternProperties`).
+    let a_props = a.get("properties").and_then(Value::as_object);
     let mut props = Map::new();
     for key in
         [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k))
     {
-        if !props.contains_key(key) {
-            props.insert(key.clone(), both(view(a, &qa, key)?, view(b, &qb, key)?));
+        if props.contains_key(key) || (a_props.is_some_and(|p| p.contains_key(key)) && silent(key)?) {
+            continue;
         }
+        props.insert(key.clone(), both(view(a, &qa, key)?, view(b, &qb, key)?));
     }
     if !props.is_empty() {
-        out.insert("properties".into(), Value::Object(props));
+        out.properties = Some(props);
     }
     let mut q = qa;
     for (pat, s) in qb {

@@ -426,6 +426,33 @@ fn int_lit(v: i64) -> String {
 
 /// Integers in [lo, hi] (inclusive, unbounded where `None`).
 pub(super) fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
+    // Memoized per thread: most integers of a schema share a range (the sensible default's
+    // `i64`, a format's), and writing one out is most of compiling such a property.
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static MEMO: RefCell<HashMap<IntBounds, String>> = RefCell::new(HashMap::new());
+    }
+    MEMO.with_borrow_mut(|m| {
+        if let Some(r) = m.get(&(lo, hi)) {
+            return r.clone();
+        }
+        let r = int_range_uncached(lo, hi);
+        if m.len() >= INT_RANGE_MEMO {
+            m.clear();
+        }
+        m.insert((lo, hi), r.clone());
+        r
+    })
+}
+
+/// An integer range's bounds (see [`int_range`]).
+type IntBounds = (Option<i64>, Option<i64>);
+
+/// Most memoized integer ranges per thread (see [`int_range`]).
+const INT_RANGE_MEMO: usize = 256;
+
+fn int_range_uncached(lo: Option<i64>, hi: Option<i64>) -> String {
     let mut alts = Vec::new();
     // Negative part: -m for m in [max(1, -hi), -lo].
     let neg_hi = lo.map(|l| -l); // largest magnitude

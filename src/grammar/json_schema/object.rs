@@ -168,22 +168,35 @@ fn declared_members(
     additional: &Value,
     pointer: &str,
 ) -> Result<Option<Vec<(String, Expr, bool)>>> {
-    let mut members: Vec<(String, Expr, bool)> = Vec::new();
     // (`outside` names that are neither declared nor required are additional keys.)
     let mut names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
     names.extend(required.iter().copied().filter(|r| !props.iter().any(|(k, _)| k == r)));
-    for name in names {
-        let req = required.contains(&name);
-        if !keys.name_allowed(name) {
-            if req {
+    if names.iter().any(|name| required.contains(name) && !keys.name_allowed(name)) {
+        return Ok(None);
+    }
+    names.retain(|name| keys.name_allowed(name));
+    // The required members first: one whose value nothing validates leaves no valid object,
+    // and the others are not compiled at all (the branches of a multiplied-out `anyOf` of
+    // conditionals are mostly such, each a copy of a large object).
+    let mut values: Vec<Option<Expr>> = vec![None; names.len()];
+    for pass_required in [true, false] {
+        for (i, &name) in names.iter().enumerate() {
+            if required.contains(&name) != pass_required {
+                continue;
+            }
+            let (schema, at) = keys.value_schema(name, props, additional, pointer)?;
+            let value = c.schema(&schema, &at)?;
+            if pass_required && matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
                 return Ok(None);
             }
-            continue;
+            values[i] = Some(value);
         }
-        let (schema, at) = keys.value_schema(name, props, additional, pointer)?;
-        let value = c.schema(&schema, &at)?;
-        members.push((name.to_string(), value, req));
     }
+    let members = names
+        .iter()
+        .zip(values)
+        .map(|(&name, v)| (name.to_string(), v.expect("compiled in one pass"), required.contains(&name)))
+        .collect();
     Ok(Some(members))
 }
 

@@ -86,6 +86,11 @@ const DATA_KEYWORDS: [&str; 12] = [
     "dependentRequired",
 ];
 
+/// Keywords whose string values are documentation for people (JSON Schema's, and the editors'
+/// that JSON Schema Store's schemas carry).
+const DOC_STRINGS: [&str; 6] =
+    ["title", "description", "$comment", "markdownDescription", "deprecationMessage", "errorMessage"];
+
 /// `in_data`: under a keyword JSON Schema does not know. Such values are schemas only when a
 /// `$ref` points into them: their `$ref`s are made absolute, but their `$id`s and anchors
 /// identify nothing.
@@ -125,6 +130,9 @@ fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usi
     if let Some(Value::String(r)) = o.get_mut("$ref") {
         *r = resolve(&base, r);
     }
+    // Documentation only (no text of it can be a schema): dropped, so that merges, which
+    // copy schemas, do not copy it too (JSON Schema Store schemas are mostly descriptions).
+    o.retain(|k, v| !(DOC_STRINGS.contains(&k.as_str()) && v.is_string()));
     // Only keywords that hold subschemas: an `$id` or `$ref` inside an unknown keyword is data.
     for (k, x) in o.iter_mut() {
         let here = join(location, k);

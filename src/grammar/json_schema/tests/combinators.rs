@@ -193,3 +193,42 @@ fn enum_values_filtered_by_the_other_keywords_grammar() {
     ];
     agrees_with_validator(&schemas, &instances);
 }
+
+/// Mutually exclusive members written as `if`/`then` pairs over a large object (as
+/// prometheus.json's `auth`): the conditionals multiply out into 2^4 branches, each the whole
+/// object; the branches that require two of the members are unsatisfiable and are left out
+/// before their members are compiled, so the grammar stays near one object per satisfiable
+/// branch. (Instances list keys in `properties` order, as the grammar writes them.)
+#[test]
+fn exclusive_conditionals_over_a_large_object_compile_once_per_way() {
+    let auth = ["basic", "token", "oauth", "sigv4"];
+    let mut props = serde_json::Map::new();
+    for i in 0..30 {
+        props.insert(format!("field{i}"), json!({"type": "string", "description": "a field"}));
+    }
+    for a in auth {
+        props.insert(a.into(), json!({"type": ["object", "null"]}));
+    }
+    let conditionals: Vec<Value> = auth
+        .iter()
+        .map(|a| {
+            let others: serde_json::Map<String, Value> =
+                auth.iter().filter(|o| *o != a).map(|o| (o.to_string(), json!({"const": null}))).collect();
+            json!({"if": {"not": {"properties": {*a: {"const": null}}}}, "then": {"properties": others}})
+        })
+        .collect();
+    let schema = json!({"type": "object", "properties": props, "allOf": conditionals, "additionalProperties": false});
+    let instances = [
+        "{}",
+        r#"{"field0":"x"}"#,
+        r#"{"basic":{}}"#,
+        r#"{"basic":{},"token":null}"#,
+        r#"{"basic":{},"token":{}}"#,
+        r#"{"field3":"y","token":{},"sigv4":{}}"#,
+        r#"{"field29":"z","oauth":null,"sigv4":null}"#,
+        r#"{"field1":"w","token":{},"oauth":null}"#,
+    ];
+    agrees_with_validator(std::slice::from_ref(&schema), &instances);
+    let rules = compile(&schema, &JsonSchemaOptions::exact()).unwrap().grammar.rules.len();
+    assert!(rules < 800, "{rules} rules: the unsatisfiable branches were compiled (1,678 when they were)");
+}
