@@ -11,7 +11,8 @@
 //!
 //! each cold (the vocabulary's mask cache and the shared lexeme automata emptied first, as for
 //! the first request with these tools) and warm (a later request with the same tools).
-//! Uses the Llama-3.2 tokenizer (the embedded vocabulary when the data is missing).
+//! Uses the Llama-3.2 tokenizer (the embedded vocabulary when the data is missing), and mimalloc
+//! as the `strictly` binary does.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -24,6 +25,12 @@ use strictly::tools::{calls_grammar, ToolFormat, ToolMode};
 use strictly::{TokenSet, Vocab};
 
 const SIZES: [usize; 4] = [8, 32, 128, 512];
+
+// The allocator the `strictly` binary (and so the server, which compiles these requests) runs
+// with; the library never sets one.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     divan::main();

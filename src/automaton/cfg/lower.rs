@@ -57,31 +57,44 @@ fn hir_weight(h: &Hir) -> u64 {
 pub(super) fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
     let acyclic = acyclic_rules(g);
     let n = g.rules.len();
-    let mut sizes = vec![u64::MAX; n];
-    let mut sized = vec![false; n];
-    let mut regular = vec![false; n];
-    // Sizes bottom-up over the acyclic rules: iterate until no size changes (a DAG settles
-    // in at most its depth rounds; MAX_INLINE_DEPTH bounds that).
-    for _ in 0..=MAX_INLINE_DEPTH + 1 {
-        let mut changed = false;
-        for r in 0..n {
-            if !acyclic[r] || sized[r] {
-                continue;
+    // Sizes bottom-up over the acyclic rules, each once, children first (an acyclic rule
+    // references only acyclic rules). A rule whose chain of references below it is longer
+    // than `MAX_INLINE_DEPTH` (or met that deep below the rule sized first) keeps `u64::MAX`:
+    // not regular, nor is anything above it. So inlining a regular rule, and this recursion,
+    // go at most `MAX_INLINE_DEPTH` references deep.
+    struct Sizing<'g> {
+        g: &'g Grammar,
+        acyclic: Vec<bool>,
+        sizes: Vec<u64>,
+        /// The longest chain of references below a sized rule.
+        height: Vec<usize>,
+        sized: Vec<bool>,
+    }
+    impl Sizing<'_> {
+        fn size(&mut self, r: usize, depth: usize) {
+            if self.sized[r] || !self.acyclic[r] || depth > MAX_INLINE_DEPTH {
+                return;
             }
-            let mut ready = true;
-            g.rules[r].body.for_each_rule(&mut |c| ready &= sized[c.0 as usize] || !acyclic[c.0 as usize]);
-            let mut refs_ok = true;
-            g.rules[r].body.for_each_rule(&mut |c| refs_ok &= acyclic[c.0 as usize]);
-            if ready && refs_ok {
-                sizes[r] = weight(&g.rules[r].body, &sizes);
-                sized[r] = true;
-                changed = true;
+            let g = self.g;
+            let body = &g.rules[r].body;
+            let mut height = 0;
+            body.for_each_rule(&mut |c| {
+                self.size(c.0 as usize, depth + 1);
+                height = height.max(self.height[c.0 as usize] + 1);
+            });
+            if height <= MAX_INLINE_DEPTH {
+                self.sizes[r] = weight(body, &self.sizes);
             }
-        }
-        if !changed {
-            break;
+            self.height[r] = height;
+            self.sized[r] = true;
         }
     }
+    let mut s = Sizing { g, acyclic, sizes: vec![u64::MAX; n], height: vec![0; n], sized: vec![false; n] };
+    for r in 0..n {
+        s.size(r, 0);
+    }
+    let Sizing { acyclic, sizes, .. } = s;
+    let mut regular = vec![false; n];
     for r in 0..n {
         if acyclic[r] && sizes[r] <= MAX_LEXEME_WEIGHT {
             let mut ok = true;

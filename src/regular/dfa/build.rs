@@ -39,16 +39,24 @@ impl Dfa {
                 "the regex expands to too many automaton states; simplify it or reduce repetition counts".into(),
             ),
         };
-        let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)).shrink(false))
-            .build_from_hir(hir)
-            .map_err(|e| {
-                if e.to_string().contains("exceeds") {
-                    too_big(LimitKind::NfaBytes, "NFA bytes", limits.nfa_bytes)
-                } else {
-                    Error::Regex { at: crate::error::Location::Column(1), msg: e.to_string() }
-                }
-            })?;
+        // One NFA compiler per thread, reused: a fresh one allocates and clears its UTF-8
+        // caches (some 10,000 entries) on the first Unicode class of every regex; a reused one
+        // only bumps their version. Its output depends on the regex and the config alone.
+        thread_local! {
+            static NFA: std::cell::RefCell<thompson::Compiler> = std::cell::RefCell::new(thompson::Compiler::new());
+        }
+        let nfa = NFA.with_borrow_mut(|compiler| {
+            compiler
+                .configure(thompson::Config::new().nfa_size_limit(Some(limits.nfa_bytes)).shrink(false))
+                .build_from_hir(hir)
+                .map_err(|e| {
+                    if e.to_string().contains("exceeds") {
+                        too_big(LimitKind::NfaBytes, "NFA bytes", limits.nfa_bytes)
+                    } else {
+                        Error::Regex { at: crate::error::Location::Column(1), msg: e.to_string() }
+                    }
+                })
+        })?;
         let dense = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -107,8 +115,46 @@ impl Dfa {
                     return Ok(d);
                 }
             }
+            if k == 0 && string_count(h).is_none() {
+                if let Some(d) = Dfa::splice_infinite_head(parts, limits)? {
+                    return Ok(d);
+                }
+            }
         }
         Dfa::from_hir(h, limits)
+    }
+
+    /// The other shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence that
+    /// starts with an infinite prefix-free part (a string's body and its closing quote, before
+    /// the next key and its value in one lexeme) is that part's DFA spliced onto the rest's,
+    /// both shared: the body is determinized once, not once per key that follows it. The
+    /// heads tried end after one of the first [`HEAD_PARTS`] parts, or one ASCII byte into
+    /// the literal that follows them; `None` if none of them is prefix-free.
+    pub(super) fn splice_infinite_head(parts: &[Hir], limits: DfaLimits) -> Result<Option<Dfa>> {
+        use regex_syntax::hir::HirKind;
+        const HEAD_PARTS: usize = 2;
+        for j in 0..parts.len().saturating_sub(1).min(HEAD_PARTS) {
+            let mut splits = Vec::with_capacity(2);
+            if let HirKind::Literal(lit) = parts[j + 1].kind() {
+                if lit.0.len() > 1 && lit.0[0].is_ascii() {
+                    let mut head = parts[..=j].to_vec();
+                    head.push(Hir::literal(&lit.0[..1]));
+                    let mut rest = vec![Hir::literal(&lit.0[1..])];
+                    rest.extend_from_slice(&parts[j + 2..]);
+                    splits.push((head, rest));
+                }
+            }
+            splits.push((parts[..=j].to_vec(), parts[j + 1..].to_vec()));
+            for (head, rest) in splits {
+                let Ok(head) = Dfa::shared(&Lexeme::Regex(Hir::concat(head)), limits) else { continue };
+                if !head.is_prefix_free() {
+                    continue;
+                }
+                let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(rest)), limits)?;
+                return Dfa::splice(&head, &rest, limits);
+            }
+        }
+        Ok(None)
     }
 
     pub(super) fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {

@@ -69,14 +69,20 @@ impl Dfa {
         Ok(Dfa::from_rows(classes, stride, trans, accept, StateId(1)))
     }
 
+    /// Is the language prefix-free and without the empty string (no accepted string is a
+    /// proper prefix of another): no accepting state reads anything more, and the start does
+    /// not accept. What [`splice`](Dfa::splice) needs of its first part.
+    pub fn is_prefix_free(&self) -> bool {
+        self.start != StateId::DEAD
+            && !self.accept[self.start.index()]
+            && !(1..self.accept.len()).any(|s| self.accept[s] && self.open[s])
+    }
+
     /// `a` then `b`, for an `a` whose accepting states read nothing more (a prefix-free
     /// language such as a quoted name): on reaching acceptance in `a`, go on as `b` from its
     /// start. `None` if `a` does not have that shape.
     pub fn splice(a: &Dfa, b: &Dfa, limits: DfaLimits) -> Result<Option<Dfa>> {
-        if a.start == StateId::DEAD
-            || a.accept[a.start.index()]
-            || (1..a.accept.len()).any(|s| a.accept[s] && a.open[s])
-        {
+        if !a.is_prefix_free() {
             return Ok(None);
         }
         #[derive(Clone, PartialEq, Eq, Hash)]

@@ -187,6 +187,30 @@ fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
         let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
         same_language(&fast, &slow, b"abcdx \t:\"", 6, re);
     }
+    // An infinite prefix-free head (a string's body and its closing quote) spliced onto a
+    // shared rest, and shapes where no head is prefix-free.
+    for re in [
+        r#"[^"]*"x*"#,
+        r#"(?:[^"\\]|\\.)*",[a-c]*:"#,
+        r#"a*b(?:c|dd)*"#,
+        r#"[ab]*:"c"x*"#,
+        "a*(?:b|bc)d*",
+        "a*b*c",
+        "(?:ab)*a*c",
+    ] {
+        let h = hir(re);
+        let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
+        let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
+        same_language(&fast, &slow, b"abcdx\\\",:", 6, re);
+    }
+    let spliced = |re: &str| match hir(re).kind() {
+        regex_syntax::hir::HirKind::Concat(parts) => {
+            Dfa::splice_infinite_head(parts, DfaLimits::default()).unwrap().is_some()
+        }
+        _ => false,
+    };
+    assert!(spliced(r#"[^"]*","a":"#) && spliced(r#"[^"]*"x*"#) && spliced("a*b(?:c|dd)*"));
+    assert!(!spliced("a*b*c") && !spliced("(?:ab)*a*c"));
     // A name longer than the listing budget: the regex path, same language.
     let long = format!("\"{}\" *:", "n".repeat(FINITE_BYTES + 1));
     let d = Dfa::from_regex_lexeme(&hir(&long), DfaLimits::default()).unwrap();
