@@ -1,6 +1,7 @@
 //! Building a [`Dfa`] from a regex: a small finite language as a trie, a sequence that starts
-//! with a finite prefix-free part spliced onto a shared rest, anything else through
-//! `regex-automata` (Thompson NFA, then an anchored dense DFA copied into our own table).
+//! with a prefix-free part (finite: a quoted name; or not: a string's body and closing quote)
+//! spliced onto a shared rest, anything else through `regex-automata` (Thompson NFA, one
+//! compiler per thread, then an anchored dense DFA copied into our own table).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -124,37 +125,34 @@ impl Dfa {
         Dfa::from_hir(h, limits)
     }
 
-    /// The other shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence that
-    /// starts with an infinite prefix-free part (a string's body and its closing quote, before
-    /// the next key and its value in one lexeme) is that part's DFA spliced onto the rest's,
-    /// both shared: the body is determinized once, not once per key that follows it. The
-    /// heads tried end after one of the first [`HEAD_PARTS`] parts, or one ASCII byte into
-    /// the literal that follows them; `None` if none of them is prefix-free.
+    /// The other shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose
+    /// first part is infinite and whose second is a literal (a string's body, then its closing
+    /// quote and the next key, all in one lexeme) is, where the first part and the literal's
+    /// first byte are prefix-free together, their DFA spliced onto the rest's, both shared:
+    /// the body is determinized once, not once per key that follows it. One head is tried, as
+    /// cheap to build as the first part (refused at once for `[\s\S]*c`); `None` if it is not
+    /// prefix-free.
     pub(super) fn splice_infinite_head(parts: &[Hir], limits: DfaLimits) -> Result<Option<Dfa>> {
         use regex_syntax::hir::HirKind;
-        const HEAD_PARTS: usize = 2;
-        for j in 0..parts.len().saturating_sub(1).min(HEAD_PARTS) {
-            let mut splits = Vec::with_capacity(2);
-            if let HirKind::Literal(lit) = parts[j + 1].kind() {
-                if lit.0.len() > 1 && lit.0[0].is_ascii() {
-                    let mut head = parts[..=j].to_vec();
-                    head.push(Hir::literal(&lit.0[..1]));
-                    let mut rest = vec![Hir::literal(&lit.0[1..])];
-                    rest.extend_from_slice(&parts[j + 2..]);
-                    splits.push((head, rest));
-                }
-            }
-            splits.push((parts[..=j].to_vec(), parts[j + 1..].to_vec()));
-            for (head, rest) in splits {
-                let Ok(head) = Dfa::shared(&Lexeme::Regex(Hir::concat(head)), limits) else { continue };
-                if !head.is_prefix_free() {
-                    continue;
-                }
-                let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(rest)), limits)?;
-                return Dfa::splice(&head, &rest, limits);
-            }
+        let (Some(first), Some(HirKind::Literal(lit))) = (parts.first(), parts.get(1).map(Hir::kind)) else {
+            return Ok(None);
+        };
+        // (Nothing after the literal's first byte: the head would be this sequence itself.)
+        if !lit.0[0].is_ascii() || (lit.0.len() == 1 && parts.len() == 2) {
+            return Ok(None);
         }
-        Ok(None)
+        let head = Hir::concat(vec![first.clone(), Hir::literal(&lit.0[..1])]);
+        let Ok(head) = Dfa::shared(&Lexeme::Regex(head), limits) else { return Ok(None) };
+        if !head.is_prefix_free() {
+            return Ok(None);
+        }
+        let mut rest = Vec::with_capacity(parts.len() - 1);
+        if lit.0.len() > 1 {
+            rest.push(Hir::literal(&lit.0[1..]));
+        }
+        rest.extend_from_slice(&parts[2..]);
+        let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(rest)), limits)?;
+        Dfa::splice(&head, &rest, limits)
     }
 
     pub(super) fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
