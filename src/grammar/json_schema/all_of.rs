@@ -11,7 +11,8 @@
 //! Two patterns become one with a lookahead (`both_patterns`). Exact: a pair of keywords that
 //! cannot be merged exactly (two `contains`, two `not`s that cannot be rewritten, ...) is an
 //! error with the reason, which the caller reports as `allOf` unenforceable. The running result
-//! is moved, never copied: an `allOf` may have many parts.
+//! is moved, never copied: an `allOf` may have many parts; a part is read where it is unless it
+//! must be rewritten first, and a merge patches only the properties that change.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
