@@ -11,7 +11,9 @@
 //! itself). Under a budget, a context-free count is helped by the [`witness`](self::witness): a
 //! token the lexeme-by-lexeme count refuses is let through when a completion spelled in tokens
 //! after it fits, and, with few tokens left, when the exact [`search`](self::search) over token
-//! sequences finds one.
+//! sequences finds one; the [`descent`](self::descent) (the count's choices, spelled with tokens
+//! across lexemes) answers the per-request questions where the search cannot, and gives a mask
+//! that would be empty its first token.
 //!
 //! Masks take `&mut self` because the Earley parser builds rows speculatively while it walks
 //! the token trie (and removes them before returning): the matcher's observable state does not
@@ -59,6 +61,7 @@ pub struct Matcher {
     witness: Option<(usize, Vec<TokenId>)>,
 }
 
+mod descent;
 mod search;
 mod witness;
 
@@ -244,6 +247,17 @@ impl Matcher {
                             mask.insert(first);
                         }
                     }
+                    // Nothing shown to fit yet, where `can_finish_within` may still show a way by
+                    // the descent: its first token (so a budget it accepts never meets an empty
+                    // mask).
+                    if mask.is_empty() {
+                        let path = self.descent_path();
+                        if let Some(&[first, ref rest @ ..]) = path.as_deref() {
+                            if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
+                                mask.insert(first);
+                            }
+                        }
+                    }
                 }
             }
             _ => unreachable!("the run matches the backend"),
@@ -412,8 +426,9 @@ impl Matcher {
 
     /// Fewest tokens of the vocabulary that finish the output from here (as
     /// [`Compiled::min_tokens`] counts them): what a budget must leave. Exact for a regular
-    /// constraint; for a context-free one the least of the count, the witness and, up to
-    /// 12 tokens (`MAX_SEARCH_TOKENS`), the search's answer. `None` if it cannot be finished
+    /// constraint; for a context-free one the least of the count, the witness, the
+    /// [`descent`](self::descent) and, up to 12 tokens (`MAX_SEARCH_TOKENS`), the search's
+    /// answer. `None` if it cannot be finished
     /// (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         let d = match (&mut self.run, &self.compiled.backend) {
@@ -428,9 +443,10 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg, &self.compiled.env),
             _ => unreachable!("the run matches the backend"),
         };
-        // A context-free count is an upper bound: the witness may be shorter, and below both
-        // the search finds the fewest (within its bound).
+        // A context-free count is an upper bound: the witness or the descent may be shorter,
+        // and below them the search finds the fewest (within its bound).
         let d = d.min(self.witness().map_or(UNREACHABLE, |w| w.len() as u32));
+        let d = d.min(self.descent_len().unwrap_or(UNREACHABLE));
         let d = match self.new_search(0) {
             Some(mut s) => {
                 (0..d.min(search::MAX_SEARCH_TOKENS + 1)).find(|&k| self.search_within(k, &mut s)).unwrap_or(d)
@@ -455,9 +471,7 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) => c.can_finish_within(cfg, env, n),
             _ => unreachable!("the run matches the backend"),
         };
-        bound
-            || self.witness().is_some_and(|w| w.len() as u32 <= n)
-            || self.new_search(n).is_some_and(|mut s| self.search_within(n, &mut s))
+        bound || self.witness().is_some_and(|w| w.len() as u32 <= n) || self.finishes_within(n)
     }
 
     /// The bytes that must come next whatever is chosen (empty if there is a choice, or if

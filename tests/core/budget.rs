@@ -313,3 +313,85 @@ fn a_longer_completion_in_fewer_tokens_fits() {
     assert_eq!(fast, slow);
     assert_eq!(feasible(&mut m, &v, 1), vec![long], "the brute force agrees");
 }
+
+/// More tokens left than the exact search settles (12): the fewest tokens take the alternative
+/// the count prefers (`bbbb`, 2 tokens, where the cheapest bytes `aaa` take 3) and then a token
+/// across its end (`by`), which the count does not see. The descent finds it: `bbb`, `by`.
+#[test]
+fn fewer_tokens_than_count_and_witness_with_many_left() {
+    let v = vocab_over(b"xabyz()", &[b"bbb".to_vec(), b"by".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let g = ebnf::parse("root ::= \"x\" item \"y\" \"zzzzzzzzzzzzz\"\nitem ::= \"aaa\" | \"bbbb\" | \"(\" item \")\"")
+        .unwrap();
+    let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
+    // `x`, `bbb`, `by`, then 13 `z`: 16 (the count says 17, the cheapest bytes `xaaay…` 17).
+    assert_eq!(c.min_tokens(), Some(16));
+    let mut m = c.matcher();
+    let x = v.encode(b"x").unwrap()[0];
+    let bbb = v.encode(b"bbb").unwrap()[0];
+    let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    m.fill_mask_within(&mut fast, 16);
+    m.reference_mask_within(&mut slow, 16);
+    assert_eq!(fast.iter().collect::<Vec<_>>(), vec![x], "after `x`, neither the count nor the witness fits");
+    assert_eq!(fast, slow);
+    m.commit(x).unwrap();
+    assert!(m.can_finish_within(15));
+    assert!(!m.can_finish_within(14));
+    m.fill_mask_within(&mut fast, 15);
+    m.reference_mask_within(&mut slow, 15);
+    assert_eq!(fast.iter().collect::<Vec<_>>(), vec![bbb], "only `bbb` starts a way in 15 tokens");
+    assert_eq!(fast, slow);
+    m.commit(bbb).unwrap();
+    m.fill_mask_within(&mut fast, 14);
+    m.reference_mask_within(&mut slow, 14);
+    assert_eq!(fast.iter().map(|t| v.bytes(t).to_vec()).collect::<Vec<_>>(), vec![b"by".to_vec()]);
+    assert_eq!(fast, slow);
+}
+
+/// The descent on a real vocabulary: a BFCL call (`diabetes_prediction`) takes 19 Llama 3.2
+/// tokens with `"very active"}}` (`":"`, `very`, ` active`, `"}}`), where the lexeme count
+/// (no token across lexemes) and the witness (the cheapest bytes, `sedentary`: three tokens)
+/// both say 20. A budget of 19 is not refused: random walks under it (any allowed token) never
+/// meet an empty mask and end complete.
+#[test]
+fn the_counts_choices_across_lexemes_fit_a_real_budget() {
+    use crate::common::{real_env, real_vocabs, shared_data};
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let Some((_, v)) = real_vocabs().iter().find(|(name, _)| name == "llama-3.2") else {
+        assert!(shared_data().is_none(), "the Llama 3.2 tokenizer is among the shared ones");
+        return;
+    };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"diabetes_prediction": {
+            "type": "object",
+            "properties": {
+                "weight": {"type": "integer"},
+                "height": {"type": "integer"},
+                "activity_level": {"type": "string", "enum": ["sedentary", "lightly active", "moderately active", "very active", "extra active"]}
+            },
+            "required": ["weight", "height", "activity_level"],
+            "additionalProperties": false
+        }},
+        "required": ["diabetes_prediction"],
+        "additionalProperties": false
+    });
+    let c = Compiled::new(&real_env(v), &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+    let text = r#"{"diabetes_prediction":{"weight":0,"height":0,"activity_level":"very active"}}"#;
+    assert_eq!(v.encode(text.as_bytes()).unwrap().len(), 19);
+    assert_eq!(c.min_tokens(), Some(19), "the count and the witness alone say 20");
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let mut mask = TokenSet::new(v.len());
+    for walk in 0..6 {
+        let mut m = c.matcher();
+        let mut used = 0;
+        while !m.is_accepting() {
+            m.fill_mask_within(&mut mask, 19 - used);
+            let ids: Vec<TokenId> = mask.iter().collect();
+            assert!(!ids.is_empty(), "walk {walk}: an empty mask with {} tokens left", 19 - used);
+            m.commit(ids[rng.random_range(0..ids.len())]).unwrap();
+            used += 1;
+        }
+        assert!(used <= 19, "walk {walk}");
+    }
+}

@@ -362,7 +362,7 @@ impl Matcher {
     /// committed (the caller rolls back). Any spelling of bytes the matcher takes is taken,
     /// but for the distinct-items guess, which may refuse one: then [`spell_greedy`]
     /// (Self::spell_greedy). `None` if no spelling commits or the end is not complete.
-    fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
+    pub(super) fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
         let n = bytes.len();
         // best[i]: (tokens that spell bytes[i..], the first of them, its length).
         let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];

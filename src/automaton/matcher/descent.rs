@@ -1,0 +1,157 @@
+//! The descent: a completion spelled in tokens and guided by the lexeme-by-lexeme count, for a
+//! context-free constraint under a budget with more tokens left than the exact
+//! [`search`](super::search) settles.
+//!
+//! Two upper bounds judge a refused token before it: the count
+//! ([`CfgRun::finish_cost`](crate::automaton::cfg_run::CfgRun::finish_cost)) knows the fewest
+//! tokens lexeme by lexeme (an enum value of one token, longer in bytes than another of three)
+//! but not a token across two lexemes (`",`); the [`witness`](super::witness) is the cheapest
+//! completion in bytes, spelled in tokens (it crosses lexemes, but takes the three-token value).
+//! Where the best way needs both, neither shows it. The descent follows the count's choices
+//! token by token: from a point the count finishes in `c` tokens it takes the shortest token
+//! (ties by the smallest id) after which the count says at most `c - 1` (one exists: the
+//! count's own next token; a token is checked by committing it), so it takes at most the
+//! count's tokens and ends within `c` steps; its bytes (the count's choices: `very active`
+//! where the cheapest bytes are `sedentary`) are then spelled again in the fewest tokens the
+//! matcher takes ([`spell`](Matcher::spell)), which crosses lexemes (`":"`, `"}}`). The shorter
+//! of the two is the descent's way. Taking the longest token instead follows tokens that open
+//! costly ways (`":-` into a long negative integer) and was measured worse.
+//!
+//! Where it is used: the questions asked once per request or per forced run
+//! ([`Matcher::can_finish_within`], `min_tokens_to_finish`: `strictly check`'s `min_tokens` and
+//! the request check), where the search cannot settle them (more than `MAX_SEARCH_TOKENS`
+//! left, or its work ran out before it did); and a budgeted mask that would otherwise be empty
+//! (the count, the witness and the search showed no token) takes the descent's first token if
+//! its way fits. So a budget the descent accepts never meets an empty mask, and a request is
+//! not refused where the count's choices fit. It does not judge every refused token in a mask:
+//! measured that way (a descent per refused parse state) the tightest-budget masks cost 2.4x
+//! and no instance more was accepted, since each of a mask's many parse states needed a
+//! descent of its own and the work ran out first.
+//!
+//! Each step is one budgeted count-only mask (a walk of the vocabulary), so a descent costs up to
+//! its length in walks: one descent looks at most [`MAX_DESCENT_WORK`] tokens (counted as the
+//! vocabulary's size per step). Grammars with distinct-items marks do not descend (as they
+//! are not searched): a parse state's key does not hold the reader of distinct items.
+//!
+//! Invariants: the descent commits only through `Matcher::commit` and leaves the matcher as it
+//! found it (witness included); what it finds is a function of the parse state alone (its
+//! work is its own), so the fast and the reference mask agree.
+
+use super::{Backend, Matcher, Run};
+use crate::automaton::cfg_run::Refused;
+use crate::regular::UNREACHABLE;
+use crate::vocab::{TokenId, TokenSet};
+
+/// The work one descent may do, in tokens looked at (each step counts the vocabulary's size):
+/// about 32 steps on a 128k vocabulary.
+pub(super) const MAX_DESCENT_WORK: usize = 1 << 22;
+
+impl Matcher {
+    /// Is a way to finish within `n` more tokens shown from here, by the exact
+    /// [`search`](super::search) (with at most `MAX_SEARCH_TOKENS` left) or, where it cannot
+    /// settle it (more tokens left, or its work ran out before it did), by the descent? `false`
+    /// is a proof only when the search settled it. The matcher is left as it was.
+    pub(super) fn finishes_within(&mut self, n: u32) -> bool {
+        if let Some(mut search) = self.new_search(n) {
+            let found = self.search_within(n, &mut search);
+            if found || search.work >= self.compiled.vocab().len() {
+                return found;
+            }
+        }
+        self.descent_len().is_some_and(|d| d <= n)
+    }
+
+    /// Does this run descend: a context-free run without distinct-items marks (as the search).
+    fn descends(&self) -> bool {
+        matches!((&self.run, &self.compiled.backend), (Run::Cfg(_), Backend::Earley(cfg)) if !cfg.has_marks)
+    }
+
+    /// The tokens a descent from here finishes in (see [`descent_path`](Self::descent_path)).
+    pub(super) fn descent_len(&mut self) -> Option<u32> {
+        self.descent_path().map(|p| p.len() as u32)
+    }
+
+    /// A way to finish from here found by the descent: its tokens, or its bytes spelled again
+    /// in the fewest tokens the matcher takes where that is shorter. `None`: no descent for
+    /// this run, a dead end, or its work ran out. The matcher is left as it was.
+    pub(super) fn descent_path(&mut self) -> Option<Vec<TokenId>> {
+        if !self.descends() {
+            return None;
+        }
+        let start = self.len();
+        let saved = self.witness.take();
+        let path = self.descend();
+        self.rollback(self.len() - start).expect("committed here");
+        let found = path.map(|path| {
+            let compiled = self.compiled.clone();
+            let (named, vocab) = (compiled.named.as_ref(), compiled.vocab());
+            let bytes: Vec<u8> = path
+                .iter()
+                .flat_map(|&t| named.and_then(|n| n.bytes(t)).unwrap_or_else(|| vocab.bytes(t)).iter().copied())
+                .collect();
+            let again = self.spell(&bytes);
+            self.rollback(self.len() - start).expect("committed here");
+            match again {
+                Some(again) if again.len() < path.len() => again,
+                _ => path,
+            }
+        });
+        self.witness = saved;
+        found
+    }
+
+    /// Commits, token by token, the shortest token after which the count drops (ties by the
+    /// smallest id), until the
+    /// output is complete (the caller rolls back); `None` at a dead end or when `work` runs out.
+    fn descend(&mut self) -> Option<Vec<TokenId>> {
+        let mut work = MAX_DESCENT_WORK;
+        let compiled = self.compiled.clone();
+        let (env, named) = (&compiled.env, compiled.named.as_ref());
+        let vocab = env.vocab();
+        let mut mask = TokenSet::new(vocab.len());
+        let mut refused = Refused::default();
+        let mut path = Vec::new();
+        while !self.is_accepting() {
+            let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
+                return None;
+            };
+            let count = c.finish_cost(cfg, env);
+            if count == 0 || count == UNREACHABLE || work < vocab.len() {
+                return None;
+            }
+            work -= vocab.len();
+            c.fill(cfg, env, &mut mask, count - 1, &mut refused);
+            let text = |t: &TokenId| named.is_none_or(|n| !n.is_barred(*t));
+            let mut ways: Vec<(usize, TokenId)> = mask.iter().filter(text).map(|t| (vocab.bytes(t).len(), t)).collect();
+            for (t, bytes) in named.iter().flat_map(|n| n.tokens()) {
+                if self.commit_text(bytes, true).is_ok() {
+                    let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
+                        unreachable!("a context-free run")
+                    };
+                    if c.finish_cost(cfg, env) < count {
+                        ways.push((bytes.len(), *t));
+                    }
+                    self.rollback(1).expect("committed just now");
+                }
+            }
+            ways.sort_unstable_by_key(|&(k, t)| (k, t));
+            // The budgeted mask is judged at the token's end; the count is checked again after
+            // it, so that every step drops it and the descent ends within the first count.
+            let t = ways.into_iter().map(|(_, t)| t).find(|&t| {
+                if self.commit(t).is_err() {
+                    return false;
+                }
+                let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
+                    unreachable!("a context-free run")
+                };
+                let drops = c.finish_cost(cfg, env) < count;
+                if !drops {
+                    self.rollback(1).expect("committed just now");
+                }
+                drops
+            })?;
+            path.push(t);
+        }
+        Some(path)
+    }
+}
