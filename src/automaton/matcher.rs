@@ -426,10 +426,9 @@ impl Matcher {
 
     /// Fewest tokens of the vocabulary that finish the output from here (as
     /// [`Compiled::min_tokens`] counts them): what a budget must leave. Exact for a regular
-    /// constraint; for a context-free one the least of the count, the witness, the
-    /// [`descent`](self::descent) and, up to 12 tokens (`MAX_SEARCH_TOKENS`), the search's
-    /// answer. `None` if it cannot be finished
-    /// (after EOS: `Some(0)`).
+    /// constraint; for a context-free one the least of the count, the witness, the descent
+    /// (the count's choices spelled across lexemes) and, up to 12 tokens (`MAX_SEARCH_TOKENS`),
+    /// the search's answer. `None` if it cannot be finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         let d = match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
