@@ -83,8 +83,6 @@ pub(super) struct CfgRun {
     events: Vec<(u32, MarkAt)>,
     /// See [`refused_repeats`](Self::refused_repeats).
     refused_repeats: bool,
-    /// See [`near_repeats`](Self::near_repeats).
-    near_repeats: Vec<TokenId>,
     /// The last cached-path mask, the scans it was computed at, and the least token budget it
     /// holds for ([`NO_BUDGET`]: computed without one, so it holds for no budget). A mask depends
     /// only on the scans (terminal, state, origin row) and the rows up to those origins, which
@@ -110,7 +108,6 @@ impl CfgRun {
             text: Vec::new(),
             events: Vec::new(),
             refused_repeats: false,
-            near_repeats: Vec::new(),
             memo: None,
         }
     }

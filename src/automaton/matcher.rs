@@ -35,8 +35,12 @@ use crate::vocab::{TokenId, TokenKind, TokenSet};
 /// table has far fewer than `u32::MAX` states), so it is never read as one.
 const ENDED: StateId = StateId(u32::MAX);
 
-/// Tokens to spare under which a budgeted mask checks the tokens near a repeat by the witness.
+/// Tokens to spare under which a budgeted mask checks its tokens by the witness where items
+/// must be distinct.
 const DISTINCT_SLACK: u32 = 16;
+
+/// The most tokens such a mask checks by the witness (each a commit and a witness search).
+const MAX_CONFIRMED: usize = 64;
 
 /// The most tokens left after a token under which a refused token is judged by the witness
 /// from after it (each distinct parse state costs a search as long as the witness): beyond
@@ -221,23 +225,31 @@ impl Matcher {
                 // may show it can: then its first token is allowed (see `witness`).
                 let short = after_budget != NO_BUDGET
                     && (mask.is_empty() || !c.can_finish_within(cfg, env, after_budget.saturating_add(1)));
-                // The budget does not count what keeping items distinct costs: near its end, a
-                // token near a repeat is kept only if a witness (which commits through the
-                // repeat check) finishes after it within the budget.
-                let near: Vec<TokenId> = if after_budget != NO_BUDGET
-                    && !c.near_repeats().is_empty()
-                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK))
-                {
-                    c.near_repeats().iter().copied().filter(|&t| mask.contains(t)).collect()
-                } else {
-                    Vec::new()
-                };
-                for t in near {
-                    if self.commit(t).is_ok() {
-                        let fits = self.witness().is_some_and(|w| w.len() as u32 <= after_budget);
-                        self.rollback(1).expect("committed just now");
+                // The budget does not count what keeping items distinct costs: near its end,
+                // a token is kept only if a witness after it (which commits through the repeat
+                // check) finishes within the budget. Every token, not only those near a repeat:
+                // one that ends an item may leave only repeats within the budget (`[["",` with
+                // `""` the cheapest next item). At most `MAX_CONFIRMED` are checked (by id); the
+                // others are dropped and the witness's own first token is kept where it fits, so
+                // the mask stays sound, narrower only in these last tokens.
+                let tight = after_budget != NO_BUDGET
+                    && cfg.has_marks
+                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK));
+                if tight {
+                    let texts: Vec<TokenId> = mask.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect();
+                    for (i, t) in texts.into_iter().enumerate() {
+                        let fits = i < MAX_CONFIRMED && self.commit(t).is_ok() && {
+                            let fits = self.witness().is_some_and(|w| w.len() as u32 <= after_budget);
+                            self.rollback(1).expect("committed just now");
+                            fits
+                        };
                         if !fits {
                             mask.remove(t);
+                        }
+                    }
+                    if let Some(&[first, ref rest @ ..]) = self.witness() {
+                        if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
+                            mask.insert(first);
                         }
                     }
                 }

@@ -110,22 +110,30 @@ fn check_deep(c: &Arc<Compiled>, v: &Vocab, exact: bool, seed: u64, depth: usize
     let (mut checks, mut missed) = (0, 0);
     for _ in 0..3 {
         let mut m = c.matcher();
+        let mut walked = Vec::new();
         for k in 0..rng.random_range(0..depth) {
             m.fill_mask_within(&mut mask, depth + 4 - k);
             let ids: Vec<TokenId> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
             if ids.is_empty() {
                 break;
             }
-            m.commit(ids[rng.random_range(0..ids.len())]).unwrap();
+            let t = ids[rng.random_range(0..ids.len())];
+            m.commit(t).unwrap();
+            walked.push(t);
         }
+        let at = String::from_utf8_lossy(&v.decode(&walked)).into_owned();
         for r in 1..=4 {
             m.fill_mask_within(&mut mask, r);
             m.reference_mask_within(&mut slow, r);
-            assert_eq!(mask, slow, "fast == reference under a budget of {r}");
+            assert_eq!(mask, slow, "fast == reference under a budget of {r} after {at:?}");
             let got: Vec<TokenId> = mask.iter().collect();
             let want = feasible(&mut m, v, r);
             for t in &got {
-                assert!(want.contains(t), "budget {r}: {:?} is let through but nothing completes in time", v.bytes(*t));
+                let text = String::from_utf8_lossy(v.bytes(*t));
+                assert!(
+                    want.contains(t),
+                    "budget {r} after {at:?}: {text:?} is let through but nothing completes in time"
+                );
             }
             let left_out = want.iter().filter(|t| !got.contains(t)).count();
             assert!(!exact || left_out == 0, "budget {r}: refused {left_out} tokens that fit");
@@ -394,4 +402,16 @@ fn the_counts_choices_across_lexemes_fit_a_real_budget() {
         }
         assert!(used <= 19, "walk {walk}");
     }
+}
+
+/// Found by `budgets_with_distinct_items_are_sound_in_tokens` (its seeds are random per run):
+/// lists of distinct lists of short strings, with `",` and `""` as tokens.
+#[test]
+fn distinct_items_under_a_budget_regression() {
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let v = vocab_over(JSON_ALPHABET, &[b"\",".to_vec(), b"\"\"".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let schema = distinct_schemas().swap_remove(0);
+    let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+    check_deep(&c, &v, false, 14021306284064282827, 12);
 }

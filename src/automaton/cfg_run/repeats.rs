@@ -51,7 +51,6 @@ impl CfgRun {
     /// other end is an error.
     pub fn filter_repeats(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet) {
         self.refused_repeats = false;
-        self.near_repeats.clear();
         if !cfg.has_marks || self.is_ended() {
             return;
         }
@@ -137,8 +136,6 @@ impl CfgRun {
         ahead.sort_unstable();
         ahead.dedup();
         ahead.truncate(MAX_LOOKAHEADS);
-        self.near_repeats.extend(ahead.iter().map(|&(t, _)| t));
-        self.near_repeats.dedup();
         // The search is shared out: a few tokens look far (a whole repeated tool call), many
         // look near (the last values of a small set).
         let memo = self.memo.take();
@@ -158,12 +155,6 @@ impl CfgRun {
         }
         self.memo = memo;
         self.refused_repeats = mask.len() < before;
-    }
-
-    /// The tokens the last [`filter_repeats`](Self::filter_repeats) looked ahead from: those
-    /// near a repeat (a budget checks them by the witness, see `Matcher::fill`).
-    pub fn near_repeats(&self) -> &[TokenId] {
-        &self.near_repeats
     }
 
     /// May one completion be judged for every token that reaches the same parse state from

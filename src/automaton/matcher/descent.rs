@@ -46,6 +46,11 @@ use crate::vocab::{TokenId, TokenSet};
 /// about 32 steps on a 128k vocabulary.
 pub(super) const MAX_DESCENT_WORK: usize = 1 << 22;
 
+/// The most tokens one step of the descent commits to check that the count drops after them
+/// (the budgeted walk also lets through tokens after which it does not: short tokens inside a
+/// string or a number come first and are checked in vain).
+const MAX_CHECKS: usize = 4096;
+
 impl Matcher {
     /// Is a way to finish within `n` more tokens shown from here, by the exact
     /// [`search`](super::search) (with at most `MAX_SEARCH_TOKENS` left) or, where it cannot
@@ -101,8 +106,8 @@ impl Matcher {
     }
 
     /// Commits, token by token, the shortest token after which the count drops (ties by the
-    /// smallest id), until the
-    /// output is complete (the caller rolls back); `None` at a dead end or when `work` runs out.
+    /// smallest id), until the output is complete (the caller rolls back); `None` at a dead
+    /// end, or when the work or a step's [`MAX_CHECKS`] run out.
     fn descend(&mut self) -> Option<Vec<TokenId>> {
         let mut work = MAX_DESCENT_WORK;
         let compiled = self.compiled.clone();
@@ -137,7 +142,7 @@ impl Matcher {
             ways.sort_unstable_by_key(|&(k, t)| (k, t));
             // The budgeted mask is judged at the token's end; the count is checked again after
             // it, so that every step drops it and the descent ends within the first count.
-            let t = ways.into_iter().map(|(_, t)| t).find(|&t| {
+            let t = ways.into_iter().map(|(_, t)| t).take(MAX_CHECKS).find(|&t| {
                 if self.commit(t).is_err() {
                     return false;
                 }
