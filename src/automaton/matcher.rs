@@ -39,6 +39,16 @@ const ENDED: StateId = StateId(u32::MAX);
 /// must be distinct.
 const DISTINCT_SLACK: u32 = 16;
 
+/// Lets the first token of `path` (a way to finish) into `mask` where the rest of it fits in
+/// `after_budget` tokens.
+fn allow_first(mask: &mut TokenSet, path: Option<&[TokenId]>, after_budget: u32) {
+    if let Some(&[first, ref rest @ ..]) = path {
+        if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
+            mask.insert(first);
+        }
+    }
+}
+
 /// The most tokens such a mask checks by the witness (each a commit and a witness search).
 const MAX_CONFIRMED: usize = 64;
 
@@ -247,28 +257,18 @@ impl Matcher {
                             mask.remove(t);
                         }
                     }
-                    if let Some(&[first, ref rest @ ..]) = self.witness() {
-                        if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
-                            mask.insert(first);
-                        }
-                    }
+                    let witness = self.witness().map(<[TokenId]>::to_vec);
+                    allow_first(mask, witness.as_deref(), after_budget);
                 }
                 if short {
-                    if let Some(&[first, ref rest @ ..]) = self.witness() {
-                        if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
-                            mask.insert(first);
-                        }
-                    }
+                    let witness = self.witness().map(<[TokenId]>::to_vec);
+                    allow_first(mask, witness.as_deref(), after_budget);
                     // Nothing shown to fit yet, where `can_finish_within` may still show a way by
                     // the descent: its first token (so a budget it accepts never meets an empty
                     // mask).
                     if mask.is_empty() {
                         let path = self.descent_path();
-                        if let Some(&[first, ref rest @ ..]) = path.as_deref() {
-                            if rest.len() as u32 <= after_budget && (first.0 as usize) < mask.width() {
-                                mask.insert(first);
-                            }
-                        }
+                        allow_first(mask, path.as_deref(), after_budget);
                     }
                 }
             }
