@@ -92,7 +92,7 @@ impl Matcher {
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         for (_, ids) in &refused.inside {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
-            match self.witness_after(first) {
+            match self.witness_after(first).map(|w| w.len() as u32) {
                 Some(w) if w <= after_budget => {
                     ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t))
                 }
@@ -155,7 +155,7 @@ impl Matcher {
         let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
         let searched = self.new_search(after_budget).is_some();
         for t in left_out {
-            match self.witness_after(t) {
+            match self.witness_after(t).map(|w| w.len() as u32) {
                 Some(w) if w <= after_budget => mask.insert(t),
                 w if searched => {
                     let Some(key) = self.key_after(t) else { continue };
@@ -216,12 +216,12 @@ impl Matcher {
         }
     }
 
-    /// The length of a witness from after `t` (`None`: `t` is refused, or none was found).
-    /// The matcher is left as it was.
-    fn witness_after(&mut self, t: TokenId) -> Option<u32> {
+    /// A witness from after `t` (`None`: `t` is refused, or none was found). The matcher is
+    /// left as it was.
+    pub(super) fn witness_after(&mut self, t: TokenId) -> Option<Vec<TokenId>> {
         let saved = self.witness.take();
         let w = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().and_then(|()| {
-            let w = self.find_witness().map(|w| w.len() as u32);
+            let w = self.find_witness();
             self.rollback(1).expect("committed just now");
             w
         });
@@ -291,7 +291,8 @@ impl Matcher {
         let likely = match (&mut self.run, &self.compiled.backend) {
             (Run::Cfg(c), super::Backend::Earley(cfg)) => c.likely_next_byte(cfg),
             _ => None,
-        };
+        }
+        .filter(|&b| self.usable(b));
         if let Some(b) = likely {
             match self.try_byte(b, cost, out, budget) {
                 Tried::Found => return true,
@@ -304,6 +305,7 @@ impl Matcher {
             (Run::Cfg(c), super::Backend::Earley(cfg)) => c.next_bytes(cfg).filter(|&b| Some(b) != likely).collect(),
             _ => return false,
         };
+        order.retain(|&b| self.usable(b));
         order.sort_by_key(|&b| !(0x20..0x7f).contains(&b));
         for b in order {
             if *budget == 0 {
@@ -328,6 +330,14 @@ impl Matcher {
             self.rollback(1).expect("committed just now");
         }
         false
+    }
+
+    /// Is `b` a usable byte (a token of its own, or a named token's byte): the bytes the byte
+    /// cost counts, and the ones a witness is spelled from (a byte no token spells alone, `" "`
+    /// in a vocabulary without it, would make a completion in bytes that no tokens spell).
+    fn usable(&self, b: u8) -> bool {
+        self.compiled.env.usable_bytes()[b as usize]
+            || (b >= crate::automaton::tokens::HIGH && self.compiled.named.is_some())
     }
 
     /// One byte of [`cheapest_from`](Self::cheapest_from) at a point whose byte cost is `cost`:
