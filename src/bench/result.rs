@@ -44,6 +44,11 @@ pub struct InstanceResult {
     /// structure / whitespace / end / other.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rejected_in: Option<String>,
+    /// The mask that refused the token was empty: no way on at all was allowed (under a
+    /// budget, at step 0 the request check refuses the request; later, a budget the earlier
+    /// masks promised was not kept).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub mask_empty: bool,
     /// The tokens do not spell the instance text exactly.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub tokenization_mismatch: bool,

@@ -281,6 +281,7 @@ fn run_instance(
         let bytes = vocab.bytes(t);
         if !mask.contains(t) {
             ir.rejected_in = Some(json_context(text, off).to_string());
+            ir.mask_empty = mask.is_empty();
             let shown = String::from_utf8_lossy(bytes);
             let at = context_snippet(text, off, bytes.len());
             outcome = Some(("rejected", k, format!("token {} {shown:?} at byte {off}: {at}", t.0)));
