@@ -13,6 +13,7 @@
 use super::cfg::{Cfg, TermId};
 use super::distinct::{Distinct, MarkAt, Marks, Repeated};
 
+mod plain;
 mod repeats;
 use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry, ScanStack};

@@ -196,6 +196,12 @@ impl Distinct {
         }
     }
 
+    /// Inside a JSON string of something it watches, and not just after a backslash: plain
+    /// bytes read next are the string's content.
+    pub(super) fn in_string_content(&self) -> bool {
+        self.place() == Place::String && self.lex == Lex::Str
+    }
+
     /// Whether some `DistinctAfter` list has an item (a repeat is possible after the next mark).
     pub(super) fn has_after_items(&self) -> bool {
         self.after.iter().any(|l| !l.keys.is_empty())
@@ -573,46 +579,10 @@ impl Canon<'_> {
             self.i += 1;
             match b {
                 b'"' => return Some(out),
-                b'\\' => {
-                    let e = self.peek()?;
-                    self.i += 1;
-                    let c = match e {
-                        b'"' | b'\\' | b'/' => e as u32,
-                        b'b' => 8,
-                        b'f' => 12,
-                        b'n' => 10,
-                        b'r' => 13,
-                        b't' => 9,
-                        b'u' => {
-                            let hi = self.hex4()?;
-                            if (0xD800..0xDC00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
-                                let save = self.i;
-                                self.i += 2;
-                                let lo = self.hex4()?;
-                                if (0xDC00..0xE000).contains(&lo) {
-                                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
-                                } else {
-                                    self.i = save;
-                                    hi
-                                }
-                            } else {
-                                hi
-                            }
-                        }
-                        _ => return None,
-                    };
-                    push_code_point(&mut out, c);
-                }
+                b'\\' => push_code_point(&mut out, escape(self.s, &mut self.i)?),
                 _ => out.push(b),
             }
         }
-    }
-
-    fn hex4(&mut self) -> Option<u32> {
-        let h = std::str::from_utf8(self.s.get(self.i..self.i + 4)?).ok()?;
-        let v = u32::from_str_radix(h, 16).ok()?;
-        self.i += 4;
-        Some(v)
     }
 
     /// `n`, the sign, the significant digits (no leading or trailing zeros) and the exponent
@@ -682,6 +652,66 @@ impl Canon<'_> {
         out.push(b';');
         Some(())
     }
+}
+
+/// The code point of the escape at `s[*i..]` (after its backslash), moving `i` past it, as
+/// JSON reads it: a surrogate pair as one code point, a lone surrogate as itself. `None`: not
+/// an escape (or cut short).
+fn escape(s: &[u8], i: &mut usize) -> Option<u32> {
+    let hex4 = |i: &mut usize| -> Option<u32> {
+        let v = u32::from_str_radix(std::str::from_utf8(s.get(*i..*i + 4)?).ok()?, 16).ok()?;
+        *i += 4;
+        Some(v)
+    };
+    let e = *s.get(*i)?;
+    *i += 1;
+    Some(match e {
+        b'"' | b'\\' | b'/' => e as u32,
+        b'b' => 8,
+        b'f' => 12,
+        b'n' => 10,
+        b'r' => 13,
+        b't' => 9,
+        b'u' => {
+            let hi = hex4(i)?;
+            if (0xD800..0xDC00).contains(&hi) && s[*i..].starts_with(b"\\u") {
+                let save = *i;
+                *i += 2;
+                match hex4(i) {
+                    Some(lo) if (0xDC00..0xE000).contains(&lo) => 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00),
+                    _ => {
+                        *i = save;
+                        hi
+                    }
+                }
+            } else {
+                hi
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `raw` with every escape decoded as [`canon`] decodes those in strings (a backslash that
+/// starts none kept as it is): the content of each string of `raw` appears in it as `canon`
+/// reads it, wherever the string starts.
+pub(super) fn unescape_all(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        i += 1;
+        if b == b'\\' {
+            let mut j = i;
+            if let Some(c) = escape(raw, &mut j) {
+                push_code_point(&mut out, c);
+                i = j;
+                continue;
+            }
+        }
+        out.push(b);
+    }
+    out
 }
 
 fn push_code_point(out: &mut Vec<u8>, c: u32) {

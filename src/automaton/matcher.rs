@@ -49,9 +49,6 @@ fn allow_first(mask: &mut TokenSet, path: Option<&[TokenId]>, after_budget: u32)
     }
 }
 
-/// The most tokens such a mask checks by the witness (each a commit and a witness search).
-const MAX_CONFIRMED: usize = 64;
-
 /// The most tokens left after a token under which a refused token is judged by the witness
 /// from after it (each distinct parse state costs a search as long as the witness): beyond
 /// it, the count and the witness from here decide (long outputs of large schemas).
@@ -75,6 +72,7 @@ pub struct Matcher {
     witness: Option<(usize, Vec<TokenId>)>,
 }
 
+mod confirm;
 mod descent;
 mod search;
 mod witness;
@@ -239,26 +237,13 @@ impl Matcher {
                 // a token is kept only if a witness after it (which commits through the repeat
                 // check) finishes within the budget. Every token, not only those near a repeat:
                 // one that ends an item may leave only repeats within the budget (`[["",` with
-                // `""` the cheapest next item). At most `MAX_CONFIRMED` are checked (by id); the
-                // others are dropped and the witness's own first token is kept where it fits, so
-                // the mask stays sound, narrower only in these last tokens.
+                // `""` the cheapest next item). Tokens that go on with a string's content are
+                // judged a group at a time, the rest one by one up to a bound (see `confirm`).
                 let tight = after_budget != NO_BUDGET
                     && cfg.has_marks
                     && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK));
                 if tight {
-                    let texts: Vec<TokenId> = mask.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect();
-                    for (i, t) in texts.into_iter().enumerate() {
-                        let fits = i < MAX_CONFIRMED && self.commit(t).is_ok() && {
-                            let fits = self.witness().is_some_and(|w| w.len() as u32 <= after_budget);
-                            self.rollback(1).expect("committed just now");
-                            fits
-                        };
-                        if !fits {
-                            mask.remove(t);
-                        }
-                    }
-                    let witness = self.witness().map(<[TokenId]>::to_vec);
-                    allow_first(mask, witness.as_deref(), after_budget);
+                    self.confirm_distinct(mask, after_budget);
                 }
                 if short {
                     let witness = self.witness().map(<[TokenId]>::to_vec);

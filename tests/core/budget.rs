@@ -206,6 +206,26 @@ proptest! {
     }
 }
 
+/// JSON over few bytes with an escape that spells a byte two ways (`\/` is `/`): distinct
+/// items equal only once unescaped, where the last tokens of a budget judge the tokens inside
+/// a string a group at a time (see `matcher::confirm`).
+const ESCAPE_ALPHABET: &[u8] = b"[]\",a/\\";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn budgets_with_distinct_escaped_strings_are_sound(extra in tokens_over(ESCAPE_ALPHABET), seed in any::<u64>()) {
+        use strictly::grammar::json_schema::JsonSchemaOptions;
+        let v = vocab_over(ESCAPE_ALPHABET, &extra);
+        let env = VocabEnv::new(v.clone());
+        let schema = distinct_schemas().swap_remove(1);
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+        let (n, missed) = check_deep(&c, &v, false, seed, 12);
+        eprintln!("distinct escaped: {n} checks, {missed} left out");
+    }
+}
+
 /// Single-byte counting refused what multi-byte tokens finish in time: `abcabcabc` is three
 /// tokens of `abc` but nine bytes.
 #[test]
@@ -414,4 +434,84 @@ fn distinct_items_under_a_budget_regression() {
     let schema = distinct_schemas().swap_remove(0);
     let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
     check_deep(&c, &v, false, 14021306284064282827, 12);
+}
+
+/// In the last tokens of a budget with distinct items, the tokens that go on with a string's
+/// content are judged a group at a time, not 64 of them by id (which left a model single
+/// letters and punctuation: `["F:D:I-T"` where it wrote `["catr"` without `uniqueItems`); and
+/// every way through such masks still ends complete within the budget.
+#[test]
+fn distinct_strings_near_a_budgets_end_keep_their_words() {
+    use crate::common::{real_env, real_vocabs, shared_data};
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let Some((_, v)) = real_vocabs().iter().find(|(name, _)| name == "llama-3.2") else {
+        assert!(shared_data().is_none(), "the Llama 3.2 tokenizer is among the shared ones");
+        return;
+    };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "minItems": 3},
+            "title": {"type": "string"}
+        },
+        "required": ["tags", "title"],
+        "additionalProperties": false
+    });
+    let c = Compiled::new(&real_env(v), &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+    let budget = 20;
+    let mut m = c.matcher();
+    let mut mask = TokenSet::new(v.len());
+    // Inside the first tag, and again inside the second one after an item that is a prefix
+    // of words (`cat`): there a token that would spell `cat` again is checked on its own.
+    let mut used = 0;
+    for (prefix, word) in [(r#"{"tags":[""#, "cat"), (r#"",""#, "dog")] {
+        for t in v.encode(prefix.as_bytes()).unwrap() {
+            m.commit(t).unwrap();
+            used += 1;
+        }
+        m.fill_mask_within(&mut mask, budget - used);
+        assert!(mask.len() > 1000, "{} tokens allowed inside a string with {} left", mask.len(), budget - used);
+        let id = v.encode(word.as_bytes()).unwrap();
+        assert!(id.len() == 1 && mask.contains(id[0]), "{word} is allowed");
+        m.commit(id[0]).unwrap();
+        used += 1;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for walk in 0..8 {
+        let mut m = c.matcher();
+        let mut used = 0;
+        while !m.is_accepting() || (used < 12 && rng.random_range(0..3) > 0) {
+            m.fill_mask_within(&mut mask, budget - used);
+            let ids: Vec<TokenId> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
+            if ids.is_empty() {
+                break;
+            }
+            assert!(used < budget, "walk {walk}: over the budget");
+            m.commit(ids[rng.random_range(0..ids.len())]).unwrap();
+            used += 1;
+        }
+        assert!(m.is_accepting() && used <= budget, "walk {walk}: {used} tokens, complete: {}", m.is_accepting());
+    }
+}
+
+/// The witness spells its completion from bytes that are tokens: the cheapest bytes once took
+/// `" "` (a new item distinct from `""`) in a vocabulary without a space, which no tokens
+/// spell, so no witness was found and a budgeted mask with distinct items was empty where
+/// `[["","a"]]` fits.
+#[test]
+fn a_witness_is_spelled_from_bytes_the_vocabulary_has() {
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let v = vocab_over(JSON_ALPHABET, &[b"\",".to_vec(), b"\"\"".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let schema = distinct_schemas().swap_remove(0);
+    let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+    let mut mask = TokenSet::new(v.len());
+    for prefix in ["", "[", "[[", "[[\"\","] {
+        let mut m = c.matcher();
+        if !prefix.is_empty() {
+            m.commit_bytes(prefix.as_bytes()).unwrap();
+        }
+        m.fill_mask_within(&mut mask, 14);
+        assert!(!mask.is_empty(), "after {prefix:?}: nothing allowed within 14 tokens");
+    }
 }

@@ -98,3 +98,22 @@ fn the_guess_refuses_at_least_what_the_parser_reports() {
     assert_eq!(Distinct::new(0).read(t, 0, Marks::Guess(&[])), Err(Repeated));
     assert!(Distinct::new(0).read(t, 0, Marks::Exact(&[])).is_ok());
 }
+
+#[test]
+fn unescaping_all_of_a_text_shows_each_strings_content_as_canon_reads_it() {
+    // Every string's content appears whole in it, escapes decoded as `canon` decodes them.
+    let raw = br#"["\/a\u0062", "\ud83d\ude00", "x\\"]"#;
+    let all = unescape_all(raw);
+    for s in [&br#""\/a\u0062""#[..], br#""\ud83d\ude00""#, br#""x\\""#] {
+        let c = canon(s);
+        let content = &c[9..]; // `s`, the length (8 bytes), the content
+        assert!(
+            all.windows(content.len()).any(|w| w == content),
+            "{:?} in {:?}",
+            String::from_utf8_lossy(content),
+            String::from_utf8_lossy(&all)
+        );
+    }
+    // A backslash that starts no escape stays.
+    assert_eq!(unescape_all(br"a\qb\"), br"a\qb\".to_vec());
+}

@@ -1,0 +1,94 @@
+//! The tokens of a mask that go on with the content of a JSON string the distinct-items
+//! reader is in, grouped by the parse state they reach: what the matcher needs to judge them
+//! a group at a time in the last tokens of a budget (see `Matcher::confirm_distinct`).
+
+use super::{CfgRun, LexerStates, Scan};
+use crate::automaton::cfg::Cfg;
+use crate::automaton::mask_cache::ScanStack;
+use crate::automaton::VocabEnv;
+use crate::regular::StateId;
+use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+
+/// A byte that string content holds as itself: not a quote, a backslash or a control byte.
+fn is_plain(b: u8) -> bool {
+    b >= 0x20 && b != b'"' && b != b'\\'
+}
+
+impl CfgRun {
+    /// The output so far (kept where the grammar has marks; empty otherwise).
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Is the distinct-items reader inside the content of a JSON string (not just after a
+    /// backslash)? Then plain bytes are that string's content.
+    pub fn in_string_content(&self) -> bool {
+        self.pos().distinct.in_string_content()
+    }
+
+    /// The tokens of `mask` made of [plain](is_plain) bytes that keep some current lexemes
+    /// going with no lexeme ending anywhere in them, grouped by the lexer states they reach:
+    /// the tokens of one group reach one parse state (the chart does not change inside
+    /// lexemes), and differ only in the bytes they add to the output.
+    pub fn plain_groups(&self, cfg: &Cfg, env: &VocabEnv, mask: &TokenSet) -> Vec<Vec<TokenId>> {
+        let scans = &self.pos().scans;
+        let mut w =
+            PlainGroups { cfg, scans, stack: ScanStack::default(), ends: vec![false], mask, groups: Vec::new() };
+        w.stack.reset(scans.iter().map(|sc| sc.state));
+        env.vocab().trie().walk_visitor(&mut w);
+        w.groups.into_iter().map(|(_, ids)| ids).collect()
+    }
+}
+
+/// The lexer-only walk of [`CfgRun::plain_groups`].
+struct PlainGroups<'a> {
+    cfg: &'a Cfg,
+    scans: &'a [Scan],
+    stack: ScanStack,
+    /// Per depth: whether some lexeme may end within the bytes so far.
+    ends: Vec<bool>,
+    mask: &'a TokenSet,
+    groups: Vec<(LexerStates, Vec<TokenId>)>,
+}
+
+impl TrieVisitor for PlainGroups<'_> {
+    fn push(&mut self, _node: u32, byte: u8) -> bool {
+        if !is_plain(byte) {
+            return false;
+        }
+        let (cfg, scans) = (self.cfg, self.scans);
+        let mut ends = *self.ends.last().expect("base level");
+        let going = self.stack.descend(|k, s| {
+            let dfa = &cfg.term(scans[k as usize].term).dfa;
+            let next = dfa.next(s, byte);
+            ends |= next != StateId::DEAD && dfa.is_accepting(next);
+            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
+        });
+        if going {
+            self.ends.push(ends);
+        }
+        going
+    }
+
+    fn pop(&mut self) {
+        self.stack.pop();
+        self.ends.pop();
+    }
+
+    fn tokens(&mut self, ids: &[TokenId]) {
+        if *self.ends.last().expect("base level") {
+            return;
+        }
+        let ids = ids.iter().copied().filter(|&t| self.mask.contains(t));
+        let top = self.stack.top();
+        match self.groups.iter().rposition(|(k, _)| k.as_slice() == top) {
+            Some(i) => self.groups[i].1.extend(ids),
+            None => {
+                let ids: Vec<TokenId> = ids.collect();
+                if !ids.is_empty() {
+                    self.groups.push((top.to_vec(), ids));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The last tokens of a budget where items must be distinct: each token kept only where a way
+//! to finish after it is shown that commits through the repeat check.
+//!
+//! The lexeme-by-lexeme count does not count what keeping items distinct costs: within
+//! `DISTINCT_SLACK` tokens of its end a budgeted mask keeps a token only where the witness after
+//! it (found by committing, so it never repeats an item) fits. One witness search per token is
+//! too much for a whole vocabulary (inside a free string, most of it may go on), so the tokens
+//! that go on with the content of a JSON string are judged a group at a time: those that reach
+//! one parse state ([`CfgRun::plain_groups`](crate::automaton::cfg_run::CfgRun::plain_groups))
+//! differ only in the content they add to that string. After one of them, `r`, a witness `w`
+//! fits; after another, `t`, the same tokens `w` are a way on for the grammar, and they finish
+//! the same items as after `r` except those that hold `t`. Such an item can equal another only
+//! where that other's canonical form (strings unescaped) holds the content `s·t` (`s`: the
+//! string's content so far), or, for items compared raw, its bytes hold `raw(s)·t`; and every
+//! other item lies whole in the output so far or in `w`'s bytes. So `t` shares `r`'s witness
+//! unless `s·t` occurs in the unescaped output or in the unescaped bytes of `w`, or `raw(s)·t`
+//! in either raw. Those tokens, and all the others, are checked one by one, at most
+//! [`MAX_CONFIRMED`] (by id); the rest are dropped, so the mask stays sound and is narrower only
+//! there; the witness's own first token is kept.
+//!
+//! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
+
+use std::collections::HashSet;
+
+use super::{allow_first, Backend, Matcher, Run};
+use crate::automaton::distinct::unescape_all;
+use crate::vocab::{TokenId, TokenKind, TokenSet};
+
+/// The most tokens checked one by one (each a commit and a witness search).
+const MAX_CONFIRMED: usize = 64;
+
+/// The members of a group tried as its representative before the group is checked one by one.
+const MAX_REPRESENTATIVES: usize = 4;
+
+/// The most continuations a [`Occurs`] lists: beyond, every token counts as occurring (checked
+/// one by one).
+const MAX_OCCURS: usize = 1 << 18;
+
+impl Matcher {
+    /// Keeps in `mask` only the text tokens after which a way to finish that commits through
+    /// the repeat check fits in `after_budget` tokens (see the module doc); lets in the
+    /// witness's first token where it fits.
+    pub(super) fn confirm_distinct(&mut self, mask: &mut TokenSet, after_budget: u32) {
+        let compiled = self.compiled.clone();
+        let vocab = compiled.env.vocab();
+        let mut kept = TokenSet::new(mask.width());
+        for (ids, string) in self.plain_groups(mask) {
+            let bytes = |t: TokenId| vocab.bytes(t);
+            let longest = ids.iter().map(|&t| bytes(t).len()).max().unwrap_or(0);
+            for &r in ids.iter().take(MAX_REPRESENTATIVES) {
+                let Some(w) = self.fitting_witness_after(r, after_budget) else { continue };
+                kept.insert(r);
+                let w: Vec<u8> = w.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
+                let text = self.text();
+                let (text_content, w_content) = (unescape_all(text), unescape_all(&w));
+                let occurs = [
+                    Occurs::new(&string.content, &text_content, longest),
+                    Occurs::new(&string.content, &w_content, longest),
+                    Occurs::new(&string.raw, text, longest),
+                    Occurs::new(&string.raw, &w, longest),
+                ];
+                for &t in &ids {
+                    if occurs.iter().all(|o| o.as_ref().is_some_and(|o| !o.holds(bytes(t)))) {
+                        kept.insert(t);
+                    }
+                }
+                break;
+            }
+        }
+        let texts: Vec<TokenId> = mask.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect();
+        let mut checked = 0;
+        for t in texts {
+            if kept.contains(t) {
+                continue;
+            }
+            let fits = checked < MAX_CONFIRMED && {
+                checked += 1;
+                self.fitting_witness_after(t, after_budget).is_some()
+            };
+            if !fits {
+                mask.remove(t);
+            }
+        }
+        let witness = self.witness().map(<[TokenId]>::to_vec);
+        allow_first(mask, witness.as_deref(), after_budget);
+    }
+
+    /// A witness after `t` that fits in `after_budget` tokens.
+    fn fitting_witness_after(&mut self, t: TokenId, after_budget: u32) -> Option<Vec<TokenId>> {
+        self.witness_after(t).filter(|w| w.len() as u32 <= after_budget)
+    }
+
+    /// The mask's tokens that go on with the content of the JSON string the distinct-items
+    /// reader is in, by parse state, with that string so far; none elsewhere.
+    fn plain_groups(&self, mask: &TokenSet) -> Vec<(Vec<TokenId>, StringSoFar)> {
+        let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
+            return Vec::new();
+        };
+        if !c.in_string_content() {
+            return Vec::new();
+        }
+        let Some(string) = StringSoFar::of(c.text()) else { return Vec::new() };
+        let groups = c.plain_groups(cfg, &self.compiled.env, mask);
+        groups.into_iter().map(|ids| (ids, string.clone())).collect()
+    }
+
+    /// The output so far (context-free runs with marks keep it).
+    fn text(&self) -> &[u8] {
+        match &self.run {
+            Run::Cfg(c) => c.text(),
+            Run::Dfa(_) => &[],
+        }
+    }
+}
+
+/// The JSON string an output ends inside: its content so far, raw and unescaped.
+#[derive(Clone)]
+struct StringSoFar {
+    raw: Vec<u8>,
+    content: Vec<u8>,
+}
+
+impl StringSoFar {
+    /// The string `text` ends inside (its last quote not escaped is the opening one); `None`
+    /// if the text ends inside an escape (the next bytes would not be content as they are).
+    fn of(text: &[u8]) -> Option<StringSoFar> {
+        let open = (0..text.len())
+            .rev()
+            .find(|&i| text[i] == b'"' && text[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0)?;
+        let raw = &text[open + 1..];
+        let mut i = 0;
+        while i < raw.len() {
+            if raw[i] == b'\\' {
+                let need = if raw.get(i + 1) == Some(&b'u') { 6 } else { 2 };
+                if i + need > raw.len() {
+                    return None;
+                }
+                i += need;
+            } else {
+                i += 1;
+            }
+        }
+        Some(StringSoFar { raw: raw.to_vec(), content: unescape_all(raw) })
+    }
+}
+
+/// The byte strings (of at most `longest` bytes) that follow an occurrence of a prefix in a
+/// text: "does `prefix·t` occur in the text?" is "is `t` listed?". `None` where there would be
+/// more than [`MAX_OCCURS`].
+struct Occurs<'a> {
+    after: HashSet<&'a [u8]>,
+}
+
+impl<'a> Occurs<'a> {
+    fn new(prefix: &[u8], text: &'a [u8], longest: usize) -> Option<Occurs<'a>> {
+        let mut after = HashSet::new();
+        for at in memchr::memmem::find_iter(text, prefix) {
+            let rest = &text[at + prefix.len()..];
+            for k in 1..=longest.min(rest.len()) {
+                after.insert(&rest[..k]);
+            }
+            if after.len() > MAX_OCCURS {
+                return None;
+            }
+        }
+        Some(Occurs { after })
+    }
+
+    fn holds(&self, t: &[u8]) -> bool {
+        self.after.contains(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Occurs, StringSoFar};
+
+    #[test]
+    fn the_string_an_output_ends_inside() {
+        let s = StringSoFar::of(br#"{"a":["x\"y\/z"#).unwrap();
+        assert_eq!((s.raw.as_slice(), s.content.as_slice()), (&br#"x\"y\/z"#[..], &b"x\"y/z"[..]));
+        // An escaped backslash before a quote: the quote closes, a later one opens.
+        assert_eq!(StringSoFar::of(br#"["a\\","b"#).unwrap().raw, b"b");
+        // Inside an escape: the next bytes are not content as they are.
+        assert!(StringSoFar::of(br#"["a\u00"#).is_none());
+        assert!(StringSoFar::of(br#"["a\"#).is_none());
+        assert!(StringSoFar::of(b"[1,2").is_none());
+    }
+
+    #[test]
+    fn what_follows_a_prefix_in_a_text() {
+        let o = Occurs::new(b"ca", b"[\"cat\",\"cab\"]", 3).unwrap();
+        assert!(o.holds(b"t") && o.holds(b"b\"") && o.holds(b"t\","));
+        assert!(!o.holds(b"r") && !o.holds(b"tt"));
+        // The empty prefix: every piece of the text.
+        let o = Occurs::new(b"", b"dog", 2).unwrap();
+        assert!(o.holds(b"do") && o.holds(b"g") && !o.holds(b"gd"));
+    }
+}
