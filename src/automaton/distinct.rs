@@ -115,6 +115,11 @@ impl List {
     pub(super) fn raws(&self) -> &[Arc<[u8]>] {
         &self.raws
     }
+
+    /// The finished items' canonical forms ([`canon`]).
+    pub(super) fn keys(&self) -> &[Arc<[u8]>] {
+        &self.keys
+    }
 }
 
 #[derive(Clone, Debug)]

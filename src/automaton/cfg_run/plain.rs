@@ -26,6 +26,12 @@ impl CfgRun {
         self.pos().distinct.in_string_content()
     }
 
+    /// The canonical forms of the finished items of every list the reader has in reach (the
+    /// items a new one is compared with).
+    pub fn items_in_reach(&self) -> Vec<std::sync::Arc<[u8]>> {
+        self.pos().distinct.reach().iter().flat_map(|l| l.list.keys().iter().cloned()).collect()
+    }
+
     /// The tokens of `mask` made of [plain](is_plain) bytes that keep some current lexemes
     /// going with no lexeme ending anywhere in them, grouped by the lexer states they reach:
     /// the tokens of one group reach one parse state (the chart does not change inside

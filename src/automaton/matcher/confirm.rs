@@ -9,18 +9,20 @@
 //! one parse state ([`CfgRun::plain_groups`](crate::automaton::cfg_run::CfgRun::plain_groups))
 //! differ only in the content they add to that string. After one of them, `r`, a witness `w`
 //! fits; after another, `t`, the same tokens `w` are a way on for the grammar, and they finish
-//! the same items as after `r` except those that hold `t`. Such an item can equal another only
-//! where that other's canonical form (strings unescaped) holds the content `s·t` (`s`: the
-//! string's content so far), or, for items compared raw, its bytes hold `raw(s)·t`; and every
-//! other item lies whole in the output so far or in `w`'s bytes. So `t` shares `r`'s witness
-//! unless `s·t` occurs in the unescaped output or in the unescaped bytes of `w`, or `raw(s)·t`
-//! in either raw. Those tokens, and all the others, are checked one by one, at most
-//! [`MAX_CONFIRMED`] (by id); the rest are dropped, so the mask stays sound and is narrower only
-//! there; the witness's own first token is kept.
+//! the same items as after `r` except those that hold `t`. Such an item is compared with the
+//! items of its lists: those finished before (their lists keep their canonical forms, strings
+//! unescaped; an item that is not JSON is kept raw) and those `w` finishes. It can equal one of
+//! them only where that one's canonical form holds the content `s·t` (`s`: the string's content
+//! so far, unescaped) or its raw bytes hold `raw(s)·t`. So `t` shares `r`'s witness unless `s·t`
+//! or `raw(s)·t` occurs in a finished item's canonical form of a list in reach, or `s·t` in the
+//! unescaped bytes of `w`, or `raw(s)·t` in them raw. Those tokens, and all the others, are
+//! checked one by one, at most [`MAX_CONFIRMED`] (by id); the rest are dropped, so the mask
+//! stays sound and is narrower only there; the witness's own first token is kept.
 //!
 //! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
 
 use std::collections::HashSet;
+use std::iter::once;
 
 use super::{allow_first, Backend, Matcher, Run};
 use crate::automaton::distinct::unescape_all;
@@ -51,13 +53,12 @@ impl Matcher {
                 let Some(w) = self.fitting_witness_after(r, after_budget) else { continue };
                 kept.insert(r);
                 let w: Vec<u8> = w.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
-                let text = self.text();
-                let (text_content, w_content) = (unescape_all(text), unescape_all(&w));
+                let items = self.items_in_reach();
+                let w_content = unescape_all(&w);
+                let (contents, raws) = (once(&w_content[..]), once(&w[..]));
                 let occurs = [
-                    Occurs::new(&string.content, &text_content, longest),
-                    Occurs::new(&string.content, &w_content, longest),
-                    Occurs::new(&string.raw, text, longest),
-                    Occurs::new(&string.raw, &w, longest),
+                    Occurs::new(&string.content, contents.chain(items.iter().map(|k| &k[..])), longest),
+                    Occurs::new(&string.raw, raws.chain(items.iter().map(|k| &k[..])), longest),
                 ];
                 for &t in &ids {
                     if occurs.iter().all(|o| o.as_ref().is_some_and(|o| !o.holds(bytes(t)))) {
@@ -104,11 +105,12 @@ impl Matcher {
         groups.into_iter().map(|ids| (ids, string.clone())).collect()
     }
 
-    /// The output so far (context-free runs with marks keep it).
-    fn text(&self) -> &[u8] {
+    /// The canonical forms of the items a new item is compared with (see
+    /// [`CfgRun::items_in_reach`](crate::automaton::cfg_run::CfgRun::items_in_reach)).
+    fn items_in_reach(&self) -> Vec<std::sync::Arc<[u8]>> {
         match &self.run {
-            Run::Cfg(c) => c.text(),
-            Run::Dfa(_) => &[],
+            Run::Cfg(c) => c.items_in_reach(),
+            Run::Dfa(_) => Vec::new(),
         }
     }
 }
@@ -144,23 +146,25 @@ impl StringSoFar {
     }
 }
 
-/// The byte strings (of at most `longest` bytes) that follow an occurrence of a prefix in a
-/// text: "does `prefix·t` occur in the text?" is "is `t` listed?". `None` where there would be
-/// more than [`MAX_OCCURS`].
+/// The byte strings (of at most `longest` bytes) that follow an occurrence of a prefix in some
+/// texts: "does `prefix·t` occur in one of them?" is "is `t` listed?". `None` where there
+/// would be more than [`MAX_OCCURS`].
 struct Occurs<'a> {
     after: HashSet<&'a [u8]>,
 }
 
 impl<'a> Occurs<'a> {
-    fn new(prefix: &[u8], text: &'a [u8], longest: usize) -> Option<Occurs<'a>> {
+    fn new(prefix: &[u8], texts: impl Iterator<Item = &'a [u8]>, longest: usize) -> Option<Occurs<'a>> {
         let mut after = HashSet::new();
-        for at in memchr::memmem::find_iter(text, prefix) {
-            let rest = &text[at + prefix.len()..];
-            for k in 1..=longest.min(rest.len()) {
-                after.insert(&rest[..k]);
-            }
-            if after.len() > MAX_OCCURS {
-                return None;
+        for text in texts {
+            for at in memchr::memmem::find_iter(text, prefix) {
+                let rest = &text[at + prefix.len()..];
+                for k in 1..=longest.min(rest.len()) {
+                    after.insert(&rest[..k]);
+                }
+                if after.len() > MAX_OCCURS {
+                    return None;
+                }
             }
         }
         Some(Occurs { after })
@@ -189,11 +193,11 @@ mod tests {
 
     #[test]
     fn what_follows_a_prefix_in_a_text() {
-        let o = Occurs::new(b"ca", b"[\"cat\",\"cab\"]", 3).unwrap();
+        let o = Occurs::new(b"ca", [&b"[\"cat\",\"cab\"]"[..]].into_iter(), 3).unwrap();
         assert!(o.holds(b"t") && o.holds(b"b\"") && o.holds(b"t\","));
         assert!(!o.holds(b"r") && !o.holds(b"tt"));
         // The empty prefix: every piece of the text.
-        let o = Occurs::new(b"", b"dog", 2).unwrap();
-        assert!(o.holds(b"do") && o.holds(b"g") && !o.holds(b"gd"));
+        let o = Occurs::new(b"", [&b"dog"[..], b"cat"].into_iter(), 2).unwrap();
+        assert!(o.holds(b"do") && o.holds(b"g") && o.holds(b"at") && !o.holds(b"gc"));
     }
 }
