@@ -32,14 +32,14 @@ impl CfgRun {
         self.pos().distinct.reach().iter().flat_map(|l| l.list.keys().iter().cloned()).collect()
     }
 
-    /// The tokens of `mask` made of [plain](is_plain) bytes that keep some current lexemes
-    /// going with no lexeme ending anywhere in them, grouped by the lexer states they reach:
-    /// the tokens of one group reach one parse state (the chart does not change inside
-    /// lexemes), and differ only in the bytes they add to the output.
-    pub fn plain_groups(&self, cfg: &Cfg, env: &VocabEnv, mask: &TokenSet) -> Vec<Vec<TokenId>> {
+    /// The tokens of `mask` made of [plain](is_plain) bytes (and, with `no_bracket`, no `[`)
+    /// that keep some current lexemes going with no lexeme ending anywhere in them, grouped by
+    /// the lexer states they reach: the tokens of one group reach one parse state (the chart
+    /// does not change inside lexemes), and differ only in the bytes they add to the output.
+    pub fn plain_groups(&self, cfg: &Cfg, env: &VocabEnv, mask: &TokenSet, no_bracket: bool) -> Vec<Vec<TokenId>> {
         let scans = &self.pos().scans;
-        let mut w =
-            PlainGroups { cfg, scans, stack: ScanStack::default(), ends: vec![false], mask, groups: Vec::new() };
+        let stack = ScanStack::default();
+        let mut w = PlainGroups { cfg, scans, stack, ends: vec![false], mask, no_bracket, groups: Vec::new() };
         w.stack.reset(scans.iter().map(|sc| sc.state));
         env.vocab().trie().walk_visitor(&mut w);
         w.groups.into_iter().map(|(_, ids)| ids).collect()
@@ -54,12 +54,13 @@ struct PlainGroups<'a> {
     /// Per depth: whether some lexeme may end within the bytes so far.
     ends: Vec<bool>,
     mask: &'a TokenSet,
+    no_bracket: bool,
     groups: Vec<(LexerStates, Vec<TokenId>)>,
 }
 
 impl TrieVisitor for PlainGroups<'_> {
     fn push(&mut self, _node: u32, byte: u8) -> bool {
-        if !is_plain(byte) {
+        if !is_plain(byte) || (self.no_bracket && byte == b'[') {
             return false;
         }
         let (cfg, scans) = (self.cfg, self.scans);

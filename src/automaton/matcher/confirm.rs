@@ -4,10 +4,13 @@
 //! The lexeme-by-lexeme count does not count what keeping items distinct costs: within
 //! `DISTINCT_SLACK` tokens of its end a budgeted mask keeps a token only where the witness after
 //! it (found by committing, so it never repeats an item) fits. One witness search per token is
-//! too much for a whole vocabulary (inside a free string, most of it may go on), so the tokens
-//! that go on with the content of a JSON string are judged a group at a time: those that reach
-//! one parse state ([`CfgRun::plain_groups`](crate::automaton::cfg_run::CfgRun::plain_groups))
-//! differ only in the content they add to that string. After one of them, `r`, a witness `w`
+//! too much for a whole vocabulary (inside a free string, most of it may go on), so tokens that
+//! stay inside their lexemes are judged a group at a time: those that reach one parse state
+//! ([`CfgRun::plain_groups`](crate::automaton::cfg_run::CfgRun::plain_groups)) differ only in
+//! the bytes they add. Outside every list the reader watches (and with no marked literals),
+//! such tokens without a quote, a backslash or a `[` leave the reader as it was, so the witness
+//! after one of them is a way on after each: the group shares it. Inside the content of a
+//! string of a watched item, they differ in the content they add to that string. After one of them, `r`, a witness `w`
 //! fits; after another, `t`, the same tokens `w` are a way on for the grammar, and they finish
 //! the same items as after `r` except those that hold `t`. Such an item is compared with the
 //! items of its lists: those finished before (their lists keep their canonical forms, strings
@@ -32,7 +35,11 @@ use crate::vocab::{TokenId, TokenKind, TokenSet};
 const MAX_CONFIRMED: usize = 64;
 
 /// The members of a group tried as its representative before the group is checked one by one.
-const MAX_REPRESENTATIVES: usize = 4;
+const MAX_REPRESENTATIVES: usize = 2;
+
+/// The groups judged a group at a time, the largest first (each costs up to
+/// [`MAX_REPRESENTATIVES`] witness searches); the tokens of the others are checked one by one.
+const MAX_GROUPS: usize = 8;
 
 /// The most continuations a [`Occurs`] lists: beyond, every token counts as occurring (checked
 /// one by one).
@@ -52,6 +59,11 @@ impl Matcher {
             for &r in ids.iter().take(MAX_REPRESENTATIVES) {
                 let Some(w) = self.fitting_witness_after(r, after_budget) else { continue };
                 kept.insert(r);
+                // Outside every list: no item holds the token, its group shares the witness.
+                let Some(string) = &string else {
+                    ids.iter().for_each(|&t| kept.insert(t));
+                    break;
+                };
                 let w: Vec<u8> = w.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
                 let items = self.items_in_reach();
                 let w_content = unescape_all(&w);
@@ -60,10 +72,14 @@ impl Matcher {
                     Occurs::new(&string.content, contents.chain(items.iter().map(|k| &k[..])), longest),
                     Occurs::new(&string.raw, raws.chain(items.iter().map(|k| &k[..])), longest),
                 ];
-                for &t in &ids {
-                    if occurs.iter().all(|o| o.as_ref().is_some_and(|o| !o.holds(bytes(t)))) {
-                        kept.insert(t);
+                match occurs {
+                    [Some(a), Some(b)] if a.after.is_empty() && b.after.is_empty() => {
+                        ids.iter().for_each(|&t| kept.insert(t));
                     }
+                    [Some(a), Some(b)] => {
+                        ids.iter().filter(|&&t| !a.holds(bytes(t)) && !b.holds(bytes(t))).for_each(|&t| kept.insert(t));
+                    }
+                    _ => {}
                 }
                 break;
             }
@@ -91,18 +107,28 @@ impl Matcher {
         self.witness_after(t).filter(|w| w.len() as u32 <= after_budget)
     }
 
-    /// The mask's tokens that go on with the content of the JSON string the distinct-items
-    /// reader is in, by parse state, with that string so far; none elsewhere.
-    fn plain_groups(&self, mask: &TokenSet) -> Vec<(Vec<TokenId>, StringSoFar)> {
+    /// The mask's tokens that may share a witness, by parse state (the largest groups first),
+    /// with the JSON string the output is inside where that matters: outside every list the
+    /// reader watches (and with no marked literals, whose guess reads back into the text), the
+    /// plain tokens but `[` (which the guess reads as opening a list), which leave the reader
+    /// as it was; inside the content of a string of a watched item, the plain tokens, with that
+    /// string so far. None elsewhere.
+    fn plain_groups(&self, mask: &TokenSet) -> Vec<(Vec<TokenId>, Option<StringSoFar>)> {
         let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
             return Vec::new();
         };
-        if !c.in_string_content() {
-            return Vec::new();
-        }
-        let Some(string) = StringSoFar::of(c.text()) else { return Vec::new() };
-        let groups = c.plain_groups(cfg, &self.compiled.env, mask);
-        groups.into_iter().map(|ids| (ids, string.clone())).collect()
+        let idle = c.shares_witness(cfg);
+        let string = match idle {
+            true => None,
+            false if c.in_string_content() => match StringSoFar::of(c.text()) {
+                Some(s) => Some(s),
+                None => return Vec::new(),
+            },
+            false => return Vec::new(),
+        };
+        let mut groups = c.plain_groups(cfg, &self.compiled.env, mask, idle);
+        groups.sort_by_key(|ids| std::cmp::Reverse(ids.len()));
+        groups.into_iter().take(MAX_GROUPS).map(|ids| (ids, string.clone())).collect()
     }
 
     /// The canonical forms of the items a new item is compared with (see
