@@ -625,18 +625,7 @@ struct InsideWithin<'a> {
 impl TrieVisitor for InsideWithin<'_> {
     #[inline]
     fn push(&mut self, _node: u32, byte: u8) -> bool {
-        let (cfg, scans) = (self.cfg, self.scans);
-        let mut ends = *self.ends.last().expect("base level");
-        let going = self.stack.descend(|k, s| {
-            let dfa = &cfg.term(scans[k as usize].term).dfa;
-            let next = dfa.next(s, byte);
-            ends |= next != StateId::DEAD && dfa.is_accepting(next);
-            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-        });
-        if going {
-            self.ends.push(ends);
-        }
-        going
+        push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
     }
 
     #[inline]
@@ -663,6 +652,24 @@ impl TrieVisitor for InsideWithin<'_> {
             self.refused.add_inside(top, ids);
         }
     }
+}
+
+/// One byte deeper in a lexer-only walk over the scans' lexemes: steps every pair of `stack`'s
+/// deepest level that goes on, and records in `ends` whether some lexeme may end within the
+/// bytes so far; `false` (nothing pushed) where no lexeme goes on.
+#[inline]
+fn push_inside(cfg: &Cfg, scans: &[Scan], stack: &mut ScanStack, ends: &mut Vec<bool>, byte: u8) -> bool {
+    let mut end = *ends.last().expect("base level");
+    let going = stack.descend(|k, s| {
+        let dfa = &cfg.term(scans[k as usize].term).dfa;
+        let next = dfa.next(s, byte);
+        end |= next != StateId::DEAD && dfa.is_accepting(next);
+        (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
+    });
+    if going {
+        ends.push(end);
+    }
+    going
 }
 
 struct Level {

@@ -6,7 +6,6 @@ use super::{CfgRun, LexerStates, Scan};
 use crate::automaton::cfg::Cfg;
 use crate::automaton::mask_cache::ScanStack;
 use crate::automaton::VocabEnv;
-use crate::regular::StateId;
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 
 /// A byte that string content holds as itself: not a quote, a backslash or a control byte.
@@ -63,18 +62,7 @@ impl TrieVisitor for PlainGroups<'_> {
         if !is_plain(byte) || (self.no_bracket && byte == b'[') {
             return false;
         }
-        let (cfg, scans) = (self.cfg, self.scans);
-        let mut ends = *self.ends.last().expect("base level");
-        let going = self.stack.descend(|k, s| {
-            let dfa = &cfg.term(scans[k as usize].term).dfa;
-            let next = dfa.next(s, byte);
-            ends |= next != StateId::DEAD && dfa.is_accepting(next);
-            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-        });
-        if going {
-            self.ends.push(ends);
-        }
-        going
+        super::push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
     }
 
     fn pop(&mut self) {
