@@ -10,17 +10,18 @@
 //! the bytes they add. Outside every list the reader watches (and with no marked literals),
 //! such tokens without a quote, a backslash or a `[` leave the reader as it was, so the witness
 //! after one of them is a way on after each: the group shares it. Inside the content of a
-//! string of a watched item, they differ in the content they add to that string. After one of them, `r`, a witness `w`
-//! fits; after another, `t`, the same tokens `w` are a way on for the grammar, and they finish
-//! the same items as after `r` except those that hold `t`. Such an item is compared with the
-//! items of its lists: those finished before (their lists keep their canonical forms, strings
-//! unescaped; an item that is not JSON is kept raw) and those `w` finishes. It can equal one of
-//! them only where that one's canonical form holds the content `s·t` (`s`: the string's content
-//! so far, unescaped) or its raw bytes hold `raw(s)·t`. So `t` shares `r`'s witness unless `s·t`
-//! or `raw(s)·t` occurs in a finished item's canonical form of a list in reach, or `s·t` in the
-//! unescaped bytes of `w`, or `raw(s)·t` in them raw. Those tokens, and all the others, are
-//! checked one by one, at most [`MAX_CONFIRMED`] (by id); the rest are dropped, so the mask
-//! stays sound and is narrower only there; the witness's own first token is kept.
+//! string of a watched item, they differ in the content they add to that string. After one of
+//! them, `r`, a witness `w` fits; after another, `t`, the same tokens `w` are a way on for the
+//! grammar, and they finish the same items as after `r` except those that hold `t`. Such an
+//! item is compared with the items of its lists: those finished before (their lists keep their
+//! canonical forms, strings unescaped; an item that is not JSON is kept raw) and those `w`
+//! finishes. It can equal one of them only where that one's canonical form holds the content
+//! `s·t` (`s`: the string's content so far, unescaped) or its raw bytes hold `raw(s)·t`. So `t`
+//! shares `r`'s witness unless `s·t` or `raw(s)·t` occurs in a finished item's canonical form
+//! of a list in reach, or `s·t` in the unescaped bytes of `w`, or `raw(s)·t` in them raw. Those
+//! tokens, and all the others, are checked one by one, at most [`MAX_CONFIRMED`] (by id); the
+//! rest are dropped, so the mask stays sound and is narrower only there; the witness's own
+//! first token is kept.
 //!
 //! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
 
@@ -53,7 +54,10 @@ impl Matcher {
         let compiled = self.compiled.clone();
         let vocab = compiled.env.vocab();
         let mut kept = TokenSet::new(mask.width());
-        for (ids, string) in self.plain_groups(mask) {
+        let (groups, string) = self.plain_groups(mask);
+        // The items a new one is compared with: the same for every group.
+        let items = if string.is_some() { self.items_in_reach() } else { Vec::new() };
+        for ids in groups {
             let bytes = |t: TokenId| vocab.bytes(t);
             let longest = ids.iter().map(|&t| bytes(t).len()).max().unwrap_or(0);
             for &r in ids.iter().take(MAX_REPRESENTATIVES) {
@@ -65,21 +69,14 @@ impl Matcher {
                     break;
                 };
                 let w: Vec<u8> = w.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
-                let items = self.items_in_reach();
                 let w_content = unescape_all(&w);
                 let (contents, raws) = (once(&w_content[..]), once(&w[..]));
-                let occurs = [
+                let occurs = (
                     Occurs::new(&string.content, contents.chain(items.iter().map(|k| &k[..])), longest),
                     Occurs::new(&string.raw, raws.chain(items.iter().map(|k| &k[..])), longest),
-                ];
-                match occurs {
-                    [Some(a), Some(b)] if a.after.is_empty() && b.after.is_empty() => {
-                        ids.iter().for_each(|&t| kept.insert(t));
-                    }
-                    [Some(a), Some(b)] => {
-                        ids.iter().filter(|&&t| !a.holds(bytes(t)) && !b.holds(bytes(t))).for_each(|&t| kept.insert(t));
-                    }
-                    _ => {}
+                );
+                if let (Some(a), Some(b)) = occurs {
+                    ids.iter().filter(|&&t| !a.holds(bytes(t)) && !b.holds(bytes(t))).for_each(|&t| kept.insert(t));
                 }
                 break;
             }
@@ -113,22 +110,24 @@ impl Matcher {
     /// plain tokens but `[` (which the guess reads as opening a list), which leave the reader
     /// as it was; inside the content of a string of a watched item, the plain tokens, with that
     /// string so far. None elsewhere.
-    fn plain_groups(&self, mask: &TokenSet) -> Vec<(Vec<TokenId>, Option<StringSoFar>)> {
+    fn plain_groups(&self, mask: &TokenSet) -> (Vec<Vec<TokenId>>, Option<StringSoFar>) {
+        let none = (Vec::new(), None);
         let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
-            return Vec::new();
+            return none;
         };
         let idle = c.shares_witness(cfg);
         let string = match idle {
             true => None,
             false if c.in_string_content() => match StringSoFar::of(c.text()) {
                 Some(s) => Some(s),
-                None => return Vec::new(),
+                None => return none,
             },
-            false => return Vec::new(),
+            false => return none,
         };
         let mut groups = c.plain_groups(cfg, &self.compiled.env, mask, idle);
         groups.sort_by_key(|ids| std::cmp::Reverse(ids.len()));
-        groups.into_iter().take(MAX_GROUPS).map(|ids| (ids, string.clone())).collect()
+        groups.truncate(MAX_GROUPS);
+        (groups, string)
     }
 
     /// The canonical forms of the items a new item is compared with (see
@@ -142,7 +141,6 @@ impl Matcher {
 }
 
 /// The JSON string an output ends inside: its content so far, raw and unescaped.
-#[derive(Clone)]
 struct StringSoFar {
     raw: Vec<u8>,
     content: Vec<u8>,
@@ -197,7 +195,7 @@ impl<'a> Occurs<'a> {
     }
 
     fn holds(&self, t: &[u8]) -> bool {
-        self.after.contains(t)
+        !self.after.is_empty() && self.after.contains(t)
     }
 }
 
