@@ -83,31 +83,26 @@ const GROUP_FIELDS: &[&str] = &[
 ];
 
 /// A temporary directory, removed on drop.
-struct TempDir(PathBuf);
+struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("strictly-bench-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
+        TempDir(tempfile::Builder::new().prefix(&format!("strictly-bench-{name}-")).tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 
     /// The cases directory (summaries go beside it, not in it).
     fn cases(&self) -> PathBuf {
-        self.0.join("cases")
+        self.path().join("cases")
     }
 
     fn write(&self, rel: &str, text: &str) {
         let p = self.cases().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -254,7 +249,7 @@ fn check_integer_case(l: &Value) {
 fn bench_lines_and_summary_match_peer_bench() {
     let t = TempDir::new("main");
     write_cases(&t);
-    let summary = t.0.join("summary.json");
+    let summary = t.path().join("summary.json");
     let cases = t.cases();
     let tok = tiny_tokenizer();
     let r = bench(&[
@@ -341,7 +336,7 @@ fn bench_lines_and_summary_match_peer_bench() {
 fn bench_in_process_with_filters_and_per_step() {
     let t = TempDir::new("opts");
     write_cases(&t);
-    let summary = t.0.join("s.json");
+    let summary = t.path().join("s.json");
     let tok = tiny_tokenizer();
     let r = bench(&[
         "--tokenizer",
@@ -471,7 +466,7 @@ fn bench_bad_input_exits_2_with_one_line() {
     let t = TempDir::new("bad");
     write_cases(&t);
     let tok = tiny_tokenizer();
-    let missing = t.0.join("nope");
+    let missing = t.path().join("nope");
     let cases = t.cases();
     for args in [
         vec!["--tokenizer", tok.to_str().unwrap(), "--cases", missing.to_str().unwrap()],

@@ -104,7 +104,8 @@ fn choice_samples_are_options() {
 fn bad_input_exits_2_with_one_line() {
     // The byte-level vocabulary: no data needed, so every case runs everywhere.
     let tok = "bytes".to_string();
-    let not_json = std::env::temp_dir().join(format!("strictly-not-json-{}.json", std::process::id()));
+    let tmp = tempfile::Builder::new().prefix("strictly-not-json-").tempdir().unwrap();
+    let not_json = tmp.path().join("not.json");
     std::fs::write(&not_json, "{ not json").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["sample", "--tokenizer", &tok, "--regex", "ab(c"], "column 3"),
@@ -127,7 +128,6 @@ fn bad_input_exits_2_with_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     }
-    let _ = std::fs::remove_file(not_json);
 }
 
 #[test]
@@ -145,9 +145,8 @@ fn check_prints_facts() {
 
 #[test]
 fn schema_whitespace_and_exact_flags() {
-    let dir = std::env::temp_dir().join(format!("strictly-cli-ws-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let schema = dir.join("s.json");
+    let dir = tempfile::Builder::new().prefix("strictly-cli-ws-").tempdir().unwrap();
+    let schema = dir.path().join("s.json");
     std::fs::write(&schema, r#"{"type":"object","properties":{"n":{"type":"integer"},"l":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["n","l"]}"#).unwrap();
     let run = |extra: &[&str]| -> Vec<String> {
         let mut args =
@@ -176,16 +175,14 @@ fn schema_whitespace_and_exact_flags() {
     assert!(exact.iter().any(|t| keys(t) > 2), "{exact:?}");
     let (code, _, err) = strictly(&["check", "--tokenizer", "bytes", "--regex", "a", "--whitespace", "tabs"]);
     assert_eq!((code, err.lines().count()), (2, 1), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A grammar with a rule `root` never reaches loads (as in llama.cpp); `check` names the rule
 /// in its `warnings` and on stderr.
 #[test]
 fn check_reports_unused_grammar_rules_as_warnings() {
-    let dir = std::env::temp_dir().join(format!("strictly-cli-unused-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let grammar = dir.join("g.gbnf");
+    let dir = tempfile::Builder::new().prefix("strictly-cli-unused-").tempdir().unwrap();
+    let grammar = dir.path().join("g.gbnf");
     std::fs::write(&grammar, "root ::= \"a\"\nspare ::= \"b\"\n").unwrap();
     let (code, out, err) = strictly(&["check", "--tokenizer", "bytes", "--grammar", grammar.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -196,7 +193,6 @@ fn check_reports_unused_grammar_rules_as_warnings() {
     assert!(err.contains("warning:") && err.contains("`spare`"), "{err}");
     let (_, out, _) = strictly(&["check", "--tokenizer", "bytes", "--regex", "a"]);
     assert_eq!(serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["warnings"], serde_json::json!([]));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `strictly chat` driven through a pipe, as a script would: one reply line per user line on
@@ -206,15 +202,14 @@ fn check_reports_unused_grammar_rules_as_warnings() {
 #[test]
 fn chat_over_a_pipe() {
     use std::io::Write;
-    let dir = std::env::temp_dir().join(format!("strictly-chat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let schema = dir.join("pet.json");
+    let dir = tempfile::Builder::new().prefix("strictly-chat-").tempdir().unwrap();
+    let schema = dir.path().join("pet.json");
     std::fs::write(
         &schema,
         r#"{"type":"object","properties":{"name":{"type":"string","maxLength":12},"legs":{"type":"integer","minimum":0,"maximum":8}},"required":["name","legs"],"additionalProperties":false}"#,
     )
     .unwrap();
-    let tools = dir.join("tools.json");
+    let tools = dir.path().join("tools.json");
     std::fs::write(&tools, r#"[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]"#).unwrap();
     let script = format!(
         "Once upon a time\n/regex (yes|no)\nWas it sunny?\n/schema {}\nA pet?\n/schema\n/regex\n/bogus\n/schema /no/such/file.json\n/tools {}\nWeather in Paris?\n/tools\n/reset\nThe end\n/exit\nnot read\n",
@@ -251,7 +246,7 @@ fn chat_over_a_pipe() {
     ] {
         assert!(stderr.contains(notice), "{notice:?} in {stderr}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     // The end of input ends it too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_strictly"))
         .args(["chat", "--max-tokens", "4"])

@@ -27,8 +27,8 @@ fn gpt_oss() -> Option<(PromptFormat, Arc<Vocab>)> {
     let data = shared_data()?;
     let source = std::fs::read_to_string(data.join("chat-templates").join(TEMPLATE)).unwrap();
     let dir = write_synthetic_dir(&data, "harmony", &source);
-    let p = PromptFormat::from_dir(&dir).unwrap();
-    let vocab = Arc::new(Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+    let p = PromptFormat::from_dir(dir.path()).unwrap();
+    let vocab = Arc::new(Vocab::from_tokenizer_json(dir.path().join("tokenizer.json")).unwrap());
     Some((p, vocab))
 }
 

@@ -133,8 +133,8 @@ fn mistral_args_calls_parse_back_and_validate() {
     ] {
         let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
         let dir = write_synthetic_dir(&data, &file.replace('.', "-"), &source);
-        let p = PromptFormat::from_dir(&dir).unwrap();
-        let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+        let p = PromptFormat::from_dir(dir.path()).unwrap();
+        let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.path().join("tokenizer.json")).unwrap());
         let env = strictly::automaton::VocabEnv::new(vocab.clone());
         for marker in ["[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"] {
             let ids = vocab.encode(marker.as_bytes()).unwrap();
@@ -169,8 +169,8 @@ fn deepseek_calls_parse_back_and_validate() {
     let file = "deepseek-ai-DeepSeek-V3.1.jinja";
     let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
     let dir = write_synthetic_dir(&data, "deepseek-v3-1", &source);
-    let p = PromptFormat::from_dir(&dir).unwrap();
-    let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+    let p = PromptFormat::from_dir(dir.path()).unwrap();
+    let vocab = Arc::new(strictly::Vocab::from_tokenizer_json(dir.path().join("tokenizer.json")).unwrap());
     let env = strictly::automaton::VocabEnv::new(vocab.clone());
     for marker in ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>"] {
         let ids = vocab.encode(marker.as_bytes()).unwrap();
@@ -233,7 +233,7 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
     for file in &files {
         let source = std::fs::read_to_string(data.join("chat-templates").join(file)).unwrap();
         let dir = write_synthetic_dir(&data, &format!("every-{}", file.replace('.', "-")), &source);
-        let p = PromptFormat::from_dir(&dir).unwrap();
+        let p = PromptFormat::from_dir(dir.path()).unwrap();
         let mut c = chat(Some(ToolMode::Required));
         c.tools = tools.clone();
         c.messages.insert(4, ChatMessage::assistant("It is -3 C in Oslo."));
@@ -264,7 +264,7 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
             // The synthetic tokenizer is the same for every directory: one vocabulary.
             let env = env_of_dir
                 .get_or_insert_with(|| {
-                    let v = Arc::new(strictly::Vocab::from_tokenizer_json(dir.join("tokenizer.json")).unwrap());
+                    let v = Arc::new(strictly::Vocab::from_tokenizer_json(dir.path().join("tokenizer.json")).unwrap());
                     strictly::automaton::VocabEnv::new(v)
                 })
                 .clone();

@@ -449,9 +449,7 @@ fn gguf_bytes(meta: &[(&str, &str)], tensors: &[(&str, &[u64], u32)]) -> Vec<u8>
     b
 }
 
-fn write_tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("strictly-gguf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn write_tmp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
     p
@@ -459,21 +457,23 @@ fn write_tmp(name: &str, bytes: &[u8]) -> PathBuf {
 
 #[test]
 fn unsupported_gguf_files_are_clear_errors() {
+    let tmp = tempfile::Builder::new().prefix("strictly-gguf-").tempdir().unwrap();
     let err = |p: &Path| LoadedModel::from_path(p, &LoadOptions::default()).unwrap_err().to_string();
-    let arch = write_tmp("gpt2.gguf", &gguf_bytes(&[("general.architecture", "gpt2")], &[]));
+    let arch = write_tmp(tmp.path(), "gpt2.gguf", &gguf_bytes(&[("general.architecture", "gpt2")], &[]));
     let e = err(&arch);
     assert!(e.contains("unsupported GGUF architecture \"gpt2\""), "{e}");
     let iq = write_tmp(
+        tmp.path(),
         "iq2.gguf",
         &gguf_bytes(&[("general.architecture", "llama")], &[("blk.0.attn_q.weight", &[256, 4], 16)]),
     );
     let e = err(&iq);
     assert!(e.contains("IQ2_XXS") && e.contains("Q4_K"), "{e}");
-    let junk = write_tmp("junk.gguf", b"not a model at all");
+    let junk = write_tmp(tmp.path(), "junk.gguf", b"not a model at all");
     let e = err(&junk);
     assert!(e.contains("neither a GGUF file"), "{e}");
     // A directory with two GGUF files names them.
-    let dir = arch.parent().unwrap().join("two");
+    let dir = tmp.path().join("two");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&arch, dir.join("a.gguf")).unwrap();
     std::fs::copy(&arch, dir.join("b.gguf")).unwrap();
@@ -615,7 +615,8 @@ fn write_twin_gguf(
 #[test]
 fn gguf_twins_of_safetensors_models_agree() {
     use candle_core::quantized::GgmlDType;
-    let dir = std::env::temp_dir().join(format!("strictly-gguf-twins-{}", std::process::id()));
+    let tmp = tempfile::Builder::new().prefix("strictly-gguf-twins-").tempdir().unwrap();
+    let dir = tmp.path();
     let prompt = [TokenId(1), TokenId(17), TokenId(300), TokenId(42), TokenId(511), TokenId(5)];
     let logits = |m: &LoadedModel| {
         let mut model = m.model.restart();
@@ -675,5 +676,4 @@ fn gguf_twins_of_safetensors_models_agree() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

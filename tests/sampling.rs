@@ -501,7 +501,8 @@ fn cli_regex_cover_reaches_alternatives_and_repetition_bounds() {
     let pattern = r"^(red|green|blue|[a-f]{2,4})-[0-9]{1,3}(x|yz|(?:ab)*)?$";
     let judge = regex::Regex::new(pattern).unwrap();
     let args = ["sample", "--tokenizer", "bytes", "--regex", pattern, "--cover", "-n", "16", "--coverage-json"];
-    let report = std::env::temp_dir().join(format!("strictly-regex-cover-{}.json", std::process::id()));
+    let tmp = tempfile::Builder::new().prefix("strictly-regex-cover-").tempdir().unwrap();
+    let report = tmp.path().join("coverage.json");
     let mut args: Vec<&str> = args.to_vec();
     args.push(report.to_str().unwrap());
     let (code, out, err) = strictly(&args);
@@ -521,7 +522,6 @@ fn cli_regex_cover_reaches_alternatives_and_repetition_bounds() {
     assert!(texts.iter().any(|t| t.starts_with("green-")) && texts.iter().any(|t| t.ends_with("yz")), "{texts:?}");
     let full: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(full["uncovered"], json!([]));
-    std::fs::remove_file(&report).ok();
 }
 
 #[test]
@@ -555,12 +555,11 @@ fn cli_mutate_prints_labelled_near_misses() {
 #[test]
 fn cli_schema_cover_with_a_real_tokenizer() {
     let Some(data) = shared_data() else { return };
-    let dir = std::env::temp_dir().join(format!("strictly-sampling-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let schema_path = dir.join("branchy.json");
+    let dir = tempfile::Builder::new().prefix("strictly-sampling-").tempdir().unwrap();
+    let schema_path = dir.path().join("branchy.json");
     std::fs::write(&schema_path, branchy_schema().to_string()).unwrap();
     let tok = data.join("tokenizers/llama-3.2/tokenizer.json");
-    let report = dir.join("coverage.json");
+    let report = dir.path().join("coverage.json");
     let (code, out, err) = strictly(&[
         "sample",
         "--tokenizer",
@@ -586,7 +585,6 @@ fn cli_schema_cover_with_a_real_tokenizer() {
     let full: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert!(full["per_rule"].as_array().is_some_and(|r| !r.is_empty()));
     assert_eq!(full["uncovered"], json!([]));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -22,6 +22,7 @@ use strictly::tools::xml::XmlDialect;
 use strictly::tools::{calls_grammar, native_format, Joined, OutputParser, ToolChat, ToolFormat, ToolMode, ValueKinds};
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
+use tempfile::TempDir;
 
 use crate::common::{real_env, real_vocabs, shared_data};
 
@@ -99,17 +100,18 @@ pub(crate) const MISTRAL_STYLE_TEMPLATE: &str = r#"{%- set ns = namespace(system
 
 /// A model directory like a Mistral v3 one: TinyLlama's tokenizer with Mistral's control
 /// tokens added as special tokens, and the template above.
-fn mistral_dir(data: &Path) -> PathBuf {
-    // Written once per test binary: tests run in parallel and must not see a half-written file.
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| write_synthetic_dir(data, "mistral", MISTRAL_STYLE_TEMPLATE)).clone()
+fn mistral_dir(data: &Path) -> TempDir {
+    // One per test: each directory has a unique name, so tests running in parallel never see
+    // each other's half-written files.
+    write_synthetic_dir(data, "mistral", MISTRAL_STYLE_TEMPLATE)
 }
 
 /// A model directory like a Mistral one (see [`mistral_dir`]; DeepSeek's control tokens are
-/// added too) with `template`, under a name of its own (`tag`).
-pub(crate) fn write_synthetic_dir(data: &Path, tag: &str, template: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("strictly-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// added too) with `template`, in a temporary directory named after `tag` and removed when the
+/// returned guard drops.
+pub(crate) fn write_synthetic_dir(data: &Path, tag: &str, template: &str) -> TempDir {
+    let guard = tempfile::Builder::new().prefix(&format!("strictly-{tag}-")).tempdir().unwrap();
+    let dir = guard.path();
     let src = data.join("tokenizers/tinyllama-1.1b-chat/tokenizer.json");
     let mut tok: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
     let added = tok["added_tokens"].as_array_mut().unwrap();
@@ -150,24 +152,25 @@ pub(crate) fn write_synthetic_dir(data: &Path, tag: &str, template: &str) -> Pat
     let config = json!({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": true,
                         "chat_template": template});
     std::fs::write(dir.join("tokenizer_config.json"), config.to_string()).unwrap();
-    dir
+    guard
 }
 
-/// (name, model dir, the format its template should give).
-fn models(data: &Path) -> Vec<(&'static str, PathBuf, ToolFormat)> {
+/// (name, model dir, the format its template should give); `mistral` is [`mistral_dir`]'s.
+fn models(data: &Path, mistral: &Path) -> Vec<(&'static str, PathBuf, ToolFormat)> {
     let t = |n: &str| data.join("tokenizers").join(n);
     vec![
         ("qwen2.5", t("qwen2.5"), ToolFormat::Hermes),
         ("llama-3.2", t("llama-3.2"), ToolFormat::Llama3),
         ("tinyllama-1.1b-chat", t("tinyllama-1.1b-chat"), ToolFormat::Hermes),
-        ("mistral-style", mistral_dir(data), ToolFormat::Mistral),
+        ("mistral-style", mistral.to_path_buf(), ToolFormat::Mistral),
     ]
 }
 
 #[test]
 fn each_template_renders_tools_in_its_own_format() {
     let Some(data) = shared_data() else { return };
-    for (name, dir, format) in models(&data) {
+    let mistral = mistral_dir(&data);
+    for (name, dir, format) in models(&data, mistral.path()) {
         let p = PromptFormat::from_dir(&dir).unwrap();
         let r = chat(Some(ToolMode::Required)).render(&p).unwrap();
         assert_eq!(r.format, format, "{name}");
@@ -255,7 +258,8 @@ fn sampled_calls_parse_back_and_validate_in_every_format() {
         .map(|t| (t.function.name.clone(), jsonschema::validator_for(&t.function.parameters).unwrap()))
         .collect();
     let args = argument_grammars(&tools);
-    for (name, dir, format) in models(&data) {
+    let mistral = mistral_dir(&data);
+    for (name, dir, format) in models(&data, mistral.path()) {
         // The shared tokenizers are loaded once per test binary.
         let (vocab, env) = match real_vocabs().iter().find(|(n, _)| n == name) {
             Some((_, v)) => (v.clone(), real_env(v)),

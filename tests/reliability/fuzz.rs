@@ -612,12 +612,11 @@ fn mutate_json(v: &mut Value, path: &[usize], op: u8) {
 }
 
 pub fn check_tokenizer_bytes(bytes: &[u8], tag: &str) {
-    let dir = std::env::temp_dir().join(format!("strictly-fuzz-tok-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("tokenizer.json");
+    let dir = tempfile::Builder::new().prefix(&format!("strictly-fuzz-tok-{tag}-")).tempdir().unwrap();
+    let path = dir.path().join("tokenizer.json");
     std::fs::write(&path, bytes).unwrap();
     let r = std::panic::catch_unwind(|| Vocab::from_tokenizer_json(&path));
-    std::fs::remove_dir_all(&dir).ok();
+    drop(dir);
     match r {
         Err(_) => panic!(
             "loading a mutated tokenizer.json panicked: {}",

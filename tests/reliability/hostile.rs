@@ -285,12 +285,12 @@ fn huge_enums_and_objects_are_refused_or_compiled() {
 
 // ---- tokenizer files -------------------------------------------------------------------------
 
-fn tokenizer_file(tag: &str, bytes: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("strictly-hostile-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("tokenizer.json");
+/// `bytes` as `tokenizer.json` in a temporary directory (removed when the guard drops).
+fn tokenizer_file(tag: &str, bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::Builder::new().prefix(&format!("strictly-hostile-{tag}-")).tempdir().unwrap();
+    let p = dir.path().join("tokenizer.json");
     std::fs::write(&p, bytes).unwrap();
-    p
+    (dir, p)
 }
 
 fn embedded_json() -> Value {
@@ -329,11 +329,11 @@ fn tokenizer_files_with_missing_fields_are_refused() {
     bad_utf8[at + 1] = 0xFF;
     cases.push(("invalid UTF-8 in a token", bad_utf8));
     for (i, (what, bytes)) in cases.into_iter().enumerate() {
-        let p = tokenizer_file(&i.to_string(), &bytes);
+        let (dir, p) = tokenizer_file(&i.to_string(), &bytes);
         let (r, dt) = timed(|| {
             std::panic::catch_unwind(|| Vocab::from_tokenizer_json(&p)).unwrap_or_else(|_| panic!("{what}: panicked"))
         });
-        std::fs::remove_dir_all(p.parent().unwrap()).ok();
+        drop(dir);
         within_bound(what, dt, 1);
         match r {
             Ok(v) => eprintln!("hostile tokenizer {what}: loaded ({} tokens) in {dt:?}", v.len()),
@@ -363,8 +363,8 @@ fn strictly(args: &[&std::ffi::OsStr]) -> (i32, String) {
 fn invalid_utf8_in_every_cli_text_input_is_exit_2() {
     use std::os::unix::ffi::OsStrExt;
     let os = |b: &[u8]| std::ffi::OsStr::from_bytes(b).to_owned();
-    let tok = tokenizer_file("cli-tok", &serde_json::to_vec(&embedded_json()).unwrap());
-    let dir = tok.parent().unwrap().to_path_buf();
+    let (guard, tok) = tokenizer_file("cli-tok", &serde_json::to_vec(&embedded_json()).unwrap());
+    let dir = guard.path();
     let bad_grammar = dir.join("bad.gbnf");
     std::fs::write(&bad_grammar, b"root ::= \"\xff\xfe\"\n").unwrap();
     let bad_schema = dir.join("bad.json");
@@ -396,5 +396,4 @@ fn invalid_utf8_in_every_cli_text_input_is_exit_2() {
         assert!(!err.trim().is_empty() && !err.contains("panicked"), "{what}: {err:?}");
         eprintln!("hostile cli {what}: {}", err.trim());
     }
-    std::fs::remove_dir_all(dir).ok();
 }
