@@ -261,6 +261,7 @@ fn constrained_output_with_small_max_tokens_still_matches() {
     let err =
         generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut matcher(&v, re)), &[], &greedy(1)).unwrap_err();
     assert!(err.to_string().contains("max_tokens 1 is too small"), "{err}");
+    assert!(err.to_string().contains("(the shortest found takes 2 tokens)"), "{err}");
 }
 
 #[test]

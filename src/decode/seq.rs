@@ -101,8 +101,13 @@ impl<'v> Ctx<'v> {
         if mask.is_empty() && !m.is_accepting() {
             return Err(Error::param("the constraint matches no output at all (from this point)"));
         }
+        // The error path: the count costs a search, once. Without one the search gave up.
+        let shortest = match m.min_tokens_to_finish() {
+            Some(n) => format!(" (the shortest found takes {n} tokens)"),
+            None => String::new(),
+        };
         Err(Error::param(format!(
-            "max_tokens {} is too small: no output this constraint allows fits in it",
+            "max_tokens {} is too small: no output this constraint allows fits in it{shortest}",
             self.max_tokens
         )))
     }
