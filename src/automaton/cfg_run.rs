@@ -11,6 +11,7 @@
 //! the parser. The reference mask runs every token on its own.
 
 use super::cfg::{Cfg, TermId};
+pub(super) use super::distinct::key::Old;
 use super::distinct::{Distinct, MarkAt, Marks, Repeated};
 
 mod plain;

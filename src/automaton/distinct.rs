@@ -729,5 +729,6 @@ fn push_code_point(out: &mut Vec<u8>, c: u32) {
     }
 }
 
+pub(super) mod key;
 #[cfg(test)]
 mod tests;

@@ -219,13 +219,21 @@ impl Matcher {
                     c.fill(cfg, env, mask, after_budget, &mut refused);
                 }
                 // Each token the count refused, by a witness from after it (before the repeats
-                // filter, which judges what this lets through as it judges every token).
+                // filter, which judges what this lets through as it judges every token). Where
+                // the reader of distinct items is in a list, the witness after a token depends
+                // on the items it writes: the refused tokens go back in, to be judged below as
+                // the last tokens of a budget are (`confirm`).
+                let mut unsure = None;
                 if after_budget <= MAX_BUDGET_BY_WITNESS && c.shares_witness(cfg) {
                     if reference {
                         self.reference_by_witness(mask, after_budget);
                     } else {
                         self.allow_by_witness(mask, after_budget, &refused);
                     }
+                } else if after_budget <= MAX_BUDGET_BY_WITNESS {
+                    let added = self.refused_by_count(mask, &refused, reference);
+                    mask.union_clipped(&added);
+                    unsure = Some(added);
                 }
                 let Run::Cfg(c) = &mut self.run else { unreachable!("a context-free run") };
                 c.filter_repeats(cfg, env, mask);
@@ -243,7 +251,11 @@ impl Matcher {
                     && cfg.has_marks
                     && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK));
                 if tight {
-                    self.confirm_distinct(mask, after_budget);
+                    let judged = mask.clone();
+                    self.confirm_distinct(mask, &judged, after_budget);
+                } else if let Some(mut judged) = unsure {
+                    judged.intersect(mask);
+                    self.confirm_distinct(mask, &judged, after_budget);
                 }
                 if short {
                     let witness = self.witness().map(<[TokenId]>::to_vec);

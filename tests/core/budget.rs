@@ -515,3 +515,42 @@ fn a_witness_is_spelled_from_bytes_the_vocabulary_has() {
         assert!(!mask.is_empty(), "after {prefix:?}: nothing allowed within 14 tokens");
     }
 }
+
+/// Under a budget of exactly the tokens a valid output has left, each of its tokens is allowed
+/// (the bench's `--tight-budget`), in lists of distinct items: inside a string of an item,
+/// where the lexeme count refuses the string's next tokens (they cannot be judged a group at a
+/// time there: only 64 were judged, the string's own `_` was not among them), and at a token
+/// that crosses items (`"},{"`, one of hundreds that end the string, each judged alone before).
+#[test]
+fn valid_outputs_fit_exactly_their_own_length_with_distinct_items() {
+    use crate::common::{real_env, real_vocabs, shared_data};
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let Some((_, v)) = real_vocabs().iter().find(|(name, _)| name == "llama-3.2") else {
+        assert!(shared_data().is_none(), "the Llama 3.2 tokenizer is among the shared ones");
+        return;
+    };
+    let item = |props: serde_json::Value| serde_json::json!({"type": "array", "uniqueItems": true, "items": {"type": "object", "properties": props}});
+    let cases = [
+        (
+            item(serde_json::json!({"name": {"type": "string"}, "define": {"type": "string"}})),
+            r#"[{"name":"com.unity.package","define":"PACKAGE_VERSION_1_0_0"}]"#,
+        ),
+        (
+            item(serde_json::json!({"name": {"type": "string"}, "version": {"type": "string"}})),
+            r#"[{"name":"package1","version":"^1.0.0"},{"name":"package2"}]"#,
+        ),
+    ];
+    let mut mask = TokenSet::new(v.len());
+    for (schema, text) in cases {
+        let c = Compiled::new(&real_env(v), &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+        let ids = v.encode(text.as_bytes()).unwrap();
+        let mut m = c.matcher();
+        for (i, &t) in ids.iter().enumerate() {
+            m.fill_mask_within(&mut mask, ids.len() - i);
+            let at = String::from_utf8_lossy(&v.decode(&ids[..i])).into_owned();
+            assert!(mask.contains(t), "{:?} after {at:?} with {} left", v.bytes(t), ids.len() - i);
+            m.commit(t).unwrap();
+        }
+        assert!(m.is_accepting());
+    }
+}

@@ -3,7 +3,9 @@
 
 use super::CfgRun;
 use crate::automaton::cfg::Cfg;
+use crate::automaton::distinct::key::Old;
 use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeated, Target};
+use crate::automaton::earley::ChartLen;
 use crate::automaton::VocabEnv;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
@@ -164,6 +166,31 @@ impl CfgRun {
     /// guess reads only the bytes after them (a literal's guess looks back into the text).
     pub fn shares_witness(&self, cfg: &Cfg) -> bool {
         !cfg.has_marks || (cfg.after_literals.is_empty() && self.pos().distinct.is_idle())
+    }
+
+    /// The items the reader holds now, to key the positions after single commits from here
+    /// by ([`witness_key`](Self::witness_key)); kept while those keys are compared.
+    pub fn old_items(&self) -> Old {
+        Old::of(&self.pos().distinct)
+    }
+
+    /// Words that two positions reached by single commits from the position where the chart
+    /// had size `from` (and the reader held `old`) share only when every way on from one is a
+    /// way on from the other, accepted and refused alike: the parse state
+    /// ([`state_key`](Self::state_key)) and, where the witness is not shared, the reader's
+    /// key (see [`distinct::key`](crate::automaton::distinct::key)) and the output's last
+    /// bytes, as many as the longest marked literal (its guess looks back into them).
+    /// The parse state's words come first: `key[..state]`, with `state` returned beside it.
+    pub fn witness_key(&self, cfg: &Cfg, from: ChartLen, old: &Old) -> (Vec<u32>, usize) {
+        let mut key = self.state_key(from);
+        let state = key.len();
+        if !self.shares_witness(cfg) {
+            key.push(u32::MAX);
+            self.pos().distinct.key(&self.text, old, &mut key);
+            let longest = cfg.after_literals.iter().map(|l| l.len()).max().unwrap_or(0);
+            key.extend(self.text[self.text.len().saturating_sub(longest)..].iter().map(|&b| u32::from(b)));
+        }
+        (key, state)
     }
 
     /// Did the last mask take out tokens for repeating an earlier item (see

@@ -117,3 +117,27 @@ fn unescaping_all_of_a_text_shows_each_strings_content_as_canon_reads_it() {
     // A backslash that starts no escape stays.
     assert_eq!(unescape_all(br"a\qb\"), br"a\qb\".to_vec());
 }
+
+#[test]
+fn keys_are_equal_exactly_where_what_is_read_next_is_read_alike() {
+    let base = r#"["x","#;
+    let d0 = read_all(base).unwrap();
+    let old = key::Old::of(&d0);
+    let key = |more: &str| {
+        let text = format!("{base}{more}");
+        let mut d = d0.clone();
+        d.read(text.as_bytes(), base.len(), Marks::Exact(&[])).unwrap();
+        let mut k = Vec::new();
+        d.key(text.as_bytes(), &old, &mut k);
+        k
+    };
+    // Whitespace before an item, or between items, is not read again.
+    assert_eq!(key(r#" "ab"#), key(r#""ab"#));
+    assert_eq!(key(r#" "y" , "ab"#), key(r#""y","ab"#));
+    assert_eq!(key(r#""y",1"#), key(r#""y", 1"#));
+    // The text of the item being read, and the items finished, are.
+    assert_ne!(key(r#""ab"#), key(r#""ac"#));
+    assert_ne!(key(r#""y","ab"#), key(r#""z","ab"#));
+    assert_ne!(key(r#""y",12"#), key(r#""y",1"#));
+    assert_ne!(key(r#""y",{"#), key(r#""y",["#));
+}

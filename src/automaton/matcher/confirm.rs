@@ -19,21 +19,34 @@
 //! `s·t` (`s`: the string's content so far, unescaped) or its raw bytes hold `raw(s)·t`. So `t`
 //! shares `r`'s witness unless `s·t` or `raw(s)·t` occurs in a finished item's canonical form
 //! of a list in reach, or `s·t` in the unescaped bytes of `w`, or `raw(s)·t` in them raw. Those
-//! tokens, and all the others, are checked one by one, at most [`MAX_CONFIRMED`] (by id); the
-//! rest are dropped, so the mask stays sound and is narrower only there; the witness's own
-//! first token is kept.
+//! tokens, and all the others (those that cross lexemes: `"},{"`), are committed one by one
+//! (at most [`MAX_KEYED`], by id) and grouped by the state they reach
+//! ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key): the parse state,
+//! the items the reader holds, the text of those it is reading): one judgement per state. A
+//! state is judged by replaying the witness last found for its parse state (committing it
+//! checks it: most such states differ only in an item they finished) and otherwise by a search,
+//! at most [`MAX_CONFIRMED`] of them; tokens left unjudged are dropped, so the mask stays sound
+//! and is narrower only there; the witness's own first token is kept.
+//!
+//! The same judgement applies, inside a list of distinct items, to the tokens the lexeme count
+//! refused under a budget (`judged` is then those tokens only): their witness depends on the
+//! items they write, so they cannot share one by parse state alone.
 //!
 //! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::iter::once;
 
+use super::witness::AfterKey;
 use super::{allow_first, Backend, Matcher, Run};
 use crate::automaton::distinct::unescape_all;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
-/// The most tokens checked one by one (each a commit and a witness search).
+/// The most states searched for a witness one by one (each reached by committing a token).
 const MAX_CONFIRMED: usize = 64;
+
+/// The most tokens committed to find the states they reach.
+const MAX_KEYED: usize = 1024;
 
 /// The members of a group tried as its representative before the group is checked one by one.
 const MAX_REPRESENTATIVES: usize = 2;
@@ -47,14 +60,14 @@ const MAX_GROUPS: usize = 8;
 const MAX_OCCURS: usize = 1 << 18;
 
 impl Matcher {
-    /// Keeps in `mask` only the text tokens after which a way to finish that commits through
-    /// the repeat check fits in `after_budget` tokens (see the module doc); lets in the
-    /// witness's first token where it fits.
-    pub(super) fn confirm_distinct(&mut self, mask: &mut TokenSet, after_budget: u32) {
+    /// Keeps in `mask`, of the text tokens of `judged` (a part of it), only those after which a
+    /// way to finish that commits through the repeat check fits in `after_budget` tokens (see
+    /// the module doc); lets in the witness's first token where it fits.
+    pub(super) fn confirm_distinct(&mut self, mask: &mut TokenSet, judged: &TokenSet, after_budget: u32) {
         let compiled = self.compiled.clone();
         let vocab = compiled.env.vocab();
         let mut kept = TokenSet::new(mask.width());
-        let (groups, string) = self.plain_groups(mask);
+        let (groups, string) = self.plain_groups(judged);
         // The items a new one is compared with: the same for every group.
         let items = if string.is_some() { self.items_in_reach() } else { Vec::new() };
         for ids in groups {
@@ -81,16 +94,34 @@ impl Matcher {
                 break;
             }
         }
-        let texts: Vec<TokenId> = mask.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect();
-        let mut checked = 0;
-        for t in texts {
-            if kept.contains(t) {
-                continue;
-            }
-            let fits = checked < MAX_CONFIRMED && {
-                checked += 1;
-                self.fitting_witness_after(t, after_budget).is_some()
-            };
+        // The others by the state they reach: one witness search per state, at most
+        // `MAX_CONFIRMED`; tokens met after that, or past `MAX_KEYED`, are dropped.
+        let texts: Vec<TokenId> =
+            judged.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !kept.contains(t)).collect();
+        let old = self.old_items();
+        let mut known: HashMap<Vec<u32>, bool> = HashMap::new();
+        // The last witness found per parse state, replayed first where the reader differs
+        // (most often only in the items it finished): committing it checks it.
+        let mut found: HashMap<Vec<u32>, Vec<TokenId>> = HashMap::new();
+        let mut searched = 0;
+        for (i, t) in texts.into_iter().enumerate() {
+            let fits = i < MAX_KEYED
+                && self
+                    .after_token(t, &old, |m, AfterKey { key, state }| {
+                        if let Some(&fits) = known.get(&key) {
+                            return fits;
+                        }
+                        let parse = &key[..state];
+                        let fits = found.get(parse).is_some_and(|w| m.replays(w))
+                            || (searched < MAX_CONFIRMED && {
+                                searched += 1;
+                                let w = m.find_witness().filter(|w| w.len() as u32 <= after_budget);
+                                w.map(|w| found.insert(parse.to_vec(), w)).is_some()
+                            });
+                        known.insert(key, fits);
+                        fits
+                    })
+                    .unwrap_or(false);
             if !fits {
                 mask.remove(t);
             }

@@ -20,13 +20,16 @@
 //! `MAX_SEARCH_TOKENS` tokens left, settled by the exact [`search`](super::search) (a longer
 //! completion that tokenizes into fewer tokens); with more left it is refused: exact there
 //! wherever the cheapest completion in bytes is also the cheapest in tokens. With distinct items
-//! (marks), tokens share a witness only where the reader of distinct items is outside every
-//! list it watches, before and after them, and the grammar has no marked literals
-//! ([`CfgRun::shares_witness`](crate::automaton::cfg_run::CfgRun::shares_witness)); inside a
-//! list of distinct items only the first use applies (the items a token writes are its own). A
-//! refused token is judged by the witness after it only while at most
-//! `MAX_BUDGET_BY_WITNESS` tokens are left (one search per distinct parse state, each as long
-//! as the witness); beyond that the count and the witness from here decide.
+//! (marks), tokens share a witness by their lexer states only where the reader of distinct
+//! items is outside every list it watches and the grammar has no marked literals
+//! ([`CfgRun::shares_witness`](crate::automaton::cfg_run::CfgRun::shares_witness)); the singles
+//! are grouped by the parse state and, where the reader matters, its key
+//! ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key): the items it
+//! holds, the text of those it is reading). Inside a list of distinct items the tokens the
+//! count refused are judged as the last tokens of a budget are (see `confirm`). A refused token
+//! is judged by the witness after it only while at most `MAX_BUDGET_BY_WITNESS` tokens are left
+//! (one search per distinct state, each as long as the witness); beyond that the count and the
+//! witness from here decide.
 //!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
 //! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
@@ -35,8 +38,8 @@
 use std::collections::HashMap;
 
 use super::search::MAX_SEARCH_WORK;
-use super::{Matcher, Run};
-use crate::automaton::cfg_run::Refused;
+use super::{Backend, Matcher, Run};
+use crate::automaton::cfg_run::{Old, Refused};
 use crate::automaton::NO_BUDGET;
 use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -46,6 +49,13 @@ const MAX_WITNESS_BYTES: usize = 8192;
 
 /// Most bytes the search for a witness tries.
 const MAX_WITNESS_COMMITS: usize = 32_768;
+
+/// The key of the state after a token ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key)):
+/// equal keys, the same ways on; `key[..state]` is the parse state's part.
+pub(super) struct AfterKey {
+    pub key: Vec<u32>,
+    pub state: usize,
+}
 
 /// What trying one byte found (see [`Matcher::try_byte`]).
 enum Tried {
@@ -99,44 +109,30 @@ impl Matcher {
                 w => left.push((w.unwrap_or(UNREACHABLE), ids.iter().copied().filter(|t| open(t, mask)).collect())),
             }
         }
-        // The singles by parse state: index into `left`, or let through.
+        // The singles by the state they reach: index into `left`, or let through.
         let mut known: HashMap<Vec<u32>, Option<usize>> = HashMap::new();
-        let vocab = self.compiled.vocab().clone();
+        let old = self.old_items();
         for &t in &refused.singles {
             if !open(&t, mask) {
                 continue;
             }
-            let Run::Cfg(c) = &self.run else { return };
-            let from = c.chart_len();
-            let saved = self.witness.take();
-            if self.commit_text(vocab.bytes(t), true).is_ok() {
-                let (Run::Cfg(c), super::Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
-                    unreachable!("a context-free run")
-                };
-                // A token that leaves the reader of distinct items inside a list (it opened
-                // one) is judged alone: the items it holds are its own.
-                let key = c.shares_witness(cfg).then(|| c.state_key(from));
-                let at = match key.as_ref().and_then(|k| known.get(k)) {
-                    Some(&at) => at,
-                    None => {
-                        let w = self.find_witness().map(|w| w.len() as u32);
-                        let at = (w.is_none_or(|w| w > after_budget)).then(|| {
-                            left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
-                            left.len() - 1
-                        });
-                        if let Some(k) = key {
-                            known.insert(k, at);
-                        }
-                        at
-                    }
-                };
-                self.rollback(1).expect("committed just now");
-                match at {
-                    Some(i) => left[i].1.push(t),
-                    None => mask.insert(t),
+            let at = self.after_token(t, &old, |m, AfterKey { key, .. }| match known.get(&key) {
+                Some(&at) => at,
+                None => {
+                    let w = m.find_witness().map(|w| w.len() as u32);
+                    let at = (w.is_none_or(|w| w > after_budget)).then(|| {
+                        left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
+                        left.len() - 1
+                    });
+                    known.insert(key, at);
+                    at
                 }
+            });
+            match at {
+                Some(Some(i)) => left[i].1.push(t),
+                Some(None) => mask.insert(t),
+                None => {}
             }
-            self.witness = saved;
         }
         self.allow_by_search(mask, after_budget, left);
     }
@@ -171,19 +167,71 @@ impl Matcher {
         self.allow_by_search(mask, after_budget, left);
     }
 
-    /// The parse state after `t`, keyed from here (`None`: refused, or not context-free).
+    /// The text tokens the lexeme count left out of `mask` (of width `mask.width()`): from
+    /// `refused`, or for the reference, those the mask without a budget holds. The same set
+    /// either way (the count lists every token it refuses).
+    pub(super) fn refused_by_count(&mut self, mask: &TokenSet, refused: &Refused, reference: bool) -> TokenSet {
+        let width = mask.width();
+        let mut out = TokenSet::new(width);
+        if reference {
+            self.fill(&mut out, NO_BUDGET, true);
+        } else {
+            refused.inside.iter().for_each(|(_, ids)| out.insert_clipped(ids));
+            out.insert_clipped(&refused.singles);
+        }
+        let vocab = self.compiled.vocab().clone();
+        let drop: Vec<TokenId> = out.iter().filter(|&t| mask.contains(t) || vocab.kind(t) != TokenKind::Text).collect();
+        drop.into_iter().for_each(|t| out.remove(t));
+        out
+    }
+
+    /// The state after `t`, keyed from here (`None`: refused, or not context-free).
     fn key_after(&mut self, t: TokenId) -> Option<Vec<u32>> {
+        let old = self.old_items();
+        self.after_token(t, &old, |_, after| after.key)
+    }
+
+    /// The items the reader holds here (see [`CfgRun::old_items`]); none for a regular run.
+    pub(super) fn old_items(&self) -> Old {
+        match &self.run {
+            Run::Cfg(c) => c.old_items(),
+            Run::Dfa(_) => Old::default(),
+        }
+    }
+
+    /// Whether `path` commits from here and ends the output (rolled back after; the witness
+    /// from here is kept): a witness found elsewhere, checked here.
+    pub(super) fn replays(&mut self, path: &[TokenId]) -> bool {
+        let (start, saved) = (self.len(), self.witness.take());
+        let ok = path.iter().all(|&t| self.commit(t).is_ok()) && self.is_accepting();
+        self.rollback(self.len() - start).expect("committed here");
+        self.witness = saved;
+        ok
+    }
+
+    /// Commits `t`, calls `f` with the [`CfgRun::witness_key`] of the state after it (`old`:
+    /// [`old_items`](Self::old_items) from here), and rolls back. `None`: `t` is refused, or
+    /// the run is not context-free. The witness from here is kept.
+    pub(super) fn after_token<R>(
+        &mut self,
+        t: TokenId,
+        old: &Old,
+        f: impl FnOnce(&mut Matcher, AfterKey) -> R,
+    ) -> Option<R> {
         let Run::Cfg(c) = &self.run else { return None };
         let from = c.chart_len();
         let saved = self.witness.take();
-        let key = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
-            let Run::Cfg(c) = &self.run else { unreachable!("a context-free run") };
-            let key = c.state_key(from);
+        let r = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
+            let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
+                unreachable!("a context-free run")
+            };
+            let (key, state) = c.witness_key(cfg, from, old);
+            let r = f(self, AfterKey { key, state });
             self.rollback(1).expect("committed just now");
-            key
+            r
         });
         self.witness = saved;
-        key
+        r
     }
 
     /// Of the tokens the witness refused (one entry per parse state they reach: the witness
@@ -255,7 +303,7 @@ impl Matcher {
         }
     }
 
-    fn find_witness(&mut self) -> Option<Vec<TokenId>> {
+    pub(super) fn find_witness(&mut self) -> Option<Vec<TokenId>> {
         let start = self.len();
         let saved = self.witness.take();
         let bytes = self.cheapest_bytes();
