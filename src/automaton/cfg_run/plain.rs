@@ -6,7 +6,7 @@ use super::{CfgRun, LexerStates, Scan};
 use crate::automaton::cfg::Cfg;
 use crate::automaton::mask_cache::ScanStack;
 use crate::automaton::VocabEnv;
-use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+use crate::vocab::{trie::TrieVisitor, TokenId, TokenKind, TokenSet};
 
 /// A byte that string content holds as itself: not a quote, a backslash or a control byte.
 fn is_plain(b: u8) -> bool {
@@ -35,15 +35,56 @@ impl CfgRun {
     /// that keep some current lexemes going with no lexeme ending anywhere in them, grouped by
     /// the lexer states they reach: the tokens of one group reach one parse state (the chart
     /// does not change inside lexemes), and differ only in the bytes they add to the output.
+    /// In order: the largest group first (ties: the smallest id first), ids ascending in each,
+    /// whichever way they were found: a walk over the vocabulary's trie, or (for a few tokens)
+    /// each token's bytes read on its own.
     pub fn plain_groups(&self, cfg: &Cfg, env: &VocabEnv, mask: &TokenSet, no_bracket: bool) -> Vec<Vec<TokenId>> {
+        self.plain_groups_by(cfg, env, mask, no_bracket, mask.len() <= MAX_ONE_BY_ONE)
+    }
+
+    /// [`plain_groups`](Self::plain_groups), reading the tokens one by one or walking the trie.
+    pub(in crate::automaton) fn plain_groups_by(
+        &self,
+        cfg: &Cfg,
+        env: &VocabEnv,
+        mask: &TokenSet,
+        no_bracket: bool,
+        one_by_one: bool,
+    ) -> Vec<Vec<TokenId>> {
         let scans = &self.pos().scans;
         let stack = ScanStack::default();
         let mut w = PlainGroups { cfg, scans, stack, ends: vec![false], mask, no_bracket, groups: Vec::new() };
-        w.stack.reset(scans.iter().map(|sc| sc.state));
-        env.vocab().trie().walk_visitor(&mut w);
-        w.groups.into_iter().map(|(_, ids)| ids).collect()
+        let reset = |w: &mut PlainGroups| {
+            w.stack.reset(scans.iter().map(|sc| sc.state));
+            w.ends.truncate(1);
+        };
+        let vocab = env.vocab();
+        if one_by_one {
+            // The tokens the trie holds: text, not empty.
+            let in_trie = |t: &TokenId| {
+                (t.0 as usize) < vocab.len() && vocab.kind(*t) == TokenKind::Text && !vocab.bytes(*t).is_empty()
+            };
+            for t in mask.iter().filter(in_trie) {
+                reset(&mut w);
+                if vocab.bytes(t).iter().all(|&b| w.push(0, b)) {
+                    w.tokens(&[t]);
+                }
+            }
+        } else {
+            reset(&mut w);
+            vocab.trie().walk_visitor(&mut w);
+        }
+        let mut groups: Vec<Vec<TokenId>> = w.groups.into_iter().map(|(_, ids)| ids).collect();
+        groups.iter_mut().for_each(|ids| ids.sort_unstable());
+        groups.sort_by_key(|ids| (std::cmp::Reverse(ids.len()), ids[0]));
+        groups
     }
 }
+
+/// The most tokens [`CfgRun::plain_groups`] reads one by one (each token's bytes through the
+/// lexers) rather than walking the whole trie (which shares their prefixes, but visits every
+/// token the lexers take).
+const MAX_ONE_BY_ONE: usize = 8192;
 
 /// The lexer-only walk of [`CfgRun::plain_groups`].
 struct PlainGroups<'a> {

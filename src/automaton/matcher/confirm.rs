@@ -156,7 +156,6 @@ impl Matcher {
             false => return none,
         };
         let mut groups = c.plain_groups(cfg, &self.compiled.env, mask, idle);
-        groups.sort_by_key(|ids| std::cmp::Reverse(ids.len()));
         groups.truncate(MAX_GROUPS);
         (groups, string)
     }
@@ -254,5 +253,42 @@ mod tests {
         // The empty prefix: every piece of the text.
         let o = Occurs::new(b"", [&b"dog"[..], b"cat"].into_iter(), 2).unwrap();
         assert!(o.holds(b"do") && o.holds(b"g") && o.holds(b"at") && !o.holds(b"gc"));
+    }
+
+    /// The tokens inside their lexemes, grouped by the lexer states they reach, are the same
+    /// groups in the same order whether each token is read on its own or the trie is walked.
+    #[test]
+    fn plain_groups_read_one_by_one_are_those_of_the_walk() {
+        use std::sync::Arc;
+
+        use super::super::{Backend, Run};
+        use crate::automaton::{Compiled, Constraint, VocabEnv};
+        use crate::grammar::json_schema::JsonSchemaOptions;
+        use crate::vocab::{TokenSet, Vocab};
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let schema = serde_json::json!({
+            "type": "array",
+            "items": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "string", "pattern": "^on[a-z]*$"}]},
+            "uniqueItems": true
+        });
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+        let mut mask = TokenSet::new(v.len());
+        let mut found = 0;
+        for text in ["[", "[\"", "[\"on", "[\"once\",\"the", "[\"a\",12"] {
+            let mut m = c.matcher();
+            for t in v.encode(text.as_bytes()).unwrap() {
+                m.commit(t).unwrap();
+            }
+            m.fill_mask(&mut mask);
+            let (Run::Cfg(run), Backend::Earley(cfg)) = (&m.run, &c.backend) else { panic!("context-free") };
+            for no_bracket in [false, true] {
+                let walked = run.plain_groups_by(cfg, &env, &mask, no_bracket, false);
+                let read = run.plain_groups_by(cfg, &env, &mask, no_bracket, true);
+                assert_eq!(walked, read, "after {text:?}");
+                found += walked.len();
+            }
+        }
+        assert!(found > 4, "some groups: {found}");
     }
 }
