@@ -125,6 +125,17 @@ pub fn random_sample(
     seed: u64,
     max_tokens: usize,
 ) -> strictly::Result<strictly::decode::Output> {
+    random_sample_reasoning(c, seed, max_tokens, None)
+}
+
+/// [`random_sample`] with a reasoning budget (the end marker forced after so many reasoning
+/// tokens where the answer still fits), as a server applies `max_reasoning_tokens`.
+pub fn random_sample_reasoning(
+    c: &Arc<strictly::automaton::Compiled>,
+    seed: u64,
+    max_tokens: usize,
+    reasoning: Option<strictly::decode::ReasoningBudget>,
+) -> strictly::Result<strictly::decode::Output> {
     use strictly::decode::{self, GenerateOptions, RandomLogits};
     let vocab = c.vocab().clone();
     let mut model = RandomLogits::new(vocab.len(), seed);
@@ -132,6 +143,7 @@ pub fn random_sample(
     let opts = GenerateOptions {
         max_tokens,
         sampling: strictly::sample::SamplingParams { seed: Some(seed), ..Default::default() },
+        reasoning,
         ..GenerateOptions::default()
     };
     let out = decode::generate(&mut model, &vocab, Some(&mut m), &[], &opts)?;

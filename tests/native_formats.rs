@@ -60,7 +60,11 @@ fn sample_and_read(
         };
         let compiled = Compiled::new(env, &constraint).unwrap();
         for seed in 0..3u64 {
-            let text = crate::common::random_sample(&compiled, seed, 160).unwrap().text();
+            // Random logits never write the end marker by chance: reasoning ends where its
+            // budget says (40 tokens), as `max_reasoning_tokens` makes it for a real model, so
+            // the answer has room (without it, the reasoning runs to the end of the output).
+            let budget = reasoning.as_ref().and_then(|r| r.budget(40));
+            let text = crate::common::random_sample_reasoning(&compiled, seed, 160, budget).unwrap().text();
             let answer = match &reasoning {
                 Some(r) => r.split(&text).1,
                 None => text.clone(),
