@@ -147,13 +147,13 @@ impl Matcher {
             return none;
         };
         let idle = c.shares_witness(cfg);
-        let string = match idle {
-            true => None,
-            false if c.in_string_content() => match StringSoFar::of(c.text()) {
+        let string = if idle {
+            None
+        } else {
+            match c.in_string_content().then(|| StringSoFar::of(c.text())).flatten() {
                 Some(s) => Some(s),
                 None => return none,
-            },
-            false => return none,
+            }
         };
         let mut groups = c.plain_groups(cfg, &self.compiled.env, mask, idle);
         groups.truncate(MAX_GROUPS);

@@ -150,11 +150,12 @@ impl Matcher {
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
         let searched = self.new_search(after_budget).is_some();
+        let old = self.old_items();
         for t in left_out {
             match self.witness_after(t).map(|w| w.len() as u32) {
                 Some(w) if w <= after_budget => mask.insert(t),
                 w if searched => {
-                    let Some(key) = self.key_after(t) else { continue };
+                    let Some(key) = self.after_token(t, &old, |_, after| after.key) else { continue };
                     let i = *at.entry(key).or_insert_with(|| {
                         left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
                         left.len() - 1
@@ -183,12 +184,6 @@ impl Matcher {
         let drop: Vec<TokenId> = out.iter().filter(|&t| mask.contains(t) || vocab.kind(t) != TokenKind::Text).collect();
         drop.into_iter().for_each(|t| out.remove(t));
         out
-    }
-
-    /// The state after `t`, keyed from here (`None`: refused, or not context-free).
-    fn key_after(&mut self, t: TokenId) -> Option<Vec<u32>> {
-        let old = self.old_items();
-        self.after_token(t, &old, |_, after| after.key)
     }
 
     /// The items the reader holds here (see [`CfgRun::old_items`]); none for a regular run.
