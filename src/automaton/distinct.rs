@@ -187,6 +187,12 @@ impl Distinct {
         self.stack.is_empty()
     }
 
+    /// Idle and between values: its state is then the same whatever the output before it
+    /// (the lexical state of a value holds the offset where the value started).
+    pub(super) fn is_at_rest(&self) -> bool {
+        self.stack.is_empty() && self.lex == Lex::Normal && self.after.iter().all(|l| l.keys.is_empty())
+    }
+
     /// Where the reader is, for which tokens can finish anything (see
     /// [`DistinctTokens`](super::cfg::DistinctTokens)).
     pub(super) fn place(&self) -> Place {

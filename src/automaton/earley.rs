@@ -31,6 +31,9 @@ use super::cfg::{Cfg, Costs, NtId, ProdId, Sym, TermId};
 use super::VocabEnv;
 use crate::regular::{StateId, UNREACHABLE};
 
+/// How many rows before a position [`Chart::frontier_key`] compares a newer row with.
+const SAME_ROW_LOOKBACK: u32 = 4;
+
 /// An Earley item: a production, how much of its right-hand side is read, and the row it was
 /// predicted in. Three `u32`s (the ids are `u32`s underneath): the chart holds many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +82,9 @@ pub struct Chart {
     rows: Vec<Row>,
     /// Per unit (0: usable bytes, 1: tokens, see [`Cfg::token_costs`]) and row, lazily.
     costs: [Vec<Option<CostTable>>; 2],
+    /// Per unit: rows below it all have their cost table (tables are built for a row and every
+    /// row before it at once, so the rows with tables start as a prefix).
+    costs_upto: [u32; 2],
     seen: HashSet<Item, FxBuild>,
     /// (terminal, origin row) of the lexemes that may end at the last [`step`](Self::step).
     accepted: Vec<(TermId, u32)>,
@@ -154,6 +160,7 @@ impl Chart {
             waiting: Vec::new(),
             rows: Vec::new(),
             costs: [Vec::new(), Vec::new()],
+            costs_upto: [0; 2],
             seen: HashSet::default(),
             accepted: Vec::new(),
             seeds: Vec::new(),
@@ -176,6 +183,7 @@ impl Chart {
     pub fn truncate(&mut self, to: ChartLen) {
         self.rows.truncate(to.rows as usize);
         self.costs.iter_mut().for_each(|c| c.truncate(to.rows as usize));
+        self.costs_upto.iter_mut().for_each(|u| *u = (*u).min(to.rows));
         self.items.truncate(to.items as usize);
         self.expects.truncate(to.expects as usize);
         self.waiting.truncate(to.waiting as usize);
@@ -207,6 +215,50 @@ impl Chart {
         for r in from..self.rows.len() as u32 {
             out.push(u32::MAX);
             out.extend(self.row_items(r).iter().flat_map(|it| [it.prod.0, it.dot, it.origin]));
+        }
+    }
+
+    /// The parse state at `scans` and `boundary` as words that do not depend on the path that
+    /// built it: a row from `from` on that the state reaches (through scan, boundary and item
+    /// origins) is written as one of the [`SAME_ROW_LOOKBACK`] rows before `from` where it holds
+    /// the same items ([`same_row`](Self::same_row): lexemes that began in one row and ended at
+    /// different bytes build such rows), or else numbered in the order met (`NEW_ROW | k`) and
+    /// written out; earlier rows keep their index. Whatever reads on from a state reads only
+    /// these rows (completion follows origins), so two states reached by different paths from
+    /// the position where the chart had `from` rows, with equal words, read on alike (see
+    /// `CfgRun::join_key`).
+    pub fn frontier_key(&self, from: u32, scans: &[Scan], boundary: Option<u32>, out: &mut Vec<u32>) {
+        const NEW_ROW: u32 = 1 << 31;
+        // Rows from `from` on: their word, or `u32::MAX` (not met yet).
+        let mut words = vec![u32::MAX; self.rows.len().saturating_sub(from as usize)];
+        let mut met: Vec<u32> = Vec::new();
+        let mut word = |r: u32, met: &mut Vec<u32>| {
+            if r < from {
+                return r;
+            }
+            let w = &mut words[(r - from) as usize];
+            if *w == u32::MAX {
+                let old = (from.saturating_sub(SAME_ROW_LOOKBACK)..from).rev().find(|&o| self.same_row(r, o));
+                *w = old.unwrap_or_else(|| {
+                    met.push(r);
+                    NEW_ROW | (met.len() as u32 - 1)
+                });
+            }
+            *w
+        };
+        out.push(boundary.map_or(u32::MAX - 1, |r| word(r, &mut met)));
+        for sc in scans {
+            out.extend([sc.term.0, sc.state.0, word(sc.origin, &mut met)]);
+        }
+        // Rows only refer to earlier rows (or themselves), so this ends.
+        let mut k = 0;
+        while k < met.len() {
+            let r = met[k];
+            out.extend([u32::MAX, u32::from(self.accepting(r))]);
+            for it in self.row_items(r) {
+                out.extend([it.prod.0, it.dot, word(it.origin, &mut met)]);
+            }
+            k += 1;
         }
     }
 
@@ -445,12 +497,13 @@ impl Chart {
     /// usable bytes (`tokens` is `None`) or in tokens (the grammar's token costs).
     fn wait_cost(&mut self, cfg: &Cfg, tokens: Option<&Costs>, r: u32, sym: Sym) -> u32 {
         let k = usize::from(tokens.is_some());
-        for o in 0..=r {
+        for o in self.costs_upto[k]..=r {
             if self.costs[k][o as usize].is_none() {
                 let table = self.row_costs(cfg, tokens, o);
                 self.costs[k][o as usize] = Some(table);
             }
         }
+        self.costs_upto[k] = self.costs_upto[k].max(r + 1);
         lookup(self.costs[k][r as usize].as_ref().unwrap(), sym)
     }
 

@@ -51,7 +51,8 @@ fn allow_first(mask: &mut TokenSet, path: Option<&[TokenId]>, after_budget: u32)
 
 /// The most tokens left after a token under which a refused token is judged by the witness
 /// from after it (each distinct parse state costs a search as long as the witness): beyond
-/// it, the count and the witness from here decide (long outputs of large schemas).
+/// it, the count, the joins with the witness from here (see `join`) and that witness decide
+/// (long outputs of large schemas).
 const MAX_BUDGET_BY_WITNESS: u32 = 256;
 
 /// The most bytes `forced_bytes` returns at once.
@@ -74,6 +75,7 @@ pub struct Matcher {
 
 mod confirm;
 mod descent;
+mod join;
 mod search;
 mod witness;
 
@@ -224,11 +226,12 @@ impl Matcher {
                 // on the items it writes: the refused tokens go back in, to be judged below as
                 // the last tokens of a budget are (`confirm`).
                 let mut unsure = None;
-                if after_budget <= MAX_BUDGET_BY_WITNESS && c.shares_witness(cfg) {
+                if after_budget != NO_BUDGET && c.shares_witness(cfg) {
+                    let deep = after_budget <= MAX_BUDGET_BY_WITNESS;
                     if reference {
-                        self.reference_by_witness(mask, after_budget);
+                        self.reference_by_witness(mask, after_budget, deep);
                     } else {
-                        self.allow_by_witness(mask, after_budget, &refused);
+                        self.allow_by_witness(mask, after_budget, &refused, deep);
                     }
                 } else if after_budget <= MAX_BUDGET_BY_WITNESS {
                     let added = self.refused_by_count(mask, &refused, reference);

@@ -1,4 +1,5 @@
 mod budget;
+mod budget_long;
 mod distinct;
 mod grammar;
 mod mask;

@@ -26,10 +26,11 @@
 //! are grouped by the parse state and, where the reader matters, its key
 //! ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key): the items it
 //! holds, the text of those it is reading). Inside a list of distinct items the tokens the
-//! count refused are judged as the last tokens of a budget are (see `confirm`). A refused token
-//! is judged by the witness after it only while at most `MAX_BUDGET_BY_WITNESS` tokens are left
-//! (one search per distinct state, each as long as the witness); beyond that the count and the
-//! witness from here decide.
+//! count refused are judged as the last tokens of a budget are (see `confirm`). Before any
+//! witness after it, a refused token is judged by a [`join`](super::join) with the witness from
+//! here (a few commits, not a whole completion); by the witness after it only while at most
+//! `MAX_BUDGET_BY_WITNESS` tokens are left (one search per distinct state, each as long as the
+//! witness); beyond that the count, the joins and the witness from here decide.
 //!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
 //! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
@@ -37,6 +38,7 @@
 
 use std::collections::HashMap;
 
+use super::join::Joins;
 use super::search::MAX_SEARCH_WORK;
 use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::{Old, Refused};
@@ -87,26 +89,32 @@ impl Matcher {
         };
     }
 
-    /// Lets through each token the lexeme count `refused` after which a witness finishes within
-    /// `after_budget` tokens, then, of the others, each after which the
-    /// [`search`](super::search) finds a way that does (those with the shortest witness
-    /// first: the search's work is bounded per mask). Tokens that reach one parse state are
-    /// judged together: those kept inside their lexemes by the lexer states they reach, the
-    /// others by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after
-    /// committing each. Must equal [`reference_by_witness`](Self::reference_by_witness) (while
-    /// the search's work bound is not reached).
-    pub(super) fn allow_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, refused: &Refused) {
+    /// Lets through each token the lexeme count `refused` after which a way to finish within
+    /// `after_budget` tokens is shown: first by a [`join`](super::join) with the witness from
+    /// here, then (`deep`) by a witness from after it, then, of the others, by the
+    /// [`search`](super::search) (those with the shortest witness first: the search's work is
+    /// bounded per mask). Tokens that reach one parse state are judged together: those kept
+    /// inside their lexemes by the lexer states they reach, the others by
+    /// [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after committing
+    /// each. Must equal [`reference_by_witness`](Self::reference_by_witness) (while the
+    /// search's work bound is not reached).
+    pub(super) fn allow_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, refused: &Refused, deep: bool) {
         let width = mask.width();
         let open = |t: &TokenId, mask: &TokenSet| (t.0 as usize) < width && !mask.contains(*t);
+        if !refused.inside.iter().flat_map(|(_, ids)| ids).chain(&refused.singles).any(|t| open(t, mask)) {
+            return;
+        }
+        let joins = self.joins();
         // Refused still, one entry per parse state: (witness length, the tokens reaching it).
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         for (_, ids) in &refused.inside {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
-            match self.witness_after(first).map(|w| w.len() as u32) {
-                Some(w) if w <= after_budget => {
-                    ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t))
-                }
-                w => left.push((w.unwrap_or(UNREACHABLE), ids.iter().copied().filter(|t| open(t, mask)).collect())),
+            match self.judge_token(first, joins.as_ref(), after_budget, deep) {
+                Some(Ok(())) => ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t)),
+                w => left.push((
+                    w.and_then(Result::err).unwrap_or(UNREACHABLE),
+                    ids.iter().copied().filter(|t| open(t, mask)).collect(),
+                )),
             }
         }
         // The singles by the state they reach: index into `left`, or let through.
@@ -119,9 +127,8 @@ impl Matcher {
             let at = self.after_token(t, &old, |m, AfterKey { key, .. }| match known.get(&key) {
                 Some(&at) => at,
                 None => {
-                    let w = m.find_witness().map(|w| w.len() as u32);
-                    let at = (w.is_none_or(|w| w > after_budget)).then(|| {
-                        left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
+                    let at = m.judge_here(joins.as_ref(), after_budget, deep).err().map(|w| {
+                        left.push((w, Vec::new()));
                         left.len() - 1
                     });
                     known.insert(key, at);
@@ -134,30 +141,36 @@ impl Matcher {
                 None => {}
             }
         }
-        self.allow_by_search(mask, after_budget, left);
+        if deep {
+            self.allow_by_search(mask, after_budget, left);
+        }
     }
 
     /// The slow reference for [`allow_by_witness`](Self::allow_by_witness): every token the
     /// mask without a budget holds and this one left out, judged on its own.
-    pub(super) fn reference_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32) {
+    pub(super) fn reference_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, deep: bool) {
         let mut all = TokenSet::new(mask.width());
         self.fill(&mut all, NO_BUDGET, true);
         let vocab = self.compiled.vocab().clone();
         let left_out: Vec<TokenId> =
             all.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !mask.contains(t)).collect();
+        if left_out.is_empty() {
+            return;
+        }
+        let joins = self.joins();
         // The tokens the witness refused, by the parse state they reach (as the fast mask
         // groups them), for the search.
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
-        let searched = self.new_search(after_budget).is_some();
+        let searched = deep && self.new_search(after_budget).is_some();
         let old = self.old_items();
         for t in left_out {
-            match self.witness_after(t).map(|w| w.len() as u32) {
-                Some(w) if w <= after_budget => mask.insert(t),
-                w if searched => {
+            match self.judge_token(t, joins.as_ref(), after_budget, deep) {
+                Some(Ok(())) => mask.insert(t),
+                Some(Err(w)) if searched => {
                     let Some(key) = self.after_token(t, &old, |_, after| after.key) else { continue };
                     let i = *at.entry(key).or_insert_with(|| {
-                        left.push((w.unwrap_or(UNREACHABLE), Vec::new()));
+                        left.push((w, Vec::new()));
                         left.len() - 1
                     });
                     left[i].1.push(t);
@@ -166,6 +179,38 @@ impl Matcher {
             }
         }
         self.allow_by_search(mask, after_budget, left);
+    }
+
+    /// [`judge_here`](Self::judge_here) after `t` (`None`: `t` is refused). The matcher is
+    /// left as it was.
+    fn judge_token(
+        &mut self,
+        t: TokenId,
+        joins: Option<&Joins>,
+        after_budget: u32,
+        deep: bool,
+    ) -> Option<Result<(), u32>> {
+        let saved = self.witness.take();
+        let judged = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
+            let judged = self.judge_here(joins, after_budget, deep);
+            self.rollback(1).expect("committed just now");
+            judged
+        });
+        self.witness = saved;
+        judged
+    }
+
+    /// Right after a token committed from the position `joins` was made at: `Ok` where a way to
+    /// finish within `after_budget` tokens is shown (a join, or with `deep` a witness), else
+    /// the witness's length (`UNREACHABLE`: none, or not looked for), to order the search by.
+    fn judge_here(&mut self, joins: Option<&Joins>, after_budget: u32, deep: bool) -> Result<(), u32> {
+        if joins.is_some_and(|j| self.joins_within(j, after_budget)) {
+            return Ok(());
+        }
+        match deep.then(|| self.find_witness().map(|w| w.len() as u32)).flatten() {
+            Some(w) if w <= after_budget => Ok(()),
+            w => Err(w.unwrap_or(UNREACHABLE)),
+        }
     }
 
     /// The text tokens the lexeme count left out of `mask` (of width `mask.width()`): from
@@ -274,7 +319,7 @@ impl Matcher {
 
     /// Calls `f(k, t)` for every token `t` that spells `bytes[..k]`: text tokens the constraint
     /// may use as text (not barred by token terminals), and named tokens by their bytes.
-    fn tokens_at(&self, bytes: &[u8], mut f: impl FnMut(usize, TokenId)) {
+    pub(super) fn tokens_at(&self, bytes: &[u8], mut f: impl FnMut(usize, TokenId)) {
         let (vocab, named) = (self.compiled.vocab(), self.compiled.named.as_ref());
         vocab.trie().walk(
             0usize,
@@ -378,7 +423,7 @@ impl Matcher {
     /// Is `b` a usable byte (a token of its own, or a named token's byte): the bytes the byte
     /// cost counts, and the ones a witness is spelled from (a byte no token spells alone, `" "`
     /// in a vocabulary without it, would make a completion in bytes that no tokens spell).
-    fn usable(&self, b: u8) -> bool {
+    pub(super) fn usable(&self, b: u8) -> bool {
         self.compiled.env.usable_bytes()[b as usize]
             || (b >= crate::automaton::tokens::HIGH && self.compiled.named.is_some())
     }
