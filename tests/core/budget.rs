@@ -297,22 +297,28 @@ fn a_valid_output_fits_the_tightest_budget_on_every_tokenizer() {
         let env = real_env(v);
         let c = Compiled::new(&env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap();
         let toks = v.encode(text.as_bytes()).unwrap();
-        let mut m = c.matcher();
-        assert!(m.min_tokens_to_finish().unwrap() as usize <= toks.len(), "{name}");
-        let mut mask = TokenSet::new(v.len());
-        for (k, &t) in toks.iter().enumerate() {
-            m.fill_mask_within(&mut mask, toks.len() - k);
-            assert!(
-                mask.contains(t),
-                "{name}: {:?} refused with {} tokens left after {:?}",
-                String::from_utf8_lossy(v.bytes(t)),
-                toks.len() - k,
-                String::from_utf8_lossy(&v.decode(&toks[..k]))
-            );
-            m.commit(t).unwrap();
-        }
-        assert!(m.is_accepting(), "{name}");
+        assert!(c.matcher().min_tokens_to_finish().unwrap() as usize <= toks.len(), "{name}");
+        fits_its_own_length(name, v, &c, &toks);
     }
+}
+
+/// `toks` (a valid output) is accepted under the tightest budget at every step: the budget is
+/// its tokens left, and no mask refuses the output's own token.
+pub(super) fn fits_its_own_length(name: &str, v: &Vocab, c: &Arc<Compiled>, toks: &[TokenId]) {
+    let mut m = c.matcher();
+    let mut mask = TokenSet::new(v.len());
+    for (k, &t) in toks.iter().enumerate() {
+        m.fill_mask_within(&mut mask, toks.len() - k);
+        assert!(
+            mask.contains(t),
+            "{name}: {:?} refused with {} tokens left after {:?}",
+            String::from_utf8_lossy(v.bytes(t)),
+            toks.len() - k,
+            String::from_utf8_lossy(&v.decode(&toks[..k]))
+        );
+        m.commit(t).unwrap();
+    }
+    assert!(m.is_accepting(), "{name}");
 }
 
 /// A completion longer in bytes may be shorter in tokens (an enum's longer value that is one
