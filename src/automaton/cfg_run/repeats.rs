@@ -170,9 +170,10 @@ impl CfgRun {
 
     /// Words that two positions reached from the position where the chart had size `from`, by
     /// any paths, share only when every way on from one is a way on from the other: whether
-    /// the output ended and the parse state as [`Chart::frontier_key`](crate::automaton::earley::Chart::frontier_key) writes it. `None` where
-    /// the reader of distinct items matters (inside a list it watches, or in the middle of a
-    /// value: its state then holds offsets into the output; marked literals look back into it).
+    /// the output ended and the parse state as
+    /// [`Chart::frontier_key`](crate::automaton::earley::Chart::frontier_key) writes it. `None`
+    /// where the reader of distinct items matters (inside a list it watches, or in the middle of
+    /// a value: its state then holds offsets into the output; marked literals look back into it).
     pub fn join_key(&self, cfg: &Cfg, from: ChartLen) -> Option<Vec<u32>> {
         let p = self.pos();
         if cfg.has_marks && !(cfg.after_literals.is_empty() && p.distinct.is_at_rest()) {

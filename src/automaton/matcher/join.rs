@@ -26,7 +26,6 @@ use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::CfgRun;
 use crate::automaton::earley::ChartLen;
 use crate::regular::UNREACHABLE;
-use crate::vocab::TokenId;
 
 /// Positions of the witness keyed (its first tokens: a join comes within a few).
 const MAX_JOIN_TOKENS: usize = 64;
@@ -154,25 +153,11 @@ impl Matcher {
         })
     }
 
-    /// Commits `bytes` spelled in the fewest tokens that spell them exactly (ties to the longer
-    /// first token); the number of tokens, or `None` where no spelling commits (the caller rolls
+    /// Commits `bytes` spelled in the fewest tokens that spell them exactly
+    /// ([`fewest_tokens`](Self::fewest_tokens)); the number of tokens, or `None` where no spelling commits (the caller rolls
     /// back either way).
     fn spell_prefix(&mut self, bytes: &[u8]) -> Option<u32> {
-        let n = bytes.len();
-        // best[i]: (tokens that spell bytes[i..], the first of them, its length).
-        let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
-        best[n] = Some((0, TokenId(0), 0));
-        for i in (0..n).rev() {
-            let mut pick: Option<(u32, TokenId, usize)> = None;
-            self.tokens_at(&bytes[i..], |k, t| {
-                let Some((rest, _, _)) = best[i + k] else { return };
-                let c = (rest + 1, t, k);
-                if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1)) {
-                    pick = Some(c);
-                }
-            });
-            best[i] = pick;
-        }
+        let (n, best) = (bytes.len(), self.fewest_tokens(bytes));
         let (mut i, mut spent) = (0, 0);
         while i < n {
             let (_, t, k) = best[i]?;

@@ -462,21 +462,7 @@ impl Matcher {
     /// (Self::spell_greedy). `None` if no spelling commits or the end is not complete.
     pub(super) fn spell(&mut self, bytes: &[u8]) -> Option<Vec<TokenId>> {
         let n = bytes.len();
-        // best[i]: (tokens that spell bytes[i..], the first of them, its length).
-        let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
-        best[n] = Some((0, TokenId(0), 0));
-        for i in (0..n).rev() {
-            let mut pick: Option<(u32, TokenId, usize)> = None;
-            let mut offer = |k: usize, t: TokenId, best: &[Option<(u32, TokenId, usize)>]| {
-                let Some((rest, _, _)) = best[i + k] else { return };
-                let c = (rest + 1, t, k);
-                if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1)) {
-                    pick = Some(c);
-                }
-            };
-            self.tokens_at(&bytes[i..], |k, t| offer(k, t, &best));
-            best[i] = pick;
-        }
+        let best = self.fewest_tokens(bytes);
         let start = self.len();
         let mut path = Vec::new();
         let mut i = 0;
@@ -493,6 +479,26 @@ impl Matcher {
         }
         self.rollback(self.len() - start).expect("committed here");
         self.spell_greedy(bytes)
+    }
+
+    /// The fewest tokens spelling `bytes` exactly, from each offset: `best[i]` = (tokens that
+    /// spell `bytes[i..]`, the first of them, its length); ties to the longer first token.
+    pub(super) fn fewest_tokens(&self, bytes: &[u8]) -> Vec<Option<(u32, TokenId, usize)>> {
+        let n = bytes.len();
+        let mut best: Vec<Option<(u32, TokenId, usize)>> = vec![None; n + 1];
+        best[n] = Some((0, TokenId(0), 0));
+        for i in (0..n).rev() {
+            let mut pick: Option<(u32, TokenId, usize)> = None;
+            self.tokens_at(&bytes[i..], |k, t| {
+                let Some((rest, _, _)) = best[i + k] else { return };
+                let c = (rest + 1, t, k);
+                if pick.is_none_or(|p| (c.0, std::cmp::Reverse(c.2), c.1) < (p.0, std::cmp::Reverse(p.2), p.1)) {
+                    pick = Some(c);
+                }
+            });
+            best[i] = pick;
+        }
+        best
     }
 
     /// `bytes` spelled with the longest token the matcher takes at each point, committed (the
