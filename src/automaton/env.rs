@@ -109,14 +109,21 @@ impl VocabEnv {
     /// The fewest tokens of this vocabulary from `state` of `dfa` to acceptance, if `budget` or
     /// fewer (see [`TokenDistances`]).
     pub(crate) fn token_reach(&self, dfa: &Dfa, state: StateId, budget: u32) -> Reach {
-        let dists = {
-            let mut all = self.token_dists.lock().unwrap_or_else(|e| e.into_inner());
-            if all.len() >= MAX_TOKEN_DIST_DFAS && !all.contains_key(&dfa.id()) {
-                all.clear();
-            }
-            all.entry(dfa.id()).or_default().clone()
-        };
-        dists.reach(&self.vocab, dfa, state, budget)
+        self.token_distances(dfa).reach(&self.vocab, dfa, state, budget)
+    }
+
+    /// Can `budget` tokens of this vocabulary surely take `dfa` from `state` to acceptance
+    /// (see [`TokenDistances::within`])?
+    pub(crate) fn token_within(&self, dfa: &Dfa, state: StateId, budget: u32) -> bool {
+        self.token_distances(dfa).within(&self.vocab, dfa, state, budget)
+    }
+
+    fn token_distances(&self, dfa: &Dfa) -> Arc<TokenDistances> {
+        let mut all = self.token_dists.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() >= MAX_TOKEN_DIST_DFAS && !all.contains_key(&dfa.id()) {
+            all.clear();
+        }
+        all.entry(dfa.id()).or_default().clone()
     }
 
     /// The distinct-items filter's token sets for a grammar whose marked literals end with the

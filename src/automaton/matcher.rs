@@ -539,7 +539,7 @@ impl Matcher {
 
 /// Whether a DFA state can be finished within a budget, in tokens of the vocabulary: the
 /// single-byte bound (`finish_tokens`) first, which settles almost every state; where it does
-/// not fit, the exact token distance ([`VocabEnv::token_reach`]). Answers are kept for the one
+/// not fit, a way of so many tokens ([`VocabEnv::token_within`]). Answers are kept for the one
 /// mask being filled (a trie walk asks about the same few states at thousands of token ends).
 struct Fits<'a> {
     env: &'a VocabEnv,
@@ -562,7 +562,7 @@ impl<'a> Fits<'a> {
         if let Some(&(_, ok)) = self.known.iter().find(|(s, _)| *s == t) {
             return ok;
         }
-        let ok = self.env.token_reach(self.dfa, t, self.budget).within(self.budget);
+        let ok = self.env.token_within(self.dfa, t, self.budget);
         self.known.push((t, ok));
         ok
     }

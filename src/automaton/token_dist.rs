@@ -12,15 +12,24 @@
 //! are shared across compiles, and this lives in the [`VocabEnv`](super::VocabEnv)).
 //!
 //! Bounded work: a search expands at most [`MAX_EXPANSIONS`] states, counted whether their
-//! successors were kept or not; past that, or past the budget asked about, it answers
-//! [`Reach::Unknown`] or [`Reach::MoreThan`] and the caller keeps the single-byte bound, which is
-//! sound. Within the bound the answer is exact.
+//! successors were kept or not; past the budget asked about it answers [`Reach::MoreThan`].
+//! Past the expansions (a literal or a counted repetition of hundreds of bytes, whose states
+//! the breadth-first levels all meet before the end) it walks greedily instead: from each
+//! state the token whose end is fewest bytes from acceptance, while that strictly shrinks
+//! (at most the budget's steps). The walk is a way to finish, so its length is an upper bound
+//! ([`Reach::AtMost`]); for a literal, where every way spells the same bytes, it is the
+//! longest-match spelling, near the true count. Where it fails too, [`Reach::Unknown`], and the
+//! caller keeps the single-byte bound, which is sound.
 //!
 //! Invariants: an answer is a function of the vocabulary, the DFA, the state and the budget
 //! only, never of what earlier searches kept (they make a search faster, not different): so the
 //! fast mask and the reference mask, asking in different orders, agree. `Exact(d)` is the true
 //! minimum over token sequences that stay inside the lexeme and end in an accepting state;
-//! `MoreThan(k)`, that none of `k` tokens or fewer does.
+//! `AtMost(d)`, that such a sequence of `d` tokens exists; `MoreThan(k)`, that none of `k`
+//! tokens or fewer does. Kept per state, each a function of the state alone: exact distances,
+//! lower bounds, the level where the search ran out of expansions (for a larger budget it runs
+//! out there again, so the walk answers without searching) and the walk's length.
+//! [`TokenDistances::within`] asks the walk first: a way within the budget settles it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -39,6 +48,8 @@ const MAX_KEPT: usize = 1 << 16;
 pub enum Reach {
     /// Exactly this many tokens ([`UNREACHABLE`]: acceptance cannot be reached at all).
     Exact(u32),
+    /// At most this many tokens (a way of this length was found; shorter ones may exist).
+    AtMost(u32),
     /// More than this many tokens.
     MoreThan(u32),
     /// The search stopped before it could tell.
@@ -48,14 +59,14 @@ pub enum Reach {
 impl Reach {
     /// Do `budget` tokens or fewer surely reach acceptance?
     pub fn within(self, budget: u32) -> bool {
-        matches!(self, Reach::Exact(d) if d <= budget)
+        matches!(self, Reach::Exact(d) | Reach::AtMost(d) if d <= budget)
     }
 
     /// The token count where the search settled it, else `bound` (a count known to suffice,
     /// such as the single-byte one): never more than `bound`.
     pub fn or_bound(self, bound: u32) -> u32 {
         match self {
-            Reach::Exact(d) => d.min(bound),
+            Reach::Exact(d) | Reach::AtMost(d) => d.min(bound),
             Reach::MoreThan(_) | Reach::Unknown => bound,
         }
     }
@@ -75,9 +86,31 @@ struct Inner {
     exact: HashMap<StateId, u32>,
     /// Lower bounds found so far: more than this many tokens.
     more_than: HashMap<StateId, u32>,
+    /// The greedy walk's length from a state ([`UNREACHABLE`]: it gets stuck), where walked.
+    greedy: HashMap<StateId, u32>,
+    /// The level where a search from a state ran out of expansions.
+    gave_up: HashMap<StateId, u32>,
 }
 
 impl TokenDistances {
+    /// Do `budget` tokens or fewer surely reach acceptance from `state`? The greedy walk
+    /// first (a way within the budget settles it, no search needed), then [`reach`](Self::reach).
+    pub fn within(&self, vocab: &Vocab, dfa: &Dfa, state: StateId, budget: u32) -> bool {
+        if state != StateId::DEAD && !dfa.is_accepting(state) {
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(&d) = inner.exact.get(&state) {
+                return d <= budget;
+            }
+            if inner.succ.len() > MAX_KEPT {
+                *inner = Inner::default();
+            }
+            if inner.greedy_walk(vocab, dfa, state, budget) <= budget {
+                return true;
+            }
+        }
+        self.reach(vocab, dfa, state, budget).within(budget)
+    }
+
     /// The fewest tokens from `state` to acceptance, if `budget` or fewer (see [`Reach`]).
     pub fn reach(&self, vocab: &Vocab, dfa: &Dfa, state: StateId, budget: u32) -> Reach {
         if state == StateId::DEAD {
@@ -96,21 +129,27 @@ impl TokenDistances {
         if inner.succ.len() > MAX_KEPT {
             *inner = Inner::default();
         }
-        let r = inner.search(vocab, dfa, state, budget);
-        if let Reach::Exact(d) = r {
-            debug_assert!(inner.more_than.get(&state).is_none_or(|&k| d > k));
-        }
+        // Past the level where the search gave up before, it gives up again: the walk.
+        let r = match inner.gave_up.get(&state) {
+            Some(&level) if budget > level => Reach::Unknown,
+            _ => inner.search(vocab, dfa, state, budget),
+        };
         match r {
             Reach::Exact(d) => {
+                debug_assert!(inner.more_than.get(&state).is_none_or(|&k| d > k));
                 inner.exact.insert(state, d);
+                Reach::Exact(d)
             }
             Reach::MoreThan(k) => {
                 let e = inner.more_than.entry(state).or_insert(k);
                 *e = (*e).max(k);
+                r
             }
-            Reach::Unknown => {}
+            Reach::AtMost(_) | Reach::Unknown => match inner.greedy_walk(vocab, dfa, state, budget) {
+                d if d <= budget => Reach::AtMost(d),
+                _ => Reach::Unknown,
+            },
         }
-        r
     }
 }
 
@@ -131,6 +170,11 @@ impl Inner {
             let mut next = Vec::new();
             for s in std::mem::take(&mut frontier) {
                 if expanded >= MAX_EXPANSIONS {
+                    // Levels up to this one were searched in full: none of `level` tokens or
+                    // fewer accepts. For any budget past `level` the search stops here again.
+                    self.gave_up.insert(from, level);
+                    let e = self.more_than.entry(from).or_insert(level);
+                    *e = (*e).max(level);
                     return Reach::Unknown;
                 }
                 expanded += 1;
@@ -150,14 +194,48 @@ impl Inner {
         Reach::Exact(UNREACHABLE)
     }
 
+    /// Tokens of the greedy walk from `from` to acceptance (see the module docs), if `budget`
+    /// or fewer; else more than `budget` or [`UNREACHABLE`]. A walk is a function of its
+    /// start: its length is kept for every state it passes through (the rest of the walk is
+    /// the walk from there), also when it stops at `budget` steps unfinished.
+    fn greedy_walk(&mut self, vocab: &Vocab, dfa: &Dfa, from: StateId, budget: u32) -> u32 {
+        let mut path = Vec::new();
+        let mut s = from;
+        let end = loop {
+            if dfa.is_accepting(s) {
+                break 0;
+            }
+            if let Some(&d) = self.greedy.get(&s) {
+                break d;
+            }
+            if path.len() as u32 >= budget {
+                // Unfinished within the budget: not kept (a larger budget walks on).
+                return budget.saturating_add(1);
+            }
+            path.push(s);
+            // The successor fewest bytes from acceptance (ties: the smallest state).
+            let here = dfa.dist(s);
+            match self.successors(vocab, dfa, s).iter().copied().min_by_key(|&t| (dfa.dist(t), t)) {
+                Some(t) if dfa.dist(t) < here => s = t,
+                _ => break UNREACHABLE,
+            }
+        };
+        for (k, s) in path.iter().rev().enumerate() {
+            let d = if end == UNREACHABLE { UNREACHABLE } else { end + k as u32 + 1 };
+            self.greedy.insert(*s, d);
+        }
+        self.greedy.get(&from).copied().unwrap_or(end)
+    }
+
     /// The distinct live states one token leads to from `s` (one trie walk, kept).
     fn successors(&mut self, vocab: &Vocab, dfa: &Dfa, s: StateId) -> Arc<[StateId]> {
         if let Some(v) = self.succ.get(&s) {
             return v.clone();
         }
         // Tokens next to each other in the trie mostly end in the same state: skip repeats of
-        // the last one before hashing.
-        let mut out: HashSet<StateId, FxBuild> = HashSet::default();
+        // the last one; the rest sorted and deduplicated once (cheaper than hashing each where
+        // they mostly differ: a counted repetition's states are counts).
+        let mut v: Vec<StateId> = Vec::new();
         let mut last = StateId::DEAD;
         vocab.trie().walk(
             s,
@@ -168,14 +246,56 @@ impl Inner {
             |t, _| {
                 if t != last {
                     last = t;
-                    out.insert(t);
+                    v.push(t);
                 }
             },
         );
-        let mut v: Vec<StateId> = out.into_iter().collect();
         v.sort_unstable();
+        v.dedup();
         let v: Arc<[StateId]> = v.into();
         self.succ.insert(s, v.clone());
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regular::DfaLimits;
+
+    fn dfa(re: &str) -> Dfa {
+        Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), DfaLimits::default()).unwrap()
+    }
+
+    /// Single bytes and runs of `a` up to eight: the fewest tokens for `a` × n are ⌈n/8⌉.
+    fn vocab() -> Vocab {
+        let mut toks: Vec<Vec<u8>> = (b'a'..=b'z').map(|b| vec![b]).collect();
+        toks.extend((2..=8).map(|n| vec![b'a'; n]));
+        Vocab::from_byte_tokens(toks, &[])
+    }
+
+    /// Past the search's expansions (a long literal: every state is met before the end) the
+    /// greedy walk answers; the answers do not depend on the order questions come in.
+    #[test]
+    fn the_walk_answers_where_the_search_gives_up() {
+        let (v, d) = (vocab(), dfa(&format!("b{}c", "a".repeat(3 * MAX_EXPANSIONS))));
+        let s = d.next(d.start(), b'b');
+        let n = 3 * MAX_EXPANSIONS as u32;
+        let fewest = n.div_ceil(8) + 1;
+        let asks = [(s, fewest), (s, fewest - 1), (s, 5), (s, n + 1)];
+        let fresh: Vec<Reach> = asks.iter().map(|&(s, b)| TokenDistances::default().reach(&v, &d, s, b)).collect();
+        let warm = TokenDistances::default();
+        let mut again: Vec<Reach> = asks.iter().rev().map(|&(s, b)| warm.reach(&v, &d, s, b)).collect();
+        again.reverse();
+        assert_eq!(fresh, again);
+        // The longest match at each step is the fewest tokens for a literal.
+        assert_eq!(fresh[0], Reach::AtMost(fewest));
+        assert!(!fresh[1].within(fewest - 1));
+        assert_eq!(fresh[2], Reach::MoreThan(5));
+        assert!(TokenDistances::default().within(&v, &d, s, fewest));
+        assert!(!TokenDistances::default().within(&v, &d, s, fewest - 1));
+        // Near the end the search settles it exactly.
+        let near = d.run(s, &vec![b'a'; n as usize - 20]);
+        assert_eq!(TokenDistances::default().reach(&v, &d, near, 10), Reach::Exact(4));
     }
 }

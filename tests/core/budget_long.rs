@@ -118,3 +118,28 @@ fn random_walks_under_a_long_tight_budget_end_complete() {
         );
     }
 }
+
+/// Regular constraints whose end lies a thousand bytes away (a long literal, a long counted
+/// repetition): the breadth-first token distance gives up before it gets there, so the count
+/// needs the greedy walk's way to finish (`token_dist`), else the single-byte bound (one token
+/// per byte) refuses the output's own tokens under its own length, on real tokenizers.
+#[test]
+fn long_regular_outputs_fit_their_own_length() {
+    use crate::common::{real_env, real_vocabs};
+    let prose = "the quick brown fox jumps over the lazy dog and then ".repeat(25);
+    let cases = [
+        (format!("say: {prose}(yes|no)"), format!("say: {prose}no")),
+        ("[a-z ]{1500}".to_string(), prose.repeat(2)[..1500].to_string()),
+    ];
+    assert!(!real_vocabs().is_empty() || crate::common::shared_data().is_none());
+    for (name, v) in real_vocabs().iter().filter(|(name, _)| ["llama-3.2", "qwen2.5"].contains(&name.as_str())) {
+        let env = real_env(v);
+        for (regex, text) in &cases {
+            let c = Compiled::new(&env, &Constraint::Regex(regex.clone())).unwrap();
+            let toks = v.encode(text.as_bytes()).unwrap();
+            let shortest = c.min_tokens().unwrap() as usize;
+            assert!(shortest <= toks.len(), "{name} {regex:.20}: {shortest} > {} tokens", toks.len());
+            super::budget::fits_its_own_length(&format!("{name} {regex:.20}"), v, &c, &toks);
+        }
+    }
+}

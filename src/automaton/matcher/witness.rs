@@ -147,7 +147,13 @@ impl Matcher {
     }
 
     /// The slow reference for [`allow_by_witness`](Self::allow_by_witness): every token the
-    /// mask without a budget holds and this one left out, judged on its own.
+    /// mask without a budget holds and this one left out, committed and judged by the parse
+    /// state it reaches ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key);
+    /// a join and a witness cost dozens of commits each, too much for every token of a large
+    /// vocabulary). The fast mask judges the tokens kept inside their lexemes by another key
+    /// (the lexer states they reach) and takes them from the lexeme count's refusals rather
+    /// than from the mask without a budget; that the key itself is faithful, the brute-force
+    /// budget tests show (`tests/core/budget.rs`).
     pub(super) fn reference_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, deep: bool) {
         let mut all = TokenSet::new(mask.width());
         self.fill(&mut all, NO_BUDGET, true);
@@ -158,6 +164,7 @@ impl Matcher {
             return;
         }
         let joins = self.joins();
+        let mut judged_at: HashMap<Vec<u32>, Result<(), u32>> = HashMap::new();
         // The tokens the witness refused, by the parse state they reach (as the fast mask
         // groups them), for the search.
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
@@ -165,10 +172,20 @@ impl Matcher {
         let searched = deep && self.new_search(after_budget).is_some();
         let old = self.old_items();
         for t in left_out {
-            match self.judge_token(t, joins.as_ref(), after_budget, deep) {
-                Some(Ok(())) => mask.insert(t),
-                Some(Err(w)) if searched => {
-                    let Some(key) = self.after_token(t, &old, |_, after| after.key) else { continue };
+            let judged = self.after_token(t, &old, |m, AfterKey { key, .. }| {
+                let judged = match judged_at.get(&key) {
+                    Some(&j) => j,
+                    None => {
+                        let j = m.judge_here(joins.as_ref(), after_budget, deep);
+                        judged_at.insert(key.clone(), j);
+                        j
+                    }
+                };
+                (judged, key)
+            });
+            match judged {
+                Some((Ok(()), _)) => mask.insert(t),
+                Some((Err(w), key)) if searched => {
                     let i = *at.entry(key).or_insert_with(|| {
                         left.push((w, Vec::new()));
                         left.len() - 1
