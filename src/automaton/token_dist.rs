@@ -288,7 +288,7 @@ mod tests {
         let mut again: Vec<Reach> = asks.iter().rev().map(|&(s, b)| warm.reach(&v, &d, s, b)).collect();
         again.reverse();
         assert_eq!(fresh, again);
-        // The longest match at each step is the fewest tokens for a literal.
+        // Here the longest match at each step is the fewest tokens.
         assert_eq!(fresh[0], Reach::AtMost(fewest));
         assert!(!fresh[1].within(fewest - 1));
         assert_eq!(fresh[2], Reach::MoreThan(5));
