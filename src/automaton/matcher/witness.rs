@@ -52,6 +52,10 @@ const MAX_WITNESS_BYTES: usize = 8192;
 /// Most bytes the search for a witness tries.
 const MAX_WITNESS_COMMITS: usize = 32_768;
 
+/// The most entries the search could not settle that a mask judges by a descent each (a
+/// descent costs up to `MAX_DESCENT_WORK`).
+const MAX_DESCENTS_AFTER_SEARCH: usize = 4;
+
 /// The key of the state after a token ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key)):
 /// equal keys, the same ways on; `key[..state]` is the parse state's part.
 pub(super) struct AfterKey {
@@ -305,6 +309,9 @@ impl Matcher {
         left.iter_mut().for_each(|(_, members)| members.sort_unstable());
         left.sort_unstable_by_key(|(w, members)| (*w, members[0]));
         let mut work = MAX_SEARCH_WORK;
+        let cost = self.compiled.vocab().len();
+        // Entries the search could not settle (its work ran out), in the same order.
+        let mut unsettled = Vec::new();
         for (_, members) in left {
             let Some(mut search) = self.new_search(after_budget) else { return };
             search.work = work;
@@ -314,10 +321,26 @@ impl Matcher {
                 self.rollback(1).expect("committed just now");
                 if fits {
                     members.into_iter().for_each(|t| mask.insert(t));
+                } else if search.work < cost {
+                    unsettled.push(members);
                 }
             }
             self.witness = saved;
             work = search.work;
+        }
+        // A descent after the first few of those: the count's own choices, which the search
+        // may not have reached (`"very active"`, one token fewer than `sedentary`, behind many
+        // states of an integer's digits). Each a function of its entry: the masks agree.
+        for members in unsettled.into_iter().take(MAX_DESCENTS_AFTER_SEARCH) {
+            let saved = self.witness.take();
+            if self.commit_text(self.compiled.vocab().clone().bytes(members[0]), true).is_ok() {
+                let fits = self.descent_len().is_some_and(|d| d <= after_budget);
+                self.rollback(1).expect("committed just now");
+                if fits {
+                    members.into_iter().for_each(|t| mask.insert(t));
+                }
+            }
+            self.witness = saved;
         }
     }
 
