@@ -97,18 +97,21 @@ impl TokenDistances {
     /// first (a way within the budget settles it, no search needed), then [`reach`](Self::reach).
     pub fn within(&self, vocab: &Vocab, dfa: &Dfa, state: StateId, budget: u32) -> bool {
         if state != StateId::DEAD && !dfa.is_accepting(state) {
-            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(&d) = inner.exact.get(&state) {
-                return d <= budget;
-            }
-            if inner.succ.len() > MAX_KEPT {
-                *inner = Inner::default();
-            }
-            if inner.greedy_walk(vocab, dfa, state, budget) <= budget {
+            let mut inner = self.lock();
+            if !inner.exact.contains_key(&state) && inner.greedy_walk(vocab, dfa, state, budget) <= budget {
                 return true;
             }
         }
         self.reach(vocab, dfa, state, budget).within(budget)
+    }
+
+    /// What is kept, emptied first where it holds more than [`MAX_KEPT`] states.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.succ.len() > MAX_KEPT {
+            *inner = Inner::default();
+        }
+        inner
     }
 
     /// The fewest tokens from `state` to acceptance, if `budget` or fewer (see [`Reach`]).
@@ -119,15 +122,12 @@ impl TokenDistances {
         if dfa.is_accepting(state) {
             return Reach::Exact(0);
         }
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.lock();
         if let Some(&d) = inner.exact.get(&state) {
             return Reach::Exact(d);
         }
         if inner.more_than.get(&state).is_some_and(|&k| k >= budget) {
             return Reach::MoreThan(budget);
-        }
-        if inner.succ.len() > MAX_KEPT {
-            *inner = Inner::default();
         }
         // Past the level where the search gave up before, it gives up again: the walk.
         let r = match inner.gave_up.get(&state) {
@@ -145,6 +145,7 @@ impl TokenDistances {
                 *e = (*e).max(k);
                 r
             }
+            // The search never answers `AtMost`: it gave up.
             Reach::AtMost(_) | Reach::Unknown => match inner.greedy_walk(vocab, dfa, state, budget) {
                 d if d <= budget => Reach::AtMost(d),
                 _ => Reach::Unknown,
@@ -197,7 +198,7 @@ impl Inner {
     /// Tokens of the greedy walk from `from` to acceptance (see the module docs), if `budget`
     /// or fewer; else more than `budget` or [`UNREACHABLE`]. A walk is a function of its
     /// start: its length is kept for every state it passes through (the rest of the walk is
-    /// the walk from there), also when it stops at `budget` steps unfinished.
+    /// the walk from there), but not where it stops unfinished at `budget` steps.
     fn greedy_walk(&mut self, vocab: &Vocab, dfa: &Dfa, from: StateId, budget: u32) -> u32 {
         let mut path = Vec::new();
         let mut s = from;

@@ -22,9 +22,10 @@
 //! the request check), where the search cannot settle them (more than `MAX_SEARCH_TOKENS`
 //! left, or its work ran out before it did); and a budgeted mask that would otherwise be empty
 //! (the count, the witness and the search showed no token) takes the descent's first token if
-//! its way fits; and in a budgeted mask, the first few parse states the search could not settle
-//! (its work ran out first) are judged by a descent each (`allow_by_search`). So a budget the descent accepts never meets an empty mask, and a request is
-//! not refused where the count's choices fit. It does not judge every refused token in a mask:
+//! its way fits; and in a budgeted mask, the first few parse states the search could not
+//! settle (its work ran out first) are judged by a descent each (`allow_by_search`). So a
+//! budget the descent accepts never meets an empty mask, and a request is not refused where
+//! the count's choices fit. It does not judge every refused token in a mask:
 //! measured that way (a descent per refused parse state) the tightest-budget masks cost 2.4x
 //! and no instance more was accepted, since each of a mask's many parse states needed a
 //! descent of its own and the work ran out first.

@@ -154,8 +154,8 @@ impl Matcher {
     }
 
     /// Commits `bytes` spelled in the fewest tokens that spell them exactly
-    /// ([`fewest_tokens`](Self::fewest_tokens)); the number of tokens, or `None` where no spelling commits (the caller rolls
-    /// back either way).
+    /// ([`fewest_tokens`](Self::fewest_tokens)); the number of tokens, or `None` where no
+    /// spelling commits (the caller rolls back either way).
     fn spell_prefix(&mut self, bytes: &[u8]) -> Option<u32> {
         let (n, best) = (bytes.len(), self.fewest_tokens(bytes));
         let (mut i, mut spent) = (0, 0);

@@ -113,7 +113,7 @@ impl Matcher {
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         for (_, ids) in &refused.inside {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
-            match self.judge_token(first, joins.as_ref(), after_budget, deep) {
+            match self.after_text(first, |m| m.judge_here(joins.as_ref(), after_budget, deep)) {
                 Some(Ok(())) => ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t)),
                 w => left.push((
                     w.and_then(Result::err).unwrap_or(UNREACHABLE),
@@ -202,23 +202,17 @@ impl Matcher {
         self.allow_by_search(mask, after_budget, left);
     }
 
-    /// [`judge_here`](Self::judge_here) after `t` (`None`: `t` is refused). The matcher is
-    /// left as it was.
-    fn judge_token(
-        &mut self,
-        t: TokenId,
-        joins: Option<&Joins>,
-        after_budget: u32,
-        deep: bool,
-    ) -> Option<Result<(), u32>> {
+    /// Commits `t` as text, calls `f`, and rolls back (`None`: `t` is refused). The witness
+    /// from here is kept.
+    pub(super) fn after_text<R>(&mut self, t: TokenId, f: impl FnOnce(&mut Matcher) -> R) -> Option<R> {
         let saved = self.witness.take();
-        let judged = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
-            let judged = self.judge_here(joins, after_budget, deep);
+        let r = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
+            let r = f(self);
             self.rollback(1).expect("committed just now");
-            judged
+            r
         });
         self.witness = saved;
-        judged
+        r
     }
 
     /// Right after a token committed from the position `joins` was made at: `Ok` where a way to
@@ -281,18 +275,13 @@ impl Matcher {
     ) -> Option<R> {
         let Run::Cfg(c) = &self.run else { return None };
         let from = c.chart_len();
-        let saved = self.witness.take();
-        let r = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().map(|()| {
-            let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else {
+        self.after_text(t, |m| {
+            let (Run::Cfg(c), Backend::Earley(cfg)) = (&m.run, &m.compiled.backend) else {
                 unreachable!("a context-free run")
             };
             let (key, state) = c.witness_key(cfg, from, old);
-            let r = f(self, AfterKey { key, state });
-            self.rollback(1).expect("committed just now");
-            r
-        });
-        self.witness = saved;
-        r
+            f(m, AfterKey { key, state })
+        })
     }
 
     /// Of the tokens the witness refused (one entry per parse state they reach: the witness
@@ -315,46 +304,27 @@ impl Matcher {
         for (_, members) in left {
             let Some(mut search) = self.new_search(after_budget) else { return };
             search.work = work;
-            let saved = self.witness.take();
-            if self.commit_text(self.compiled.vocab().clone().bytes(members[0]), true).is_ok() {
-                let fits = self.search_within(after_budget, &mut search);
-                self.rollback(1).expect("committed just now");
-                if fits {
-                    members.into_iter().for_each(|t| mask.insert(t));
-                } else if search.work < cost {
-                    unsettled.push(members);
-                }
+            match self.after_text(members[0], |m| m.search_within(after_budget, &mut search)) {
+                Some(true) => members.into_iter().for_each(|t| mask.insert(t)),
+                Some(false) if search.work < cost => unsettled.push(members),
+                _ => {}
             }
-            self.witness = saved;
             work = search.work;
         }
         // A descent after the first few of those: the count's own choices, which the search
         // may not have reached (`"very active"`, one token fewer than `sedentary`, behind many
         // states of an integer's digits). Each a function of its entry: the masks agree.
         for members in unsettled.into_iter().take(MAX_DESCENTS_AFTER_SEARCH) {
-            let saved = self.witness.take();
-            if self.commit_text(self.compiled.vocab().clone().bytes(members[0]), true).is_ok() {
-                let fits = self.descent_len().is_some_and(|d| d <= after_budget);
-                self.rollback(1).expect("committed just now");
-                if fits {
-                    members.into_iter().for_each(|t| mask.insert(t));
-                }
+            if self.after_text(members[0], |m| m.descent_len().is_some_and(|d| d <= after_budget)) == Some(true) {
+                members.into_iter().for_each(|t| mask.insert(t));
             }
-            self.witness = saved;
         }
     }
 
     /// A witness from after `t` (`None`: `t` is refused, or none was found). The matcher is
     /// left as it was.
     pub(super) fn witness_after(&mut self, t: TokenId) -> Option<Vec<TokenId>> {
-        let saved = self.witness.take();
-        let w = self.commit_text(self.compiled.vocab().clone().bytes(t), true).ok().and_then(|()| {
-            let w = self.find_witness();
-            self.rollback(1).expect("committed just now");
-            w
-        });
-        self.witness = saved;
-        w
+        self.after_text(t, |m| m.find_witness()).flatten()
     }
 
     /// Calls `f(k, t)` for every token `t` that spells `bytes[..k]`: text tokens the constraint
