@@ -256,3 +256,26 @@ fn chat_over_a_pipe() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
 }
+
+/// A reader that goes away (`strictly sample … | head -1`) ends the writer quietly, as it ends
+/// any Unix tool: no panic message on stderr.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strictly"))
+        .args(["sample", "--regex", "[a-z]{20,40}", "-n", "1000000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {stderr}");
+}

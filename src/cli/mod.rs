@@ -88,6 +88,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    #[cfg(feature = "server")]
+    let serving = matches!(cli.command, Command::Serve(_));
+    #[cfg(not(feature = "server"))]
+    let serving = false;
+    if !serving {
+        quiet_on_closed_pipe();
+    }
     let result = match cli.command {
         Command::Sample(a) => sample::run(a),
         Command::Check(a) => check::run(a),
@@ -106,6 +113,17 @@ pub fn main() -> ExitCode {
             eprintln!("strictly: error: {msg}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// A verb that writes to stdout ends quietly when the reader goes away (`strictly sample … | head`)
+/// instead of panicking in `println!`: the default action of SIGPIPE, which Rust's runtime
+/// sets to "ignore". Not for `serve`, whose sockets must never kill the process.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: one C call at start-up, before any thread is spawned; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
