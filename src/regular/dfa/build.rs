@@ -1,7 +1,8 @@
-//! Building a [`Dfa`] from a regex: a small finite language as a trie, a sequence that starts
-//! with a prefix-free part (finite: a quoted name; or not: a string's body and closing quote)
-//! spliced onto a shared rest, anything else through `regex-automata` (Thompson NFA, one
-//! compiler per thread, then an anchored dense DFA copied into our own table).
+//! Building a [`Dfa`] from a regex: a finite language (up to a few thousand strings) as its minimal
+//! automaton, a sequence that starts with a prefix-free part (finite: a quoted name; or not: a
+//! string's body and closing quote) spliced onto a shared rest, anything else through
+//! `regex-automata` (Thompson NFA, one compiler per thread, then an anchored dense DFA copied into
+//! our own table).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,9 +21,12 @@ use super::{Dfa, DfaLimits};
 use crate::error::{Error, LimitKind, Location, Result};
 use crate::regular::Lexeme;
 
+/// The fewest repetitions [`Dfa::counted_regex`] counts: fewer copies determinize quickly.
+const MIN_COUNTED_REGEX: u32 = 32;
+
 impl Dfa {
     pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
-        // A small finite language (a property name, a set of enum values) needs no NFA.
+        // A finite language (a property name, a set of enum values) needs no NFA.
         if let Some(strings) = finite_strings(hir) {
             return Dfa::from_strings(strings, limits);
         }
@@ -89,13 +93,18 @@ impl Dfa {
 
     /// [`from_hir`](Dfa::from_hir), with one shortcut: a sequence that starts with a small
     /// prefix-free finite part (`"name"` before the whitespace and colon of every key) is that
-    /// part's trie spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all such
+    /// part's automaton spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all such
     /// sequences: no determinization of the common rest per name.
     pub(super) fn from_regex_lexeme(h: &Hir, limits: DfaLimits) -> Result<Dfa> {
         use regex_syntax::hir::HirKind;
         // A look-around assertion (`^` inside, `\b`) speaks of the whole text: a part built on
         // its own would satisfy it at its own start. Such regexes go the regex path whole.
         let looks = !h.properties().look_set().is_empty();
+        if !looks {
+            if let Some(d) = Dfa::counted_regex(h, limits)? {
+                return Ok(d);
+            }
+        }
         if let (HirKind::Concat(parts), false) = (h.kind(), looks) {
             // The longest finite prefix that leaves a non-finite rest.
             let (mut k, mut count) = (0, 1usize);
@@ -123,6 +132,40 @@ impl Dfa {
             }
         }
         Dfa::from_hir(h, limits)
+    }
+
+    /// A shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a bounded repetition of a
+    /// countable unit between literals (a pattern's `"[^\n]{0,1000}"`, `[a-z]{1,255}`) is
+    /// counted ([`Dfa::counted`], states linear in the count, computed on the fly when large)
+    /// instead of determinizing `max` copies of the unit (~50 ms for a thousand copies of a
+    /// Unicode class). `None` for other shapes, counts below [`MIN_COUNTED_REGEX`], and units
+    /// that cannot be counted.
+    pub(super) fn counted_regex(h: &Hir, limits: DfaLimits) -> Result<Option<Dfa>> {
+        use regex_syntax::hir::HirKind;
+        let literal = |x: &Hir| match x.kind() {
+            HirKind::Literal(l) => Some(l.0.to_vec()),
+            _ => None,
+        };
+        let parts = match h.kind() {
+            HirKind::Concat(parts) => &parts[..],
+            _ => std::slice::from_ref(h),
+        };
+        let (open, rep, close) = match parts {
+            [r] => (Vec::new(), r, Vec::new()),
+            [a, r] if literal(a).is_some() => (literal(a).unwrap_or_default(), r, Vec::new()),
+            [r, b] if literal(b).is_some() => (Vec::new(), r, literal(b).unwrap_or_default()),
+            [a, r, b] if literal(a).is_some() && literal(b).is_some() => {
+                (literal(a).unwrap_or_default(), r, literal(b).unwrap_or_default())
+            }
+            _ => return Ok(None),
+        };
+        let HirKind::Repetition(rep) = rep.kind() else { return Ok(None) };
+        let Some(max) = rep.max.filter(|&m| m >= MIN_COUNTED_REGEX) else { return Ok(None) };
+        let unit = Dfa::shared(&Lexeme::Regex((*rep.sub).clone()), limits)?;
+        if !Dfa::is_countable(&unit, rep.min, Some(max), &close) {
+            return Ok(None);
+        }
+        Dfa::counted(&open, &unit, rep.min, Some(max), &close, limits)
     }
 
     /// The other shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose

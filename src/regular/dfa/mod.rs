@@ -9,15 +9,15 @@
 //! - `accept[s]` says the bytes read so far are a complete match (regex-automata reports
 //!   matches one byte late, so we ask its end-of-input transition).
 //!
-//! Other constructions build the same kind of table directly (finite sets of strings as tries,
-//! splices, products for intersections and complements, counters for length bounds), numbering
-//! tuples by a dense slot where the tuple space is small. One kind is not a table: a counted
-//! repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000} `"` has
-//! 70,000; a JSON string of at most ~290 characters is tabled) is computed on the fly by a
+//! Other constructions build the same kind of table directly (finite sets of strings as minimal
+//! acyclic automata, splices, products for intersections and complements, counters for length
+//! bounds), numbering tuples by a dense slot where the tuple space is small. One kind is not a
+//! table: a counted repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000}
+//! `"` has 70,000; a JSON string of at most ~290 characters is tabled) is computed on the fly by a
 //! `Counter` (`next` by arithmetic over the unit's table; `accept`, `open` and `dist` written
-//! down), which behaves exactly as its table would, and whose rows far from both bounds read
-//! every short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A
-//! product tables a counter before it reads it.
+//! down), which behaves exactly as its table would, and whose rows far from both bounds read every
+//! short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A product tables a
+//! counter before it reads it.
 //!
 //! States are [`StateId`]s, indices into the per-state tables (`trans` holds them, a row of
 //! `stride` per state; `accept`, `open`, `dist` one entry per state).

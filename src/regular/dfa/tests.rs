@@ -229,6 +229,32 @@ fn usable_of(bytes: &[u8]) -> [bool; 256] {
     u
 }
 
+/// A pattern's long bounded repetition of a countable unit, alone or between literals, is
+/// counted, not determinized: the same language and distances as the regex path; shapes it
+/// cannot count (a unit that is not prefix-free, a close that starts a unit, few copies, more
+/// parts) go the regex path.
+#[test]
+fn long_repetitions_in_patterns_are_counted() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let counted = |re: &str| Dfa::counted_regex(&hir(re), DfaLimits::default()).unwrap();
+    for re in [
+        r#""(?:[^"\\\n]|\\[n"]){0,1000}""#,
+        "[a-c]{1,255}",
+        r#"x(?:ab|c){3,40}"#,
+        r#"(?:ab|c){2,64}"y"#,
+        "[^a]{0,5000}",
+    ] {
+        let fast = counted(re).unwrap_or_else(|| panic!("{re} is counted"));
+        let slow = Dfa::from_hir_nfa(&hir(re), DfaLimits::default()).unwrap();
+        same_language(&fast, &slow, b"\"\\nabcxy", 6, re);
+        let lexeme = Dfa::from_regex_lexeme(&hir(re), DfaLimits::default()).unwrap();
+        same_language(&lexeme, &slow, b"\"\\nabcxy", 6, re);
+    }
+    for re in ["(?:a|ab){0,40}", "[ab]{0,40}a", "[a-c]{1,31}", "x[a-c]{0,40}yz*"] {
+        assert!(counted(re).is_none(), "{re}");
+    }
+}
+
 #[test]
 fn counted_equals_the_regex() {
     let unit = r#"(?:[^"\\]|\\["\\n]|\\u00[0-9a-f]{2})"#;
@@ -353,10 +379,51 @@ fn exponential_regex_is_a_limit_error() {
     assert_eq!(e.limit_kind(), Some(crate::error::LimitKind::DfaStates), "{e}");
 }
 
-/// A set of strings' trie accepts exactly those strings and their prefixes lead somewhere: one
-/// state per distinct prefix (and the dead state), past the state limit an error.
+/// An enum of thousands of names (time zones, languages) is listed and built as a set of
+/// strings: the same language, the same distances, the same number of states as the regex
+/// path's table; on the strings, their prefixes and near misses.
 #[test]
-fn a_set_of_strings_is_its_trie() {
+fn a_large_enum_is_a_set_of_strings_with_the_regex_paths_language() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let names: Vec<String> = (0..3000)
+        .map(|_| {
+            let word = |rng: &mut rand_chacha::ChaCha8Rng| -> String {
+                (0..rng.random_range(1..9)).map(|_| b"aeinorstuzAB_/"[rng.random_range(0..14)] as char).collect()
+            };
+            format!("\"{}/{}\"", word(&mut rng), word(&mut rng))
+        })
+        .collect();
+    let re = format!("(?:{})", names.iter().map(|n| regex_syntax::escape(n)).collect::<Vec<_>>().join("|"));
+    let h = crate::regular::regex::parse(&re).unwrap();
+    assert!(finite_strings(&h).is_some(), "3,000 names are listed");
+    let (fast, slow) =
+        (Dfa::from_hir(&h, DfaLimits::default()).unwrap(), Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap());
+    assert!(fast.state_count() <= slow.state_count(), "{} > {}", fast.state_count(), slow.state_count());
+    let mut probes: Vec<Vec<u8>> = Vec::new();
+    for n in names.iter().take(500) {
+        let b = n.as_bytes();
+        for k in 0..=b.len() {
+            probes.push(b[..k].to_vec());
+            let mut miss = b[..k].to_vec();
+            miss.push(b"aZ/\"_"[k % 4]);
+            probes.push(miss);
+        }
+        probes.push([b, b"x"].concat());
+    }
+    for w in probes {
+        let (a, b) = (fast.run(fast.start(), &w), slow.run(slow.start(), &w));
+        assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{:?}", String::from_utf8_lossy(&w));
+        assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{:?}", String::from_utf8_lossy(&w));
+        assert_eq!(fast.dist(a), slow.dist(b), "{:?}", String::from_utf8_lossy(&w));
+    }
+}
+
+/// A set of strings' automaton accepts exactly those strings and their prefixes lead somewhere;
+/// it is minimal: one state per distinct set of continuations of a prefix (and the dead
+/// state), past the state limit an error.
+#[test]
+fn a_set_of_strings_is_its_minimal_automaton() {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     for _ in 0..200 {
@@ -366,7 +433,16 @@ fn a_set_of_strings_is_its_trie() {
         let d = Dfa::from_strings(strings.clone(), DfaLimits::default()).unwrap();
         let prefixes: std::collections::HashSet<&[u8]> =
             strings.iter().flat_map(|s| (0..=s.len()).map(move |k| &s[..k])).collect();
-        assert_eq!(d.accept.len(), prefixes.len() + 1, "{strings:?}");
+        let continuations: std::collections::HashSet<Vec<&[u8]>> = prefixes
+            .iter()
+            .map(|p| {
+                let mut c: Vec<&[u8]> = strings.iter().filter_map(|s| s.strip_prefix(*p)).collect();
+                c.sort();
+                c.dedup();
+                c
+            })
+            .collect();
+        assert_eq!(d.accept.len(), continuations.len() + 1, "{strings:?}");
         for len in 0..5 {
             for code in 0..4usize.pow(len) {
                 let w: Vec<u8> = (0..len).map(|i| b"abc\xff"[code / 4usize.pow(i) % 4]).collect();
@@ -375,9 +451,9 @@ fn a_set_of_strings_is_its_trie() {
                 assert_eq!(s != StateId::DEAD && d.is_accepting(s), strings.contains(&w), "{strings:?} {w:?}");
             }
         }
-        let tight = DfaLimits { states: prefixes.len(), ..DfaLimits::default() };
+        let tight = DfaLimits { states: continuations.len(), ..DfaLimits::default() };
         assert!(n == 0 || Dfa::from_strings(strings.clone(), tight).is_err(), "{strings:?}");
-        let enough = DfaLimits { states: prefixes.len() + 1, ..DfaLimits::default() };
+        let enough = DfaLimits { states: continuations.len() + 1, ..DfaLimits::default() };
         assert!(Dfa::from_strings(strings, enough).is_ok());
     }
 }
