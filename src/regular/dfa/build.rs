@@ -91,10 +91,12 @@ impl Dfa {
         Self::from_dense(&dense, limits)
     }
 
-    /// [`from_hir`](Dfa::from_hir), with one shortcut: a sequence that starts with a small
+    /// [`from_hir`](Dfa::from_hir), with shortcuts: a sequence that starts with a small
     /// prefix-free finite part (`"name"` before the whitespace and colon of every key) is that
-    /// part's automaton spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all such
-    /// sequences: no determinization of the common rest per name.
+    /// part's automaton spliced onto the rest's DFA, which is shared ([`Dfa::shared`]) by all
+    /// such sequences: no determinization of the common rest per name; a long counted
+    /// repetition is counted ([`counted_regex`](Dfa::counted_regex)); an alternation that is
+    /// not a set of strings is the union of its branches' DFAs ([`Dfa::union`]).
     pub(super) fn from_regex_lexeme(h: &Hir, limits: DfaLimits) -> Result<Dfa> {
         use regex_syntax::hir::HirKind;
         // A look-around assertion (`^` inside, `\b`) speaks of the whole text: a part built on
@@ -127,6 +129,21 @@ impl Dfa {
             }
             if k == 0 && string_count(h).is_none() {
                 if let Some(d) = Dfa::splice_infinite_head(parts, limits)? {
+                    return Ok(d);
+                }
+            }
+        }
+        if let (HirKind::Alternation(branches), false) = (h.kind(), looks) {
+            // Not a set of strings: the union of the branches' DFAs, each built by these
+            // shortcuts (an optional next member of an object, `(?:,"a":…)|`, is a splice).
+            // Past a limit the regex path decides.
+            if string_count(h).is_none() {
+                let union = branches
+                    .iter()
+                    .map(|b| Dfa::from_regex_lexeme(b, limits))
+                    .collect::<Result<Vec<Dfa>>>()
+                    .and_then(|dfas| Dfa::union(&dfas.iter().collect::<Vec<&Dfa>>(), limits));
+                if let Ok(d) = union {
                     return Ok(d);
                 }
             }
@@ -168,7 +185,7 @@ impl Dfa {
         Dfa::counted(&open, &unit, rep.min, Some(max), &close, limits)
     }
 
-    /// The other shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose
+    /// A shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose
     /// first part is infinite and whose second is a literal (a string's body, then its closing
     /// quote and the next key, all in one lexeme) is, where the first part and the literal's
     /// first byte are prefix-free together, their DFA spliced onto the rest's, both shared:

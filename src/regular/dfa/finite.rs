@@ -8,6 +8,7 @@ use super::explore::explore;
 use super::product::common_classes;
 use super::{Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
+use crate::regular::FxBuild;
 
 impl Dfa {
     /// The DFA of a finite set of strings: the minimal one (an acyclic automaton in which
@@ -141,7 +142,7 @@ struct Frame {
 /// [`Frame`] per trie node on the current path.
 fn minimal_trie(strings: &[Vec<u8>], classes: &[u8; 256], max_states: usize) -> Option<(Vec<Node>, u32)> {
     let mut nodes: Vec<Node> = Vec::new();
-    let mut registry: std::collections::HashMap<Node, u32> = std::collections::HashMap::new();
+    let mut registry: std::collections::HashMap<Node, u32, FxBuild> = std::collections::HashMap::default();
     // Sorted and distinct: only the first string of a range can end at its node.
     let frame = |lo: usize, hi: usize, depth: usize| Frame {
         lo,

@@ -1,5 +1,6 @@
-//! Products: intersections and complements of DFAs ([`Dfa::product`]), states numbered by a
-//! dense slot where the tuple space is small, else by hash.
+//! Products: intersections and complements of DFAs ([`Dfa::product`]) and unions
+//! ([`Dfa::union`]), states numbered by a dense slot where the tuple space is small, else by
+//! hash.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -20,15 +21,27 @@ impl Dfa {
     pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
         // Where the tuple space is small enough, tuples are numbered by their slot (mixed
         // radix over the parts' state counts) instead of a hash.
-        Dfa::product_numbered(parts, limits, 1 << 22)
+        Dfa::product_numbered(parts, limits, 1 << 22, Combine::All)
     }
 
-    /// [`product`](Dfa::product), numbering tuples by slot when there are at most
-    /// `max_dense` of them (the same table either way: the numbering is breadth-first).
+    /// The union of `parts`: it accepts a string when some part accepts it. The same
+    /// construction as [`product`](Dfa::product) (reachable tuples, breadth first), where a
+    /// tuple is dead only when every part is.
+    pub fn union<D: std::ops::Deref<Target = Dfa>>(parts: &[D], limits: DfaLimits) -> Result<Dfa> {
+        let parts: Vec<(&Dfa, bool)> = parts.iter().map(|d| (&**d, false)).collect();
+        // A union reaches few of its tuples (mostly one part live at a time): a dense table
+        // of slots, zeroed first, would cost more than it saves past a small tuple space.
+        Dfa::product_numbered(&parts, limits, 1 << 12, Combine::Any)
+    }
+
+    /// [`product`](Dfa::product) or [`union`](Dfa::union) (`combine`), numbering tuples by
+    /// slot when there are at most `max_dense` of them (the same table either way: the
+    /// numbering is breadth-first).
     pub(super) fn product_numbered<D: std::ops::Deref<Target = Dfa>>(
         parts: &[(D, bool)],
         limits: DfaLimits,
         max_dense: usize,
+        combine: Combine,
     ) -> Result<Dfa> {
         let k = parts.len();
         // A counter computed on the fly is tabled first: the product reads each of its rows
@@ -37,7 +50,7 @@ impl Dfa {
         let parts: Vec<(&Dfa, bool)> =
             parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
         let parts = &parts[..];
-        let (classes, reps) = product_classes(parts);
+        let (classes, reps) = product_classes(parts, combine);
         let too_many = || Error::Limit {
             kind: LimitKind::DfaStates,
             what: "DFA states for an intersection or complement of regexes".into(),
@@ -46,8 +59,11 @@ impl Dfa {
                 "the combined constraints (pattern, length, format, excluded values) expand to too many states".into(),
             ),
         };
-        // A tuple with a positive part dead is dead.
-        let live = |t: &[StateId]| !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == StateId::DEAD);
+        // A tuple with a positive part dead is dead (a union's: with every part dead).
+        let live = |t: &[StateId]| match combine {
+            Combine::All => !parts.iter().zip(t).any(|((_, neg), &s)| !neg && s == StateId::DEAD),
+            Combine::Any => t.iter().any(|&s| s != StateId::DEAD),
+        };
         // The same breadth-first numbering as `explore`, with the tuples kept flat (state `i`
         // is `tuples[(i - 1) * k..i * k]`) and looked up by slice, so that a transition to a
         // known tuple allocates nothing (products are most of compile time).
@@ -90,7 +106,10 @@ impl Dfa {
                 trans.push(t);
             }
             let t = &tuples[i * k..(i + 1) * k];
-            accept.push(parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s.index()] != *neg));
+            accept.push(match combine {
+                Combine::All => parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s.index()] != *neg),
+                Combine::Any => parts.iter().zip(t).any(|((d, _), &s)| d.accept[s.index()]),
+            });
             i += 1;
         }
         Ok(Dfa::from_rows(classes, stride, trans, accept, start))
@@ -125,15 +144,26 @@ impl Dfa {
     }
 }
 
+/// How a product's tuple accepts: every part as flagged ([`Dfa::product`]), or some part
+/// ([`Dfa::union`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Combine {
+    All,
+    Any,
+}
+
 /// The byte classes of a product: the common refinement of the parts' ([`common_classes`]),
-/// with the bytes that a positive part refuses in every state (which make every tuple dead)
-/// as one class.
-fn product_classes(parts: &[(&Dfa, bool)]) -> ([u8; 256], Vec<u8>) {
-    let mut dead_bytes = [false; 256];
+/// with the bytes that make every tuple dead as one class: those a positive part refuses in
+/// every state (for a union: that every part refuses in every state).
+fn product_classes(parts: &[(&Dfa, bool)], combine: Combine) -> ([u8; 256], Vec<u8>) {
+    let mut dead_bytes = [combine == Combine::Any; 256];
     for (d, _) in parts.iter().filter(|(_, neg)| !neg) {
         let dead = d.dead_classes();
         for (b, slot) in dead_bytes.iter_mut().enumerate() {
-            *slot |= dead[d.classes[b] as usize];
+            match combine {
+                Combine::All => *slot |= dead[d.classes[b] as usize],
+                Combine::Any => *slot &= dead[d.classes[b] as usize],
+            }
         }
     }
     common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes)

@@ -83,8 +83,9 @@ fn products_numbered_by_slot_or_by_hash_are_the_same_table() {
     ];
     for parts in cases {
         let dfas: Vec<(Arc<Dfa>, bool)> = parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
-        let by_slot = Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX).unwrap();
-        let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0).unwrap();
+        let by_slot =
+            Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX, super::product::Combine::All).unwrap();
+        let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0, super::product::Combine::All).unwrap();
         assert!(by_slot.state_count() > 1, "{parts:?}");
         assert_eq!(
             (&by_slot.trans, &by_slot.accept, by_slot.start),
@@ -227,6 +228,34 @@ fn usable_of(bytes: &[u8]) -> [bool; 256] {
     let mut u = [false; 256];
     bytes.iter().for_each(|&b| u[b as usize] = true);
     u
+}
+
+/// An alternation that is not a set of strings is the union of its branches' DFAs (each built
+/// by the lexeme shortcuts): the same language and distances as the regex path, the empty
+/// branch (an optional member) and branches with common prefixes included.
+#[test]
+fn alternations_are_unions_of_their_branches() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    for re in [
+        r#"(?:,"a":"[^"]*")|"#,
+        "(?:ab|a)c*|x",
+        "a*|b*",
+        "(?:a|b)*c|ab*",
+        r#"(?:"x"[ab]*"(?:,"y":b*|))|(?:"y"a*)"#,
+        "[^a]*b|a{0,40}",
+        "(?:)|a+|ba*",
+    ] {
+        let h = hir(re);
+        assert!(matches!(h.kind(), regex_syntax::hir::HirKind::Alternation(_)), "{re}");
+        let fast = Dfa::from_regex_lexeme(&h, DfaLimits::default()).unwrap();
+        let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
+        same_language(&fast, &slow, b"abcxy\",:", 6, re);
+    }
+    let parts = [Dfa::from_hir(&hir("a+"), DfaLimits::default()).unwrap()];
+    let none: [&Dfa; 0] = [];
+    assert_eq!(Dfa::union(&none, DfaLimits::default()).unwrap().start(), StateId::DEAD);
+    let one = Dfa::union(&parts.iter().collect::<Vec<_>>(), DfaLimits::default()).unwrap();
+    same_language(&one, &parts[0], b"ab", 4, "a+");
 }
 
 /// A pattern's long bounded repetition of a countable unit, alone or between literals, is
