@@ -1,9 +1,9 @@
 //! Building a [`Dfa`] from a regex: a finite language (up to a few thousand strings) as its minimal
 //! automaton, a sequence that starts with a prefix-free part (finite: a quoted name; or not: a
-//! string's body and closing quote) spliced onto a shared rest, anything else through
+//! string's body and closing quote) spliced onto a shared rest, a long bounded repetition of a
+//! countable unit counted, an alternation as the union of its branches, anything else through
 //! `regex-automata` (Thompson NFA, one compiler per thread, then an anchored dense DFA copied into
 //! our own table).
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

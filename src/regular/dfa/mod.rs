@@ -11,13 +11,13 @@
 //!
 //! Other constructions build the same kind of table directly (finite sets of strings as minimal
 //! acyclic automata, splices, products for intersections, complements and an alternation's
-//! branches, counters for length bounds), numbering tuples by a dense slot where the tuple space is small. One kind is not a
-//! table: a counted repetition with more than `MAX_TABLED_COUNTED` (4,096) states (`"` unit{0,5000}
-//! `"` has 70,000; a JSON string of at most ~290 characters is tabled) is computed on the fly by a
-//! `Counter` (`next` by arithmetic over the unit's table; `accept`, `open` and `dist` written
-//! down), which behaves exactly as its table would, and whose rows far from both bounds read every
-//! short string alike ([`Dfa::canonical`]: the mask cache shares their entries). A product tables a
-//! counter before it reads it.
+//! branches, counters for length bounds), numbering tuples by a dense slot where the tuple space is
+//! small. One kind is not a table: a counted repetition with more than `MAX_TABLED_COUNTED` (4,096)
+//! states (`"` unit{0,5000} `"` has 70,000; a JSON string of at most ~290 characters is tabled) is
+//! computed on the fly by a `Counter` (`next` by arithmetic over the unit's table; `accept`, `open`
+//! and `dist` written down), which behaves exactly as its table would, and whose rows far from both
+//! bounds read every short string alike ([`Dfa::canonical`]: the mask cache shares their entries).
+//! A product tables a counter before it reads it.
 //!
 //! States are [`StateId`]s, indices into the per-state tables (`trans` holds them, a row of
 //! `stride` per state; `accept`, `open`, `dist` one entry per state).
