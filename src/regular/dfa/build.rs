@@ -4,6 +4,7 @@
 //! countable unit counted, an alternation as the union of its branches, anything else through
 //! `regex-automata` (Thompson NFA, one compiler per thread, then an anchored dense DFA copied into
 //! our own table).
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
