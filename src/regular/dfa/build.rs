@@ -25,6 +25,11 @@ use crate::regular::Lexeme;
 /// The fewest repetitions [`Dfa::counted_regex`] counts: fewer copies determinize quickly.
 const MIN_COUNTED_REGEX: u32 = 32;
 
+/// Most branches an alternation is built from as a union ([`Dfa::union`]): a state of the
+/// union holds one state per branch (a 100,000-way choice of strings would hold 100,000), and
+/// the alternations it is for (an optional member) have a few.
+const MAX_UNION_BRANCHES: usize = 16;
+
 impl Dfa {
     pub fn from_hir(hir: &Hir, limits: DfaLimits) -> Result<Dfa> {
         // A finite language (a property name, a set of enum values) needs no NFA.
@@ -138,7 +143,7 @@ impl Dfa {
             // Not a set of strings: the union of the branches' DFAs, each built by these
             // shortcuts (an optional next member of an object, `(?:,"a":…)|`, is a splice).
             // Past a limit the regex path decides.
-            if string_count(h).is_none() {
+            if string_count(h).is_none() && branches.len() <= MAX_UNION_BRANCHES {
                 let union = branches
                     .iter()
                     .map(|b| Dfa::from_regex_lexeme(b, limits))
@@ -233,7 +238,27 @@ impl Dfa {
                 }
             }
             Lexeme::Not(_) => Dfa::product(&[part(lexeme)?], limits),
-            Lexeme::And(xs) => Dfa::product(&xs.iter().map(part).collect::<Result<Vec<_>>>()?, limits),
+            Lexeme::And(xs) => {
+                let mut parts: Vec<(Arc<Dfa>, Option<u32>)> = Vec::with_capacity(xs.len());
+                for (i, x) in xs.iter().enumerate() {
+                    match x {
+                        // `¬(b ∧ c …)`: its parts join this product as one clause, so that only
+                        // the tuples the other parts let through are built (a string's
+                        // "not containing `{{` and at most 255 characters" was 17,622 states
+                        // built in full where the product with a 255-character name kept 259).
+                        Lexeme::Not(y) => match &**y {
+                            Lexeme::And(ys) if ys.iter().all(|y| !matches!(y, Lexeme::Not(_))) => {
+                                for y in ys {
+                                    parts.push((Dfa::shared(y, limits)?, Some(i as u32)));
+                                }
+                            }
+                            _ => parts.push((Dfa::shared(y, limits)?, Some(i as u32))),
+                        },
+                        _ => parts.push((Dfa::shared(x, limits)?, None)),
+                    }
+                }
+                Dfa::product_of_clauses(&parts, limits)
+            }
         }
     }
 

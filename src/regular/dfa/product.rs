@@ -19,6 +19,22 @@ impl Dfa {
     /// complement of "no continuation matches": the parts' dead-end pruning is what makes
     /// complementing by flipping acceptance correct. A tuple with a positive part dead is dead.
     pub fn product<D: std::ops::Deref<Target = Dfa>>(parts: &[(D, bool)], limits: DfaLimits) -> Result<Dfa> {
+        let clauses: Vec<(&Dfa, Option<u32>)> =
+            parts.iter().enumerate().map(|(i, (d, neg))| (&**d, neg.then_some(i as u32))).collect();
+        Dfa::product_of_clauses(&clauses, limits)
+    }
+
+    /// The product of `parts` where those flagged with the same `Some(clause)` form one negated
+    /// conjunction: it accepts a string when every `None` part accepts it and, for each clause,
+    /// not all of the clause's parts do. `a ∧ ¬(b ∧ c)` is one product over `a`, `b` and `c`
+    /// (only the tuples `a` lets through are built), not `b ∧ c` built in full first.
+    ///
+    /// Where a part of a clause is dead, the clause can never hold again, so all its parts are
+    /// taken as dead (one tuple for all such states).
+    pub fn product_of_clauses<D: std::ops::Deref<Target = Dfa>>(
+        parts: &[(D, Option<u32>)],
+        limits: DfaLimits,
+    ) -> Result<Dfa> {
         // Where the tuple space is small enough, tuples are numbered by their slot (mixed
         // radix over the parts' state counts) instead of a hash.
         Dfa::product_numbered(parts, limits, 1 << 22, Combine::All)
@@ -28,28 +44,48 @@ impl Dfa {
     /// construction as [`product`](Dfa::product) (reachable tuples, breadth first), where a
     /// tuple is dead only when every part is.
     pub fn union<D: std::ops::Deref<Target = Dfa>>(parts: &[D], limits: DfaLimits) -> Result<Dfa> {
-        let parts: Vec<(&Dfa, bool)> = parts.iter().map(|d| (&**d, false)).collect();
+        let parts: Vec<(&Dfa, Option<u32>)> = parts.iter().map(|d| (&**d, None)).collect();
         // A union reaches few of its tuples (mostly one part live at a time): a dense table
         // of slots, zeroed first, would cost more than it saves past a small tuple space.
         Dfa::product_numbered(&parts, limits, 1 << 12, Combine::Any)
     }
 
-    /// [`product`](Dfa::product) or [`union`](Dfa::union) (`combine`), numbering tuples by
-    /// slot when there are at most `max_dense` of them (the same table either way: the
-    /// numbering is breadth-first).
+    /// [`product_of_clauses`](Dfa::product_of_clauses) or [`union`](Dfa::union) (`combine`;
+    /// a union's parts are all `None`), numbering tuples by slot when there are at most
+    /// `max_dense` of them (the same table either way: the numbering is breadth-first).
     pub(super) fn product_numbered<D: std::ops::Deref<Target = Dfa>>(
-        parts: &[(D, bool)],
+        parts: &[(D, Option<u32>)],
         limits: DfaLimits,
         max_dense: usize,
         combine: Combine,
     ) -> Result<Dfa> {
         let k = parts.len();
+        let clause_of: Vec<(usize, Option<u32>)> = parts.iter().enumerate().map(|(j, (_, c))| (j, *c)).collect();
         // A counter computed on the fly is tabled first: the product reads each of its rows
         // once per tuple it appears in, and a table lookup is several times cheaper.
         let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
         let parts: Vec<(&Dfa, bool)> =
-            parts.iter().zip(&tabled).map(|((d, neg), t)| (t.as_ref().unwrap_or(&**d), *neg)).collect();
+            parts.iter().zip(&tabled).map(|((d, clause), t)| (t.as_ref().unwrap_or(&**d), clause.is_some())).collect();
         let parts = &parts[..];
+        // The negated clauses of more than one part, as part indices.
+        let mut clauses: Vec<(u32, Vec<usize>)> = Vec::new();
+        for &(j, c) in &clause_of {
+            if let Some(c) = c {
+                match clauses.iter_mut().find(|(id, _)| *id == c) {
+                    Some((_, members)) => members.push(j),
+                    None => clauses.push((c, vec![j])),
+                }
+            }
+        }
+        let clauses: Vec<Vec<usize>> = clauses.into_iter().map(|(_, m)| m).filter(|m| m.len() > 1).collect();
+        // A clause with a part dead can never hold again: all its parts dead.
+        let settle = |t: &mut [StateId]| {
+            for members in &clauses {
+                if members.iter().any(|&j| t[j] == StateId::DEAD) {
+                    members.iter().for_each(|&j| t[j] = StateId::DEAD);
+                }
+            }
+        };
         let (classes, reps) = product_classes(parts, combine);
         let too_many = || Error::Limit {
             kind: LimitKind::DfaStates,
@@ -69,6 +105,7 @@ impl Dfa {
         // known tuple allocates nothing (products are most of compile time).
         let mut ids = TupleIds::new(parts, max_dense);
         let mut tuples: Vec<StateId> = parts.iter().map(|(d, _)| d.start).collect();
+        settle(&mut tuples);
         let start = if live(&tuples) {
             if limits.states <= 1 {
                 return Err(too_many());
@@ -90,6 +127,7 @@ impl Dfa {
                 for j in 0..k {
                     buf[j] = parts[j].0.next(tuples[i * k + j], rep);
                 }
+                settle(&mut buf);
                 let t = if !live(&buf) {
                     StateId::DEAD
                 } else if let Some(id) = ids.get(&buf) {
@@ -107,7 +145,15 @@ impl Dfa {
             }
             let t = &tuples[i * k..(i + 1) * k];
             accept.push(match combine {
-                Combine::All => parts.iter().zip(t).all(|((d, neg), &s)| d.accept[s.index()] != *neg),
+                Combine::All => {
+                    let accepts = |j: usize| parts[j].0.accept[t[j].index()];
+                    // Positive parts accept; a negated part alone does not; a clause not whole.
+                    (0..k).all(|j| match clause_of[j].1 {
+                        None => accepts(j),
+                        Some(_) if !clauses.iter().any(|m| m.contains(&j)) => !accepts(j),
+                        Some(_) => true,
+                    }) && clauses.iter().all(|m| !m.iter().all(|&j| accepts(j)))
+                }
                 Combine::Any => parts.iter().zip(t).any(|((d, _), &s)| d.accept[s.index()]),
             });
             i += 1;

@@ -82,7 +82,8 @@ fn products_numbered_by_slot_or_by_hash_are_the_same_table() {
         &[("abc", true)],
     ];
     for parts in cases {
-        let dfas: Vec<(Arc<Dfa>, bool)> = parts.iter().map(|(re, neg)| (Arc::new(dfa(re)), *neg)).collect();
+        let dfas: Vec<(Arc<Dfa>, Option<u32>)> =
+            parts.iter().enumerate().map(|(i, (re, neg))| (Arc::new(dfa(re)), neg.then_some(i as u32))).collect();
         let by_slot =
             Dfa::product_numbered(&dfas, DfaLimits::default(), usize::MAX, super::product::Combine::All).unwrap();
         let by_hash = Dfa::product_numbered(&dfas, DfaLimits::default(), 0, super::product::Combine::All).unwrap();
@@ -122,6 +123,49 @@ fn product_agrees_with_the_regexes() {
         for w in &words {
             let want = res.iter().all(|(r, neg)| r.is_match(w) != *neg);
             assert_eq!(d.is_accepting(d.run(d.start(), w)), want, "{parts:?} {:?}", String::from_utf8_lossy(w));
+        }
+    }
+}
+
+/// `a ∧ ¬(b ∧ c)` is one product with `b` and `c` as one negated clause: the language the
+/// regexes say (every word over a small alphabet), and the same language and distances as the
+/// clause's conjunction built in full first and complemented.
+#[test]
+fn a_negated_conjunction_is_one_clause_of_the_product() {
+    let regex = |re: &str| Lexeme::Regex(crate::regular::regex::parse(re).unwrap());
+    let cases: [(&str, &[&[&str]]); 3] = [
+        ("[abc]{0,5}", &[&["[abc]*ab[abc]*", "[abc]{2,3}"]]),
+        ("(?:a|bc)*c?", &[&["a[abc]*", "[abc]*c"], &["[abc]*cc[abc]*"]]),
+        ("[a-d]*", &[&["(?:ab)+", "[ab]{0,4}", "a[abc]*"], &["d[a-d]*", "[a-d]*d"]]),
+    ];
+    let words = words(b"abcd", 6);
+    for (positive, clauses) in cases {
+        let not = |c: &[&str]| {
+            let parts: Vec<Lexeme> = c.iter().map(|re| regex(re)).collect();
+            Lexeme::Not(Box::new(if parts.len() == 1 { parts.into_iter().next().unwrap() } else { Lexeme::And(parts) }))
+        };
+        let mut xs = vec![regex(positive)];
+        xs.extend(clauses.iter().map(|c| not(c)));
+        let fast = Dfa::build_lexeme(&Lexeme::And(xs), DfaLimits::default()).unwrap();
+        // The clauses built in full first, then complemented.
+        let mut parts: Vec<(Arc<Dfa>, bool)> = vec![(Arc::new(dfa(positive)), false)];
+        for c in clauses {
+            let inner = Lexeme::And(c.iter().map(|re| regex(re)).collect());
+            parts.push((Arc::new(Dfa::build_lexeme(&inner, DfaLimits::default()).unwrap()), true));
+        }
+        let slow = Dfa::product(&parts, DfaLimits::default()).unwrap();
+        same_language(&fast, &slow, b"abcd", 6, positive);
+        let re = |r: &str| regex::bytes::Regex::new(&format!("^(?:{r})$")).unwrap();
+        let (pos, negs) =
+            (re(positive), clauses.iter().map(|c| c.iter().map(|r| re(r)).collect()).collect::<Vec<Vec<_>>>());
+        for w in &words {
+            let want = pos.is_match(w) && negs.iter().all(|c| !c.iter().all(|r| r.is_match(w)));
+            assert_eq!(
+                fast.is_accepting(fast.run(fast.start(), w)),
+                want,
+                "{positive} {:?}",
+                String::from_utf8_lossy(w)
+            );
         }
     }
 }
