@@ -165,30 +165,33 @@ impl Dfa {
     /// that cannot be counted.
     pub(super) fn counted_regex(h: &Hir, limits: DfaLimits) -> Result<Option<Dfa>> {
         use regex_syntax::hir::HirKind;
-        let literal = |x: &Hir| match x.kind() {
-            HirKind::Literal(l) => Some(l.0.to_vec()),
-            _ => None,
-        };
+        fn literal(x: &Hir) -> Option<&[u8]> {
+            match x.kind() {
+                regex_syntax::hir::HirKind::Literal(l) => Some(&l.0),
+                _ => None,
+            }
+        }
         let parts = match h.kind() {
             HirKind::Concat(parts) => &parts[..],
             _ => std::slice::from_ref(h),
         };
-        let (open, rep, close) = match parts {
-            [r] => (Vec::new(), r, Vec::new()),
-            [a, r] if literal(a).is_some() => (literal(a).unwrap_or_default(), r, Vec::new()),
-            [r, b] if literal(b).is_some() => (Vec::new(), r, literal(b).unwrap_or_default()),
-            [a, r, b] if literal(a).is_some() && literal(b).is_some() => {
-                (literal(a).unwrap_or_default(), r, literal(b).unwrap_or_default())
-            }
-            _ => return Ok(None),
+        // An optional literal on either side of one repetition.
+        let (open, parts) = match parts.split_first() {
+            Some((a, rest)) if !rest.is_empty() => literal(a).map_or((&[][..], parts), |open| (open, rest)),
+            _ => (&[][..], parts),
         };
+        let (close, parts) = match parts.split_last() {
+            Some((b, rest)) if !rest.is_empty() => literal(b).map_or((&[][..], parts), |close| (close, rest)),
+            _ => (&[][..], parts),
+        };
+        let [rep] = parts else { return Ok(None) };
         let HirKind::Repetition(rep) = rep.kind() else { return Ok(None) };
         let Some(max) = rep.max.filter(|&m| m >= MIN_COUNTED_REGEX) else { return Ok(None) };
         let unit = Dfa::shared(&Lexeme::Regex((*rep.sub).clone()), limits)?;
-        if !Dfa::is_countable(&unit, rep.min, Some(max), &close) {
+        if !Dfa::is_countable(&unit, rep.min, Some(max), close) {
             return Ok(None);
         }
-        Dfa::counted(&open, &unit, rep.min, Some(max), &close, limits)
+        Dfa::counted(open, &unit, rep.min, Some(max), close, limits)
     }
 
     /// A shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose
@@ -222,12 +225,6 @@ impl Dfa {
     }
 
     pub(super) fn build_lexeme(lexeme: &Lexeme, limits: DfaLimits) -> Result<Dfa> {
-        let part = |x: &Lexeme| -> Result<(Arc<Dfa>, bool)> {
-            match x {
-                Lexeme::Not(y) => Ok((Dfa::shared(y, limits)?, true)),
-                _ => Ok((Dfa::shared(x, limits)?, false)),
-            }
-        };
         match lexeme {
             Lexeme::Regex(h) => Dfa::from_regex_lexeme(h, limits),
             Lexeme::Counted { open, unit, min, max, close, full } => {
@@ -237,7 +234,7 @@ impl Dfa {
                     None => Dfa::from_hir(full, limits),
                 }
             }
-            Lexeme::Not(_) => Dfa::product(&[part(lexeme)?], limits),
+            Lexeme::Not(y) => Dfa::product(&[(Dfa::shared(y, limits)?, true)], limits),
             Lexeme::And(xs) => {
                 let mut parts: Vec<(Arc<Dfa>, Option<u32>)> = Vec::with_capacity(xs.len());
                 for (i, x) in xs.iter().enumerate() {

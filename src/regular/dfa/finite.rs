@@ -141,7 +141,6 @@ struct Frame {
 /// (counting the dead state). Iterative (a string may be thousands of bytes long): a
 /// [`Frame`] per trie node on the current path.
 fn minimal_trie(strings: &[Vec<u8>], classes: &[u8; 256], max_states: usize) -> Option<(Vec<Node>, u32)> {
-    let mut nodes: Vec<Node> = Vec::new();
     let mut registry: std::collections::HashMap<Node, u32, FxBuild> = std::collections::HashMap::default();
     // Sorted and distinct: only the first string of a range can end at its node.
     let frame = |lo: usize, hi: usize, depth: usize| Frame {
@@ -165,20 +164,19 @@ fn minimal_trie(strings: &[Vec<u8>], classes: &[u8; 256], max_states: usize) -> 
         }
         let Frame { lo, depth, edges, .. } = stack.pop().expect("a frame");
         let node = (strings[lo].len() == depth, edges);
-        let id = match registry.get(&node) {
-            Some(&id) => id,
-            None => {
-                if nodes.len() + 2 > max_states {
-                    return None;
-                }
-                nodes.push(node.clone());
-                registry.insert(node, (nodes.len() - 1) as u32);
-                (nodes.len() - 1) as u32
-            }
-        };
+        let n = registry.len();
+        let id = *registry.entry(node).or_insert(n as u32);
+        if registry.len() + 1 > max_states {
+            return None;
+        }
         match stack.last_mut() {
             Some(parent) => parent.edges.push((classes[strings[lo][parent.depth] as usize], id)),
-            None => return Some((nodes, id)),
+            None => {
+                // Each node once, at its id.
+                let mut nodes: Vec<Node> = vec![(false, Vec::new()); registry.len()];
+                registry.into_iter().for_each(|(node, id)| nodes[id as usize] = node);
+                return Some((nodes, id));
+            }
         }
     }
 }

@@ -60,27 +60,27 @@ impl Dfa {
         combine: Combine,
     ) -> Result<Dfa> {
         let k = parts.len();
-        let clause_of: Vec<(usize, Option<u32>)> = parts.iter().enumerate().map(|(j, (_, c))| (j, *c)).collect();
+        let clause_of: Vec<Option<u32>> = parts.iter().map(|(_, c)| *c).collect();
         // A counter computed on the fly is tabled first: the product reads each of its rows
         // once per tuple it appears in, and a table lookup is several times cheaper.
         let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
         let parts: Vec<(&Dfa, bool)> =
             parts.iter().zip(&tabled).map(|((d, clause), t)| (t.as_ref().unwrap_or(&**d), clause.is_some())).collect();
         let parts = &parts[..];
-        // The negated clauses of more than one part, as part indices.
-        let mut clauses: Vec<(u32, Vec<usize>)> = Vec::new();
-        for &(j, c) in &clause_of {
-            if let Some(c) = c {
-                match clauses.iter_mut().find(|(id, _)| *id == c) {
-                    Some((_, members)) => members.push(j),
-                    None => clauses.push((c, vec![j])),
-                }
+        // The negated clauses, as part indices (a negated part alone is a clause of one).
+        let mut negated: Vec<(u32, Vec<usize>)> = Vec::new();
+        for (j, c) in clause_of.iter().enumerate() {
+            let Some(c) = *c else { continue };
+            match negated.iter_mut().find(|(id, _)| *id == c) {
+                Some((_, members)) => members.push(j),
+                None => negated.push((c, vec![j])),
             }
         }
-        let clauses: Vec<Vec<usize>> = clauses.into_iter().map(|(_, m)| m).filter(|m| m.len() > 1).collect();
+        let negated: Vec<Vec<usize>> = negated.into_iter().map(|(_, m)| m).collect();
         // A clause with a part dead can never hold again: all its parts dead.
+        let joint: Vec<&Vec<usize>> = negated.iter().filter(|m| m.len() > 1).collect();
         let settle = |t: &mut [StateId]| {
-            for members in &clauses {
+            for members in &joint {
                 if members.iter().any(|&j| t[j] == StateId::DEAD) {
                     members.iter().for_each(|&j| t[j] = StateId::DEAD);
                 }
@@ -146,13 +146,10 @@ impl Dfa {
             let t = &tuples[i * k..(i + 1) * k];
             accept.push(match combine {
                 Combine::All => {
+                    // Every positive part accepts, and no negated clause as a whole.
                     let accepts = |j: usize| parts[j].0.accept[t[j].index()];
-                    // Positive parts accept; a negated part alone does not; a clause not whole.
-                    (0..k).all(|j| match clause_of[j].1 {
-                        None => accepts(j),
-                        Some(_) if !clauses.iter().any(|m| m.contains(&j)) => !accepts(j),
-                        Some(_) => true,
-                    }) && clauses.iter().all(|m| !m.iter().all(|&j| accepts(j)))
+                    (0..k).all(|j| clause_of[j].is_some() || accepts(j))
+                        && negated.iter().all(|m| !m.iter().all(|&j| accepts(j)))
                 }
                 Combine::Any => parts.iter().zip(t).any(|((d, _), &s)| d.accept[s.index()]),
             });
