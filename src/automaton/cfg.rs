@@ -33,6 +33,7 @@ use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
 use crate::vocab::{TokenId, TokenKind};
 
 mod lower;
+mod runs;
 pub use lower::MAX_LEXEME_WEIGHT;
 
 /// Declares an id: an index into one table of a [`Cfg`], `#[repr(transparent)]` over `u32` (a

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 
 use regex_syntax::hir::Hir;
 
+use super::runs::{Part, Texts};
 use super::{CfgLimits, Nt, NtId, Prod, ProdId, Sym, Term, TermId, MAX_INLINE_DEPTH};
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Mark, RuleId};
 use crate::regular::Lexeme;
-use crate::regular::{Dfa, UNREACHABLE};
+use crate::regular::{Dfa, StateId, UNREACHABLE};
 
 /// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
 /// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
@@ -158,36 +159,15 @@ pub(super) struct Lowering<'a> {
     nt_rule: Vec<Option<RuleId>>,
     pub(super) prods: Vec<Prod>,
     /// Regular runs already lowered, by what they are made of: the terminal, and whether the
-    /// run can only match the empty string. A hit skips inlining, the lexeme's key text and
-    /// the DFA lookup (a large schema repeats the same few runs thousands of times: the
-    /// whitespace and punctuation around every member, the shared string and number regexes).
+    /// run can only match the empty string. A hit skips the run's key text and the DFA lookup
+    /// (a large schema repeats the same few runs thousands of times: the whitespace and
+    /// punctuation around every member, the shared string and number regexes).
     runs: HashMap<Vec<Part<'a>>, (Sym, bool)>,
+    /// The texts of rules and shared regexes, printed once (see [`Texts`]).
+    texts: Texts,
     /// The terminal of each [`Expr::Lexeme`], by the address of its `Arc` (borrowed from the
     /// grammar: stable).
     lexeme_syms: HashMap<usize, Sym>,
-}
-
-/// One part of a regular run, named by content where that is cheap (literals, rules, shared
-/// regexes by their `Arc`), else by the node's address (the grammar is borrowed, so addresses
-/// are stable). Equal keys are equal languages; equal languages may have different keys (a
-/// miss only costs the full path, whose terminals are deduplicated by lexeme key).
-#[derive(PartialEq, Eq, Hash)]
-enum Part<'a> {
-    Lit(&'a str),
-    Rule(u32),
-    Shared(usize),
-    Node(usize),
-}
-
-impl<'a> Part<'a> {
-    fn of(e: &'a Expr) -> Part<'a> {
-        match e {
-            Expr::Literal(s) => Part::Lit(s),
-            Expr::Rule(r) => Part::Rule(r.0),
-            Expr::Regex(h) => Part::Shared(std::sync::Arc::as_ptr(h) as usize),
-            other => Part::Node(other as *const Expr as usize),
-        }
-    }
 }
 
 impl<'a> Lowering<'a> {
@@ -207,6 +187,7 @@ impl<'a> Lowering<'a> {
             nt_rule: Vec::new(),
             prods: Vec::new(),
             runs: HashMap::new(),
+            texts: Texts::default(),
             lexeme_syms: HashMap::new(),
         };
         l.new_nt("⊤".into());
@@ -260,7 +241,7 @@ impl<'a> Lowering<'a> {
         if self.regular[r.0 as usize] {
             // Borrowed from the grammar, not from `self`: no copy of the name per reference.
             let grammar: &'a Grammar = self.g;
-            return Ok(self.memo_term(vec![Part::Rule(r.0)], |g| inline(g, &Expr::Rule(r)), &grammar.rule(r).name)?.0);
+            return Ok(self.memo_term(vec![Part::Rule(r.0)], &[&Expr::Rule(r)], &grammar.rule(r).name)?.0);
         }
         if let Some(&nt) = self.rule_nt.get(&r) {
             return Ok(Sym::N(nt));
@@ -275,18 +256,26 @@ impl<'a> Lowering<'a> {
     }
 
     fn term(&mut self, lexeme: &Lexeme, name: &str) -> Result<Sym> {
-        self.keyed_term(lexeme, lexeme.key(), name, None)
+        self.keyed_term(lexeme.key(), name, None, || Ok(lexeme.clone()))
     }
 
     /// The terminal of a mark: its text as a lexeme, but a terminal apart from the same text
     /// unmarked (and from other marks), so that the parser reports where it ends.
     fn marked_term(&mut self, m: &Mark) -> Result<Sym> {
         let lexeme = Lexeme::Regex(Hir::literal(m.text().as_bytes()));
-        self.keyed_term(&lexeme, lexeme.key(), "mark", Some(m.clone()))
+        self.keyed_term(lexeme.key(), "mark", Some(m.clone()), || Ok(lexeme.clone()))
     }
 
-    /// The terminal for `lexeme` (whose [`Lexeme::key`] is `key`), made once per key and mark.
-    fn keyed_term(&mut self, lexeme: &Lexeme, key: String, name: &str, mark: Option<Mark>) -> Result<Sym> {
+    /// The terminal for the lexeme under `key` (a regex text of its language, see
+    /// [`Dfa::shared_by`]), made once per key and mark; `lexeme` is made only when its DFA is
+    /// built.
+    fn keyed_term(
+        &mut self,
+        key: String,
+        name: &str,
+        mark: Option<Mark>,
+        lexeme: impl FnOnce() -> Result<Lexeme>,
+    ) -> Result<Sym> {
         let term_key = match &mark {
             Some(m) => format!("{key}\u{0}{m:?}"),
             None => key.clone(),
@@ -301,7 +290,7 @@ impl<'a> Lowering<'a> {
                 self.limits.max_terminals,
             ));
         }
-        let dfa = Dfa::shared_keyed(lexeme, key, self.limits.dfa).map_err(|e| match e {
+        let dfa = Dfa::shared_by(key, self.limits.dfa, lexeme).map_err(|e| match e {
             Error::Limit { kind, what, limit, hint } => {
                 Error::Limit { kind, what: format!("{what} (in rule `{name}`)"), limit, hint }
             }
@@ -379,27 +368,24 @@ impl<'a> Lowering<'a> {
     /// empty string (memoized in `runs`).
     fn regular_term(&mut self, run: &[&'a Expr]) -> Result<(Sym, bool)> {
         let key: Vec<Part<'a>> = run.iter().map(|x| Part::of(x)).collect();
-        self.memo_term(
-            key,
-            |g| Ok(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)),
-            "lexeme",
-        )
+        self.memo_term(key, run, "lexeme")
     }
 
-    /// The terminal (and "only the empty string?") for the run named `key`, from `runs` or
-    /// built from the regex `hir` gives.
-    fn memo_term(
-        &mut self,
-        key: Vec<Part<'a>>,
-        hir: impl FnOnce(&Grammar) -> Result<Hir>,
-        name: &str,
-    ) -> Result<(Sym, bool)> {
+    /// The terminal (and "only the empty string?") for the run named `key`, from `runs`, or
+    /// by its text ([`Texts`]) from the terminals and DFAs already made, or built from its
+    /// regex (the parts inlined) where none has that text.
+    fn memo_term(&mut self, key: Vec<Part<'a>>, run: &[&Expr], name: &str) -> Result<(Sym, bool)> {
         if let Some(&hit) = self.runs.get(&key) {
             return Ok(hit);
         }
-        let hir = hir(self.g)?;
-        let empty = hir.properties().maximum_len() == Some(0);
-        let sym = self.term(&Lexeme::Regex(hir), name)?;
+        let g = self.g;
+        let text = self.texts.run(g, run)?;
+        let regex = || Ok(Lexeme::Regex(Hir::concat(run.iter().map(|x| inline(g, x)).collect::<Result<Vec<_>>>()?)));
+        let sym = self.keyed_term(text, name, None, regex)?;
+        let Sym::T(t) = sym else { unreachable!("keyed_term makes terminals") };
+        // Only the empty string: the start accepts and reads nothing more.
+        let dfa = &self.terms[t.index()].dfa;
+        let empty = dfa.start() != StateId::DEAD && dfa.is_accepting(dfa.start()) && !dfa.can_continue(dfa.start());
         self.runs.insert(key, (sym, empty));
         Ok((sym, empty))
     }

@@ -40,7 +40,7 @@ impl Dfa {
     /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
     /// (entries still in use stay alive in their `Arc`s); a table above 1/64 of that is not kept.
     pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
-        Dfa::shared_keyed(lexeme, lexeme.key(), limits)
+        Dfa::cached(lexeme.key(), limits, || Dfa::build_lexeme(lexeme, limits))
     }
 
     /// Empties the process-wide cache of [`shared`](Dfa::shared): DFAs built from now on are
@@ -51,16 +51,25 @@ impl Dfa {
         }
     }
 
-    /// [`shared`](Dfa::shared) when the caller already has `lexeme.key()`.
-    pub fn shared_keyed(lexeme: &Lexeme, key: String, limits: DfaLimits) -> Result<Arc<Dfa>> {
-        debug_assert_eq!(key, lexeme.key());
+    /// [`shared`](Dfa::shared) under a key the caller has made, with the lexeme made (and its
+    /// table built) only on a miss. The key is any regex text (`regex-syntax` notation, default
+    /// flags) of the lexeme's language, not necessarily [`Lexeme::key`]: equal keys must name
+    /// equal languages, which any faithful text of a language does; two texts of one language
+    /// only cost a second table. (The lowering prints its runs' texts from the grammar, so that
+    /// a run already built needs no regex tree at all.)
+    pub fn shared_by(key: String, limits: DfaLimits, lexeme: impl FnOnce() -> Result<Lexeme>) -> Result<Arc<Dfa>> {
+        Dfa::cached(key, limits, || Dfa::build_lexeme(&lexeme()?, limits))
+    }
+
+    /// The cache itself: the table under `key` and `limits`, or `build`'s, kept.
+    fn cached(key: String, limits: DfaLimits, build: impl FnOnce() -> Result<Dfa>) -> Result<Arc<Dfa>> {
         let key = (key, limits.nfa_bytes, limits.dfa_bytes, limits.states);
         let cache = SHARED.get_or_init(Default::default);
         if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
             return Ok(d.clone());
         }
         // Built outside the lock: another thread may build the same DFA meanwhile (same value).
-        let dfa = Arc::new(Dfa::build_lexeme(lexeme, limits)?);
+        let dfa = Arc::new(build()?);
         let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
         let bytes = dfa.heap_bytes() + key.0.len() + 64;
         if c.bytes + bytes > SHARED_DFA_BYTES {
