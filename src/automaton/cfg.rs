@@ -14,6 +14,9 @@
 //!   states linear in the count; else it is unrolled as above, or past the unroll limit
 //!   determinized as one regex under the DFA limits.
 //! - A [`Expr::Lexeme`] (an intersection/complement of regexes) is always a terminal of its own.
+//! - A run is named before it is built (`runs`): by its parts' structure within one lowering,
+//!   and by a regex text printed from the grammar across lowerings (the key of its terminal
+//!   and of the process-wide DFA cache); its regex is built only when its DFA is.
 //! - Non-productive nonterminals (those that derive no finite string, e.g. `a ::= a "x"`) and
 //!   terminals with an empty language are removed with every production that uses them, so
 //!   every item the parser builds can still be completed: a live prefix is always extendable.
