@@ -109,10 +109,11 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
     if !has_all_of && !ref_with_siblings {
         return Ok(None);
     }
-    // The keywords beside `allOf` (and beside a `$ref` with siblings) are the first part.
+    // The keywords beside `allOf` (and beside a `$ref` with siblings) are the first part, but
+    // for annotations (a root's `definitions`: every `$ref` is absolute after preparation).
     let base: Map<String, Value> = obj
         .iter()
-        .filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref"))
+        .filter(|(k, _)| *k != "allOf" && !(ref_with_siblings && *k == "$ref") && !ANNOTATIONS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     // The parts, borrowed where they can be merged as they are (a part is copied only when it

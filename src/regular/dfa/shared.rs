@@ -13,6 +13,9 @@ use crate::regular::Lexeme;
 /// Most bytes of tables the process-wide cache of [`Dfa::shared`] holds.
 pub const SHARED_DFA_BYTES: usize = 64 << 20;
 
+/// The largest table the cache keeps (1/16 of it).
+const MAX_SHARED_TABLE: usize = SHARED_DFA_BYTES / 16;
+
 type SharedKey = (String, usize, usize, usize);
 
 #[derive(Default)]
@@ -38,7 +41,7 @@ impl Dfa {
     /// compile time. Failures are not kept (a limit error is computed again).
     ///
     /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
-    /// (entries still in use stay alive in their `Arc`s); a table above 1/64 of that is not kept.
+    /// (entries still in use stay alive in their `Arc`s); a table above 1/16 of that is not kept.
     pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
         Dfa::cached(lexeme.key(), limits, || Dfa::build_lexeme(lexeme, limits))
     }
@@ -77,8 +80,9 @@ impl Dfa {
             c.bytes = 0;
         }
         // Very large tables are rare and particular to one schema: kept, they would flush the
-        // common lexemes out.
-        if bytes <= SHARED_DFA_BYTES / 64 {
+        // common lexemes out. (Common formats with a length are large: an email of at most 254
+        // characters is 16,000 states, 2 MB, 10-20 ms to build, in many schemas.)
+        if bytes <= MAX_SHARED_TABLE {
             c.bytes += bytes;
             c.map.insert(key, dfa.clone());
         }

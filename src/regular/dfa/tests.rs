@@ -575,3 +575,23 @@ fn a_set_of_strings_is_its_minimal_automaton() {
         assert!(Dfa::from_strings(strings, enough).is_ok());
     }
 }
+
+/// A table of a few MB (a format with a length, here an email-like pattern of at most 254
+/// characters: thousands of states) is kept by the process-wide cache, so the schemas that share
+/// it pay for it once: the second request is the same table, not a second build of 10-20 ms.
+#[test]
+fn large_common_tables_are_kept_by_the_shared_cache() {
+    let parse = |re: &str| Lexeme::Regex(crate::regular::regex::parse(re).unwrap());
+    let lexeme = Lexeme::and(vec![
+        parse(r"[a-z0-9_.+-]{1,40}@[a-z0-9](?:-?[a-z0-9]){0,18}(?:\.[a-z0-9](?:-?[a-z0-9]){0,18}){0,2}\.[a-z]{2,6}"),
+        parse(r"[\x00-\x{10FFFF}]{0,254}"),
+    ]);
+    let first = Dfa::shared(&lexeme, DfaLimits::default()).unwrap();
+    assert!(
+        first.heap_bytes() > SHARED_DFA_BYTES / 64 && first.heap_bytes() <= SHARED_DFA_BYTES / 16,
+        "a table between 1/64 and 1/16 of the cache: {} bytes",
+        first.heap_bytes()
+    );
+    let second = Dfa::shared(&lexeme, DfaLimits::default()).unwrap();
+    assert!(Arc::ptr_eq(&first, &second), "built twice");
+}
