@@ -11,6 +11,7 @@
 //! atom (a group), so texts concatenate, alternate and repeat without further brackets.
 
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::sync::Arc;
 
 use regex_syntax::hir::Hir;
@@ -19,24 +20,21 @@ use crate::error::{Error, Result};
 use crate::grammar::{Expr, Grammar};
 use crate::regular::Lexeme;
 
-/// One part of a regular run, named by content: literals, rules and the other nodes by what
-/// they are made of ([`Shape`]), shared regexes by their `Arc`. Equal keys are equal languages;
-/// equal languages may have different keys (a miss only costs the full path, whose terminals
-/// are deduplicated by lexeme key).
+/// One part of a regular run: a rule by its id, anything else by what it is made of
+/// ([`Shape`]). Equal keys are equal languages; equal languages may have different keys (a
+/// miss only costs the full path, whose terminals are deduplicated by their text).
 #[derive(PartialEq, Eq, Hash)]
 pub(super) enum Part<'a> {
-    Lit(&'a str),
+    /// (Apart so that a rule referenced on its own, with no expression to borrow, has the key
+    /// of a run made of that reference.)
     Rule(u32),
-    Shared(usize),
     Node(Shape<'a>),
 }
 
 impl<'a> Part<'a> {
     pub(super) fn of(e: &'a Expr) -> Part<'a> {
         match e {
-            Expr::Literal(s) => Part::Lit(s),
             Expr::Rule(r) => Part::Rule(r.0),
-            Expr::Regex(h) => Part::Shared(std::sync::Arc::as_ptr(h) as usize),
             other => Part::Node(Shape(other)),
         }
     }
@@ -190,10 +188,10 @@ impl Texts {
             Expr::Repeat { body, min, max } => {
                 out.push_str("(?:");
                 self.write(g, body, out)?;
-                match max {
-                    Some(max) => out.push_str(&format!("{{{min},{max}}})")),
-                    None => out.push_str(&format!("{{{min},}})")),
-                }
+                let _ = match max {
+                    Some(max) => write!(out, "{{{min},{max}}})"),
+                    None => write!(out, "{{{min},}})"),
+                };
             }
         }
         Ok(())
