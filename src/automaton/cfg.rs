@@ -94,7 +94,7 @@ pub struct Term {
     pub dfa: std::sync::Arc<Dfa>,
     /// Per DFA state (by [`StateId::index`]): fewest usable bytes to acceptance
     /// ([`UNREACHABLE`]: none suffice).
-    pub dist: std::sync::Arc<[u32]>,
+    pub dist: crate::regular::Distances,
     pub nullable: bool,
     pub name: String,
     /// Set for the terminal of an [`Expr::Mark`](crate::grammar::Expr::Mark): the matcher
@@ -382,7 +382,7 @@ impl Cfg {
         }
         let bytes = self.costs_with(|t| {
             let term = self.term(t);
-            term.dist.get(term.dfa.start().index()).copied().unwrap_or(UNREACHABLE)
+            term.dist.at(term.dfa.start())
         });
         for (nt, c) in self.nts.iter_mut().zip(bytes.nt) {
             nt.minlen = c;
@@ -442,7 +442,7 @@ impl Cfg {
                     return 1;
                 }
                 let start = term.dfa.start();
-                let bytes = term.dist.get(start.index()).copied().unwrap_or(UNREACHABLE);
+                let bytes = term.dist.at(start);
                 env.token_reach(&term.dfa, start, bytes).or_bound(bytes)
             })
         })
@@ -468,7 +468,7 @@ impl Cfg {
     /// settles it within `budget`, else the usable-byte count).
     pub fn token_rest(&self, env: &VocabEnv, t: TermId, state: StateId, budget: u32) -> u32 {
         let term = self.term(t);
-        let bytes = term.dist[state.index()];
+        let bytes = term.dist.at(state);
         if term.one_token && state == term.dfa.start() {
             return 1;
         }
@@ -505,7 +505,7 @@ impl Cfg {
         match s {
             Sym::T(t) => {
                 let term = self.term(t);
-                term.dist.get(term.dfa.start().index()).copied().unwrap_or(UNREACHABLE)
+                term.dist.at(term.dfa.start())
             }
             Sym::N(n) => self.nt(n).minlen,
         }

@@ -345,20 +345,20 @@ impl CfgRun {
         let scans = p.scans.clone();
         let mut best: Option<(u32, Scan)> = None;
         for sc in scans {
-            let cost = cfg.term(sc.term).dist[sc.state.index()].saturating_add(self.chart.scan_wait_cost(cfg, &sc));
+            let cost = cfg.term(sc.term).dist.at(sc.state).saturating_add(self.chart.scan_wait_cost(cfg, &sc));
             if best.is_none_or(|(c, _)| cost < c) {
                 best = Some((cost, sc));
             }
         }
         let (_, sc) = best?;
         let term = cfg.term(sc.term);
-        let d = term.dist[sc.state.index()];
+        let d = term.dist.at(sc.state);
         if d == 0 || d == UNREACHABLE {
             return None;
         }
         (0x20..0x7f).chain(0..0x20).chain(0x7f..=0xff).find(|&b| {
             let n = term.dfa.next(sc.state, b);
-            n != StateId::DEAD && term.dist[n.index()].saturating_add(1) == d
+            n != StateId::DEAD && term.dist.at(n).saturating_add(1) == d
         })
     }
 
@@ -639,7 +639,7 @@ impl TrieVisitor for InsideWithin<'_> {
         let (cfg, scans, budget) = (self.cfg, self.scans, self.budget);
         let top = self.stack.top();
         let within = top.iter().any(|&(k, s)| {
-            let dist = cfg.term(scans[k as usize].term).dist[s.index()];
+            let dist = cfg.term(scans[k as usize].term).dist.at(s);
             dist.saturating_add(self.waits[k as usize]) <= budget
         }) || top.iter().any(|&(k, s)| {
             let wait = self.waits_tokens[k as usize];

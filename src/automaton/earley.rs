@@ -453,7 +453,7 @@ impl Chart {
             return 0;
         }
         for sc in scans {
-            let d = cfg.term(sc.term).dist[sc.state.index()];
+            let d = cfg.term(sc.term).dist.at(sc.state);
             let w = self.wait_cost(cfg, None, sc.origin, Sym::T(sc.term));
             best = best.min(d.saturating_add(w));
         }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use super::cfg_run::{CfgRun, Refused};
 use super::{Backend, Compiled, VocabEnv, NO_BUDGET};
 use crate::error::{Error, Result};
-use crate::regular::{Dfa, StateId, UNREACHABLE};
+use crate::regular::{Dfa, Distances, StateId, UNREACHABLE};
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// The place-holder a DFA run pushes for EOS: no state of any DFA (ids are dense from 0, and a
@@ -193,7 +193,7 @@ impl Matcher {
                 } else {
                     // Cached per (DFA, state) for the vocabulary, when the budget cannot bind on
                     // the tokens that keep the DFA going (the ones that end it need 0 more).
-                    let entry = env.mask_cache().get_or_build_for(env, &[&**dfa], &[&**finish_tokens], &[s]);
+                    let entry = env.mask_cache().get_or_build_for(env, &[&**dfa], &[finish_tokens], &[s]);
                     if entry.inside_dist[0].is_none_or(|d| d <= after_budget) {
                         mask.union_clipped(&entry.inside);
                         entry.groups.iter().for_each(|g| mask.insert_clipped(&g.at));
@@ -544,19 +544,19 @@ impl Matcher {
 struct Fits<'a> {
     env: &'a VocabEnv,
     dfa: &'a Dfa,
-    finish_tokens: &'a [u32],
+    finish_tokens: &'a Distances,
     budget: u32,
     known: Vec<(StateId, bool)>,
 }
 
 impl<'a> Fits<'a> {
-    fn new(env: &'a VocabEnv, dfa: &'a Dfa, finish_tokens: &'a [u32], budget: u32) -> Fits<'a> {
+    fn new(env: &'a VocabEnv, dfa: &'a Dfa, finish_tokens: &'a Distances, budget: u32) -> Fits<'a> {
         Fits { env, dfa, finish_tokens, budget, known: Vec::new() }
     }
 
     #[inline]
     fn check(&mut self, t: StateId) -> bool {
-        if self.finish_tokens[t.index()] <= self.budget {
+        if self.finish_tokens.at(t) <= self.budget {
             return true;
         }
         if let Some(&(_, ok)) = self.known.iter().find(|(s, _)| *s == t) {
@@ -570,8 +570,8 @@ impl<'a> Fits<'a> {
 
 /// The fewest tokens that finish a DFA output from `s`: the exact token distance where the
 /// search settles it within the single-byte bound, else that bound.
-fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &[u32], s: StateId) -> u32 {
-    let bound = finish_tokens[s.index()];
+fn dfa_finish_tokens(env: &VocabEnv, dfa: &Dfa, finish_tokens: &Distances, s: StateId) -> u32 {
+    let bound = finish_tokens.at(s);
     if bound == UNREACHABLE {
         return UNREACHABLE;
     }

@@ -56,7 +56,7 @@ pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};
 use crate::grammar::{self, Grammar};
-use crate::regular::{Dfa, DfaLimits, StateId};
+use crate::regular::{Dfa, DfaLimits, Distances, StateId};
 use crate::vocab::{TokenId, Vocab};
 
 /// The token budget that binds nothing (a mask without `max_tokens`): as the most usable bytes
@@ -138,7 +138,7 @@ pub(crate) enum Backend {
     /// A regular language: one DFA; `finish_tokens[s.index()]` = fewest single-byte tokens from
     /// state `s` to acceptance (an upper bound on the tokens needed to finish; [`UNREACHABLE`](crate::regular::UNREACHABLE):
     /// none suffice).
-    Dfa { dfa: Arc<Dfa>, finish_tokens: Arc<[u32]> },
+    Dfa { dfa: Arc<Dfa>, finish_tokens: Distances },
     /// A context-free grammar for the Earley parser.
     Earley(Box<cfg::Cfg>),
 }

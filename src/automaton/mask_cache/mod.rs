@@ -70,7 +70,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::cfg::Cfg;
 use super::earley::Scan;
 use super::VocabEnv;
-use crate::regular::{Dfa, FxBuild, StateId};
+use crate::regular::{Dfa, Distances, FxBuild, StateId};
 use crate::vocab::{TokenId, TokenSet, TokenTrie};
 use hazards::Hazards;
 use wholesale::Reach;
@@ -223,13 +223,15 @@ impl MaskCache {
     pub fn get_or_build(&self, cfg: &Cfg, env: &VocabEnv, scans: &[Scan]) -> Arc<Entry> {
         let term = |sc: &Scan| cfg.term(sc.term);
         let horizon = horizon(env);
-        let key: Vec<ScanKey> =
-            scans.iter().map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon))).collect();
+        let key: Vec<ScanKey> = scans
+            .iter()
+            .map(|sc| (term(sc).dfa.id(), term(sc).dfa.canonical(sc.state, horizon, &term(sc).dist)))
+            .collect();
         if let Some(e) = self.get(&key) {
             return e;
         }
         let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*term(sc).dfa).collect();
-        let dists: Vec<&[u32]> = scans.iter().map(|sc| &*term(sc).dist).collect();
+        let dists: Vec<&Distances> = scans.iter().map(|sc| &term(sc).dist).collect();
         let states: Vec<StateId> = key.iter().map(|&(_, s)| s).collect();
         self.build(env, key, &dfas, &dists, &states)
     }
@@ -237,9 +239,16 @@ impl MaskCache {
     /// The entry for the scans of `dfas` in `states` (`dists`: each DFA's fewest usable bytes
     /// to acceptance, [`Dfa::dist_using`] for this vocabulary). The DFA backend asks with its one
     /// DFA: its mask is `inside` and the groups' `at` ids (nothing may follow its lexeme).
-    pub fn get_or_build_for(&self, env: &VocabEnv, dfas: &[&Dfa], dists: &[&[u32]], states: &[StateId]) -> Arc<Entry> {
+    pub fn get_or_build_for(
+        &self,
+        env: &VocabEnv,
+        dfas: &[&Dfa],
+        dists: &[&Distances],
+        states: &[StateId],
+    ) -> Arc<Entry> {
         let horizon = horizon(env);
-        let key: Vec<ScanKey> = dfas.iter().zip(states).map(|(d, &s)| (d.id(), d.canonical(s, horizon))).collect();
+        let key: Vec<ScanKey> =
+            dfas.iter().zip(states).zip(dists).map(|((d, &s), dist)| (d.id(), d.canonical(s, horizon, dist))).collect();
         match self.get(&key) {
             Some(e) => e,
             None => {
@@ -263,7 +272,7 @@ impl MaskCache {
         env: &VocabEnv,
         key: Vec<ScanKey>,
         dfas: &[&Dfa],
-        dists: &[&[u32]],
+        dists: &[&Distances],
         states: &[StateId],
     ) -> Arc<Entry> {
         let wholesale = self.wholesale(env, &key, dfas, states);

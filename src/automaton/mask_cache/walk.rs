@@ -19,7 +19,7 @@ use super::wholesale::Wholesale;
 use super::{Entry, Group, SliceNode};
 use crate::automaton::slices::Slices;
 use crate::automaton::VocabEnv;
-use crate::regular::{Dfa, FxBuild, StateId, UNREACHABLE};
+use crate::regular::{Dfa, Distances, FxBuild, StateId};
 use crate::vocab::{trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie};
 
 impl Entry {
@@ -27,7 +27,7 @@ impl Entry {
     /// gives the merged trie of a list of members.
     pub(super) fn build(
         dfas: &[&Dfa],
-        dists: &[&[u32]],
+        dists: &[&Distances],
         states: &[StateId],
         env: &VocabEnv,
         wholesale: &Wholesale,
@@ -116,7 +116,7 @@ impl ScanStack {
 struct LexWalk<'a> {
     /// The key's DFAs and their distances to acceptance (the terms' `dist`), by key index.
     dfas: &'a [&'a Dfa],
-    dists: &'a [&'a [u32]],
+    dists: &'a [&'a Distances],
     inside_dist: Vec<Option<u32>>,
     /// Per scan, the farthest rest of any live state of its DFA (computed when first needed).
     far: Vec<Option<u32>>,
@@ -143,7 +143,7 @@ struct LexWalk<'a> {
 }
 
 impl<'a> LexWalk<'a> {
-    fn new(dfas: &'a [&'a Dfa], dists: &'a [&'a [u32]], slices: &'a Slices, width: usize) -> LexWalk<'a> {
+    fn new(dfas: &'a [&'a Dfa], dists: &'a [&'a Distances], slices: &'a Slices, width: usize) -> LexWalk<'a> {
         LexWalk {
             dfas,
             dists,
@@ -219,8 +219,7 @@ impl<'a> LexWalk<'a> {
     /// Notes scan `k`'s farthest rest from any live state of its DFA.
     fn note_far(&mut self, k: usize) {
         let dist = self.dists[k];
-        let f =
-            *self.far[k].get_or_insert_with(|| dist.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0));
+        let f = *self.far[k].get_or_insert_with(|| dist.farthest());
         self.note_dist(k, f);
     }
 
@@ -251,7 +250,7 @@ impl<'a> LexWalk<'a> {
                 goes_on.then_some(next)
             },
             |s: StateId, ids| {
-                far = Some(far.map_or(dist[s.index()], |f| f.max(dist[s.index()])));
+                far = Some(far.map_or(dist.at(s), |f| f.max(dist.at(s))));
                 ids.iter().for_each(|&id| inside.insert(id));
             },
         );
@@ -343,7 +342,7 @@ impl TrieVisitor for LexWalk<'_> {
         }
         for i in 0..self.stack.top().len() {
             let (k, s) = self.stack.top()[i];
-            let d = self.dists[k as usize][s.index()];
+            let d = self.dists[k as usize].at(s);
             self.note_dist(k as usize, d);
         }
     }

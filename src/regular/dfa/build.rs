@@ -236,27 +236,45 @@ impl Dfa {
             }
             Lexeme::Not(y) => Dfa::product(&[(Dfa::shared(y, limits)?, true)], limits),
             Lexeme::And(xs) => {
-                let mut parts: Vec<(Arc<Dfa>, Option<u32>)> = Vec::with_capacity(xs.len());
-                for (i, x) in xs.iter().enumerate() {
-                    match x {
-                        // `¬(b ∧ c …)`: its parts join this product as one clause, so that only
-                        // the tuples the other parts let through are built (a string's
-                        // "not containing `{{` and at most 255 characters" was 17,622 states
-                        // built in full where the product with a 255-character name kept 259).
-                        Lexeme::Not(y) => match &**y {
-                            Lexeme::And(ys) if ys.iter().all(|y| !matches!(y, Lexeme::Not(_))) => {
-                                for y in ys {
-                                    parts.push((Dfa::shared(y, limits)?, Some(i as u32)));
-                                }
-                            }
-                            _ => parts.push((Dfa::shared(y, limits)?, Some(i as u32))),
-                        },
-                        _ => parts.push((Dfa::shared(x, limits)?, None)),
+                // A length with other constraints (a pattern, a format): counted over their
+                // product with the uncounted string, not tabled with them.
+                let counted = xs.iter().position(|x| matches!(x, Lexeme::Counted { .. }));
+                if let Some(Lexeme::Counted { open, unit, min, max, close, .. }) = counted.map(|i| &xs[i]) {
+                    let rest: Vec<Lexeme> =
+                        xs.iter().enumerate().filter(|&(i, _)| Some(i) != counted).map(|(_, x)| x.clone()).collect();
+                    let parts = Dfa::and_parts(&rest, limits)?;
+                    let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
+                    if let Ok(Some(d)) = Dfa::counted_product(&parts, open, &unit, *min, *max, close, limits) {
+                        return Ok(d);
                     }
                 }
-                Dfa::product_of_clauses(&parts, limits)
+                Dfa::product_of_clauses(&Dfa::and_parts(xs, limits)?, limits)
             }
         }
+    }
+
+    /// The parts of an intersection, as [`product_of_clauses`](Dfa::product_of_clauses) takes
+    /// them.
+    fn and_parts(xs: &[Lexeme], limits: DfaLimits) -> Result<Vec<(Arc<Dfa>, Option<u32>)>> {
+        let mut parts: Vec<(Arc<Dfa>, Option<u32>)> = Vec::with_capacity(xs.len());
+        for (i, x) in xs.iter().enumerate() {
+            match x {
+                // `¬(b ∧ c …)`: its parts join this product as one clause, so that only the
+                // tuples the other parts let through are built (a string's "not containing `{{`
+                // and at most 255 characters" was 17,622 states built in full where the product
+                // with a 255-character name kept 259).
+                Lexeme::Not(y) => match &**y {
+                    Lexeme::And(ys) if ys.iter().all(|y| !matches!(y, Lexeme::Not(_))) => {
+                        for y in ys {
+                            parts.push((Dfa::shared(y, limits)?, Some(i as u32)));
+                        }
+                    }
+                    _ => parts.push((Dfa::shared(y, limits)?, Some(i as u32))),
+                },
+                _ => parts.push((Dfa::shared(x, limits)?, None)),
+            }
+        }
+        Ok(parts)
     }
 
     fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {

@@ -1,432 +1,329 @@
-//! Counted repetitions `open · unit{min,max} · close` ([`Dfa::counted`]): tabled when small,
-//! computed on the fly by a [`Counter`] above [`MAX_TABLED_COUNTED`] states.
+//! [`Counter`]: a count of units over a base table, computed on the fly.
+//!
+//! The base is a table for the language without its count (`"` unit* `"`; or a pattern ∧
+//! `"` unit* `"`), some of whose transitions complete a unit. The counter's language is the
+//! base's strings whose number of completed units lies within `min..=max`. Its states are (row
+//! `k`, place `s`): `k` units complete (saturating at `min` where there is no maximum), the base
+//! in its live state `s`, numbered by arithmetic: `1 + k × places + (s − 1)`, the dead state 0.
+//! A row holds every place, whether or not a string reaches it there; what no string reaches
+//! is never a transition's target.
+//!
+//! Nothing per state is written down: `next` is the base's transition and the row's
+//! arithmetic, with liveness read off the distances by row ([`Rows`], computed from the top
+//! row down, most rows shared); `accept` is local; `open` is tabled per pair of adjacent rows'
+//! layers. `format: email` ∧ `maxLength` 254 has 50,491 states this way; its table (the
+//! product of the pattern with a counted string) had 16,000 reachable ones and took 10-20 ms
+//! to build, where the counter takes about 1 ms, most of it the pattern's own table.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use super::explore::explore;
-use super::{next_id, Dfa, DfaLimits, StateId, UNREACHABLE};
+use super::rows::{runs, Rows, Shape, Work};
+use super::{next_id, By, Dfa, Distances, Reverse, StateId, UNREACHABLE};
 use crate::error::{Error, LimitKind, Result};
 
-impl Dfa {
-    /// `open · unit{min,max} · close` with a counter: states are (phase, count, unit state),
-    /// about `max × |unit|` of them, built directly instead of determinizing `max` copies.
-    /// `None` (use the regex) unless the unit is prefix-free (an accepting state has no way
-    /// on, so a unit ends exactly where it is complete), non-empty, and `close` cannot start
-    /// a unit (so the end of the repetition is never in doubt).
-    pub fn counted(
-        open: &[u8],
-        unit: &Dfa,
-        min: u32,
-        max: Option<u32>,
-        close: &[u8],
-        limits: DfaLimits,
-    ) -> Result<Option<Dfa>> {
-        Dfa::counted_with(open, unit, min, max, close, limits, MAX_TABLED_COUNTED)
-    }
-
-    /// [`counted`](Dfa::counted), tabled when it has at most `max_tabled` states and computed
-    /// on the fly ([`Counter`]) above that: a string of at most 5,000 characters is 70,000
-    /// states (about 14 per count: the states inside one escaped or multi-byte character),
-    /// whose table took most of a compile to build and search.
-    pub(super) fn counted_with(
-        open: &[u8],
-        unit: &Dfa,
-        min: u32,
-        max: Option<u32>,
-        close: &[u8],
-        limits: DfaLimits,
-        max_tabled: usize,
-    ) -> Result<Option<Dfa>> {
-        if !countable(unit, min, max, close) {
-            return Ok(None);
-        }
-        let (classes, reps) = counted_classes(unit, open, close);
-        let c = Counting { open, unit, close, min, max, cap: max.unwrap_or(min), u0: unit.start };
-        if c.slots() > max_tabled {
-            let counter = Counter::new(open, unit, min, max, close, reps.clone(), limits.states)?;
-            return Ok(Some(counter.into_dfa(classes)));
-        }
-        let start = if open.is_empty() { Pos::Unit(0, c.u0) } else { Pos::Open(0) };
-        explore(
-            classes,
-            &reps,
-            Some(start),
-            limits.states,
-            |&p, b| Ok(c.step(p, b)),
-            |&p| c.accepting(p),
-            || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limits.states),
-            Some((c.slots(), &|p: &Pos| c.slot(*p))),
-        )
-        .map(Some)
-    }
-}
-
-impl Dfa {
-    /// Would [`counted`](Dfa::counted) count `open · unit{min,max} · close` (states linear in
-    /// the count, or computed on the fly), rather than return `None`? (See [`countable`].)
-    pub fn is_countable(unit: &Dfa, min: u32, max: Option<u32>, close: &[u8]) -> bool {
-        countable(unit, min, max, close)
-    }
-}
-
-/// Can `open · unit{min,max} · close` be counted: is the unit prefix-free (an accepting state
-/// has no way on, so a unit ends exactly where it is complete) and non-empty, can `close` not
-/// start a unit (so the end of the repetition is never in doubt), and is `min ≤ max`?
-fn countable(unit: &Dfa, min: u32, max: Option<u32>, close: &[u8]) -> bool {
-    let prefix_free = (1..unit.accept.len()).all(|s| !unit.accept[s] || !unit.open[s]);
-    let u0 = unit.start;
-    !(u0 == StateId::DEAD
-        || unit.accept[u0.index()]
-        || !prefix_free
-        || close.first().is_some_and(|&b| unit.next(u0, b) != StateId::DEAD)
-        || max.is_some_and(|m| m < min))
-}
-
-/// The byte classes of a counted repetition: the unit's, with every byte of `open`/`close`
-/// set apart; one representative byte per class.
-fn counted_classes(unit: &Dfa, open: &[u8], close: &[u8]) -> ([u8; 256], Vec<u8>) {
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
-    for b in 0..=255u8 {
-        let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
-        classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
-            reps.push(b);
-            (reps.len() - 1) as u8
-        });
-    }
-    (classes, reps)
-}
-
-/// A position in `open · unit{min,max} · close`, the state of the tabled construction:
-/// `Open(i)` for `i < |open|` bytes of `open` read; `Unit(k, s)` with `k` units complete and
-/// the unit's DFA in `s`; `Close(i)` for `1 ≤ i ≤ |close|` bytes of `close` read.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Pos {
-    Open(u32),
-    Unit(u32, StateId),
-    Close(u32),
-}
-
-/// The tabled construction of [`Dfa::counted_with`]: the step, acceptance and dense slot of
-/// each [`Pos`].
-struct Counting<'a> {
-    open: &'a [u8],
-    unit: &'a Dfa,
-    close: &'a [u8],
-    min: u32,
-    max: Option<u32>,
-    /// The most units counted: the maximum, or the minimum where there is none (the count
-    /// saturates there).
-    cap: u32,
-    /// The unit's start: between units.
-    u0: StateId,
-}
-
-impl Counting<'_> {
-    /// Every position has a slot: open bytes, then (count, unit state), then close bytes.
-    fn slots(&self) -> usize {
-        self.open.len() + (self.cap as usize + 1) * self.unit.accept.len() + self.close.len() + 1
-    }
-
-    fn slot(&self, p: Pos) -> usize {
-        let (n_open, n_unit) = (self.open.len(), self.unit.accept.len());
-        match p {
-            Pos::Open(i) => i as usize,
-            Pos::Unit(k, s) => n_open + k as usize * n_unit + s.index(),
-            Pos::Close(i) => n_open + (self.cap as usize + 1) * n_unit + i as usize,
-        }
-    }
-
-    /// The position after byte `b` (`None`: dead).
-    fn step(&self, p: Pos, b: u8) -> Option<Pos> {
-        match p {
-            Pos::Open(i) => (self.open.get(i as usize) == Some(&b)).then(|| {
-                if i as usize + 1 == self.open.len() {
-                    Pos::Unit(0, self.u0)
-                } else {
-                    Pos::Open(i + 1)
-                }
-            }),
-            Pos::Unit(k, s) if s == self.u0 => {
-                if self.close.first() == Some(&b) {
-                    return (k >= self.min).then_some(Pos::Close(1));
-                }
-                if self.max.is_some_and(|m| k >= m) {
-                    return None;
-                }
-                self.in_unit(k, s, b)
-            }
-            Pos::Unit(k, s) => self.in_unit(k, s, b),
-            Pos::Close(i) => (self.close.get(i as usize) == Some(&b)).then_some(Pos::Close(i + 1)),
-        }
-    }
-
-    /// Byte `b` inside a unit: a unit that completes moves to the next count.
-    fn in_unit(&self, k: u32, s: StateId, b: u8) -> Option<Pos> {
-        let t = self.unit.next(s, b);
-        if t == StateId::DEAD {
-            return None;
-        }
-        if self.unit.accept[t.index()] {
-            Some(Pos::Unit((k + 1).min(self.cap), self.u0))
-        } else {
-            Some(Pos::Unit(k, t))
-        }
-    }
-
-    fn accepting(&self, p: Pos) -> bool {
-        match p {
-            Pos::Close(i) => i as usize == self.close.len(),
-            Pos::Unit(k, s) => self.close.is_empty() && s == self.u0 && k >= self.min,
-            Pos::Open(_) => false,
-        }
-    }
-}
-
-/// Counted repetitions with more states than this are computed on the fly ([`Counter`]).
-const MAX_TABLED_COUNTED: usize = 4_096;
-
-/// [`Counter::place`] of a unit state that has no place in a row: an accepting state (a
-/// completed unit moves to the next row's start) or the dead one.
-const NOT_PLACED: u32 = u32::MAX;
-
-/// `open · unit{min,max} · close` computed on the fly: the same automaton as the table
-/// [`Dfa::counted`] builds, with states numbered by arithmetic instead of breadth-first.
-///
-/// States (numbers here, [`StateId`]s outside): 0 is dead; `1 + i` is "read `open[..i]`" (`i < |open|`); then one row of `width`
-/// states per count `k` in `0..=cap`, the unit's non-accepting states in `row` order (the
-/// unit's start first: "between units"); then "read `close[..i]`" for `i` in `1..=|close|`.
-/// A unit's accepting state is never a state here: completing a unit moves to the next row's
-/// start (`cap` saturates when there is no maximum). States inside a unit on the row of the
-/// maximum cannot be reached (no unit starts there) and are dead.
-///
-/// Every other state is live (the unit is pruned, so a started unit can complete, and counts
-/// up to the maximum can reach the minimum), which is what lets `dist` and `open` be written
-/// down directly instead of searched.
 pub(super) struct Counter {
-    unit: Dfa,
-    open: Vec<u8>,
-    close: Vec<u8>,
+    /// The language without its count: a table, dead ends pruned; its states `1..` are a
+    /// row's places.
+    base: Dfa,
+    /// `completes[s * stride + class]`: that transition of the base completes a unit.
+    completes: Vec<bool>,
     min: u32,
     max: Option<u32>,
+    /// The top row: the maximum, or the minimum where there is none (the count saturates).
     cap: u32,
-    /// Unit state → its place in a row ([`NOT_PLACED`]: accepting or dead, never a state here).
-    place: Vec<u32>,
-    /// Place in a row → unit state.
-    row: Vec<StateId>,
-    /// One byte per class of the counted automaton.
+    /// Places per row: the base's states but the dead one.
+    places: u32,
+    /// One byte per class.
     pub(super) reps: Vec<u8>,
-    /// The numbers of the first state of row 0 and of the first "close" state; the number of
-    /// states.
-    rows_at: u32,
-    close_at: u32,
+    /// Distances over every byte, by row: what is live.
+    rows: Arc<Rows>,
+    /// Per row, its table in `opens` (one per pair of its layer and the next row's).
+    open_of: Vec<u32>,
+    opens: Vec<Box<[bool]>>,
+    /// Per row, the first and last row of the run of rows around it that read alike: the
+    /// same layer (the same places live) and the same `open` table.
+    read_runs: Vec<(u32, u32)>,
+    /// The number of states, the dead one included.
     states: usize,
 }
 
 impl Counter {
-    /// The counter, or a limit error past `limit` states (counted before any state numbers).
-    fn new(
-        open: &[u8],
-        unit: &Dfa,
-        min: u32,
-        max: Option<u32>,
-        close: &[u8],
-        reps: Vec<u8>,
+    /// The counter over `base` (a table, dead ends pruned, not empty) whose transitions
+    /// `completes` marks; a limit error past `states` states (rows times places) or `cells`
+    /// distances held by its rows (layers times places), reported as past `limit` states.
+    pub(super) fn new(
+        base: Dfa,
+        completes: Vec<bool>,
+        (min, max): (u32, Option<u32>),
+        (states, cells): (usize, usize),
         limit: usize,
     ) -> Result<Counter> {
+        debug_assert!(base.counter.is_none() && base.start != StateId::DEAD);
         let cap = max.unwrap_or(min);
-        let mut row = vec![unit.start];
-        row.extend((1..unit.accept.len() as u32).map(StateId).filter(|&s| s != unit.start && !unit.accept[s.index()]));
-        let states =
-            (1 + open.len()).saturating_add((cap as usize + 1).saturating_mul(row.len())).saturating_add(close.len());
-        if states > limit {
-            return Err(Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limit));
+        let places = base.state_count() as u64 - 1;
+        let count = 1 + (cap as u64 + 1) * places;
+        let too_many = || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limit);
+        if count > states as u64 || count >= u32::MAX as u64 / 2 {
+            return Err(too_many());
         }
-        let mut place = vec![NOT_PLACED; unit.accept.len()];
-        row.iter().enumerate().for_each(|(i, &s)| place[s.index()] = i as u32);
-        let rows_at = 1 + open.len() as u32;
-        let close_at = rows_at + (cap + 1) * row.len() as u32;
-        Ok(Counter {
-            unit: unit.clone(),
-            open: open.to_vec(),
-            close: close.to_vec(),
+        let reps: Option<Vec<u8>> =
+            (0..base.stride).map(|c| (0..=255u8).find(|&b| base.classes[b as usize] as usize == c)).collect();
+        let mut counter = Counter {
+            reps: reps.expect("every class has a byte"),
+            base,
+            completes,
             min,
             max,
             cap,
-            place,
-            row,
-            reps,
-            rows_at,
-            close_at,
-            states,
-        })
+            places: places as u32,
+            rows: Arc::new(Rows::empty()),
+            open_of: Vec::new(),
+            opens: Vec::new(),
+            read_runs: Vec::new(),
+            states: count as usize,
+        };
+        let rows = counter.rows(&[true; 256], cells).ok_or_else(too_many)?;
+        counter.rows = Arc::new(rows);
+        counter.tabulate_open();
+        Ok(counter)
     }
 
-    fn width(&self) -> u32 {
-        self.row.len() as u32
+    /// Distances by row using only bytes with `usable[b]`; `None` past `cells` layers × places.
+    fn rows(&self, usable: &[bool; 256], cells: usize) -> Option<Rows> {
+        let base = &self.base;
+        let n = base.state_count();
+        let mut class_ok = vec![false; base.stride];
+        (0..256).for_each(|b| class_ok[base.classes[b] as usize] |= usable[b]);
+        let (mut within, mut completing) = (Vec::new(), Vec::new());
+        let mut seen = vec![0u32; n];
+        for s in 1..n {
+            for c in (0..base.stride).filter(|&c| class_ok[c]) {
+                let i = s * base.stride + c;
+                let t = base.trans[i];
+                if t == StateId::DEAD {
+                    continue;
+                }
+                if self.completes[i] {
+                    completing.push((s as u32, t.0));
+                } else if seen[t.index()] != s as u32 {
+                    seen[t.index()] = s as u32;
+                    within.push((t.0, s as u32));
+                }
+            }
+        }
+        let all: Vec<(u32, u32)> = within.iter().copied().chain(completing.iter().map(|&(s, t)| (t, s))).collect();
+        let shape = Shape {
+            accept: &base.accept,
+            min: self.min,
+            max: self.max,
+            cap: self.cap,
+            within: &Reverse::new(n, &within),
+            all: &Reverse::new(n, &all),
+            completing: &completing,
+        };
+        Rows::compute(&shape, Work { cells })
     }
 
-    /// The number of the start of row `k`.
-    fn between(&self, k: u32) -> u32 {
-        self.rows_at + k * self.width()
+    /// The `open` tables: one per pair (a row's layer, the next row's), the next row being
+    /// the row itself at the top without a maximum, none at the maximum; equal tables are one.
+    /// Then the runs of rows that read alike (the same layer and `open` table).
+    fn tabulate_open(&mut self) {
+        let mut by_layers: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut by_value: HashMap<Box<[bool]>, u32> = HashMap::new();
+        let base = &self.base;
+        let rows = &self.rows;
+        let n = base.state_count();
+        for k in 0..=self.cap {
+            let here = rows.layer(k);
+            let next = match self.max {
+                Some(m) if m == k => u32::MAX,
+                _ => rows.layer((k + 1).min(self.cap)),
+            };
+            let id = *by_layers.entry((here, next)).or_insert_with(|| {
+                let live = |layer: u32, t: StateId| layer != u32::MAX && rows.layer_live(layer, t);
+                let table: Box<[bool]> = (0..n)
+                    .map(|s| {
+                        s > 0
+                            && (0..base.stride).any(|c| {
+                                let i = s * base.stride + c;
+                                let t = base.trans[i];
+                                t != StateId::DEAD && live(if self.completes[i] { next } else { here }, t)
+                            })
+                    })
+                    .collect();
+                let fresh = self.opens.len() as u32;
+                *by_value.entry(table.clone()).or_insert_with(|| {
+                    self.opens.push(table);
+                    fresh
+                })
+            });
+            self.open_of.push(id);
+        }
+        let reads: Vec<(u32, u32)> = (0..=self.cap).map(|k| (rows.layer(k), self.open_of[k as usize])).collect();
+        self.read_runs = runs(&reads);
+    }
+
+    pub(super) fn states(&self) -> usize {
+        self.states
+    }
+
+    /// (row, place) of a live state number.
+    #[inline]
+    fn split(&self, state: u32) -> (u32, StateId) {
+        let i = state - 1;
+        (i / self.places, StateId(i % self.places + 1))
+    }
+
+    #[inline]
+    fn number(&self, k: u32, s: StateId) -> u32 {
+        1 + k * self.places + (s.0 - 1)
     }
 
     /// The state after byte `b`.
     #[inline]
     pub(super) fn next(&self, state: StateId, b: u8) -> StateId {
-        StateId(self.next_number(state.0, b))
-    }
-
-    /// [`next`](Self::next) over state numbers, by the layout above.
-    #[inline]
-    fn next_number(&self, state: u32, b: u8) -> u32 {
-        // The dead state's number.
-        const DEAD: u32 = StateId::DEAD.0;
-        if state == DEAD {
-            return DEAD;
+        if state == StateId::DEAD {
+            return StateId::DEAD;
         }
-        if state < self.rows_at {
-            let i = (state - 1) as usize;
-            return match self.open[i] == b {
-                false => DEAD,
-                true if i + 1 == self.open.len() => self.between(0),
-                true => state + 1,
-            };
-        }
-        if state >= self.close_at {
-            let i = (state - self.close_at) as usize + 1; // close[..i] read
-            return if self.close.get(i) == Some(&b) { state + 1 } else { DEAD };
-        }
-        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
-        let at_max = self.max == Some(k);
-        if p == 0 {
-            if self.close.first() == Some(&b) {
-                return if k >= self.min { self.close_at } else { DEAD };
-            }
-            if at_max {
-                return DEAD;
-            }
-        } else if at_max {
-            return DEAD; // unreachable: no unit starts on the maximum's row
-        }
-        let t = self.unit.next(self.row[p as usize], b);
+        let (k, s) = self.split(state.0);
+        let i = s.index() * self.base.stride + self.base.classes[b as usize] as usize;
+        let t = self.base.trans[i];
         if t == StateId::DEAD {
-            return DEAD;
+            return StateId::DEAD;
         }
-        if self.unit.accept[t.index()] {
-            return self.between((k + 1).min(self.cap));
-        }
-        self.between(k) + self.place[t.index()]
-    }
-
-    /// Fewest bytes to acceptance from every state, using only bytes with `usable[b]`
-    /// ([`UNREACHABLE`]: none), written down from the unit's own distances.
-    pub(super) fn distances(&self, usable: &[bool; 256]) -> Vec<u32> {
-        let inf = UNREACHABLE;
-        let unit_dist: Vec<u32> = self.unit.dist_using_uncached(usable);
-        let unit_min = unit_dist[self.unit.start.index()];
-        let close_ok = self.close.iter().all(|&b| usable[b as usize]);
-        let add = |a: u32, b: u32| if a == inf || b == inf { inf } else { a.saturating_add(b) };
-        // From the start of row k: the units still needed, then `close`.
-        let between = |k: u32| -> u32 {
-            if !close_ok {
-                return inf;
+        let k = if self.completes[i] {
+            if self.max == Some(k) {
+                return StateId::DEAD;
             }
-            let needed = self.min.saturating_sub(k);
-            if needed == 0 {
-                return self.close.len() as u32;
-            }
-            if unit_min == inf {
-                return inf;
-            }
-            needed.saturating_mul(unit_min).saturating_add(self.close.len() as u32)
-        };
-        let mut d = vec![inf; self.states];
-        for (i, slot) in d.iter_mut().enumerate().take(self.rows_at as usize).skip(1) {
-            let rest = self.open.len() - (i - 1);
-            *slot =
-                if self.open[i - 1..].iter().all(|&b| usable[b as usize]) { add(rest as u32, between(0)) } else { inf };
-        }
-        for k in 0..=self.cap {
-            for (p, &s) in self.row.iter().enumerate() {
-                let at = (self.between(k) + p as u32) as usize;
-                d[at] = if p == 0 {
-                    between(k)
-                } else if self.max == Some(k) {
-                    inf
-                } else {
-                    add(unit_dist[s.index()], between((k + 1).min(self.cap)))
-                };
-            }
-        }
-        for i in 1..=self.close.len() {
-            let at = self.close_at as usize + i - 1;
-            d[at] =
-                if self.close[i..].iter().all(|&b| usable[b as usize]) { (self.close.len() - i) as u32 } else { inf };
-        }
-        d
-    }
-
-    /// The state of the same place (open, close, or unit place) on the row that reads every
-    /// string of at most `horizon` bytes the way `state` does: one byte completes at most one
-    /// unit, so a row matters only within `horizon` units of the minimum (acceptance) and of
-    /// the maximum (the end). Rows further than that below the minimum read like row 0, rows
-    /// at or past the minimum and further than that below the maximum like the minimum's.
-    /// (Distances differ: the row chosen needs at least as many units as `state`'s.)
-    pub(super) fn canonical(&self, state: StateId, horizon: u32) -> StateId {
-        let state = state.0;
-        if state < self.rows_at || state >= self.close_at {
-            return StateId(state);
-        }
-        let (k, p) = ((state - self.rows_at) / self.width(), (state - self.rows_at) % self.width());
-        let far_from_max = self.max.is_none_or(|m| m - k > horizon);
-        let row = if self.min.saturating_sub(k) > horizon {
-            0
-        } else if k >= self.min && far_from_max {
-            self.min
+            (k + 1).min(self.cap)
         } else {
             k
         };
-        StateId(self.between(row) + p)
+        if self.rows.live(k, t) {
+            StateId(self.number(k, t))
+        } else {
+            StateId::DEAD
+        }
     }
 
-    /// The automaton: no table, `accept`, `open` and `dist` written down.
-    fn into_dfa(self, classes: [u8; 256]) -> Dfa {
-        let n = self.states;
-        let dist = self.distances(&[true; 256]);
-        let mut accept = vec![false; n];
-        let mut open = vec![false; n];
-        for s in 1..n as u32 {
-            let at = s as usize;
-            if s >= self.close_at {
-                // Read `close[..i]`: done at its end, else its next byte.
-                let i = (s - self.close_at) as usize + 1;
-                accept[at] = i == self.close.len();
-                open[at] = i < self.close.len();
-            } else if s >= self.rows_at {
-                let (k, p) = ((s - self.rows_at) / self.width(), (s - self.rows_at) % self.width());
-                let at_max = self.max == Some(k);
-                accept[at] = self.close.is_empty() && p == 0 && k >= self.min;
-                // Between units: another unit below the maximum, or `close` (k ≥ min there,
-                // since min ≤ max). Inside a unit (never on the maximum's row): its next byte.
-                open[at] = if p == 0 { !at_max || !self.close.is_empty() } else { !at_max };
-            } else {
-                open[at] = true; // reading `open`
+    pub(super) fn is_accepting(&self, state: StateId) -> bool {
+        if state == StateId::DEAD {
+            return false;
+        }
+        let (k, s) = self.split(state.0);
+        k >= self.min && self.base.accept[s.index()]
+    }
+
+    pub(super) fn can_continue(&self, state: StateId) -> bool {
+        if state == StateId::DEAD {
+            return false;
+        }
+        let (k, s) = self.split(state.0);
+        self.opens[self.open_of[k as usize] as usize][s.index()]
+    }
+
+    pub(super) fn dist(&self, state: StateId) -> u32 {
+        if state == StateId::DEAD {
+            return UNREACHABLE;
+        }
+        let (k, s) = self.split(state.0);
+        self.rows.get(k, s)
+    }
+
+    /// The start: row 0 at the base's start, or dead if no string is accepted.
+    pub(super) fn start(&self) -> StateId {
+        match self.rows.live(0, self.base.start) {
+            true => StateId(self.number(0, self.base.start)),
+            false => StateId::DEAD,
+        }
+    }
+
+    /// Fewest bytes to acceptance using only bytes with `usable[b]`, by row.
+    pub(super) fn distances(&self, usable: &[bool; 256]) -> Distances {
+        // Usable bytes are fewer, so distances stabilize later; bounded by the states, as the
+        // table would be.
+        let rows = match usable.iter().all(|&u| u) {
+            true => Some(self.rows.clone()),
+            false => self.rows(usable, self.states.max(self.rows.heap_bytes())).map(Arc::new),
+        };
+        match rows {
+            Some(rows) => Distances(By::Rows { rows, places: self.places }),
+            // Past the bound: every state, one by one (a table of the states' distances).
+            None => Distances(By::Table(self.distance_table(usable).into())),
+        }
+    }
+
+    /// [`distances`](Self::distances) written per state, by a breadth-first search backwards
+    /// over the whole state space (the bound of last resort).
+    fn distance_table(&self, usable: &[bool; 256]) -> Vec<u32> {
+        let usable_reps: Vec<u8> = self
+            .reps
+            .iter()
+            .copied()
+            .filter(|&r| (0..256).any(|x| usable[x] && self.base.classes[x] == self.base.classes[r as usize]))
+            .collect();
+        let mut edges = Vec::new();
+        for s in 1..self.states as u32 {
+            for &b in &usable_reps {
+                let t = self.next(StateId(s), b);
+                if t != StateId::DEAD {
+                    edges.push((t.0, s));
+                }
             }
         }
-        let start = StateId(if self.open.is_empty() { self.between(0) } else { 1 });
-        let start = if dist[start.index()] == UNREACHABLE { StateId::DEAD } else { start };
-        let stride = self.reps.len();
+        let accepting = (1..self.states).filter(|&s| self.is_accepting(StateId(s as u32)));
+        super::backward_distances(self.states, &edges, accepting, 0)
+    }
+
+    /// A state that reads every string of at most `horizon` bytes as `state` does (the same
+    /// deaths, acceptances and ends after every prefix), the same one for every state of its
+    /// place in rows far from the bounds, with distances (`dist`: this counter's, for some
+    /// usable bytes) at least `state`'s after every such string. One byte completes at most one
+    /// unit, so such strings from row `k` visit rows `k..=k + horizon` only: another row whose
+    /// `horizon + 1` rows read alike (the same layer and `open` table), with the same layers
+    /// in `dist` at offsets no smaller, reads them alike.
+    pub(super) fn canonical(&self, state: StateId, horizon: u32, dist: &Distances) -> StateId {
+        let Some(using) = dist.rows() else { return state };
+        if state == StateId::DEAD {
+            return state;
+        }
+        let (k, s) = self.split(state.0);
+        let (a1, b1) = self.read_runs[k as usize];
+        let (a2, b2) = using.run(k);
+        let (a, b) = (a1.max(a2), b1.min(b2));
+        if k.saturating_add(horizon) > b {
+            return state;
+        }
+        // Accepting rows of a run share a layer at offset 0: the last row whose window fits;
+        // rows below the minimum grow by a constant per row down: the run's first.
+        let row = if k >= self.min { b - horizon } else { a };
+        if using.offset(row) < using.offset(k) || self.rows.offset(row) < self.rows.offset(k) {
+            return state;
+        }
+        StateId(self.number(row, s))
+    }
+
+    /// Heap bytes of the tables.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.base.heap_bytes()
+            + self.completes.len()
+            + self.rows.heap_bytes()
+            + self.open_of.len() * 4
+            + self.opens.iter().map(|t| t.len()).sum::<usize>()
+            + self.read_runs.len() * 8
+    }
+
+    /// The automaton: no table of its own.
+    pub(super) fn into_dfa(self) -> Dfa {
         Dfa {
-            classes,
-            stride,
+            classes: self.base.classes,
+            stride: self.base.stride,
             trans: Vec::new(),
-            accept,
-            open,
-            dist,
-            start,
+            accept: Vec::new(),
+            open: Vec::new(),
+            dist: Vec::new(),
+            start: self.start(),
             dist_memo: OnceLock::new(),
             id: next_id(),
             counter: Some(Arc::new(self)),

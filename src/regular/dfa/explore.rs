@@ -50,11 +50,27 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
     reps: &[u8],
     start: Option<K>,
     limit: usize,
-    mut step: impl FnMut(&K, u8) -> Result<Option<K>>,
+    step: impl FnMut(&K, u8) -> Result<Option<K>>,
     accepting: impl Fn(&K) -> bool,
     too_many: impl Fn() -> Error,
     dense: Option<DenseSlots<'_, K>>,
 ) -> Result<Dfa> {
+    explore_keys(classes, reps, start, limit, step, accepting, too_many, dense).map(|(dfa, _)| dfa)
+}
+
+/// [`explore`], with the state each id stands for: `keys[i - 1]` is state `i` (pruning merges
+/// dead ends into the dead state but renumbers nothing).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn explore_keys<K: std::hash::Hash + Eq + Clone>(
+    classes: [u8; 256],
+    reps: &[u8],
+    start: Option<K>,
+    limit: usize,
+    mut step: impl FnMut(&K, u8) -> Result<Option<K>>,
+    accepting: impl Fn(&K) -> bool,
+    too_many: impl Fn() -> Error,
+    dense: Option<DenseSlots<'_, K>>,
+) -> Result<(Dfa, Vec<K>)> {
     let stride = reps.len();
     let mut ids: HashMap<K, StateId, FxBuild> = HashMap::default();
     let mut slot_ids = SlotIds::new(dense.map_or(0, |(n, _)| n));
@@ -103,5 +119,5 @@ pub(super) fn explore<K: std::hash::Hash + Eq + Clone>(
         accept.push(accepting(&k));
         i += 1;
     }
-    Ok(Dfa::from_rows(classes, stride, trans, accept, start))
+    Ok((Dfa::from_rows(classes, stride, trans, accept, start), order))
 }

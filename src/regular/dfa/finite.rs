@@ -77,8 +77,8 @@ impl Dfa {
     /// not accept. What [`splice`](Dfa::splice) needs of its first part.
     pub fn is_prefix_free(&self) -> bool {
         self.start != StateId::DEAD
-            && !self.accept[self.start.index()]
-            && !(1..self.accept.len()).any(|s| self.accept[s] && self.open[s])
+            && !self.is_accepting(self.start)
+            && !(1..self.state_count() as u32).map(StateId).any(|s| self.is_accepting(s) && self.can_continue(s))
     }
 
     /// `a` then `b`, for an `a` whose accepting states read nothing more (a prefix-free
@@ -103,7 +103,7 @@ impl Dfa {
                 Ok(match *p {
                     Pos::A(s) => match a.next(s, byte) {
                         StateId::DEAD => None,
-                        t if a.accept[t.index()] => (b.start != StateId::DEAD).then_some(Pos::B(b.start)),
+                        t if a.is_accepting(t) => (b.start != StateId::DEAD).then_some(Pos::B(b.start)),
                         t => Some(Pos::A(t)),
                     },
                     Pos::B(s) => match b.next(s, byte) {
@@ -112,11 +112,11 @@ impl Dfa {
                     },
                 })
             },
-            |p| matches!(*p, Pos::B(s) if b.accept[s.index()]),
+            |p| matches!(*p, Pos::B(s) if b.is_accepting(s)),
             || Error::limit(LimitKind::DfaStates, "DFA states for a sequence of regexes", limits.states),
-            Some((a.accept.len() + b.accept.len(), &|p: &Pos| match *p {
+            Some((a.state_count() + b.state_count(), &|p: &Pos| match *p {
                 Pos::A(s) => s.index(),
-                Pos::B(s) => a.accept.len() + s.index(),
+                Pos::B(s) => a.state_count() + s.index(),
             })),
         )
         .map(Some)

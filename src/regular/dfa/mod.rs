@@ -12,31 +12,39 @@
 //! Other constructions build the same kind of table directly (finite sets of strings as minimal
 //! acyclic automata, splices, products for intersections, complements and an alternation's
 //! branches, counters for length bounds), numbering tuples by a dense slot where the tuple space is
-//! small. One kind is not a table: a counted repetition with more than `MAX_TABLED_COUNTED` (4,096)
-//! states (`"` unit{0,5000} `"` has 70,000; a JSON string of at most ~290 characters is tabled) is
-//! computed on the fly by a `Counter` (`next` by arithmetic over the unit's table; `accept`, `open`
-//! and `dist` written down), which behaves exactly as its table would, and whose rows far from both
-//! bounds read every short string alike ([`Dfa::canonical`]: the mask cache shares their entries).
-//! A product tables a counter before it reads it.
+//! small. One kind is not a table: a length bound whose table would have more than
+//! `MAX_TABLED_COUNTED` (4,096) states, alone (`"` unit{0,5000} `"`: 80,000) or with other
+//! constraints (a pattern or `format` ∧ `maxLength`: (count, pattern state) pairs, 50,491 for
+//! an email of at most 254 characters), is computed on the fly by a `Counter`: a base table without the count (`"` unit* `"`,
+//! or its product with the pattern) whose transitions may complete a unit; `next` by arithmetic
+//! over the base's table, liveness and `dist` by row (`rows`: most rows share one layer),
+//! `accept` local, `open` tabled per pair of rows. It behaves exactly as its table would, and
+//! its rows far from both bounds read every short string alike ([`Dfa::canonical`]: the mask
+//! cache shares their entries). A product tables a counter before it reads it.
 //!
-//! States are [`StateId`]s, indices into the per-state tables (`trans` holds them, a row of
-//! `stride` per state; `accept`, `open`, `dist` one entry per state).
+//! States are [`StateId`]s, indices into the per-state tables of a table (`trans` holds them, a
+//! row of `stride` per state; `accept`, `open`, `dist` one entry per state), numbers of (row,
+//! place) for a counter. Distances under some usable bytes ([`Dfa::dist_using`]) are
+//! [`Distances`]: per state for a table, by row for a counter.
 //!
 //! Invariants: the dead state is always [`StateId::DEAD`] (0) and maps every class to itself;
-//! `start != DEAD` unless the language is empty; `dist[s]` is the fewest bytes from `s` to an
+//! `start != DEAD` unless the language is empty; `dist(s)` is the fewest bytes from `s` to an
 //! accepting state ([`UNREACHABLE`] only for the dead state, and for a counter's states that
 //! no transition reaches); `next` never leads to an unreachable state other than the dead one.
 //!
 //! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
-//! sets, splices), `product` (intersections, complements), `counter` (length bounds),
-//! `explore` (the breadth-first construction they share), `shared` (the process-wide cache),
-//! `state` ([`StateId`], [`UNREACHABLE`]).
+//! sets, splices), `product` (intersections, complements), `counted` (length bounds: tabled,
+//! or a counter's base), `counter` and `rows` (a count computed on the fly), `explore` (the
+//! breadth-first construction they share), `shared` (the process-wide cache), `state`
+//! ([`StateId`], [`UNREACHABLE`]).
 
 mod build;
+mod counted;
 mod counter;
 mod explore;
 mod finite;
 mod product;
+mod rows;
 mod shared;
 mod state;
 #[cfg(test)]
@@ -82,7 +90,7 @@ pub struct Dfa {
     start: StateId,
     /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
     /// is compiled again and again for the same vocabulary.
-    dist_memo: OnceLock<([bool; 256], Arc<[u32]>)>,
+    dist_memo: OnceLock<([bool; 256], Distances)>,
     /// Unique per built table (a clone keeps it: tables never change once built), so caches
     /// outside one compile can name a DFA (see [`id`](Dfa::id)).
     id: u64,
@@ -105,7 +113,8 @@ impl Dfa {
 
     /// Heap bytes of the tables (for cache bounds).
     pub fn heap_bytes(&self) -> usize {
-        self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4
+        let counter = self.counter.as_ref().map_or(0, |c| c.heap_bytes());
+        self.trans.len() * 4 + self.accept.len() * 2 + self.dist.len() * 4 + counter
     }
 
     /// A table from its rows (`trans[s * stride + class]`, the dead state's row first) and
@@ -153,7 +162,7 @@ impl Dfa {
 
     #[inline(always)]
     pub fn next(&self, state: StateId, byte: u8) -> StateId {
-        debug_assert!(state.index() < self.accept.len());
+        debug_assert!(state.index() < self.state_count());
         if let Some(c) = &self.counter {
             return c.next(state, byte);
         }
@@ -177,18 +186,23 @@ impl Dfa {
         state
     }
 
+    #[inline]
     pub fn is_accepting(&self, state: StateId) -> bool {
-        self.accept[state.index()]
+        match &self.counter {
+            Some(c) => c.is_accepting(state),
+            None => self.accept[state.index()],
+        }
     }
 
     /// A state that reads every string of at most `horizon` bytes as `state` does (the same
     /// deaths, acceptances and ends after every prefix), the same one for all such states of
-    /// a counted repetition computed on the fly, else `state` itself. Its distance to
-    /// acceptance is at least `state`'s. The mask cache keys entries by it, so the tokens
-    /// inside a long bounded string share one entry until its bound comes within reach.
-    pub fn canonical(&self, state: StateId, horizon: u32) -> StateId {
+    /// a count computed on the fly far from its bounds, else `state` itself. Its distances in
+    /// `dist` (this DFA's [`dist_using`](Dfa::dist_using) for some bytes) are at least
+    /// `state`'s, there and after every such string. The mask cache keys entries by it, so the
+    /// tokens inside a long bounded string share one entry until its bound comes within reach.
+    pub fn canonical(&self, state: StateId, horizon: u32, dist: &Distances) -> StateId {
         match &self.counter {
-            Some(c) => c.canonical(state, horizon),
+            Some(c) => c.canonical(state, horizon, dist),
             None => state,
         }
     }
@@ -201,17 +215,26 @@ impl Dfa {
     /// Can `state` read another byte (is some transition live)?
     #[inline]
     pub fn can_continue(&self, state: StateId) -> bool {
-        self.open[state.index()]
+        match &self.counter {
+            Some(c) => c.can_continue(state),
+            None => self.open[state.index()],
+        }
     }
 
     /// Fewest bytes from `state` to a complete match ([`UNREACHABLE`] for the dead state).
     pub fn dist(&self, state: StateId) -> u32 {
-        self.dist[state.index()]
+        match &self.counter {
+            Some(c) => c.dist(state),
+            None => self.dist[state.index()],
+        }
     }
 
     /// The number of states, the dead state included.
     pub fn state_count(&self) -> usize {
-        self.accept.len()
+        match &self.counter {
+            Some(c) => c.states(),
+            None => self.accept.len(),
+        }
     }
 
     /// The one byte that may follow `state`, if exactly one byte value keeps it alive.
@@ -231,19 +254,23 @@ impl Dfa {
     }
 
     /// Fewest bytes to acceptance when only bytes with `usable[b]` may be used (e.g. bytes that
-    /// exist as single-byte tokens), indexed by state ([`UNREACHABLE`]: none): an upper bound
-    /// on the tokens needed to finish.
-    pub fn dist_using(&self, usable: &[bool; 256]) -> Arc<[u32]> {
+    /// exist as single-byte tokens), by state ([`UNREACHABLE`]: none): an upper bound on the
+    /// tokens needed to finish.
+    pub fn dist_using(&self, usable: &[bool; 256]) -> Distances {
         if let Some((u, d)) = self.dist_memo.get() {
             if u == usable {
                 return d.clone();
             }
         }
-        let d: Arc<[u32]> = self.dist_using_uncached(usable).into();
+        let d = match &self.counter {
+            Some(c) => c.distances(usable),
+            None => Distances(By::Table(self.dist_using_uncached(usable).into())),
+        };
         let _ = self.dist_memo.set((*usable, d.clone()));
         d
     }
 
+    /// [`dist_using`](Dfa::dist_using) of a table, per state.
     fn dist_using_uncached(&self, usable: &[bool; 256]) -> Vec<u32> {
         let mut usable_class = vec![false; self.stride];
         for b in 0..256 {
@@ -260,11 +287,7 @@ impl Dfa {
     /// accepting one ([`UNREACHABLE`]: none), by a breadth-first search backwards from the
     /// accepting states.
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
-        if let Some(c) = &self.counter {
-            let mut usable = [false; 256];
-            (0..256).for_each(|b| usable[b] = classes[self.classes[b] as usize]);
-            return c.distances(&usable);
-        }
+        debug_assert!(self.counter.is_none(), "a counter's distances are by row");
         let n = self.accept.len();
         let mut edges = Vec::new();
         // One edge per distinct successor (most classes of a row share one): `seen[t] == s`
@@ -283,34 +306,107 @@ impl Dfa {
     }
 }
 
+/// Fewest bytes to acceptance per state ([`Dfa::dist_using`]): a table, or a counter's rows.
+#[derive(Clone)]
+pub struct Distances(By);
+
+#[derive(Clone)]
+enum By {
+    Table(Arc<[u32]>),
+    /// A [`Counter`]'s, by row (its states numbered `1 + row × places + place − 1`).
+    Rows {
+        rows: Arc<rows::Rows>,
+        places: u32,
+    },
+}
+
+impl Distances {
+    /// The distance from `state` ([`UNREACHABLE`]: none).
+    #[inline]
+    pub fn at(&self, state: StateId) -> u32 {
+        match &self.0 {
+            By::Table(d) => d[state.index()],
+            By::Rows { rows, places } => match state.0.checked_sub(1) {
+                None => UNREACHABLE,
+                Some(i) => rows.get(i / places, StateId(i % places + 1)),
+            },
+        }
+    }
+
+    /// The largest finite distance of any state.
+    pub fn farthest(&self) -> u32 {
+        match &self.0 {
+            By::Table(d) => d.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0),
+            By::Rows { rows, .. } => rows.farthest(),
+        }
+    }
+
+    /// Are these the very same distances (one memoized answer)?
+    #[cfg(test)]
+    pub(crate) fn is(&self, other: &Distances) -> bool {
+        match (&self.0, &other.0) {
+            (By::Table(a), By::Table(b)) => Arc::ptr_eq(a, b),
+            (By::Rows { rows: a, .. }, By::Rows { rows: b, .. }) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// A counter's rows, if these are.
+    fn rows(&self) -> Option<&rows::Rows> {
+        match &self.0 {
+            By::Rows { rows, .. } => Some(rows),
+            By::Table(_) => None,
+        }
+    }
+}
+
+/// A graph's edges backwards, kept flat (counted, then filled), not one `Vec` per node.
+pub(crate) struct Reverse {
+    start: Vec<u32>,
+    from: Vec<u32>,
+}
+
+impl Reverse {
+    /// The reverse of a graph of `n` nodes given by its `(node, predecessor)` edges.
+    pub(crate) fn new(n: usize, edges: &[(u32, u32)]) -> Reverse {
+        let mut start = vec![0u32; n + 1];
+        for &(t, _) in edges {
+            start[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut from = vec![0u32; edges.len()];
+        for &(t, p) in edges {
+            from[fill[t as usize] as usize] = p;
+            fill[t as usize] += 1;
+        }
+        Reverse { start, from }
+    }
+
+    /// The predecessors of `t`.
+    #[inline]
+    pub(crate) fn preds(&self, t: StateId) -> &[u32] {
+        &self.from[self.start[t.index()] as usize..self.start[t.index() + 1] as usize]
+    }
+}
+
 /// Breadth-first distances over a graph of `n` nodes given by its `(node, predecessor)` edges,
 /// backwards from `sources` (at distance `first`): for each node, the fewest edges to a source
-/// plus `first` ([`UNREACHABLE`]: none reaches one). Reverse edges are kept flat (counted, then
-/// filled), not one `Vec` per node.
+/// plus `first` ([`UNREACHABLE`]: none reaches one).
 pub(crate) fn backward_distances(
     n: usize,
     edges: &[(u32, u32)],
     sources: impl Iterator<Item = usize>,
     first: u32,
 ) -> Vec<u32> {
-    let mut start = vec![0u32; n + 1];
-    for &(t, _) in edges {
-        start[t as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut rev = vec![0u32; edges.len()];
-    for &(t, p) in edges {
-        rev[fill[t as usize] as usize] = p;
-        fill[t as usize] += 1;
-    }
+    let rev = Reverse::new(n, edges);
     let mut dist = vec![UNREACHABLE; n];
     let mut queue: VecDeque<usize> = sources.collect();
     queue.iter().for_each(|&s| dist[s] = first);
     while let Some(s) = queue.pop_front() {
-        for &p in &rev[start[s] as usize..start[s + 1] as usize] {
+        for &p in rev.preds(StateId(s as u32)) {
             if dist[p as usize] == UNREACHABLE {
                 dist[p as usize] = dist[s] + 1;
                 queue.push_back(p as usize);

@@ -59,6 +59,18 @@ impl Dfa {
         max_dense: usize,
         combine: Combine,
     ) -> Result<Dfa> {
+        Dfa::product_tuples(parts, limits, max_dense, combine).map(|(dfa, _)| dfa)
+    }
+
+    /// [`product_numbered`](Dfa::product_numbered), with the tuple each state stands for:
+    /// `tuples[(i - 1) * parts.len()..i * parts.len()]` is state `i`'s, one state per part
+    /// (pruning merges dead ends into the dead state but renumbers nothing).
+    pub(super) fn product_tuples<D: std::ops::Deref<Target = Dfa>>(
+        parts: &[(D, Option<u32>)],
+        limits: DfaLimits,
+        max_dense: usize,
+        combine: Combine,
+    ) -> Result<(Dfa, Vec<StateId>)> {
         let k = parts.len();
         let clause_of: Vec<Option<u32>> = parts.iter().map(|(_, c)| *c).collect();
         // A counter computed on the fly is tabled first: the product reads each of its rows
@@ -155,23 +167,24 @@ impl Dfa {
             });
             i += 1;
         }
-        Ok(Dfa::from_rows(classes, stride, trans, accept, start))
+        Ok((Dfa::from_rows(classes, stride, trans, accept, start), tuples))
     }
 
     /// This counter's automaton as a table (the same states, transitions and facts).
     pub(super) fn tabled(&self, c: &Counter) -> Dfa {
-        let n = self.accept.len();
+        let n = self.state_count();
         let mut trans = Vec::with_capacity(n * self.stride);
         for s in (0..n as u32).map(StateId) {
             trans.extend(c.reps.iter().map(|&b| c.next(s, b)));
         }
+        let states = || (0..n as u32).map(StateId);
         Dfa {
             classes: self.classes,
             stride: self.stride,
             trans,
-            accept: self.accept.clone(),
-            open: self.open.clone(),
-            dist: self.dist.clone(),
+            accept: states().map(|s| c.is_accepting(s)).collect(),
+            open: states().map(|s| c.can_continue(s)).collect(),
+            dist: states().map(|s| c.dist(s)).collect(),
             start: self.start,
             dist_memo: OnceLock::new(),
             id: next_id(),

@@ -392,14 +392,14 @@ fn counted_equals_the_regex() {
             let l = Lexeme::counted(open, hir(unit), min, max, close);
             let Lexeme::Counted { full, .. } = &l else { unreachable!() };
             let slow = Dfa::from_hir(full, DfaLimits::default()).unwrap();
-            let slow_using: Vec<Arc<[u32]>> = usables.iter().map(|u| slow.dist_using(u)).collect();
+            let slow_using: Vec<Distances> = usables.iter().map(|u| slow.dist_using(u)).collect();
             // Tabled, and computed on the fly: same acceptance, liveness, distances.
             for max_tabled in [usize::MAX, 0] {
                 let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled)
                     .unwrap()
                     .expect("prefix-free unit");
                 assert_eq!(fast.counter.is_some(), max_tabled == 0);
-                let fast_using: Vec<Arc<[u32]>> = usables.iter().map(|u| fast.dist_using(u)).collect();
+                let fast_using: Vec<Distances> = usables.iter().map(|u| fast.dist_using(u)).collect();
                 // What a product reads: the counter as a table.
                 let tabled = fast.counter.as_ref().map(|c| fast.tabled(c));
                 for w in &words {
@@ -419,7 +419,7 @@ fn counted_equals_the_regex() {
                     assert_eq!(fast.can_continue(a), slow.can_continue(b), "{at}");
                     assert_eq!(fast.only_byte(a), slow.only_byte(b), "{at}");
                     for (fu, su) in fast_using.iter().zip(&slow_using) {
-                        assert_eq!(fu[a.index()], su[b.index()], "{at}");
+                        assert_eq!(fu.at(a), su.at(b), "{at}");
                     }
                 }
             }
@@ -428,6 +428,67 @@ fn counted_equals_the_regex() {
     // A unit that is not prefix-free is refused (the caller falls back to the regex).
     let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
     assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
+}
+
+#[test]
+fn a_count_over_a_product_equals_the_product_with_the_count() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let unit = r#"(?:[^"\\]|\\["\\n])"#;
+    let unit_dfa = Dfa::from_hir(&hir(unit), DfaLimits::default()).unwrap();
+    let limits = DfaLimits::default();
+    let alphabet: &[u8] = b"\"\\anb@";
+    let words = words(alphabet, 6);
+    let usables = [usable_of(alphabet), usable_of(b"\"a@"), usable_of(b"ab\"\\")];
+    // Patterns (over the quoted string's bytes) whose lengths in units are intervals, single
+    // counts, gapped sets; with a negated part; unanchored.
+    let patterns: [&[(&str, bool)]; 6] = [
+        &[(r#""[a-z]+@[a-z]+""#, false)],
+        &[(r#""(?:ab|abab)*""#, false)],
+        &[(r#""a{3}""#, false)],
+        &[(r#""(?:[^"\\]|\\n)*b""#, false), (r#""a.*""#, true)],
+        &[(r#""(?:[^"\\]|\\.)*@(?:[^"\\]|\\.)*""#, false)],
+        &[(r#""(?:a|\\n)(?:b|\\n)*""#, false), (r#""(?:[^"\\]|\\.)*""#, false)],
+    ];
+    for pattern in patterns {
+        let parts: Vec<(Dfa, Option<u32>)> = pattern
+            .iter()
+            .enumerate()
+            .map(|(i, &(re, neg))| (Dfa::from_hir(&hir(re), limits).unwrap(), neg.then_some(i as u32)))
+            .collect();
+        for (min, max) in [(0, Some(3)), (2, Some(4)), (1, None), (0, None), (3, Some(3)), (0, Some(7)), (5, None)] {
+            let what = format!("{pattern:?} {min} {max:?}");
+            let l = Lexeme::counted(b"\"", hir(unit), min, max, b"\"");
+            let Lexeme::Counted { full, .. } = &l else { unreachable!() };
+            let parts: Vec<(&Dfa, Option<u32>)> = parts.iter().map(|(d, c)| (d, *c)).collect();
+            let count = Dfa::from_hir(full, limits).unwrap();
+            let slow = Dfa::product_of_clauses(&[&parts[..], &[(&count, None)]].concat(), limits).unwrap();
+            let Some(fast) = Dfa::counted_product_with(&parts, b"\"", &unit_dfa, min, max, b"\"", limits, 0).unwrap()
+            else {
+                assert_eq!(slow.start(), StateId::DEAD, "{what}: only an empty language is left uncounted");
+                continue;
+            };
+            assert!(fast.is_counter(), "{what}");
+            let (fast_using, slow_using): (Vec<Distances>, Vec<Distances>) =
+                usables.iter().map(|u| (fast.dist_using(u), slow.dist_using(u))).unzip();
+            let tabled = fast.counter.as_ref().map(|c| fast.tabled(c)).unwrap();
+            for w in &words {
+                let (a, b) = (fast.run(fast.start(), w), slow.run(slow.start(), w));
+                let at = format!("{what} {:?}", String::from_utf8_lossy(w));
+                assert_eq!(tabled.run(tabled.start(), w), a, "{at}: tabled");
+                assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
+                assert_eq!(fast.is_accepting(a), slow.is_accepting(b), "{at}");
+                assert_eq!(fast.dist(a), slow.dist(b), "{at}");
+                assert_eq!(fast.can_continue(a), slow.can_continue(b), "{at}");
+                assert_eq!(fast.only_byte(a), slow.only_byte(b), "{at}");
+                for (fu, su) in fast_using.iter().zip(&slow_using) {
+                    assert_eq!(fu.at(a), su.at(b), "{at}");
+                }
+            }
+            for horizon in [1, 3] {
+                canonical_reads_alike(&fast, &words[..words.len().min(400)], horizon, &usables, &what);
+            }
+        }
+    }
 }
 
 #[test]
@@ -441,26 +502,42 @@ fn canonical_states_read_every_short_string_alike() {
             .unwrap()
             .expect("prefix-free unit");
         for horizon in [1, 2, 3] {
-            let mut distinct = std::collections::HashSet::new();
-            for s in (1..dfa.state_count() as u32).map(StateId) {
-                let c = dfa.canonical(s, horizon);
-                distinct.insert(c);
-                assert!(dfa.dist(c) >= dfa.dist(s), "{min} {max:?} h{horizon} state {s} → {c}");
-                // Every prefix of every word of at most `horizon` bytes: the same fate.
-                for w in words.iter().filter(|w| w.len() <= horizon as usize) {
-                    let (a, b) = (dfa.run(s, w), dfa.run(c, w));
-                    let at = format!("{min} {max:?} h{horizon} state {s} → {c} {:?}", String::from_utf8_lossy(w));
-                    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
-                    assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
-                    assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
-                }
-            }
+            let what = format!("{min} {max:?} h{horizon}");
+            let distinct =
+                canonical_reads_alike(&dfa, &words, horizon, &[usable_of(alphabet), usable_of(b"\"a")], &what);
             // Counts far from both bounds share states: fewer canonical states than states.
             if max.unwrap_or(min) > horizon + 1 {
-                assert!(distinct.len() < dfa.state_count() - 1, "{min} {max:?} h{horizon}");
+                assert!(distinct < dfa.state_count() - 1, "{what}");
             }
         }
     }
+}
+
+/// For every state of `dfa` and each usable set: its canonical state reads every word of at
+/// most `horizon` bytes alike (deaths, acceptances, ends), with distances (by that set) no
+/// smaller, there and after each word. The number of distinct canonical states (first set).
+fn canonical_reads_alike(dfa: &Dfa, words: &[Vec<u8>], horizon: u32, usables: &[[bool; 256]], what: &str) -> usize {
+    let mut distinct = std::collections::HashSet::new();
+    for (i, usable) in usables.iter().enumerate() {
+        let dist = dfa.dist_using(usable);
+        for s in (1..dfa.state_count() as u32).map(StateId) {
+            let c = dfa.canonical(s, horizon, &dist);
+            if i == 0 {
+                distinct.insert(c);
+            }
+            assert!(dist.at(c) >= dist.at(s), "{what} usable #{i}: state {s} → {c}");
+            // Every prefix of every word of at most `horizon` bytes: the same fate.
+            for w in words.iter().filter(|w| w.len() <= horizon as usize) {
+                let (a, b) = (dfa.run(s, w), dfa.run(c, w));
+                let at = format!("{what} usable #{i}: state {s} → {c} {:?}", String::from_utf8_lossy(w));
+                assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
+                assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
+                assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                assert!(dist.at(b) >= dist.at(a), "{at}");
+            }
+        }
+    }
+    distinct.len()
 }
 
 #[test]
@@ -476,11 +553,11 @@ fn shared_dfas_are_built_once_per_lexeme_and_limits() {
     let all = [true; 256];
     let mut no_z = all;
     no_z[b'z' as usize] = false;
-    assert!(Arc::ptr_eq(&a.dist_using(&all), &a.dist_using(&all)));
-    assert_eq!(a.dist_using(&all)[a.start().index()], 9);
+    assert!(a.dist_using(&all).is(&a.dist_using(&all)));
+    assert_eq!(a.dist_using(&all).at(a.start()), 9);
     let d = a.dist_using(&no_z);
-    assert_eq!(d[a.run(a.start(), b"shared-z").index()], 1);
-    assert_eq!(a.dist_using(&all)[a.start().index()], 9);
+    assert_eq!(d.at(a.run(a.start(), b"shared-z")), 1);
+    assert_eq!(a.dist_using(&all).at(a.start()), 9);
 }
 
 #[test]
