@@ -179,6 +179,9 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
         } else if m.fract() != 0.0 {
             c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on integers is not supported yet"))?;
         } else {
+            if let Some(listed) = listed_multiples(m, lo, hi) {
+                return Ok(listed);
+            }
             let Some(mut parts) = divisible(m) else {
                 c.unenforced(pointer, "multipleOf", format!("divisibility by {m} is not supported yet"))?;
                 return Ok(re(&range()));
@@ -194,6 +197,35 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
         }
     }
     Ok(re(&range()))
+}
+
+/// Most multiples of a whole `multipleOf` that [`listed_multiples`] lists.
+const MAX_LISTED_MULTIPLES: i64 = 1024;
+
+/// The integers in `lo..=hi` that are multiples of the whole number `m`, listed (a set of
+/// strings needs no divisibility automaton, and any divisor works), where both bounds are
+/// known and they are at most [`MAX_LISTED_MULTIPLES`]; the empty language where there are
+/// none. `None` otherwise.
+fn listed_multiples(m: f64, lo: Option<i64>, hi: Option<i64>) -> Option<Expr> {
+    let (lo, hi) = (lo?, hi?);
+    if !(1.0..=1e15).contains(&m) {
+        return None;
+    }
+    let m = m as i64;
+    // The least multiple at or above `lo`.
+    let first = match lo.rem_euclid(m) {
+        0 => lo,
+        r => lo.checked_add(m - r)?,
+    };
+    if first > hi {
+        return Some(super::nothing());
+    }
+    let count = hi.checked_sub(first)? / m + 1;
+    if count > MAX_LISTED_MULTIPLES {
+        return None;
+    }
+    let values = (0..count).map(|i| regex_syntax::hir::Hir::literal((first + i * m).to_string().into_bytes()));
+    Some(Expr::Regex(std::sync::Arc::new(regex_syntax::hir::Hir::alternation(values.collect()))))
 }
 
 /// The sensible language's integer range: that of `format` (`int32`, `uint32`; `int64` and

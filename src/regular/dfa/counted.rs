@@ -119,9 +119,11 @@ impl Dfa {
         }
         // Its table would have the reachable (count, state) pairs, far fewer than every pair
         // (an email of at most 254 characters: 50,491 pairs, where its table had 16,000 states):
-        // the pairs are bounded loosely, the rows (what is held) by the limit. (Past them the
-        // caller builds the table.)
-        let bounds = (limits.states.saturating_mul(COUNTED_PRODUCT_PAIRS), limits.states);
+        // the pairs are bounded loosely. The rows (what is held, and the work) are bounded
+        // tightly: where rows do not settle into a few layers (a minimum of 100 characters
+        // over a pattern of 3,897 states), the table is the better construction, and the
+        // caller builds it.
+        let bounds = (limits.states.saturating_mul(COUNTED_PRODUCT_PAIRS), limits.states / COUNTED_PRODUCT_ROWS);
         Ok(Some(Counter::new(base, on, (min, max), bounds, limits.states)?.into_dfa()))
     }
 }
@@ -280,5 +282,6 @@ impl Counting<'_> {
 const MAX_TABLED_COUNTED: usize = 4_096;
 
 /// How many (count, state) pairs a [`Dfa::counted_product`] may number, per state its table
-/// may have.
+/// may have; and the share of that limit its rows may hold.
 const COUNTED_PRODUCT_PAIRS: usize = 16;
+const COUNTED_PRODUCT_ROWS: usize = 8;

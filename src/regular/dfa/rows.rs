@@ -77,7 +77,7 @@ impl Rows {
             }
         };
         let mut rows = Rows { of: vec![(0, 0); cap as usize + 1], layers: Vec::new(), runs: Vec::new() };
-        let mut cand: Vec<(u32, u32)> = Vec::new();
+        let (mut cand, mut spare): (Vec<(u32, u32)>, Vec<(u32, u32)>) = (Vec::new(), Vec::new());
         let mut k = cap as i64;
         while k >= 0 {
             let row = k as u32;
@@ -94,7 +94,7 @@ impl Rows {
                     }
                 }
             }
-            cand.sort_unstable();
+            sort_by_distance(&mut cand, &mut spare);
             let layer = settle(if top_saturates { shape.all } else { shape.within }, &cand, n);
             // The row above, if it is of the same regime: a fixed point or a shift.
             let same = row < cap && regime(row + 1) == regime(row);
@@ -177,6 +177,31 @@ impl Rows {
     pub(super) fn heap_bytes(&self) -> usize {
         self.of.len() * 16 + self.layers.iter().map(|l| l.len() * 4).sum::<usize>()
     }
+}
+
+/// Sorts `(distance, state)` pairs by distance: counted into buckets where the distances span
+/// a range not much wider than their number (they mostly do: one row's distances), else by
+/// comparison. `spare` is scratch space.
+fn sort_by_distance(cand: &mut Vec<(u32, u32)>, spare: &mut Vec<(u32, u32)>) {
+    let (Some(lo), Some(hi)) = (cand.iter().map(|c| c.0).min(), cand.iter().map(|c| c.0).max()) else { return };
+    let span = (hi - lo) as usize + 1;
+    if span > 4 * cand.len() + 64 {
+        cand.sort_unstable();
+        return;
+    }
+    let mut start = vec![0u32; span + 1];
+    cand.iter().for_each(|c| start[(c.0 - lo) as usize + 1] += 1);
+    for i in 0..span {
+        start[i + 1] += start[i];
+    }
+    spare.clear();
+    spare.resize(cand.len(), (0, 0));
+    for &c in cand.iter() {
+        let at = &mut start[(c.0 - lo) as usize];
+        spare[*at as usize] = c;
+        *at += 1;
+    }
+    std::mem::swap(cand, spare);
 }
 
 /// `b - (a + off)` if it is one constant `c ≥ 0` wherever either is finite (and both are

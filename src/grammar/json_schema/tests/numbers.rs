@@ -25,6 +25,25 @@ fn numbers_and_ranges() {
 }
 
 #[test]
+fn multiples_in_a_small_range_are_listed_for_any_divisor() {
+    // Divisors with and without a divisibility automaton (11, 13 have none); ranges with
+    // several multiples, one, none; negative bounds; exclusive ones.
+    let schemas = [
+        json!({"type": "integer", "multipleOf": 7, "minimum": 10000, "exclusiveMaximum": 10011}),
+        json!({"type": "integer", "multipleOf": 11, "minimum": -50, "maximum": 50}),
+        json!({"type": "integer", "multipleOf": 13, "exclusiveMinimum": -14, "maximum": 13}),
+        json!({"type": "integer", "multipleOf": 1000, "minimum": 1, "maximum": 5000}),
+    ];
+    let instances: Vec<String> =
+        (-60..=60).chain(9990..=10020).chain([1000, 4000, 5000, 6000]).map(|n| n.to_string()).collect();
+    let instances: Vec<&str> = instances.iter().map(String::as_str).collect();
+    agrees_with_validator(&schemas, &instances);
+    // No multiple in range: nothing is valid.
+    let none = json!({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 6});
+    assert!(compiled(&none, &JsonSchemaOptions::exact()).map_or(true, |c| c.is_empty_language()));
+}
+
+#[test]
 fn fractional_bounds_against_f64() {
     let mut xs = Vec::new();
     for i in -12i32..=12 {
