@@ -77,7 +77,8 @@ impl Rows {
             }
         };
         let mut rows = Rows { of: vec![(0, 0); cap as usize + 1], layers: Vec::new(), runs: Vec::new() };
-        let (mut cand, mut spare): (Vec<(u32, u32)>, Vec<(u32, u32)>) = (Vec::new(), Vec::new());
+        let mut cand: Vec<(u32, u32)> = Vec::new();
+        let mut spare: Vec<(u32, u32)> = Vec::new();
         let mut k = cap as i64;
         while k >= 0 {
             let row = k as u32;
