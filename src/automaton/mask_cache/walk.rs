@@ -238,9 +238,9 @@ impl<'a> LexWalk<'a> {
                 if prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
                     return None;
                 }
-                let next = dfa.next(s, byte);
-                let goes_on = next != StateId::DEAD && dfa.can_continue(next);
-                if next != StateId::DEAD && dfa.is_accepting(next) {
+                let (next, accepting, open) = dfa.advance(s, byte);
+                let goes_on = open;
+                if accepting {
                     nodes.push((part, node));
                     if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
                 }
@@ -250,7 +250,8 @@ impl<'a> LexWalk<'a> {
                 goes_on.then_some(next)
             },
             |s: StateId, ids| {
-                far = Some(far.map_or(dist.at(s), |f| f.max(dist.at(s))));
+                let d = dist.at(s);
+                far = Some(far.map_or(d, |f| f.max(d)));
                 ids.iter().for_each(|&id| inside.insert(id));
             },
         );
@@ -306,17 +307,13 @@ impl TrieVisitor for LexWalk<'_> {
         self.ending.clear();
         let (dfas, ending) = (self.dfas, &mut self.ending);
         let goes_on = self.stack.descend(|k, s| {
-            let dfa = dfas[k as usize];
-            let next = dfa.next(s, byte);
-            if next == StateId::DEAD {
-                return None;
-            }
-            if dfa.is_accepting(next) {
+            let (next, accepting, open) = dfas[k as usize].advance(s, byte);
+            if accepting {
                 ending.push(k);
             }
             // As in `Chart::step`: a scan that cannot read another byte lives on only as the
             // lexeme's end.
-            dfa.can_continue(next).then_some(next)
+            open.then_some(next)
         });
         if !self.ending.is_empty() {
             let (part, slices) = (self.part, self.slices);

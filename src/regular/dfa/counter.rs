@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use super::rows::{runs, Rows, Shape, Work};
+use super::rows::{runs, Divisor, Rows, Shape, Work};
 use super::{next_id, By, Dfa, Distances, Reverse, StateId, UNREACHABLE};
 use crate::error::{Error, LimitKind, Result};
 
@@ -32,8 +32,9 @@ pub(super) struct Counter {
     max: Option<u32>,
     /// The top row: the maximum, or the minimum where there is none (the count saturates).
     cap: u32,
-    /// Places per row: the base's states but the dead one.
+    /// Places per row: the base's states but the dead one; and division by it.
     places: u32,
+    by_places: Divisor,
     /// One byte per class.
     pub(super) reps: Vec<u8>,
     /// Distances over every byte, by row: what is live.
@@ -77,6 +78,7 @@ impl Counter {
             max,
             cap,
             places: places as u32,
+            by_places: Divisor::new(places as u32),
             rows: Arc::new(Rows::empty()),
             open_of: Vec::new(),
             opens: Vec::new(),
@@ -171,8 +173,8 @@ impl Counter {
     /// (row, place) of a live state number.
     #[inline]
     fn split(&self, state: u32) -> (u32, StateId) {
-        let i = state - 1;
-        (i / self.places, StateId(i % self.places + 1))
+        let (k, p) = self.by_places.div_rem(state - 1);
+        (k, StateId(p + 1))
     }
 
     #[inline]
@@ -205,6 +207,35 @@ impl Counter {
         } else {
             StateId::DEAD
         }
+    }
+
+    /// [`next`](Self::next), with whether the state reached accepts and can go on.
+    #[inline]
+    pub(super) fn advance(&self, state: StateId, b: u8) -> (StateId, bool, bool) {
+        const DEAD: (StateId, bool, bool) = (StateId::DEAD, false, false);
+        if state == StateId::DEAD {
+            return DEAD;
+        }
+        let (k, s) = self.split(state.0);
+        let i = s.index() * self.base.stride + self.base.classes[b as usize] as usize;
+        let t = self.base.trans[i];
+        if t == StateId::DEAD {
+            return DEAD;
+        }
+        let k = if self.completes[i] {
+            if self.max == Some(k) {
+                return DEAD;
+            }
+            (k + 1).min(self.cap)
+        } else {
+            k
+        };
+        if !self.rows.live(k, t) {
+            return DEAD;
+        }
+        let accepting = k >= self.min && self.base.accept[t.index()];
+        let open = self.opens[self.open_of[k as usize] as usize][t.index()];
+        (StateId(self.number(k, t)), accepting, open)
     }
 
     pub(super) fn is_accepting(&self, state: StateId) -> bool {
@@ -248,7 +279,7 @@ impl Counter {
             false => self.rows(usable, self.states.max(self.rows.heap_bytes())).map(Arc::new),
         };
         match rows {
-            Some(rows) => Distances(By::Rows { rows, places: self.places }),
+            Some(rows) => Distances(By::Rows { rows, places: self.by_places }),
             // Past the bound: every state, one by one (a table of the states' distances).
             None => Distances(By::Table(self.distance_table(usable).into())),
         }

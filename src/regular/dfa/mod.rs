@@ -169,6 +169,18 @@ impl Dfa {
         self.trans[state.index() * self.stride + self.classes[byte as usize] as usize]
     }
 
+    /// [`next`](Dfa::next), with whether the state reached [accepts](Dfa::is_accepting) and
+    /// [can go on](Dfa::can_continue) (both false for the dead state): what a walk over the
+    /// vocabulary asks at every byte, in one step.
+    #[inline(always)]
+    pub fn advance(&self, state: StateId, byte: u8) -> (StateId, bool, bool) {
+        if let Some(c) = &self.counter {
+            return c.advance(state, byte);
+        }
+        let t = self.trans[state.index() * self.stride + self.classes[byte as usize] as usize];
+        (t, self.accept[t.index()], self.open[t.index()])
+    }
+
     /// The byte class of `byte` (bytes of one class have the same transitions everywhere).
     #[inline]
     pub fn class(&self, byte: u8) -> u8 {
@@ -316,7 +328,7 @@ enum By {
     /// A [`Counter`]'s, by row (its states numbered `1 + row × places + place − 1`).
     Rows {
         rows: Arc<rows::Rows>,
-        places: u32,
+        places: rows::Divisor,
     },
 }
 
@@ -328,7 +340,10 @@ impl Distances {
             By::Table(d) => d[state.index()],
             By::Rows { rows, places } => match state.0.checked_sub(1) {
                 None => UNREACHABLE,
-                Some(i) => rows.get(i / places, StateId(i % places + 1)),
+                Some(i) => {
+                    let (k, p) = places.div_rem(i);
+                    rows.get(k, StateId(p + 1))
+                }
             },
         }
     }

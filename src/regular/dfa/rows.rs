@@ -180,6 +180,30 @@ impl Rows {
     }
 }
 
+/// Division by a fixed `u32` by one multiplication (Lemire, Kaser & Kurz, "Faster remainder by
+/// direct computation", 2019: `⌊n / d⌋ = ⌊M·n / 2⁶⁴⌋` for every 32-bit `n`, with
+/// `M = ⌊(2⁶⁴ − 1) / d⌋ + 1`): a counter splits a state number into (row, place) on every
+/// step of a mask's walk, where a hardware division costs as much as the rest of the step.
+#[derive(Clone, Copy)]
+pub(super) struct Divisor {
+    d: u32,
+    m: u128,
+}
+
+impl Divisor {
+    pub(super) fn new(d: u32) -> Divisor {
+        assert!(d > 0, "division by zero");
+        Divisor { d, m: u64::MAX as u128 / d as u128 + 1 }
+    }
+
+    /// `(n / d, n % d)`.
+    #[inline(always)]
+    pub(super) fn div_rem(self, n: u32) -> (u32, u32) {
+        let q = ((self.m * n as u128) >> 64) as u32;
+        (q, n - q * self.d)
+    }
+}
+
 /// Sorts `(distance, state)` pairs by distance: counted into buckets where the distances span
 /// a range not much wider than their number (they mostly do: one row's distances), else by
 /// comparison. `spare` is scratch space.

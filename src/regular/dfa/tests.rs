@@ -492,6 +492,20 @@ fn a_count_over_a_product_equals_the_product_with_the_count() {
 }
 
 #[test]
+fn division_by_multiplication_is_division() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(28);
+    let divisors = (1..=300).chain([641, 1 << 16, 65_537, 1 << 31, u32::MAX - 1, u32::MAX]);
+    for d in divisors {
+        let by = super::rows::Divisor::new(d);
+        let edges = [0, 1, d - 1, d, d.saturating_add(1), u32::MAX - 1, u32::MAX];
+        for n in edges.into_iter().chain((0..2000).map(|_| rng.random::<u32>())) {
+            assert_eq!(by.div_rem(n), (n / d, n % d), "{n} / {d}");
+        }
+    }
+}
+
+#[test]
 fn canonical_states_read_every_short_string_alike() {
     let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
     let unit = Dfa::from_hir(&hir(r#"(?:[^"\\]|\\["\\n])"#), DfaLimits::default()).unwrap();
