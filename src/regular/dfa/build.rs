@@ -16,6 +16,7 @@ use regex_automata::{
 };
 use regex_syntax::hir::Hir;
 
+use super::counted::{Repeat, MAX_TABLED_COUNTED};
 use super::explore::explore;
 use super::finite::{finite_strings, string_count, FINITE_STRINGS};
 use super::{Dfa, DfaLimits};
@@ -191,7 +192,7 @@ impl Dfa {
         if !Dfa::is_countable(&unit, rep.min, Some(max), close) {
             return Ok(None);
         }
-        Dfa::counted(open, &unit, rep.min, Some(max), close, limits)
+        Dfa::counted(Repeat { open, unit: &unit, min: rep.min, max: Some(max), close }, limits)
     }
 
     /// A shortcut of [`from_regex_lexeme`](Dfa::from_regex_lexeme): a sequence whose
@@ -229,7 +230,7 @@ impl Dfa {
             Lexeme::Regex(h) => Dfa::from_regex_lexeme(h, limits),
             Lexeme::Counted { open, unit, min, max, close, full } => {
                 let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
-                match Dfa::counted(open, &unit, *min, *max, close, limits)? {
+                match Dfa::counted(Repeat { open, unit: &unit, min: *min, max: *max, close }, limits)? {
                     Some(d) => Ok(d),
                     None => Dfa::from_hir(full, limits),
                 }
@@ -244,7 +245,8 @@ impl Dfa {
                         xs.iter().enumerate().filter(|&(i, _)| Some(i) != counted).map(|(_, x)| x.clone()).collect();
                     let parts = Dfa::and_parts(&rest, limits)?;
                     let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
-                    if let Ok(Some(d)) = Dfa::counted_product(&parts, open, &unit, *min, *max, close, limits) {
+                    let r = Repeat { open, unit: &unit, min: *min, max: *max, close };
+                    if let Ok(Some(d)) = Dfa::counted_product(&parts, r, limits, MAX_TABLED_COUNTED) {
                         return Ok(d);
                     }
                 }

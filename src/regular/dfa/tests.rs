@@ -1,3 +1,4 @@
+use super::counted::Repeat;
 use super::finite::{finite_strings, FINITE_BYTES};
 use super::*;
 use crate::error::Error;
@@ -395,9 +396,8 @@ fn counted_equals_the_regex() {
             let slow_using: Vec<Distances> = usables.iter().map(|u| slow.dist_using(u)).collect();
             // Tabled, and computed on the fly: same acceptance, liveness, distances.
             for max_tabled in [usize::MAX, 0] {
-                let fast = Dfa::counted_with(open, &unit_dfa, min, max, close, DfaLimits::default(), max_tabled)
-                    .unwrap()
-                    .expect("prefix-free unit");
+                let r = Repeat { open, unit: &unit_dfa, min, max, close };
+                let fast = Dfa::counted_with(r, DfaLimits::default(), max_tabled).unwrap().expect("prefix-free unit");
                 assert_eq!(fast.counter.is_some(), max_tabled == 0);
                 let fast_using: Vec<Distances> = usables.iter().map(|u| fast.dist_using(u)).collect();
                 // What a product reads: the counter as a table.
@@ -427,7 +427,8 @@ fn counted_equals_the_regex() {
     }
     // A unit that is not prefix-free is refused (the caller falls back to the regex).
     let unit_dfa = Dfa::from_hir(&hir("a|ab"), DfaLimits::default()).unwrap();
-    assert!(Dfa::counted(b"", &unit_dfa, 0, Some(3), b"", DfaLimits::default()).unwrap().is_none());
+    let r = Repeat { open: b"", unit: &unit_dfa, min: 0, max: Some(3), close: b"" };
+    assert!(Dfa::counted(r, DfaLimits::default()).unwrap().is_none());
 }
 
 #[test]
@@ -462,8 +463,8 @@ fn a_count_over_a_product_equals_the_product_with_the_count() {
             let parts: Vec<(&Dfa, Option<u32>)> = parts.iter().map(|(d, c)| (d, *c)).collect();
             let count = Dfa::from_hir(full, limits).unwrap();
             let slow = Dfa::product_of_clauses(&[&parts[..], &[(&count, None)]].concat(), limits).unwrap();
-            let Some(fast) = Dfa::counted_product_with(&parts, b"\"", &unit_dfa, min, max, b"\"", limits, 0).unwrap()
-            else {
+            let r = Repeat { open: b"\"", unit: &unit_dfa, min, max, close: b"\"" };
+            let Some(fast) = Dfa::counted_product(&parts, r, limits, 0).unwrap() else {
                 assert_eq!(slow.start(), StateId::DEAD, "{what}: only an empty language is left uncounted");
                 continue;
             };
@@ -512,9 +513,8 @@ fn canonical_states_read_every_short_string_alike() {
     let alphabet: &[u8] = b"\"\\an";
     let words = words(alphabet, 4);
     for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
-        let dfa = Dfa::counted_with(b"\"", &unit, min, max, b"\"", DfaLimits::default(), 0)
-            .unwrap()
-            .expect("prefix-free unit");
+        let r = Repeat { open: b"\"", unit: &unit, min, max, close: b"\"" };
+        let dfa = Dfa::counted_with(r, DfaLimits::default(), 0).unwrap().expect("prefix-free unit");
         for horizon in [1, 2, 3] {
             let what = format!("{min} {max:?} h{horizon}");
             let distinct =
