@@ -238,8 +238,7 @@ impl<'a> LexWalk<'a> {
                 if prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
                     return None;
                 }
-                let (next, accepting, open) = dfa.advance(s, byte);
-                let goes_on = open;
+                let (next, accepting, goes_on) = dfa.advance(s, byte);
                 if accepting {
                     nodes.push((part, node));
                     if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));

@@ -240,17 +240,20 @@ impl Dfa {
                 // A length with other constraints (a pattern, a format): counted over their
                 // product with the uncounted string, not tabled with them.
                 let counted = xs.iter().position(|x| matches!(x, Lexeme::Counted { .. }));
-                if let Some(Lexeme::Counted { open, unit, min, max, close, .. }) = counted.map(|i| &xs[i]) {
-                    let rest: Vec<Lexeme> =
-                        xs.iter().enumerate().filter(|&(i, _)| Some(i) != counted).map(|(_, x)| x.clone()).collect();
-                    let parts = Dfa::and_parts(&rest, limits)?;
-                    let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
-                    let r = Repeat { open, unit: &unit, min: *min, max: *max, close };
-                    if let Ok(Some(d)) = Dfa::counted_product(&parts, r, limits, MAX_TABLED_COUNTED) {
-                        return Ok(d);
-                    }
+                let Some(c @ Lexeme::Counted { open, unit, min, max, close, .. }) = counted.map(|i| &xs[i]) else {
+                    return Dfa::product_of_clauses(&Dfa::and_parts(xs, limits)?, limits);
+                };
+                let rest: Vec<Lexeme> =
+                    xs.iter().enumerate().filter(|&(i, _)| Some(i) != counted).map(|(_, x)| x.clone()).collect();
+                let mut parts = Dfa::and_parts(&rest, limits)?;
+                let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
+                let r = Repeat { open, unit: &unit, min: *min, max: *max, close };
+                if let Ok(Some(d)) = Dfa::counted_product(&parts, r, limits, MAX_TABLED_COUNTED) {
+                    return Ok(d);
                 }
-                Dfa::product_of_clauses(&Dfa::and_parts(xs, limits)?, limits)
+                // The table after all: the same parts, and the count as one more.
+                parts.push((Dfa::shared(c, limits)?, None));
+                Dfa::product_of_clauses(&parts, limits)
             }
         }
     }

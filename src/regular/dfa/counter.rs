@@ -182,57 +182,39 @@ impl Counter {
         1 + k * self.places + (s.0 - 1)
     }
 
-    /// The state after byte `b`.
+    /// The (row, place) after byte `b`, if it is live.
     #[inline]
-    pub(super) fn next(&self, state: StateId, b: u8) -> StateId {
+    fn step(&self, state: StateId, b: u8) -> Option<(u32, StateId)> {
         if state == StateId::DEAD {
-            return StateId::DEAD;
+            return None;
         }
         let (k, s) = self.split(state.0);
         let i = s.index() * self.base.stride + self.base.classes[b as usize] as usize;
         let t = self.base.trans[i];
         if t == StateId::DEAD {
-            return StateId::DEAD;
+            return None;
         }
         let k = if self.completes[i] {
             if self.max == Some(k) {
-                return StateId::DEAD;
+                return None;
             }
             (k + 1).min(self.cap)
         } else {
             k
         };
-        if self.rows.live(k, t) {
-            StateId(self.number(k, t))
-        } else {
-            StateId::DEAD
-        }
+        self.rows.live(k, t).then_some((k, t))
+    }
+
+    /// The state after byte `b`.
+    #[inline]
+    pub(super) fn next(&self, state: StateId, b: u8) -> StateId {
+        self.step(state, b).map_or(StateId::DEAD, |(k, t)| StateId(self.number(k, t)))
     }
 
     /// [`next`](Self::next), with whether the state reached accepts and can go on.
     #[inline]
     pub(super) fn advance(&self, state: StateId, b: u8) -> (StateId, bool, bool) {
-        const DEAD: (StateId, bool, bool) = (StateId::DEAD, false, false);
-        if state == StateId::DEAD {
-            return DEAD;
-        }
-        let (k, s) = self.split(state.0);
-        let i = s.index() * self.base.stride + self.base.classes[b as usize] as usize;
-        let t = self.base.trans[i];
-        if t == StateId::DEAD {
-            return DEAD;
-        }
-        let k = if self.completes[i] {
-            if self.max == Some(k) {
-                return DEAD;
-            }
-            (k + 1).min(self.cap)
-        } else {
-            k
-        };
-        if !self.rows.live(k, t) {
-            return DEAD;
-        }
+        let Some((k, t)) = self.step(state, b) else { return (StateId::DEAD, false, false) };
         let accepting = k >= self.min && self.base.accept[t.index()];
         let open = self.opens[self.open_of[k as usize] as usize][t.index()];
         (StateId(self.number(k, t)), accepting, open)

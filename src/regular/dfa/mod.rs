@@ -50,7 +50,6 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
 pub use shared::SHARED_DFA_BYTES;
@@ -416,17 +415,6 @@ pub(crate) fn backward_distances(
     sources: impl Iterator<Item = usize>,
     first: u32,
 ) -> Vec<u32> {
-    let rev = Reverse::new(n, edges);
-    let mut dist = vec![UNREACHABLE; n];
-    let mut queue: VecDeque<usize> = sources.collect();
-    queue.iter().for_each(|&s| dist[s] = first);
-    while let Some(s) = queue.pop_front() {
-        for &p in rev.preds(StateId(s as u32)) {
-            if dist[p as usize] == UNREACHABLE {
-                dist[p as usize] = dist[s] + 1;
-                queue.push_back(p as usize);
-            }
-        }
-    }
-    dist
+    let sources: Vec<(u32, u32)> = sources.map(|s| (first, s as u32)).collect();
+    rows::settle(&Reverse::new(n, edges), &sources, n).into_vec()
 }
