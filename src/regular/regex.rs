@@ -67,6 +67,23 @@ pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
     Error::Regex { at: Location::Column(span.start.column), msg }
 }
 
+/// A rough size of the automaton a regex determinizes to: literal bytes, class ranges,
+/// repetition copies.
+pub(crate) fn hir_weight(h: &Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind};
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(l) => l.0.len().max(1) as u64,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
+        HirKind::Repetition(r) => {
+            hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1))
+        }
+        HirKind::Capture(c) => hir_weight(&c.sub),
+        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use super::runs::{Part, Texts};
 use super::{CfgLimits, Nt, NtId, Prod, ProdId, Sym, Term, TermId, MAX_INLINE_DEPTH};
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Mark, RuleId};
+use crate::regular::regex::hir_weight;
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, StateId, UNREACHABLE};
 
@@ -35,21 +36,6 @@ fn weight(e: &Expr, sizes: &[u64]) -> u64 {
         Expr::Repeat { body, min, max } => {
             weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1))
         }
-    }
-}
-
-fn hir_weight(h: &Hir) -> u64 {
-    use regex_syntax::hir::{Class, HirKind};
-    match h.kind() {
-        HirKind::Empty | HirKind::Look(_) => 1,
-        HirKind::Literal(l) => l.0.len().max(1) as u64,
-        HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
-        HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
-        HirKind::Repetition(r) => {
-            hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1))
-        }
-        HirKind::Capture(c) => hir_weight(&c.sub),
-        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
     }
 }
 

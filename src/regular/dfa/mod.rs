@@ -34,7 +34,8 @@
 //!
 //! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
 //! sets, splices), `product` (intersections, complements), `counted` (length bounds: tabled,
-//! or a counter's base), `counter` and `rows` (a count computed on the fly), `explore` (the
+//! or a counter's base), `marked` (a repetition anywhere in a regex, "at most N words",
+//! counted through a marker byte), `counter` and `rows` (a count computed on the fly), `explore` (the
 //! breadth-first construction they share), `shared` (the process-wide cache), `state`
 //! ([`StateId`], [`UNREACHABLE`]).
 
@@ -43,6 +44,7 @@ mod counted;
 mod counter;
 mod explore;
 mod finite;
+mod marked;
 mod product;
 mod rows;
 mod shared;

@@ -312,7 +312,7 @@ fn the_lexeme_shortcuts_equal_the_regex_path_on_random_regexes() {
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(26);
     let limits = DfaLimits { states: 20_000, ..DfaLimits::default() };
-    let mut compared = 0;
+    let (mut compared, mut marked_too) = (0, 0);
     for _ in 0..400 {
         let re = gen(&mut rng, 3);
         let h = crate::regular::regex::parse(&re).unwrap();
@@ -321,8 +321,16 @@ fn the_lexeme_shortcuts_equal_the_regex_path_on_random_regexes() {
         let fast = Dfa::from_regex_lexeme(&h, limits).unwrap_or_else(|e| panic!("{re}: {e}"));
         same_language(&fast, &slow, b"ab\":x", 5, &re);
         compared += 1;
+        // Counted through a marker whatever its weight, tabled and on the fly.
+        for max_tabled in [usize::MAX, 0] {
+            if let Some(marked) = Dfa::counted_by_marker(&h, limits, 0, max_tabled).unwrap() {
+                same_language(&marked, &slow, b"ab\":x", 5, &re);
+                marked_too += 1;
+            }
+        }
     }
     assert!(compared > 300, "{compared} of 400 compared");
+    assert!(marked_too >= 30, "{marked_too} counted through a marker");
 }
 
 /// An alternation that is not a set of strings is the union of its branches' DFAs (each built
@@ -685,4 +693,49 @@ fn large_common_tables_are_kept_by_the_shared_cache() {
     );
     let second = Dfa::shared(&lexeme, DfaLimits::default()).unwrap();
     assert!(Arc::ptr_eq(&first, &second), "built twice");
+}
+
+/// A bounded repetition anywhere in a regex whose unit is not prefix-free ("at most N words")
+/// is counted through a marker: the same language and distances as the regex path, tabled and
+/// on the fly, bounds reached within the words compared; where the marker's place is in doubt
+/// (a unit that may go on or start again, a string that may end just after a unit, a minimum
+/// inside an alternative) the shortcut refuses.
+#[test]
+fn repetitions_counted_through_a_marker_equal_the_regex() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let limits = DfaLimits::default();
+    for re in [
+        "(?:[a-z]+ +){0,3}[a-z]+",
+        r#""(?:|(?:[a-z]+ +){0,2}[a-z]+)""#,
+        "(?:ab|a){2,4}c",
+        "x(?:[ab]+,){0,3}y|z",
+        "(?:[ab]+ ){3,}b",
+    ] {
+        let slow = Dfa::from_hir_nfa(&hir(re), limits).unwrap();
+        for max_tabled in [usize::MAX, 0] {
+            let fast = Dfa::counted_by_marker(&hir(re), limits, 0, max_tabled)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{re} is counted"));
+            assert_eq!(fast.is_counter(), max_tabled == 0, "{re}");
+            same_language(&fast, &slow, b"ab ,\"cxyz", 7, re);
+        }
+    }
+    for re in [
+        "(?:a|aa){0,40}b",
+        "[ab]*(?:ab){0,40}[ab]*",
+        "(?:a+){0,40}b",
+        "(?:ab){0,40}",
+        "c|x(?:ab){3,40}",
+        "(?:a{2,40})*",
+    ] {
+        assert!(Dfa::counted_by_marker(&hir(re), limits, 0, usize::MAX).unwrap().is_none(), "{re}");
+    }
+    // At most a hundred words of a JSON string: a few dozen places, not a hundred copies.
+    let words = r#""(?:\S+\s+){0,99}\S+""#;
+    let fast = Dfa::counted_by_marker(&hir(words), limits, super::marked::MIN_MARKED_WEIGHT, 0)
+        .unwrap()
+        .expect("words are counted");
+    same_language(&fast, &Dfa::from_hir_nfa(&hir(words), limits).unwrap(), b"\"a \t\xc3\xa9", 6, words);
+    let from_lexeme = Dfa::from_regex_lexeme(&hir(words), limits).unwrap();
+    assert!(from_lexeme.is_counter(), "the lexeme path counts it");
 }
