@@ -163,6 +163,11 @@ pub(super) fn string_lexeme_as(
             None => {}
         }
     }
+    // `minLength: 1` beside a pattern or format without the empty string says nothing more:
+    // no count to intersect with ("at most a hundred words", counted, in a product with a
+    // count was tabled).
+    let empty = [form.quote(), form.quote()].concat();
+    let min = if min == 1 && max.is_none() && parts.iter().any(|p| refuses(p, &empty, c.limits)) { 0 } else { min };
     // The length bound; also the universe (every string) when nothing else is positive.
     if parts.is_empty() || min > 0 || max.is_some() {
         // A huge maxLength means "no practical limit": produce at most LONG_STRING_CAP
@@ -239,6 +244,12 @@ pub(super) fn expr_lexeme(c: &Compiler, e: &Expr, depth: usize) -> Option<Lexeme
 /// Does `dfa` (a lexeme over quoted strings) accept the JSON string `s` (quoted, canonical)?
 pub(super) fn accepts_str(dfa: &crate::regular::Dfa, s: &str) -> bool {
     dfa.is_accepting(dfa.run(dfa.start(), format!("\"{}\"", encode_str(s)).as_bytes()))
+}
+
+/// Does the lexeme's DFA (built under `limits`) refuse `bytes`? (`false` where it cannot be
+/// built: nothing is known.)
+fn refuses(lexeme: &Lexeme, bytes: &[u8], limits: crate::regular::DfaLimits) -> bool {
+    crate::regular::Dfa::shared(lexeme, limits).is_ok_and(|d| !d.is_accepting(d.run(d.start(), bytes)))
 }
 
 /// Is the lexeme's language empty? (Its DFA is built under the compile's limits.)

@@ -250,15 +250,6 @@ impl Dfa {
                 let rest: Vec<Lexeme> =
                     xs.iter().enumerate().filter(|&(i, _)| Some(i) != counted).map(|(_, x)| x.clone()).collect();
                 let mut parts = Dfa::and_parts(&rest, limits)?;
-                // A count that asks only for something (`minLength: 1`) beside parts that
-                // refuse the empty string adds nothing: no product (with "at most a hundred
-                // words", counted, that product was its table).
-                if max.is_none() && *min <= 1 && !clauses_accept(&parts, &[&open[..], &close[..]].concat()) {
-                    return match &parts[..] {
-                        [(only, None)] => Ok((**only).clone()),
-                        _ => Dfa::product_of_clauses(&parts, limits),
-                    };
-                }
                 let unit = Dfa::shared(&Lexeme::Regex(unit.clone()), limits)?;
                 let r = Repeat { open, unit: &unit, min: *min, max: *max, close };
                 if let Ok(Some(d)) = Dfa::counted_product(&parts, r, limits, MAX_TABLED_COUNTED) {
@@ -334,14 +325,4 @@ impl Dfa {
             None,
         )
     }
-}
-
-/// Does the intersection of `parts` (as [`Dfa::product_of_clauses`] reads them) accept `s`?
-fn clauses_accept(parts: &[(Arc<Dfa>, Option<u32>)], s: &[u8]) -> bool {
-    let accepts = |d: &Dfa| d.is_accepting(d.run(d.start(), s));
-    let clause_holds = |c: u32| parts.iter().filter(|(_, k)| *k == Some(c)).all(|(d, _)| accepts(d));
-    parts.iter().all(|(d, k)| match *k {
-        None => accepts(d),
-        Some(c) => !clause_holds(c),
-    })
 }

@@ -90,6 +90,40 @@ fn intersected_string_keywords() {
     }
 }
 
+/// `minLength: 1` beside a pattern without the empty string adds no intersection; beside one
+/// with it, or with a maximum, it still holds. "At most N words" patterns (counted through a
+/// marker) keep their count and their words.
+#[test]
+fn min_length_one_and_word_counts() {
+    // `oneOf` of an empty string and a non-empty one: every JSON string, and nothing else.
+    let s = json!({"type": "string", "oneOf": [{"maxLength": 0}, {"minLength": 1}]});
+    assert!(accepts(&s, r#""""#) && accepts(&s, r#""a b""#) && !accepts(&s, "\"a\"b\"") && !accepts(&s, "\"\u{1}\""));
+    let words = "^(?:\\S+\\s+){0,2}\\S+$";
+    for (schema, intersected) in [
+        (json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 1}), false),
+        (json!({"type": "string", "pattern": words, "minLength": 1}), false),
+        (json!({"type": "string", "pattern": "^[a-z]*$", "minLength": 1}), true),
+        (json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 1, "maxLength": 9}), true),
+    ] {
+        let g = compile(&schema, &JsonSchemaOptions::default()).unwrap();
+        assert_eq!(format!("{:?}", g.grammar).contains("And("), intersected, "{schema}");
+        assert!(!accepts(&schema, "\"\"") && !accepts(&schema, "\"\"\""), "{schema}");
+    }
+    let s = json!({"type": "string", "pattern": words, "minLength": 1});
+    for (t, ok) in [
+        (r#""a""#, true),
+        (r#""one two\tthree""#, true),
+        (r#""one  two\n three""#, true),
+        (r#""é ü""#, true),
+        (r#""one two three four""#, false),
+        (r#"" one""#, false),
+        (r#""one ""#, false),
+        (r#""""#, false),
+    ] {
+        assert_eq!(accepts(&s, t), ok, "{t}");
+    }
+}
+
 #[test]
 fn anchors_inside_pattern_groups() {
     let s = json!({"type": "string", "pattern": "^([0-9]{3})$|^(default)$"});
