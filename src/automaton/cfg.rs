@@ -37,7 +37,7 @@ use crate::vocab::{TokenId, TokenKind};
 
 mod lower;
 mod runs;
-pub use lower::MAX_LEXEME_WEIGHT;
+pub use lower::{RegularRules, MAX_LEXEME_WEIGHT};
 
 /// Declares an id: an index into one table of a [`Cfg`], `#[repr(transparent)]` over `u32` (a
 /// table of ids is a table of `u32`s, and structures that pack ids keep their layout), with
@@ -242,9 +242,8 @@ pub const MAX_INLINE_DEPTH: usize = 200;
 impl Cfg {
     /// Is the grammar regular: does its start rule inline into one regex, or is it one
     /// [`Lexeme`]? Then it returns that lexeme (for a single [`Dfa`]).
-    pub fn regular_lexeme(g: &Grammar) -> Result<Option<Lexeme>> {
-        let (regular, _) = lower::regular_rules(g);
-        if regular[g.start.0 as usize] {
+    pub fn regular_lexeme(g: &Grammar, rules: &RegularRules) -> Result<Option<Lexeme>> {
+        if rules.is_regular(g.start) {
             return Ok(Some(Lexeme::Regex(lower::inline(g, &Expr::Rule(g.start))?)));
         }
         let mut body = &g.rule(g.start).body;
@@ -260,8 +259,8 @@ impl Cfg {
 
     /// The grammar lowered for the Earley parser; `None` when its start rule derives no finite
     /// string (the language is empty: the caller says so in the front end's terms).
-    pub fn lower(g: &Grammar, usable: &[bool; 256], limits: CfgLimits) -> Result<Option<Cfg>> {
-        let l = lower::Lowering::run(g, usable, limits)?;
+    pub fn lower(g: &Grammar, rules: RegularRules, usable: &[bool; 256], limits: CfgLimits) -> Result<Option<Cfg>> {
+        let l = lower::Lowering::run(g, rules, usable, limits)?;
         let mut cfg = Cfg {
             terms: l.terms,
             nts: l.nts,

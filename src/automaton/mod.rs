@@ -173,8 +173,9 @@ impl Compiled {
         // A named token's bytes stand for one token: the DFA's counts (exact over text tokens)
         // would count eight, so such grammars go to the parser, whose terminal for the token
         // counts one.
+        let rules = cfg::RegularRules::of(&grammar);
         let regular = match opts.backend {
-            BackendChoice::Auto if named.is_none() => cfg::Cfg::regular_lexeme(&grammar)?,
+            BackendChoice::Auto if named.is_none() => cfg::Cfg::regular_lexeme(&grammar, &rules)?,
             _ => None,
         };
         let backend = match regular {
@@ -184,7 +185,7 @@ impl Compiled {
                 let finish_tokens = dfa.dist_using(usable);
                 Backend::Dfa { dfa, finish_tokens }
             }
-            None => match cfg::Cfg::lower(&grammar, usable, opts.limits)? {
+            None => match cfg::Cfg::lower(&grammar, rules, usable, opts.limits)? {
                 Some(mut cfg) => {
                     if named.is_some() {
                         tokens::mark_terms(&mut cfg);

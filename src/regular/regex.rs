@@ -68,20 +68,32 @@ pub(crate) fn syntax_error(pattern: &str, e: &regex_syntax::Error) -> Error {
 }
 
 /// A rough size of the automaton a regex determinizes to: literal bytes, class ranges,
-/// repetition copies.
+/// repetition copies (`u64::MAX` past that).
 pub(crate) fn hir_weight(h: &Hir) -> u64 {
+    hir_weight_within(h, u64::MAX - 1).unwrap_or(u64::MAX)
+}
+
+/// [`hir_weight`] if it is at most `cap` (a heavier regex is not walked in full).
+pub(crate) fn hir_weight_within(h: &Hir, cap: u64) -> Option<u64> {
     use regex_syntax::hir::{Class, HirKind};
-    match h.kind() {
+    let w = match h.kind() {
         HirKind::Empty | HirKind::Look(_) => 1,
         HirKind::Literal(l) => l.0.len().max(1) as u64,
         HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64 + 4,
         HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
         HirKind::Repetition(r) => {
-            hir_weight(&r.sub).saturating_mul(u64::from(r.max.unwrap_or(r.min).max(1)).saturating_add(1))
+            hir_weight_within(&r.sub, cap)?.checked_mul(u64::from(r.max.unwrap_or(r.min).max(1)) + 1)?
         }
-        HirKind::Capture(c) => hir_weight(&c.sub),
-        HirKind::Concat(xs) | HirKind::Alternation(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(hir_weight(x))),
-    }
+        HirKind::Capture(c) => hir_weight_within(&c.sub, cap)?,
+        HirKind::Concat(xs) | HirKind::Alternation(xs) => {
+            let mut sum = 0u64;
+            for x in xs {
+                sum += hir_weight_within(x, cap - sum)?;
+            }
+            sum
+        }
+    };
+    (w <= cap).then_some(w)
 }
 
 #[cfg(test)]

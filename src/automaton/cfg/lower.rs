@@ -9,7 +9,7 @@ use super::runs::{Part, Texts};
 use super::{CfgLimits, Nt, NtId, Prod, ProdId, Sym, Term, TermId, MAX_INLINE_DEPTH};
 use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Mark, RuleId};
-use crate::regular::regex::hir_weight;
+use crate::regular::regex::hir_weight_within;
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, StateId, UNREACHABLE};
 
@@ -19,29 +19,62 @@ use crate::regular::{Dfa, StateId, UNREACHABLE};
 pub const MAX_LEXEME_WEIGHT: u64 = 400;
 
 /// A rough size of the automaton an expression inlines to: literal bytes, class ranges,
-/// repetition copies; rules count their inlined size (`sizes`).
+/// repetition copies; rules count their inlined size (`sizes`). Past [`MAX_LEXEME_WEIGHT`]
+/// it is `u64::MAX` (too big to inline, whatever the size): what is heavier than that is not
+/// walked further, and every use compares with that bound.
 fn weight(e: &Expr, sizes: &[u64]) -> u64 {
-    match e {
+    weight_within(e, sizes, MAX_LEXEME_WEIGHT).unwrap_or(u64::MAX)
+}
+
+/// [`weight`] if it is at most `cap`.
+fn weight_within(e: &Expr, sizes: &[u64], cap: u64) -> Option<u64> {
+    let w = match e {
         Expr::Empty => 1,
         Expr::Literal(s) => s.len().max(1) as u64,
-        // Never inlined: a mark is a terminal of its own, watched by the matcher.
-        Expr::Mark(_) => u64::MAX,
-        Expr::Regex(h) | Expr::TokensBut { text: h, .. } => hir_weight(h),
-        // Never inlined: a lexeme is a terminal of its own.
-        Expr::Lexeme(_) => u64::MAX,
+        // Never inlined: a mark is a terminal of its own, watched by the matcher; so is a
+        // lexeme.
+        Expr::Mark(_) | Expr::Lexeme(_) => return None,
+        Expr::Regex(h) | Expr::TokensBut { text: h, .. } => hir_weight_within(h, cap)?,
         // Resolved into bytes before lowering (see `automaton::tokens`).
         Expr::Token(t) => t.text().len().max(1) as u64,
         Expr::Rule(r) => sizes[r.0 as usize],
-        Expr::Seq(xs) | Expr::Alt(xs) => xs.iter().fold(0u64, |a, x| a.saturating_add(weight(x, sizes))),
-        Expr::Repeat { body, min, max } => {
-            weight(body, sizes).saturating_mul(u64::from(max.unwrap_or(*min).max(1)).saturating_add(1))
+        Expr::Seq(xs) | Expr::Alt(xs) => {
+            let mut sum = 0u64;
+            for x in xs {
+                sum += weight_within(x, sizes, cap - sum)?;
+            }
+            sum
         }
+        Expr::Repeat { body, min, max } => {
+            weight_within(body, sizes, cap)?.checked_mul(u64::from(max.unwrap_or(*min).max(1)) + 1)?
+        }
+    };
+    (w <= cap).then_some(w)
+}
+
+/// Which rules of a grammar are regular *and small* ([`regular_rules`]), with their inlined
+/// sizes: found once per compile, for the question "is the whole grammar one lexeme?" and for
+/// the lowering.
+pub struct RegularRules {
+    regular: Vec<bool>,
+    sizes: Vec<u64>,
+}
+
+impl RegularRules {
+    pub fn of(g: &Grammar) -> RegularRules {
+        let (regular, sizes) = regular_rules(g);
+        RegularRules { regular, sizes }
+    }
+
+    /// Is rule `r` regular and small?
+    pub(super) fn is_regular(&self, r: RuleId) -> bool {
+        self.regular[r.0 as usize]
     }
 }
 
 /// Which rules are regular *and small*: not on a cycle, referencing only such rules, and
 /// inlining to at most [`MAX_LEXEME_WEIGHT`]. Returns (regular, inlined sizes).
-pub(super) fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
+fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
     let acyclic = acyclic_rules(g);
     let n = g.rules.len();
     // Sizes bottom-up over the acyclic rules, each once, children first (an acyclic rule
@@ -158,8 +191,12 @@ pub(super) struct Lowering<'a> {
 
 impl<'a> Lowering<'a> {
     /// Lowers `g`: every rule reachable from the start, on first reference.
-    pub(super) fn run(g: &'a Grammar, usable: &'a [bool; 256], limits: CfgLimits) -> Result<Lowering<'a>> {
-        let (regular, sizes) = regular_rules(g);
+    pub(super) fn run(
+        g: &'a Grammar,
+        RegularRules { regular, sizes }: RegularRules,
+        usable: &'a [bool; 256],
+        limits: CfgLimits,
+    ) -> Result<Lowering<'a>> {
         let mut l = Lowering {
             g,
             regular,
@@ -194,18 +231,15 @@ impl<'a> Lowering<'a> {
         Ok(l)
     }
 
-    /// Regular and small enough to be one lexeme.
+    /// Regular and small enough to be one lexeme. (A weight within the bound means every
+    /// rule it references is regular: a rule's size is within it exactly when it is.)
     fn is_regular(&self, e: &Expr) -> bool {
-        let mut ok = true;
-        e.for_each_rule(&mut |r| ok &= self.regular[r.0 as usize]);
         // A set of literals of any size (an `enum` of hundreds of values) is one finite lexeme
         // too: its trie DFA is linear in its size, so the weight bound (a guard against regexes
         // that blow up) does not apply; as one alternative per value it was hundreds of
         // terminals, scanned side by side at every mask.
         let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
-        ok && (matches!(e, Expr::Literal(_) | Expr::Regex(_))
-            || literal_set
-            || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT)
+        matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT
     }
 
     fn new_nt(&mut self, name: String) -> NtId {
