@@ -114,7 +114,7 @@ impl Dfa {
             if let Some(d) = Dfa::counted_regex(h, limits)? {
                 return Ok(d);
             }
-            if let Some(d) = Dfa::counted_by_marker(h, limits, MIN_MARKED_WEIGHT, MAX_TABLED_COUNTED)? {
+            if let Some(d) = Dfa::counted_by_marker(h, limits, MIN_MARKED_WEIGHT, MAX_TABLED_COUNTED) {
                 return Ok(d);
             }
         }

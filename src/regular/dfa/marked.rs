@@ -27,18 +27,13 @@ impl Dfa {
     /// weight of at least `min_weight`) counted: tabled up to `max_tabled` states, on the fly
     /// above.
     /// `None` where `h` has no such repetition, looks around, reads every byte (no marker is
-    /// free), or the marker's place can be in doubt (see the module docs).
-    pub(super) fn counted_by_marker(
-        h: &Hir,
-        limits: DfaLimits,
-        min_weight: u64,
-        max_tabled: usize,
-    ) -> Result<Option<Dfa>> {
+    /// free), the marker's place can be in doubt (see the module docs), or a limit is met.
+    pub(super) fn counted_by_marker(h: &Hir, limits: DfaLimits, min_weight: u64, max_tabled: usize) -> Option<Dfa> {
         if !h.properties().look_set().is_empty() {
-            return Ok(None);
+            return None;
         }
-        let Some(marker) = free_byte(h) else { return Ok(None) };
-        let Some(found) = heaviest_repetition(h, true, min_weight) else { return Ok(None) };
+        let marker = free_byte(h)?;
+        let found = heaviest_repetition(h, true, min_weight)?;
         let (min, max) = (found.rep.min, found.rep.max);
         let marked = replace_at(h, &found.path, &|unit| {
             Hir::repetition(Repetition {
@@ -48,19 +43,21 @@ impl Dfa {
                 sub: Box::new(Hir::concat(vec![unit.clone(), Hir::literal([marker])])),
             })
         });
-        // A marked regex past the limits is one this shortcut does not help.
-        let Ok(d) = Dfa::from_hir_nfa(&marked, limits) else { return Ok(None) };
-        let Some((base, completes)) = erase(&d, marker, limits)? else { return Ok(None) };
+        // Past a limit (the marked regex, its erasure, the count) this shortcut does not help:
+        // the regex path decides (another repetition expanded in the marked regex: `[0-9]{10000}
+        // -[a-z]{0,10000}`).
+        let d = Dfa::from_hir_nfa(&marked, limits).ok()?;
+        let (base, completes) = erase(&d, marker, limits)?;
         if base.start == StateId::DEAD {
-            return Ok(None);
+            return None;
         }
         let tabled = (max.unwrap_or(min) as usize + 1).saturating_mul(base.state_count() - 1) <= max_tabled;
         let bounds = (limits.states, limits.states);
-        let counted = Counter::new(base, completes, (min, max), bounds, limits.states)?.into_dfa();
-        Ok(Some(match (tabled, &counted.counter) {
+        let counted = Counter::new(base, completes, (min, max), bounds, limits.states).ok()?.into_dfa();
+        Some(match (tabled, &counted.counter) {
             (true, Some(c)) => counted.tabled(c),
             _ => counted,
-        }))
+        })
     }
 }
 
@@ -76,10 +73,10 @@ type Erased = (Vec<StateId>, Vec<StateId>);
 /// classes whose marker class is dead, and per transition whether it counts a unit (see
 /// [`Erased`]). `None` where the count is in doubt (two markers not yet counted, a string
 /// that may end with one not counted), or another byte shares the marker's class.
-fn erase(d: &Dfa, marker: u8, limits: DfaLimits) -> Result<Option<(Dfa, Vec<bool>)>> {
+fn erase(d: &Dfa, marker: u8, limits: DfaLimits) -> Option<(Dfa, Vec<bool>)> {
     let mark_class = d.classes[marker as usize];
     if (0..=255u8).any(|b| b != marker && d.classes[b as usize] == mark_class) {
-        return Ok(None);
+        return None;
     }
     let reps: Vec<u8> =
         (0..d.stride).map(|c| (0..=255u8).find(|&b| d.classes[b as usize] as usize == c).unwrap()).collect();
@@ -108,9 +105,10 @@ fn erase(d: &Dfa, marker: u8, limits: DfaLimits) -> Result<Option<(Dfa, Vec<bool
         accepting,
         || Error::limit(LimitKind::DfaStates, "DFA states for a counted repetition", limits.states),
         None,
-    )?;
+    )
+    .ok()?;
     if in_doubt.get() {
-        return Ok(None);
+        return None;
     }
     let mut completes = vec![false; base.trans.len()];
     for (i, e) in keys.iter().enumerate() {
@@ -119,7 +117,7 @@ fn erase(d: &Dfa, marker: u8, limits: DfaLimits) -> Result<Option<(Dfa, Vec<bool
             completes[at] = base.trans[at] != StateId::DEAD && erased_step(d, marker, e, b).1;
         }
     }
-    Ok(Some((base, completes)))
+    Some((base, completes))
 }
 
 /// One byte of the erased table: where it leads (`None`: dead), whether it counts a unit,

@@ -323,7 +323,7 @@ fn the_lexeme_shortcuts_equal_the_regex_path_on_random_regexes() {
         compared += 1;
         // Counted through a marker whatever its weight, tabled and on the fly.
         for max_tabled in [usize::MAX, 0] {
-            if let Some(marked) = Dfa::counted_by_marker(&h, limits, 0, max_tabled).unwrap() {
+            if let Some(marked) = Dfa::counted_by_marker(&h, limits, 0, max_tabled) {
                 same_language(&marked, &slow, b"ab\":x", 5, &re);
                 marked_too += 1;
             }
@@ -713,9 +713,8 @@ fn repetitions_counted_through_a_marker_equal_the_regex() {
     ] {
         let slow = Dfa::from_hir_nfa(&hir(re), limits).unwrap();
         for max_tabled in [usize::MAX, 0] {
-            let fast = Dfa::counted_by_marker(&hir(re), limits, 0, max_tabled)
-                .unwrap()
-                .unwrap_or_else(|| panic!("{re} is counted"));
+            let fast =
+                Dfa::counted_by_marker(&hir(re), limits, 0, max_tabled).unwrap_or_else(|| panic!("{re} is counted"));
             assert_eq!(fast.is_counter(), max_tabled == 0, "{re}");
             same_language(&fast, &slow, b"ab ,\"cxyz", 7, re);
         }
@@ -728,13 +727,12 @@ fn repetitions_counted_through_a_marker_equal_the_regex() {
         "c|x(?:ab){3,40}",
         "(?:a{2,40})*",
     ] {
-        assert!(Dfa::counted_by_marker(&hir(re), limits, 0, usize::MAX).unwrap().is_none(), "{re}");
+        assert!(Dfa::counted_by_marker(&hir(re), limits, 0, usize::MAX).is_none(), "{re}");
     }
     // At most a hundred words of a JSON string: a few dozen places, not a hundred copies.
     let words = r#""(?:\S+\s+){0,99}\S+""#;
-    let fast = Dfa::counted_by_marker(&hir(words), limits, super::marked::MIN_MARKED_WEIGHT, 0)
-        .unwrap()
-        .expect("words are counted");
+    let fast =
+        Dfa::counted_by_marker(&hir(words), limits, super::marked::MIN_MARKED_WEIGHT, 0).expect("words are counted");
     same_language(&fast, &Dfa::from_hir_nfa(&hir(words), limits).unwrap(), b"\"a \t\xc3\xa9", 6, words);
     let from_lexeme = Dfa::from_regex_lexeme(&hir(words), limits).unwrap();
     assert!(from_lexeme.is_counter(), "the lexeme path counts it");
