@@ -166,8 +166,7 @@ pub(super) fn inline(g: &Grammar, e: &Expr) -> Result<Hir> {
 
 pub(super) struct Lowering<'a> {
     g: &'a Grammar,
-    regular: Vec<bool>,
-    sizes: Vec<u64>,
+    rules: RegularRules,
     limits: CfgLimits,
     usable: &'a [bool; 256],
     pub(super) terms: Vec<Term>,
@@ -193,14 +192,13 @@ impl<'a> Lowering<'a> {
     /// Lowers `g`: every rule reachable from the start, on first reference.
     pub(super) fn run(
         g: &'a Grammar,
-        RegularRules { regular, sizes }: RegularRules,
+        rules: RegularRules,
         usable: &'a [bool; 256],
         limits: CfgLimits,
     ) -> Result<Lowering<'a>> {
         let mut l = Lowering {
             g,
-            regular,
-            sizes,
+            rules,
             limits,
             usable,
             terms: Vec::new(),
@@ -239,7 +237,9 @@ impl<'a> Lowering<'a> {
         // that blow up) does not apply; as one alternative per value it was hundreds of
         // terminals, scanned side by side at every mask.
         let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
-        matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || weight(e, &self.sizes) <= MAX_LEXEME_WEIGHT
+        matches!(e, Expr::Literal(_) | Expr::Regex(_))
+            || literal_set
+            || weight(e, &self.rules.sizes) <= MAX_LEXEME_WEIGHT
     }
 
     fn new_nt(&mut self, name: String) -> NtId {
@@ -258,7 +258,7 @@ impl<'a> Lowering<'a> {
 
     /// The symbol for a non-regular rule (lowered later), or a terminal for a regular one.
     fn rule_sym(&mut self, r: RuleId) -> Result<Sym> {
-        if self.regular[r.0 as usize] {
+        if self.rules.is_regular(r) {
             // Borrowed from the grammar, not from `self`: no copy of the name per reference.
             let grammar: &'a Grammar = self.g;
             return Ok(self.memo_term(vec![Part::Rule(r.0)], &[&Expr::Rule(r)], &grammar.rule(r).name)?.0);
@@ -354,7 +354,7 @@ impl<'a> Lowering<'a> {
         let mut run_weight = 0u64;
         for x in flat {
             if self.is_regular(x) {
-                let w = weight(x, &self.sizes);
+                let w = weight(x, &self.rules.sizes);
                 if !run.is_empty() && run_weight.saturating_add(w) > MAX_LEXEME_WEIGHT {
                     self.flush(&mut run, &mut out)?;
                     run_weight = 0;

@@ -68,10 +68,8 @@ impl Counter {
         if count > states as u64 || count >= u32::MAX as u64 / 2 {
             return Err(too_many());
         }
-        let reps: Option<Vec<u8>> =
-            (0..base.stride).map(|c| (0..=255u8).find(|&b| base.classes[b as usize] as usize == c)).collect();
         let mut counter = Counter {
-            reps: reps.expect("every class has a byte"),
+            reps: base.class_reps(),
             base,
             completes,
             min,

@@ -32,8 +32,9 @@ impl Dfa {
         if !h.properties().look_set().is_empty() {
             return None;
         }
-        let marker = free_byte(h)?;
+        // Most regexes have no repetition heavy enough: that walk first.
         let found = heaviest_repetition(h, true, min_weight)?;
+        let marker = free_byte(h)?;
         let (min, max) = (found.rep.min, found.rep.max);
         let marked = replace_at(h, &found.path, &|unit| {
             Hir::repetition(Repetition {
@@ -78,8 +79,7 @@ fn erase(d: &Dfa, marker: u8, limits: DfaLimits) -> Option<(Dfa, Vec<bool>)> {
     if (0..=255u8).any(|b| b != marker && d.classes[b as usize] == mark_class) {
         return None;
     }
-    let reps: Vec<u8> =
-        (0..d.stride).map(|c| (0..=255u8).find(|&b| d.classes[b as usize] as usize == c).unwrap()).collect();
+    let reps = d.class_reps();
     // Where the count is in doubt, a byte goes nowhere and the build is given up after.
     let in_doubt = std::cell::Cell::new(false);
     let step = |e: &Erased, b: u8| -> Result<Option<Erased>> {

@@ -182,6 +182,15 @@ impl Dfa {
         (t, self.accept[t.index()], self.open[t.index()])
     }
 
+    /// One byte per class, the least of each, in class order.
+    pub(super) fn class_reps(&self) -> Vec<u8> {
+        let mut reps = vec![None; self.stride];
+        for b in 0..=255u8 {
+            reps[self.classes[b as usize] as usize].get_or_insert(b);
+        }
+        reps.into_iter().map(|r| r.expect("every class has a byte")).collect()
+    }
+
     /// The byte class of `byte` (bytes of one class have the same transitions everywhere).
     #[inline]
     pub fn class(&self, byte: u8) -> u8 {
