@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::DistinctTokens;
-use super::mask_cache::MaskCache;
+use super::mask_cache::{ClassPolicy, MaskCache};
 use super::slices::Slices;
 use super::token_dist::{Reach, TokenDistances};
 use crate::regular::{Dfa, StateId};
@@ -146,6 +146,13 @@ impl VocabEnv {
     /// Which bytes exist as single-byte text tokens.
     pub(crate) fn usable_bytes(&self) -> &[bool; 256] {
         &self.usable
+    }
+
+    /// Sets when the mask cache reads vocabulary slices through a lexeme's byte classes (see
+    /// `mask_cache::classes`): by default where a walk proved costly; tests ask for every walk
+    /// that can, or none, and compare the masks.
+    pub fn set_class_policy(&self, policy: ClassPolicy) {
+        self.mask_cache.set_class_policy(policy);
     }
 
     /// Empties the mask cache, so the next masks are computed as in a fresh process (with the

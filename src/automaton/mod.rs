@@ -52,6 +52,7 @@ use std::sync::Arc;
 
 pub use cfg::CfgLimits;
 pub use env::VocabEnv;
+pub use mask_cache::ClassPolicy;
 pub use matcher::Matcher;
 
 use crate::error::{Error, Location, Result};

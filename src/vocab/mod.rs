@@ -16,6 +16,7 @@
 //!   are text tokens.
 //! - Ids at or past [`Vocab::len`] (a model's logits may be wider) are never allowed.
 
+pub mod class_trie;
 pub mod gguf;
 mod hf;
 pub mod tokenset;

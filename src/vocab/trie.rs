@@ -20,18 +20,18 @@ use fst::raw::Output;
 use super::TokenId;
 
 #[derive(Debug, Clone, Copy)]
-struct Node {
-    subtree_end: u32,
+pub(super) struct Node {
+    pub(super) subtree_end: u32,
     /// Where this node's ids start in `token_ids` (they end where the next node's start).
-    tok_start: u32,
-    depth: u16,
-    byte: u8,
+    pub(super) tok_start: u32,
+    pub(super) depth: u16,
+    pub(super) byte: u8,
 }
 
 pub struct TokenTrie {
     /// The nodes in depth-first pre-order, then one sentinel (its `tok_start` closes the ids).
-    nodes: Vec<Node>,
-    token_ids: Vec<TokenId>,
+    pub(super) nodes: Vec<Node>,
+    pub(super) token_ids: Vec<TokenId>,
     /// Exact bytes → index of the node that owns them (`None` for a walk-only trie).
     map: Option<fst::Map<Vec<u8>>>,
     max_depth: usize,
@@ -320,6 +320,19 @@ impl TokenTrie {
             v.pop();
             depth -= 1;
         }
+    }
+
+    /// The children of node `node`, in byte order.
+    pub fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let end = self.nodes[node as usize].subtree_end;
+        let mut c = node + 1;
+        std::iter::from_fn(move || {
+            (c < end).then(|| {
+                let child = c;
+                c = self.nodes[c as usize].subtree_end;
+                child
+            })
+        })
     }
 
     /// The last byte of node `node`'s path.

@@ -5,7 +5,9 @@
 //! after almost any byte (words, digits, free text), on every real tokenizer; walks prefer long
 //! tokens so they dwell inside strings, and a second matcher on the same compiled constraint
 //! replays the walk from the warm cache. Every state is also checked under token budgets (the
-//! generation path), large then small, so the per-sequence memo is crossed with budgets.
+//! generation path), large then small, so the per-sequence memo is crossed with budgets. Walks
+//! through class tries (a slice read through a lexeme's byte classes) give the masks the walks
+//! of the slices' own tries do, on formats, patterns, numbers and word counts.
 
 use std::sync::Arc;
 
@@ -147,6 +149,75 @@ fn cached_mask_equals_reference_on_grammars() {
                 let taken = walk(vocab, &c, seed, 10, None);
                 let again = walk(vocab, &c, seed, 10, Some(&taken));
                 assert_eq!(taken, again, "{name} grammar {i}");
+            }
+        }
+    }
+}
+
+/// Constraints whose lexemes read few byte classes (formats, patterns, numbers, word counts):
+/// the walks that class tries stand in for.
+fn class_constraints() -> Vec<Constraint> {
+    let schema = |s: serde_json::Value| Constraint::JsonSchema(s, JsonSchemaOptions::default());
+    let mut out: Vec<Constraint> = ["email", "date", "date-time", "uuid", "ipv4", "hostname", "uri"]
+        .iter()
+        .map(|f| {
+            schema(json!({"type": "object", "properties": {"v": {"type": "string", "format": f}}, "required": ["v"]}))
+        })
+        .collect();
+    out.extend([
+        schema(json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}, "minItems": 2})),
+        schema(json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(?:\\S+\\s+){0,5}\\S+$"},
+                      "n": {"type": "number"}, "i": {"type": "integer", "minimum": -40, "maximum": 90000}},
+                      "required": ["s", "n", "i"]})),
+        schema(json!({"type": "object", "properties": {"w": {"type": "string", "maxLength": 9, "pattern": "^[a-z0-9_]+$"}}, "required": ["w"]})),
+        Constraint::Regex("[a-z0-9.]{1,12}@[a-z]{2,8}\\.(com|org)".into()),
+        Constraint::Regex("(?:[0-9]{1,3}\\.){3}[0-9]{1,3}".into()),
+    ]);
+    out
+}
+
+#[test]
+fn class_tries_give_the_masks_the_tries_do() {
+    use strictly::automaton::{ClassPolicy, VocabEnv};
+    for (name, vocab) in real_vocabs() {
+        // Every walk that can goes through a class trie, against none.
+        let (eager, off) = (VocabEnv::new(vocab.clone()), VocabEnv::new(vocab.clone()));
+        eager.set_class_policy(ClassPolicy::Eager);
+        off.set_class_policy(ClassPolicy::Off);
+        for (i, constraint) in class_constraints().iter().enumerate() {
+            let compile = |env: &Arc<VocabEnv>| Compiled::with_options(env, constraint, &Default::default()).unwrap();
+            let (a, b) = (compile(&eager), compile(&off));
+            for seed in 0..2u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed * 1000 + i as u64);
+                let (mut ma, mut mb) = (a.matcher(), b.matcher());
+                let (mut fa, mut fb) = (TokenSet::new(vocab.len()), TokenSet::new(vocab.len()));
+                let mut taken = Vec::new();
+                for step in 0..30 {
+                    let after = || String::from_utf8_lossy(&vocab.decode(&taken)).into_owned();
+                    let budget = rng.random_range(1..60);
+                    ma.fill_mask_within(&mut fa, budget);
+                    mb.fill_mask_within(&mut fb, budget);
+                    assert_eq!(
+                        fa,
+                        fb,
+                        "{name} constraint {i} seed {seed} step {step} budget {budget} after {:?}",
+                        after()
+                    );
+                    ma.fill_mask(&mut fa);
+                    mb.fill_mask(&mut fb);
+                    assert_eq!(fa, fb, "{name} constraint {i} seed {seed} step {step} after {:?}", after());
+                    let allowed: Vec<TokenId> = fa.iter().filter(|t| !vocab.is_eos(*t)).collect();
+                    if allowed.is_empty() {
+                        break;
+                    }
+                    // Mostly one-byte tokens, so the walk dwells inside the lexemes.
+                    let short: Vec<TokenId> = allowed.iter().copied().filter(|&t| vocab.bytes(t).len() == 1).collect();
+                    let pool = if !short.is_empty() && rng.random_bool(0.6) { &short } else { &allowed };
+                    let t = pool[rng.random_range(0..pool.len())];
+                    ma.commit(t).unwrap();
+                    mb.commit(t).unwrap();
+                    taken.push(t);
+                }
             }
         }
     }

@@ -7,7 +7,9 @@
 //! such pairs: a lexeme DFA and the content DFA side by side, over the bytes that are string
 //! content where the content DFA is, so that states inside a multi-byte character count too.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use crate::regular::{Dfa, FxBuild, StateId};
@@ -45,9 +47,27 @@ pub(super) fn class_reps(dfa: &Dfa) -> [u8; 256] {
     rep
 }
 
+/// [`content_reps`]' answer.
+pub(super) type Reps = Rc<[Vec<(u8, StateId)>]>;
+
 /// Per content state (by [`StateId::index`]), the representative bytes ([`class_reps`]) that
-/// are string content there, with the content state after each.
-pub(super) fn content_reps(dfa: &Dfa) -> Vec<Vec<(u8, StateId)>> {
+/// are string content there, with the content state after each. The last DFA's are kept per
+/// thread: the searches of one entry, and of consecutive entries, are mostly of one DFA.
+pub(super) fn content_reps(dfa: &Dfa) -> Reps {
+    thread_local! {
+        static LAST: RefCell<Option<(u64, Reps)>> = const { RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| match last {
+        Some((id, reps)) if *id == dfa.id() => reps.clone(),
+        _ => {
+            let reps: Reps = content_reps_of(dfa).into();
+            *last = Some((dfa.id(), reps.clone()));
+            reps
+        }
+    })
+}
+
+fn content_reps_of(dfa: &Dfa) -> Vec<Vec<(u8, StateId)>> {
     let q = content_dfa();
     let rep = class_reps(dfa);
     let reps: Vec<u8> = (0..=255u8).filter(|&b| rep[b as usize] == b).collect();

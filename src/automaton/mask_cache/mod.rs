@@ -51,11 +51,13 @@
 //! Files: the cache, its keys and entries here; `walk` (the lexer walk that builds an entry),
 //! `wholesale` (which slices a key admits whole), `hazards` (which it admits but for the
 //! tokens holding a few bytes), `content` (the string-content automaton those searches run
-//! over), `merge` (merged subtrees).
+//! over), `merge` (merged subtrees), `classes` (class tries: a slice's trie read through the
+//! byte classes of the DFA that walks it).
 //!
 //! Invariant: an entry's `inside` has the vocabulary's width; `ends[g.start..g.end]` are
 //! indices into the key, ascending, not empty.
 
+mod classes;
 mod content;
 mod hazards;
 mod merge;
@@ -64,17 +66,19 @@ mod tests;
 mod walk;
 mod wholesale;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::cfg::Cfg;
 use super::earley::Scan;
 use super::VocabEnv;
 use crate::regular::{Dfa, Distances, FxBuild, StateId};
+use crate::vocab::class_trie::ClassTrie;
 use crate::vocab::{TokenId, TokenSet, TokenTrie};
 use hazards::Hazards;
 use wholesale::Reach;
 
+pub use classes::ClassPolicy;
 pub(super) use walk::ScanStack;
 
 /// Most bytes all entries of one cache may take together.
@@ -165,6 +169,12 @@ struct Inner {
     reach_first: HashMap<ScanKey, usize, FxBuild>,
     /// [`content_hazards`](hazards::content_hazards) per scan.
     hazards: HashMap<ScanKey, Arc<Hazards>, FxBuild>,
+    /// Class tries by (slice, byte map), and content maps by DFA id (see [`classes`]).
+    class_tries: HashMap<(u32, classes::ByteMap), classes::Slot, FxBuild>,
+    content_maps: HashMap<u64, Vec<classes::ContentMap>, FxBuild>,
+    /// DFAs whose content reach is too large for a content map.
+    no_content_map: HashSet<u64, FxBuild>,
+    class_policy: ClassPolicy,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -175,6 +185,7 @@ struct Retired {
     entries: Vec<Arc<Entry>>,
     tries: Vec<Arc<TokenTrie>>,
     tables: Vec<Arc<[Reach]>>,
+    class_tries: Vec<Arc<ClassTrie>>,
 }
 
 /// Retired values freed per cache call.
@@ -189,9 +200,14 @@ impl Inner {
         if self.bytes + bytes > MAX_CACHE_BYTES {
             let old = std::mem::take(self);
             self.retired = old.retired;
+            self.class_policy = old.class_policy;
             self.retired.entries.extend(old.map.into_values());
             self.retired.tries.extend(old.merged.into_values());
             self.retired.tables.extend(old.reach_tables.into_values().flatten());
+            self.retired.class_tries.extend(old.class_tries.into_values().filter_map(|s| match s {
+                classes::Slot::Built(t) => Some(t),
+                _ => None,
+            }));
         }
         self.bytes += bytes;
     }
@@ -199,7 +215,11 @@ impl Inner {
     fn free_some(&mut self) {
         let r = &mut self.retired;
         for _ in 0..FREE_PER_CALL {
-            if r.entries.pop().is_none() && r.tries.pop().is_none() && r.tables.pop().is_none() {
+            if r.entries.pop().is_none()
+                && r.tries.pop().is_none()
+                && r.tables.pop().is_none()
+                && r.class_tries.pop().is_none()
+            {
                 break;
             }
         }
@@ -216,7 +236,15 @@ impl MaskCache {
     /// Drops every entry now (entries in use live on in their `Arc`s): the next masks start
     /// cold. For measurements that must replay a first mask; a server never needs it.
     pub(crate) fn clear(&self) {
-        *self.lock() = Inner::default();
+        let mut inner = self.lock();
+        let policy = inner.class_policy;
+        *inner = Inner::default();
+        inner.class_policy = policy;
+    }
+
+    /// Sets when class tries are built (see [`VocabEnv::set_class_policy`]).
+    pub(crate) fn set_class_policy(&self, policy: ClassPolicy) {
+        self.lock().class_policy = policy;
     }
 
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.
@@ -277,7 +305,8 @@ impl MaskCache {
     ) -> Arc<Entry> {
         let wholesale = self.wholesale(env, &key, dfas, states);
         let merged = |nodes: &[SliceNode]| self.merged(env, nodes);
-        let entry = Arc::new(Entry::build(dfas, dists, states, env, &wholesale, merged));
+        let walks = walk::SliceWalks { cache: self, env };
+        let entry = Arc::new(Entry::build(dfas, dists, states, env, &wholesale, merged, &walks));
         let mut inner = self.lock();
         inner.reserve(entry.bytes() + key.len() * 12 + 32);
         inner.map.entry(key.into()).or_insert(entry).clone()

@@ -9,22 +9,25 @@
 //!
 //! The scans of every depth live in one flat [`ScanStack`] (also used by the budgeted walk in
 //! [`cfg_run`](crate::automaton::cfg_run)); a key of one scan (most keys) walks with the state
-//! on the trie walk's own stack instead ([`LexWalk::walk_one`]).
+//! on the trie walk's own stack instead ([`LexWalk::walk_one`]), and where the cache has a
+//! class trie for the slice and the DFA's classes, over that ([`LexWalk::walk_classes`], the
+//! same entry: see [`classes`](super::classes)).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::merge;
 use super::wholesale::Wholesale;
-use super::{Entry, Group, SliceNode};
+use super::{Entry, Group, MaskCache, SliceNode};
 use crate::automaton::slices::Slices;
 use crate::automaton::VocabEnv;
 use crate::regular::{Dfa, Distances, FxBuild, StateId};
+use crate::vocab::class_trie::ClassTrie;
 use crate::vocab::{trie::ByteSet, trie::TrieVisitor, TokenId, TokenSet, TokenTrie};
 
 impl Entry {
     /// The entry for the scans of `dfas` in `states` (`dists`: their distance tables); `merged`
-    /// gives the merged trie of a list of members.
+    /// gives the merged trie of a list of members; `walks` the class tries to walk through.
     pub(super) fn build(
         dfas: &[&Dfa],
         dists: &[&Distances],
@@ -32,12 +35,13 @@ impl Entry {
         env: &VocabEnv,
         wholesale: &Wholesale,
         mut merged: impl FnMut(&[SliceNode]) -> Arc<TokenTrie>,
+        walks: &SliceWalks,
     ) -> Entry {
         let slices = env.slices();
         let mut w = LexWalk::new(dfas, dists, slices, env.vocab().len());
         for part in 0..=slices.body.len() {
             if !w.take_wholesale(part, wholesale) {
-                w.walk_part(part, states);
+                w.walk_part(part, states, walks);
             }
         }
         let groups = w
@@ -53,6 +57,12 @@ impl Entry {
             .collect();
         Entry { inside: w.inside, inside_dist: w.inside_dist, groups, ends: w.ends }
     }
+}
+
+/// Where a walk of one scan finds its class tries: the cache and its vocabulary.
+pub(super) struct SliceWalks<'a> {
+    pub cache: &'a MaskCache,
+    pub env: &'a VocabEnv,
 }
 
 /// A group while it is being collected.
@@ -195,13 +205,26 @@ impl<'a> LexWalk<'a> {
         false
     }
 
-    /// Walks slice `part`'s trie from the scans' `states`, then takes the tokens at and below
-    /// the nodes it dropped (while pruning) back out of `inside`.
-    fn walk_part(&mut self, part: usize, states: &[StateId]) {
+    /// Walks slice `part`'s trie from the scans' `states` (one scan: through a class trie where
+    /// `walks` has one, unless pruning), then takes the tokens at and below the nodes it
+    /// dropped (while pruning) back out of `inside`.
+    fn walk_part(&mut self, part: usize, states: &[StateId], walks: &SliceWalks) {
         self.part = part as u32;
         let trie = self.slices.trie(part);
         if let [dfa] = self.dfas {
-            self.walk_one(dfa, states[0], trie);
+            let by_class = match self.prune {
+                None => walks.cache.class_trie(walks.env, part, dfa, states[0]),
+                Some(_) => Err(None),
+            };
+            match by_class {
+                Ok(by_class) => self.walk_classes(dfa, states[0], trie, &by_class),
+                Err(key) => {
+                    let steps = self.walk_one(dfa, states[0], trie);
+                    if let Some(key) = key {
+                        walks.cache.walked(walks.env, key, steps);
+                    }
+                }
+            }
         } else {
             self.stack.reset(states.iter().copied());
             trie.walk_visitor(self);
@@ -224,8 +247,9 @@ impl<'a> LexWalk<'a> {
     }
 
     /// The walk for a key of one scan (most keys): the same result as the visitor walk, with
-    /// the state on the trie walk's own stack.
-    fn walk_one(&mut self, dfa: &Dfa, state: StateId, trie: &TokenTrie) {
+    /// the state on the trie walk's own stack. Returns the nodes it visited.
+    fn walk_one(&mut self, dfa: &Dfa, state: StateId, trie: &TokenTrie) -> usize {
+        let mut steps = 0;
         let (mut nodes, mut at, mut at_going) = (Vec::new(), Vec::new(), Vec::new());
         let part = self.part;
         let inside = &mut self.inside;
@@ -235,6 +259,7 @@ impl<'a> LexWalk<'a> {
         trie.walk_nodes(
             state,
             |s, byte, node| {
+                steps += 1;
                 if prune.is_some_and(|(avoid, sets)| !sets[node as usize].meets(&avoid)) {
                     return None;
                 }
@@ -264,6 +289,46 @@ impl<'a> LexWalk<'a> {
             m.nodes.extend(nodes);
             m.at.extend(at);
             m.at_going.extend(at_going);
+        }
+        steps
+    }
+
+    /// [`walk_one`](Self::walk_one) without pruning, over `trie` read through a class trie of
+    /// it: the same entry, each class node standing for its members (an ending class node's
+    /// members are laid out in the trie's order, as the walk of `trie` finds them).
+    fn walk_classes(&mut self, dfa: &Dfa, state: StateId, trie: &TokenTrie, by_class: &ClassTrie) {
+        let mut ending: Vec<(u32, bool)> = Vec::new();
+        let inside = &mut self.inside;
+        let dist = self.dists[0];
+        let mut far: Option<u32> = None;
+        by_class.walk_nodes(
+            state,
+            |s, byte, node| {
+                let (next, accepting, goes_on) = dfa.advance(s, byte);
+                if accepting {
+                    ending.extend(by_class.members(node).iter().map(|&m| (m, goes_on)));
+                }
+                goes_on.then_some(next)
+            },
+            |s: StateId, ids| {
+                let d = dist.at(s);
+                far = Some(far.map_or(d, |f| f.max(d)));
+                ids.iter().for_each(|&id| inside.insert(id));
+            },
+        );
+        if let Some(f) = far {
+            self.note_dist(0, f);
+        }
+        if !ending.is_empty() {
+            ending.sort_unstable();
+            self.ending.clear();
+            self.ending.push(0);
+            let part = self.part;
+            let m = self.group();
+            for (node, goes_on) in ending {
+                m.nodes.push((part, node));
+                if goes_on { &mut m.at_going } else { &mut m.at }.extend_from_slice(trie.node_ids(node));
+            }
         }
     }
 

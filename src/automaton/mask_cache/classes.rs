@@ -1,0 +1,235 @@
+//! Class tries for the lexer walk: a slice's trie read through the byte classes of the DFA that
+//! walks it ([`ClassTrie`]), so tokens whose bytes the DFA cannot tell apart are walked once.
+//!
+//! The map is the DFA's own classes, or for a body slice (string content only: no `"`, `\` or
+//! control byte) a coarser one: the classes that differ on no state the walk can reach from
+//! its start over content bytes ([`content_classes`]). Inside a JSON string with escapes the
+//! DFA's own classes split the letters (`\n` and `\q` differ), but after no content byte is a
+//! backslash pending, so there the letters are one class again.
+//!
+//! A class trie costs a few walks of its slice to build and is kept per (slice, map) in the
+//! cache ([`ClassPolicy`]): it is built the second time a walk with its map would visit many
+//! nodes (the first such walk goes over the slice's own trie and is noted; walks of a few
+//! nodes, a key's name, never pay for a build), and never where it would keep more than an
+//! eighth of the slice's nodes or under a map that splits the letters ([`Slot::Refused`]).
+//! Counters walk their slices' own tries. Content maps are kept per DFA with the states they
+//! cover.
+//!
+//! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
+//! trie would (the same ids, groups, members in the same order and distances).
+
+use std::collections::HashMap;
+use std::ops::Not;
+use std::sync::Arc;
+
+use super::{Inner, MaskCache};
+use crate::automaton::VocabEnv;
+use crate::regular::{Dfa, FxBuild, StateId};
+use crate::vocab::class_trie::{ClassTrie, DEAD_CLASS};
+
+/// A byte → class map.
+pub(super) type ByteMap = [u8; 256];
+
+/// The most states a content map's reach may cover.
+const MAX_CONTENT_STATES: usize = 4096;
+
+/// A class trie is kept only if it has at most 1/`MIN_SHRINK` of its slice's nodes.
+const MIN_SHRINK: usize = 8;
+
+/// Does `map` split the ASCII letters into more than a few classes? Tokens are mostly letters:
+/// under such a map the class strings are nearly as many as the tokens (no build is tried).
+fn splits_letters(map: &ByteMap) -> bool {
+    let mut seen = [false; 256];
+    (b'a'..=b'z').chain(b'A'..=b'Z').for_each(|b| seen[map[b as usize] as usize] = true);
+    seen.iter().filter(|&&s| s).count() > 6
+}
+
+/// A class trie, once a walk showed it may pay.
+pub(super) enum Slot {
+    /// A walk of the slice's own trie visited many nodes: the next ask builds it.
+    Seen,
+    Built(Arc<ClassTrie>),
+    /// More than an eighth of the slice's nodes, or a map that splits the letters: the walk
+    /// stays on the slice's trie.
+    Refused,
+}
+
+/// A DFA's content map and the states it holds for ([`content_classes`]).
+pub(super) struct ContentMap {
+    covers: Vec<bool>,
+    map: ByteMap,
+}
+
+/// Can `b` be a byte of a body slice's token (string content, or a prefix of some)?
+fn content_byte(b: u8) -> bool {
+    b >= 0x20 && b != b'"' && b != b'\\'
+}
+
+/// The DFA's own classes, as a map.
+fn own_map(dfa: &Dfa) -> ByteMap {
+    std::array::from_fn(|b| dfa.class(b as u8))
+}
+
+/// A map for walks of `dfa` from `from` over string content: content bytes that lead to the
+/// same state from every state reachable from `from` over content bytes share a class (those
+/// that lead nowhere, [`DEAD_CLASS`]); every other byte keeps its DFA class, apart from them. With the states it holds for (a walk from
+/// any of them may use it: what they reach, `from` reaches). `None` past
+/// [`MAX_CONTENT_STATES`] states.
+pub(super) fn content_classes(dfa: &Dfa, from: StateId) -> Option<ContentMap> {
+    // One content byte per DFA class that has one.
+    let mut reps: Vec<Option<u8>> = vec![None; 256];
+    for b in (0..=255u8).filter(|&b| content_byte(b)) {
+        reps[dfa.class(b) as usize].get_or_insert(b);
+    }
+    let reps: Vec<(u8, u8)> = reps.iter().enumerate().filter_map(|(c, r)| r.map(|r| (c as u8, r))).collect();
+    let mut covers = vec![false; dfa.state_count()];
+    let mut reached = vec![from];
+    covers[from.index()] = true;
+    let mut i = 0;
+    while let Some(&q) = reached.get(i) {
+        i += 1;
+        for &(_, b) in &reps {
+            let t = dfa.next(q, b);
+            if t != StateId::DEAD && !covers[t.index()] {
+                if reached.len() == MAX_CONTENT_STATES {
+                    return None;
+                }
+                covers[t.index()] = true;
+                reached.push(t);
+            }
+        }
+    }
+    // A content class's signature: where its bytes lead from every reached state. Bytes that
+    // kill every reached state are of the dead class (their tokens are left out).
+    let mut by_signature: HashMap<Vec<StateId>, u8, FxBuild> = HashMap::default();
+    let mut class_of = [DEAD_CLASS; 256];
+    for &(c, b) in &reps {
+        let signature: Vec<StateId> = reached.iter().map(|&q| dfa.next(q, b)).collect();
+        if signature.iter().all(|&t| t == StateId::DEAD) {
+            continue;
+        }
+        let n = by_signature.len() as u8;
+        class_of[c as usize] = *by_signature.entry(signature).or_insert(n);
+    }
+    // Other bytes keep their DFA class, numbered after the content classes.
+    let base = by_signature.len();
+    let mut map = [0u8; 256];
+    for b in 0..=255u8 {
+        let c = dfa.class(b);
+        map[b as usize] = match content_byte(b) {
+            true => class_of[c as usize],
+            false => u8::try_from(base + c as usize).ok().filter(|&k| k != DEAD_CLASS)?,
+        };
+    }
+    Some(ContentMap { covers, map })
+}
+
+/// A slice and a byte map: what a class trie is kept by.
+pub(super) type ClassKey = (u32, ByteMap);
+
+/// When the cache builds class tries.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum ClassPolicy {
+    /// The second time a walk visits a sixteenth of its slice's nodes or more (see the module
+    /// docs).
+    #[default]
+    Measured,
+    /// At the first ask (tests: every walk that can goes through a class trie).
+    Eager,
+    /// Never.
+    Off,
+}
+
+impl MaskCache {
+    /// The class trie for a walk of slice `part` with `dfa` from `state` (see the module
+    /// docs), or the key to report the walk of the slice's own trie under
+    /// ([`walked`](Self::walked); `None`: no class trie will be built for it).
+    pub(super) fn class_trie(
+        &self,
+        env: &VocabEnv,
+        part: usize,
+        dfa: &Dfa,
+        state: StateId,
+    ) -> Result<Arc<ClassTrie>, Option<Box<ClassKey>>> {
+        let policy = self.lock().class_policy;
+        // A counter's reach is its rows: no content map, and its own classes split the letters
+        // wherever the count is computed on the fly from a string with escapes.
+        if policy == ClassPolicy::Off || dfa.is_counter() {
+            return Err(None);
+        }
+        let slices = env.slices();
+        let map = match part < slices.body.len() {
+            true => self.content_map(dfa, state).unwrap_or_else(|| own_map(dfa)),
+            false => own_map(dfa),
+        };
+        let key = (part as u32, map);
+        match self.lock().class_tries.get(&key) {
+            Some(Slot::Built(t)) => return Ok(t.clone()),
+            Some(Slot::Refused) => return Err(None),
+            Some(Slot::Seen) => {}
+            None if policy == ClassPolicy::Eager => {}
+            None => return Err(Some(Box::new(key))),
+        }
+        // Built outside the lock (another matcher may build the same: the first kept wins).
+        let trie = slices.trie(part);
+        let built = splits_letters(&map)
+            .not()
+            .then(|| trie.by_classes(&map, trie.node_count() / MIN_SHRINK + 1))
+            .flatten()
+            .map(Arc::new);
+        let mut inner = self.lock();
+        inner.reserve(300 + built.as_ref().map_or(0, |t| t.heap_bytes()));
+        let slot = inner.class_tries.entry(key).or_insert(Slot::Seen);
+        if matches!(slot, Slot::Seen) {
+            *slot = built.map_or(Slot::Refused, Slot::Built);
+        }
+        match slot {
+            Slot::Built(t) => Ok(t.clone()),
+            _ => Err(None),
+        }
+    }
+
+    /// Notes a walk of `steps` nodes of slice `key.0`'s own trie under `key`: one over a
+    /// sixteenth of its nodes marks the key, and the next ask for it builds its class trie.
+    pub(super) fn walked(&self, env: &VocabEnv, key: Box<ClassKey>, steps: usize) {
+        if steps * 16 >= env.slices().trie(key.0 as usize).node_count() {
+            let mut inner = self.lock();
+            if !inner.class_tries.contains_key(&*key) {
+                inner.reserve(300);
+                inner.class_tries.insert(*key, Slot::Seen);
+            }
+        }
+    }
+
+    /// `dfa`'s content map for walks from `state`: one kept that covers it, or a new one.
+    fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<ByteMap> {
+        let covered = |inner: &Inner| {
+            inner
+                .content_maps
+                .get(&dfa.id())?
+                .iter()
+                .find(|m| m.covers.get(state.index()) == Some(&true))
+                .map(|m| m.map)
+        };
+        {
+            let inner = self.lock();
+            if inner.no_content_map.contains(&dfa.id()) {
+                return None;
+            }
+            if let Some(map) = covered(&inner) {
+                return Some(map);
+            }
+        }
+        let Some(found) = content_classes(dfa, state) else {
+            let mut inner = self.lock();
+            inner.reserve(16);
+            inner.no_content_map.insert(dfa.id());
+            return None;
+        };
+        let map = found.map;
+        let mut inner = self.lock();
+        inner.reserve(found.covers.len() + 300);
+        inner.content_maps.entry(dfa.id()).or_default().push(found);
+        Some(map)
+    }
+}

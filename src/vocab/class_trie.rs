@@ -1,0 +1,297 @@
+//! `ClassTrie`: a [`TokenTrie`] read through a byte-class map, for automata that cannot tell the
+//! bytes of one class apart.
+//!
+//! A DFA steps alike on every byte of one of its classes, so two trie nodes whose paths have
+//! the same *classes* (`"Job"` and `"Dev"` under `[A-Za-z]`) reach the same state from any
+//! start: one walk step stands for both. A class trie is the trie of the class strings of a
+//! trie's tokens (the trie determinized under the class map): each node stands for its
+//! *members*, the nodes of the token trie whose paths map to its class string, and holds the
+//! ids those members spell. Under a letters-and-digits map (an e-mail address, a date, a
+//! number) a 49k vocabulary's 100k nodes become about 1,500, and a walk visits that many at
+//! most instead of tens of thousands. A map that splits the letters (string escapes: `\n`,
+//! `\u00e9`) gains little; [`TokenTrie::by_classes`] gives up past a node budget.
+//!
+//! Invariants (as [`TokenTrie`]'s): `nodes[0]` is the root; node `i`'s subtree is
+//! `i..nodes[i].subtree_end`; node `i` owns `ids[nodes[i].ids..nodes[i + 1].ids]` and
+//! `members[nodes[i].members..nodes[i + 1].members]` (a sentinel closes both); a node's members
+//! are ascending, all at its depth, and every node of the token trie is a member of exactly one
+//! node, but those with a byte of [`DEAD_CLASS`] on their path (members of none); its ids are
+//! its members' ids, member by member.
+
+use super::trie::TokenTrie;
+use super::TokenId;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    subtree_end: u32,
+    ids: u32,
+    members: u32,
+    depth: u16,
+    /// The last byte of the first member's path: a byte of the node's class.
+    byte: u8,
+}
+
+/// A token trie read through a byte-class map (see the module docs).
+pub struct ClassTrie {
+    nodes: Vec<Node>,
+    ids: Vec<TokenId>,
+    members: Vec<u32>,
+    max_depth: usize,
+}
+
+/// The class of bytes the automaton dies on wherever it is: a node with such a byte stands
+/// for nothing (its subtree is left out of the class trie).
+pub const DEAD_CLASS: u8 = u8::MAX;
+
+impl TokenTrie {
+    /// This trie read through `classes` (byte → class; [`DEAD_CLASS`]: left out, subtree and
+    /// all), or `None` when that takes more than `max_nodes` nodes (the map splits the tokens
+    /// too finely to be worth it).
+    ///
+    /// Three passes: every node's class node (numbered as first met, children kept in a table
+    /// by class), the class nodes in pre-order, then the members by class node (ascending, as
+    /// met) and their ids.
+    pub fn by_classes(&self, classes: &[u8; 256], max_nodes: usize) -> Option<ClassTrie> {
+        // Dense class numbers, so the children table has one column per class in use.
+        let mut dense_of = [u16::MAX; 256];
+        let mut dense = [0u16; 256];
+        let mut k = 0usize;
+        for b in 0..256 {
+            let c = classes[b] as usize;
+            if dense_of[c] == u16::MAX {
+                dense_of[c] = k as u16;
+                k += 1;
+            }
+            dense[b] = dense_of[c];
+        }
+        let n = self.node_count();
+        let nodes = &self.nodes;
+        // Pass 1: `of[i]`, node i's class node; `child[c * k + class]`, class node c's child.
+        // (Nodes left out keep `NONE`.)
+        const NONE: u32 = u32::MAX;
+        let mut of = vec![NONE; n];
+        of[0] = 0;
+        let mut child = vec![u32::MAX; k];
+        let mut depth = vec![0u16];
+        // path[d]: the class node of the current path's node at depth d.
+        let mut path: Vec<u32> = vec![0];
+        let mut i = 1;
+        while i < n {
+            let node = nodes[i];
+            if classes[node.byte as usize] == DEAD_CLASS {
+                i = node.subtree_end as usize;
+                continue;
+            }
+            let d = node.depth as usize;
+            path.truncate(d);
+            let slot = path[d - 1] as usize * k + dense[node.byte as usize] as usize;
+            let c = match child[slot] {
+                u32::MAX => {
+                    let c = depth.len() as u32;
+                    if depth.len() >= max_nodes {
+                        return None;
+                    }
+                    child[slot] = c;
+                    child.resize(child.len() + k, u32::MAX);
+                    depth.push(d as u16);
+                    c
+                }
+                c => c,
+            };
+            of[i] = c;
+            path.push(c);
+            i += 1;
+        }
+        // Pass 2: pre-order positions and subtree ends.
+        let count = depth.len();
+        let mut pos = vec![0u32; count];
+        let mut order: Vec<u32> = Vec::with_capacity(count);
+        let mut end = vec![0u32; count];
+        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
+        while let Some((c, done)) = stack.pop() {
+            if done {
+                end[c as usize] = order.len() as u32;
+                continue;
+            }
+            pos[c as usize] = order.len() as u32;
+            order.push(c);
+            stack.push((c, true));
+            let row = &child[c as usize * k..(c as usize + 1) * k];
+            stack.extend(row.iter().rev().filter(|&&x| x != u32::MAX).map(|&x| (x, false)));
+        }
+        // Pass 3: members and ids by class node, in one front-to-back pass over the nodes
+        // (a counting sort: ascending within each class node, ids member by member).
+        let own_ids = |i: usize| nodes[i + 1].tok_start - nodes[i].tok_start;
+        let (mut member_at, mut id_at) = (vec![0u32; count + 1], vec![0u32; count + 1]);
+        for (i, &c) in of.iter().enumerate().filter(|&(_, &c)| c != NONE) {
+            let p = pos[c as usize] as usize + 1;
+            member_at[p] += 1;
+            id_at[p] += own_ids(i);
+        }
+        for p in 0..count {
+            member_at[p + 1] += member_at[p];
+            id_at[p + 1] += id_at[p];
+        }
+        let mut out = ClassTrie {
+            nodes: (0..count)
+                .map(|p| {
+                    let c = order[p] as usize;
+                    Node { subtree_end: end[c], ids: id_at[p], members: member_at[p], depth: depth[c], byte: 0 }
+                })
+                .collect(),
+            ids: vec![TokenId(0); id_at[count] as usize],
+            members: vec![0u32; member_at[count] as usize],
+            max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
+        };
+        for (i, &c) in of.iter().enumerate().filter(|&(_, &c)| c != NONE) {
+            let p = pos[c as usize] as usize;
+            let (m, t) = (member_at[p] as usize, id_at[p] as usize);
+            if m == out.nodes[p].members as usize && p > 0 {
+                out.nodes[p].byte = nodes[i].byte;
+            }
+            out.members[m] = i as u32;
+            let ids = &self.token_ids[nodes[i].tok_start as usize..nodes[i + 1].tok_start as usize];
+            // Mostly one id or none: a loop, not a call to copy.
+            for (k, &id) in ids.iter().enumerate() {
+                out.ids[t + k] = id;
+            }
+            member_at[p] += 1;
+            id_at[p] += ids.len() as u32;
+        }
+        out.nodes.push(Node {
+            subtree_end: count as u32 + 1,
+            ids: out.ids.len() as u32,
+            members: out.members.len() as u32,
+            depth: 0,
+            byte: 0,
+        });
+        Some(out)
+    }
+}
+
+impl ClassTrie {
+    /// The number of nodes (root included).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len() - 1
+    }
+
+    /// Heap bytes, roughly (for cache bounds).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.len() * std::mem::size_of::<Node>() + self.ids.len() * 4 + self.members.len() * 4
+    }
+
+    /// The ids spelled by node `node`'s members (often none).
+    pub fn node_ids(&self, node: u32) -> &[TokenId] {
+        let i = node as usize;
+        &self.ids[self.nodes[i].ids as usize..self.nodes[i + 1].ids as usize]
+    }
+
+    /// The token-trie nodes that node `node` stands for, ascending.
+    pub fn members(&self, node: u32) -> &[u32] {
+        let i = node as usize;
+        &self.members[self.nodes[i].members as usize..self.nodes[i + 1].members as usize]
+    }
+
+    /// [`TokenTrie::walk_nodes`] over the class strings: `step` gets a byte of the node's class
+    /// (any one stands for all) and the class node's index, `on_tokens` its members' ids.
+    #[inline]
+    pub fn walk_nodes<S: Copy>(
+        &self,
+        root: S,
+        mut step: impl FnMut(S, u8, u32) -> Option<S>,
+        mut on_tokens: impl FnMut(S, &[TokenId]),
+    ) {
+        let mut states = vec![root; self.max_depth + 1];
+        let nodes = &self.nodes;
+        let mut i = 1;
+        while i < nodes.len() - 1 {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            match step(states[d - 1], n.byte, i as u32) {
+                None => i = n.subtree_end as usize,
+                Some(s) => {
+                    states[d] = s;
+                    let ids = self.node_ids(i as u32);
+                    if !ids.is_empty() {
+                        on_tokens(s, ids);
+                    }
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trie(tokens: &[&str]) -> TokenTrie {
+        TokenTrie::build(tokens.iter().enumerate().map(|(i, t)| (t.as_bytes(), TokenId(i as u32))))
+    }
+
+    /// Letters one class, digits another, every other byte its own.
+    fn letters_digits() -> [u8; 256] {
+        std::array::from_fn(|b| match b as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' => 1,
+            b'0'..=b'9' => 2,
+            _ => 3 + (b as u8 % 200),
+        })
+    }
+
+    #[test]
+    fn class_strings_stand_for_their_members() {
+        let toks = ["ab", "cd", "a1", "b", "x9", "ab", "1", "a-", "zz-"];
+        let t = trie(&toks);
+        let c = t.by_classes(&letters_digits(), 1000).expect("small");
+        // Class strings: L, LL, LD, L-, LL-, D.
+        assert_eq!(c.node_count(), 7);
+        // Every token trie node is a member of exactly one class node, at the same depth;
+        // every id once, under the class string of its bytes.
+        let mut members: Vec<u32> = (0..c.node_count() as u32).flat_map(|n| c.members(n).to_vec()).collect();
+        members.sort();
+        assert_eq!(members, (0..t.node_count() as u32).collect::<Vec<_>>());
+        let mut seen = Vec::new();
+        c.walk_nodes(
+            0u32,
+            |d, _, node| {
+                for &m in c.members(node) {
+                    assert_eq!(t.node_depth(m), d as usize + 1);
+                }
+                Some(d + 1)
+            },
+            |_, ids| seen.extend(ids.iter().map(|i| i.0)),
+        );
+        seen.sort();
+        assert_eq!(seen, (0..toks.len() as u32).collect::<Vec<_>>());
+        // A node's ids are the tokens of one class string, and no other node has that string:
+        // "ab" (twice) and "cd" share LL.
+        let classes = letters_digits();
+        let class_string = |id: &TokenId| toks[id.0 as usize].bytes().map(|b| classes[b as usize]).collect::<Vec<_>>();
+        let mut strings = Vec::new();
+        for n in 0..c.node_count() as u32 {
+            if let Some(first) = c.node_ids(n).first() {
+                assert!(c.node_ids(n).iter().all(|id| class_string(id) == class_string(first)));
+                strings.push(class_string(first));
+            }
+        }
+        let all = strings.len();
+        strings.sort();
+        strings.dedup();
+        assert_eq!(strings.len(), all);
+        let ll = (0..c.node_count() as u32).find(|&n| c.node_ids(n).contains(&TokenId(0))).expect("ab");
+        let mut ids: Vec<u32> = c.node_ids(ll).iter().map(|i| i.0).collect();
+        ids.sort();
+        assert_eq!(ids, [0, 1, 5]);
+        // Bytes of the dead class leave their subtrees out: "a-" and "zz-" under `-` dead.
+        let mut dead = letters_digits();
+        dead[b'-' as usize] = DEAD_CLASS;
+        let d = t.by_classes(&dead, 1000).expect("small");
+        assert_eq!(d.node_count(), 5, "the root, L, LL, LD, D; L- and LL- left out");
+        let mut kept: Vec<u32> = (0..d.node_count() as u32).flat_map(|n| d.node_ids(n).iter().map(|i| i.0)).collect();
+        kept.sort();
+        assert_eq!(kept, [0, 1, 2, 3, 4, 5, 6]);
+        // A node budget it cannot keep.
+        assert!(t.by_classes(&letters_digits(), 3).is_none());
+    }
+}
