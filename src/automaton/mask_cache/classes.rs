@@ -7,13 +7,14 @@
 //! DFA's own classes split the letters (`\n` and `\q` differ), but after no content byte is a
 //! backslash pending, so there the letters are one class again.
 //!
-//! A class trie costs a few walks of its slice to build and is kept per (slice, map) in the
-//! cache ([`ClassPolicy`]): it is built the second time a walk with its map would visit many
-//! nodes (the first such walk goes over the slice's own trie and is noted; walks of a few
-//! nodes, a key's name, never pay for a build), and never where it would keep more than an
-//! eighth of the slice's nodes or under a map that splits the letters ([`Slot::Refused`]).
-//! Counters walk their slices' own tries. Content maps are kept per DFA with the states they
-//! cover.
+//! A class trie costs about a pass over its slice to build and is kept per (slice, map) in
+//! the cache ([`ClassPolicy`]). As in renting before buying, a DFA's walks of a slice go over
+//! the slice's own trie and are counted until they have visited as many nodes as the slice
+//! has; the next asks for the class trie of its map (walks of a few nodes, a key's name, never
+//! pay for one, nor for a map). It
+//! is never built where it would keep more than an eighth of the slice's nodes or under a map
+//! that splits the letters ([`Slot::Refused`]), nor for slices of fewer than [`MIN_NODES`]
+//! nodes or for counters. Content maps are kept per DFA with the states they cover.
 //!
 //! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
 //! trie would (the same ids, groups, members in the same order and distances).
@@ -33,6 +34,9 @@ pub(super) type ByteMap = [u8; 256];
 /// The most states a content map's reach may cover.
 const MAX_CONTENT_STATES: usize = 4096;
 
+/// Slices with fewer nodes walk their own tries.
+const MIN_NODES: usize = 2048;
+
 /// A class trie is kept only if it has at most 1/`MIN_SHRINK` of its slice's nodes.
 const MIN_SHRINK: usize = 8;
 
@@ -44,10 +48,8 @@ fn splits_letters(map: &ByteMap) -> bool {
     seen.iter().filter(|&&s| s).count() > 6
 }
 
-/// A class trie, once a walk showed it may pay.
+/// A class trie, once asked for.
 pub(super) enum Slot {
-    /// A walk of the slice's own trie visited many nodes: the next ask builds it.
-    Seen,
     Built(Arc<ClassTrie>),
     /// More than an eighth of the slice's nodes, or a map that splits the letters: the walk
     /// stays on the slice's trie.
@@ -127,11 +129,14 @@ pub(super) fn content_classes(dfa: &Dfa, from: StateId) -> Option<ContentMap> {
 /// A slice and a byte map: what a class trie is kept by.
 pub(super) type ClassKey = (u32, ByteMap);
 
+/// A slice and a DFA's [id](Dfa::id): what the walks of its own trie are counted by.
+pub(super) type WalkKey = (u32, u64);
+
 /// When the cache builds class tries.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub enum ClassPolicy {
-    /// The second time a walk visits a sixteenth of its slice's nodes or more (see the module
-    /// docs).
+    /// Once a DFA's walks of a slice have visited as many nodes as the slice has (see the
+    /// module docs).
     #[default]
     Measured,
     /// At the first ask (tests: every walk that can goes through a class trie).
@@ -142,7 +147,7 @@ pub enum ClassPolicy {
 
 impl MaskCache {
     /// The class trie for a walk of slice `part` with `dfa` from `state` (see the module
-    /// docs), or the key to report the walk of the slice's own trie under
+    /// docs), or the key to count the walk of the slice's own trie under
     /// ([`walked`](Self::walked); `None`: no class trie will be built for it).
     pub(super) fn class_trie(
         &self,
@@ -150,25 +155,34 @@ impl MaskCache {
         part: usize,
         dfa: &Dfa,
         state: StateId,
-    ) -> Result<Arc<ClassTrie>, Option<Box<ClassKey>>> {
-        let policy = self.lock().class_policy;
-        // A counter's reach is its rows: no content map, and its own classes split the letters
-        // wherever the count is computed on the fly from a string with escapes.
-        if policy == ClassPolicy::Off || dfa.is_counter() {
-            return Err(None);
-        }
+    ) -> Result<Arc<ClassTrie>, Option<WalkKey>> {
         let slices = env.slices();
+        let nodes = slices.trie(part).node_count();
+        let rent = (part as u32, dfa.id());
+        {
+            let inner = self.lock();
+            let policy = inner.class_policy;
+            // A counter's reach is its rows: no content map, and its own classes split the
+            // letters wherever the count is computed on the fly from a string with escapes. A
+            // small slice's walks cost little.
+            let small = nodes < MIN_NODES && policy != ClassPolicy::Eager;
+            if policy == ClassPolicy::Off || dfa.is_counter() || small {
+                return Err(None);
+            }
+            let walked = inner.walked.get(&rent).copied().unwrap_or(0);
+            if walked < nodes && policy != ClassPolicy::Eager {
+                return Err(Some(rent));
+            }
+        }
         let map = match part < slices.body.len() {
             true => self.content_map(dfa, state).unwrap_or_else(|| own_map(dfa)),
             false => own_map(dfa),
         };
-        let key = (part as u32, map);
+        let key: ClassKey = (part as u32, map);
         match self.lock().class_tries.get(&key) {
             Some(Slot::Built(t)) => return Ok(t.clone()),
             Some(Slot::Refused) => return Err(None),
-            Some(Slot::Seen) => {}
-            None if policy == ClassPolicy::Eager => {}
-            None => return Err(Some(Box::new(key))),
+            None => {}
         }
         // Built outside the lock (another matcher may build the same: the first kept wins).
         let trie = slices.trie(part);
@@ -179,26 +193,20 @@ impl MaskCache {
             .map(Arc::new);
         let mut inner = self.lock();
         inner.reserve(300 + built.as_ref().map_or(0, |t| t.heap_bytes()));
-        let slot = inner.class_tries.entry(key).or_insert(Slot::Seen);
-        if matches!(slot, Slot::Seen) {
-            *slot = built.map_or(Slot::Refused, Slot::Built);
-        }
-        match slot {
+        match inner.class_tries.entry(key).or_insert(built.map_or(Slot::Refused, Slot::Built)) {
             Slot::Built(t) => Ok(t.clone()),
-            _ => Err(None),
+            Slot::Refused => Err(None),
         }
     }
 
-    /// Notes a walk of `steps` nodes of slice `key.0`'s own trie under `key`: one over a
-    /// sixteenth of its nodes marks the key, and the next ask for it builds its class trie.
-    pub(super) fn walked(&self, env: &VocabEnv, key: Box<ClassKey>, steps: usize) {
-        if steps * 16 >= env.slices().trie(key.0 as usize).node_count() {
-            let mut inner = self.lock();
-            if !inner.class_tries.contains_key(&*key) {
-                inner.reserve(300);
-                inner.class_tries.insert(*key, Slot::Seen);
-            }
+    /// Counts a walk of `steps` nodes of slice `key.0`'s own trie with DFA `key.1`.
+    pub(super) fn walked(&self, key: WalkKey, steps: usize) {
+        let mut inner = self.lock();
+        if !inner.walked.contains_key(&key) {
+            inner.reserve(32);
         }
+        let walked = inner.walked.entry(key).or_insert(0);
+        *walked = walked.saturating_add(steps);
     }
 
     /// `dfa`'s content map for walks from `state`: one kept that covers it, or a new one.

@@ -169,8 +169,10 @@ struct Inner {
     reach_first: HashMap<ScanKey, usize, FxBuild>,
     /// [`content_hazards`](hazards::content_hazards) per scan.
     hazards: HashMap<ScanKey, Arc<Hazards>, FxBuild>,
-    /// Class tries by (slice, byte map), and content maps by DFA id (see [`classes`]).
-    class_tries: HashMap<(u32, classes::ByteMap), classes::Slot, FxBuild>,
+    /// Class tries by (slice, byte map), the nodes walked per (slice, DFA id), and content maps
+    /// by DFA id (see [`classes`]).
+    class_tries: HashMap<classes::ClassKey, classes::Slot, FxBuild>,
+    walked: HashMap<classes::WalkKey, usize, FxBuild>,
     content_maps: HashMap<u64, Vec<classes::ContentMap>, FxBuild>,
     /// DFAs whose content reach is too large for a content map.
     no_content_map: HashSet<u64, FxBuild>,

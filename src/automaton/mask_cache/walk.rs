@@ -221,7 +221,7 @@ impl<'a> LexWalk<'a> {
                 Err(key) => {
                     let steps = self.walk_one(dfa, states[0], trie);
                     if let Some(key) = key {
-                        walks.cache.walked(walks.env, key, steps);
+                        walks.cache.walked(key, steps);
                     }
                 }
             }
