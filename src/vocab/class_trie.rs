@@ -18,7 +18,7 @@
 //! node, but those with a byte of [`DEAD_CLASS`] on their path (members of none); its ids are
 //! its members' ids, member by member.
 
-use super::trie::TokenTrie;
+use super::trie::{walk_pre_order, TokenTrie};
 use super::TokenId;
 
 #[derive(Debug, Clone, Copy)]
@@ -198,27 +198,12 @@ impl ClassTrie {
     pub fn walk_nodes<S: Copy>(
         &self,
         root: S,
-        mut step: impl FnMut(S, u8, u32) -> Option<S>,
-        mut on_tokens: impl FnMut(S, &[TokenId]),
+        step: impl FnMut(S, u8, u32) -> Option<S>,
+        on_tokens: impl FnMut(S, &[TokenId]),
     ) {
-        let mut states = vec![root; self.max_depth + 1];
         let nodes = &self.nodes;
-        let mut i = 1;
-        while i < nodes.len() - 1 {
-            let n = nodes[i];
-            let d = n.depth as usize;
-            match step(states[d - 1], n.byte, i as u32) {
-                None => i = n.subtree_end as usize,
-                Some(s) => {
-                    states[d] = s;
-                    let ids = self.node_ids(i as u32);
-                    if !ids.is_empty() {
-                        on_tokens(s, ids);
-                    }
-                    i += 1;
-                }
-            }
-        }
+        let node = |i: usize| (nodes[i].depth as usize, nodes[i].byte, nodes[i].subtree_end as usize);
+        walk_pre_order(nodes.len() - 1, self.max_depth, node, |i| self.node_ids(i as u32), root, step, on_tokens);
     }
 }
 

@@ -212,27 +212,43 @@ impl TokenTrie {
     pub fn walk_nodes<S: Copy>(
         &self,
         root: S,
-        mut step: impl FnMut(S, u8, u32) -> Option<S>,
-        mut on_tokens: impl FnMut(S, &[TokenId]),
+        step: impl FnMut(S, u8, u32) -> Option<S>,
+        on_tokens: impl FnMut(S, &[TokenId]),
     ) {
-        // states[d] = the state after the first d bytes of the current path.
-        let mut states = vec![root; self.max_depth + 1];
         let nodes = &self.nodes;
-        let mut i = 1;
-        while i < nodes.len() - 1 {
-            let n = nodes[i];
-            let d = n.depth as usize;
-            debug_assert!(d >= 1 && d <= self.max_depth);
-            match step(states[d - 1], n.byte, i as u32) {
-                None => i = n.subtree_end as usize,
-                Some(s) => {
-                    states[d] = s;
-                    let ids = self.node_tokens(i);
-                    if !ids.is_empty() {
-                        on_tokens(s, ids);
-                    }
-                    i += 1;
+        let node = |i: usize| (nodes[i].depth as usize, nodes[i].byte, nodes[i].subtree_end as usize);
+        walk_pre_order(nodes.len() - 1, self.max_depth, node, |i| self.node_tokens(i), root, step, on_tokens);
+    }
+}
+
+/// The walk of a pre-order node array (see [`TokenTrie::walk_nodes`]): nodes `1..end` as
+/// (depth, last byte, subtree end) by `node`, each one's ids by `ids`; shared with
+/// [`ClassTrie`](super::class_trie::ClassTrie).
+#[inline]
+pub(super) fn walk_pre_order<'a, S: Copy>(
+    end: usize,
+    max_depth: usize,
+    node: impl Fn(usize) -> (usize, u8, usize),
+    ids: impl Fn(usize) -> &'a [TokenId],
+    root: S,
+    mut step: impl FnMut(S, u8, u32) -> Option<S>,
+    mut on_tokens: impl FnMut(S, &[TokenId]),
+) {
+    // states[d] = the state after the first d bytes of the current path.
+    let mut states = vec![root; max_depth + 1];
+    let mut i = 1;
+    while i < end {
+        let (d, byte, subtree_end) = node(i);
+        debug_assert!(d >= 1 && d <= max_depth);
+        match step(states[d - 1], byte, i as u32) {
+            None => i = subtree_end,
+            Some(s) => {
+                states[d] = s;
+                let ids = ids(i);
+                if !ids.is_empty() {
+                    on_tokens(s, ids);
                 }
+                i += 1;
             }
         }
     }

@@ -59,6 +59,14 @@ impl Entry {
     }
 }
 
+/// Ids a walk of one scan survives in state `s`: into `inside`, their rest into `far`.
+#[inline]
+fn survive(inside: &mut TokenSet, dist: &Distances, far: &mut Option<u32>, s: StateId, ids: &[TokenId]) {
+    let d = dist.at(s);
+    *far = Some(far.map_or(d, |f| f.max(d)));
+    ids.iter().for_each(|&id| inside.insert(id));
+}
+
 /// Where a walk of one scan finds its class tries: the cache and its vocabulary.
 pub(super) struct SliceWalks<'a> {
     pub cache: &'a MaskCache,
@@ -273,23 +281,9 @@ impl<'a> LexWalk<'a> {
                 }
                 goes_on.then_some(next)
             },
-            |s: StateId, ids| {
-                let d = dist.at(s);
-                far = Some(far.map_or(d, |f| f.max(d)));
-                ids.iter().for_each(|&id| inside.insert(id));
-            },
+            |s: StateId, ids| survive(inside, dist, &mut far, s, ids),
         );
-        if let Some(f) = far {
-            self.note_dist(0, f);
-        }
-        if !nodes.is_empty() {
-            self.ending.clear();
-            self.ending.push(0);
-            let m = self.group();
-            m.nodes.extend(nodes);
-            m.at.extend(at);
-            m.at_going.extend(at_going);
-        }
+        self.keep_one(far, nodes, at, at_going);
         steps
     }
 
@@ -310,25 +304,30 @@ impl<'a> LexWalk<'a> {
                 }
                 goes_on.then_some(next)
             },
-            |s: StateId, ids| {
-                let d = dist.at(s);
-                far = Some(far.map_or(d, |f| f.max(d)));
-                ids.iter().for_each(|&id| inside.insert(id));
-            },
+            |s: StateId, ids| survive(inside, dist, &mut far, s, ids),
         );
+        ending.sort_unstable();
+        let (mut nodes, mut at, mut at_going) = (Vec::new(), Vec::new(), Vec::new());
+        for (node, goes_on) in ending {
+            nodes.push((self.part, node));
+            if goes_on { &mut at_going } else { &mut at }.extend_from_slice(trie.node_ids(node));
+        }
+        self.keep_one(far, nodes, at, at_going);
+    }
+
+    /// Keeps what a walk of one scan found: the farthest rest after a token it survives, and
+    /// the nodes where its lexeme ends (in trie order) with their ids.
+    fn keep_one(&mut self, far: Option<u32>, nodes: Vec<SliceNode>, at: Vec<TokenId>, at_going: Vec<TokenId>) {
         if let Some(f) = far {
             self.note_dist(0, f);
         }
-        if !ending.is_empty() {
-            ending.sort_unstable();
+        if !nodes.is_empty() {
             self.ending.clear();
             self.ending.push(0);
-            let part = self.part;
             let m = self.group();
-            for (node, goes_on) in ending {
-                m.nodes.push((part, node));
-                if goes_on { &mut m.at_going } else { &mut m.at }.extend_from_slice(trie.node_ids(node));
-            }
+            m.nodes.extend(nodes);
+            m.at.extend(at);
+            m.at_going.extend(at_going);
         }
     }
 
