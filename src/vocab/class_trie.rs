@@ -11,32 +11,23 @@
 //! most instead of tens of thousands. A map that splits the letters (string escapes: `\n`,
 //! `\u00e9`) gains little; [`TokenTrie::by_classes`] gives up past a node budget.
 //!
-//! Invariants (as [`TokenTrie`]'s): `nodes[0]` is the root; node `i`'s subtree is
-//! `i..nodes[i].subtree_end`; node `i` owns `ids[nodes[i].ids..nodes[i + 1].ids]` and
-//! `members[nodes[i].members..nodes[i + 1].members]` (a sentinel closes both); a node's members
-//! are ascending, all at its depth, and every node of the token trie is a member of exactly one
-//! node, but those with a byte of [`DEAD_CLASS`] on their path (members of none); its ids are
-//! its members' ids, member by member.
+//! Invariants: `trie` keeps [`TokenTrie`]'s layout (pre-order, subtree ends, ids per node, a
+//! sentinel); node `i` stands for `members[member_at[i]..member_at[i + 1]]`, ascending, all at
+//! its depth; every node of the token trie is a member of exactly one node, but those with a
+//! byte of [`DEAD_CLASS`] on their path (members of none); a node's ids are its members' ids,
+//! member by member.
 
-use super::trie::{walk_pre_order, TokenTrie};
+use super::trie::{Node, TokenTrie};
 use super::TokenId;
 
-#[derive(Debug, Clone, Copy)]
-struct Node {
-    subtree_end: u32,
-    ids: u32,
-    members: u32,
-    depth: u16,
-    /// The last byte of the first member's path: a byte of the node's class.
-    byte: u8,
-}
-
-/// A token trie read through a byte-class map (see the module docs).
+/// A token trie read through a byte-class map (see the module docs): a walk-only
+/// [`TokenTrie`] whose paths are class strings (each node's byte is its first member's: a byte
+/// of its class), and each node's members.
 pub struct ClassTrie {
-    nodes: Vec<Node>,
-    ids: Vec<TokenId>,
+    trie: TokenTrie,
+    /// Node `i`'s members: `members[member_at[i]..member_at[i + 1]]`.
+    member_at: Vec<u32>,
     members: Vec<u32>,
-    max_depth: usize,
 }
 
 /// The class of bytes the automaton dies on wherever it is: a node with such a byte stands
@@ -132,78 +123,65 @@ impl TokenTrie {
             member_at[p + 1] += member_at[p];
             id_at[p + 1] += id_at[p];
         }
-        let mut out = ClassTrie {
-            nodes: (0..count)
-                .map(|p| {
-                    let c = order[p] as usize;
-                    Node { subtree_end: end[c], ids: id_at[p], members: member_at[p], depth: depth[c], byte: 0 }
-                })
-                .collect(),
-            ids: vec![TokenId(0); id_at[count] as usize],
-            members: vec![0u32; member_at[count] as usize],
-            max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
-        };
+        let mut nodes_out: Vec<Node> = (0..count)
+            .map(|p| {
+                let c = order[p] as usize;
+                Node { subtree_end: end[c], tok_start: id_at[p], depth: depth[c], byte: 0 }
+            })
+            .collect();
+        let mut ids_out = vec![TokenId(0); id_at[count] as usize];
+        let mut members = vec![0u32; member_at[count] as usize];
+        let member_starts = member_at.clone();
         for (i, &c) in of.iter().enumerate().filter(|&(_, &c)| c != NONE) {
             let p = pos[c as usize] as usize;
             let (m, t) = (member_at[p] as usize, id_at[p] as usize);
-            if m == out.nodes[p].members as usize && p > 0 {
-                out.nodes[p].byte = nodes[i].byte;
+            if m == member_starts[p] as usize && p > 0 {
+                nodes_out[p].byte = nodes[i].byte;
             }
-            out.members[m] = i as u32;
+            members[m] = i as u32;
             let ids = &self.token_ids[nodes[i].tok_start as usize..nodes[i + 1].tok_start as usize];
             // Mostly one id or none: a loop, not a call to copy.
             for (k, &id) in ids.iter().enumerate() {
-                out.ids[t + k] = id;
+                ids_out[t + k] = id;
             }
             member_at[p] += 1;
             id_at[p] += ids.len() as u32;
         }
-        out.nodes.push(Node {
-            subtree_end: count as u32 + 1,
-            ids: out.ids.len() as u32,
-            members: out.members.len() as u32,
-            depth: 0,
-            byte: 0,
-        });
-        Some(out)
+        let max_depth = depth.iter().copied().max().unwrap_or(0) as usize;
+        nodes_out.push(Node { subtree_end: count as u32 + 1, tok_start: ids_out.len() as u32, depth: 0, byte: 0 });
+        let trie = TokenTrie::from_nodes(nodes_out, ids_out, max_depth);
+        Some(ClassTrie { trie, member_at: member_starts, members })
     }
 }
 
 impl ClassTrie {
+    /// The trie of the class strings: walk it (`walk_nodes`: `step` gets a byte of the node's
+    /// class, any one standing for all), its node's ids are its members' ids.
+    pub fn trie(&self) -> &TokenTrie {
+        &self.trie
+    }
+
     /// The number of nodes (root included).
     pub fn node_count(&self) -> usize {
-        self.nodes.len() - 1
+        self.trie.node_count()
     }
 
     /// Heap bytes, roughly (for cache bounds).
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.len() * std::mem::size_of::<Node>() + self.ids.len() * 4 + self.members.len() * 4
+        (self.trie.node_count() + 1) * std::mem::size_of::<Node>()
+            + self.trie.id_count() * 4
+            + (self.members.len() + self.member_at.len()) * 4
     }
 
     /// The ids spelled by node `node`'s members (often none).
     pub fn node_ids(&self, node: u32) -> &[TokenId] {
-        let i = node as usize;
-        &self.ids[self.nodes[i].ids as usize..self.nodes[i + 1].ids as usize]
+        self.trie.node_ids(node)
     }
 
     /// The token-trie nodes that node `node` stands for, ascending.
     pub fn members(&self, node: u32) -> &[u32] {
         let i = node as usize;
-        &self.members[self.nodes[i].members as usize..self.nodes[i + 1].members as usize]
-    }
-
-    /// [`TokenTrie::walk_nodes`] over the class strings: `step` gets a byte of the node's class
-    /// (any one stands for all) and the class node's index, `on_tokens` its members' ids.
-    #[inline]
-    pub fn walk_nodes<S: Copy>(
-        &self,
-        root: S,
-        step: impl FnMut(S, u8, u32) -> Option<S>,
-        on_tokens: impl FnMut(S, &[TokenId]),
-    ) {
-        let nodes = &self.nodes;
-        let node = |i: usize| (nodes[i].depth as usize, nodes[i].byte, nodes[i].subtree_end as usize);
-        walk_pre_order(nodes.len() - 1, self.max_depth, node, |i| self.node_ids(i as u32), root, step, on_tokens);
+        &self.members[self.member_at[i] as usize..self.member_at[i + 1] as usize]
     }
 }
 
@@ -237,7 +215,7 @@ mod tests {
         members.sort();
         assert_eq!(members, (0..t.node_count() as u32).collect::<Vec<_>>());
         let mut seen = Vec::new();
-        c.walk_nodes(
+        c.trie().walk_nodes(
             0u32,
             |d, _, node| {
                 for &m in c.members(node) {

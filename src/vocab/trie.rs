@@ -43,6 +43,12 @@ impl TokenTrie {
         Self::build_pairs(tokens.collect(), true)
     }
 
+    /// A walk-only trie from its laid-out parts (see the module docs' invariants; the last node
+    /// a sentinel whose `tok_start` closes the ids): the class tries' own layout.
+    pub(super) fn from_nodes(nodes: Vec<Node>, token_ids: Vec<TokenId>, max_depth: usize) -> TokenTrie {
+        TokenTrie { nodes, token_ids, map: None, max_depth }
+    }
+
     /// A trie for walks only: [`lookup`](Self::lookup), [`longest_prefix`](Self::longest_prefix)
     /// and [`greedy_encode`](Self::greedy_encode) find nothing in it (no byte index is built).
     pub fn build_walk_only(pairs: Vec<(&[u8], TokenId)>) -> TokenTrie {
@@ -212,43 +218,27 @@ impl TokenTrie {
     pub fn walk_nodes<S: Copy>(
         &self,
         root: S,
-        step: impl FnMut(S, u8, u32) -> Option<S>,
-        on_tokens: impl FnMut(S, &[TokenId]),
+        mut step: impl FnMut(S, u8, u32) -> Option<S>,
+        mut on_tokens: impl FnMut(S, &[TokenId]),
     ) {
+        // states[d] = the state after the first d bytes of the current path.
+        let mut states = vec![root; self.max_depth + 1];
         let nodes = &self.nodes;
-        let node = |i: usize| (nodes[i].depth as usize, nodes[i].byte, nodes[i].subtree_end as usize);
-        walk_pre_order(nodes.len() - 1, self.max_depth, node, |i| self.node_tokens(i), root, step, on_tokens);
-    }
-}
-
-/// The walk of a pre-order node array (see [`TokenTrie::walk_nodes`]): nodes `1..end` as
-/// (depth, last byte, subtree end) by `node`, each one's ids by `ids`; shared with
-/// [`ClassTrie`](super::class_trie::ClassTrie).
-#[inline]
-pub(super) fn walk_pre_order<'a, S: Copy>(
-    end: usize,
-    max_depth: usize,
-    node: impl Fn(usize) -> (usize, u8, usize),
-    ids: impl Fn(usize) -> &'a [TokenId],
-    root: S,
-    mut step: impl FnMut(S, u8, u32) -> Option<S>,
-    mut on_tokens: impl FnMut(S, &[TokenId]),
-) {
-    // states[d] = the state after the first d bytes of the current path.
-    let mut states = vec![root; max_depth + 1];
-    let mut i = 1;
-    while i < end {
-        let (d, byte, subtree_end) = node(i);
-        debug_assert!(d >= 1 && d <= max_depth);
-        match step(states[d - 1], byte, i as u32) {
-            None => i = subtree_end,
-            Some(s) => {
-                states[d] = s;
-                let ids = ids(i);
-                if !ids.is_empty() {
-                    on_tokens(s, ids);
+        let mut i = 1;
+        while i < nodes.len() - 1 {
+            let n = nodes[i];
+            let d = n.depth as usize;
+            debug_assert!(d >= 1 && d <= self.max_depth);
+            match step(states[d - 1], n.byte, i as u32) {
+                None => i = n.subtree_end as usize,
+                Some(s) => {
+                    states[d] = s;
+                    let ids = self.node_tokens(i);
+                    if !ids.is_empty() {
+                        on_tokens(s, ids);
+                    }
+                    i += 1;
                 }
-                i += 1;
             }
         }
     }
@@ -336,19 +326,6 @@ impl TokenTrie {
             v.pop();
             depth -= 1;
         }
-    }
-
-    /// The children of node `node`, in byte order.
-    pub fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
-        let end = self.nodes[node as usize].subtree_end;
-        let mut c = node + 1;
-        std::iter::from_fn(move || {
-            (c < end).then(|| {
-                let child = c;
-                c = self.nodes[c as usize].subtree_end;
-                child
-            })
-        })
     }
 
     /// The last byte of node `node`'s path.

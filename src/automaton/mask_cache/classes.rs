@@ -11,10 +11,9 @@
 //! the cache ([`ClassPolicy`]). As in renting before buying, a DFA's walks of a slice go over
 //! the slice's own trie and are counted until they have visited as many nodes as the slice
 //! has; the next asks for the class trie of its map (walks of a few nodes, a key's name, never
-//! pay for one, nor for a map). It
-//! is never built where it would keep more than an eighth of the slice's nodes or under a map
-//! that splits the letters ([`Slot::Refused`]), nor for slices of fewer than [`MIN_NODES`]
-//! nodes or for counters. Content maps are kept per DFA with the states they cover.
+//! pay for one, nor for a map). It is never built where it would keep more than an eighth of
+//! the slice's nodes or under a map that splits the letters ([`Slot::Refused`]), nor for
+//! slices of fewer than [`MIN_NODES`] nodes or for counters. Content maps are kept per DFA with the states they cover.
 //!
 //! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
 //! trie would (the same ids, groups, members in the same order and distances).
@@ -74,9 +73,9 @@ fn own_map(dfa: &Dfa) -> ByteMap {
 
 /// A map for walks of `dfa` from `from` over string content: content bytes that lead to the
 /// same state from every state reachable from `from` over content bytes share a class (those
-/// that lead nowhere, [`DEAD_CLASS`]); every other byte keeps its DFA class, apart from them. With the states it holds for (a walk from
-/// any of them may use it: what they reach, `from` reaches). `None` past
-/// [`MAX_CONTENT_STATES`] states.
+/// that lead nowhere, [`DEAD_CLASS`]); every other byte keeps its DFA class, apart from them.
+/// With the states it holds for (a walk from any of them may use it: what they reach, `from`
+/// reaches). `None` past [`MAX_CONTENT_STATES`] states.
 pub(super) fn content_classes(dfa: &Dfa, from: StateId) -> Option<ContentMap> {
     // One content byte per DFA class that has one.
     let mut reps: Vec<Option<u8>> = vec![None; 256];
@@ -134,6 +133,7 @@ pub(super) type WalkKey = (u32, u64);
 
 /// When the cache builds class tries.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum ClassPolicy {
     /// Once a DFA's walks of a slice have visited as many nodes as the slice has (see the
     /// module docs).
@@ -159,9 +159,9 @@ impl MaskCache {
         let slices = env.slices();
         let nodes = slices.trie(part).node_count();
         let rent = (part as u32, dfa.id());
+        let policy = self.class_policy();
         {
             let inner = self.lock();
-            let policy = inner.class_policy;
             // A counter's reach is its rows: no content map, and its own classes split the
             // letters wherever the count is computed on the fly from a string with escapes. A
             // small slice's walks cost little.

@@ -67,6 +67,7 @@ mod walk;
 mod wholesale;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::cfg::Cfg;
@@ -144,6 +145,8 @@ impl Entry {
 #[derive(Default)]
 pub struct MaskCache {
     inner: Mutex<Inner>,
+    /// A [`ClassPolicy`]: a setting, not cached state (an emptying keeps it).
+    class_policy: AtomicU8,
 }
 
 /// How far one token can move a lexer: the longest token, in bytes (saturating). Keys hold
@@ -176,7 +179,6 @@ struct Inner {
     content_maps: HashMap<u64, Vec<classes::ContentMap>, FxBuild>,
     /// DFAs whose content reach is too large for a content map.
     no_content_map: HashSet<u64, FxBuild>,
-    class_policy: ClassPolicy,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -202,7 +204,6 @@ impl Inner {
         if self.bytes + bytes > MAX_CACHE_BYTES {
             let old = std::mem::take(self);
             self.retired = old.retired;
-            self.class_policy = old.class_policy;
             self.retired.entries.extend(old.map.into_values());
             self.retired.tries.extend(old.merged.into_values());
             self.retired.tables.extend(old.reach_tables.into_values().flatten());
@@ -238,15 +239,21 @@ impl MaskCache {
     /// Drops every entry now (entries in use live on in their `Arc`s): the next masks start
     /// cold. For measurements that must replay a first mask; a server never needs it.
     pub(crate) fn clear(&self) {
-        let mut inner = self.lock();
-        let policy = inner.class_policy;
-        *inner = Inner::default();
-        inner.class_policy = policy;
+        *self.lock() = Inner::default();
     }
 
     /// Sets when class tries are built (see [`VocabEnv::set_class_policy`]).
     pub(crate) fn set_class_policy(&self, policy: ClassPolicy) {
-        self.lock().class_policy = policy;
+        self.class_policy.store(policy as u8, Ordering::Relaxed);
+    }
+
+    /// When class tries are built.
+    fn class_policy(&self) -> ClassPolicy {
+        match self.class_policy.load(Ordering::Relaxed) {
+            p if p == ClassPolicy::Eager as u8 => ClassPolicy::Eager,
+            p if p == ClassPolicy::Off as u8 => ClassPolicy::Off,
+            _ => ClassPolicy::Measured,
+        }
     }
 
     /// The entry for the lexer key of `scans` (terms of `cfg`), built now if it is new.

@@ -295,7 +295,7 @@ impl<'a> LexWalk<'a> {
         let inside = &mut self.inside;
         let dist = self.dists[0];
         let mut far: Option<u32> = None;
-        by_class.walk_nodes(
+        by_class.trie().walk_nodes(
             state,
             |s, byte, node| {
                 let (next, accepting, goes_on) = dfa.advance(s, byte);
