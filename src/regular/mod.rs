@@ -24,6 +24,6 @@ mod fxhash;
 pub mod lexeme;
 pub mod regex;
 
-pub use dfa::{Dfa, DfaLimits, Distances, StateId, UNREACHABLE};
+pub use dfa::{CountedBase, Dfa, DfaLimits, Distances, StateId, UNREACHABLE};
 pub(crate) use fxhash::FxBuild;
 pub use lexeme::Lexeme;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::content::{class_reps, content_dfa, content_reps, Visited};
 use super::{MaskCache, ScanKey};
-use crate::regular::{Dfa, StateId};
+use crate::regular::{CountedBase, Dfa, StateId};
 use crate::vocab::trie::ByteSet;
 
 /// What string content can do to a scan from one of its states, for taking slices wholesale
@@ -33,6 +33,11 @@ pub(super) struct Hazards {
 }
 
 impl Hazards {
+    /// The same for strings of at most `depth` bytes (unknown past it).
+    pub fn within_depth(&self, depth: usize) -> Hazards {
+        Hazards { survive: self.survive.within_depth(depth), accept: self.accept.within_depth(depth) }
+    }
+
     /// Bytes held (for the cache bound): most are a few levels or none.
     pub fn bytes(&self) -> usize {
         96 + (self.survive.levels.len() + self.accept.levels.len()) * std::mem::size_of::<(usize, ByteSet)>()
@@ -51,6 +56,12 @@ pub(super) struct Depths {
 }
 
 impl Depths {
+    /// The same for strings of at most `depth` bytes (unknown past it).
+    fn within_depth(&self, depth: usize) -> Depths {
+        let levels = self.levels.iter().copied().filter(|&(len, _)| len <= depth).collect();
+        Depths { levels, horizon: self.horizon.min(depth) }
+    }
+
     /// The bytes that matter in strings of at most `hi` bytes; `None` past the horizon.
     pub fn within(&self, hi: usize) -> Option<ByteSet> {
         if hi > self.horizon {
@@ -74,18 +85,27 @@ const MAX_AVOIDED: usize = 64;
 
 impl MaskCache {
     /// [`content_hazards`] for each scan of `key` (the scans of `dfas`), for strings up to `hi`
-    /// bytes: kept per (DFA id, state).
+    /// bytes: kept per (DFA id, state). Near a count's bound, where every token reaches a state
+    /// of its own, they are kept for a state that reads alike as far as the bound lets
+    /// ([`Dfa::shared_reading`]) and cut there.
     pub(super) fn hazards(&self, key: &[ScanKey], dfas: &[&Dfa], hi: usize) -> Vec<Arc<Hazards>> {
         let mut inner = self.lock();
         key.iter()
             .zip(dfas)
-            .map(|(&k, d)| match inner.hazards.get(&k) {
-                Some(h) => h.clone(),
-                None => {
-                    let h = Arc::new(content_hazards(d, k.1, hi));
-                    inner.reserve(h.bytes());
-                    inner.hazards.insert(k, h.clone());
-                    h
+            .map(|(&(id, state), d)| {
+                let (shared, depth) = d.shared_reading(state, u32::try_from(hi).unwrap_or(u32::MAX));
+                let h = match inner.hazards.get(&(id, shared)) {
+                    Some(h) => h.clone(),
+                    None => {
+                        let h = Arc::new(content_hazards(d, shared, hi));
+                        inner.reserve(h.bytes());
+                        inner.hazards.insert((id, shared), h.clone());
+                        h
+                    }
+                };
+                match (depth as usize) < hi {
+                    true => Arc::new(h.within_depth(depth as usize)),
+                    false => h,
                 }
             })
             .collect()
@@ -106,6 +126,11 @@ type Step<'a> = dyn FnMut(StateId, StateId, u8, u16, &mut Found) -> bool + 'a;
 
 /// [`Hazards`] from DFA state `state`, for strings up to `max` bytes.
 pub(super) fn content_hazards(dfa: &Dfa, state: StateId, max: usize) -> Hazards {
+    content_hazards_by(dfa, state, max, PairKeys::new(dfa, state, max))
+}
+
+/// [`content_hazards`], its searches telling pairs apart by `keys`.
+pub(super) fn content_hazards_by(dfa: &Dfa, state: StateId, max: usize, keys: PairKeys<'_>) -> Hazards {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let rep_of = class_reps(dfa);
@@ -122,26 +147,26 @@ pub(super) fn content_hazards(dfa: &Dfa, state: StateId, max: usize) -> Hazards 
         // never survives for the others, so its search is skipped (known for no length).
         Depths { levels: Vec::new(), horizon: 0 }
     } else {
-        let mut cut = Visited::new(dfa.state_count(), q.state_count());
-        let mut judged = Visited::new(dfa.state_count(), q.state_count());
-        search_depths(dfa, state, max, &reps, &rep_of, &mut |d2, c2, b, depth, found| {
+        let mut cut = Visited::new(keys.count, q.state_count());
+        let mut judged = Visited::new(keys.count, q.state_count());
+        search_depths(dfa, state, max, &reps, &rep_of, &keys, &mut |d2, c2, b, depth, found| {
             if ends(d2) {
                 note(found, b, depth);
                 return false;
             }
-            if judged.insert(d2, c2) && hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
-                cut.insert(d2, c2);
+            if judged.insert(keys.of(d2), c2) && hazard_bytes(d2, c2) > CUT_HAZARD_BYTES {
+                cut.insert(keys.of(d2), c2);
             }
             // A string may end in a cut pair (it is alive, unfinished): the byte into it
             // matters only to longer strings.
-            if cut.contains(d2, c2) {
+            if cut.contains(keys.of(d2), c2) {
                 note(found, b, depth.saturating_add(1));
                 return false;
             }
             true
         })
     };
-    let accept = search_depths(dfa, state, max, &reps, &rep_of, &mut |d2, _, b, depth, found| {
+    let accept = search_depths(dfa, state, max, &reps, &rep_of, &keys, &mut |d2, _, b, depth, found| {
         if d2 != StateId::DEAD && dfa.is_accepting(d2) {
             note(found, b, depth);
         }
@@ -160,12 +185,13 @@ fn search_depths(
     max: usize,
     reps: &[Vec<(u8, StateId)>],
     rep_of: &[u8; 256],
+    keys: &PairKeys<'_>,
     step: &mut Step<'_>,
 ) -> Depths {
     let q = content_dfa();
     let mut found: Box<Found> = Box::new([NOT_FOUND; 256]);
-    let mut seen = Visited::new(dfa.state_count(), q.state_count());
-    seen.insert(state, q.start());
+    let mut seen = Visited::new(keys.count, q.state_count());
+    seen.insert(keys.of(state), q.start());
     let (mut frontier, mut work, mut depth) = (vec![(state, q.start())], 0, 0);
     while !frontier.is_empty() && depth < max && work <= HAZARD_WORK {
         depth += 1;
@@ -174,7 +200,9 @@ fn search_depths(
             for &(b, c2) in &reps[c.index()] {
                 work += 1;
                 let d2 = dfa.next(d, b);
-                if step(d2, c2, b, depth.min(usize::from(NOT_FOUND - 1)) as u16, &mut found) && seen.insert(d2, c2) {
+                if step(d2, c2, b, depth.min(usize::from(NOT_FOUND - 1)) as u16, &mut found)
+                    && seen.insert(keys.of(d2), c2)
+                {
                     work += reps[c2.index()].len();
                     next.push((d2, c2));
                 }
@@ -198,6 +226,44 @@ fn search_depths(
         }
     }
     Depths { levels, horizon }
+}
+
+/// What the searches of [`content_hazards`] tell pairs apart by: the DFA state, or for a count
+/// computed on the fly whose rows within the search's reach read alike, the place (every byte
+/// reaches a new row, so by state nothing is met twice and the search runs to its work bound;
+/// by place it ends as over a table). Exact: the first visit of a place is at the least depth,
+/// and a later one at another row reads the rest of the search alike.
+pub(super) struct PairKeys<'a> {
+    base: Option<CountedBase<'a>>,
+    /// The number of keys.
+    count: usize,
+}
+
+impl<'a> PairKeys<'a> {
+    pub(super) fn new(dfa: &'a Dfa, state: StateId, max: usize) -> PairKeys<'a> {
+        let depth = u32::try_from(max).unwrap_or(u32::MAX);
+        match dfa.counted_base().filter(|base| base.places_read_alike(state, depth)) {
+            Some(base) => PairKeys { base: Some(base), count: base.table().state_count() },
+            None => PairKeys { base: None, count: dfa.state_count() },
+        }
+    }
+
+    /// By state (what [`new`](Self::new) falls back to).
+    #[cfg(test)]
+    pub(super) fn by_state(dfa: &Dfa) -> PairKeys<'a> {
+        PairKeys { base: None, count: dfa.state_count() }
+    }
+
+    /// Are pairs told apart by place?
+    #[cfg(test)]
+    pub(super) fn by_place(&self) -> bool {
+        self.base.is_some()
+    }
+
+    #[inline]
+    fn of(&self, state: StateId) -> StateId {
+        self.base.map_or(state, |base| base.place(state))
+    }
 }
 
 /// For tokens of at most `hi` bytes, the scan to keep alive and the bytes to avoid: string

@@ -1,7 +1,7 @@
 //! The slice searches checked against their definitions: reach tables against one search per
 //! state, scans together against each alone, hazards against the bytes they name.
 
-use super::hazards::{avoid_set, content_hazards};
+use super::hazards::{avoid_set, content_hazards, content_hazards_by, Depths, PairKeys};
 use super::wholesale::{content_dead_all, content_reach, reach_table, NEVER};
 use crate::regular::{Dfa, StateId};
 use crate::vocab::trie::ByteSet;
@@ -93,4 +93,46 @@ fn hazards_are_the_bytes_that_kill_or_accept() {
     assert_eq!(avoid_set(&[&name, &slash], 64), Some((1, set(b"/"))));
     assert_eq!(avoid_set(&[&slash, &word], 64), Some((0, set(b"/abcdefghijklmnopqrstuvwxyz"))));
     assert_eq!(avoid_set(&[&slash, &free], 64), None, "free text ends on too many bytes");
+}
+
+#[test]
+fn hazards_of_a_count_by_place_are_those_by_state() {
+    // Strings counted on the fly (a table would have about 45,000 states): each byte is a new
+    // row, so by state the searches run to their work bound; by place, far from the bound,
+    // they end. Wherever both know, they agree.
+    let unit = crate::regular::regex::parse(r#"[^<"\\]|\\["\\n]"#).unwrap();
+    let lexeme = crate::regular::Lexeme::counted(b"\"", unit, 0, Some(5000), b"\"");
+    let dfa = Dfa::shared(&lexeme, Default::default()).unwrap();
+    assert!(dfa.is_counter(), "a count computed on the fly ({} states)", dfa.state_count());
+    let agree = |a: &Depths, b: &Depths, what: &str| {
+        for hi in 1..=20 {
+            if let (Some(x), Some(y)) = (a.within(hi), b.within(hi)) {
+                assert_eq!(x, y, "{what} within {hi}");
+            }
+        }
+    };
+    let tails: [&[u8]; 5] = [b"", b"<", b"\\", &[0xc3], &[0xe2, 0x80]];
+    let mut by_place = 0;
+    for row in [0, 1, 2, 2500, 4975, 4985, 4995, 4999] {
+        for tail in tails {
+            let prefix = [b"\"".as_slice(), &b"a".repeat(row), tail].concat();
+            let s = dfa.run(dfa.start(), &prefix);
+            if s == StateId::DEAD {
+                continue;
+            }
+            let keys = PairKeys::new(&dfa, s, 20);
+            by_place += usize::from(keys.by_place());
+            let fast = content_hazards_by(&dfa, s, 20, keys);
+            let slow = content_hazards_by(&dfa, s, 20, PairKeys::by_state(&dfa));
+            let what = format!("row {row} tail {tail:?}");
+            agree(&fast.survive, &slow.survive, &format!("{what} survive"));
+            agree(&fast.accept, &slow.accept, &format!("{what} accept"));
+            // By place a state far from the bound, between characters, is searched to the
+            // end (inside an escape or a character most bytes end it: no survivor search).
+            if row < 4900 && tail.is_empty() {
+                assert!(fast.survive.within(20).is_some() && fast.accept.within(20).is_some(), "{what}");
+            }
+        }
+    }
+    assert!(by_place > 0 && by_place < 40, "{by_place} states searched by place");
 }

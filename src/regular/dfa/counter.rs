@@ -315,6 +315,56 @@ impl Counter {
         StateId(self.number(row, s))
     }
 
+    /// A state that reads every string of at most `depth` bytes as `state` does, and `depth`
+    /// (at most `horizon`): `state` itself with `horizon`, but near the bound of its count,
+    /// where [`canonical`](Self::canonical) keeps every state, one state per place for the
+    /// rows of a run within `horizon` of its end, read as far as the run goes. From row `k` of
+    /// a run `a..=b`, strings of at most `b − k` bytes visit rows `k..=b` only (one byte
+    /// completes at most one unit), and from row `max(a, b − horizon)` they stay in the run
+    /// too: every row there reads alike. Rows below the minimum keep their own state.
+    pub(super) fn shared_reading(&self, state: StateId, horizon: u32) -> (StateId, u32) {
+        if state == StateId::DEAD {
+            return (state, horizon);
+        }
+        let (k, s) = self.split(state.0);
+        let (a, b) = self.read_runs[k as usize];
+        let row = a.max(self.min).max(b.saturating_sub(horizon));
+        if k < self.min || row >= k {
+            return (state, horizon);
+        }
+        (StateId(self.number(row, s)), horizon.min(b - k))
+    }
+
+    /// Do all states reached from `state` by at most `depth` bytes read alike, place by place,
+    /// every string that keeps them within `depth` bytes of `state`? Yes where the rows
+    /// `k..=k + depth` lie in one run at or above the minimum (one byte completes at most
+    /// one unit, so no such string leaves them).
+    pub(super) fn places_read_alike(&self, state: StateId, depth: u32) -> bool {
+        if state == StateId::DEAD {
+            return true;
+        }
+        let (k, _) = self.split(state.0);
+        k >= self.min && k.saturating_add(depth) <= self.read_runs[k as usize].1
+    }
+
+    /// The table state of a live state (its place); the dead state for the dead one.
+    pub(super) fn place(&self, state: StateId) -> StateId {
+        match state == StateId::DEAD {
+            true => state,
+            false => self.split(state.0).1,
+        }
+    }
+
+    /// The base table's transition from `place` on `b`, and whether it completes a unit.
+    pub(super) fn base_step(&self, place: StateId, b: u8) -> (StateId, bool) {
+        let i = place.index() * self.base.stride + self.base.classes[b as usize] as usize;
+        (self.base.trans[i], self.completes[i])
+    }
+
+    pub(super) fn base(&self) -> &Dfa {
+        &self.base
+    }
+
     /// Heap bytes of the tables.
     pub(super) fn heap_bytes(&self) -> usize {
         self.base.heap_bytes()

@@ -229,6 +229,24 @@ impl Dfa {
         }
     }
 
+    /// A state that reads every string of at most `depth` bytes as `state` does (the same
+    /// deaths, acceptances and ends after every prefix), and `depth`, at most `horizon`: for a
+    /// count computed on the fly near its bound, one state per place for the rows there, read
+    /// as far as they read alike (fewer bytes the nearer the bound); else `state` and
+    /// `horizon`. The mask cache's slice searches share their results by it where
+    /// [`canonical`](Self::canonical) shares nothing.
+    pub fn shared_reading(&self, state: StateId, horizon: u32) -> (StateId, u32) {
+        match &self.counter {
+            Some(c) => c.shared_reading(state, horizon),
+            None => (state, horizon),
+        }
+    }
+
+    /// For a count computed on the fly: what its states step by (see [`CountedBase`]).
+    pub fn counted_base(&self) -> Option<CountedBase<'_>> {
+        self.counter.as_deref().map(CountedBase)
+    }
+
     /// Is this a counted repetition computed on the fly (see [`canonical`](Self::canonical))?
     pub fn is_counter(&self) -> bool {
         self.counter.is_some()
@@ -325,6 +343,37 @@ impl Dfa {
             }
         }
         backward_distances(n, &edges, (1..n).filter(|&s| self.accept[s]), 0)
+    }
+}
+
+/// The base of a count computed on the fly ([`Dfa::counted_base`]): a state is (row, place),
+/// and a byte steps it by the base table's transition from the place, into the next row where
+/// that transition completes a unit. Invariant: two bytes with the same transition and
+/// completion from a place step every state of that place alike.
+#[derive(Clone, Copy)]
+pub struct CountedBase<'a>(&'a Counter);
+
+impl CountedBase<'_> {
+    /// The base table (its states are the places; classes are the counter's).
+    pub fn table(&self) -> &Dfa {
+        self.0.base()
+    }
+
+    /// The place of `state` (the dead state for the dead one).
+    pub fn place(&self, state: StateId) -> StateId {
+        self.0.place(state)
+    }
+
+    /// Do the states `state` reaches within `depth` bytes read every string that keeps them
+    /// within `depth` bytes of it alike wherever they share a place (far from the count's
+    /// bounds)? A search of that depth may then take each place once, as over a table.
+    pub fn places_read_alike(&self, state: StateId, depth: u32) -> bool {
+        self.0.places_read_alike(state, depth)
+    }
+
+    /// From `place` on `b`: the next place and whether the step completes a unit.
+    pub fn step(&self, place: StateId, b: u8) -> (StateId, bool) {
+        self.0.base_step(place, b)
     }
 }
 

@@ -535,6 +535,38 @@ fn canonical_states_read_every_short_string_alike() {
     }
 }
 
+#[test]
+fn shared_readings_read_every_short_string_alike() {
+    let hir = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let unit = Dfa::from_hir(&hir(r#"(?:[^"\\]|\\["\\n])"#), DfaLimits::default()).unwrap();
+    let words = words(b"\"\\an", 5);
+    for (min, max) in [(0, Some(12)), (9, Some(20)), (7, None), (0, None), (5, Some(5))] {
+        let r = Repeat { open: b"\"", unit: &unit, min, max, close: b"\"" };
+        let dfa = Dfa::counted_with(r, DfaLimits::default(), 0).unwrap().expect("prefix-free unit");
+        for horizon in [1, 2, 3, 5] {
+            let what = format!("{min} {max:?} h{horizon}");
+            let (mut shared, mut distinct) = (0, std::collections::HashSet::new());
+            for s in (1..dfa.state_count() as u32).map(StateId) {
+                let (c, depth) = dfa.shared_reading(s, horizon);
+                assert!(depth <= horizon, "{what}: state {s}");
+                shared += usize::from(c != s);
+                distinct.insert(c);
+                for w in words.iter().filter(|w| w.len() <= depth as usize) {
+                    let (a, b) = (dfa.run(s, w), dfa.run(c, w));
+                    let at = format!("{what}: state {s} → {c} within {depth} {:?}", String::from_utf8_lossy(w));
+                    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
+                    assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
+                    assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                }
+            }
+            // Near a maximum the rows within the horizon of it share states.
+            if max.is_some_and(|m| m > min + horizon + 1) {
+                assert!(shared > 0 && distinct.len() < dfa.state_count() - 1, "{what}: nothing shared");
+            }
+        }
+    }
+}
+
 /// For every state of `dfa` and each usable set: its canonical state reads every word of at
 /// most `horizon` bytes alike (deaths, acceptances, ends), with distances (by that set) no
 /// smaller, there and after each word. The number of distinct canonical states (first set).
