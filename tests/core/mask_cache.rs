@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use strictly::{
-    automaton::{BackendChoice, CompileOptions, Compiled, Constraint},
+    automaton::{BackendChoice, ClassPolicy, CompileOptions, Compiled, Constraint, Matcher, VocabEnv},
     grammar::json_schema::JsonSchemaOptions,
     TokenId, TokenSet, Vocab,
 };
@@ -78,7 +78,11 @@ const GRAMMARS: &[&str] = &[
 /// Walks `steps` tokens from the start (fast == reference at every state), preferring long
 /// tokens; returns the tokens taken.
 fn walk(vocab: &Arc<Vocab>, c: &Arc<Compiled>, seed: u64, steps: usize, replay: Option<&[TokenId]>) -> Vec<TokenId> {
-    let mut m = c.matcher();
+    walk_from(vocab, c.matcher(), seed, steps, replay)
+}
+
+/// [`walk`] from where `m` stands.
+fn walk_from(vocab: &Arc<Vocab>, mut m: Matcher, seed: u64, steps: usize, replay: Option<&[TokenId]>) -> Vec<TokenId> {
     let width = vocab.len() + 5;
     let (mut fast, mut slow) = (TokenSet::new(width), TokenSet::new(width));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -170,6 +174,10 @@ fn class_constraints() -> Vec<Constraint> {
                       "n": {"type": "number"}, "i": {"type": "integer", "minimum": -40, "maximum": 90000}},
                       "required": ["s", "n", "i"]})),
         schema(json!({"type": "object", "properties": {"w": {"type": "string", "maxLength": 9, "pattern": "^[a-z0-9_]+$"}}, "required": ["w"]})),
+        // Counted on the fly (class tries over a count's places): words in at most 300
+        // characters, an address in at most 254.
+        schema(json!({"type": "array", "items": {"type": "string", "maxLength": 300, "pattern": "^(?:\\S+\\s+){0,4}\\S+$"}})),
+        schema(json!({"type": "object", "properties": {"e": {"type": "string", "format": "email", "maxLength": 254}}, "required": ["e"]})),
         Constraint::Regex("[a-z0-9.]{1,12}@[a-z]{2,8}\\.(com|org)".into()),
         Constraint::Regex("(?:[0-9]{1,3}\\.){3}[0-9]{1,3}".into()),
     ]);
@@ -178,7 +186,6 @@ fn class_constraints() -> Vec<Constraint> {
 
 #[test]
 fn class_tries_give_the_masks_the_tries_do() {
-    use strictly::automaton::{ClassPolicy, VocabEnv};
     for (name, vocab) in real_vocabs() {
         // Every walk that can goes through a class trie, against none.
         let (eager, off) = (VocabEnv::new(vocab.clone()), VocabEnv::new(vocab.clone()));
@@ -217,6 +224,46 @@ fn class_tries_give_the_masks_the_tries_do() {
                     ma.commit(t).unwrap();
                     mb.commit(t).unwrap();
                     taken.push(t);
+                }
+            }
+        }
+    }
+}
+
+/// Strings counted on the fly near their bound, where every token reaches a state of its own:
+/// the slice searches are shared by place and cut where the bound comes within reach, and
+/// walks go through class tries over the count's places (or, without them, pruned). Walks
+/// start a few characters before the bound and go past it.
+#[test]
+fn counts_near_their_bound_give_the_reference_masks() {
+    let cases = [
+        // In the fifth and last word of at most 300 characters.
+        (
+            json!({"type": "array", "items": {"type": "string", "maxLength": 300, "pattern": "^(?:\\S+\\s+){0,4}\\S+$"}}),
+            "[\"ab cd ef gh ",
+            12,
+            300,
+        ),
+        (
+            json!({"type": "object", "properties": {"t": {"type": "string", "maxLength": 400}}, "required": ["t"]}),
+            "{\"t\":\"",
+            0,
+            400,
+        ),
+    ];
+    for (name, vocab) in real_vocabs() {
+        for policy in [ClassPolicy::Eager, ClassPolicy::Off] {
+            let env = VocabEnv::new(vocab.clone());
+            env.set_class_policy(policy);
+            // `open` ends inside the string, `typed` characters into it.
+            for (i, (schema, open, typed, bound)) in cases.iter().enumerate() {
+                let constraint = Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default());
+                let c = Compiled::with_options(&env, &constraint, &earley()).unwrap();
+                for (j, before) in [40usize, 6].into_iter().enumerate() {
+                    let mut m = c.matcher();
+                    let text = format!("{open}{}", "x".repeat(bound - before - typed));
+                    m.commit_bytes(text.as_bytes()).unwrap_or_else(|e| panic!("{name} case {i}: {e}"));
+                    walk_from(vocab, m, (i * 10 + j) as u64, 8, None);
                 }
             }
         }

@@ -13,7 +13,8 @@
 //! has; the next asks for the class trie of its map (walks of a few nodes, a key's name, never
 //! pay for one, nor for a map). It is never built where it would keep more than an eighth of
 //! the slice's nodes or under a map that splits the letters ([`Slot::Refused`]), nor for
-//! slices of fewer than [`MIN_NODES`] nodes or for counters. Content maps are kept per DFA with the states they cover.
+//! slices of fewer than [`MIN_NODES`] nodes. Content maps are kept per DFA with the states
+//! they cover (for a count computed on the fly, its places: every row alike).
 //!
 //! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
 //! trie would (the same ids, groups, members in the same order and distances).
@@ -76,21 +77,42 @@ fn own_map(dfa: &Dfa) -> ByteMap {
 /// that lead nowhere, [`DEAD_CLASS`]); every other byte keeps its DFA class, apart from them.
 /// With the states it holds for (a walk from any of them may use it: what they reach, `from`
 /// reaches). `None` past [`MAX_CONTENT_STATES`] states.
+///
+/// A count computed on the fly has its rows for states: there the search is over its base's
+/// places, and bytes share a class where they take every place reached to the same place,
+/// completing a unit alike (see [`CountedBase`](crate::regular::CountedBase)); it holds for every row of those places.
 pub(super) fn content_classes(dfa: &Dfa, from: StateId) -> Option<ContentMap> {
+    match dfa.counted_base() {
+        Some(base) => {
+            let step = |q: StateId, b: u8| base.step(q, b);
+            content_classes_by(dfa, base.table().state_count(), base.place(from), step)
+        }
+        None => content_classes_by(dfa, dfa.state_count(), from, |q, b| (dfa.next(q, b), false)),
+    }
+}
+
+/// [`content_classes`] over `states` states stepped by `step` (the next state, and whether the
+/// step completes a unit), from `from`.
+fn content_classes_by(
+    dfa: &Dfa,
+    states: usize,
+    from: StateId,
+    step: impl Fn(StateId, u8) -> (StateId, bool),
+) -> Option<ContentMap> {
     // One content byte per DFA class that has one.
     let mut reps: Vec<Option<u8>> = vec![None; 256];
     for b in (0..=255u8).filter(|&b| content_byte(b)) {
         reps[dfa.class(b) as usize].get_or_insert(b);
     }
     let reps: Vec<(u8, u8)> = reps.iter().enumerate().filter_map(|(c, r)| r.map(|r| (c as u8, r))).collect();
-    let mut covers = vec![false; dfa.state_count()];
+    let mut covers = vec![false; states];
     let mut reached = vec![from];
     covers[from.index()] = true;
     let mut i = 0;
     while let Some(&q) = reached.get(i) {
         i += 1;
         for &(_, b) in &reps {
-            let t = dfa.next(q, b);
+            let (t, _) = step(q, b);
             if t != StateId::DEAD && !covers[t.index()] {
                 if reached.len() == MAX_CONTENT_STATES {
                     return None;
@@ -102,11 +124,11 @@ pub(super) fn content_classes(dfa: &Dfa, from: StateId) -> Option<ContentMap> {
     }
     // A content class's signature: where its bytes lead from every reached state. Bytes that
     // kill every reached state are of the dead class (their tokens are left out).
-    let mut by_signature: HashMap<Vec<StateId>, u8, FxBuild> = HashMap::default();
+    let mut by_signature: HashMap<Vec<(StateId, bool)>, u8, FxBuild> = HashMap::default();
     let mut class_of = [DEAD_CLASS; 256];
     for &(c, b) in &reps {
-        let signature: Vec<StateId> = reached.iter().map(|&q| dfa.next(q, b)).collect();
-        if signature.iter().all(|&t| t == StateId::DEAD) {
+        let signature: Vec<(StateId, bool)> = reached.iter().map(|&q| step(q, b)).collect();
+        if signature.iter().all(|&(t, _)| t == StateId::DEAD) {
             continue;
         }
         let n = by_signature.len() as u8;
@@ -162,11 +184,9 @@ impl MaskCache {
         let policy = self.class_policy();
         {
             let inner = self.lock();
-            // A counter's reach is its rows: no content map, and its own classes split the
-            // letters wherever the count is computed on the fly from a string with escapes. A
-            // small slice's walks cost little.
+            // A small slice's walks cost little.
             let small = nodes < MIN_NODES && policy != ClassPolicy::Eager;
-            if policy == ClassPolicy::Off || dfa.is_counter() || small {
+            if policy == ClassPolicy::Off || small {
                 return Err(None);
             }
             let walked = inner.walked.get(&rent).copied().unwrap_or(0);
@@ -211,12 +231,14 @@ impl MaskCache {
 
     /// `dfa`'s content map for walks from `state`: one kept that covers it, or a new one.
     fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<ByteMap> {
+        // A map covers a counter's places, every row alike.
+        let place = dfa.counted_base().map_or(state, |base| base.place(state));
         let covered = |inner: &Inner| {
             inner
                 .content_maps
                 .get(&dfa.id())?
                 .iter()
-                .find(|m| m.covers.get(state.index()) == Some(&true))
+                .find(|m| m.covers.get(place.index()) == Some(&true))
                 .map(|m| m.map)
         };
         {

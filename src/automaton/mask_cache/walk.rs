@@ -152,6 +152,10 @@ struct LexWalk<'a> {
     /// The scans ending at the current node.
     ending: Vec<u32>,
     members: Vec<Members>,
+    /// A slice the key admits but for the tokens holding a byte of the set, kept alive by the
+    /// scan of that index ([`Wholesale::avoid`]), until the walk takes it (`prune`) or walks a
+    /// class trie instead.
+    avoid: Option<(usize, ByteSet)>,
     /// While a slice is taken wholesale but for tokens holding an avoided byte: those bytes,
     /// and the slice trie's [byte sets](TokenTrie::byte_sets). Subtrees without one are skipped.
     prune: Option<(ByteSet, &'a [ByteSet])>,
@@ -176,6 +180,7 @@ impl<'a> LexWalk<'a> {
             last: None,
             ending: Vec::new(),
             members: Vec::new(),
+            avoid: None,
             prune: None,
             dropped: Vec::new(),
         }
@@ -185,7 +190,7 @@ impl<'a> LexWalk<'a> {
     /// `true`: nothing is left to walk), or all of one but the tokens holding an avoided byte
     /// (then the walk is pruned to those: `prune`).
     fn take_wholesale(&mut self, part: usize, wholesale: &Wholesale) -> bool {
-        self.prune = None;
+        (self.prune, self.avoid) = (None, None);
         let slices = self.slices;
         let Some(slice) = slices.body.get(part) else { return false };
         // Every string-content string up to `hi` bytes keeps some scan alive and ends no lexeme.
@@ -203,30 +208,38 @@ impl<'a> LexWalk<'a> {
             return true;
         }
         // The slice's tokens without an avoided byte keep the survivor alive and end no
-        // lexeme: taken wholesale; the walk visits only subtrees holding some avoided
-        // byte and takes back the tokens it finds dead or ending.
-        if let Some(&Some((k, avoid))) = wholesale.avoid.get(part) {
+        // lexeme: taken wholesale by the walk (see `walk_part`).
+        self.avoid = wholesale.avoid.get(part).copied().flatten();
+        false
+    }
+
+    /// Takes slice `part` wholesale but for the tokens holding a byte of `self.avoid`, if set:
+    /// the walk then visits only subtrees holding such a byte and takes back the tokens it
+    /// finds dead or ending (`prune`, `dropped`).
+    fn start_pruning(&mut self, part: usize) {
+        if let Some((k, avoid)) = self.avoid.take() {
+            let slice = &self.slices.body[part];
             self.inside.union_clipped(&slice.mask);
             self.note_far(k);
             self.prune = Some((avoid, &slice.bytes));
         }
-        false
     }
 
-    /// Walks slice `part`'s trie from the scans' `states` (one scan: through a class trie where
-    /// `walks` has one, unless pruning), then takes the tokens at and below the nodes it
-    /// dropped (while pruning) back out of `inside`.
+    /// Walks slice `part`'s trie from the scans' `states`: one scan through a class trie where
+    /// `walks` has one (its walk is bounded, where a pruned walk may visit most of a slice: an
+    /// avoided space), else pruned where the slice is taken but for some bytes; then takes
+    /// the tokens at and below the nodes it dropped (while pruning) back out of `inside`.
     fn walk_part(&mut self, part: usize, states: &[StateId], walks: &SliceWalks) {
         self.part = part as u32;
         let trie = self.slices.trie(part);
         if let [dfa] = self.dfas {
-            let by_class = match self.prune {
-                None => walks.cache.class_trie(walks.env, part, dfa, states[0]),
-                Some(_) => Err(None),
-            };
-            match by_class {
-                Ok(by_class) => self.walk_classes(dfa, states[0], trie, &by_class),
+            match walks.cache.class_trie(walks.env, part, dfa, states[0]) {
+                Ok(by_class) => {
+                    self.avoid = None;
+                    self.walk_classes(dfa, states[0], trie, &by_class);
+                }
                 Err(key) => {
+                    self.start_pruning(part);
                     let steps = self.walk_one(dfa, states[0], trie);
                     if let Some(key) = key {
                         walks.cache.walked(key, steps);
@@ -234,6 +247,7 @@ impl<'a> LexWalk<'a> {
                 }
             }
         } else {
+            self.start_pruning(part);
             self.stack.reset(states.iter().copied());
             trie.walk_visitor(self);
         }
