@@ -552,11 +552,8 @@ fn shared_readings_read_every_short_string_alike() {
                 shared += usize::from(c != s);
                 distinct.insert(c);
                 for w in words.iter().filter(|w| w.len() <= depth as usize) {
-                    let (a, b) = (dfa.run(s, w), dfa.run(c, w));
                     let at = format!("{what}: state {s} → {c} within {depth} {:?}", String::from_utf8_lossy(w));
-                    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
-                    assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
-                    assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                    same_fate(&dfa, s, c, w, &at);
                 }
             }
             // Near a maximum the rows within the horizon of it share states.
@@ -582,16 +579,23 @@ fn canonical_reads_alike(dfa: &Dfa, words: &[Vec<u8>], horizon: u32, usables: &[
             assert!(dist.at(c) >= dist.at(s), "{what} usable #{i}: state {s} → {c}");
             // Every prefix of every word of at most `horizon` bytes: the same fate.
             for w in words.iter().filter(|w| w.len() <= horizon as usize) {
-                let (a, b) = (dfa.run(s, w), dfa.run(c, w));
                 let at = format!("{what} usable #{i}: state {s} → {c} {:?}", String::from_utf8_lossy(w));
-                assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
-                assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
-                assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+                let (a, b) = same_fate(dfa, s, c, w, &at);
                 assert!(dist.at(b) >= dist.at(a), "{at}");
             }
         }
     }
     distinct.len()
+}
+
+/// `w` leaves `s` and `c` alike: dead, accepting, able to go on (`at` names the case). The
+/// states it leaves them in.
+fn same_fate(dfa: &Dfa, s: StateId, c: StateId, w: &[u8], at: &str) -> (StateId, StateId) {
+    let (a, b) = (dfa.run(s, w), dfa.run(c, w));
+    assert_eq!(a == StateId::DEAD, b == StateId::DEAD, "{at}");
+    assert_eq!(dfa.is_accepting(a), dfa.is_accepting(b), "{at}");
+    assert_eq!(dfa.can_continue(a), dfa.can_continue(b), "{at}");
+    (a, b)
 }
 
 #[test]
