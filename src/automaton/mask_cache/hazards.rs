@@ -8,6 +8,12 @@
 //! scan alive and unfinished, and those after which it accepts. A slice is then taken whole
 //! but for the tokens holding a byte that one scan must avoid to survive or that some other
 //! scan accepts after.
+//!
+//! A count computed on the fly (`regular::dfa::counter`) has a state per (row, place), and a
+//! byte of content moves it to a new row: its searches tell pairs apart by place where the rows
+//! within reach read alike ([`PairKeys`]), and near its bound, where every token reaches a
+//! state of its own, one search per place is kept and cut to what the bound lets it read
+//! ([`Dfa::shared_reading`]).
 
 use std::sync::Arc;
 
