@@ -335,36 +335,6 @@ impl Counter {
         (StateId(self.number(row, s)), horizon.min(b - k))
     }
 
-    /// Do all states reached from `state` by at most `depth` bytes read alike, place by place,
-    /// every string that keeps them within `depth` bytes of `state`? Yes where the rows
-    /// `k..=k + depth` lie in one run at or above the minimum (one byte completes at most
-    /// one unit, so no such string leaves them).
-    pub(super) fn places_read_alike(&self, state: StateId, depth: u32) -> bool {
-        if state == StateId::DEAD {
-            return true;
-        }
-        let (k, _) = self.split(state.0);
-        k >= self.min && k.saturating_add(depth) <= self.read_runs[k as usize].1
-    }
-
-    /// The table state of a live state (its place); the dead state for the dead one.
-    pub(super) fn place(&self, state: StateId) -> StateId {
-        match state == StateId::DEAD {
-            true => state,
-            false => self.split(state.0).1,
-        }
-    }
-
-    /// The base table's transition from `place` on `b`, and whether it completes a unit.
-    pub(super) fn base_step(&self, place: StateId, b: u8) -> (StateId, bool) {
-        let i = place.index() * self.base.stride + self.base.classes[b as usize] as usize;
-        (self.base.trans[i], self.completes[i])
-    }
-
-    pub(super) fn base(&self) -> &Dfa {
-        &self.base
-    }
-
     /// Heap bytes of the tables.
     pub(super) fn heap_bytes(&self) -> usize {
         self.base.heap_bytes()
@@ -389,5 +359,48 @@ impl Counter {
             id: next_id(),
             counter: Some(Arc::new(self)),
         }
+    }
+}
+
+/// The base of a count computed on the fly ([`Dfa::counted_base`]): a state is (row, place),
+/// and a byte steps it by the base table's transition from the place, into the next row where
+/// that transition completes a unit. Invariant: two bytes with the same transition and
+/// completion from a place step every state of that place alike.
+#[derive(Clone, Copy)]
+pub struct CountedBase<'a>(pub(super) &'a Counter);
+
+impl CountedBase<'_> {
+    /// The base table (its states are the places; classes are the counter's).
+    pub fn table(&self) -> &Dfa {
+        &self.0.base
+    }
+
+    /// The place of `state` (the dead state for the dead one).
+    pub fn place(&self, state: StateId) -> StateId {
+        match state == StateId::DEAD {
+            true => state,
+            false => self.0.split(state.0).1,
+        }
+    }
+
+    /// Do the states `state` reaches within `depth` bytes read alike, place by place, every
+    /// string that keeps them within `depth` bytes of it? Yes where the rows `k..=k + depth`
+    /// lie in one run at or above the minimum (one byte completes at most one unit, so no such
+    /// string leaves them): a search of that depth may then take each place once, as over a
+    /// table (far from the count's bounds).
+    pub fn places_read_alike(&self, state: StateId, depth: u32) -> bool {
+        let c = self.0;
+        if state == StateId::DEAD {
+            return true;
+        }
+        let (k, _) = c.split(state.0);
+        k >= c.min && k.saturating_add(depth) <= c.read_runs[k as usize].1
+    }
+
+    /// From `place` on `b`: the next place and whether the step completes a unit.
+    pub fn step(&self, place: StateId, b: u8) -> (StateId, bool) {
+        let base = &self.0.base;
+        let i = place.index() * base.stride + base.classes[b as usize] as usize;
+        (base.trans[i], self.0.completes[i])
     }
 }

@@ -57,6 +57,7 @@ use std::sync::{Arc, OnceLock};
 pub use shared::SHARED_DFA_BYTES;
 pub use state::{StateId, UNREACHABLE};
 
+pub use counter::CountedBase;
 use counter::Counter;
 
 /// Default limits for building one DFA. Exponential regexes hit these and return an error.
@@ -343,37 +344,6 @@ impl Dfa {
             }
         }
         backward_distances(n, &edges, (1..n).filter(|&s| self.accept[s]), 0)
-    }
-}
-
-/// The base of a count computed on the fly ([`Dfa::counted_base`]): a state is (row, place),
-/// and a byte steps it by the base table's transition from the place, into the next row where
-/// that transition completes a unit. Invariant: two bytes with the same transition and
-/// completion from a place step every state of that place alike.
-#[derive(Clone, Copy)]
-pub struct CountedBase<'a>(&'a Counter);
-
-impl CountedBase<'_> {
-    /// The base table (its states are the places; classes are the counter's).
-    pub fn table(&self) -> &Dfa {
-        self.0.base()
-    }
-
-    /// The place of `state` (the dead state for the dead one).
-    pub fn place(&self, state: StateId) -> StateId {
-        self.0.place(state)
-    }
-
-    /// Do the states `state` reaches within `depth` bytes read every string that keeps them
-    /// within `depth` bytes of it alike wherever they share a place (far from the count's
-    /// bounds)? A search of that depth may then take each place once, as over a table.
-    pub fn places_read_alike(&self, state: StateId, depth: u32) -> bool {
-        self.0.places_read_alike(state, depth)
-    }
-
-    /// From `place` on `b`: the next place and whether the step completes a unit.
-    pub fn step(&self, place: StateId, b: u8) -> (StateId, bool) {
-        self.0.base_step(place, b)
     }
 }
 
