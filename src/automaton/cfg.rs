@@ -471,7 +471,8 @@ impl Cfg {
         if term.one_token && state == term.dfa.start() {
             return 1;
         }
-        if bytes <= budget {
+        // No token finishes a lexeme that needs bytes yet.
+        if bytes <= budget || budget == 0 {
             return bytes;
         }
         env.token_reach(&term.dfa, state, budget).or_bound(bytes)

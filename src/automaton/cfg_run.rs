@@ -16,11 +16,13 @@ use super::distinct::{Distinct, MarkAt, Marks, Repeated};
 
 mod plain;
 mod repeats;
+mod within;
 use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
-use super::mask_cache::{Below, Entry, ScanStack};
+use super::mask_cache::{Below, Entry};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+use within::Waits;
 
 #[derive(Clone)]
 struct Pos {
@@ -396,12 +398,42 @@ impl CfgRun {
     /// lexeme going are checked one by one by a lexer-only walk (each one's finish cost along
     /// that way), and the groups as always.
     ///
-    /// Under a budget, the tokens it refused are listed in `refused` (cleared first).
-    pub fn fill(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32, refused: &mut Refused) {
+    /// Under a budget, the tokens it refused are listed in `refused` (cleared first). Returns
+    /// whether the lexer walk of the whole vocabulary was made (not where the cache or the
+    /// memo answered): what a search's work counts.
+    pub fn fill(
+        &mut self,
+        cfg: &Cfg,
+        env: &VocabEnv,
+        mask: &mut TokenSet,
+        after_budget: u32,
+        refused: &mut Refused,
+    ) -> bool {
+        self.fill_as(cfg, env, mask, after_budget, refused, true)
+    }
+
+    /// [`fill`](Self::fill) for a caller that needs only the mask, not the tokens the count
+    /// refused: where the budget leaves no scan room for a token inside its lexeme (each
+    /// scan's wait is over it, in bytes and in tokens), the lexer walk, which would only list
+    /// refusals, is not made (the last token of a search or a descent: budget 0). Returns
+    /// whether the vocabulary was walked, as `fill` does.
+    pub fn fill_counted(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32) -> bool {
+        self.fill_as(cfg, env, mask, after_budget, &mut Refused::default(), false)
+    }
+
+    fn fill_as(
+        &mut self,
+        cfg: &Cfg,
+        env: &VocabEnv,
+        mask: &mut TokenSet,
+        after_budget: u32,
+        refused: &mut Refused,
+        list: bool,
+    ) -> bool {
         refused.clear();
         let p = self.positions.last().expect("never empty");
         if p.ended {
-            return;
+            return false;
         }
         if let Some((scans, m, need)) = &self.memo {
             let same = scans.len() == p.scans.len()
@@ -411,7 +443,7 @@ impl CfgRun {
                     .all(|(a, b)| a.term == b.term && a.state == b.state && self.chart.same_row(a.origin, b.origin));
             if same && m.width() == mask.width() && (after_budget == NO_BUDGET || *need <= after_budget) {
                 mask.union_clipped(m);
-                return;
+                return false;
             }
         }
         let entry = env.mask_cache().get_or_build(cfg, env, &p.scans);
@@ -442,27 +474,22 @@ impl CfgRun {
                     memo => *memo = Some((scans.clone(), mask.clone(), need)),
                 }
             }
-            return;
+            return false;
         }
         // The budget binds on some tokens that keep a lexeme going: those one by one (a lexer
         // walk with each token's finish cost, no parser), the groups as always.
         let scans = self.positions.last().expect("never empty").scans.clone();
         let waits_tokens: Vec<u32> = scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect();
-        let mut w = InsideWithin {
-            cfg,
-            env,
-            scans: &scans,
-            waits: &waits,
-            waits_tokens: &waits_tokens,
-            budget: after_budget,
-            stack: ScanStack::default(),
-            ends: vec![false],
-            mask: &mut *mask,
-            refused: &mut *refused,
-        };
-        w.stack.reset(scans.iter().map(|sc| sc.state));
-        env.vocab().trie().walk_visitor(&mut w);
+        // A token inside a lexeme fits only where its scan's wait does (see `within`).
+        let inside_may_fit = waits.iter().zip(&waits_tokens).any(|(&w, &t)| w.min(t) <= after_budget);
+        if !list && !inside_may_fit {
+            self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
+            return false;
+        }
+        let waits = Waits { bytes: &waits, tokens: &waits_tokens };
+        within::walk(cfg, env, &scans, waits, after_budget, mask, refused);
         self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
+        true
     }
 
     /// The cached mask: `entry.inside` (the caller checked it fits `after_budget`), plus one
@@ -600,77 +627,6 @@ impl CfgRun {
             self.chart.truncate(mark);
         }
     }
-}
-
-/// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
-/// binds: a token is let through when some scan it keeps alive has a rest plus a wait cost
-/// within the budget — its finish cost along that way — in usable bytes (`dist`), or else in
-/// tokens ([`Cfg::token_rest`]), as [`Chart::fits`] counts.
-struct InsideWithin<'a> {
-    cfg: &'a Cfg,
-    env: &'a VocabEnv,
-    scans: &'a [Scan],
-    /// Per scan: [`Chart::scan_wait_cost`].
-    waits: &'a [u32],
-    /// Per scan: [`Chart::scan_wait_tokens`].
-    waits_tokens: &'a [u32],
-    budget: u32,
-    stack: ScanStack,
-    /// Per depth: whether some lexeme may end within the bytes so far (then a token there has
-    /// other ways on than its scans going on, and is refused as a single).
-    ends: Vec<bool>,
-    mask: &'a mut TokenSet,
-    refused: &'a mut Refused,
-}
-
-impl TrieVisitor for InsideWithin<'_> {
-    #[inline]
-    fn push(&mut self, _node: u32, byte: u8) -> bool {
-        push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
-    }
-
-    #[inline]
-    fn pop(&mut self) {
-        self.stack.pop();
-        self.ends.pop();
-    }
-
-    fn tokens(&mut self, ids: &[TokenId]) {
-        let (cfg, scans, budget) = (self.cfg, self.scans, self.budget);
-        let top = self.stack.top();
-        let within = top.iter().any(|&(k, s)| {
-            let dist = cfg.term(scans[k as usize].term).dist.at(s);
-            dist.saturating_add(self.waits[k as usize]) <= budget
-        }) || top.iter().any(|&(k, s)| {
-            let wait = self.waits_tokens[k as usize];
-            wait <= budget && cfg.token_rest(self.env, scans[k as usize].term, s, budget - wait) <= budget - wait
-        });
-        if within {
-            self.mask.insert_clipped(ids);
-        } else if *self.ends.last().expect("base level") {
-            self.refused.singles.extend_from_slice(ids);
-        } else {
-            self.refused.add_inside(top, ids);
-        }
-    }
-}
-
-/// One byte deeper in a lexer-only walk over the scans' lexemes: steps every pair of `stack`'s
-/// deepest level that goes on, and records in `ends` whether some lexeme may end within the
-/// bytes so far; `false` (nothing pushed) where no lexeme goes on.
-#[inline]
-fn push_inside(cfg: &Cfg, scans: &[Scan], stack: &mut ScanStack, ends: &mut Vec<bool>, byte: u8) -> bool {
-    let mut end = *ends.last().expect("base level");
-    let going = stack.descend(|k, s| {
-        let dfa = &cfg.term(scans[k as usize].term).dfa;
-        let next = dfa.next(s, byte);
-        end |= next != StateId::DEAD && dfa.is_accepting(next);
-        (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-    });
-    if going {
-        ends.push(end);
-    }
-    going
 }
 
 struct Level {

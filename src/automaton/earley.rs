@@ -470,8 +470,8 @@ impl Chart {
             return Within::Bytes(bytes);
         }
         let costs = cfg.token_costs(env);
-        // The lexeme's rest is asked about within what its wait leaves (as `InsideWithin` in
-        // `cfg_run` does): `token_rest` answers exactly up to the budget it is given.
+        // The lexeme's rest is asked about within what its wait leaves (as the lexer-only walk in
+        // `cfg_run::within` does): `token_rest` answers exactly up to the budget it is given.
         for sc in scans {
             let w = self.wait_cost(cfg, Some(costs), sc.origin, Sym::T(sc.term));
             if w <= budget && cfg.token_rest(env, sc.term, sc.state, budget - w) <= budget - w {

@@ -103,7 +103,7 @@ impl TrieVisitor for PlainGroups<'_> {
         if !is_plain(byte) || (self.no_bracket && byte == b'[') {
             return false;
         }
-        super::push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
+        super::within::push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
     }
 
     fn pop(&mut self) {

@@ -40,7 +40,6 @@
 //! work is its own), so the fast and the reference mask agree.
 
 use super::{Backend, Matcher, Run};
-use crate::automaton::cfg_run::Refused;
 use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenSet};
 
@@ -116,7 +115,6 @@ impl Matcher {
         let (env, named) = (&compiled.env, compiled.named.as_ref());
         let vocab = env.vocab();
         let mut mask = TokenSet::new(vocab.len());
-        let mut refused = Refused::default();
         let mut path = Vec::new();
         while !self.is_accepting() {
             let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
@@ -127,7 +125,9 @@ impl Matcher {
                 return None;
             }
             work -= vocab.len();
-            c.fill(cfg, env, &mut mask, count - 1, &mut refused);
+            // This step's own mask (a fill adds to what the mask holds).
+            mask.clear();
+            c.fill_counted(cfg, env, &mut mask, count - 1);
             let text = |t: &TokenId| named.is_none_or(|n| !n.is_barred(*t));
             let mut ways: Vec<(usize, TokenId)> = mask.iter().filter(text).map(|t| (vocab.bytes(t).len(), t)).collect();
             for (t, bytes) in named.iter().flat_map(|n| n.tokens()) {

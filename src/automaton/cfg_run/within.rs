@@ -1,0 +1,126 @@
+//! The lexer-only walk of a budgeted mask where the budget binds on tokens that keep a lexeme
+//! going ([`CfgRun::fill`](super::CfgRun::fill)): each such token judged by its own finish
+//! cost along the lexemes it keeps alive, no parser. Also the byte step the plain walk shares
+//! ([`push_inside`]).
+
+use std::collections::HashMap;
+
+use super::Refused;
+use crate::automaton::cfg::Cfg;
+use crate::automaton::earley::Scan;
+use crate::automaton::mask_cache::ScanStack;
+use crate::automaton::VocabEnv;
+use crate::regular::{FxBuild, StateId};
+use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+
+/// Per scan, what finishing after its lexeme costs: in usable bytes
+/// ([`Chart::scan_wait_cost`](crate::automaton::earley::Chart::scan_wait_cost)) and in tokens
+/// ([`Chart::scan_wait_tokens`](crate::automaton::earley::Chart::scan_wait_tokens)).
+#[derive(Clone, Copy)]
+pub(super) struct Waits<'a> {
+    pub bytes: &'a [u32],
+    pub tokens: &'a [u32],
+}
+
+/// Walks the whole vocabulary from `scans`: into `mask` the tokens that keep some lexeme going
+/// and finish within `budget` along it; the others into `refused` (by the lexer states they
+/// reach, or as singles where a lexeme may end inside them).
+pub(super) fn walk(
+    cfg: &Cfg,
+    env: &VocabEnv,
+    scans: &[Scan],
+    waits: Waits,
+    budget: u32,
+    mask: &mut TokenSet,
+    refused: &mut Refused,
+) {
+    let mut w = InsideWithin {
+        cfg,
+        env,
+        scans,
+        waits,
+        budget,
+        rests: HashMap::default(),
+        stack: ScanStack::default(),
+        ends: vec![false],
+        mask,
+        refused,
+    };
+    w.stack.reset(scans.iter().map(|sc| sc.state));
+    env.vocab().trie().walk_visitor(&mut w);
+}
+
+/// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
+/// binds: a token is let through when some scan it keeps alive has a rest plus a wait cost
+/// within the budget — its finish cost along that way — in usable bytes (`dist`), or else in
+/// tokens ([`Cfg::token_rest`]), as [`Chart::fits`](crate::automaton::earley::Chart::fits) counts.
+struct InsideWithin<'a> {
+    cfg: &'a Cfg,
+    env: &'a VocabEnv,
+    scans: &'a [Scan],
+    waits: Waits<'a>,
+    budget: u32,
+    /// Per (scan index, lexer state) met at a token's end: whether the lexeme's rest fits in
+    /// tokens within what the scan's wait leaves (many tokens end in one state).
+    rests: HashMap<(u32, StateId), bool, FxBuild>,
+    stack: ScanStack,
+    /// Per depth: whether some lexeme may end within the bytes so far (then a token there has
+    /// other ways on than its scans going on, and is refused as a single).
+    ends: Vec<bool>,
+    mask: &'a mut TokenSet,
+    refused: &'a mut Refused,
+}
+
+impl TrieVisitor for InsideWithin<'_> {
+    #[inline]
+    fn push(&mut self, _node: u32, byte: u8) -> bool {
+        push_inside(self.cfg, self.scans, &mut self.stack, &mut self.ends, byte)
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.stack.pop();
+        self.ends.pop();
+    }
+
+    fn tokens(&mut self, ids: &[TokenId]) {
+        let (cfg, env, scans, budget) = (self.cfg, self.env, self.scans, self.budget);
+        let top = self.stack.top();
+        let within = top.iter().any(|&(k, s)| {
+            let dist = cfg.term(scans[k as usize].term).dist.at(s);
+            dist.saturating_add(self.waits.bytes[k as usize]) <= budget
+        }) || top.iter().any(|&(k, s)| {
+            let wait = self.waits.tokens[k as usize];
+            wait <= budget
+                && *self
+                    .rests
+                    .entry((k, s))
+                    .or_insert_with(|| cfg.token_rest(env, scans[k as usize].term, s, budget - wait) <= budget - wait)
+        });
+        if within {
+            self.mask.insert_clipped(ids);
+        } else if *self.ends.last().expect("base level") {
+            self.refused.singles.extend_from_slice(ids);
+        } else {
+            self.refused.add_inside(top, ids);
+        }
+    }
+}
+
+/// One byte deeper in a lexer-only walk over the scans' lexemes: steps every pair of `stack`'s
+/// deepest level that goes on, and records in `ends` whether some lexeme may end within the
+/// bytes so far; `false` (nothing pushed) where no lexeme goes on.
+#[inline]
+pub(super) fn push_inside(cfg: &Cfg, scans: &[Scan], stack: &mut ScanStack, ends: &mut Vec<bool>, byte: u8) -> bool {
+    let mut end = *ends.last().expect("base level");
+    let going = stack.descend(|k, s| {
+        let dfa = &cfg.term(scans[k as usize].term).dfa;
+        let next = dfa.next(s, byte);
+        end |= next != StateId::DEAD && dfa.is_accepting(next);
+        (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
+    });
+    if going {
+        ends.push(end);
+    }
+    going
+}
