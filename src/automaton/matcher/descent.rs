@@ -30,8 +30,9 @@
 //! and no instance more was accepted, since each of a mask's many parse states needed a
 //! descent of its own and the work ran out first.
 //!
-//! Each step is one budgeted count-only mask (a walk of the vocabulary), so a descent costs up to
-//! its length in walks: one descent looks at most [`MAX_DESCENT_WORK`] tokens (counted as the
+//! Each step is one budgeted count-only mask ([`CfgRun::fill_counted`](crate::automaton::cfg_run::CfgRun::fill_counted):
+//! a walk of the vocabulary, none where no token inside a lexeme can fit, as at the last
+//! step), so a descent costs up to its length in walks: one descent looks at most [`MAX_DESCENT_WORK`] tokens (counted as the
 //! vocabulary's size per step). Grammars with distinct-items marks do not descend (as they
 //! are not searched): a parse state's key does not hold the reader of distinct items.
 //!

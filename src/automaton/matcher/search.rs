@@ -176,3 +176,84 @@ impl Matcher {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::{Backend, Run};
+    use crate::automaton::cfg_run::Refused;
+    use crate::automaton::{Compiled, Constraint, VocabEnv};
+    use crate::grammar::json_schema::JsonSchemaOptions;
+    use crate::vocab::{TokenId, TokenSet, Vocab};
+
+    /// The count's mask without its refusals (`fill_counted`, which skips the lexer walk where
+    /// no token inside a lexeme can fit) is the mask `fill` gives, at every budget; and at
+    /// budget 0 no token the count refused leaves the output complete (why the search's last
+    /// token asks the count alone).
+    #[test]
+    fn the_counts_mask_without_refusals_is_the_mask_with_them() {
+        // The embedded vocabulary and tokens across lexemes, which end the output at budget 0.
+        let embedded = Vocab::embedded();
+        let mut tokens: Vec<Vec<u8>> =
+            (0..embedded.len() as u32).map(|i| embedded.bytes(TokenId(i)).to_vec()).collect();
+        tokens.extend(["\"}", "n\"}", "\"}}", "y\"}}", "\"]}", "e\"]}", "\",\""].map(|t| t.as_bytes().to_vec()));
+        let eos: Vec<u32> = embedded.eos().iter().map(|t| t.0).collect();
+        let v = Arc::new(Vocab::from_byte_tokens(tokens, &eos));
+        let env = VocabEnv::new(v.clone());
+        let schemas = [
+            serde_json::json!({"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 12},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+                "required": ["name", "tags"], "additionalProperties": false}),
+            serde_json::json!({"type": "object", "properties": {
+                "words": {"type": "string", "pattern": "^(?:\\S+\\s+){0,2}\\S+$"},
+                "n": {"type": "integer", "minimum": 3, "maximum": 700}},
+                "required": ["words", "n"], "additionalProperties": false}),
+            serde_json::json!({"$defs": {"sky": {"type": "object", "properties": {
+                "sky": {"enum": ["sunny", "cloudy", "rain"]}, "next": {"$ref": "#/$defs/sky"}},
+                "required": ["sky"], "additionalProperties": false}}, "$ref": "#/$defs/sky"}),
+        ];
+        let texts: [&[&str]; 3] = [
+            &[r#"{"name":"Once upon","tags":["a","little"]}"#],
+            &[r#"{"words":"the big dog","n":42}"#],
+            &[r#"{"sky":"rain","next":{"sky":"cloudy"}}"#],
+        ];
+        let (mut skipped, mut refused_at_0, mut ended_by_group) = (0, 0, 0);
+        for (schema, texts) in schemas.into_iter().zip(texts) {
+            let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+            let Backend::Earley(cfg) = &c.backend else { panic!("context-free") };
+            for text in texts {
+                let mut m = c.matcher();
+                let tokens = v.encode(text.as_bytes()).unwrap();
+                for k in 0..=tokens.len() {
+                    for budget in 0..6 {
+                        let (mut with, mut without) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+                        let mut refused = Refused::default();
+                        let Run::Cfg(run) = &mut m.run else { panic!("context-free") };
+                        run.fill(cfg, &env, &mut with, budget, &mut refused);
+                        let walked = run.fill_counted(cfg, &env, &mut without, budget);
+                        assert_eq!(with, without, "{text:?} after {k} tokens, budget {budget}");
+                        skipped += usize::from(!walked);
+                        ended_by_group += usize::from(!walked && budget == 0 && !with.is_empty());
+                        if budget == 0 {
+                            let listed = refused.inside.iter().flat_map(|(_, ids)| ids).chain(&refused.singles);
+                            for &t in listed.filter(|t| !with.contains(**t)) {
+                                if m.commit_text(v.bytes(t), true).is_ok() {
+                                    assert!(!m.is_accepting(), "{text:?} after {k} tokens: {t:?} ends it");
+                                    m.rollback(1).unwrap();
+                                    refused_at_0 += 1;
+                                }
+                            }
+                        }
+                    }
+                    if let Some(&t) = tokens.get(k) {
+                        m.commit(t).unwrap();
+                    }
+                }
+            }
+        }
+        assert!(skipped > 10 && refused_at_0 > 100, "the fast path and the claim were met: {skipped}, {refused_at_0}");
+        assert!(ended_by_group > 0, "a token across lexemes ended the output at budget 0 with no walk");
+    }
+}
