@@ -398,38 +398,24 @@ impl CfgRun {
     /// lexeme going are checked one by one by a lexer-only walk (each one's finish cost along
     /// that way), and the groups as always.
     ///
-    /// Under a budget, the tokens it refused are listed in `refused` (cleared first). Returns
-    /// whether the lexer walk of the whole vocabulary was made (not where the cache or the
-    /// memo answered): what a search's work counts.
+    /// Under a budget, the tokens it refused are listed in `refused` (cleared first) where the
+    /// caller asks for them; where it does not and the budget leaves no scan room for a token
+    /// inside its lexeme (each scan's wait is over it, in bytes and in tokens), the lexer walk,
+    /// which would only list refusals, is not made (the last token of a search or a descent:
+    /// budget 0). Returns whether the lexer walk of the whole vocabulary was made (not where
+    /// the cache or the memo answered, nor where it was not needed): what a search's work
+    /// counts.
     pub fn fill(
         &mut self,
         cfg: &Cfg,
         env: &VocabEnv,
         mask: &mut TokenSet,
         after_budget: u32,
-        refused: &mut Refused,
+        refused: Option<&mut Refused>,
     ) -> bool {
-        self.fill_as(cfg, env, mask, after_budget, refused, true)
-    }
-
-    /// [`fill`](Self::fill) for a caller that needs only the mask, not the tokens the count
-    /// refused: where the budget leaves no scan room for a token inside its lexeme (each
-    /// scan's wait is over it, in bytes and in tokens), the lexer walk, which would only list
-    /// refusals, is not made (the last token of a search or a descent: budget 0). Returns
-    /// whether the vocabulary was walked, as `fill` does.
-    pub fn fill_counted(&mut self, cfg: &Cfg, env: &VocabEnv, mask: &mut TokenSet, after_budget: u32) -> bool {
-        self.fill_as(cfg, env, mask, after_budget, &mut Refused::default(), false)
-    }
-
-    fn fill_as(
-        &mut self,
-        cfg: &Cfg,
-        env: &VocabEnv,
-        mask: &mut TokenSet,
-        after_budget: u32,
-        refused: &mut Refused,
-        list: bool,
-    ) -> bool {
+        let list = refused.is_some();
+        let mut unlisted = Refused::default();
+        let refused = refused.unwrap_or(&mut unlisted);
         refused.clear();
         let p = self.positions.last().expect("never empty");
         if p.ended {

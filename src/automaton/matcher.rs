@@ -218,7 +218,7 @@ impl Matcher {
                 if reference {
                     c.reference(cfg, env, mask, after_budget);
                 } else {
-                    c.fill(cfg, env, mask, after_budget, &mut refused);
+                    c.fill(cfg, env, mask, after_budget, Some(&mut refused));
                 }
                 // Each token the count refused, by a witness from after it (before the repeats
                 // filter, which judges what this lets through as it judges every token). Where

@@ -30,10 +30,11 @@
 //! and no instance more was accepted, since each of a mask's many parse states needed a
 //! descent of its own and the work ran out first.
 //!
-//! Each step is one budgeted count-only mask ([`CfgRun::fill_counted`](crate::automaton::cfg_run::CfgRun::fill_counted):
-//! a walk of the vocabulary, none where no token inside a lexeme can fit, as at the last
-//! step), so a descent costs up to its length in walks: one descent looks at most [`MAX_DESCENT_WORK`] tokens (counted as the
-//! vocabulary's size per step). Grammars with distinct-items marks do not descend (as they
+//! Each step is one budgeted count-only mask
+//! ([`CfgRun::fill`](crate::automaton::cfg_run::CfgRun::fill) with no refusals asked for: a
+//! walk of the vocabulary, none where no token inside a lexeme can fit, as at the last step),
+//! so a descent costs up to its length in walks: one descent looks at most
+//! [`MAX_DESCENT_WORK`] tokens (counted as the vocabulary's size per step). Grammars with distinct-items marks do not descend (as they
 //! are not searched): a parse state's key does not hold the reader of distinct items.
 //!
 //! Invariants: the descent commits only through `Matcher::commit` and leaves the matcher as it
@@ -128,7 +129,7 @@ impl Matcher {
             work -= vocab.len();
             // This step's own mask (a fill adds to what the mask holds).
             mask.clear();
-            c.fill_counted(cfg, env, &mut mask, count - 1);
+            c.fill(cfg, env, &mut mask, count - 1, None);
             let text = |t: &TokenId| named.is_none_or(|n| !n.is_barred(*t));
             let mut ways: Vec<(usize, TokenId)> = mask.iter().filter(text).map(|t| (vocab.bytes(t).len(), t)).collect();
             for (t, bytes) in named.iter().flat_map(|n| n.tokens()) {

@@ -132,9 +132,9 @@ impl Matcher {
         // At the last token the count is exact (finishing in no more tokens is being complete):
         // a token it refused does not end the output, so only the named tokens are tried.
         let walked = if n > 1 {
-            c.fill(cfg, env, &mut mask, n - 1, &mut refused)
+            c.fill(cfg, env, &mut mask, n - 1, Some(&mut refused))
         } else {
-            c.fill_counted(cfg, env, &mut mask, 0)
+            c.fill(cfg, env, &mut mask, 0, None)
         };
         // Charged a walk of the vocabulary when opened; a state whose mask needed none keeps
         // only its share.
@@ -187,10 +187,10 @@ mod tests {
     use crate::grammar::json_schema::JsonSchemaOptions;
     use crate::vocab::{TokenId, TokenSet, Vocab};
 
-    /// The count's mask without its refusals (`fill_counted`, which skips the lexer walk where
-    /// no token inside a lexeme can fit) is the mask `fill` gives, at every budget; and at
-    /// budget 0 no token the count refused leaves the output complete (why the search's last
-    /// token asks the count alone).
+    /// The count's mask with no refusals asked for (`fill` then skips the lexer walk where no
+    /// token inside a lexeme can fit) is the mask with them, at every budget; and at budget 0
+    /// no token the count refused leaves the output complete (why the search's last token
+    /// asks the count alone).
     #[test]
     fn the_counts_mask_without_refusals_is_the_mask_with_them() {
         // The embedded vocabulary and tokens across lexemes, which end the output at budget 0.
@@ -231,8 +231,8 @@ mod tests {
                         let (mut with, mut without) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
                         let mut refused = Refused::default();
                         let Run::Cfg(run) = &mut m.run else { panic!("context-free") };
-                        run.fill(cfg, &env, &mut with, budget, &mut refused);
-                        let walked = run.fill_counted(cfg, &env, &mut without, budget);
+                        run.fill(cfg, &env, &mut with, budget, Some(&mut refused));
+                        let walked = run.fill(cfg, &env, &mut without, budget, None);
                         assert_eq!(with, without, "{text:?} after {k} tokens, budget {budget}");
                         skipped += usize::from(!walked);
                         ended_by_group += usize::from(!walked && budget == 0 && !with.is_empty());
