@@ -473,7 +473,7 @@ impl CfgRun {
             return false;
         }
         let waits = Waits { bytes: &waits, tokens: &waits_tokens };
-        within::walk(cfg, env, &scans, waits, after_budget, mask, refused);
+        within::walk(cfg, env, &scans, waits, after_budget, mask, list.then_some(&mut *refused));
         self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
         true
     }

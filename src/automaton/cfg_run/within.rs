@@ -23,8 +23,8 @@ pub(super) struct Waits<'a> {
 }
 
 /// Walks the whole vocabulary from `scans`: into `mask` the tokens that keep some lexeme going
-/// and finish within `budget` along it; the others into `refused` (by the lexer states they
-/// reach, or as singles where a lexeme may end inside them).
+/// and finish within `budget` along it; the others, where the caller asks for them, into
+/// `refused` (by the lexer states they reach, or as singles where a lexeme may end inside them).
 pub(super) fn walk(
     cfg: &Cfg,
     env: &VocabEnv,
@@ -32,7 +32,7 @@ pub(super) fn walk(
     waits: Waits,
     budget: u32,
     mask: &mut TokenSet,
-    refused: &mut Refused,
+    refused: Option<&mut Refused>,
 ) {
     let mut w = InsideWithin {
         cfg,
@@ -68,7 +68,7 @@ struct InsideWithin<'a> {
     /// other ways on than its scans going on, and is refused as a single).
     ends: Vec<bool>,
     mask: &'a mut TokenSet,
-    refused: &'a mut Refused,
+    refused: Option<&'a mut Refused>,
 }
 
 impl TrieVisitor for InsideWithin<'_> {
@@ -97,12 +97,11 @@ impl TrieVisitor for InsideWithin<'_> {
                     .entry((k, s))
                     .or_insert_with(|| cfg.token_rest(env, scans[k as usize].term, s, budget - wait) <= budget - wait)
         });
-        if within {
-            self.mask.insert_clipped(ids);
-        } else if *self.ends.last().expect("base level") {
-            self.refused.singles.extend_from_slice(ids);
-        } else {
-            self.refused.add_inside(top, ids);
+        match &mut self.refused {
+            _ if within => self.mask.insert_clipped(ids),
+            Some(refused) if *self.ends.last().expect("base level") => refused.singles.extend_from_slice(ids),
+            Some(refused) => refused.add_inside(top, ids),
+            None => {}
         }
     }
 }
