@@ -51,7 +51,9 @@
 //!   `refs.rs` (`$ref`, `$defs`, `$id`, anchors);
 //! - `strict.rs` (OpenAI's strict-mode rules, for the server's `strict: true`);
 //! - `layout.rs` (the whitespace of one object or array), `keywords.rs` (which keywords validate, the type each constrains, schema-building
-//!   helpers) and `validate.rs` (a small value validator the rewrites use to decide);
+//!   helpers), `validate.rs` (a small value validator the rewrites use to decide) and
+//!   `empty.rs` (schemas shown to accept nothing before they are compiled: `anyOf`/`oneOf`
+//!   branches left out);
 //! - `tests/` (unit tests by family).
 //!
 //! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
@@ -64,6 +66,7 @@ mod all_of;
 mod array;
 mod conditional;
 mod ecma;
+mod empty;
 mod keywords;
 mod layout;
 use layout::Layout;
@@ -285,6 +288,9 @@ pub(crate) struct Compiler<'s> {
     /// The request's limits for every automaton built while compiling (key regions, emptiness
     /// and value checks), the same as the lexer's.
     limits: DfaLimits,
+    /// Subschemas compiled so far (calls of [`Compiler::schema`]): the work a compile did,
+    /// which tests bound where a shortcut must save it.
+    visits: usize,
 }
 
 impl<'s> Compiler<'s> {
@@ -310,6 +316,7 @@ impl<'s> Compiler<'s> {
             one_of_attempts: 0,
             value_checks: HashMap::new(),
             limits,
+            visits: 0,
         }
     }
 
@@ -479,6 +486,7 @@ impl<'s> Compiler<'s> {
                 hint: None,
             });
         }
+        self.visits += 1;
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;

@@ -22,6 +22,7 @@
 use serde_json::{Map, Value};
 
 use super::all_of::merge;
+use super::empty::provably_empty;
 use super::keywords::{keyword, keyword_type, type_list, without, ANNOTATIONS, VALIDATION};
 use super::not::with_not;
 use super::validate::simple_validate;
@@ -52,6 +53,18 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         .as_array()
         .filter(|a| !a.is_empty())
         .ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
+    // Branches that provably accept nothing add nothing to either (multiplied-out
+    // conditionals are mostly such): left out before they are merged and compiled.
+    let empty: Vec<bool> = branches.iter().map(|b| provably_empty(c, b)).collect();
+    let kept: Vec<Value>;
+    let branches: &[Value] = match empty.iter().filter(|e| **e).count() {
+        0 => branches,
+        n if n == branches.len() => return Ok(Some(super::nothing())),
+        _ => {
+            kept = branches.iter().zip(&empty).filter(|(_, e)| !**e).map(|(b, _)| b.clone()).collect();
+            &kept
+        }
+    };
     if kw == "anyOf" {
         if let Some(e) = any_of_patterns(c, obj, branches, pointer) {
             return Ok(Some(e));

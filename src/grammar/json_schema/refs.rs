@@ -205,6 +205,12 @@ impl<'s> Compiler<'s> {
         }
     }
 
+    /// The subschema a (prepared, absolute) `$ref` names, borrowed; `None` where it does not
+    /// resolve.
+    pub(super) fn ref_value(&self, r: &str) -> Option<&'s Value> {
+        self.value_at(&self.ref_target(r, "").ok()?)
+    }
+
     /// The subschema at a location (root pointer or `URI#pointer`).
     fn value_at(&self, location: &str) -> Option<&'s Value> {
         if location.is_empty() || location.starts_with('/') {

@@ -1,0 +1,198 @@
+//! Schemas that provably accept nothing, seen without compiling them.
+//!
+//! Conditionals multiply out: six `if`/`then` pairs beside a large object (prometheus's
+//! `auth`) are an `anyOf` of 64 branches, and each branch is compiled with the whole object
+//! beside it, although most contradict themselves: a key one `if` requires with a non-null
+//! value is `const: null` in another's `then`. [`provably_empty`] finds such a branch from a
+//! look at its keywords, and the caller ([`super::one_of::any_one_of`]) leaves it out before
+//! it is merged with the object (the object's own compile would find the contradiction too,
+//! at its first empty required member, but only after the merge and the copies).
+//!
+//! A schema is read as a conjunction ([`conjuncts`]): its own keywords, its `allOf` parts, the
+//! one branch of a one-branch `anyOf`, its `$ref`'s target (a `$ref` beside other keywords is
+//! merged with them, so all hold), and a `not` rewritten exactly where it can be
+//! ([`super::not::rewrite_not`]), within [`MAX_CONJUNCTS`]. It is empty when the conjuncts share
+//! no JSON type, when every value a `const`/`enum` allows fails one of them
+//! ([`simple_validate`], which answers only what it knows), or, where only objects are left,
+//! when a key one of them requires is closed out by another or has property schemas that are
+//! together empty. `false` means "not shown empty", never "not empty": the grammar decides the
+//! rest, as before. Exact: only schemas without a valid instance are found.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::keywords::type_list;
+use super::not::rewrite_not;
+use super::validate::{is_of_type, simple_validate};
+use super::values::value_set;
+use super::Compiler;
+
+/// Most conjuncts one look collects (a deeper or wider schema is not shown empty).
+const MAX_CONJUNCTS: usize = 64;
+/// Deepest nesting one look follows (`allOf` parts, references, property schemas).
+const MAX_DEPTH: usize = 16;
+
+/// Does `s` provably accept no value? See the module docs.
+pub(super) fn provably_empty(c: &Compiler, s: &Value) -> bool {
+    empty_within(c, s, 0)
+}
+
+fn empty_within(c: &Compiler, s: &Value, depth: usize) -> bool {
+    let mut parts = Vec::new();
+    if !conjuncts(c, Cow::Borrowed(s), &mut parts, depth) {
+        return false;
+    }
+    if parts.iter().any(|p| **p == Value::Bool(false)) {
+        return true;
+    }
+    // The JSON types every conjunct allows.
+    let mut types = Kinds::ALL;
+    for p in &parts {
+        if let Some(t) = p.get("type") {
+            types &= Kinds::of(&type_list(t));
+        }
+    }
+    if types == 0 {
+        return true;
+    }
+    // Values a conjunct lists, each failing some conjunct.
+    let values_fail = parts.iter().filter_map(|p| value_set(p)).any(|values| {
+        values
+            .iter()
+            .all(|v| !Kinds::allows(types, v) || parts.iter().any(|p| simple_validate(v, p, &c.limits) == Some(false)))
+    });
+    values_fail || (types == Kinds::OBJECT && members_empty(c, &parts, depth))
+}
+
+/// Is some key that one of `parts` requires closed out by another, or given schemas by their
+/// `properties` that are together empty?
+fn members_empty(c: &Compiler, parts: &[Cow<'_, Value>], depth: usize) -> bool {
+    let required = parts.iter().filter_map(|p| p.get("required")?.as_array()).flatten().filter_map(Value::as_str);
+    required.into_iter().any(|k| {
+        let closed_out = parts.iter().any(|p| {
+            p.get("additionalProperties") == Some(&Value::Bool(false))
+                && p.get("patternProperties").is_none()
+                && p.get("properties").and_then(|m| m.get(k)).is_none()
+        });
+        let schemas: Vec<Value> = parts.iter().filter_map(|p| p.get("properties")?.get(k)).cloned().collect();
+        closed_out || (!schemas.is_empty() && empty_within(c, &serde_json::json!({ "allOf": schemas }), depth + 1))
+    })
+}
+
+/// Collects the conjuncts of `s` into `out` (see the module docs); `false` when they are more
+/// than [`MAX_CONJUNCTS`], nest deeper than [`MAX_DEPTH`] or a reference does not resolve (then
+/// nothing is concluded).
+fn conjuncts<'a>(c: &Compiler<'a>, s: Cow<'a, Value>, out: &mut Vec<Cow<'a, Value>>, depth: usize) -> bool {
+    if out.len() >= MAX_CONJUNCTS || depth > MAX_DEPTH {
+        return false;
+    }
+    let s = match s.as_object().filter(|o| o.contains_key("not")).and_then(rewrite_not) {
+        Some(rewritten) => Cow::Owned(Value::Object(rewritten)),
+        None => s,
+    };
+    // The parts of `allOf` and a one-branch `anyOf`, borrowed as long as `s` is.
+    fn parts(v: &Value) -> impl Iterator<Item = &Value> {
+        let all = v.get("allOf").and_then(Value::as_array).into_iter().flatten();
+        all.chain(v.get("anyOf").and_then(Value::as_array).filter(|a| a.len() == 1).into_iter().flatten())
+    }
+    let mut inner: Vec<Cow<'a, Value>> = match &s {
+        Cow::Borrowed(b) => parts(b).map(Cow::Borrowed).collect(),
+        Cow::Owned(o) => parts(o).map(|v| Cow::Owned(v.clone())).collect(),
+    };
+    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+        match c.ref_value(r) {
+            Some(t) => inner.push(Cow::Borrowed(t)),
+            None => return false,
+        }
+    }
+    out.push(s);
+    inner.into_iter().all(|p| conjuncts(c, p, out, depth + 1))
+}
+
+/// JSON types as bits (integers apart from other numbers: `number` is both).
+struct Kinds;
+
+impl Kinds {
+    const NAMES: [&'static str; 7] = ["null", "boolean", "object", "array", "string", "integer", "fraction"];
+    const ALL: u8 = (1 << Self::NAMES.len()) - 1;
+    const OBJECT: u8 = 1 << 2;
+
+    fn of(types: &[&str]) -> u8 {
+        types.iter().fold(0, |bits, t| {
+            bits | match *t {
+                "number" => 0b110_0000,
+                t => Self::NAMES.iter().position(|n| *n == t).map_or(0, |i| 1 << i),
+            }
+        })
+    }
+
+    /// Is `v` of one of the types in `bits`?
+    fn allows(bits: u8, v: &Value) -> bool {
+        let kind = match v {
+            Value::Number(_) if is_of_type(v, "integer") => "integer",
+            Value::Number(_) => "fraction",
+            _ => Self::NAMES.iter().copied().find(|t| is_of_type(v, t)).unwrap_or("null"),
+        };
+        bits & Self::of(&[kind]) != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::json_schema::{prepare, JsonSchemaOptions};
+    use crate::regular::DfaLimits;
+    use serde_json::json;
+
+    /// `f` of each schema in `cases`, prepared inside a document beside `definitions`.
+    fn each(definitions: Value, cases: &[Value], f: impl Fn(&Compiler, &Value) -> bool) -> Vec<bool> {
+        let doc = json!({"definitions": definitions, "cases": cases});
+        let opts = JsonSchemaOptions::default();
+        let (prepared, docs, index) = prepare(&doc, &opts).unwrap();
+        let c = Compiler::new(&prepared, &docs, index, &opts, DfaLimits::default());
+        (0..cases.len()).map(|i| f(&c, &prepared["cases"][i])).collect()
+    }
+
+    #[test]
+    fn contradictions_are_empty_and_the_rest_is_not_shown() {
+        let definitions = json!({"auth": {"type": ["object", "null"]}, "text": {"type": "string"}});
+        let cases = [
+            (json!(false), true),
+            (json!({"allOf": [{"const": null}, {"not": {"const": null}}]}), true),
+            (json!({"allOf": [{"$ref": "#/definitions/auth"}, {"type": "string"}]}), true),
+            (json!({"allOf": [{"$ref": "#/definitions/text"}, {"enum": [1, null]}]}), true),
+            (json!({"allOf": [{"type": "integer"}, {"const": 1.5}]}), true),
+            (json!({"type": "number", "enum": [2, "x"], "maximum": 1}), true),
+            (json!({"allOf": [{"$ref": "#/definitions/auth"}, {"const": null}]}), false),
+            (json!({"allOf": [{"type": "number"}, {"type": "integer"}]}), false),
+            (json!({"const": 1, "multipleOf": 1}), false),
+            (json!({"enum": [1, 2], "not": {"const": 1}}), false),
+            // Objects: the shape of a multiplied-out pair of exclusive conditionals.
+            (
+                json!({"allOf": [{"not": {"properties": {"a": {"const": null}}}}, {"properties": {"a": {"const": null}}}]}),
+                true,
+            ),
+            (json!({"type": "object", "required": ["b"], "additionalProperties": false}), true),
+            (
+                json!({"type": "object", "required": ["a"], "allOf": [{"properties": {"a": {"$ref": "#/definitions/text"}}}, {"properties": {"a": {"type": "integer"}}}]}),
+                true,
+            ),
+            (json!({"required": ["b"], "additionalProperties": false}), false),
+            (
+                json!({"type": "object", "required": ["b"], "additionalProperties": false, "patternProperties": {"^b$": {}}}),
+                false,
+            ),
+            (
+                json!({"allOf": [{"not": {"properties": {"a": {"const": null}}}}, {"properties": {"b": {"const": null}}}]}),
+                false,
+            ),
+            (json!({}), false),
+        ];
+        let (schemas, expected): (Vec<Value>, Vec<bool>) = cases.into_iter().unzip();
+        let found = each(definitions, &schemas, provably_empty);
+        for ((s, want), got) in schemas.iter().zip(expected).zip(found) {
+            assert_eq!(got, want, "{s}");
+        }
+    }
+}
