@@ -18,7 +18,7 @@ use regex_syntax::hir::Hir;
 
 use super::counted::{Repeat, MAX_TABLED_COUNTED};
 use super::explore::explore;
-use super::finite::{finite_strings, string_count, FINITE_STRINGS};
+use super::finite::{finite_strings, prefix_free, string_count, FINITE_STRINGS};
 use super::marked::MIN_MARKED_WEIGHT;
 use super::{Dfa, DfaLimits};
 use crate::error::{Error, LimitKind, Location, Result};
@@ -128,10 +128,17 @@ impl Dfa {
                 }
                 k += 1;
             }
+            // The splice needs a prefix-free head (`"deb` beside `"deb-src` is not): the
+            // longest prefix of those parts that is, found before the rest is built (its
+            // determinization was paid, then the splice refused and the whole regex built).
             let head = (k > 0 && k < parts.len() && string_count(h).is_none())
-                .then(|| finite_strings(&Hir::concat(parts[..k].to_vec())))
+                .then(|| {
+                    (1..=k).rev().find_map(|j| {
+                        finite_strings(&Hir::concat(parts[..j].to_vec())).filter(|s| prefix_free(s)).map(|s| (j, s))
+                    })
+                })
                 .flatten();
-            if let Some(head) = head {
+            if let Some((k, head)) = head {
                 let head = Dfa::from_strings(head, limits)?;
                 let rest = Dfa::shared(&Lexeme::Regex(Hir::concat(parts[k..].to_vec())), limits)?;
                 if let Some(d) = Dfa::splice(&head, &rest, limits)? {

@@ -229,6 +229,16 @@ pub(crate) fn finite_strings(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     finite_strings_unchecked(hir)
 }
 
+/// Is a set of strings prefix-free: no string empty, none a proper prefix of another (what
+/// [`Dfa::splice`] needs of its first part, known here before any DFA is built)?
+pub(crate) fn prefix_free(strings: &[Vec<u8>]) -> bool {
+    let mut sorted: Vec<&[u8]> = strings.iter().map(Vec::as_slice).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    // In sorted order a string's extensions follow it directly.
+    !sorted.first().is_some_and(|s| s.is_empty()) && sorted.windows(2).all(|w| !w[1].starts_with(w[0]))
+}
+
 fn finite_strings_unchecked(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     use regex_syntax::hir::{Class, HirKind};
     let fits = |v: &Vec<Vec<u8>>| v.len() <= FINITE_STRINGS && v.iter().map(Vec::len).sum::<usize>() <= FINITE_BYTES;

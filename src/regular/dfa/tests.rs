@@ -1,5 +1,5 @@
 use super::counted::Repeat;
-use super::finite::{finite_strings, FINITE_BYTES};
+use super::finite::{finite_strings, prefix_free, FINITE_BYTES};
 use super::*;
 use crate::error::Error;
 use crate::regular::Lexeme;
@@ -229,6 +229,8 @@ fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
         r#"(?:"a"|"bc")x*"#,
         r#""a"(?:b|c)*d"#,
         "(?:a|ab)c*",
+        r#""a(?:b|bc)x*"#,
+        r#""(?:a|ab)(?:x|y)x*"#,
         "(?:|a)b*",
         "ab^c*d",
         r"a(?-u:\b)x*",
@@ -238,6 +240,10 @@ fn finite_languages_and_spliced_sequences_equal_the_nfa_path() {
         let slow = Dfa::from_hir_nfa(&h, DfaLimits::default()).unwrap();
         same_language(&fast, &slow, b"abcdx \t:\"", 6, re);
     }
+    // The head is the longest prefix of finite parts that is prefix-free (`"a` of `"ab`/`"abc`).
+    let strings = |xs: &[&str]| xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert!(prefix_free(&strings(&["\"ab", "\"ac", "b"])) && prefix_free(&strings(&["a", "a"])));
+    assert!(!prefix_free(&strings(&["\"deb", "\"deb-src"])) && !prefix_free(&strings(&["", "a"])));
     // An infinite prefix-free head (a string's body and its closing quote) spliced onto a
     // shared rest, and shapes where no head is prefix-free.
     for re in [
