@@ -11,7 +11,8 @@
 //! A schema is read as a conjunction ([`conjuncts`]): its own keywords, its `allOf` parts, the
 //! one branch of a one-branch `anyOf`, its `$ref`'s target (a `$ref` beside other keywords is
 //! merged with them, so all hold), and a `not` rewritten exactly where it can be
-//! ([`super::not::rewrite_not`]), within [`MAX_CONJUNCTS`]. It is empty when the conjuncts share
+//! ([`super::not::rewrite_not`]); one look collects at most [`MAX_CONJUNCTS`] in all, so its
+//! work is bounded whatever the references share. It is empty when the conjuncts share
 //! no JSON type, when every value a `const`/`enum` allows fails one of them
 //! ([`simple_validate`], which answers only what it knows), or, where only objects are left,
 //! when a key one of them requires is closed out by another or has property schemas that are
@@ -28,19 +29,30 @@ use super::validate::{is_of_type, simple_validate};
 use super::values::value_set;
 use super::Compiler;
 
-/// Most conjuncts one look collects (a deeper or wider schema is not shown empty).
-const MAX_CONJUNCTS: usize = 64;
+/// Most conjuncts one look collects, in all (a larger or more shared schema is not shown empty:
+/// references may make a schema's tree far larger than its text).
+const MAX_CONJUNCTS: usize = 256;
 /// Deepest nesting one look follows (`allOf` parts, references, property schemas).
 const MAX_DEPTH: usize = 16;
+/// Most values of one `const`/`enum` checked (a long list of values that all fail is rare).
+const MAX_VALUES: usize = 64;
 
 /// Does `s` provably accept no value? See the module docs.
 pub(super) fn provably_empty(c: &Compiler, s: &Value) -> bool {
-    empty_within(c, s, 0)
+    let mut budget = MAX_CONJUNCTS;
+    empty_of(c, [Cow::Borrowed(s)], &mut budget, 0)
 }
 
-fn empty_within(c: &Compiler, s: &Value, depth: usize) -> bool {
+/// Does the conjunction of `starts` provably accept no value? Collecting conjuncts spends
+/// `budget`.
+fn empty_of<'a>(
+    c: &Compiler<'a>,
+    starts: impl IntoIterator<Item = Cow<'a, Value>>,
+    budget: &mut usize,
+    depth: usize,
+) -> bool {
     let mut parts = Vec::new();
-    if !conjuncts(c, Cow::Borrowed(s), &mut parts, depth) {
+    if !starts.into_iter().all(|s| conjuncts(c, s, &mut parts, budget, depth)) {
         return false;
     }
     if parts.iter().any(|p| **p == Value::Bool(false)) {
@@ -57,17 +69,17 @@ fn empty_within(c: &Compiler, s: &Value, depth: usize) -> bool {
         return true;
     }
     // Values a conjunct lists, each failing some conjunct.
-    let values_fail = parts.iter().filter_map(|p| value_set(p)).any(|values| {
+    let values_fail = parts.iter().filter_map(|p| value_set(p)).filter(|v| v.len() <= MAX_VALUES).any(|values| {
         values
             .iter()
             .all(|v| !Kinds::allows(types, v) || parts.iter().any(|p| simple_validate(v, p, &c.limits) == Some(false)))
     });
-    values_fail || (types == Kinds::OBJECT && members_empty(c, &parts, depth))
+    values_fail || (types == Kinds::OBJECT && members_empty(c, &parts, budget, depth))
 }
 
 /// Is some key that one of `parts` requires closed out by another, or given schemas by their
 /// `properties` that are together empty?
-fn members_empty(c: &Compiler, parts: &[Cow<'_, Value>], depth: usize) -> bool {
+fn members_empty(c: &Compiler, parts: &[Cow<'_, Value>], budget: &mut usize, depth: usize) -> bool {
     let required = parts.iter().filter_map(|p| p.get("required")?.as_array()).flatten().filter_map(Value::as_str);
     required.into_iter().any(|k| {
         let closed_out = parts.iter().any(|p| {
@@ -75,18 +87,25 @@ fn members_empty(c: &Compiler, parts: &[Cow<'_, Value>], depth: usize) -> bool {
                 && p.get("patternProperties").is_none()
                 && p.get("properties").and_then(|m| m.get(k)).is_none()
         });
-        let schemas: Vec<Value> = parts.iter().filter_map(|p| p.get("properties")?.get(k)).cloned().collect();
-        closed_out || (!schemas.is_empty() && empty_within(c, &serde_json::json!({ "allOf": schemas }), depth + 1))
+        let mut schemas = parts.iter().filter_map(|p| p.get("properties")?.get(k)).map(Cow::Borrowed).peekable();
+        closed_out || (schemas.peek().is_some() && empty_of(c, schemas, budget, depth + 1))
     })
 }
 
-/// Collects the conjuncts of `s` into `out` (see the module docs); `false` when they are more
-/// than [`MAX_CONJUNCTS`], nest deeper than [`MAX_DEPTH`] or a reference does not resolve (then
-/// nothing is concluded).
-fn conjuncts<'a>(c: &Compiler<'a>, s: Cow<'a, Value>, out: &mut Vec<Cow<'a, Value>>, depth: usize) -> bool {
-    if out.len() >= MAX_CONJUNCTS || depth > MAX_DEPTH {
+/// Collects the conjuncts of `s` into `out` (see the module docs), each spending one of
+/// `budget`; `false` when the budget runs out, they nest deeper than [`MAX_DEPTH`] or a
+/// reference does not resolve (then nothing is concluded).
+fn conjuncts<'a>(
+    c: &Compiler<'a>,
+    s: Cow<'a, Value>,
+    out: &mut Vec<Cow<'a, Value>>,
+    budget: &mut usize,
+    depth: usize,
+) -> bool {
+    if *budget == 0 || depth > MAX_DEPTH {
         return false;
     }
+    *budget -= 1;
     let s = match s.as_object().filter(|o| o.contains_key("not")).and_then(rewrite_not) {
         Some(rewritten) => Cow::Owned(Value::Object(rewritten)),
         None => s,
@@ -107,7 +126,7 @@ fn conjuncts<'a>(c: &Compiler<'a>, s: Cow<'a, Value>, out: &mut Vec<Cow<'a, Valu
         }
     }
     out.push(s);
-    inner.into_iter().all(|p| conjuncts(c, p, out, depth + 1))
+    inner.into_iter().all(|p| conjuncts(c, p, out, budget, depth + 1))
 }
 
 /// JSON types as bits (integers apart from other numbers: `number` is both).
