@@ -62,7 +62,7 @@ fn empty_of<'a>(
     let mut types = Kinds::ALL;
     for p in &parts {
         if let Some(t) = p.get("type") {
-            types &= Kinds::of(&type_list(t));
+            types &= Kinds::of(t);
         }
     }
     if types == 0 {
@@ -137,11 +137,17 @@ impl Kinds {
     const ALL: u8 = (1 << Self::NAMES.len()) - 1;
     const OBJECT: u8 = 1 << 2;
 
-    fn of(types: &[&str]) -> u8 {
-        types.iter().fold(0, |bits, t| {
+    /// The types a `type` keyword allows; every type where it names one JSON Schema does not
+    /// know or is malformed (the compiler reports that, not this look).
+    fn of(t: &Value) -> u8 {
+        if !(t.is_string() || t.is_array()) {
+            return Self::ALL;
+        }
+        type_list(t).iter().fold(0, |bits, t| {
             bits | match *t {
                 "number" => 0b110_0000,
-                t => Self::NAMES.iter().position(|n| *n == t).map_or(0, |i| 1 << i),
+                "fraction" => Self::ALL,
+                t => Self::NAMES.iter().position(|n| *n == t).map_or(Self::ALL, |i| 1 << i),
             }
         })
     }
@@ -153,7 +159,7 @@ impl Kinds {
             Value::Number(_) => "fraction",
             _ => Self::NAMES.iter().copied().find(|t| is_of_type(v, t)).unwrap_or("null"),
         };
-        bits & Self::of(&[kind]) != 0
+        bits & Self::NAMES.iter().position(|n| *n == kind).map_or(0, |i| 1 << i) != 0
     }
 }
 
@@ -206,6 +212,10 @@ mod tests {
                 json!({"allOf": [{"not": {"properties": {"a": {"const": null}}}}, {"properties": {"b": {"const": null}}}]}),
                 false,
             ),
+            // Malformed or unknown types are the compiler's to report, not grounds for empty.
+            (json!({"allOf": [{"type": "strin"}, {"type": "integer"}]}), false),
+            (json!({"allOf": [{"type": "fraction"}, {"type": "integer"}]}), false),
+            (json!({"allOf": [{"type": 5}, {"type": "integer"}]}), false),
             (json!({}), false),
         ];
         let (schemas, expected): (Vec<Value>, Vec<bool>) = cases.into_iter().unzip();
