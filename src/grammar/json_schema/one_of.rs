@@ -53,6 +53,13 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
         .as_array()
         .filter(|a| !a.is_empty())
         .ok_or_else(|| c.bad(&join(pointer, kw), format!("`{kw}` must be a non-empty array")))?;
+    // A malformed `type` in a branch is reported here: the rewrites below (`oneOf`'s negations)
+    // would replace it.
+    for (i, b) in branches.iter().enumerate() {
+        if let Some(o) = b.as_object() {
+            c.types(o, &join(&join(pointer, kw), &i.to_string()))?;
+        }
+    }
     // Branches that provably accept nothing add nothing to either (multiplied-out
     // conditionals are mostly such): left out before they are merged and compiled.
     let empty: Vec<bool> = branches.iter().map(|b| provably_empty(c, b)).collect();

@@ -25,6 +25,7 @@ fn bad_schemas_are_clear_errors() {
         // In one branch too (not dropped as a branch that accepts nothing).
         (json!({"anyOf": [{"type": "strin"}, {"type": "integer"}]}), "/anyOf/0/type"),
         (json!({"oneOf": [{"type": "strin"}, {"type": "integer"}]}), "/oneOf/0/type"),
+        (json!({"oneOf": [{"type": 5}, {"type": "integer"}]}), "/oneOf/0/type"),
         (json!({"$ref": "#/$defs/missing"}), "points nowhere"),
         (json!({"$ref": "http://example.com/x.json"}), "remote"),
         (json!({"properties": {"a": {"minLength": -1}}}), "/properties/a/minLength"),
