@@ -276,6 +276,17 @@ impl CfgRun {
         key
     }
 
+    /// The lexer part of [`state_key`](Self::state_key): each scan's terminal and lexer state
+    /// (what the mask cache's entry for this position is built from).
+    pub fn lexer_key(&self) -> Vec<u32> {
+        self.pos().scans.iter().flat_map(|sc| [sc.term.0, sc.state.0]).collect()
+    }
+
+    /// How many scans (lexemes in progress) are alive here.
+    pub fn scans_len(&self) -> usize {
+        self.pos().scans.len()
+    }
+
     /// Whether the parse can be finished from here within `budget` tokens ([`Chart::fits`]).
     pub fn can_finish_within(&mut self, cfg: &Cfg, env: &VocabEnv, budget: u32) -> bool {
         let p = self.positions.last().expect("never empty");

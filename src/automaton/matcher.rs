@@ -270,6 +270,15 @@ impl Matcher {
                         let path = self.descent_path();
                         allow_first(mask, path.as_deref(), after_budget);
                     }
+                    // Still nothing: the deep search (a way of more tokens than the count's
+                    // choices, which it keeps as the witness for the masks after this one).
+                    if mask.is_empty() && after_budget < NO_BUDGET - 1 {
+                        if let Some(way) = self.deep_way(after_budget + 1) {
+                            if (way.first.0 as usize) < mask.width() {
+                                mask.insert(way.first);
+                            }
+                        }
+                    }
                 }
             }
             _ => unreachable!("the run matches the backend"),
@@ -440,7 +449,9 @@ impl Matcher {
     /// [`Compiled::min_tokens`] counts them): what a budget must leave. Exact for a regular
     /// constraint; for a context-free one the least of the count, the witness, the descent
     /// (the count's choices spelled across lexemes) and, up to 12 tokens (`MAX_SEARCH_TOKENS`),
-    /// the search's answer. `None` if it cannot be finished (after EOS: `Some(0)`).
+    /// the search's answer; where that search did not settle it, the deep search's, asked for
+    /// one token fewer a few times (`MAX_DEEP_STEPS`, each within its work). `None` if it
+    /// cannot be finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         let d = match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
@@ -458,12 +469,28 @@ impl Matcher {
         // and below them the search finds the fewest (within its bound).
         let d = d.min(self.witness().map_or(UNREACHABLE, |w| w.len() as u32));
         let d = d.min(self.descent_len().unwrap_or(UNREACHABLE));
-        let d = match self.new_search(0) {
+        let (mut d, settled) = match self.new_search(0) {
             Some(mut s) => {
-                (0..d.min(search::MAX_SEARCH_TOKENS + 1)).find(|&k| self.search_within(k, &mut s)).unwrap_or(d)
+                let found = (0..d.min(search::MAX_SEARCH_TOKENS + 1)).find(|&k| self.search_within(k, &mut s));
+                // Exact where its work never ran out and it tried every count below `d`.
+                let tried = found.is_some() || d <= search::MAX_SEARCH_TOKENS + 1;
+                (found.unwrap_or(d), tried && s.work >= self.compiled.vocab().len())
             }
-            None => d,
+            None => (d, true),
         };
+        // Where the search did not settle it (more tokens, or its work ran out first), the deep
+        // search for one fewer, a few times.
+        if d != UNREACHABLE && !settled {
+            for _ in 0..search::MAX_DEEP_STEPS {
+                if d == 0 {
+                    break;
+                }
+                match self.deep_way(d - 1) {
+                    Some(way) => d = way.path.map_or(d - 1, |p| p.len() as u32),
+                    None => break,
+                }
+            }
+        }
         (d != UNREACHABLE).then_some(d)
     }
 

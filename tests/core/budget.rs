@@ -382,6 +382,40 @@ fn fewer_tokens_than_count_and_witness_with_many_left() {
     assert_eq!(fast, slow);
 }
 
+/// More tokens left than the exact search settles, and a way neither the count, the witness
+/// nor the descent spells: `""` then `"}` takes two tokens (`:"`, `"}`) where the count and the
+/// cheapest bytes take `0` (`:`, `0`, `}`: three), since both tokens cross lexemes. The deep
+/// search finds it (SmolLM2 on o7291: a value `""` before `}`, 13 tokens where all three said
+/// 14, and a request with `max_tokens` 13 was refused). A budget of 15 is met: every mask along
+/// the way holds a token (fast == reference), and the brute force agrees on the fewest.
+#[test]
+fn a_way_across_lexemes_no_count_sees_fits_with_many_left() {
+    let v = vocab_over(b"z:0\"}()", &[b":\"".to_vec(), b"\"}".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let g =
+        ebnf::parse("root ::= \"zzzzzzzzzzzzz\" \":\" item \"}\"\nitem ::= \"0\" | \"\\\"\\\"\" | \"(\" item \")\"")
+            .unwrap();
+    let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
+    // 13 `z`, `:"`, `"}`: 15 (the count, the cheapest bytes and the descent: `:`, `0`, `}`, 16).
+    assert_eq!(c.min_tokens(), Some(15));
+    let mut m = c.matcher();
+    assert!(completes_within(&mut m, &v, 15) && !completes_within(&mut m, &v, 14), "the brute force agrees");
+    assert!(m.can_finish_within(15) && !m.can_finish_within(14));
+    let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    let mut walked = Vec::new();
+    for used in 0..15 {
+        m.fill_mask_within(&mut fast, 15 - used);
+        m.reference_mask_within(&mut slow, 15 - used);
+        assert_eq!(fast, slow, "after {used} tokens");
+        let t = fast.iter().find(|&t| !v.is_eos(t)).unwrap_or_else(|| panic!("an empty mask after {used} tokens"));
+        m.commit(t).unwrap();
+        walked.push(t);
+    }
+    assert!(m.is_accepting(), "{:?}", String::from_utf8_lossy(&v.decode(&walked)));
+    m.fill_mask_within(&mut fast, 1);
+    assert!(fast.iter().all(|t| v.is_eos(t)) && !fast.is_empty());
+}
+
 /// The descent on a real vocabulary: a BFCL call (`diabetes_prediction`) takes 19 Llama 3.2
 /// tokens with `"very active"}}` (`":"`, `very`, ` active`, `"}}`), where the lexeme count
 /// (no token across lexemes) and the witness (the cheapest bytes, `sedentary`: three tokens)

@@ -57,8 +57,9 @@ const MAX_CHECKS: usize = 4096;
 impl Matcher {
     /// Is a way to finish within `n` more tokens shown from here, by the exact
     /// [`search`](super::search) (with at most `MAX_SEARCH_TOKENS` left) or, where it cannot
-    /// settle it (more tokens left, or its work ran out before it did), by the descent? `false`
-    /// is a proof only when the search settled it. The matcher is left as it was.
+    /// settle it (more tokens left, or its work ran out before it did), by the descent, or else
+    /// by the deep search? `false` is a proof only when the search settled it. The matcher is
+    /// left as it was (the deep search's way may become the witness).
     pub(super) fn finishes_within(&mut self, n: u32) -> bool {
         if let Some(mut search) = self.new_search(n) {
             let found = self.search_within(n, &mut search);
@@ -66,7 +67,7 @@ impl Matcher {
                 return found;
             }
         }
-        self.descent_len().is_some_and(|d| d <= n)
+        self.descent_len().is_some_and(|d| d <= n) || self.deep_way(n).is_some()
     }
 
     /// Does this run descend: a context-free run without distinct-items marks (as the search).

@@ -26,10 +26,24 @@
 //! beyond, a token is refused). At the last token the count is exact (finishing in no more
 //! tokens is being complete), so there the count's mask alone answers.
 //!
+//! With more tokens left than [`MAX_SEARCH_TOKENS`], the same search runs as the *deep* search
+//! ([`Matcher::deep_way`]), with the larger work bound [`MAX_DEEP_WORK`], where the count, the
+//! witness and the descent all showed nothing: a mask that would otherwise be empty, the
+//! per-request and per-forced-run questions, `min_tokens_to_finish`. A gap it closes: a value
+//! `""` where the count and the cheapest bytes take `0`, since `":"` and `"}` cross lexemes
+//! (SmolLM2, o7291: 13 tokens where the count, the witness and the descent say 14; galaxy.json
+//! 33 where they say 34). It goes depth first along the ways that leave the fewest bytes, so
+//! where one token too many is counted near the end it finds the way in about as many walks as
+//! tokens are left; its way (the tokens it committed, then a descent from where the count
+//! settled) becomes the witness, so the masks after it follow that way without searching again.
+//! Beyond its work a token is refused, as before: the deep search makes more requests fit, it
+//! does not make every budgeted mask exact (a mask that is not empty is not searched deeply).
+//!
 //! Invariants: the search leaves the matcher as it found it (every commit rolled back, the
-//! witness restored); a state is recorded as short only after every way on from it was tried.
+//! witness restored); a state is recorded as short only after every way on from it was tried;
+//! `Search::path` holds, last first, the tokens of the way the latest `true` answer found.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::Refused;
@@ -45,10 +59,20 @@ pub(super) const MAX_SEARCH_TOKENS: u32 = 12;
 /// vocabulary; on a small one, every state the budget reaches).
 pub(super) const MAX_SEARCH_WORK: usize = 1 << 19;
 
+/// The work of one deep search (more tokens left than [`MAX_SEARCH_TOKENS`]; see the module
+/// docs): 128 walks of a 128k vocabulary, 340 of a 49k one (a state costs a walk per scan). Asked only where a mask would
+/// otherwise be empty, once per request, or once per forced run.
+pub(super) const MAX_DEEP_WORK: usize = 1 << 24;
+
+/// The most times `min_tokens_to_finish` asks the deep search for one token fewer.
+pub(super) const MAX_DEEP_STEPS: usize = 8;
+
 /// A parse state whose mask needs no lexer walk of the vocabulary (the cache answers it, or at
 /// the last token no token inside a lexeme can finish) counts 1/`UNWALKED_SHARE` of the
 /// vocabulary as the search's work (the walks of the lexeme ends' groups, the commits of its
-/// ways on). Counting a state by the tokens its walk looked at was measured too: inside a
+/// ways on), where the search met its lexer states before: the first time, the cache's entry
+/// may have been built for it (as costly as a walk, or more: a counted string's content), so it
+/// counts whole. Counted so, the work is still the search's own (not what the cache held). Counting a state by the tokens its walk looked at was measured too: inside a
 /// UTF-8 character a walk ends soon, and the search then opened more states that cost whole
 /// walks (SmolLM2, a count near its bound: 30-50% more mask time in `generate`).
 const UNWALKED_SHARE: usize = 32;
@@ -59,8 +83,35 @@ pub(super) struct Search {
     root: ChartLen,
     /// Parse states (keyed from `root`) shown unable to finish within the tokens recorded.
     short: HashMap<Vec<u32>, u32>,
-    /// The work it may still do (at most [`MAX_SEARCH_WORK`]).
+    /// The work it may still do (at most [`MAX_SEARCH_WORK`], or [`MAX_DEEP_WORK`]).
     pub(super) work: usize,
+    /// Deep: a state costs a walk per scan (see [`state_cost`](Search::state_cost)).
+    deep: bool,
+    /// The lexer states of the parse states it opened ([`CfgRun::lexer_key`](crate::automaton::cfg_run::CfgRun::lexer_key)).
+    lexers: HashSet<Vec<u32>>,
+    /// The way the latest `true` answer found, last token first: the tokens committed down to
+    /// where the count settled (and the count's first token there, where a mask showed it).
+    path: Vec<TokenId>,
+}
+
+impl Search {
+    /// What opening a parse state with `scans` lexemes alive costs: a walk of the vocabulary;
+    /// in the deep search, one per scan (a walk steps every scan's lexer at every trie node:
+    /// sixteen counted patterns made each state cost 0.1-0.4 s on SmolLM2, Handwritten/allany22).
+    fn state_cost(&self, vocab: usize, scans: usize) -> usize {
+        if self.deep {
+            vocab.saturating_mul(scans.max(1))
+        } else {
+            vocab
+        }
+    }
+}
+
+/// A way to finish found by the deep search: its first token, and the whole way where a
+/// descent spelled its end in tokens (the count settled it, so it exists either way).
+pub(super) struct Way {
+    pub first: TokenId,
+    pub path: Option<Vec<TokenId>>,
 }
 
 impl Matcher {
@@ -68,11 +119,64 @@ impl Matcher {
     /// most [`MAX_SEARCH_TOKENS`], a context-free run without distinct-items marks.
     pub(super) fn new_search(&self, n: u32) -> Option<Search> {
         match (&self.run, &self.compiled.backend) {
-            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => {
-                Some(Search { root: c.chart_len(), short: HashMap::new(), work: MAX_SEARCH_WORK })
-            }
+            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => Some(Search {
+                root: c.chart_len(),
+                short: HashMap::new(),
+                work: MAX_SEARCH_WORK,
+                deep: false,
+                lexers: HashSet::new(),
+                path: Vec::new(),
+            }),
             _ => None,
         }
+    }
+
+    /// A way to finish within `n` more tokens found by the deep search (any `n`, the work
+    /// [`MAX_DEEP_WORK`]), or `None` (none within its work; a regular run, or one with
+    /// distinct-items marks; already complete). Where the way is spelled whole it is kept as
+    /// the witness from here. The matcher is otherwise left as it was.
+    pub(super) fn deep_way(&mut self, n: u32) -> Option<Way> {
+        let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return None };
+        if cfg.has_marks || self.is_accepting() {
+            return None;
+        }
+        let mut search = Search {
+            root: c.chart_len(),
+            short: HashMap::new(),
+            work: MAX_DEEP_WORK,
+            deep: true,
+            lexers: HashSet::new(),
+            path: Vec::new(),
+        };
+        if !self.search_within(n, &mut search) {
+            return None;
+        }
+        let mut path = search.path;
+        path.reverse();
+        // The end of the way: a descent from where the count settled (at most its tokens).
+        let compiled = self.compiled.clone();
+        let (named, vocab) = (compiled.named.as_ref(), compiled.vocab());
+        let saved = self.witness.take();
+        let start = self.len();
+        let committed = path.iter().all(|&t| {
+            let bytes = named.and_then(|nm| nm.bytes(t)).unwrap_or_else(|| vocab.bytes(t));
+            self.commit_text(bytes, true).is_ok()
+        });
+        let rest = if !committed {
+            None
+        } else if self.is_accepting() {
+            Some(Vec::new())
+        } else {
+            self.descent_path()
+        };
+        self.rollback(self.len() - start).expect("committed here");
+        let whole = rest.filter(|r| path.len() + r.len() <= n as usize).map(|r| [path.as_slice(), &r].concat());
+        self.witness = match &whole {
+            Some(w) if !w.is_empty() => Some((start, w.clone())),
+            _ => saved,
+        };
+        let first = whole.as_ref().and_then(|w| w.first().copied()).or(path.first().copied())?;
+        Some(Way { first, path: whole })
     }
 
     /// Can the output be finished within `n` more tokens from here, by some sequence of
@@ -87,6 +191,7 @@ impl Matcher {
 
     fn search_from(&mut self, n: u32, search: &mut Search) -> bool {
         if self.is_accepting() {
+            search.path.clear();
             return true;
         }
         let compiled = self.compiled.clone();
@@ -97,9 +202,10 @@ impl Matcher {
             return false;
         }
         if c.can_finish_within(cfg, &compiled.env, n) {
+            search.path.clear();
             return true;
         }
-        let cost = compiled.env.vocab().len();
+        let cost = search.state_cost(compiled.env.vocab().len(), c.scans_len());
         if search.work < cost {
             return false;
         }
@@ -137,32 +243,34 @@ impl Matcher {
             c.fill(cfg, env, &mut mask, 0, None)
         };
         // Charged a walk of the vocabulary when opened; a state whose mask needed none keeps
-        // only its share.
-        if !walked {
-            let cost = env.vocab().len();
+        // only its share, where its lexer states were met before.
+        if !walked && !search.lexers.insert(c.lexer_key()) {
+            let cost = search.state_cost(env.vocab().len(), c.scans_len());
             search.work += cost - cost / UNWALKED_SHARE;
         }
         if let Some(named) = named {
             named.remove_barred(&mut mask);
         }
-        if !mask.is_empty() {
+        if let Some(t) = mask.iter().next() {
+            search.path.clear();
+            search.path.push(t);
             return true;
         }
         // The ways on, as the bytes they commit: a token per parse state, and the named tokens.
         let vocab = env.vocab();
         let usable = |t: &TokenId| named.is_none_or(|nm| !nm.is_barred(*t));
         let firsts = refused.inside.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable));
-        let texts = firsts.chain(refused.singles.iter().copied().filter(usable)).map(|t| vocab.bytes(t));
-        let mut order: Vec<(u32, &[u8])> = Vec::new();
-        for bytes in texts.chain(named.iter().flat_map(|nm| nm.tokens()).map(|(_, b)| b.as_slice())) {
+        let texts = firsts.chain(refused.singles.iter().copied().filter(usable)).map(|t| (vocab.bytes(t), t));
+        let mut order: Vec<(u32, &[u8], TokenId)> = Vec::new();
+        for (bytes, t) in texts.chain(named.iter().flat_map(|nm| nm.tokens()).map(|(t, b)| (b.as_slice(), *t))) {
             if self.commit_text(bytes, true).is_ok() {
-                order.push((self.byte_cost(), bytes));
+                order.push((self.byte_cost(), bytes, t));
                 self.rollback(1).expect("committed just now");
             }
         }
         order.sort_unstable();
         let cost = vocab.len();
-        for (_, bytes) in order {
+        for (_, bytes, t) in order {
             if search.work < cost {
                 return false;
             }
@@ -170,6 +278,7 @@ impl Matcher {
             let found = self.search_from(n - 1, search);
             self.rollback(1).expect("committed just now");
             if found {
+                search.path.push(t);
                 return true;
             }
         }
