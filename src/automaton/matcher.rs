@@ -168,6 +168,11 @@ impl Matcher {
     }
 
     fn fill(&mut self, mask: &mut TokenSet, after_budget: u32, reference: bool) {
+        self.fill_deep(mask, after_budget, reference, true);
+    }
+
+    /// [`fill`](Self::fill), with the deep search where `deep` (see its use below).
+    fn fill_deep(&mut self, mask: &mut TokenSet, after_budget: u32, reference: bool, deep: bool) {
         mask.clear();
         let compiled = self.compiled.clone();
         let env = &compiled.env;
@@ -272,8 +277,15 @@ impl Matcher {
                     }
                     // Still nothing: the deep search (a way of more tokens than the count's
                     // choices, which it keeps as the witness for the masks after this one).
-                    if mask.is_empty() && after_budget < NO_BUDGET - 1 {
+                    if deep && mask.is_empty() && after_budget < NO_BUDGET - 1 {
                         if let Some(way) = self.deep_way(after_budget + 1) {
+                            if way.path.is_some() {
+                                // Its way is now the witness from here: the mask once more,
+                                // judged as every mask after it is (the joins with that
+                                // witness), so that the fast and the reference mask agree
+                                // whichever is asked first. Its first token is let in there.
+                                return self.fill_deep(mask, after_budget, reference, false);
+                            }
                             if (way.first.0 as usize) < mask.width() {
                                 mask.insert(way.first);
                             }
