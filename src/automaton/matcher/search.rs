@@ -60,8 +60,8 @@ pub(super) const MAX_SEARCH_TOKENS: u32 = 12;
 pub(super) const MAX_SEARCH_WORK: usize = 1 << 19;
 
 /// The work of one deep search (more tokens left than [`MAX_SEARCH_TOKENS`]; see the module
-/// docs): 128 walks of a 128k vocabulary, 340 of a 49k one (a state costs a walk per scan). Asked only where a mask would
-/// otherwise be empty, once per request, or once per forced run.
+/// docs): 128 walks of a 128k vocabulary, 340 of a 49k one (a state costs a walk per scan).
+/// Asked only where a mask would otherwise be empty, once per request, or once per forced run.
 pub(super) const MAX_DEEP_WORK: usize = 1 << 24;
 
 /// The most times `min_tokens_to_finish` asks the deep search for one token fewer.
@@ -72,8 +72,8 @@ pub(super) const MAX_DEEP_STEPS: usize = 8;
 /// vocabulary as the search's work (the walks of the lexeme ends' groups, the commits of its
 /// ways on), where the search met its lexer states before: the first time, the cache's entry
 /// may have been built for it (as costly as a walk, or more: a counted string's content), so it
-/// counts whole. Counted so, the work is still the search's own (not what the cache held). Counting a state by the tokens its walk looked at was measured too: inside a
-/// UTF-8 character a walk ends soon, and the search then opened more states that cost whole
+/// counts whole. Counted so, the work is still the search's own (not what the cache held).
+/// Counting a state by the tokens its walk looked at was measured too: inside a UTF-8 character a walk ends soon, and the search then opened more states that cost whole
 /// walks (SmolLM2, a count near its bound: 30-50% more mask time in `generate`).
 const UNWALKED_SHARE: usize = 32;
 
@@ -87,7 +87,8 @@ pub(super) struct Search {
     pub(super) work: usize,
     /// Deep: a state costs a walk per scan (see [`state_cost`](Search::state_cost)).
     deep: bool,
-    /// The lexer states of the parse states it opened ([`CfgRun::lexer_key`](crate::automaton::cfg_run::CfgRun::lexer_key)).
+    /// The lexer states of the parse states it opened
+    /// ([`CfgRun::lexer_key`](crate::automaton::cfg_run::CfgRun::lexer_key)).
     lexers: HashSet<Vec<u32>>,
     /// The way the latest `true` answer found, last token first: the tokens committed down to
     /// where the count settled (and the count's first token there, where a mask showed it).
@@ -95,6 +96,12 @@ pub(super) struct Search {
 }
 
 impl Search {
+    /// A search from `root` (the current position), deep or not (its work and costs).
+    fn new(root: ChartLen, deep: bool) -> Search {
+        let work = if deep { MAX_DEEP_WORK } else { MAX_SEARCH_WORK };
+        Search { root, short: HashMap::new(), work, deep, lexers: HashSet::new(), path: Vec::new() }
+    }
+
     /// What opening a parse state with `scans` lexemes alive costs: a walk of the vocabulary;
     /// in the deep search, one per scan (a walk steps every scan's lexer at every trie node:
     /// sixteen counted patterns made each state cost 0.1-0.4 s on SmolLM2, Handwritten/allany22).
@@ -119,14 +126,9 @@ impl Matcher {
     /// most [`MAX_SEARCH_TOKENS`], a context-free run without distinct-items marks.
     pub(super) fn new_search(&self, n: u32) -> Option<Search> {
         match (&self.run, &self.compiled.backend) {
-            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => Some(Search {
-                root: c.chart_len(),
-                short: HashMap::new(),
-                work: MAX_SEARCH_WORK,
-                deep: false,
-                lexers: HashSet::new(),
-                path: Vec::new(),
-            }),
+            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => {
+                Some(Search::new(c.chart_len(), false))
+            }
             _ => None,
         }
     }
@@ -140,28 +142,16 @@ impl Matcher {
         if cfg.has_marks || self.is_accepting() {
             return None;
         }
-        let mut search = Search {
-            root: c.chart_len(),
-            short: HashMap::new(),
-            work: MAX_DEEP_WORK,
-            deep: true,
-            lexers: HashSet::new(),
-            path: Vec::new(),
-        };
+        let mut search = Search::new(c.chart_len(), true);
         if !self.search_within(n, &mut search) {
             return None;
         }
         let mut path = search.path;
         path.reverse();
         // The end of the way: a descent from where the count settled (at most its tokens).
-        let compiled = self.compiled.clone();
-        let (named, vocab) = (compiled.named.as_ref(), compiled.vocab());
         let saved = self.witness.take();
         let start = self.len();
-        let committed = path.iter().all(|&t| {
-            let bytes = named.and_then(|nm| nm.bytes(t)).unwrap_or_else(|| vocab.bytes(t));
-            self.commit_text(bytes, true).is_ok()
-        });
+        let committed = path.iter().all(|&t| self.commit(t).is_ok());
         let rest = if !committed {
             None
         } else if self.is_accepting() {
