@@ -36,7 +36,7 @@ fn scans_together_survive_what_each_alone_dies_on() {
         let dfas: Vec<Dfa> = res.iter().map(|re| dfa(re)).collect();
         let refs: Vec<&Dfa> = dfas.iter().collect();
         let states: Vec<StateId> = dfas.iter().map(|d| d.start()).collect();
-        content_dead_all(&refs, &states, max)
+        content_dead_all(&refs, &states, max, usize::MAX)
     };
     // A name, names starting with `_`, and every other name: no content string kills all.
     let keys = [r#"name""#, r#"_[^"\\]*""#, r#"[^_"\\][^"\\]*""#];
@@ -51,6 +51,19 @@ fn scans_together_survive_what_each_alone_dies_on() {
     let short = [r#"[^_"\\][^"\\]{0,2}"#, r#"_[^"\\]*"#];
     assert_eq!(dead_all(&short, 50), 4);
     assert_eq!(dead_all(&short, 3), NEVER);
+    // Cut short, the search answers a lower bound: the length it was searching, every shorter
+    // string searched. It never exceeds the exact answer and grows with the work allowed.
+    let dfas: Vec<Dfa> = short.iter().map(|re| dfa(re)).collect();
+    let refs: Vec<&Dfa> = dfas.iter().collect();
+    let states: Vec<StateId> = dfas.iter().map(|d| d.start()).collect();
+    let bounds: Vec<usize> = [0, 1, 10, 100, 1000, 10_000, usize::MAX]
+        .into_iter()
+        .map(|work| content_dead_all(&refs, &states, 50, work))
+        .collect();
+    assert_eq!(bounds[0], 1, "no step taken: every string of no bytes leaves a scan alive");
+    assert!(bounds.windows(2).all(|w| w[0] <= w[1] && w[1] <= 4), "{bounds:?}");
+    assert!(bounds[1..].contains(&2), "a cut inside the second level: {bounds:?}");
+    assert_eq!(bounds.last(), Some(&4));
 }
 
 #[test]

@@ -69,7 +69,12 @@ impl MaskCache {
         let reach = self.reach(key, dfas, hi);
         // Several scans, none of which accepts within a slice: they may admit it together.
         let dead_all = if key.len() > 1 && reach.iter().all(|&(accept, dead)| accept > hi_min && dead <= hi) {
-            content_dead_all(dfas, states, hi)
+            // The search saves walks of the body slices, a step per node and scan: it may
+            // cost about one such walk, no more (it gave up after a million steps, 100-400 ms
+            // for the sixteen scans of a string under sixteen negated patterns, where a walk
+            // costs a few).
+            let nodes = env.slices().body.iter().map(|s| s.trie.node_count()).sum();
+            content_dead_all(dfas, states, hi, nodes)
         } else {
             0
         };
@@ -195,16 +200,15 @@ pub(super) fn content_reach(dfa: &Dfa, state: StateId, max: usize, first: bool, 
     Some((accept, dead))
 }
 
-/// Most (tuple, byte) steps [`content_dead_all`] takes before it gives up.
-const DEAD_ALL_WORK: usize = 1 << 20;
-
 /// Over strings of string-content characters of at most `max` bytes: the fewest bytes after
-/// which the scans of `dfas` in `states` are all dead ([`NEVER`]: not within `max`). A key
-/// of several lexemes may admit every such string although each one alone dies on some (the
-/// keys of an object: each name dies on most strings, the lexeme of any other name on the
-/// names). Searched breadth-first over the tuples of the scans' states; past
-/// [`DEAD_ALL_WORK`] it gives up with 0, the answer that admits nothing.
-pub(super) fn content_dead_all(dfas: &[&Dfa], states: &[StateId], max: usize) -> usize {
+/// which the scans of `dfas` in `states` are all dead ([`NEVER`]: not within `max`), or a
+/// lower bound on it. A key of several lexemes may admit every such string although each one
+/// alone dies on some (the keys of an object: each name dies on most strings, the lexeme of
+/// any other name on the names). Searched breadth-first over the tuples of the scans' states,
+/// at most `work` (tuple, byte) steps: past them it answers the length it was searching, since
+/// every shorter string was searched and left some scan alive (a lower bound: it admits the
+/// slices of shorter tokens).
+pub(super) fn content_dead_all(dfas: &[&Dfa], states: &[StateId], max: usize, work_max: usize) -> usize {
     let q = content_dfa();
     // One byte per distinct tuple of classes (every DFA's and the content DFA's).
     let mut seen: HashSet<Vec<u16>, FxBuild> = HashSet::default();
@@ -225,8 +229,8 @@ pub(super) fn content_dead_all(dfas: &[&Dfa], states: &[StateId], max: usize) ->
         for t in &frontier {
             for &b in &reps {
                 work += 1;
-                if work > DEAD_ALL_WORK {
-                    return 0;
+                if work > work_max {
+                    return depth;
                 }
                 let c2 = q.next(StateId(t[0]), b);
                 if c2 == StateId::DEAD {
