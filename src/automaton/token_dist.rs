@@ -78,10 +78,18 @@ pub struct TokenDistances {
     inner: Mutex<Inner>,
 }
 
+/// A counted state's successors relative to its row: (rows on, place), sorted.
+type Shifted = Arc<[(u32, StateId)]>;
+
 #[derive(Default)]
 struct Inner {
     /// The distinct live states one token leads to from a state.
     succ: HashMap<StateId, Arc<[StateId]>>,
+    /// Of a counted repetition, the same by (first row of the run, place) for the states whose
+    /// tokens stay within their run ([`run_within`](crate::regular::CountedBase::run_within)):
+    /// (rows on, place), sorted.
+    /// One walk serves every row of the run (a string of `maxLength` 200 has 200 rows).
+    shifted: HashMap<(u32, StateId), Shifted>,
     /// Exact distances found so far.
     exact: HashMap<StateId, u32>,
     /// Lower bounds found so far: more than this many tokens.
@@ -233,6 +241,31 @@ impl Inner {
         if let Some(v) = self.succ.get(&s) {
             return v.clone();
         }
+        // A counted state whose tokens stay in its run: the run's list, shifted to its row.
+        let base = dfa.counted_base();
+        let run = base.and_then(|c| c.run_within(s, vocab.trie().max_token_len().try_into().unwrap_or(u32::MAX)));
+        if let (Some(c), Some((first, row))) = (base, run) {
+            let key = (first, c.place(s));
+            let shifted: Shifted = match self.shifted.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v: Shifted = Self::walk(vocab, dfa, s).iter().map(|&t| (c.row(t) - row, c.place(t))).collect();
+                    self.shifted.insert(key, v.clone());
+                    v
+                }
+            };
+            // Sorted by (rows on, place) is sorted by state number (row-major).
+            let v: Arc<[StateId]> = shifted.iter().map(|&(on, p)| c.state_at(row + on, p)).collect();
+            self.succ.insert(s, v.clone());
+            return v;
+        }
+        let v: Arc<[StateId]> = Self::walk(vocab, dfa, s).into();
+        self.succ.insert(s, v.clone());
+        v
+    }
+
+    /// The distinct live states one token leads to from `s`, sorted: one trie walk.
+    fn walk(vocab: &Vocab, dfa: &Dfa, s: StateId) -> Vec<StateId> {
         // Tokens next to each other in the trie mostly end in the same state: skip repeats of
         // the last one; the rest sorted and deduplicated once (cheaper than hashing each where
         // they mostly differ: a counted repetition's states are counts).
@@ -253,8 +286,6 @@ impl Inner {
         );
         v.sort_unstable();
         v.dedup();
-        let v: Arc<[StateId]> = v.into();
-        self.succ.insert(s, v.clone());
         v
     }
 }
@@ -298,5 +329,42 @@ mod tests {
         // Near the end the search settles it exactly.
         let near = d.run(s, &vec![b'a'; n as usize - 20]);
         assert_eq!(TokenDistances::default().reach(&v, &d, near, 10), Reach::Exact(4));
+    }
+
+    /// A count on the fly: the successors a run's shared list gives, shifted to a state's row,
+    /// are those its own walk finds, for every reachable state, near the bounds as far from
+    /// them, asked in either order.
+    #[test]
+    fn shifted_successors_are_the_walks() {
+        let unit = crate::regular::regex::parse("[a-c]|xy").unwrap();
+        let lexeme = crate::regular::Lexeme::counted(b"\"", unit, 3, Some(5000), b"\"");
+        let d = Dfa::shared(&lexeme, DfaLimits::default()).unwrap();
+        assert!(d.is_counter(), "a count on the fly ({} states)", d.state_count());
+        let toks: [&[u8]; 12] =
+            [b"a", b"b", b"x", b"y", b"\"", b"ab", b"xy", b"axy", b"yx", b"abcabc", b"c\"", b"xyxyx"];
+        let v = Vocab::from_byte_tokens(toks.iter().map(|t| t.to_vec()).collect(), &[]);
+        // Every state reachable byte by byte.
+        let mut states = vec![d.start()];
+        let mut seen: HashSet<StateId> = states.iter().copied().collect();
+        let mut i = 0;
+        while i < states.len() {
+            for b in [b'a', b'b', b'c', b'x', b'y', b'"'] {
+                let t = d.next(states[i], b);
+                if t != StateId::DEAD && seen.insert(t) {
+                    states.push(t);
+                }
+            }
+            i += 1;
+        }
+        let depth = v.trie().max_token_len() as u32;
+        let shifted = states.iter().filter(|&&s| d.counted_base().unwrap().run_within(s, depth).is_some()).count();
+        assert!(shifted > 300, "most rows read alike: {shifted} of {}", states.len());
+        for order in [states.clone(), states.iter().rev().copied().collect()] {
+            let mut inner = Inner::default();
+            for &s in &order {
+                assert_eq!(&*inner.successors(&v, &d, s), Inner::walk(&v, &d, s).as_slice(), "state {s:?}");
+            }
+            assert!(inner.shifted.len() < 20, "a list per run and place: {}", inner.shifted.len());
+        }
     }
 }

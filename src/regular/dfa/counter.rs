@@ -397,6 +397,30 @@ impl CountedBase<'_> {
         k >= c.min && k.saturating_add(depth) <= c.read_runs[k as usize].1
     }
 
+    /// Where every string of at most `depth` bytes steps `state` within one run of rows that
+    /// read alike (its rows `k..=k + depth` lie in one run; one byte completes at most one
+    /// unit): the run's first row and `state`'s row `k`. Two states of one place and one run
+    /// that both qualify then step alike, their rows shifted by the same amounts (the rows of
+    /// a run have the same live places and the same `open` table).
+    pub fn run_within(&self, state: StateId, depth: u32) -> Option<(u32, u32)> {
+        if state == StateId::DEAD {
+            return None;
+        }
+        let (k, _) = self.0.split(state.0);
+        let (a, b) = self.0.read_runs[k as usize];
+        (k.saturating_add(depth) <= b).then_some((a, k))
+    }
+
+    /// The (live) state at `row` and `place`.
+    pub fn state_at(&self, row: u32, place: StateId) -> StateId {
+        StateId(self.0.number(row, place))
+    }
+
+    /// The row of a live state.
+    pub fn row(&self, state: StateId) -> u32 {
+        self.0.split(state.0).0
+    }
+
     /// From `place` on `b`: the next place and whether the step completes a unit.
     pub fn step(&self, place: StateId, b: u8) -> (StateId, bool) {
         let base = &self.0.base;
