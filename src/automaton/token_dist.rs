@@ -7,7 +7,8 @@
 //! times the real count (a JSON key is one or two tokens, not ten). Where that bound does not fit
 //! the budget, the mask asks here for the exact count: a breadth-first search over the DFA's
 //! states whose edges are tokens (from a state, each token of the trie that keeps the DFA alive
-//! leads to the state at its end). A state's successors are found by one trie walk, kept; exact
+//! leads to the state at its end). A state's successors are found by one trie walk, kept (a
+//! counted state far enough from its count's bounds shares the walk of its run and place); exact
 //! distances are kept too, so a state is searched from once per vocabulary and DFA (lexeme DFAs
 //! are shared across compiles, and this lives in the [`VocabEnv`](super::VocabEnv)).
 //!

@@ -5,9 +5,9 @@
 //! fewest bytes of string content to acceptance and to death ([`Reach`], from one search per
 //! state, [`content_reach`], or a table for all states of a DFA at once,
 //! [`content_reach_table`]) must both exceed `hi`, or, for a key of several scans, the fewest
-//! bytes that kill them all at once ([`content_dead_all`]). Where a slice is not admitted
-//! whole, [`hazards`](super::hazards) may find it admitted but for the tokens holding a few
-//! bytes.
+//! bytes that kill them all at once ([`content_dead_all`], or a lower bound where its work runs
+//! out). Where a slice is not admitted whole, [`hazards`](super::hazards) may find it admitted
+//! but for the tokens holding a few bytes.
 //!
 //! Reaches and tables are kept in the cache per (DFA id, state) and per DFA id: they depend on
 //! the DFA alone, and the same states recur across keys.
