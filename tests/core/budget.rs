@@ -601,3 +601,49 @@ fn valid_outputs_fit_exactly_their_own_length_with_distinct_items() {
         assert!(m.is_accepting());
     }
 }
+
+/// A string counted on the fly (`minLength` 30 of at most 5,000) under budgets that bind: its
+/// tokens are judged by groups shared across the count's rows (`mask_cache::inside`). On random
+/// walks, at every step under the tightest budgets that still fit, fast == reference, the mask
+/// is never empty, and every walk ends complete within its budget.
+#[test]
+fn a_counted_string_under_a_binding_budget_masks_as_the_reference() {
+    use strictly::grammar::json_schema::JsonSchemaOptions;
+    let extra: Vec<Vec<u8>> = [&b"abcabc"[..], b"aaaaaaaaaa", b"c\"", b"ab ", b"{\"s\":\"", b"\"}", b"ba"]
+        .iter()
+        .map(|t| t.to_vec())
+        .collect();
+    let v = vocab_over(b"abc {}\":s", &extra);
+    let env = VocabEnv::new(v.clone());
+    let schema = serde_json::json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 30,
+        "maxLength": 5000}}, "required": ["s"], "additionalProperties": false});
+    let c = Arc::new(Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap());
+    let least = c.min_tokens().expect("finite") as usize;
+    let mut rng = ChaCha8Rng::seed_from_u64(35);
+    let (mut mask, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    for walk in 0..12 {
+        let budget = least + walk % 4;
+        let mut m = c.matcher();
+        let mut out = Vec::new();
+        for used in 0..budget {
+            let left = budget - used;
+            m.fill_mask_within(&mut mask, left);
+            m.reference_mask_within(&mut slow, left);
+            let at = String::from_utf8_lossy(&v.decode(&out)).into_owned();
+            assert_eq!(mask, slow, "fast == reference with {left} left after {at:?}");
+            let ids: Vec<TokenId> = mask.iter().collect();
+            assert!(!ids.is_empty(), "an empty mask with {left} left after {at:?}");
+            let t = ids[rng.random_range(0..ids.len())];
+            if v.is_eos(t) {
+                break;
+            }
+            m.commit(t).unwrap();
+            out.push(t);
+        }
+        assert!(
+            m.is_accepting(),
+            "walk {walk} ends complete within {budget}: {:?}",
+            String::from_utf8_lossy(&v.decode(&out))
+        );
+    }
+}

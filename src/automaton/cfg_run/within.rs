@@ -1,16 +1,18 @@
 //! The lexer-only walk of a budgeted mask where the budget binds on tokens that keep a lexeme
 //! going ([`CfgRun::fill`](super::CfgRun::fill)): each such token judged by its own finish
-//! cost along the lexemes it keeps alive, no parser. Also the byte step the plain walk shares
-//! ([`push_inside`]).
+//! cost along the lexemes it keeps alive, no parser. Where every lexeme is a count far from
+//! its bounds, the tokens come grouped by where they leave the lexemes, shared by the count's
+//! rows ([`InsideGroups`](crate::automaton::mask_cache::InsideGroups)), and are judged a group
+//! at a time instead. Also the byte step the plain walk shares ([`push_inside`]).
 
 use std::collections::HashMap;
 
-use super::Refused;
+use super::{LexerStates, Refused};
 use crate::automaton::cfg::Cfg;
 use crate::automaton::earley::Scan;
 use crate::automaton::mask_cache::ScanStack;
 use crate::automaton::VocabEnv;
-use crate::regular::{FxBuild, StateId};
+use crate::regular::{Dfa, FxBuild, StateId};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 
 /// Per scan, what finishing after its lexeme costs: in usable bytes
@@ -46,7 +48,23 @@ pub(super) fn walk(
         mask,
         refused,
     };
-    w.stack.reset(scans.iter().map(|sc| sc.state));
+    // Counted lexemes far from their bounds: the tokens' groups, shared by the count's rows,
+    // judged a group at a time (the same judgement as the walk's, see `mask_cache::inside`).
+    let dfas: Vec<&Dfa> = scans.iter().map(|sc| &*cfg.term(sc.term).dfa).collect();
+    let states: Vec<StateId> = scans.iter().map(|sc| sc.state).collect();
+    if let Some((groups, rows)) = env.mask_cache().inside_groups(env, &dfas, &states) {
+        let mut top: LexerStates = Vec::new();
+        for g in &groups.groups {
+            top.clear();
+            top.extend(g.top.iter().map(|&(k, on, place)| {
+                let base = dfas[k as usize].counted_base().expect("a count");
+                (k, base.state_at(rows[k as usize] + on, place))
+            }));
+            w.judge(&top, g.ends, &g.ids);
+        }
+        return;
+    }
+    w.stack.reset(states.iter().copied());
     env.vocab().trie().walk_visitor(&mut w);
 }
 
@@ -84,8 +102,21 @@ impl TrieVisitor for InsideWithin<'_> {
     }
 
     fn tokens(&mut self, ids: &[TokenId]) {
+        let ends = *self.ends.last().expect("base level");
+        // The stack is read while `judge` writes elsewhere: a copy of its top is avoided by
+        // taking it out for the call.
+        let stack = std::mem::take(&mut self.stack);
+        self.judge(stack.top(), ends, ids);
+        self.stack = stack;
+    }
+}
+
+impl InsideWithin<'_> {
+    /// Lets `ids` through where some scan of `top` (the pairs going on at their end) finishes
+    /// within the budget; else lists them as refused, as singles where some lexeme may end
+    /// inside them (`ends`).
+    fn judge(&mut self, top: &[(u32, StateId)], ends: bool, ids: &[TokenId]) {
         let (cfg, env, scans, budget) = (self.cfg, self.env, self.scans, self.budget);
-        let top = self.stack.top();
         let within = top.iter().any(|&(k, s)| {
             let dist = cfg.term(scans[k as usize].term).dist.at(s);
             dist.saturating_add(self.waits.bytes[k as usize]) <= budget
@@ -99,7 +130,7 @@ impl TrieVisitor for InsideWithin<'_> {
         });
         match &mut self.refused {
             _ if within => self.mask.insert_clipped(ids),
-            Some(refused) if *self.ends.last().expect("base level") => refused.singles.extend_from_slice(ids),
+            Some(refused) if ends => refused.singles.extend_from_slice(ids),
             Some(refused) => refused.add_inside(top, ids),
             None => {}
         }

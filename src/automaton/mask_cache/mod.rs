@@ -52,7 +52,8 @@
 //! `wholesale` (which slices a key admits whole), `hazards` (which it admits but for the
 //! tokens holding a few bytes), `content` (the string-content automaton those searches run
 //! over), `merge` (merged subtrees), `classes` (class tries: a slice's trie read through the
-//! byte classes of the DFA that walks it).
+//! byte classes of the DFA that walks it), `inside` (the tokens inside counted lexemes grouped
+//! by where they leave them, shared by the rows of a count, for budgeted masks).
 //!
 //! Invariant: an entry's `inside` has the vocabulary's width; `ends[g.start..g.end]` are
 //! indices into the key, ascending, not empty.
@@ -60,6 +61,7 @@
 mod classes;
 mod content;
 mod hazards;
+mod inside;
 mod merge;
 #[cfg(test)]
 mod tests;
@@ -80,6 +82,7 @@ use hazards::Hazards;
 use wholesale::Reach;
 
 pub use classes::ClassPolicy;
+pub use inside::InsideGroups;
 pub(super) use walk::ScanStack;
 
 /// Most bytes all entries of one cache may take together.
@@ -179,6 +182,8 @@ struct Inner {
     content_maps: HashMap<u64, Vec<classes::ContentMap>, FxBuild>,
     /// DFAs whose content reach is too large for a content map.
     no_content_map: HashSet<u64, FxBuild>,
+    /// [`InsideGroups`] by their scans' shift keys.
+    inside: HashMap<Box<[inside::ShiftKey]>, Arc<InsideGroups>, FxBuild>,
     bytes: usize,
     /// What an emptying dropped, freed a little per call (see [`Inner::reserve`]).
     retired: Retired,
@@ -190,6 +195,7 @@ struct Retired {
     tries: Vec<Arc<TokenTrie>>,
     tables: Vec<Arc<[Reach]>>,
     class_tries: Vec<Arc<ClassTrie>>,
+    inside: Vec<Arc<InsideGroups>>,
 }
 
 /// Retired values freed per cache call.
@@ -207,6 +213,7 @@ impl Inner {
             self.retired.entries.extend(old.map.into_values());
             self.retired.tries.extend(old.merged.into_values());
             self.retired.tables.extend(old.reach_tables.into_values().flatten());
+            self.retired.inside.extend(old.inside.into_values());
             self.retired.class_tries.extend(old.class_tries.into_values().filter_map(|s| match s {
                 classes::Slot::Built(t) => Some(t),
                 _ => None,
@@ -222,6 +229,7 @@ impl Inner {
                 && r.tries.pop().is_none()
                 && r.tables.pop().is_none()
                 && r.class_tries.pop().is_none()
+                && r.inside.pop().is_none()
             {
                 break;
             }

@@ -411,6 +411,18 @@ impl CountedBase<'_> {
         (k.saturating_add(depth) <= b).then_some((a, k))
     }
 
+    /// [`run_within`](Self::run_within) where, besides, the rows `k..=k + depth` lie on one
+    /// side of the minimum, so that acceptance too is the place's alone: every string of at most
+    /// `depth` bytes steps `state` as it steps any state of the same place, run and side that
+    /// qualifies, rows shifted alike, accepting and going on alike. (The run's first row, the
+    /// row, at or above the minimum.)
+    pub fn window(&self, state: StateId, depth: u32) -> Option<(u32, u32, bool)> {
+        let (first, k) = self.run_within(state, depth)?;
+        let min = self.0.min;
+        let above = k >= min;
+        (above || k.saturating_add(depth) < min).then_some((first, k, above))
+    }
+
     /// The (live) state at `row` and `place`.
     pub fn state_at(&self, row: u32, place: StateId) -> StateId {
         StateId(self.0.number(row, place))
