@@ -620,30 +620,31 @@ fn a_counted_string_under_a_binding_budget_masks_as_the_reference() {
     let c = Arc::new(Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap());
     let least = c.min_tokens().expect("finite") as usize;
     let mut rng = ChaCha8Rng::seed_from_u64(35);
-    let (mut mask, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
     for walk in 0..12 {
-        let budget = least + walk % 4;
-        let mut m = c.matcher();
-        let mut out = Vec::new();
-        for used in 0..budget {
-            let left = budget - used;
-            m.fill_mask_within(&mut mask, left);
-            m.reference_mask_within(&mut slow, left);
-            let at = String::from_utf8_lossy(&v.decode(&out)).into_owned();
-            assert_eq!(mask, slow, "fast == reference with {left} left after {at:?}");
-            let ids: Vec<TokenId> = mask.iter().collect();
-            assert!(!ids.is_empty(), "an empty mask with {left} left after {at:?}");
-            let t = ids[rng.random_range(0..ids.len())];
-            if v.is_eos(t) {
-                break;
-            }
-            m.commit(t).unwrap();
-            out.push(t);
-        }
-        assert!(
-            m.is_accepting(),
-            "walk {walk} ends complete within {budget}: {:?}",
-            String::from_utf8_lossy(&v.decode(&out))
-        );
+        tight_walk(&c, &v, &mut rng, least + walk % 4);
     }
+}
+
+/// A random walk over `c` under `budget` tokens, a random token of the mask at each step: the
+/// budgeted mask equals the reference and is never empty, and the walk ends complete (EOS
+/// drawn, or the budget spent).
+pub(super) fn tight_walk(c: &Arc<Compiled>, v: &Vocab, rng: &mut ChaCha8Rng, budget: usize) {
+    let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    let mut m = c.matcher();
+    let mut out = Vec::new();
+    for k in 0..budget {
+        m.fill_mask_within(&mut fast, budget - k);
+        m.reference_mask_within(&mut slow, budget - k);
+        let at = String::from_utf8_lossy(&v.decode(&out)).into_owned();
+        assert_eq!(fast, slow, "fast == reference with {} left after {at:?}", budget - k);
+        let ids: Vec<TokenId> = fast.iter().collect();
+        assert!(!ids.is_empty(), "an empty mask with {} left after {at:?}", budget - k);
+        let t = ids[rng.random_range(0..ids.len())];
+        if v.is_eos(t) {
+            break;
+        }
+        m.commit(t).unwrap();
+        out.push(t);
+    }
+    assert!(m.is_accepting(), "not complete under {budget}: {:?}", String::from_utf8_lossy(&v.decode(&out)));
 }

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use strictly::automaton::{Compiled, Constraint, VocabEnv};
 use strictly::grammar::ebnf;
@@ -93,29 +93,8 @@ fn random_walks_under_a_long_tight_budget_end_complete() {
     let shortest = c.min_tokens().unwrap() as usize;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for walk in 0..6 {
-        let budget = shortest + walk * 3;
-        let mut m = c.matcher();
-        let mut out = Vec::new();
-        for k in 0..budget {
-            m.fill_mask_within(&mut fast, budget - k);
-            m.reference_mask_within(&mut slow, budget - k);
-            let at = String::from_utf8_lossy(&v.decode(&out)).into_owned();
-            assert_eq!(fast, slow, "fast == reference with {} left after {at:?}", budget - k);
-            let ids: Vec<TokenId> = fast.iter().collect();
-            assert!(!ids.is_empty(), "an empty mask with {} left after {at:?}", budget - k);
-            // Mostly digits and commas first: the walk writes a list before the tail.
-            let t = ids[rng.random_range(0..ids.len())];
-            if t == eos {
-                break;
-            }
-            m.commit(t).unwrap();
-            out.push(t);
-        }
-        assert!(
-            m.is_accepting(),
-            "walk {walk} under {budget}: not complete: {:?}",
-            String::from_utf8_lossy(&v.decode(&out))
-        );
+        // Mostly digits and commas first: the walk writes a list before the tail.
+        super::budget::tight_walk(&c, &v, &mut rng, shortest + walk * 3);
     }
 }
 
