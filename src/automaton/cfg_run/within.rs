@@ -137,20 +137,8 @@ impl InsideWithin<'_> {
     }
 }
 
-/// One byte deeper in a lexer-only walk over the scans' lexemes: steps every pair of `stack`'s
-/// deepest level that goes on, and records in `ends` whether some lexeme may end within the
-/// bytes so far; `false` (nothing pushed) where no lexeme goes on.
+/// One byte deeper in a lexer-only walk over the scans' lexemes ([`ScanStack::push_byte`]).
 #[inline]
 pub(super) fn push_inside(cfg: &Cfg, scans: &[Scan], stack: &mut ScanStack, ends: &mut Vec<bool>, byte: u8) -> bool {
-    let mut end = *ends.last().expect("base level");
-    let going = stack.descend(|k, s| {
-        let dfa = &cfg.term(scans[k as usize].term).dfa;
-        let next = dfa.next(s, byte);
-        end |= next != StateId::DEAD && dfa.is_accepting(next);
-        (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-    });
-    if going {
-        ends.push(end);
-    }
-    going
+    stack.push_byte(ends, byte, |k| &*cfg.term(scans[k as usize].term).dfa)
 }

@@ -14,7 +14,7 @@
 //! Invariant: the groups partition the tokens the walk from any qualifying state keeps going
 //! (each id in one group), and a group's pairs shifted to that state's rows are exactly the
 //! pairs that walk meets at the group's tokens, as is its `ends` (test
-//! `shifted_groups_are_the_walks` in `cfg_run`).
+//! `shifted_groups_are_the_walks` below).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -111,17 +111,7 @@ impl TrieVisitor for Grouping<'_> {
     #[inline]
     fn push(&mut self, _node: u32, byte: u8) -> bool {
         let dfas = self.dfas;
-        let mut end = *self.ends.last().expect("base level");
-        let going = self.stack.descend(|k, s| {
-            let dfa = dfas[k as usize];
-            let next = dfa.next(s, byte);
-            end |= next != StateId::DEAD && dfa.is_accepting(next);
-            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
-        });
-        if going {
-            self.ends.push(end);
-        }
-        going
+        self.stack.push_byte(&mut self.ends, byte, |k| dfas[k as usize])
     }
 
     #[inline]

@@ -128,6 +128,24 @@ impl ScanStack {
         let (start, _) = self.levels.pop().expect("pushed level");
         self.buf.truncate(start as usize);
     }
+
+    /// One byte deeper in a lexer-only walk (scan `k` read by `dfa(k)`): steps every pair of
+    /// the deepest level that goes on, and records in `ends` whether some lexeme may end within
+    /// the bytes so far; `false` (nothing pushed) where no lexeme goes on.
+    #[inline]
+    pub fn push_byte<'d>(&mut self, ends: &mut Vec<bool>, byte: u8, dfa: impl Fn(u32) -> &'d Dfa) -> bool {
+        let mut end = *ends.last().expect("base level");
+        let going = self.descend(|k, s| {
+            let dfa = dfa(k);
+            let next = dfa.next(s, byte);
+            end |= next != StateId::DEAD && dfa.is_accepting(next);
+            (next != StateId::DEAD && dfa.can_continue(next)).then_some(next)
+        });
+        if going {
+            ends.push(end);
+        }
+        going
+    }
 }
 
 /// The lexer-only trie walk that builds an [`Entry`].
