@@ -421,6 +421,42 @@ fn generate_and_serve_with_the_gguf() {
     assert!(out.status.success() && report.contains("checks passed"), "the openai client checks failed:\n{report}");
 }
 
+/// Every command's `--tokenizer` takes the GGUF file (its tokenizer): `check` and `bench` too
+/// (the bench read it as a tokenizer.json and failed on its bytes).
+#[test]
+fn check_and_bench_read_the_gguf_tokenizer() {
+    let Some(path) = smollm2_gguf() else { return };
+    let bin = env!("CARGO_BIN_EXE_strictly");
+    let tmp = tempfile::Builder::new().prefix("strictly-gguf-bench-").tempdir().unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}},
+        "required": ["name"], "additionalProperties": false});
+    let case = serde_json::json!({"schema": schema, "tests": [
+        {"description": "ok", "data": {"name": "Ada"}, "valid": true},
+        {"description": "not a string", "data": {"name": 1}, "valid": false}]});
+    let file = write_tmp(tmp.path(), "case.json", case.to_string().as_bytes());
+    let out = std::process::Command::new(bin)
+        .args(["bench", "--tokenizer"])
+        .arg(&path)
+        .arg("--cases")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line: Value = serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["status"], "ok", "{line}");
+    let schema_file = write_tmp(tmp.path(), "schema.json", schema.to_string().as_bytes());
+    let out = std::process::Command::new(bin)
+        .args(["check", "--tokenizer"])
+        .arg(&path)
+        .arg("--schema")
+        .arg(&schema_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let facts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(facts["min_tokens"].as_u64().is_some_and(|n| (3..=8).contains(&n)), "{facts}");
+}
+
 // ---- GGUF files that cannot run: hand-made headers, no model needed -------------------------
 
 /// A GGUF v3 header with string metadata and tensor infos `(name, dims, ggml type)`, data zeros.

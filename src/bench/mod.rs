@@ -61,7 +61,8 @@ pub use stats::Clock;
 /// Everything `strictly bench` is told.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    /// A Hugging Face `tokenizer.json`; `None`: the embedded stories260K vocabulary.
+    /// A Hugging Face `tokenizer.json`, a GGUF model or `bytes` ([`vocab_at`]); `None`: the
+    /// embedded stories260K vocabulary.
     pub tokenizer: Option<PathBuf>,
     /// A directory searched recursively, or one file.
     pub cases: PathBuf,
@@ -135,7 +136,17 @@ pub fn engine_description(settings: &RunSettings) -> String {
 }
 
 fn load_vocab(opts: &BenchOptions) -> Result<Vocab> {
-    Ok(match &opts.tokenizer {
+    vocab_at(opts.tokenizer.as_deref())
+}
+
+/// The vocabulary a `--tokenizer` path names (every command's, the bench's too): a
+/// tokenizer.json, a GGUF model file (its tokenizer; with the `model` feature), `bytes` (one
+/// token per byte, no model tokenizer needed), or the embedded stories260K tokenizer for `None`.
+pub fn vocab_at(path: Option<&std::path::Path>) -> Result<Vocab> {
+    Ok(match path {
+        Some(p) if p.as_os_str() == "bytes" => Vocab::byte_level(),
+        #[cfg(feature = "model")]
+        Some(p) if crate::model::gguf::is_gguf(p) => crate::model::gguf::vocab(p)?,
         Some(p) => Vocab::from_tokenizer_json(p)?,
         None => Vocab::embedded(),
     })

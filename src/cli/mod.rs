@@ -417,15 +417,7 @@ impl SchemaArgs {
     }
 }
 
-/// The vocabulary of `--tokenizer`: a tokenizer.json, a GGUF model file (its tokenizer),
-/// `bytes` (one token per byte, no model tokenizer needed), or the embedded stories260K
-/// tokenizer when not given.
+/// The vocabulary of `--tokenizer` ([`strictly::bench::vocab_at`]).
 pub fn load_vocab(path: &Option<PathBuf>) -> anyhow::Result<Arc<Vocab>> {
-    Ok(Arc::new(match path {
-        Some(p) if p.as_os_str() == "bytes" => Vocab::byte_level(),
-        #[cfg(feature = "model")]
-        Some(p) if strictly::model::gguf::is_gguf(p) => strictly::model::gguf::vocab(p)?,
-        Some(p) => Vocab::from_tokenizer_json(p)?,
-        None => Vocab::embedded(),
-    }))
+    Ok(Arc::new(strictly::bench::vocab_at(path.as_deref())?))
 }
