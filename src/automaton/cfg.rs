@@ -463,19 +463,20 @@ impl Cfg {
         })
     }
 
-    /// The fewest tokens that finish lexeme `t` from `state` (exact where the token search
-    /// settles it within `budget`, else the usable-byte count).
-    pub fn token_rest(&self, env: &VocabEnv, t: TermId, state: StateId, budget: u32) -> u32 {
+    /// Do `budget` tokens or fewer surely finish lexeme `t` from `state`? The usable-byte count
+    /// first, then a way in tokens ([`VocabEnv::token_within`]: the greedy walk, else the exact
+    /// search within `budget`). True only where such a way exists; exact where the search
+    /// settles it (a function of the lexeme, the state and the budget, whatever was asked before).
+    pub fn token_rest_within(&self, env: &VocabEnv, t: TermId, state: StateId, budget: u32) -> bool {
         let term = self.term(t);
-        let bytes = term.dist.at(state);
         if term.one_token && state == term.dfa.start() {
-            return 1;
+            return budget >= 1;
         }
         // No token finishes a lexeme that needs bytes yet.
-        if bytes <= budget || budget == 0 {
-            return bytes;
+        if term.dist.at(state) <= budget {
+            return true;
         }
-        env.token_reach(&term.dfa, state, budget).or_bound(bytes)
+        budget > 0 && env.token_within(&term.dfa, state, budget)
     }
 
     #[inline]

@@ -463,7 +463,7 @@ impl Chart {
     /// Can the parse be finished from a position with these scans and boundary row within
     /// `budget` tokens of `env`'s vocabulary? The usable-byte cost first ([`finish_cost`]
     /// (Self::finish_cost)), which settles almost every position; where it does not fit, the
-    /// cost in tokens, lexeme by lexeme ([`Cfg::token_costs`], [`Cfg::token_rest`]).
+    /// cost in tokens, lexeme by lexeme ([`Cfg::token_costs`], [`Cfg::token_rest_within`]).
     pub fn fits(&mut self, cfg: &Cfg, env: &VocabEnv, scans: &[Scan], boundary: Option<u32>, budget: u32) -> Within {
         let bytes = self.finish_cost(cfg, scans, boundary);
         if bytes <= budget {
@@ -471,10 +471,10 @@ impl Chart {
         }
         let costs = cfg.token_costs(env);
         // The lexeme's rest is asked about within what its wait leaves (as the lexer-only walk in
-        // `cfg_run::within` does): `token_rest` answers exactly up to the budget it is given.
+        // `cfg_run::within` does): `token_rest_within` answers exactly where its search settles it.
         for sc in scans {
             let w = self.wait_cost(cfg, Some(costs), sc.origin, Sym::T(sc.term));
-            if w <= budget && cfg.token_rest(env, sc.term, sc.state, budget - w) <= budget - w {
+            if w <= budget && cfg.token_rest_within(env, sc.term, sc.state, budget - w) {
                 return Within::Tokens;
             }
         }

@@ -41,6 +41,11 @@ use crate::vocab::Vocab;
 /// Most states one search expands (a trie walk each, the first time) before it gives up.
 pub const MAX_EXPANSIONS: usize = 1024;
 
+/// A walk's end states are deduplicated by a mark per state past this many (else sorted),
+/// where the DFA has at most [`MARK_STATES`] states.
+const MARK_FROM: usize = 256;
+const MARK_STATES: usize = 1 << 20;
+
 /// Most states whose successors and distances one DFA keeps, before they are dropped.
 const MAX_KEPT: usize = 1 << 16;
 
@@ -268,8 +273,9 @@ impl Inner {
     /// The distinct live states one token leads to from `s`, sorted: one trie walk.
     fn walk(vocab: &Vocab, dfa: &Dfa, s: StateId) -> Vec<StateId> {
         // Tokens next to each other in the trie mostly end in the same state: skip repeats of
-        // the last one; the rest sorted and deduplicated once (cheaper than hashing each where
-        // they mostly differ: a counted repetition's states are counts).
+        // the last one; the rest deduplicated by a mark per state where there are many (most
+        // of the vocabulary from inside a count near its bound: a few hundred distinct rows,
+        // tens of thousands of tokens) and the DFA is not too large to mark, then sorted.
         let mut v: Vec<StateId> = Vec::new();
         let mut last = StateId::DEAD;
         vocab.trie().walk(
@@ -285,6 +291,10 @@ impl Inner {
                 }
             },
         );
+        if v.len() > MARK_FROM && dfa.state_count() <= MARK_STATES {
+            let mut seen = vec![false; dfa.state_count()];
+            v.retain(|t| !std::mem::replace(&mut seen[t.index()], true));
+        }
         v.sort_unstable();
         v.dedup();
         v

@@ -71,7 +71,7 @@ pub(super) fn walk(
 /// The lexer-only walk for the tokens that keep some current lexeme going, under a budget that
 /// binds: a token is let through when some scan it keeps alive has a rest plus a wait cost
 /// within the budget — its finish cost along that way — in usable bytes (`dist`), or else in
-/// tokens ([`Cfg::token_rest`]), as [`Chart::fits`](crate::automaton::earley::Chart::fits) counts.
+/// tokens ([`Cfg::token_rest_within`]), as [`Chart::fits`](crate::automaton::earley::Chart::fits) counts.
 struct InsideWithin<'a> {
     cfg: &'a Cfg,
     env: &'a VocabEnv,
@@ -126,7 +126,7 @@ impl InsideWithin<'_> {
                 && *self
                     .rests
                     .entry((k, s))
-                    .or_insert_with(|| cfg.token_rest(env, scans[k as usize].term, s, budget - wait) <= budget - wait)
+                    .or_insert_with(|| cfg.token_rest_within(env, scans[k as usize].term, s, budget - wait))
         });
         match &mut self.refused {
             _ if within => self.mask.insert_clipped(ids),
