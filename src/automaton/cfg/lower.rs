@@ -11,7 +11,7 @@ use crate::error::{Error, LimitKind, Result};
 use crate::grammar::{regex::expr_to_hir, Expr, Grammar, Mark, RuleId};
 use crate::regular::regex::hir_weight_within;
 use crate::regular::Lexeme;
-use crate::regular::{Dfa, StateId, UNREACHABLE};
+use crate::regular::{Dfa, FxBuild, StateId, UNREACHABLE};
 
 /// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
 /// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
@@ -172,7 +172,7 @@ pub(super) struct Lowering<'a> {
     pub(super) terms: Vec<Term>,
     term_ids: HashMap<String, TermId>,
     pub(super) nts: Vec<Nt>,
-    rule_nt: HashMap<RuleId, NtId>,
+    rule_nt: HashMap<RuleId, NtId, FxBuild>,
     /// The inverse of `rule_nt`, by nonterminal.
     nt_rule: Vec<Option<RuleId>>,
     pub(super) prods: Vec<Prod>,
@@ -185,7 +185,7 @@ pub(super) struct Lowering<'a> {
     texts: Texts,
     /// The terminal of each [`Expr::Lexeme`], by the address of its `Arc` (borrowed from the
     /// grammar: stable).
-    lexeme_syms: HashMap<usize, Sym>,
+    lexeme_syms: HashMap<usize, Sym, FxBuild>,
 }
 
 impl<'a> Lowering<'a> {
@@ -204,12 +204,12 @@ impl<'a> Lowering<'a> {
             terms: Vec::new(),
             term_ids: HashMap::new(),
             nts: Vec::new(),
-            rule_nt: HashMap::new(),
+            rule_nt: HashMap::default(),
             nt_rule: Vec::new(),
             prods: Vec::new(),
             runs: HashMap::new(),
             texts: Texts::default(),
-            lexeme_syms: HashMap::new(),
+            lexeme_syms: HashMap::default(),
         };
         l.new_nt("⊤".into());
         let start = l.rule_sym(g.start)?;

@@ -5,7 +5,6 @@
 //! `regex-automata` (Thompson NFA, one compiler per thread, then an anchored dense DFA copied into
 //! our own table).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use regex_automata::{
@@ -298,10 +297,9 @@ impl Dfa {
         let bc = dfa.byte_classes();
         let mut classes = [0u8; 256];
         let mut reps: Vec<u8> = Vec::new();
-        let mut class_of_ra: HashMap<u8, u8> = HashMap::new();
+        let mut class_of_ra: [Option<u8>; 256] = [None; 256];
         for b in 0..=255u8 {
-            let c = bc.get(b);
-            let ours = *class_of_ra.entry(c).or_insert_with(|| {
+            let ours = *class_of_ra[bc.get(b) as usize].get_or_insert_with(|| {
                 reps.push(b);
                 (reps.len() - 1) as u8
             });

@@ -279,28 +279,44 @@ impl TupleIds {
 
 /// The common refinement of the DFAs' byte classes, with one representative byte per class;
 /// the `dead` bytes (which some positive part of a product refuses everywhere) form one class.
+/// Classes are numbered in the order of their least byte (as the whole tuple of each byte's
+/// classes would number them), refined one DFA at a time: a byte's class so far and its class
+/// in the next DFA name its new class.
 pub(super) fn common_classes<'a>(
     dfas: impl Iterator<Item = &'a Dfa> + Clone,
     dead: &[bool; 256],
 ) -> ([u8; 256], Vec<u8>) {
+    // Before any DFA: the dead bytes, and the others.
     let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    let mut class_of: HashMap<Vec<u8>, u8> = HashMap::new();
-    let mut key: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        key.clear();
-        // `dead` bytes share one key that no other byte has (an empty one).
-        if !dead[b as usize] {
-            key.extend(dfas.clone().map(|d| d.classes[b as usize]));
-        }
-        classes[b as usize] = match class_of.get(&key) {
-            Some(&c) => c,
-            None => {
-                reps.push(b);
-                class_of.insert(key.clone(), (reps.len() - 1) as u8);
-                (reps.len() - 1) as u8
-            }
-        };
+    let mut count = number_first_seen(&mut classes, 2, |b| usize::from(!dead[b]));
+    for d in dfas {
+        let (so_far, stride) = (classes, d.stride);
+        count = number_first_seen(&mut classes, count * stride, |b| {
+            // Dead bytes keep one class whatever the DFAs say.
+            let next = if dead[b] { 0 } else { d.classes[b] as usize };
+            so_far[b] as usize * stride + next
+        });
+    }
+    let mut reps = vec![0u8; count];
+    for b in (0..=255u8).rev() {
+        reps[classes[b as usize] as usize] = b;
     }
     (classes, reps)
+}
+
+/// Numbers the bytes' keys (`key(b) < keys`) densely in the order of their least byte, into
+/// `classes`; the number of classes.
+fn number_first_seen(classes: &mut [u8; 256], keys: usize, key: impl Fn(usize) -> usize) -> usize {
+    const NONE: u16 = u16::MAX;
+    let mut ids = vec![NONE; keys];
+    let mut count = 0usize;
+    for (b, class) in classes.iter_mut().enumerate() {
+        let id = &mut ids[key(b)];
+        if *id == NONE {
+            *id = count as u16;
+            count += 1;
+        }
+        *class = *id as u8;
+    }
+    count
 }

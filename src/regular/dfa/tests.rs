@@ -779,3 +779,33 @@ fn repetitions_counted_through_a_marker_equal_the_regex() {
     let from_lexeme = Dfa::from_regex_lexeme(&hir(words), limits).unwrap();
     assert!(from_lexeme.is_counter(), "the lexeme path counts it");
 }
+
+/// The common refinement of byte classes: two bytes share a class iff every DFA puts them in
+/// one class (or both are dead), classes numbered by their least byte, a representative each.
+#[test]
+fn common_classes_refine_every_dfa() {
+    let dfas = [dfa("[a-c]x|\\d"), dfa("[b-f]+"), dfa("[^a]"), dfa("y")];
+    let mut dead = [false; 256];
+    dead[b'z' as usize] = true;
+    dead[b'0' as usize] = true;
+    for n in 0..=dfas.len() {
+        let (classes, reps) = super::product::common_classes(dfas[..n].iter(), &dead);
+        // The tuple of each byte's classes, numbered in order of first byte.
+        let key =
+            |b: usize| -> Option<Vec<u8>> { (!dead[b]).then(|| dfas[..n].iter().map(|d| d.classes[b]).collect()) };
+        let mut seen: Vec<Option<Vec<u8>>> = Vec::new();
+        for (b, &class) in classes.iter().enumerate() {
+            let k = key(b);
+            let id = seen.iter().position(|s| *s == k).unwrap_or_else(|| {
+                seen.push(k.clone());
+                seen.len() - 1
+            });
+            assert_eq!(class as usize, id, "byte {b} with {n} DFAs");
+        }
+        assert_eq!(reps.len(), seen.len());
+        for (c, &r) in reps.iter().enumerate() {
+            assert_eq!(classes[r as usize] as usize, c);
+            assert!((0..r).all(|b| classes[b as usize] as usize != c), "the least byte of class {c}");
+        }
+    }
+}
