@@ -434,26 +434,22 @@ fn check_and_bench_read_the_gguf_tokenizer() {
         {"description": "ok", "data": {"name": "Ada"}, "valid": true},
         {"description": "not a string", "data": {"name": 1}, "valid": false}]});
     let file = write_tmp(tmp.path(), "case.json", case.to_string().as_bytes());
-    let out = std::process::Command::new(bin)
-        .args(["bench", "--tokenizer"])
-        .arg(&path)
-        .arg("--cases")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let line: Value = serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
-    assert_eq!(line["status"], "ok", "{line}");
     let schema_file = write_tmp(tmp.path(), "schema.json", schema.to_string().as_bytes());
-    let out = std::process::Command::new(bin)
-        .args(["check", "--tokenizer"])
-        .arg(&path)
-        .arg("--schema")
-        .arg(&schema_file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let facts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = |command: &str, what: &str, file: &Path| {
+        let out = std::process::Command::new(bin)
+            .args([command, "--tokenizer"])
+            .arg(&path)
+            .arg(what)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let out = run("bench", "--cases", &file);
+    let line: Value = serde_json::from_slice(out.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["status"], "ok", "{line}");
+    let facts: Value = serde_json::from_slice(&run("check", "--schema", &schema_file)).unwrap();
     assert!(facts["min_tokens"].as_u64().is_some_and(|n| (3..=8).contains(&n)), "{facts}");
 }
 
