@@ -19,7 +19,7 @@ use super::counted::{Repeat, MAX_TABLED_COUNTED};
 use super::explore::explore;
 use super::finite::{finite_strings, prefix_free, string_count, FINITE_STRINGS};
 use super::marked::MIN_MARKED_WEIGHT;
-use super::{Dfa, DfaLimits};
+use super::{number_bytes, Dfa, DfaLimits};
 use crate::error::{Error, LimitKind, Location, Result};
 use crate::regular::Lexeme;
 
@@ -295,16 +295,7 @@ impl Dfa {
     fn from_dense(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa> {
         // Our byte classes: the distinct class of each byte, with one representative byte each.
         let bc = dfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut class_of_ra: [Option<u8>; 256] = [None; 256];
-        for b in 0..=255u8 {
-            let ours = *class_of_ra[bc.get(b) as usize].get_or_insert_with(|| {
-                reps.push(b);
-                (reps.len() - 1) as u8
-            });
-            classes[b as usize] = ours;
-        }
+        let (classes, reps) = number_bytes(256, |b| bc.get(b) as usize);
 
         let start_id = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))

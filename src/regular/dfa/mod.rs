@@ -347,6 +347,20 @@ impl Dfa {
     }
 }
 
+/// Byte classes from a key per byte (`key(b) < keys`): bytes with one key share a class,
+/// classes numbered in the order of their least byte; and that byte of each, in class order.
+pub(super) fn number_bytes(keys: usize, key: impl Fn(u8) -> usize) -> ([u8; 256], Vec<u8>) {
+    let mut ids = vec![None::<u8>; keys];
+    let (mut classes, mut reps) = ([0u8; 256], Vec::new());
+    for b in 0..=255u8 {
+        classes[b as usize] = *ids[key(b)].get_or_insert_with(|| {
+            reps.push(b);
+            (reps.len() - 1) as u8
+        });
+    }
+    (classes, reps)
+}
+
 /// Fewest bytes to acceptance per state ([`Dfa::dist_using`]): a table, or a counter's rows.
 #[derive(Clone)]
 pub struct Distances(By);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::explore::SlotIds;
-use super::{next_id, Counter, Dfa, DfaLimits, StateId};
+use super::{next_id, number_bytes, Counter, Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
 use crate::regular::FxBuild;
 
@@ -282,41 +282,16 @@ impl TupleIds {
 /// Classes are numbered in the order of their least byte (as the whole tuple of each byte's
 /// classes would number them), refined one DFA at a time: a byte's class so far and its class
 /// in the next DFA name its new class.
-pub(super) fn common_classes<'a>(
-    dfas: impl Iterator<Item = &'a Dfa> + Clone,
-    dead: &[bool; 256],
-) -> ([u8; 256], Vec<u8>) {
+pub(super) fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa>, dead: &[bool; 256]) -> ([u8; 256], Vec<u8>) {
     // Before any DFA: the dead bytes, and the others.
-    let mut classes = [0u8; 256];
-    let mut count = number_first_seen(&mut classes, 2, |b| usize::from(!dead[b]));
+    let mut refined = number_bytes(2, |b| usize::from(!dead[b as usize]));
     for d in dfas {
-        let (so_far, stride) = (classes, d.stride);
-        count = number_first_seen(&mut classes, count * stride, |b| {
+        let ((so_far, reps), stride) = (refined, d.stride);
+        refined = number_bytes(reps.len() * stride, |b| {
             // Dead bytes keep one class whatever the DFAs say.
-            let next = if dead[b] { 0 } else { d.classes[b] as usize };
-            so_far[b] as usize * stride + next
+            let next = if dead[b as usize] { 0 } else { d.classes[b as usize] as usize };
+            so_far[b as usize] as usize * stride + next
         });
     }
-    let mut reps = vec![0u8; count];
-    for b in (0..=255u8).rev() {
-        reps[classes[b as usize] as usize] = b;
-    }
-    (classes, reps)
-}
-
-/// Numbers the bytes' keys (`key(b) < keys`) densely in the order of their least byte, into
-/// `classes`; the number of classes.
-fn number_first_seen(classes: &mut [u8; 256], keys: usize, key: impl Fn(usize) -> usize) -> usize {
-    const NONE: u16 = u16::MAX;
-    let mut ids = vec![NONE; keys];
-    let mut count = 0usize;
-    for (b, class) in classes.iter_mut().enumerate() {
-        let id = &mut ids[key(b)];
-        if *id == NONE {
-            *id = count as u16;
-            count += 1;
-        }
-        *class = *id as u8;
-    }
-    count
+    refined
 }
