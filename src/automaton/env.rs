@@ -87,11 +87,13 @@ impl VocabEnv {
         })
     }
 
-    /// Builds now what the first mask over this vocabulary would otherwise build (the
-    /// [`Slices`]: about 15 ms on a 49k vocabulary), so that no request waits for it.
-    /// Idempotent; a mask that needs them while this runs waits for it.
+    /// Builds now what the first masks over this vocabulary would otherwise build (the
+    /// [`Slices`]: about 15 ms on a 49k vocabulary; the string-content automaton and the
+    /// class tries of plain string content, a few ms more), so that no request waits for it.
+    /// Idempotent; a mask that needs the slices while this runs waits for them.
     pub fn prepare(&self) {
         self.slices();
+        self.mask_cache.prepare_content_tries(self);
     }
 
     /// [`prepare`](Self::prepare) on a thread of its own, so that the caller (a model loader)

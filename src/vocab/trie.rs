@@ -149,6 +149,15 @@ impl TokenTrie {
         sets
     }
 
+    /// The root's children, in byte order: each one's byte and the nodes of its subtree
+    /// (itself included).
+    pub fn first_bytes(&self) -> impl Iterator<Item = (u8, usize)> + '_ {
+        let n = self.nodes.len() - 1;
+        let next = move |&i: &usize| Some(self.nodes[i].subtree_end as usize).filter(|&e| e < n);
+        std::iter::successors(Some(1).filter(|&i| i < n), next)
+            .map(|i| (self.nodes[i].byte, self.nodes[i].subtree_end as usize - i))
+    }
+
     /// The longest token, in bytes.
     pub fn max_token_len(&self) -> usize {
         self.max_depth

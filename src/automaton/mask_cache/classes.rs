@@ -7,14 +7,22 @@
 //! DFA's own classes split the letters (`\n` and `\q` differ), but after no content byte is a
 //! backslash pending, so there the letters are one class again.
 //!
-//! A class trie costs about a pass over its slice to build and is kept per (slice, map) in
-//! the cache ([`ClassPolicy`]). As in renting before buying, a DFA's walks of a slice go over
-//! the slice's own trie and are counted until they have visited as many nodes as the slice
-//! has; the next asks for the class trie of its map (walks of a few nodes, a key's name, never
-//! pay for one, nor for a map). It is never built where it would keep more than an eighth of
+//! A class trie costs about a pass over its slice's live nodes to build (about twice a walk
+//! of them) and is kept per (slice, map) in the cache ([`ClassPolicy`]). As in renting before
+//! buying, a DFA's walks of a slice go over the slice's own trie and are counted until they
+//! have visited as many nodes as the slice has, divided by how many walks from distinct
+//! states the DFA is likely to make ([`likely_walks`]: a count or a bounded format such as
+//! `email`, a new state per character, makes many, each as large as the first; a plain
+//! string few); the next asks for the class trie of its map. Before a DFA's first walk the
+//! nodes below the first bytes it reads stand for the walk (an upper bound), so a count that
+//! reads every letter buys at once, while walks of a few nodes, a key's name, never pay for a
+//! class trie, nor for a map. It is never built where it would keep more than an eighth of
 //! the slice's nodes or under a map that splits the letters ([`Slot::Refused`]), nor for
 //! slices of fewer than [`MIN_NODES`] nodes. Content maps are kept per DFA with the states
-//! they cover (for a count computed on the fly, its places: every row alike).
+//! they cover (for a count computed on the fly, its places: every row alike); their classes
+//! are numbered by least byte, so DFAs that split content bytes alike share class tries.
+//! Those of plain string content (any string bounded by length alone) are built ahead by
+//! [`VocabEnv::prepare`] ([`MaskCache::prepare_content_tries`]).
 //!
 //! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
 //! trie would (the same ids, groups, members in the same order and distances).
@@ -23,6 +31,7 @@ use std::collections::HashMap;
 use std::ops::Not;
 use std::sync::Arc;
 
+use super::content::content_dfa;
 use super::{Inner, MaskCache};
 use crate::automaton::VocabEnv;
 use crate::regular::{Dfa, FxBuild, StateId};
@@ -60,6 +69,31 @@ pub(super) enum Slot {
 pub(super) struct ContentMap {
     covers: Vec<bool>,
     map: ByteMap,
+    /// How many states (a count's places) `covers` holds.
+    reach: usize,
+}
+
+/// A content map as a walk asks for it: the map, and how many states it holds for.
+pub(super) struct Found {
+    map: ByteMap,
+    reach: usize,
+}
+
+/// The most walks from distinct states that [`likely_walks`] expects.
+const MAX_LIKELY_WALKS: usize = 8;
+
+/// How many walks of a slice `dfa` is likely to make, from distinct states, for the rent-or-buy
+/// of its class trie: for a body slice, the states its content map holds for (walks from
+/// content states reach only those), at most [`MAX_LIKELY_WALKS`]; as many for a count (a row
+/// per character) or a DFA too large for a content map. For the rest slice, one: rent until
+/// the walks have paid for the build.
+fn likely_walks(dfa: &Dfa, body: bool, content: Option<&Found>) -> usize {
+    match content {
+        _ if !body => 1,
+        _ if dfa.counted_base().is_some() => MAX_LIKELY_WALKS,
+        Some(found) => found.reach.clamp(1, MAX_LIKELY_WALKS),
+        None => MAX_LIKELY_WALKS,
+    }
 }
 
 /// Can `b` be a byte of a body slice's token (string content, or a prefix of some)?
@@ -74,9 +108,10 @@ fn own_map(dfa: &Dfa) -> ByteMap {
 
 /// A map for walks of `dfa` from `from` over string content: content bytes that lead to the
 /// same state from every state reachable from `from` over content bytes share a class (those
-/// that lead nowhere, [`DEAD_CLASS`]); every other byte keeps its DFA class, apart from them.
-/// With the states it holds for (a walk from any of them may use it: what they reach, `from`
-/// reaches). `None` past [`MAX_CONTENT_STATES`] states.
+/// that lead nowhere, [`DEAD_CLASS`]), numbered by their least byte; every other byte is in
+/// no body slice's token and maps to [`DEAD_CLASS`] too. With the states it holds for (a walk
+/// from any of them may use it: what they reach, `from` reaches). `None` past
+/// [`MAX_CONTENT_STATES`] states.
 ///
 /// A count computed on the fly has its rows for states: there the search is over its base's
 /// places, and bytes share a class where they take every place reached to the same place,
@@ -134,17 +169,22 @@ fn content_classes_by(
         let n = by_signature.len() as u8;
         class_of[c as usize] = *by_signature.entry(signature).or_insert(n);
     }
-    // Other bytes keep their DFA class, numbered after the content classes.
-    let base = by_signature.len();
-    let mut map = [0u8; 256];
-    for b in 0..=255u8 {
-        let c = dfa.class(b);
-        map[b as usize] = match content_byte(b) {
-            true => class_of[c as usize],
-            false => u8::try_from(base + c as usize).ok().filter(|&k| k != DEAD_CLASS)?,
-        };
+    // Other bytes are in no body slice's token: dead too. Classes numbered in the order of
+    // their least byte, so that DFAs that split the content bytes alike share class tries.
+    let mut map = [DEAD_CLASS; 256];
+    let mut renumber = [DEAD_CLASS; 256];
+    let mut next = 0u8;
+    for b in (0..=255u8).filter(|&b| content_byte(b)) {
+        let c = class_of[dfa.class(b) as usize];
+        if c != DEAD_CLASS {
+            if renumber[c as usize] == DEAD_CLASS {
+                renumber[c as usize] = next;
+                next += 1;
+            }
+            map[b as usize] = renumber[c as usize];
+        }
     }
-    Some(ContentMap { covers, map })
+    Some(ContentMap { covers, map, reach: reached.len() })
 }
 
 /// A slice and a byte map: what a class trie is kept by.
@@ -157,8 +197,8 @@ pub(super) type WalkKey = (u32, u64);
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum ClassPolicy {
-    /// Once a DFA's walks of a slice have visited as many nodes as the slice has (see the
-    /// module docs).
+    /// Once a DFA's walks of a slice have visited as many nodes as the slice has, divided by
+    /// the walks it is likely to make (see the module docs).
     #[default]
     Measured,
     /// At the first ask (tests: every walk that can goes through a class trie).
@@ -179,43 +219,80 @@ impl MaskCache {
         state: StateId,
     ) -> Result<Arc<ClassTrie>, Option<WalkKey>> {
         let slices = env.slices();
-        let nodes = slices.trie(part).node_count();
+        let trie = slices.trie(part);
+        let nodes = trie.node_count();
         let rent = (part as u32, dfa.id());
         let policy = self.class_policy();
-        {
+        let body = part < slices.body.len();
+        let walked = {
             let inner = self.lock();
             // A small slice's walks cost little.
             let small = nodes < MIN_NODES && policy != ClassPolicy::Eager;
             if policy == ClassPolicy::Off || small {
                 return Err(None);
             }
-            let walked = inner.walked.get(&rent).copied().unwrap_or(0);
-            if walked < nodes && policy != ClassPolicy::Eager {
-                return Err(Some(rent));
-            }
-        }
-        let map = match part < slices.body.len() {
-            true => self.content_map(dfa, state).unwrap_or_else(|| own_map(dfa)),
-            false => own_map(dfa),
+            inner.walked.get(&rent).copied().unwrap_or(0)
         };
+        // What one walk costs: as the walks so far measured it, or before the first, the
+        // nodes below the first bytes the DFA reads (an upper bound). Rented while even the
+        // most walks expected would not pay for the build.
+        let walk = match walked {
+            0 => trie.first_bytes().filter(|&(b, _)| dfa.next(state, b) != StateId::DEAD).map(|(_, n)| n).sum(),
+            w => w,
+        };
+        if policy != ClassPolicy::Eager && walk.saturating_mul(MAX_LIKELY_WALKS) < nodes {
+            return Err(Some(rent));
+        }
+        let content = body.then(|| self.content_map(dfa, state)).flatten();
+        let likely = likely_walks(dfa, body, content.as_ref());
+        let map = content.map_or_else(|| own_map(dfa), |c| c.map);
         let key: ClassKey = (part as u32, map);
         match self.lock().class_tries.get(&key) {
             Some(Slot::Built(t)) => return Ok(t.clone()),
             Some(Slot::Refused) => return Err(None),
             None => {}
         }
-        // Built outside the lock (another matcher may build the same: the first kept wins).
-        let trie = slices.trie(part);
-        let built = splits_letters(&map)
+        if policy != ClassPolicy::Eager && walk.saturating_mul(likely) < nodes {
+            return Err(Some(rent));
+        }
+        match self.build_class_trie(env, key) {
+            Slot::Built(t) => Ok(t),
+            Slot::Refused => Err(None),
+        }
+    }
+
+    /// Builds the class trie of `key` and keeps it (or that it was refused), outside the lock:
+    /// another matcher may build the same, and the first kept wins.
+    fn build_class_trie(&self, env: &VocabEnv, key: ClassKey) -> Slot {
+        let (part, map) = (key.0 as usize, &key.1);
+        let trie = env.slices().trie(part);
+        let built = splits_letters(map)
             .not()
-            .then(|| trie.by_classes(&map, trie.node_count() / MIN_SHRINK + 1))
+            .then(|| trie.by_classes(map, trie.node_count() / MIN_SHRINK + 1))
             .flatten()
             .map(Arc::new);
         let mut inner = self.lock();
         inner.reserve(300 + built.as_ref().map_or(0, |t| t.heap_bytes()));
         match inner.class_tries.entry(key).or_insert(built.map_or(Slot::Refused, Slot::Built)) {
-            Slot::Built(t) => Ok(t.clone()),
-            Slot::Refused => Err(None),
+            Slot::Built(t) => Slot::Built(t.clone()),
+            Slot::Refused => Slot::Refused,
+        }
+    }
+
+    /// Builds the class tries of plain string content ([`content_dfa`]'s content map) for the
+    /// body slices large enough to have one: the map of every string whose length alone is
+    /// bounded (`maxLength`, `minLength`), whose rows near the bound each walk the slices that
+    /// their longest tokens no longer fit whole. What [`VocabEnv::prepare`] builds ahead of the
+    /// first request; a cache emptied later builds them again on demand.
+    pub(in crate::automaton) fn prepare_content_tries(&self, env: &VocabEnv) {
+        let dfa = content_dfa();
+        let Some(found) = content_classes(dfa, dfa.start()) else { return };
+        let slices = env.slices();
+        for part in (0..slices.body.len()).filter(|&p| slices.trie(p).node_count() >= MIN_NODES) {
+            let key: ClassKey = (part as u32, found.map);
+            if !self.lock().class_tries.contains_key(&key) {
+                self.build_class_trie(env, key);
+            }
         }
     }
 
@@ -230,7 +307,7 @@ impl MaskCache {
     }
 
     /// `dfa`'s content map for walks from `state`: one kept that covers it, or a new one.
-    fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<ByteMap> {
+    fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<Found> {
         // A map covers a counter's places, every row alike.
         let place = dfa.counted_base().map_or(state, |base| base.place(state));
         let covered = |inner: &Inner| {
@@ -239,7 +316,7 @@ impl MaskCache {
                 .get(&dfa.id())?
                 .iter()
                 .find(|m| m.covers.get(place.index()) == Some(&true))
-                .map(|m| m.map)
+                .map(|m| Found { map: m.map, reach: m.reach })
         };
         {
             let inner = self.lock();
@@ -256,10 +333,71 @@ impl MaskCache {
             inner.no_content_map.insert(dfa.id());
             return None;
         };
-        let map = found.map;
+        let kept = Found { map: found.map, reach: found.reach };
         let mut inner = self.lock();
         inner.reserve(found.covers.len() + 300);
         inner.content_maps.entry(dfa.id()).or_default().push(found);
-        Some(map)
+        Some(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Vocab;
+
+    fn dfa(re: &str) -> Dfa {
+        Dfa::from_hir(&crate::regular::regex::parse(re).unwrap(), Default::default()).unwrap()
+    }
+
+    /// A vocabulary whose three-letter slice is large enough for class tries: every
+    /// lowercase triple, with a few multi-byte characters and a quote.
+    fn env() -> Arc<VocabEnv> {
+        let mut toks: Vec<Vec<u8>> = vec![b"\"".to_vec(), "é".into(), "日".into(), b"a\"".to_vec()];
+        for a in b'a'..=b'z' {
+            for b in b'a'..=b'z' {
+                toks.extend((b'a'..=b'z').map(|c| vec![a, b, c]));
+            }
+        }
+        VocabEnv::new(Arc::new(Vocab::from_byte_tokens(toks, &[])))
+    }
+
+    /// A string bounded by length alone splits content bytes as plain content does (the
+    /// numbering by least byte makes the maps equal), so near its bound it walks the class
+    /// tries `prepare` built: none is built or rented for it. A pattern splits them otherwise.
+    #[test]
+    fn bounded_strings_use_the_prepared_content_tries() {
+        let plain = content_classes(content_dfa(), content_dfa().start()).unwrap().map;
+        let bounded = dfa(r#""(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}){0,40}""#);
+        let near = bounded.run(bounded.start(), &[b"\"".as_slice(), &[b'a'; 38]].concat());
+        assert_eq!(content_classes(&bounded, near).unwrap().map, plain);
+        let letters = dfa(r#""[a-z]{0,40}""#);
+        let in_letters = letters.run(letters.start(), b"\"a");
+        assert_ne!(content_classes(&letters, in_letters).unwrap().map, plain);
+
+        let env = env();
+        env.prepare();
+        let cache = env.mask_cache();
+        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let built = cache.lock().class_tries.len();
+        assert!(built >= 1, "prepare builds the content tries");
+        assert!(cache.class_trie(&env, part, &bounded, near).is_ok(), "the prepared trie, at once");
+        assert_eq!(cache.lock().class_tries.len(), built, "no other built");
+        assert!(cache.lock().walked.is_empty(), "no walk rented");
+    }
+
+    /// Before its first walk a DFA is rented unless what it may walk would pay for a build:
+    /// a key read by a few first bytes rents, a count over all the letters buys at once.
+    #[test]
+    fn the_first_walk_rents_unless_it_would_pay() {
+        let env = env();
+        let cache = env.mask_cache();
+        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let key = dfa(r#"abc"|abd""#);
+        let walk = cache.class_trie(&env, part, &key, key.start());
+        assert!(matches!(walk, Err(Some(_))), "a key's first walk is rented");
+        let letters = dfa(r#""[a-z]{0,40}""#);
+        let s = letters.run(letters.start(), b"\"");
+        assert!(cache.class_trie(&env, part, &letters, s).is_ok(), "a count over every letter buys");
     }
 }
