@@ -56,16 +56,18 @@ impl TokenTrie {
             dense[b] = dense_of[c];
         }
         let n = self.node_count();
-        let nodes = &self.nodes;
-        // Pass 1: `of[i]`, node i's class node; `child[c * k + class]`, class node c's child.
-        // (Nodes left out keep `NONE`.)
+        let nodes = &self.nodes[..n + 1];
+        let own_ids = |i: usize| nodes[i + 1].tok_start - nodes[i].tok_start;
+        // Pass 1: `of[i]`, node i's class node; `child[c * k + class]`, class node c's child;
+        // per class node, its members and their ids counted. (Nodes left out keep `NONE`.)
         const NONE: u32 = u32::MAX;
         let mut of = vec![NONE; n];
         of[0] = 0;
         let mut child = vec![u32::MAX; k];
         let mut depth = vec![0u16];
-        // path[d]: the class node of the current path's node at depth d.
-        let mut path: Vec<u32> = vec![0];
+        let (mut member_n, mut id_n) = (vec![1u32], vec![own_ids(0)]);
+        // path[d]: the class node of the current path's node at depth d (deeper entries stale).
+        let mut path = vec![0u32; self.max_token_len() + 1];
         let mut i = 1;
         while i < n {
             let node = nodes[i];
@@ -74,23 +76,23 @@ impl TokenTrie {
                 continue;
             }
             let d = node.depth as usize;
-            path.truncate(d);
             let slot = path[d - 1] as usize * k + dense[node.byte as usize] as usize;
-            let c = match child[slot] {
-                u32::MAX => {
-                    let c = depth.len() as u32;
-                    if depth.len() >= max_nodes {
-                        return None;
-                    }
-                    child[slot] = c;
-                    child.resize(child.len() + k, u32::MAX);
-                    depth.push(d as u16);
-                    c
+            let mut c = child[slot];
+            if c == u32::MAX {
+                c = depth.len() as u32;
+                if depth.len() >= max_nodes {
+                    return None;
                 }
-                c => c,
-            };
+                child[slot] = c;
+                child.resize(child.len() + k, u32::MAX);
+                depth.push(d as u16);
+                member_n.push(0);
+                id_n.push(0);
+            }
             of[i] = c;
-            path.push(c);
+            path[d] = c;
+            member_n[c as usize] += 1;
+            id_n[c as usize] += own_ids(i);
             i += 1;
         }
         // Pass 2: pre-order positions and subtree ends.
@@ -110,18 +112,19 @@ impl TokenTrie {
             let row = &child[c as usize * k..(c as usize + 1) * k];
             stack.extend(row.iter().rev().filter(|&&x| x != u32::MAX).map(|&x| (x, false)));
         }
-        // Pass 3: members and ids by class node, in one front-to-back pass over the nodes
-        // (a counting sort: ascending within each class node, ids member by member).
-        let own_ids = |i: usize| nodes[i + 1].tok_start - nodes[i].tok_start;
+        // Pass 3: members and ids by class node, in one front-to-back pass over the nodes (a
+        // counting sort by the counts of pass 1: ascending within each class node, ids member
+        // by member). Indexed by class node here, by pre-order position in the result.
         let (mut member_at, mut id_at) = (vec![0u32; count + 1], vec![0u32; count + 1]);
-        for (i, &c) in of.iter().enumerate().filter(|&(_, &c)| c != NONE) {
-            let p = pos[c as usize] as usize + 1;
-            member_at[p] += 1;
-            id_at[p] += own_ids(i);
-        }
         for p in 0..count {
-            member_at[p + 1] += member_at[p];
-            id_at[p + 1] += id_at[p];
+            let c = order[p] as usize;
+            member_at[p + 1] = member_at[p] + member_n[c];
+            id_at[p + 1] = id_at[p] + id_n[c];
+        }
+        let (mut next_member, mut next_id) = (vec![0u32; count], vec![0u32; count]);
+        for c in 0..count {
+            let p = pos[c] as usize;
+            (next_member[c], next_id[c]) = (member_at[p], id_at[p]);
         }
         let mut nodes_out: Vec<Node> = (0..count)
             .map(|p| {
@@ -131,26 +134,32 @@ impl TokenTrie {
             .collect();
         let mut ids_out = vec![TokenId(0); id_at[count] as usize];
         let mut members = vec![0u32; member_at[count] as usize];
-        let member_starts = member_at.clone();
-        for (i, &c) in of.iter().enumerate().filter(|&(_, &c)| c != NONE) {
-            let p = pos[c as usize] as usize;
-            let (m, t) = (member_at[p] as usize, id_at[p] as usize);
-            if m == member_starts[p] as usize && p > 0 {
-                nodes_out[p].byte = nodes[i].byte;
+        let token_ids = &self.token_ids;
+        for (i, &c) in of.iter().enumerate() {
+            if c == NONE {
+                continue;
             }
+            let c = c as usize;
+            let (m, t) = (next_member[c] as usize, next_id[c] as usize);
             members[m] = i as u32;
-            let ids = &self.token_ids[nodes[i].tok_start as usize..nodes[i + 1].tok_start as usize];
-            // Mostly one id or none: a loop, not a call to copy.
-            for (k, &id) in ids.iter().enumerate() {
-                ids_out[t + k] = id;
+            next_member[c] += 1;
+            let (from, to) = (nodes[i].tok_start as usize, nodes[i + 1].tok_start as usize);
+            if from < to {
+                // Mostly one id: a loop, not a call to copy.
+                for (k, &id) in token_ids[from..to].iter().enumerate() {
+                    ids_out[t + k] = id;
+                }
+                next_id[c] += (to - from) as u32;
             }
-            member_at[p] += 1;
-            id_at[p] += ids.len() as u32;
+        }
+        // A class node's byte is its first member's.
+        for p in 1..count {
+            nodes_out[p].byte = nodes[members[member_at[p] as usize] as usize].byte;
         }
         let max_depth = depth.iter().copied().max().unwrap_or(0) as usize;
         nodes_out.push(Node { subtree_end: count as u32 + 1, tok_start: ids_out.len() as u32, depth: 0, byte: 0 });
         let trie = TokenTrie::from_nodes(nodes_out, ids_out, max_depth);
-        Some(ClassTrie { trie, member_at: member_starts, members })
+        Some(ClassTrie { trie, member_at, members })
     }
 }
 
