@@ -28,9 +28,21 @@ pub(super) struct Node {
     pub(super) byte: u8,
 }
 
+/// A child of the root: its byte and its subtree's node range (itself first).
+#[derive(Debug, Clone, Copy)]
+struct Root {
+    byte: u8,
+    start: u32,
+    end: u32,
+}
+
 pub struct TokenTrie {
     /// The nodes in depth-first pre-order, then one sentinel (its `tok_start` closes the ids).
     pub(super) nodes: Vec<Node>,
+    /// The root's children, in order, side by side: a walk reads them here instead of from
+    /// nodes spread over the whole array (a cache miss each, where the walk starts cold and
+    /// its automaton reads a few first bytes: a key, a number).
+    roots: Vec<Root>,
     pub(super) token_ids: Vec<TokenId>,
     /// Exact bytes → index of the node that owns them (`None` for a walk-only trie).
     map: Option<fst::Map<Vec<u8>>>,
@@ -46,7 +58,7 @@ impl TokenTrie {
     /// A walk-only trie from its laid-out parts (see the module docs' invariants; the last node
     /// a sentinel whose `tok_start` closes the ids): the class tries' own layout.
     pub(super) fn from_nodes(nodes: Vec<Node>, token_ids: Vec<TokenId>, max_depth: usize) -> TokenTrie {
-        TokenTrie { nodes, token_ids, map: None, max_depth }
+        TokenTrie { roots: roots(&nodes), nodes, token_ids, map: None, max_depth }
     }
 
     /// A trie for walks only: [`lookup`](Self::lookup), [`longest_prefix`](Self::longest_prefix)
@@ -97,7 +109,7 @@ impl TokenTrie {
         let end = nodes.len() as u32;
         nodes.push(Node { subtree_end: end + 1, tok_start: token_ids.len() as u32, depth: 0, byte: 0 });
         let map = map.map(|m| fst::Map::new(m.into_inner().expect("in-memory fst")).expect("valid fst"));
-        TokenTrie { nodes, token_ids, map, max_depth }
+        TokenTrie { roots: roots(&nodes), nodes, token_ids, map, max_depth }
     }
 
     /// The number of nodes (root included).
@@ -152,10 +164,7 @@ impl TokenTrie {
     /// The root's children, in byte order: each one's byte and the nodes of its subtree
     /// (itself included).
     pub fn first_bytes(&self) -> impl Iterator<Item = (u8, usize)> + '_ {
-        let n = self.nodes.len() - 1;
-        let next = move |&i: &usize| Some(self.nodes[i].subtree_end as usize).filter(|&e| e < n);
-        std::iter::successors(Some(1).filter(|&i| i < n), next)
-            .map(|i| (self.nodes[i].byte, self.nodes[i].subtree_end as usize - i))
+        self.roots.iter().map(|r| (r.byte, (r.end - r.start) as usize))
     }
 
     /// The longest token, in bytes.
@@ -233,24 +242,45 @@ impl TokenTrie {
         // states[d] = the state after the first d bytes of the current path.
         let mut states = vec![root; self.max_depth + 1];
         let nodes = &self.nodes;
-        let mut i = 1;
-        while i < nodes.len() - 1 {
-            let n = nodes[i];
-            let d = n.depth as usize;
-            debug_assert!(d >= 1 && d <= self.max_depth);
-            match step(states[d - 1], n.byte, i as u32) {
-                None => i = n.subtree_end as usize,
-                Some(s) => {
-                    states[d] = s;
-                    let ids = self.node_tokens(i);
-                    if !ids.is_empty() {
-                        on_tokens(s, ids);
+        for r in &self.roots {
+            let Some(s) = step(root, r.byte, r.start) else { continue };
+            states[1] = s;
+            let ids = self.node_tokens(r.start as usize);
+            if !ids.is_empty() {
+                on_tokens(s, ids);
+            }
+            let mut i = r.start as usize + 1;
+            while i < r.end as usize {
+                let n = nodes[i];
+                let d = n.depth as usize;
+                debug_assert!(d >= 2 && d <= self.max_depth);
+                match step(states[d - 1], n.byte, i as u32) {
+                    None => i = n.subtree_end as usize,
+                    Some(s) => {
+                        states[d] = s;
+                        let ids = self.node_tokens(i);
+                        if !ids.is_empty() {
+                            on_tokens(s, ids);
+                        }
+                        i += 1;
                     }
-                    i += 1;
                 }
             }
         }
     }
+}
+
+/// The root's children of a laid-out trie (the last node a sentinel).
+fn roots(nodes: &[Node]) -> Vec<Root> {
+    let n = nodes.len() - 1;
+    let mut roots = Vec::new();
+    let mut i = 1;
+    while i < n {
+        let end = nodes[i].subtree_end;
+        roots.push(Root { byte: nodes[i].byte, start: i as u32, end });
+        i = end as usize;
+    }
+    roots
 }
 
 /// A set of byte values.
@@ -302,7 +332,16 @@ impl TokenTrie {
     /// Like [`walk`](Self::walk), for automata whose state is not `Copy` (the visitor keeps a
     /// stack: one `push` per byte of the current path, `pop` when the walk backs up).
     pub fn walk_visitor(&self, v: &mut impl TrieVisitor) {
-        self.walk_visitor_below(0, v);
+        for r in &self.roots {
+            if v.push(r.start, r.byte) {
+                let ids = self.node_tokens(r.start as usize);
+                if !ids.is_empty() {
+                    v.tokens(ids);
+                }
+                self.walk_visitor_below(r.start, v);
+                v.pop();
+            }
+        }
     }
 
     /// Like [`walk_visitor`](Self::walk_visitor), over the subtree strictly below node `root`:
