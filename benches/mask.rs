@@ -6,7 +6,8 @@
 //! cost of every token inside one plain string). `compute_mask_new_sequence` times the first
 //! mask of a fresh sequence at that state: the vocabulary's lexer-state cache is warm (as for
 //! any state some earlier request has visited), the sequence's memo is not. `first_mask` times
-//! compile + the first mask on a fresh constraint.
+//! compile + the first mask on a fresh constraint. `class_trie_build` times a class trie's build
+//! over each string-content slice.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -148,4 +149,21 @@ fn tools_auto_free_text_100_steps(bencher: divan::Bencher) {
                 m.fill_mask(divan::black_box(&mut mask));
             }
         });
+}
+
+/// Building the class trie of each string-content slice under a content-like map (printable
+/// ASCII one class, UTF-8 continuation and lead bytes two more): a pass over every node of the
+/// slice, as when a bounded string first walks near its bound (see `mask_cache::classes`).
+#[divan::bench(args = [0, 1, 2, 3, 4, 5])]
+fn class_trie_build(bencher: divan::Bencher, part: usize) {
+    let env = env();
+    let Some(slice) = env.slices().body.get(part) else { return };
+    let map: [u8; 256] = std::array::from_fn(|b| match b as u8 {
+        b'"' | b'\\' | 0..=0x1f => u8::MAX,
+        0x20..=0x7f => 0,
+        0x80..=0xbf => 1,
+        _ => 2,
+    });
+    let most = slice.trie.node_count() / 8 + 1;
+    bencher.bench_local(|| slice.trie.by_classes(divan::black_box(&map), most).map(|t| t.node_count()));
 }
