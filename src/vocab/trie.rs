@@ -5,7 +5,9 @@
 //! sorted order is a depth-first pre-order of the trie, so we also lay the trie out as a flat
 //! array of nodes in that order, each knowing where its subtree ends. A mask computation walks
 //! that array front to back and, the moment the automaton dies on a node's byte, jumps to the
-//! end of its subtree: one comparison skips every token with that prefix.
+//! end of its subtree: one comparison skips every token with that prefix. The root's children
+//! are also kept side by side (`roots`), so a walk whose automaton reads a few first bytes
+//! touches only their subtrees, not a node per first byte spread over the whole array.
 //!
 //! Invariants:
 //! - `nodes[0]` is the root (no byte, depth 0); node `i`'s subtree is `i..nodes[i].subtree_end`.
@@ -14,6 +16,7 @@
 //!   owns the ids `token_ids[nodes[i].tok_start .. nodes[i + 1].tok_start]` (ids are stored in
 //!   node order; a sentinel node closes the array), so the ids of `i`'s strict subtree are
 //!   `token_ids[nodes[i + 1].tok_start .. nodes[subtree_end].tok_start]`.
+//! - `roots` lists the root's children in node order, each with its subtree's range.
 
 use fst::raw::Output;
 
