@@ -353,7 +353,8 @@ mod tests {
     /// A vocabulary whose three-letter slice is large enough for class tries: every
     /// lowercase triple, with a few multi-byte characters and a quote.
     fn env() -> Arc<VocabEnv> {
-        let mut toks: Vec<Vec<u8>> = vec![b"\"".to_vec(), "é".into(), "日".into(), b"a\"".to_vec()];
+        let mut toks: Vec<Vec<u8>> = vec!["é".into(), "日".into(), b"a\"".to_vec()];
+        toks.extend((0x20..0x7f).map(|b| vec![b]));
         for a in b'a'..=b'z' {
             for b in b'a'..=b'z' {
                 toks.extend((b'a'..=b'z').map(|c| vec![a, b, c]));
@@ -384,6 +385,28 @@ mod tests {
         assert!(cache.class_trie(&env, part, &bounded, near).is_ok(), "the prepared trie, at once");
         assert_eq!(cache.lock().class_tries.len(), built, "no other built");
         assert!(cache.lock().walked.is_empty(), "no walk rented");
+    }
+
+    /// `prepare` takes the first mask inside an e-mail string: a schema's e-mail masks then
+    /// build no class trie (the format's lexeme and its tries are shared).
+    #[test]
+    fn prepared_formats_leave_nothing_to_build() {
+        use crate::automaton::{Compiled, Constraint};
+        let env = env();
+        env.prepare();
+        let built = env.mask_cache().lock().class_tries.len();
+        assert!(built >= 2, "plain content's tries and the e-mail's: {built}");
+        let schema = serde_json::json!({"type": "object", "properties": {"to": {"type": "string", "format": "email"}}});
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, Default::default())).unwrap();
+        let mut m = c.matcher();
+        let mut mask = crate::vocab::TokenSet::new(env.vocab().len());
+        for t in env.vocab().encode(br#"{"to":"abcdefghi@abcdef.org"}"#).unwrap() {
+            m.fill_mask(&mut mask);
+            assert!(mask.contains(t));
+            m.commit(t).unwrap();
+        }
+        assert!(m.is_accepting());
+        assert_eq!(env.mask_cache().lock().class_tries.len(), built, "nothing built for the request");
     }
 
     /// Before its first walk a DFA is rented unless what it may walk would pay for a build:
