@@ -73,25 +73,19 @@ pub(super) struct ContentMap {
     reach: usize,
 }
 
-/// A content map as a walk asks for it: the map, and how many states it holds for.
-pub(super) struct Found {
-    map: ByteMap,
-    reach: usize,
-}
-
 /// The most walks from distinct states that [`likely_walks`] expects.
 const MAX_LIKELY_WALKS: usize = 8;
 
 /// How many walks of a slice `dfa` is likely to make, from distinct states, for the rent-or-buy
 /// of its class trie: for a body slice, the states its content map holds for (walks from
 /// content states reach only those), at most [`MAX_LIKELY_WALKS`]; as many for a count (a row
-/// per character) or a DFA too large for a content map. For the rest slice, one: rent until
-/// the walks have paid for the build.
-fn likely_walks(dfa: &Dfa, body: bool, content: Option<&Found>) -> usize {
-    match content {
+/// per character) or a DFA too large for a content map (`reach`: the states of the content
+/// map found, if any). For the rest slice, one: rent until the walks have paid for the build.
+fn likely_walks(dfa: &Dfa, body: bool, reach: Option<usize>) -> usize {
+    match reach {
         _ if !body => 1,
         _ if dfa.counted_base().is_some() => MAX_LIKELY_WALKS,
-        Some(found) => found.reach.clamp(1, MAX_LIKELY_WALKS),
+        Some(reach) => reach.clamp(1, MAX_LIKELY_WALKS),
         None => MAX_LIKELY_WALKS,
     }
 }
@@ -244,8 +238,8 @@ impl MaskCache {
             return Err(Some(rent));
         }
         let content = body.then(|| self.content_map(dfa, state)).flatten();
-        let likely = likely_walks(dfa, body, content.as_ref());
-        let map = content.map_or_else(|| own_map(dfa), |c| c.map);
+        let likely = likely_walks(dfa, body, content.map(|(_, reach)| reach));
+        let map = content.map_or_else(|| own_map(dfa), |(map, _)| map);
         let key: ClassKey = (part as u32, map);
         match self.lock().class_tries.get(&key) {
             Some(Slot::Built(t)) => return Ok(t.clone()),
@@ -306,8 +300,9 @@ impl MaskCache {
         *walked = walked.saturating_add(steps);
     }
 
-    /// `dfa`'s content map for walks from `state`: one kept that covers it, or a new one.
-    fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<Found> {
+    /// `dfa`'s content map for walks from `state` (one kept that covers it, or a new one),
+    /// and how many states it holds for.
+    fn content_map(&self, dfa: &Dfa, state: StateId) -> Option<(ByteMap, usize)> {
         // A map covers a counter's places, every row alike.
         let place = dfa.counted_base().map_or(state, |base| base.place(state));
         let covered = |inner: &Inner| {
@@ -316,7 +311,7 @@ impl MaskCache {
                 .get(&dfa.id())?
                 .iter()
                 .find(|m| m.covers.get(place.index()) == Some(&true))
-                .map(|m| Found { map: m.map, reach: m.reach })
+                .map(|m| (m.map, m.reach))
         };
         {
             let inner = self.lock();
@@ -333,7 +328,7 @@ impl MaskCache {
             inner.no_content_map.insert(dfa.id());
             return None;
         };
-        let kept = Found { map: found.map, reach: found.reach };
+        let kept = (found.map, found.reach);
         let mut inner = self.lock();
         inner.reserve(found.covers.len() + 300);
         inner.content_maps.entry(dfa.id()).or_default().push(found);
