@@ -50,6 +50,7 @@ use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use super::candle_error::candle_err;
+use super::device::{make_current, run_pass};
 use super::qblocks::QBlocks;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
@@ -85,6 +86,18 @@ impl KvCache {
         self.layers = layers;
         self.pos = keep;
         Ok(())
+    }
+}
+
+impl Drop for KvCache {
+    /// Makes a CUDA device's context current before the tensors go: freeing device memory needs
+    /// it, cudarc's free does not ask for it, and the driver's error it records otherwise
+    /// surfaced in another sequence's next pass (`CUDA_ERROR_INVALID_CONTEXT`). A server's
+    /// sequence drops its cache on the request's own thread, which runs no pass.
+    fn drop(&mut self) {
+        if let Some((k, _)) = self.layers.first() {
+            let _ = make_current(k.device());
+        }
     }
 }
 
@@ -521,12 +534,8 @@ impl BatchNet {
             return Ok(Vec::new());
         }
         let e = candle_err("batched forward pass");
-        // On the CPU the pass runs on a thread of candle's pool, so the ops that split their
-        // work with rayon (softmax, norms) run there and then, instead of handing it to a pool
-        // thread and waiting, op after op (a measured ~15% of a small model's decode step).
         let run = || self.pass(rows, tails).and_then(|(x, new)| Ok((self.head.forward(&x)?, new)));
-        let (logits, new) =
-            if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
+        let (logits, new) = run_pass(self.device(), run).map_err(&e)?;
         let logits = logits.to_dtype(DType::F32).and_then(|t| t.to_vec2::<f32>()).map_err(&e)?;
         for (r, layers) in rows.iter_mut().zip(new) {
             r.cache.layers = layers;
@@ -546,8 +555,7 @@ impl BatchNet {
         let e = candle_err("batched forward pass");
         let rows = std::slice::from_ref(row);
         let run = || self.pass(rows, &[tail]);
-        let (x, mut new) =
-            if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(&e)?;
+        let (x, mut new) = run_pass(self.device(), run).map_err(&e)?;
         row.cache.layers = new.pop().expect("one row");
         row.cache.pos += row.tokens.len();
         Ok(x)
@@ -557,7 +565,7 @@ impl BatchNet {
     pub fn head_row(&self, hidden: &Tensor, i: usize) -> Result<Vec<f32>> {
         let e = candle_err("output head");
         let run = || self.head.forward(&hidden.narrow(0, i, 1)?)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>();
-        if self.device().is_cpu() { candle_core::utils::with_threadpool(run) } else { run() }.map_err(e)
+        run_pass(self.device(), run).map_err(e)
     }
 
     /// The pass itself, up to the output head: the final hidden states (normed) of each row's

@@ -31,6 +31,7 @@ use candle_transformers::models::{llama, mistral, phi3, qwen2};
 use super::batch::{BatchConfig, BatchNet, BatchRow, KvCache};
 use super::candle_error::candle_err;
 use super::config::{Arch, ArchConfig};
+use super::device::make_current;
 use super::weights::Weights;
 use crate::decode::{check_rows, forward_rows_one_by_one, LanguageModel};
 use crate::error::{Error, Result};
@@ -127,6 +128,14 @@ pub struct CandleModel {
     /// The hidden states of the last [`forward_rows_deferred`]
     /// (LanguageModel::forward_rows_deferred), until the sequence next changes.
     deferred: Option<Tensor>,
+}
+
+impl Drop for CandleModel {
+    /// Makes a CUDA device's context current before the tensors go (see `KvCache`'s drop): a
+    /// fork or a finished request's model may be dropped on a thread that ran no pass.
+    fn drop(&mut self) {
+        let _ = make_current(&self.device);
+    }
 }
 
 /// Where [`CandleModel::batched`] gets its network.
@@ -375,6 +384,7 @@ impl CandleModel {
             return rows.pop().ok_or_else(|| Error::model("the batched network returned no logits"));
         }
         let err = candle_err("forward pass");
+        make_current(&self.device).map_err(&err)?;
         let input = Tensor::new(ids, &self.device).and_then(|t| t.unsqueeze(0)).map_err(&err)?;
         let out = self.net.forward(&input, self.pos).map_err(|e| {
             self.broken = true;
