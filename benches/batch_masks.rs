@@ -3,8 +3,9 @@
 //! `../shared/data/jsonschemabench` (the first compiled cases of every group, round robin),
 //! each walking its valid instance's tokens: one batch step fills every sequence's mask, then
 //! commits its next token (a sequence that reaches its instance's end starts again). The masks
-//! are split over `N` threads (contiguous chunks; one thread: the plain loop), as a server's
-//! generations compute theirs in parallel while the model runs.
+//! are shared out over a pool of `N` threads that lives across steps (rayon's, one mask per task,
+//! so a thread that drew cheap masks takes the next; one thread: the plain loop), as a server's
+//! generations compute theirs in parallel while the model runs, each on a thread of its own.
 //!
 //! `cargo bench --profile ci --bench batch_masks [-- THREADS...]` (default: 1 and every core).
 //! Prints per batch size and thread count: the median wall time of a batch step, masks/s, and
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
 use serde_json::Value;
 use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
 use strictly::grammar::json_schema::JsonSchemaOptions;
@@ -71,12 +73,13 @@ fn main() {
             };
             // The same steps once untimed (the vocabulary's mask cache warm, as in a server that
             // has run a while), then timed from the same start.
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("a thread pool");
             let mut seqs = fresh();
             for _ in 0..STEPS {
-                step(&mut seqs, n);
+                step(&mut seqs, &pool);
             }
             let mut seqs = fresh();
-            let mut times: Vec<Duration> = (0..STEPS).map(|_| step(&mut seqs, n)).collect();
+            let mut times: Vec<Duration> = (0..STEPS).map(|_| step(&mut seqs, &pool)).collect();
             times.sort();
             let median = times[STEPS / 2];
             let rate = b as f64 / median.as_secs_f64();
@@ -87,19 +90,14 @@ fn main() {
     }
 }
 
-/// One batch step over `n` threads: every mask, then every sequence's next token.
-fn step(seqs: &mut [Seq], n: usize) -> Duration {
+/// One batch step on the pool: every mask, then every sequence's next token.
+fn step(seqs: &mut [Seq], pool: &rayon::ThreadPool) -> Duration {
     let t0 = Instant::now();
-    let chunk = seqs.len().div_ceil(n);
-    std::thread::scope(|s| {
-        for part in seqs.chunks_mut(chunk) {
-            s.spawn(move || {
-                for q in part {
-                    q.m.fill_mask(&mut q.mask);
-                }
-            });
-        }
-    });
+    if pool.current_num_threads() == 1 {
+        seqs.iter_mut().for_each(|q| q.m.fill_mask(&mut q.mask));
+    } else {
+        pool.install(|| seqs.par_iter_mut().for_each(|q| q.m.fill_mask(&mut q.mask)));
+    }
     let took = t0.elapsed();
     for q in seqs.iter_mut() {
         advance(q);

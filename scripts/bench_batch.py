@@ -56,15 +56,21 @@ def one(seed, out):
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
     if r.status != 200:
-        raise SystemExit(f"bench_batch: status {r.status}: {r.read()[:200]!r}")
+        errors.append(f"status {r.status}: {r.read()[:300]!r}")
+        c.close()
+        return
     tokens = None
     for line in r:
         line = line.strip()
         if line.startswith(b"data: ") and line != b"data: [DONE]":
             chunk = json.loads(line[6:])
+            if chunk.get("error"):
+                errors.append(f"in the stream: {json.dumps(chunk['error'])[:300]}")
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
     c.close()
+    if tokens is None:
+        errors.append("the stream ended without a usage chunk")
     out.append(tokens or 0)
 
 
@@ -73,6 +79,7 @@ def client(k, out):
         one(1000 * k + j, out)
 
 
+errors = []  # every failed request's answer: counted and the first shown, never dropped
 one(0, [])  # warm up
 for n in [int(x) for x in a.clients.split(",")] * a.rounds:
     out = []
@@ -84,5 +91,9 @@ for n in [int(x) for x in a.clients.split(",")] * a.rounds:
         t.join()
     dt = time.perf_counter() - t0
     total = sum(out)
-    print(json.dumps({"constraint": a.constraint, "clients": n, "requests": len(out), "completion_tokens": total,
-                      "seconds": round(dt, 3), "tokens_per_s": round(total / dt, 1)}))
+    row = {"constraint": a.constraint, "clients": n, "requests": len(out), "completion_tokens": total,
+           "seconds": round(dt, 3), "tokens_per_s": round(total / dt, 1)}
+    if errors:
+        row |= {"failed": len(errors), "first_error": errors[0]}
+        errors.clear()
+    print(json.dumps(row))
