@@ -450,11 +450,10 @@ impl CfgRun {
         } else {
             p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect()
         };
-        let need = entry
-            .inside_dist
-            .iter()
-            .zip(&waits)
-            .filter_map(|(d, &w)| d.map(|d| d.saturating_add(w)))
+        let need = (waits.iter().zip(&p.scans).enumerate())
+            .filter_map(|(k, (&w, sc))| {
+                entry.inside_bound(k, &cfg.term(sc.term).dist, sc.state).map(|d| d.saturating_add(w))
+            })
             .max()
             .unwrap_or(0);
         if need <= after_budget {

@@ -199,7 +199,7 @@ impl Matcher {
                     // Cached per (DFA, state) for the vocabulary, when the budget cannot bind on
                     // the tokens that keep the DFA going (the ones that end it need 0 more).
                     let entry = env.mask_cache().get_or_build_for(env, &[&**dfa], &[finish_tokens], &[s]);
-                    if entry.inside_dist[0].is_none_or(|d| d <= after_budget) {
+                    if entry.inside_bound(0, finish_tokens, s).is_none_or(|d| d <= after_budget) {
                         mask.union_clipped(&entry.inside);
                         entry.groups.iter().for_each(|g| mask.insert_clipped(&g.at));
                     } else {

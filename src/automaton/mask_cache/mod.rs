@@ -75,7 +75,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::cfg::Cfg;
 use super::earley::Scan;
 use super::VocabEnv;
-use crate::regular::{Dfa, Distances, FxBuild, StateId};
+use crate::regular::{Dfa, Distances, FxBuild, StateId, UNREACHABLE};
 use crate::vocab::class_trie::ClassTrie;
 use crate::vocab::{TokenId, TokenSet, TokenTrie};
 use hazards::Hazards;
@@ -132,6 +132,16 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Scan `k`'s [`inside_dist`](Self::inside_dist) for a scan in `state` (`dist`: its DFA's
+    /// distances), as tight as the scan's own state makes it: the key's bound is that of every
+    /// state the key stands for (a count's rows share a key), and slices taken whole bound their
+    /// tokens by the farthest state of the whole DFA; where that bound is finite, every
+    /// `inside` token leads to a state of finite distance reachable from `state`, which
+    /// [`Distances::farthest_from`] bounds.
+    pub fn inside_bound(&self, k: usize, dist: &Distances, state: StateId) -> Option<u32> {
+        self.inside_dist[k].map(|d| if d == UNREACHABLE { d } else { d.min(dist.farthest_from(state)) })
+    }
+
     /// Heap bytes, roughly (for the cache bound).
     fn bytes(&self) -> usize {
         let below = |b: &Below| match b {

@@ -355,4 +355,43 @@ mod tests {
         assert!(skipped > 10 && refused_at_0 > 100, "the fast path and the claim were met: {skipped}, {refused_at_0}");
         assert!(ended_by_group > 0, "a token across lexemes ended the output at budget 0 with no walk");
     }
+
+    /// Inside a string past its `minLength`, a budget far above the bytes that close it takes
+    /// the cached mask, with no lexer walk of the vocabulary (the entry is shared by the
+    /// count's rows and bounds its tokens by the empty string's rest, 50 bytes and more: the
+    /// scan's own row bounds them by a few); and the mask is the reference's at every budget.
+    #[test]
+    fn a_string_past_its_minimum_length_needs_no_walk_under_a_loose_budget() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let schema = serde_json::json!({"type": "object",
+            "properties": {"story": {"type": "string", "minLength": 50, "maxLength": 400}},
+            "required": ["story"], "additionalProperties": false});
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+        let Backend::Earley(cfg) = &c.backend else { panic!("context-free") };
+        let story = "Once upon a time there was a little dog. ".repeat(3);
+        let text = format!(r#"{{"story":"{story}"}}"#);
+        let tokens = v.encode(text.as_bytes()).unwrap();
+        let mut m = c.matcher();
+        let (mut written, mut past_min, mut walked) = (0, 0, 0);
+        let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+        for &t in &tokens {
+            for budget in [1, 3, 8, 30, 60] {
+                m.fill_mask_within(&mut fast, budget + 1);
+                m.reference_mask_within(&mut slow, budget + 1);
+                assert_eq!(fast, slow, "{written} bytes written, budget {budget}");
+            }
+            // Well inside the string, past 50 characters and short of its end.
+            if (70..text.len() - 10).contains(&written) {
+                let Run::Cfg(run) = &mut m.run else { panic!("context-free") };
+                past_min += 1;
+                walked += usize::from(run.fill(cfg, &env, &mut fast, 30, None));
+            }
+            written += v.bytes(t).len();
+            m.commit(t).unwrap();
+        }
+        assert!(m.is_accepting());
+        assert!(past_min > 10, "{past_min} steps past the minimum");
+        assert_eq!(walked, 0, "walks of the vocabulary past the minimum, budget 30");
+    }
 }

@@ -399,6 +399,21 @@ impl Distances {
         }
     }
 
+    /// A bound on the finite distances of the states reachable from `state` (one that cannot
+    /// reach acceptance is not bounded: its distance is [`UNREACHABLE`]): a counter's, that
+    /// of any place of its row or a later one (no transition lowers the row: inside a string of
+    /// `minLength` 50 that has 60 characters, a few bytes, where [`farthest`](Self::farthest)
+    /// counts the 50 of the empty string); a table's, [`farthest`](Self::farthest).
+    pub fn farthest_from(&self, state: StateId) -> u32 {
+        match &self.0 {
+            By::Table(_) => self.farthest(),
+            By::Rows { rows, places } => match state.0.checked_sub(1) {
+                None => 0,
+                Some(i) => rows.farthest_from(places.div_rem(i).0),
+            },
+        }
+    }
+
     /// Are these the very same distances (one memoized answer)?
     #[cfg(test)]
     pub(crate) fn is(&self, other: &Distances) -> bool {

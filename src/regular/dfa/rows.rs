@@ -25,6 +25,9 @@ pub(crate) struct Rows {
     layers: Vec<Box<[u32]>>,
     /// Per row, the first and last row of its run.
     runs: Vec<(u32, u32)>,
+    /// Per row `k`, the largest finite distance of any place of rows `k` and up: a bound on
+    /// the distance of every state reachable from row `k` (no transition lowers the row).
+    far_from: Vec<u32>,
 }
 
 /// Which rows a computation may store before it gives up (see [`Rows::compute`]).
@@ -60,7 +63,7 @@ enum Regime {
 impl Rows {
     /// No rows (a placeholder while a counter is made).
     pub(super) fn empty() -> Rows {
-        Rows { of: Vec::new(), layers: Vec::new(), runs: Vec::new() }
+        Rows { of: Vec::new(), layers: Vec::new(), runs: Vec::new(), far_from: Vec::new() }
     }
 
     /// The distances of every row, or `None` past `work`.
@@ -76,7 +79,8 @@ impl Rows {
                 Regime::Below
             }
         };
-        let mut rows = Rows { of: vec![(0, 0); cap as usize + 1], layers: Vec::new(), runs: Vec::new() };
+        let mut rows =
+            Rows { of: vec![(0, 0); cap as usize + 1], layers: Vec::new(), runs: Vec::new(), far_from: Vec::new() };
         let mut cand: Vec<(u32, u32)> = Vec::new();
         let mut spare: Vec<(u32, u32)> = Vec::new();
         let mut k = cap as i64;
@@ -125,7 +129,18 @@ impl Rows {
             k -= 1;
         }
         rows.runs = runs(&rows.of.iter().map(|&(layer, _)| layer).collect::<Vec<u32>>());
+        rows.far_from = rows.row_tops();
+        for k in (0..rows.far_from.len().saturating_sub(1)).rev() {
+            rows.far_from[k] = rows.far_from[k].max(rows.far_from[k + 1]);
+        }
         Some(rows)
+    }
+
+    /// Per row, the largest finite distance of its places (0 where none is finite).
+    fn row_tops(&self) -> Vec<u32> {
+        let top: Vec<u32> =
+            self.layers.iter().map(|l| l.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0)).collect();
+        self.of.iter().map(|&(l, off)| top[l as usize].saturating_add(off).min(UNREACHABLE - 1)).collect()
     }
 
     /// Fewest bytes from place `s` of row `k`.
@@ -169,14 +184,17 @@ impl Rows {
 
     /// The largest finite distance of any row.
     pub(super) fn farthest(&self) -> u32 {
-        let top: Vec<u32> =
-            self.layers.iter().map(|l| l.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0)).collect();
-        self.of.iter().map(|&(l, off)| top[l as usize].saturating_add(off)).max().unwrap_or(0)
+        self.far_from.first().copied().unwrap_or(0)
+    }
+
+    /// The largest finite distance of any place of row `k` or a later one.
+    pub(super) fn farthest_from(&self, k: u32) -> u32 {
+        self.far_from.get(k as usize).copied().unwrap_or(0)
     }
 
     /// Heap bytes.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.of.len() * 16 + self.layers.iter().map(|l| l.len() * 4).sum::<usize>()
+        self.of.len() * 16 + self.far_from.len() * 4 + self.layers.iter().map(|l| l.len() * 4).sum::<usize>()
     }
 }
 

@@ -435,6 +435,13 @@ fn counted_equals_the_regex() {
                     for (fu, su) in fast_using.iter().zip(&slow_using) {
                         assert_eq!(fu.at(a), su.at(b), "{at}");
                     }
+                    // A state on the way to `a` bounds its distance (`farthest_from`).
+                    let half = fast.run(fast.start(), &w[..w.len() / 2]);
+                    for fu in fast_using.iter().filter(|fu| fu.at(a) != UNREACHABLE) {
+                        assert!(fu.farthest_from(half) >= fu.at(a), "{at}: from the half");
+                        assert!(fu.farthest_from(fast.start()) >= fu.at(a), "{at}: from the start");
+                        assert!(fu.farthest() >= fu.farthest_from(half), "{at}");
+                    }
                 }
             }
         }
