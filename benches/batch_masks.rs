@@ -8,11 +8,13 @@
 //! generations compute theirs in parallel while the model runs, each on a thread of its own.
 //!
 //! `cargo bench --profile ci --bench batch_masks [-- THREADS...]` (default: 1 and every core).
-//! Prints per batch size and thread count: the median wall time of a batch step, masks/s, and
-//! the speedup over one thread. Llama-3.2 tokenizer (the embedded vocabulary when the data is
+//! Prints per batch size and thread count: the median wall time of a batch step, masks/s, the
+//! speedup over one thread, and the median of each step's slowest mask (no split of masks over
+//! threads makes a step shorter than that one mask). Llama-3.2 tokenizer (the embedded vocabulary when the data is
 //! missing, then the cases are missing too and it says so).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,8 +54,8 @@ fn main() {
         threads = if cores > 1 { vec![1, cores] } else { vec![1] };
     }
     println!("{} cases, vocabulary {}, {cores} cores, {STEPS} steps", cases.len(), vocab.len());
-    println!("| sequences | threads | batch step (median) | masks/s | speedup |");
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    println!("| sequences | threads | batch step (median) | masks/s | speedup | slowest mask (median) |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for b in BATCHES {
         let mut base = None;
         for &n in &threads {
@@ -79,26 +81,40 @@ fn main() {
                 step(&mut seqs, &pool);
             }
             let mut seqs = fresh();
-            let mut times: Vec<Duration> = (0..STEPS).map(|_| step(&mut seqs, &pool)).collect();
+            let (mut times, mut slowest): (Vec<Duration>, Vec<Duration>) =
+                (0..STEPS).map(|_| step(&mut seqs, &pool)).unzip();
             times.sort();
+            slowest.sort();
             let median = times[STEPS / 2];
             let rate = b as f64 / median.as_secs_f64();
             let speedup = base.map_or(1.0, |b: Duration| b.as_secs_f64() / median.as_secs_f64());
             base.get_or_insert(median);
-            println!("| {b} | {n} | {:.2} ms | {:.0} | {speedup:.2}x |", median.as_secs_f64() * 1e3, rate);
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "| {b} | {n} | {:.2} ms | {rate:.0} | {speedup:.2}x | {:.3} ms |",
+                ms(median),
+                ms(slowest[STEPS / 2])
+            );
         }
     }
 }
 
-/// One batch step on the pool: every mask, then every sequence's next token.
-fn step(seqs: &mut [Seq], pool: &rayon::ThreadPool) -> Duration {
+/// One batch step on the pool: every mask, then every sequence's next token. Returns the
+/// step's wall time and its slowest mask's.
+fn step(seqs: &mut [Seq], pool: &rayon::ThreadPool) -> (Duration, Duration) {
+    let slowest = AtomicU64::new(0);
+    let fill = |q: &mut Seq| {
+        let t = Instant::now();
+        q.m.fill_mask(&mut q.mask);
+        slowest.fetch_max(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    };
     let t0 = Instant::now();
     if pool.current_num_threads() == 1 {
-        seqs.iter_mut().for_each(|q| q.m.fill_mask(&mut q.mask));
+        seqs.iter_mut().for_each(fill);
     } else {
-        pool.install(|| seqs.par_iter_mut().for_each(|q| q.m.fill_mask(&mut q.mask)));
+        pool.install(|| seqs.par_iter_mut().for_each(fill));
     }
-    let took = t0.elapsed();
+    let took = (t0.elapsed(), Duration::from_nanos(slowest.into_inner()));
     for q in seqs.iter_mut() {
         advance(q);
     }
