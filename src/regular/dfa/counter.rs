@@ -261,7 +261,7 @@ impl Counter {
         match rows {
             Some(rows) => Distances(By::Rows { rows, places: self.by_places }),
             // Past the bound: every state, one by one (a table of the states' distances).
-            None => Distances(By::Table(self.distance_table(usable).into())),
+            None => Distances::table(self.distance_table(usable)),
         }
     }
 

@@ -305,7 +305,7 @@ impl Dfa {
         }
         let d = match &self.counter {
             Some(c) => c.distances(usable),
-            None => Distances(By::Table(self.dist_using_uncached(usable).into())),
+            None => Distances::table(self.dist_using_uncached(usable)),
         };
         let _ = self.dist_memo.set((*usable, d.clone()));
         d
@@ -367,20 +367,24 @@ pub struct Distances(By);
 
 #[derive(Clone)]
 enum By {
-    Table(Arc<[u32]>),
+    /// Per state, and the largest finite one (kept: masks under a budget ask for it).
+    Table { dist: Arc<[u32]>, far: u32 },
     /// A [`Counter`]'s, by row (its states numbered `1 + row × places + place − 1`).
-    Rows {
-        rows: Arc<rows::Rows>,
-        places: rows::Divisor,
-    },
+    Rows { rows: Arc<rows::Rows>, places: rows::Divisor },
 }
 
 impl Distances {
+    /// A table's distances, one per state.
+    pub(super) fn table(dist: Vec<u32>) -> Distances {
+        let far = dist.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0);
+        Distances(By::Table { dist: dist.into(), far })
+    }
+
     /// The distance from `state` ([`UNREACHABLE`]: none).
     #[inline]
     pub fn at(&self, state: StateId) -> u32 {
         match &self.0 {
-            By::Table(d) => d[state.index()],
+            By::Table { dist, .. } => dist[state.index()],
             By::Rows { rows, places } => match state.0.checked_sub(1) {
                 None => UNREACHABLE,
                 Some(i) => {
@@ -394,7 +398,7 @@ impl Distances {
     /// The largest finite distance of any state.
     pub fn farthest(&self) -> u32 {
         match &self.0 {
-            By::Table(d) => d.iter().copied().filter(|&d| d != UNREACHABLE).max().unwrap_or(0),
+            By::Table { far, .. } => *far,
             By::Rows { rows, .. } => rows.farthest(),
         }
     }
@@ -406,7 +410,7 @@ impl Distances {
     /// counts the 50 of the empty string); a table's, [`farthest`](Self::farthest).
     pub fn farthest_from(&self, state: StateId) -> u32 {
         match &self.0 {
-            By::Table(_) => self.farthest(),
+            By::Table { far, .. } => *far,
             By::Rows { rows, places } => match state.0.checked_sub(1) {
                 None => 0,
                 Some(i) => rows.farthest_from(places.div_rem(i).0),
@@ -418,7 +422,7 @@ impl Distances {
     #[cfg(test)]
     pub(crate) fn is(&self, other: &Distances) -> bool {
         match (&self.0, &other.0) {
-            (By::Table(a), By::Table(b)) => Arc::ptr_eq(a, b),
+            (By::Table { dist: a, .. }, By::Table { dist: b, .. }) => Arc::ptr_eq(a, b),
             (By::Rows { rows: a, .. }, By::Rows { rows: b, .. }) => Arc::ptr_eq(a, b),
             _ => false,
         }
@@ -428,7 +432,7 @@ impl Distances {
     fn rows(&self) -> Option<&rows::Rows> {
         match &self.0 {
             By::Rows { rows, .. } => Some(rows),
-            By::Table(_) => None,
+            By::Table { .. } => None,
         }
     }
 }
