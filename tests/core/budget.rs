@@ -348,6 +348,46 @@ fn a_longer_completion_in_fewer_tokens_fits() {
     assert_eq!(feasible(&mut m, &v, 1), vec![long], "the brute force agrees");
 }
 
+/// More tokens left than the exact search settles, after a token that ends inside a UTF-8
+/// character (byte-level vocabularies have thousands: a lead byte, or a character's first
+/// bytes). Its rest is two continuation bytes, which the vocabulary spells as one token
+/// (`\xbd\xa0`) but not as the least bytes (`\x80\x80`, two tokens); and the string closes
+/// with a token across lexemes (`"]`), which the lexeme count does not see. So only a witness
+/// (or a join with the witness from here) that takes the character's rest as tokens spell it
+/// shows the way in 15: `\xe4`, `\xbd\xa0`, `"]`, 13 `z`. Before, `\xe4` was refused under a
+/// budget of exactly that (Llama 3.2, tight budgets inside strings: each such mask then searched
+/// and descended for 50 ms).
+#[test]
+fn a_character_finished_by_the_tokens_that_spell_it_fits_with_many_left() {
+    let mut alphabet: Vec<u8> = b"[]\"z".to_vec();
+    alphabet.push(0xe4);
+    alphabet.extend(0x80..=0xbf);
+    let v = vocab_over(&alphabet, &[vec![0xbd, 0xa0], b"\"]".to_vec()]);
+    let env = VocabEnv::new(v.clone());
+    let g =
+        ebnf::parse("root ::= \"[\" item \"]\" \"zzzzzzzzzzzzz\"\nitem ::= \"\\\"\" [^\"]* \"\\\"\" | root").unwrap();
+    let c = Compiled::new(&env, &Constraint::Grammar(g)).unwrap();
+    let mut m = c.matcher();
+    m.commit_bytes(b"[\"").unwrap();
+    let lead = v.encode(&[0xe4]).unwrap()[0];
+    let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+    m.fill_mask_within(&mut fast, 16);
+    m.reference_mask_within(&mut slow, 16);
+    assert_eq!(fast, slow);
+    assert!(fast.contains(lead), "a lead byte whose character the vocabulary finishes in one token");
+    // The way it fits, token by token, each in the mask under what is left.
+    let mut way = vec![lead, v.encode(&[0xbd, 0xa0]).unwrap()[0], v.encode(b"\"]").unwrap()[0]];
+    way.extend(std::iter::repeat_n(v.encode(b"z").unwrap()[0], 13));
+    for (k, &t) in way.iter().enumerate() {
+        m.fill_mask_within(&mut fast, 16 - k);
+        m.reference_mask_within(&mut slow, 16 - k);
+        assert_eq!(fast, slow, "step {k}");
+        assert!(fast.contains(t), "step {k}: {:?} refused", v.bytes(t));
+        m.commit(t).unwrap();
+    }
+    assert!(m.is_accepting());
+}
+
 /// More tokens left than the exact search settles (12): the fewest tokens take the alternative
 /// the count prefers (`bbbb`, 2 tokens, where the cheapest bytes `aaa` take 3) and then a token
 /// across its end (`by`), which the count does not see. The descent finds it: `bbb`, `by`.

@@ -5,7 +5,7 @@
 //! first token only in how they go on with the current lexemes (`100` where the witness writes
 //! `0`), and a few bytes later both ways read the same bytes to the same parse state (after
 //! `,"` in the next key). So: walk the cheapest bytes after the token (at most
-//! [`MAX_JOIN_BYTES`]); where their rest agrees with the witness's bytes from one of its token
+//! [`MAX_JOIN_BYTES`]; the rest of a character it ends inside as tokens spell it); where their rest agrees with the witness's bytes from one of its token
 //! boundaries, spell the bytes before that point in the fewest tokens, commit them, and look
 //! the parse state up among the positions the witness passes through ([`CfgRun::join_key`]:
 //! keys that do not depend on the path that reached a state). A hit at `j` tokens after the
@@ -178,6 +178,16 @@ impl Matcher {
             let cost = self.byte_cost();
             if cost == UNREACHABLE || cost == 0 {
                 break;
+            }
+            // Inside a character, its rest as the fewest tokens spell it (see `char_tail`).
+            if let Some(tail) = self.char_tail().filter(|t| out.len() + t.len() <= max) {
+                if self.commit_bytes(&tail).is_ok() {
+                    if self.byte_cost() == cost - tail.len() as u32 {
+                        out.extend_from_slice(&tail);
+                        continue;
+                    }
+                    self.rollback(1).expect("committed just now");
+                }
             }
             let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &self.compiled.backend) else { break };
             let likely = c.likely_next_byte(cfg);

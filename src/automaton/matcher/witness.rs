@@ -6,7 +6,9 @@
 //! that straddles two lexemes (`":"`, `"},{"`) is not counted as one. Under a tight budget that
 //! bound may say nothing fits where something does. The witness settles it the other way: the
 //! cheapest completion in usable bytes (each byte chosen so the byte cost drops by one, the
-//! lexer's own guess tried first), spelled in the fewest tokens the matcher takes. It is a real
+//! lexer's own guess tried first; inside a UTF-8 character, the character's rest as the fewest
+//! tokens of the vocabulary spell it, [`Matcher::char_tail`]), spelled in the fewest tokens the
+//! matcher takes. It is a real
 //! token sequence the matcher accepted, so when it fits, the output can be finished within the
 //! budget.
 //!
@@ -51,6 +53,12 @@ const MAX_WITNESS_BYTES: usize = 8192;
 
 /// Most bytes the search for a witness tries.
 const MAX_WITNESS_COMMITS: usize = 32_768;
+
+/// UTF-8 continuation bytes.
+const CONTINUATION: std::ops::RangeInclusive<u8> = 0x80..=0xbf;
+
+/// The most continuation bytes a character's rest has (after its lead byte).
+const MAX_CHAR_TAIL: usize = 3;
 
 /// The most entries the search could not settle that a mask judges by a descent each (a
 /// descent costs up to `MAX_DESCENT_WORK`).
@@ -383,6 +391,24 @@ impl Matcher {
         if cost == UNREACHABLE || cost == 0 || out.len() >= MAX_WITNESS_BYTES {
             return false;
         }
+        // Inside a UTF-8 character every way on spells the same number of bytes: those the
+        // fewest tokens spell (the byte-by-byte choice below takes the least bytes, which a
+        // byte-level vocabulary spells one token each).
+        if *budget > 0 {
+            if let Some(tail) = self.char_tail() {
+                *budget -= 1;
+                if self.commit_bytes(&tail).is_ok() {
+                    if self.byte_cost() == cost - tail.len() as u32 {
+                        out.extend_from_slice(&tail);
+                        if self.cheapest_from(out, budget) {
+                            return true;
+                        }
+                        out.truncate(out.len() - tail.len());
+                    }
+                    self.rollback(1).expect("committed just now");
+                }
+            }
+        }
         let mut later = Vec::new();
         // The byte the lexer expects first: almost always the one (the others are not even
         // listed then).
@@ -428,6 +454,63 @@ impl Matcher {
             self.rollback(1).expect("committed just now");
         }
         false
+    }
+
+    /// Inside a UTF-8 character (a token ended inside one: every byte the lexemes can read
+    /// next is a continuation byte), the rest of the character as the fewest tokens of
+    /// continuation bytes spell it that the matcher takes: one token where one byte ends it,
+    /// else the longest tokens first. `None` outside a character, or where no such tokens
+    /// end it within [`MAX_CHAR_TAIL`] bytes. A function of the parse state; the matcher is
+    /// left as it was.
+    pub(super) fn char_tail(&mut self) -> Option<Vec<u8>> {
+        if !self.inside_char() {
+            return None;
+        }
+        let vocab = self.compiled.vocab().clone();
+        let mut tails: Vec<&[u8]> = Vec::new();
+        vocab.trie().walk(
+            0usize,
+            |d, b| (d < MAX_CHAR_TAIL && CONTINUATION.contains(&b)).then_some(d + 1),
+            |_, ids| {
+                if let Some(&t) = ids.iter().find(|&&t| vocab.kind(t) == TokenKind::Text) {
+                    tails.push(vocab.bytes(t));
+                }
+            },
+        );
+        tails.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        self.char_tail_from(&tails, MAX_CHAR_TAIL)
+    }
+
+    fn char_tail_from(&mut self, tails: &[&[u8]], left: usize) -> Option<Vec<u8>> {
+        if !self.inside_char() {
+            return Some(Vec::new());
+        }
+        // Every byte ends the character or none does (the lead byte said how many follow).
+        let one = tails.iter().rev().take_while(|t| t.len() == 1).find(|t| self.commit_bytes(t).is_ok());
+        if let Some(&one) = one {
+            let ends = !self.inside_char();
+            self.rollback(1).expect("committed just now");
+            if ends {
+                return Some(one.to_vec());
+            }
+        }
+        for &t in tails.iter().filter(|t| t.len() <= left) {
+            if self.commit_bytes(t).is_ok() {
+                let rest = self.char_tail_from(tails, left - t.len());
+                self.rollback(1).expect("committed just now");
+                if let Some(rest) = rest {
+                    return Some([t, &rest].concat());
+                }
+            }
+        }
+        None
+    }
+
+    /// Is every byte the current lexemes can read next a UTF-8 continuation byte (some can)?
+    fn inside_char(&self) -> bool {
+        let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return false };
+        let mut next = c.next_bytes(cfg).peekable();
+        next.peek().is_some() && next.all(|b| CONTINUATION.contains(&b))
     }
 
     /// Is `b` a usable byte (a token of its own, or a named token's byte): the bytes the byte
