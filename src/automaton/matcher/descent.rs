@@ -23,7 +23,9 @@
 //! left, or its work ran out before it did); and a budgeted mask that would otherwise be empty
 //! (the count, the witness and the search showed no token) takes the descent's first token if
 //! its way fits; and in a budgeted mask, the first few parse states the search could not
-//! settle (its work ran out first) are judged by a descent each (`allow_by_search`). So a
+//! settle (its work ran out first) are judged by a descent each (`allow_by_search`; through
+//! one [`DescentMemo`] per mask: a descent that reaches a parse state an earlier one passed
+//! takes the rest from there, as inside a string every token leads back to a few states). So a
 //! budget the descent accepts never meets an empty mask, and a request is not refused where
 //! the count's choices fit. It does not judge every refused token in a mask:
 //! measured that way (a descent per refused parse state) the tightest-budget masks cost 2.4x
@@ -41,7 +43,11 @@
 //! found it (witness included); what it finds is a function of the parse state alone (its
 //! work is its own), so the fast and the reference mask agree.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use super::{Backend, Matcher, Run};
+use crate::automaton::earley::ChartLen;
 use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenSet};
 
@@ -84,12 +90,18 @@ impl Matcher {
     /// in the fewest tokens the matcher takes where that is shorter. `None`: no descent for
     /// this run, a dead end, or its work ran out. The matcher is left as it was.
     pub(super) fn descent_path(&mut self) -> Option<Vec<TokenId>> {
+        self.descent_path_with(None)
+    }
+
+    /// [`descent_path`](Self::descent_path), taking the rest of a descent from `memo` where one
+    /// passed the same parse state before (and keeping this one's there).
+    pub(super) fn descent_path_with(&mut self, memo: Option<&mut DescentMemo>) -> Option<Vec<TokenId>> {
         if !self.descends() {
             return None;
         }
         let start = self.len();
         let saved = self.witness.take();
-        let path = self.descend();
+        let path = self.descend(memo);
         self.rollback(self.len() - start).expect("committed here");
         let found = path.map(|path| {
             let compiled = self.compiled.clone();
@@ -112,17 +124,32 @@ impl Matcher {
     /// Commits, token by token, the shortest token after which the count drops (ties by the
     /// smallest id), until the output is complete (the caller rolls back); `None` at a dead
     /// end, or when the work or a step's [`MAX_CHECKS`] run out.
-    fn descend(&mut self) -> Option<Vec<TokenId>> {
+    fn descend(&mut self, mut memo: Option<&mut DescentMemo>) -> Option<Vec<TokenId>> {
         let mut work = MAX_DESCENT_WORK;
         let compiled = self.compiled.clone();
         let (env, named) = (&compiled.env, compiled.named.as_ref());
         let vocab = env.vocab();
         let mut mask = TokenSet::new(vocab.len());
         let mut path = Vec::new();
+        // The states passed, keyed for the memo, with the path's length there.
+        let mut passed: Vec<(Vec<u32>, usize)> = Vec::new();
         while !self.is_accepting() {
             let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
                 return None;
             };
+            if let Some(memo) = memo.as_deref_mut() {
+                let key = c.state_key(memo.root);
+                if let Some(rest) = memo.rest.get(&key) {
+                    // What the steps from here did before, each a walk of the work.
+                    if rest.len().saturating_mul(vocab.len()) > work {
+                        return None;
+                    }
+                    memo.hits += 1;
+                    path.extend_from_slice(rest);
+                    break;
+                }
+                passed.push((key, path.len()));
+            }
             let count = c.finish_cost(cfg, env);
             if count == 0 || count == UNREACHABLE || work < vocab.len() {
                 return None;
@@ -162,6 +189,79 @@ impl Matcher {
             })?;
             path.push(t);
         }
+        if let Some(memo) = memo {
+            for (key, at) in passed {
+                memo.rest.insert(key, path[at..].into());
+            }
+        }
         Some(path)
+    }
+}
+
+/// The descents of one mask (`allow_by_search`): from each parse state a descent passed
+/// (keyed from the mask's position), the tokens it committed from there to the end. A
+/// descent's steps from a state are a function of that state (each step's mask and count
+/// are), so a later descent that reaches it takes the rest without walking again; the answers
+/// are those without the memo (the rest is taken only where its steps fit the work left),
+/// whichever descent comes first.
+pub(super) struct DescentMemo {
+    root: ChartLen,
+    rest: HashMap<Vec<u32>, Arc<[TokenId]>>,
+    /// Descents that took their rest from here.
+    hits: usize,
+}
+
+impl DescentMemo {
+    /// An empty memo for the descents from the current position of `m` (`None` for a run that
+    /// does not descend).
+    pub(super) fn new(m: &Matcher) -> Option<DescentMemo> {
+        match &m.run {
+            Run::Cfg(c) if m.descends() => Some(DescentMemo { root: c.chart_len(), rest: HashMap::new(), hits: 0 }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::DescentMemo;
+    use crate::automaton::{Compiled, Constraint, VocabEnv};
+    use crate::grammar::json_schema::JsonSchemaOptions;
+    use crate::vocab::{TokenSet, Vocab};
+
+    /// The descents of one mask through the memo find what each finds alone, whichever comes
+    /// first (forward and backward over the tokens of a mask), and later ones take their rest
+    /// from it: inside a string every token leads back to the same few parse states.
+    #[test]
+    fn descents_through_the_memo_are_the_descents_alone() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string"}, "mood": {"enum": ["happy", "very sad"]}},
+            "required": ["name", "mood"], "additionalProperties": false});
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+        let mut m = c.matcher();
+        m.commit_bytes(br#"{"name":"Tim"#).unwrap();
+        let mut mask = TokenSet::new(v.len());
+        m.fill_mask(&mut mask);
+        let tokens: Vec<_> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
+        assert!(tokens.len() > 100, "{} tokens go on inside the name", tokens.len());
+        let alone: Vec<_> = tokens.iter().map(|&t| m.after_text(t, |m| m.descent_path()).flatten()).collect();
+        let ends = alone.iter().filter(|p| p.is_some()).count();
+        assert!(ends > tokens.len() / 2, "{ends} of {} ways on descend to an end", tokens.len());
+        for backward in [false, true] {
+            let mut memo = DescentMemo::new(&m).expect("a context-free run");
+            let mut order: Vec<usize> = (0..tokens.len()).collect();
+            if backward {
+                order.reverse();
+            }
+            for i in order {
+                let with = m.after_text(tokens[i], |m| m.descent_path_with(Some(&mut memo))).flatten();
+                assert_eq!(with, alone[i], "after {:?}", String::from_utf8_lossy(v.bytes(tokens[i])));
+            }
+            assert!(memo.hits > tokens.len() / 2, "{} of {} descents took their rest", memo.hits, tokens.len());
+        }
     }
 }

@@ -40,6 +40,7 @@
 
 use std::collections::HashMap;
 
+use super::descent::DescentMemo;
 use super::join::Joins;
 use super::search::MAX_SEARCH_WORK;
 use super::{Backend, Matcher, Run};
@@ -322,8 +323,11 @@ impl Matcher {
         // A descent after the first few of those: the count's own choices, which the search
         // may not have reached (`"very active"`, one token fewer than `sedentary`, behind many
         // states of an integer's digits). Each a function of its entry: the masks agree.
+        let mut memo = DescentMemo::new(self);
         for members in unsettled.into_iter().take(MAX_DESCENTS_AFTER_SEARCH) {
-            if self.after_text(members[0], |m| m.descent_len().is_some_and(|d| d <= after_budget)) == Some(true) {
+            let fits =
+                |m: &mut Matcher| m.descent_path_with(memo.as_mut()).is_some_and(|p| p.len() as u32 <= after_budget);
+            if self.after_text(members[0], fits) == Some(true) {
                 members.into_iter().for_each(|t| mask.insert(t));
             }
         }
