@@ -450,12 +450,26 @@ impl CfgRun {
         } else {
             p.scans.iter().map(|sc| self.chart.scan_wait_cost(cfg, sc)).collect()
         };
-        let need = (waits.iter().zip(&p.scans).enumerate())
-            .filter_map(|(k, (&w, sc))| {
-                entry.inside_bound(k, &cfg.term(sc.term).dist, sc.state).map(|d| d.saturating_add(w))
-            })
-            .max()
-            .unwrap_or(0);
+        let need_with = |waits: &[u32]| {
+            (waits.iter().zip(&p.scans).enumerate())
+                .filter_map(|(k, (&w, sc))| {
+                    entry.inside_bound(k, &cfg.term(sc.term).dist, sc.state).map(|d| d.saturating_add(w))
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let mut need = need_with(&waits);
+        // Where the waits in bytes bind, in tokens they may not: a wait's least tokens (the
+        // grammar's token costs; a JSON key and its value a few tokens where bytes count
+        // dozens). An inside token's rest in bytes, spelled a byte a token, then the wait in
+        // tokens is a way to finish; the walk below lets through every token within that.
+        let mut waits_tokens = None;
+        if need > after_budget && after_budget != NO_BUDGET {
+            let tokens: Vec<u32> = p.scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect();
+            let least: Vec<u32> = waits.iter().zip(&tokens).map(|(&b, &t)| b.min(t)).collect();
+            need = need_with(&least);
+            waits_tokens = Some(tokens);
+        }
         if need <= after_budget {
             let (any_refused, cost) = self.fill_cached(cfg, env, &entry, mask, after_budget, refused);
             if !any_refused {
@@ -475,7 +489,10 @@ impl CfgRun {
         // The budget binds on some tokens that keep a lexeme going: those one by one (a lexer
         // walk with each token's finish cost, no parser), the groups as always.
         let scans = self.positions.last().expect("never empty").scans.clone();
-        let waits_tokens: Vec<u32> = scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect();
+        let waits_tokens: Vec<u32> = match waits_tokens {
+            Some(t) => t,
+            None => scans.iter().map(|sc| self.chart.scan_wait_tokens(cfg, env, sc)).collect(),
+        };
         // A token inside a lexeme fits only where its scan's wait does (see `within`).
         let inside_may_fit = waits.iter().zip(&waits_tokens).any(|(&w, &t)| w.min(t) <= after_budget);
         if !list && !inside_may_fit {

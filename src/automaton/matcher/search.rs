@@ -394,4 +394,36 @@ mod tests {
         assert!(past_min > 10, "{past_min} steps past the minimum");
         assert_eq!(walked, 0, "walks of the vocabulary past the minimum, budget 30");
     }
+
+    /// Inside a string followed by a long enum value (many bytes, few tokens), a budget loose
+    /// in tokens but not in bytes takes the cached mask, with no lexer walk of the vocabulary
+    /// (the waits after the string counted in tokens); and the mask is the reference's.
+    #[test]
+    fn a_wait_short_in_tokens_needs_no_walk_where_its_bytes_bind() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let kind = "Once upon a time there was a little girl named Lily who loved to play outside";
+        let schema = serde_json::json!({"type": "object",
+            "properties": {"note": {"type": "string"}, "kind": {"enum": [kind]}},
+            "required": ["note", "kind"], "additionalProperties": false});
+        let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::exact())).unwrap();
+        let Backend::Earley(cfg) = &c.backend else { panic!("context-free") };
+        let mut m = c.matcher();
+        m.commit_bytes(br#"{"note":"Tim"#).unwrap();
+        let rest = format!(r#"","kind":"{kind}"}}"#);
+        let rest_tokens = v.encode(rest.as_bytes()).unwrap().len() as u32;
+        // Loose in tokens (the rest, and a character's escape before it), tight in bytes.
+        let budget = rest_tokens + 24;
+        assert!(rest.len() as u32 > budget + 24, "bytes bind: {} bytes, budget {budget}", rest.len());
+        let Run::Cfg(run) = &mut m.run else { panic!("context-free") };
+        let mut mask = TokenSet::new(v.len());
+        assert!(!run.fill(cfg, &env, &mut mask, budget, None), "no walk under {budget} tokens");
+        assert!(mask.len() > 300, "the string goes on: {} tokens", mask.len());
+        let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+        for b in [budget, budget - 10, rest_tokens + 2, rest_tokens] {
+            m.fill_mask_within(&mut fast, b as usize + 1);
+            m.reference_mask_within(&mut slow, b as usize + 1);
+            assert_eq!(fast, slow, "budget {b}");
+        }
+    }
 }
