@@ -379,8 +379,12 @@ impl CfgRun {
     /// can take (every live scan can be completed, see [`earley`](super::earley)), short of a
     /// repeat of a distinct item.
     pub fn next_bytes<'a>(&'a self, cfg: &'a Cfg) -> impl Iterator<Item = u8> + 'a {
-        let scans = &self.pos().scans;
-        (0..=255u8).filter(move |&b| scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD))
+        (0..=255u8).filter(move |&b| self.reads_byte(cfg, b))
+    }
+
+    /// Can a current lexeme read `b` next?
+    pub fn reads_byte(&self, cfg: &Cfg, b: u8) -> bool {
+        self.pos().scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD)
     }
 
     /// The forced bytes from here (see `Matcher::forced_bytes`).

@@ -5,8 +5,9 @@
 //! first token only in how they go on with the current lexemes (`100` where the witness writes
 //! `0`), and a few bytes later both ways read the same bytes to the same parse state (after
 //! `,"` in the next key). So: walk the cheapest bytes after the token (at most
-//! [`MAX_JOIN_BYTES`]; the rest of a character it ends inside as tokens spell it); where their rest agrees with the witness's bytes from one of its token
-//! boundaries, spell the bytes before that point in the fewest tokens, commit them, and look
+//! [`MAX_JOIN_BYTES`]; the rest of a character it ends inside as tokens spell it); where their
+//! rest agrees with the witness's bytes from one of its token boundaries, spell the bytes
+//! before that point in the fewest tokens, commit them, and look
 //! the parse state up among the positions the witness passes through ([`CfgRun::join_key`]:
 //! keys that do not depend on the path that reached a state). A hit at `j` tokens after the
 //! token, where the witness has `rest` tokens left, shows a way to finish in `j + rest` tokens.
@@ -181,12 +182,9 @@ impl Matcher {
             }
             // Inside a character, its rest as the fewest tokens spell it (see `char_tail`).
             if let Some(tail) = self.char_tail().filter(|t| out.len() + t.len() <= max) {
-                if self.commit_bytes(&tail).is_ok() {
-                    if self.byte_cost() == cost - tail.len() as u32 {
-                        out.extend_from_slice(&tail);
-                        continue;
-                    }
-                    self.rollback(1).expect("committed just now");
+                if self.commit_on_cheapest(&tail, cost) {
+                    out.extend_from_slice(&tail);
+                    continue;
                 }
             }
             let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &self.compiled.backend) else { break };
@@ -194,15 +192,7 @@ impl Matcher {
             let mut order: Vec<u8> =
                 likely.into_iter().chain(c.next_bytes(cfg).filter(|&b| Some(b) != likely)).collect();
             order.retain(|&b| self.usable(b));
-            let next = order.into_iter().find(|&b| {
-                self.commit_bytes(&[b]).is_ok() && {
-                    let drops = self.byte_cost() == cost - 1;
-                    if !drops {
-                        self.rollback(1).expect("committed just now");
-                    }
-                    drops
-                }
-            });
+            let next = order.into_iter().find(|&b| self.commit_on_cheapest(&[b], cost));
             match next {
                 Some(b) => out.push(b),
                 None => break,

@@ -401,14 +401,12 @@ impl Matcher {
         if *budget > 0 {
             if let Some(tail) = self.char_tail() {
                 *budget -= 1;
-                if self.commit_bytes(&tail).is_ok() {
-                    if self.byte_cost() == cost - tail.len() as u32 {
-                        out.extend_from_slice(&tail);
-                        if self.cheapest_from(out, budget) {
-                            return true;
-                        }
-                        out.truncate(out.len() - tail.len());
+                if self.commit_on_cheapest(&tail, cost) {
+                    out.extend_from_slice(&tail);
+                    if self.cheapest_from(out, budget) {
+                        return true;
                     }
+                    out.truncate(out.len() - tail.len());
                     self.rollback(1).expect("committed just now");
                 }
             }
@@ -510,11 +508,27 @@ impl Matcher {
         None
     }
 
+    /// Commits `bytes` where the byte cost then drops by their length (they start a cheapest
+    /// completion); else leaves the matcher as it was. Was it committed?
+    pub(super) fn commit_on_cheapest(&mut self, bytes: &[u8], cost: u32) -> bool {
+        if self.commit_bytes(bytes).is_err() {
+            return false;
+        }
+        let drops = cost.checked_sub(bytes.len() as u32) == Some(self.byte_cost());
+        if !drops {
+            self.rollback(1).expect("committed just now");
+        }
+        drops
+    }
+
     /// Is every byte the current lexemes can read next a UTF-8 continuation byte (some can)?
+    /// The other bytes are asked first, printable ASCII first: outside a character one of
+    /// them is almost always readable.
     fn inside_char(&self) -> bool {
         let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return false };
-        let mut next = c.next_bytes(cfg).peekable();
-        next.peek().is_some() && next.all(|b| CONTINUATION.contains(&b))
+        let reads = |b| c.reads_byte(cfg, b);
+        let mut outside = (0x20..0x7f).chain(0..0x20).chain(0x7f..0x80).chain(0xc0..=0xff);
+        !outside.any(reads) && CONTINUATION.into_iter().any(reads)
     }
 
     /// Is `b` a usable byte (a token of its own, or a named token's byte): the bytes the byte
