@@ -23,6 +23,7 @@ use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
 use within::Waits;
+pub(crate) use within::WalkCache;
 
 #[derive(Clone)]
 struct Pos {
@@ -51,7 +52,7 @@ enum Refusal {
 /// The lexer states a token leaves the current scans in: (scan index, state) of those going on.
 pub(super) type LexerStates = Vec<(u32, StateId)>;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Refused {
     /// Tokens that keep some current lexemes going with no lexeme ending anywhere in them, by
     /// the lexer states they reach (scan index, state): each key is one parse state. Few keys

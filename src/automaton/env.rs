@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::cfg::DistinctTokens;
+use super::cfg_run::WalkCache;
 use super::mask_cache::{ClassPolicy, MaskCache};
 use super::slices::Slices;
 use super::token_dist::{Reach, TokenDistances};
@@ -52,6 +53,8 @@ pub struct VocabEnv {
     token_dists: Mutex<HashMap<u64, Arc<TokenDistances>>>,
     /// The distinct-items filter's token sets, by the last bytes they depend on.
     distinct: Mutex<HashMap<LastBytes, Arc<DistinctTokens>>>,
+    /// Budgeted lexer walks already made, by what they depend on.
+    budgeted_walks: WalkCache,
 }
 
 /// The string formats whose first mask [`VocabEnv::prepare`] computes ahead: those read over
@@ -72,6 +75,7 @@ impl VocabEnv {
             mask_cache: MaskCache::default(),
             usable,
             token_dists: Mutex::default(),
+            budgeted_walks: WalkCache::default(),
             distinct: Mutex::default(),
         })
     }
@@ -126,6 +130,11 @@ impl VocabEnv {
 
     pub(crate) fn mask_cache(&self) -> &MaskCache {
         &self.mask_cache
+    }
+
+    /// The budgeted lexer walks of this vocabulary's masks already made (see [`WalkCache`]).
+    pub(crate) fn budgeted_walks(&self) -> &WalkCache {
+        &self.budgeted_walks
     }
 
     /// The fewest tokens of this vocabulary from `state` of `dfa` to acceptance, if `budget` or

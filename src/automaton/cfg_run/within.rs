@@ -4,8 +4,17 @@
 //! its bounds, the tokens come grouped by where they leave the lexemes, shared by the count's
 //! rows ([`InsideGroups`](crate::automaton::mask_cache::InsideGroups)), and are judged a group
 //! at a time instead. Also the byte step the plain walk shares ([`push_inside`]).
+//!
+//! A walk is a function of what it is given (the scans' lexeme DFAs, shared across compiles,
+//! and states; their waits; the budget; whether refusals are listed) and the vocabulary, and
+//! a budgeted mask's search and descents make the same walks again and again from parse
+//! states that differ only where the lexer does not look (inside a string, every token leads
+//! back to a few states): so the walks are kept, per vocabulary ([`WalkCache`], in the
+//! [`VocabEnv`]), for every grammar and request whose lexemes meet them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::{LexerStates, Refused};
 use crate::automaton::cfg::Cfg;
@@ -24,10 +33,104 @@ pub(super) struct Waits<'a> {
     pub tokens: &'a [u32],
 }
 
+/// The most bytes (masks and refusals) the kept walks of one vocabulary may hold; past it
+/// they are dropped and kept again.
+const MAX_WALK_CACHE_BYTES: usize = 16 << 20;
+
+/// What a walk depends on: per scan its lexeme's DFA ([`Dfa::id`]; its distances in usable
+/// bytes are the DFA's, for the vocabulary), whether the lexeme is one named token, and its
+/// state; the scans' waits in bytes and in tokens; the budget; whether refusals are listed.
+type WalkKey = (Vec<(u64, bool, StateId)>, Vec<u32>, Vec<u32>, u32, bool);
+
+/// One walk's answer: the tokens it let through, and those it refused where they were listed.
+struct Walked {
+    mask: TokenSet,
+    refused: Option<Refused>,
+}
+
+/// The budgeted walks already made for one vocabulary (see the module docs), bounded by
+/// [`MAX_WALK_CACHE_BYTES`]. `Send + Sync`: the masks of a batch share it.
+#[derive(Default)]
+pub(crate) struct WalkCache {
+    inner: Mutex<(HashMap<WalkKey, Arc<Walked>>, usize)>,
+    /// Walks taken from here (for tests).
+    hits: AtomicUsize,
+}
+
+impl WalkCache {
+    fn get(&self, key: &WalkKey) -> Option<Arc<Walked>> {
+        let hit = self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.get(key).cloned();
+        if hit.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// Walks taken from here so far.
+    #[cfg(test)]
+    pub(crate) fn hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    fn keep(&self, key: WalkKey, walked: Arc<Walked>) {
+        let refused = walked.refused.as_ref().map_or(0, |r| {
+            r.singles.len() * 4 + r.inside.iter().map(|(k, ids)| k.len() * 8 + ids.len() * 4 + 48).sum::<usize>()
+        });
+        let bytes = walked.mask.words().len() * 4 + refused + key.0.len() * 8 + (key.1.len() + key.2.len()) * 4 + 128;
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.1 + bytes > MAX_WALK_CACHE_BYTES {
+            *inner = Default::default();
+        }
+        inner.1 += bytes;
+        inner.0.insert(key, walked);
+    }
+}
+
 /// Walks the whole vocabulary from `scans`: into `mask` the tokens that keep some lexeme going
 /// and finish within `budget` along it; the others, where the caller asks for them, into
-/// `refused` (by the lexer states they reach, or as singles where a lexeme may end inside them).
+/// `refused` (by the lexer states they reach, or as singles where a lexeme may end inside them;
+/// `refused` is empty here). A walk made before with the same key is taken from the
+/// vocabulary's [`WalkCache`].
 pub(super) fn walk(
+    cfg: &Cfg,
+    env: &VocabEnv,
+    scans: &[Scan],
+    waits: Waits,
+    budget: u32,
+    mask: &mut TokenSet,
+    refused: Option<&mut Refused>,
+) {
+    debug_assert!(refused.as_ref().is_none_or(|r| r.inside.is_empty() && r.singles.is_empty()));
+    let key: WalkKey = (
+        scans
+            .iter()
+            .map(|sc| {
+                let term = cfg.term(sc.term);
+                (term.dfa.id(), term.one_token, sc.state)
+            })
+            .collect(),
+        waits.bytes.to_vec(),
+        waits.tokens.to_vec(),
+        budget,
+        refused.is_some(),
+    );
+    let cache = env.budgeted_walks();
+    let walked = cache.get(&key).unwrap_or_else(|| {
+        let mut own = Walked { mask: TokenSet::new(env.vocab().len()), refused: key.4.then(Refused::default) };
+        walk_uncached(cfg, env, scans, waits, budget, &mut own.mask, own.refused.as_mut());
+        let own = Arc::new(own);
+        cache.keep(key, own.clone());
+        own
+    });
+    mask.union_clipped(&walked.mask);
+    if let (Some(r), Some(own)) = (refused, &walked.refused) {
+        r.inside.clone_from(&own.inside);
+        r.singles.clone_from(&own.singles);
+    }
+}
+
+/// [`walk`], made.
+fn walk_uncached(
     cfg: &Cfg,
     env: &VocabEnv,
     scans: &[Scan],

@@ -426,4 +426,47 @@ mod tests {
             assert_eq!(fast, slow, "budget {b}");
         }
     }
+
+    /// A budgeted mask's search and descents make the same lexer walks again from parse
+    /// states that differ only where the lexer does not look, and the vocabulary keeps them
+    /// (`WalkCache`): along valid outputs under their tightest budgets, the masks made with the
+    /// walks of every earlier step kept are those made with none kept (a fresh vocabulary
+    /// environment) and the reference's; and walks were taken from what was kept.
+    #[test]
+    fn kept_walks_give_the_masks_fresh_walks_do() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "title": {"type": "string"}, "rating": {"type": "number"}, "mood": {"enum": ["happy", "very sad"]}},
+            "required": ["title", "rating", "mood"]});
+        let compile = |env: &Arc<VocabEnv>| {
+            Compiled::new(env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::exact())).unwrap()
+        };
+        let c = compile(&env);
+        let mut hits = 0;
+        for text in [
+            r#"{"title":"The little dog","rating":8.5,"mood":"very sad"}"#,
+            r#"{"title":"Lily","x":[1,true],"rating":-12,"mood":"happy"}"#,
+        ] {
+            let tokens = v.encode(text.as_bytes()).unwrap();
+            let mut m = c.matcher();
+            let (mut warm, mut cold, mut slow) =
+                (TokenSet::new(v.len()), TokenSet::new(v.len()), TokenSet::new(v.len()));
+            for (k, &t) in tokens.iter().enumerate() {
+                let left = tokens.len() - k;
+                let fresh = compile(&VocabEnv::new(v.clone()));
+                let mut f = fresh.matcher();
+                tokens[..k].iter().for_each(|&t| f.commit(t).unwrap());
+                m.fill_mask_within(&mut warm, left);
+                f.fill_mask_within(&mut cold, left);
+                m.reference_mask_within(&mut slow, left);
+                assert_eq!(warm, cold, "{text}: {k} tokens in, {left} left");
+                assert_eq!(warm, slow, "{text}: {k} tokens in, {left} left");
+                m.commit(t).unwrap();
+            }
+            assert!(m.is_accepting());
+            assert!(env.budgeted_walks().hits() > hits, "{text}: no walk taken from the kept ones");
+            hits = env.budgeted_walks().hits();
+        }
+    }
 }
