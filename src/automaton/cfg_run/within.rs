@@ -117,7 +117,7 @@ pub(super) fn walk(
     let cache = env.budgeted_walks();
     let walked = cache.get(&key).unwrap_or_else(|| {
         let mut own = Walked { mask: TokenSet::new(env.vocab().len()), refused: key.4.then(Refused::default) };
-        walk_uncached(cfg, env, scans, waits, budget, &mut own.mask, own.refused.as_mut());
+        walk_into(cfg, env, scans, waits, budget, &mut own);
         let own = Arc::new(own);
         cache.keep(key, own.clone());
         own
@@ -129,16 +129,10 @@ pub(super) fn walk(
     }
 }
 
-/// [`walk`], made.
-fn walk_uncached(
-    cfg: &Cfg,
-    env: &VocabEnv,
-    scans: &[Scan],
-    waits: Waits,
-    budget: u32,
-    mask: &mut TokenSet,
-    refused: Option<&mut Refused>,
-) {
+/// [`walk`] made, into `out` (empty).
+fn walk_into(cfg: &Cfg, env: &VocabEnv, scans: &[Scan], waits: Waits, budget: u32, out: &mut Walked) {
+    let Walked { mask, refused } = out;
+    let refused = refused.as_mut();
     let mut w = InsideWithin {
         cfg,
         env,
