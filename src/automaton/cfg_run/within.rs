@@ -39,13 +39,24 @@ const MAX_WALK_CACHE_BYTES: usize = 16 << 20;
 
 /// What a walk depends on: per scan its lexeme's DFA ([`Dfa::id`]; its distances in usable
 /// bytes are the DFA's, for the vocabulary), whether the lexeme is one named token, and its
-/// state; the scans' waits in bytes and in tokens; the budget; whether refusals are listed.
-type WalkKey = (Vec<(u64, bool, StateId)>, Vec<u32>, Vec<u32>, u32, bool);
+/// state; the scans' waits in bytes and in tokens; the budget. (Whether refusals are listed
+/// changes what it records, not what it lets through: a walk that listed them answers both.)
+type WalkKey = (Vec<(u64, bool, StateId)>, Vec<u32>, Vec<u32>, u32);
 
 /// One walk's answer: the tokens it let through, and those it refused where they were listed.
 struct Walked {
     mask: TokenSet,
     refused: Option<Refused>,
+}
+
+impl Walked {
+    /// Heap bytes, roughly (for the cache's bound), with its key's.
+    fn bytes(&self, key: &WalkKey) -> usize {
+        let refused = self.refused.as_ref().map_or(0, |r| {
+            r.singles.len() * 4 + r.inside.iter().map(|(k, ids)| k.len() * 8 + ids.len() * 4 + 48).sum::<usize>()
+        });
+        self.mask.words().len() * 4 + refused + key.0.len() * 16 + (key.1.len() + key.2.len()) * 4 + 128
+    }
 }
 
 /// The budgeted walks already made for one vocabulary (see the module docs), bounded by
@@ -58,8 +69,10 @@ pub(crate) struct WalkCache {
 }
 
 impl WalkCache {
-    fn get(&self, key: &WalkKey) -> Option<Arc<Walked>> {
-        let hit = self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.get(key).cloned();
+    /// The walk kept for `key`, where it listed refusals if `listed` asks for them.
+    fn get(&self, key: &WalkKey, listed: bool) -> Option<Arc<Walked>> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = inner.0.get(key).filter(|w| !listed || w.refused.is_some()).cloned();
         if hit.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
         }
@@ -72,16 +85,15 @@ impl WalkCache {
         self.hits.load(Ordering::Relaxed)
     }
 
+    /// Keeps `walked` for `key` (in place of one that did not list refusals).
     fn keep(&self, key: WalkKey, walked: Arc<Walked>) {
-        let refused = walked.refused.as_ref().map_or(0, |r| {
-            r.singles.len() * 4 + r.inside.iter().map(|(k, ids)| k.len() * 8 + ids.len() * 4 + 48).sum::<usize>()
-        });
-        let bytes = walked.mask.words().len() * 4 + refused + key.0.len() * 8 + (key.1.len() + key.2.len()) * 4 + 128;
+        let bytes = walked.bytes(&key);
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if inner.1 + bytes > MAX_WALK_CACHE_BYTES {
             *inner = Default::default();
         }
-        inner.1 += bytes;
+        let old = inner.0.get(&key).map_or(0, |w| w.bytes(&key));
+        inner.1 = inner.1 + bytes - old;
         inner.0.insert(key, walked);
     }
 }
@@ -112,11 +124,10 @@ pub(super) fn walk(
         waits.bytes.to_vec(),
         waits.tokens.to_vec(),
         budget,
-        refused.is_some(),
     );
-    let cache = env.budgeted_walks();
-    let walked = cache.get(&key).unwrap_or_else(|| {
-        let mut own = Walked { mask: TokenSet::new(env.vocab().len()), refused: key.4.then(Refused::default) };
+    let (cache, listed) = (env.budgeted_walks(), refused.is_some());
+    let walked = cache.get(&key, listed).unwrap_or_else(|| {
+        let mut own = Walked { mask: TokenSet::new(env.vocab().len()), refused: listed.then(Refused::default) };
         walk_into(cfg, env, scans, waits, budget, &mut own);
         let own = Arc::new(own);
         cache.keep(key, own.clone());
