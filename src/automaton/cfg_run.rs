@@ -52,7 +52,7 @@ enum Refusal {
 /// The lexer states a token leaves the current scans in: (scan index, state) of those going on.
 pub(super) type LexerStates = Vec<(u32, StateId)>;
 
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub(super) struct Refused {
     /// Tokens that keep some current lexemes going with no lexeme ending anywhere in them, by
     /// the lexer states they reach (scan index, state): each key is one parse state. Few keys

@@ -6,7 +6,8 @@
 //! at a time instead. Also the byte step the plain walk shares ([`push_inside`]).
 //!
 //! A walk is a function of what it is given (the scans' lexeme DFAs, shared across compiles,
-//! and states; their waits; the budget; whether refusals are listed) and the vocabulary, and
+//! and states; their waits; the budget) and the vocabulary (listing refusals records more, it
+//! lets the same tokens through), and
 //! a budgeted mask's search and descents make the same walks again and again from parse
 //! states that differ only where the lexer does not look (inside a string, every token leads
 //! back to a few states): so the walks are kept, per vocabulary ([`WalkCache`], in the
