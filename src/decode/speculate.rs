@@ -16,8 +16,9 @@
 //! So the output is the same token for token as without speculation, greedy or sampled, for the
 //! same seed: a draft never decides a token, it only computes ahead the logits that deciding
 //! needs, provided the model's rows do not depend on how tokens are grouped into passes (the
-//! scripted models; strictly's batched network, which attends each row of a later pass on its
-//! own, see `model::batch`; a GGUF model or `CandleModel::on_batch_net`). For a draft of one fixed token `d` (which is what a lookup proposes) this is the
+//! scripted models; strictly's batched network on the CPU, which attends each row of a later
+//! pass on its own, see `model::batch`; a GGUF model or `CandleModel::on_batch_net`; on a GPU
+//! a row agrees to float tolerance, as its matmuls already do with other rows beside it). For a draft of one fixed token `d` (which is what a lookup proposes) this is the
 //! standard speculative acceptance rule: `d` is kept exactly when the token drawn from the
 //! processed distribution `p` is `d` (probability `p(d)`, the rule's `min(1, p(d)/q(d))` with
 //! `q(d) = 1`), and otherwise the token drawn is distributed as `p` without `d`, renormalized

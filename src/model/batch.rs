@@ -19,13 +19,16 @@
 //! projections, the MLP) is one matmul per weight for the whole batch; that is where a batch
 //! saves time. Attention is the only step that mixes tokens, and it runs per sequence: its
 //! rows take their rotary angles from their own positions, are appended to their own cache,
-//! and attend over that cache with a causal mask among the new rows. The final norm and the
-//! head run on the last row of each sequence only.
+//! and attend over that cache with a causal mask among the new rows. Off the CPU, the rows
+//! that add one token to a non-empty cache (a decode step's) attend together instead, padded
+//! to the longest cache ([`decode`]): per-row tensor ops are a kernel launch each on a GPU. The
+//! final norm and the head run on the last row of each sequence only.
 //!
 //! Exactness: each sequence's logits are those of a single-sequence pass over the same tokens
 //! (candle's `Llama`, `qwen2::ModelForCausalLM` and `mistral::Model`, which the tests compare
-//! against); the only difference is the order in which a matmul over more rows may sum, so
-//! rows agree to float tolerance, not bit for bit.
+//! against, with one-token rows attended both ways); the only difference is the order in which
+//! a matmul over more rows (or a padded attention) may sum, so rows agree to float tolerance,
+//! not bit for bit.
 //!
 //! GGUF models ([`super::gguf`]) run on this network too: their projections are candle
 //! `QMatMul`s that multiply straight from the quantized blocks ([`Linear`] is dense or
@@ -54,6 +57,8 @@ use super::device::{make_current, run_pass};
 use super::qblocks::QBlocks;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
+
+mod decode;
 
 /// The keys and values one sequence has fed so far, per layer; empty for a new sequence.
 #[derive(Clone, Default)]
@@ -354,6 +359,8 @@ pub struct BatchNet {
     pub(super) dtype: DType,
     /// Rotate pairs `(2i, 2i + 1)` (llama.cpp's layout of llama GGUFs) instead of `(i, i + d/2)`.
     pub(super) rope_interleaved: bool,
+    /// A pass's one-token rows attend together (`decode`); off the CPU unless set.
+    pub(super) batched_decode: bool,
 }
 
 /// The rotary frequencies, with Llama 3's long-context scaling when the config asks for it.
@@ -486,6 +493,7 @@ impl BatchNet {
             max_positions: max,
             dtype,
             rope_interleaved: false,
+            batched_decode: !device.is_cpu(),
         })
     }
 
@@ -502,6 +510,20 @@ impl BatchNet {
     /// The device the weights are on.
     pub fn device(&self) -> &Device {
         self.cos.device()
+    }
+
+    /// Runs the kinds of pass a server runs (two prefills, their one-token steps together,
+    /// one alone) on scratch caches and drops them: on a GPU the first pass loads the kernels
+    /// and starts the matrix library, which a server pays here instead of in its first request.
+    pub fn warm_up(&self) -> Result<()> {
+        let (mut a, mut b) = (KvCache::default(), KvCache::default());
+        let t = [TokenId(0), TokenId(0)];
+        if self.max_positions < 4 {
+            return Ok(());
+        }
+        self.forward(&mut [BatchRow { cache: &mut a, tokens: &t }, BatchRow { cache: &mut b, tokens: &t }])?;
+        self.forward(&mut [BatchRow { cache: &mut a, tokens: &t[..1] }, BatchRow { cache: &mut b, tokens: &t[..1] }])?;
+        self.forward(&mut [BatchRow { cache: &mut a, tokens: &t[..1] }]).map(drop)
     }
 
     /// Appends each row's tokens to its cache and returns, per row, the logits (f32) of the
@@ -584,6 +606,7 @@ impl BatchNet {
             total += r.tokens.len();
         }
         let mut new: Vec<Vec<(Tensor, Tensor)>> = rows.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
+        let decode = if self.batched_decode { decode::DecodeRows::new(self, rows, &offsets)? } else { None };
         let (q_size, kv_size) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
         for (l, layer) in self.layers.iter().enumerate() {
             let h = layer.attn_norm.forward(&x)?;
@@ -594,8 +617,19 @@ impl BatchNet {
                     (y.narrow(1, 0, q_size)?, y.narrow(1, q_size, kv_size)?, y.narrow(1, q_size + kv_size, kv_size)?)
                 }
             };
+            // Attention output: the one-token rows' (together) first, then the others' in turn.
             let mut outs = Vec::with_capacity(rows.len());
+            if let Some(dec) = &decode {
+                let (y, kv) = self.attend_decode(&q, &k, &v, dec, rows, l)?;
+                outs.push(y);
+                for (&i, kv) in dec.rows.iter().zip(kv) {
+                    new[i].push(kv);
+                }
+            }
             for (i, r) in rows.iter().enumerate() {
+                if decode.as_ref().is_some_and(|d| d.rows.contains(&i)) {
+                    continue;
+                }
                 let (off, n) = (offsets[i], r.tokens.len());
                 let past = r.cache.layers.get(l);
                 let (y, kv) = self.attend(&q, &k, &v, off, n, r.cache.pos, past)?;
@@ -603,6 +637,10 @@ impl BatchNet {
                 new[i].push(kv);
             }
             let y = Tensor::cat(&outs, 0)?;
+            let y = match decode.as_ref().and_then(|d| d.order.as_ref()) {
+                Some(order) => y.index_select(order, 0)?,
+                None => y,
+            };
             x = (layer.attn.o.forward(&y)? + &x)?;
             let h = layer.mlp_norm.forward(&x)?;
             let m = &layer.mlp;

@@ -551,6 +551,7 @@ fn build_net<R: Read + Seek>(
         dtype: DType::F32,
         // llama.cpp's converter permutes llama's q/k rows for the interleaved rotation.
         rope_interleaved: arch == Arch::Llama,
+        batched_decode: !device.is_cpu(),
     })
 }
 

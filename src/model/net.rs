@@ -75,7 +75,8 @@ enum Net {
     Mistral(mistral::Model),
     Phi3(phi3::Model),
     /// strictly's own batched network and one sequence's cache: every GGUF model (quantized
-    /// weights), and a safetensors model moved there by [`CandleModel::on_batch_net`].
+    /// weights), a safetensors model on a GPU (when the network covers its config), and one
+    /// moved there by [`CandleModel::on_batch_net`].
     Batched {
         net: Arc<BatchNet>,
         cache: KvCache,
@@ -174,18 +175,32 @@ impl CandleModel {
         // Candle's loaders assume what `check` verified; catch_unwind is a second line of
         // defence so that a loader panic we did not foresee still surfaces as an error.
         let no_batch = |e: Error| e.to_string();
+        // On a GPU a config strictly's network covers loads only that network: at one sequence
+        // it is as fast as candle's own (BENCHMARKS.md "Session 41": 7.8-8.5 ms a step against
+        // 8.0-10.9 on Llama-3-8B's shape), and a server's batches then share its weights
+        // instead of loading them a second time (twice the GPU memory while it loads).
+        let batched_first = !device.is_cpu();
+        let on_batch_net = |bc: &BatchConfig| -> Result<Net> {
+            Ok(Net::Batched {
+                net: Arc::new(BatchNet::load(vb.clone(), bc, dtype, device)?),
+                cache: KvCache::default(),
+            })
+        };
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(Net, _)> {
             let load_err = candle_err(&name);
             Ok(match cfg.arch {
                 Arch::Llama => {
                     let lc: llama::LlamaConfig = serde_json::from_value(raw.clone()).map_err(cfg_err)?;
                     let c = lc.into_config(false);
-                    let model = llama::Llama::load(vb.clone(), &c).map_err(&load_err)?;
-                    let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
-                    (
-                        Net::Llama { model, cache: empty.clone(), empty },
-                        Ok(BatchSource::Weights(vb, BatchConfig::llama(&c))),
-                    )
+                    let bc = BatchConfig::llama(&c);
+                    let net = if batched_first {
+                        on_batch_net(&bc)?
+                    } else {
+                        let model = llama::Llama::load(vb.clone(), &c).map_err(&load_err)?;
+                        let empty = llama::Cache::new(true, dtype, &c, device).map_err(&load_err)?;
+                        Net::Llama { model, cache: empty.clone(), empty }
+                    };
+                    (net, Ok(BatchSource::Weights(vb.clone(), bc)))
                 }
                 Arch::Qwen2 => {
                     fill(&mut raw, "sliding_window", json!(cfg.max_positions));
@@ -195,18 +210,25 @@ impl CandleModel {
                     fill(&mut raw, "rope_theta", json!(10000.0));
                     fill(&mut raw, "hidden_act", json!("silu"));
                     let c: qwen2::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    let net = Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb.clone()).map_err(&load_err)?);
                     let batch = BatchConfig::qwen2(&c, vb.contains_tensor("lm_head.weight")).map_err(no_batch);
-                    (net, batch.map(|b| BatchSource::Weights(vb, b)))
+                    let net = match &batch {
+                        Ok(bc) if batched_first => on_batch_net(bc)?,
+                        _ => Net::Qwen2(qwen2::ModelForCausalLM::new(&c, vb.clone()).map_err(&load_err)?),
+                    };
+                    (net, batch.map(|b| BatchSource::Weights(vb.clone(), b)))
                 }
                 Arch::Mistral => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
                     fill(&mut raw, "num_key_value_heads", json!(cfg.num_kv_heads));
                     let c: mistral::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    let net = Net::Mistral(mistral::Model::new(&c, vb.clone()).map_err(&load_err)?);
                     // candle's mistral always reads `lm_head.weight` (aliased to the embedding
                     // when tied), so the batched net reads it too.
-                    (net, BatchConfig::mistral(&c, false).map_err(no_batch).map(|b| BatchSource::Weights(vb, b)))
+                    let batch = BatchConfig::mistral(&c, false).map_err(no_batch);
+                    let net = match &batch {
+                        Ok(bc) if batched_first => on_batch_net(bc)?,
+                        _ => Net::Mistral(mistral::Model::new(&c, vb.clone()).map_err(&load_err)?),
+                    };
+                    (net, batch.map(|b| BatchSource::Weights(vb.clone(), b)))
                 }
                 Arch::Phi3 => {
                     fill(&mut raw, "rope_theta", json!(10000.0));
@@ -219,8 +241,12 @@ impl CandleModel {
                         o.remove("eos_token_id");
                     }
                     let c: phi3::Config = serde_json::from_value(raw).map_err(cfg_err)?;
-                    let net = Net::Phi3(phi3::Model::new(&c, vb.clone()).map_err(&load_err)?);
-                    (net, BatchConfig::phi3(&c).map_err(no_batch).map(|b| BatchSource::Weights(vb, b)))
+                    let batch = BatchConfig::phi3(&c).map_err(no_batch);
+                    let net = match &batch {
+                        Ok(bc) if batched_first => on_batch_net(bc)?,
+                        _ => Net::Phi3(phi3::Model::new(&c, vb.clone()).map_err(&load_err)?),
+                    };
+                    (net, batch.map(|b| BatchSource::Weights(vb.clone(), b)))
                 }
             })
         }));
@@ -235,6 +261,12 @@ impl CandleModel {
                 return Err(Error::model(format!("{name}: the {} loader failed: {msg}", cfg.arch)));
             }
         };
+        // A network already batched is shared, not loaded again.
+        let on_batch = matches!(net, Net::Batched { .. });
+        let batch = match (&net, batch) {
+            (Net::Batched { net, .. }, Ok(_)) => Ok(BatchSource::Shared(net.clone())),
+            (_, batch) => batch,
+        };
         Ok(CandleModel {
             net,
             arch: cfg.arch,
@@ -243,7 +275,7 @@ impl CandleModel {
             max_positions: cfg.max_positions,
             device: device.clone(),
             dtype,
-            batch_after_prefill: !(cfg.arch == Arch::Qwen2 && dtype != DType::F32),
+            batch_after_prefill: on_batch || !(cfg.arch == Arch::Qwen2 && dtype != DType::F32),
             batch,
             broken: false,
             stats: ForwardStats::default(),
@@ -275,9 +307,10 @@ impl CandleModel {
 
     /// The same model on strictly's batched network ([`BatchNet`]), with an empty sequence:
     /// what speculative decoding needs (one pass for a draft's rows, a cache that forgets its
-    /// end, rows that do not depend on how tokens are grouped into passes). A GGUF model runs
-    /// there already (a restart); a safetensors model loads its weights again (the original
-    /// may be dropped); an error says why for a config the batched network does not cover.
+    /// end, rows that do not depend on how tokens are grouped into passes). A GGUF model, and
+    /// on a GPU a safetensors one the batched network covers, runs there already (a restart);
+    /// a safetensors model on the CPU loads its weights again (the original may be dropped); an
+    /// error says why for a config the batched network does not cover.
     pub fn on_batch_net(&self) -> Result<CandleModel> {
         if matches!(self.net, Net::Batched { .. }) {
             return Ok(self.restart());

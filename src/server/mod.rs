@@ -114,7 +114,9 @@ use crate::automaton::Compiled;
 use crate::automaton::VocabEnv;
 use crate::decode::LanguageModel;
 use crate::error::Result;
-use crate::model::{BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat};
+use crate::model::{
+    BatchNet, BatchStats, Batcher, CandleModel, GenerationDefaults, LoadedModel, ModelInfo, PromptFormat,
+};
 use constraint::{CompileCache, Spec};
 use metrics::Metrics;
 
@@ -187,6 +189,14 @@ impl ModelSource for CandleModel {
     }
 }
 
+/// A prefill and a one-token step of a scratch sequence of `model` (see [`BatchNet::warm_up`]).
+fn warm_up(model: &CandleModel) -> Result<()> {
+    let mut m = model.restart();
+    let mut row = vec![0.0; m.logits_width()];
+    m.forward(&[crate::TokenId(0), crate::TokenId(0)], &mut row)?;
+    m.forward(&[crate::TokenId(0)], &mut row)
+}
+
 /// Continuous batching: every sequence is stepped by the batch thread (see [`Batcher`]).
 impl ModelSource for Batcher {
     fn fresh(&self) -> Result<Box<dyn LanguageModel + Send>> {
@@ -227,8 +237,12 @@ impl AppState {
     /// `loaded.model.restart()` and runs its own passes.
     pub fn new(loaded: LoadedModel, config: ServerConfig) -> AppState {
         let LoadedModel { model, env, prompt, defaults, info } = loaded;
+        // On a GPU the first pass loads the kernels and starts cuBLAS (seconds): paid here,
+        // before the first request, not by it.
+        let gpu = !model.device().is_cpu();
+        let warm = |b: BatchNet| if gpu { b.warm_up().map(|()| b) } else { Ok(b) };
         let source: Arc<dyn ModelSource> = if config.max_batch > 1 {
-            match model.batched().and_then(|b| Batcher::new(b, config.max_batch)) {
+            match model.batched().and_then(warm).and_then(|b| Batcher::new(b, config.max_batch)) {
                 // The single-sequence network is dropped here: one copy of the weights stays.
                 Ok(batcher) => Arc::new(batcher),
                 Err(e) => {
@@ -237,6 +251,11 @@ impl AppState {
                 }
             }
         } else {
+            if gpu {
+                if let Err(e) = warm_up(&model) {
+                    tracing::warn!("warming the model up failed: {e}");
+                }
+            }
             Arc::new(model)
         };
         AppState::with_source(source, env, prompt, defaults, info, config)
