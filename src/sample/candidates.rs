@@ -117,6 +117,18 @@ impl Candidates {
         max as f64 + z.ln()
     }
 
+    /// The softmax's weights before normalizing, `exp(logit - max)` per candidate in list
+    /// order, into `out`; returns `max` and their sum (in `f64`, in order). A draw needs the
+    /// weights twice and the chosen token's logprob needs the sum: over a whole vocabulary
+    /// (128k tokens), one pass of `exp` instead of three is a millisecond a token. The sum is
+    /// bit for bit the one [`log_sum_exp`](Self::log_sum_exp) takes.
+    pub fn exp_weights(&self, out: &mut Vec<f32>) -> (f32, f64) {
+        let max = self.max_logit();
+        out.clear();
+        out.extend(self.items.iter().map(|c| (c.logit - max).exp()));
+        (max, out.iter().map(|&w| w as f64).sum())
+    }
+
     /// The log-probability of `id` under the softmax of the candidates; `-inf` if it is not one.
     pub fn logprob(&self, id: TokenId) -> f32 {
         match self.items.iter().find(|c| c.id == id) {
@@ -221,6 +233,19 @@ mod tests {
         assert_eq!(c.sort_prefix(5).iter().map(|c| c.logit).collect::<Vec<_>>(), vec![99.0, 98.0, 97.0, 96.0, 95.0]);
         c.keep_top(2);
         assert_eq!(c.as_slice().iter().map(|c| c.logit).collect::<Vec<_>>(), vec![99.0, 98.0]);
+    }
+
+    #[test]
+    fn exp_weights_sum_to_what_log_sum_exp_takes() {
+        let c = Candidates::from_logits(&[0.5, -3.25, 7.0, f32::NEG_INFINITY, 7.0, -0.0, 1e-3]).unwrap();
+        let mut w = vec![9.0];
+        let (max, z) = c.exp_weights(&mut w);
+        assert_eq!(max, 7.0);
+        assert_eq!(w.len(), c.len());
+        for (w, c) in w.iter().zip(c.as_slice()) {
+            assert_eq!(*w, (c.logit - 7.0).exp());
+        }
+        assert_eq!((max as f64 + z.ln()).to_bits(), c.log_sum_exp().to_bits());
     }
 
     #[test]

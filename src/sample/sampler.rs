@@ -53,6 +53,8 @@ pub struct Sampler {
     top_n_sigma: Option<TopNSigma>,
     rng: ChaCha8Rng,
     candidates: Candidates,
+    /// Scratch: the candidates' softmax weights at a draw.
+    weights: Vec<f32>,
 }
 
 impl Sampler {
@@ -90,6 +92,7 @@ impl Sampler {
             top_n_sigma: p.top_n_sigma.map(TopNSigma::new).transpose()?,
             rng,
             candidates: Candidates::new(),
+            weights: Vec::new(),
             params,
         })
     }
@@ -162,8 +165,8 @@ impl Sampler {
     /// whatever survived, so step `n` always uses the `n`-th number of the seed's stream.
     pub fn sample(&mut self, logits: &mut [f32], mask: Option<&TokenSet>, counts: &TokenCounts) -> Result<Choice> {
         self.process(logits, mask, counts)?;
-        let chosen = if self.params.is_greedy() { self.candidates.top() } else { self.draw() };
-        let lse = self.candidates.log_sum_exp();
+        let (chosen, lse) =
+            if self.params.is_greedy() { (self.candidates.top(), self.candidates.log_sum_exp()) } else { self.draw() };
         let logprob = |c: &Candidate| (c.logit as f64 - lse) as f32;
         let n = self.params.top_logprobs;
         // After the draw: sorting reorders the candidates, and the draw must not depend on it.
@@ -175,27 +178,26 @@ impl Sampler {
         Ok(Choice { token: chosen.id, logprob: logprob(&chosen), top_logprobs })
     }
 
-    /// Inverse-CDF draw over the candidates in their current (deterministic) order.
-    fn draw(&mut self) -> Candidate {
+    /// Inverse-CDF draw over the candidates in their current (deterministic) order; and their
+    /// log-sum-exp (the chosen token's logprob), from the same weights.
+    fn draw(&mut self) -> (Candidate, f64) {
         let u: f64 = self.rng.random();
-        let items = self.candidates.as_slice();
-        let max = self.candidates.max_logit();
-        let z: f64 = items.iter().map(|c| (c.logit - max).exp() as f64).sum();
+        let (max, z) = self.candidates.exp_weights(&mut self.weights);
+        let lse = max as f64 + z.ln();
         let target = u * z; // in [0, z)
         let mut cum = 0.0f64;
-        let mut last_positive = self.candidates.top();
-        for c in items {
-            let w = (c.logit - max).exp() as f64;
+        let mut last_positive = None;
+        for (c, &w) in self.candidates.as_slice().iter().zip(&self.weights) {
             if w > 0.0 {
-                cum += w;
-                last_positive = *c;
+                cum += w as f64;
+                last_positive = Some(*c);
                 if cum > target {
-                    return *c;
+                    return (*c, lse);
                 }
             }
         }
         // Only rounding gets here (the sum came out a hair under z): the last token with weight.
-        last_positive
+        (last_positive.unwrap_or_else(|| self.candidates.top()), lse)
     }
 }
 
