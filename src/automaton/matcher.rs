@@ -265,6 +265,10 @@ impl Matcher {
                     judged.intersect(mask);
                     self.confirm_distinct(mask, &judged, after_budget);
                 }
+                // The repeats' check may have refused every token it judged (its witnesses are
+                // the cheapest in bytes, and a way cheap in tokens spells more bytes): the ways
+                // below then show one, as where the count refused them all.
+                let short = short || (after_budget != NO_BUDGET && mask.is_empty());
                 if short {
                     let witness = self.witness().map(<[TokenId]>::to_vec);
                     allow_first(mask, witness.as_deref(), after_budget);
@@ -273,6 +277,12 @@ impl Matcher {
                     // mask).
                     if mask.is_empty() {
                         let path = self.descent_path();
+                        allow_first(mask, path.as_deref(), after_budget);
+                    }
+                    // Where items must be distinct (no descent above, no deep search below):
+                    // a descent committed through the repeats' check.
+                    if mask.is_empty() && cfg.has_marks {
+                        let path = self.descent_path_marked();
                         allow_first(mask, path.as_deref(), after_budget);
                     }
                     // Still nothing: the deep search (a way of more tokens than the count's

@@ -494,6 +494,18 @@ pub fn check_schema(schema: &Value, seed: u64) {
     op_walk(&c, &Reference::new(&g), seed, 10);
 }
 
+/// Found by `fuzz_json_schema_structured`: distinct UUIDs under 64 tokens of the embedded
+/// vocabulary. After the first item the count let `,` in (a second UUID fits in hex pairs),
+/// then the repeats' check refused every token after it (its witness, the cheapest in bytes,
+/// spells one character a token) and no descent ran where items must be distinct: an empty
+/// mask, an engine fault, for seed 2. The descent now runs there, through the repeats' check.
+#[test]
+fn distinct_uuids_under_a_budget_that_binds() {
+    let schema =
+        json!({"type": "array", "items": {"type": "string", "format": "uuid"}, "maxItems": 2, "uniqueItems": true});
+    check_schema(&schema, 0);
+}
+
 /// Arbitrary JSON (mostly not sensible schemas): must compile or fail clearly, never panic.
 fn json_value() -> impl Strategy<Value = Value> {
     let keys = prop_oneof![

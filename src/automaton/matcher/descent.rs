@@ -99,6 +99,18 @@ impl Matcher {
         if !self.descends() {
             return None;
         }
+        self.descent_path_unchecked(memo)
+    }
+
+    /// [`descent_path`](Self::descent_path) where items must be distinct too: each token is
+    /// committed through the repeats' check, so a way it finds is one (a descent that meets
+    /// only repeats ends at a dead end, `None`); without a memo, whose parse states do not see
+    /// the items. What an otherwise empty budgeted mask asks last.
+    pub(super) fn descent_path_marked(&mut self) -> Option<Vec<TokenId>> {
+        matches!(self.run, Run::Cfg(_)).then(|| self.descent_path_unchecked(None)).flatten()
+    }
+
+    fn descent_path_unchecked(&mut self, memo: Option<&mut DescentMemo>) -> Option<Vec<TokenId>> {
         let start = self.len();
         let saved = self.witness.take();
         let path = self.descend(memo);
