@@ -189,6 +189,16 @@ pub(super) fn string_lexeme_as(
         parts.push(Lexeme::Not(Box::new(form.wrap(Hir::alternation(names)))));
     }
     for not in obj.get(NOT_STRING).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object) {
+        // A format's regex is a regular subset of it (and narrower still where sensible): its
+        // complement would let values of the format through. Only exact ones are negated.
+        if let Some(f) = not.get("format").and_then(Value::as_str) {
+            let exact = matches!(f, "uuid" | "ipv4") || (f == "date" && c.opts.exact);
+            if matches!(format_regex(f), Some(Ok(_))) && !exact {
+                let why = format!("strictly writes a regular subset of `{f}`, whose complement would let some values of the format through");
+                c.unenforced(&join(pointer, "not"), "format", why)?;
+                continue;
+            }
+        }
         if let Some(excluded) = string_lexeme_as(c, not, &join(pointer, "not"), form)? {
             parts.push(Lexeme::Not(Box::new(excluded)));
         }
