@@ -627,7 +627,7 @@ impl BatchNet {
                 }
             }
             for (i, r) in rows.iter().enumerate() {
-                if decode.as_ref().is_some_and(|d| d.rows.contains(&i)) {
+                if decode.as_ref().is_some_and(|d| d.takes(i)) {
                     continue;
                 }
                 let (off, n) = (offsets[i], r.tokens.len());

@@ -30,13 +30,15 @@ use super::{BatchNet, BatchRow};
 pub(super) struct DecodeRows {
     /// Their indices among the pass's rows, in order (at least two).
     pub(super) rows: Vec<usize>,
+    /// Per row of the pass: whether it is one of them.
+    taken: Vec<bool>,
     /// Their rows in the pass's token matrix; `None` when they are the whole matrix, in order.
     index: Option<Tensor>,
     /// Each row's rotary angles, `(B, 1, head_dim / 2)`.
     cos: Tensor,
     sin: Tensor,
-    /// Keys each row attends over: its position + 1.
-    lens: Vec<usize>,
+    /// The most keys a row attends over (its position + 1).
+    longest: usize,
     /// `(B, 1, 1, longest)`: `-inf` past a row's own keys; `None` when all are as long.
     mask: Option<Tensor>,
     /// Where the pass's token rows are in the attention output laid out as these rows first,
@@ -64,6 +66,8 @@ impl DecodeRows {
         let cos = net.cos.index_select(&positions, 0)?.reshape((b, 1, half))?;
         let sin = net.sin.index_select(&positions, 0)?.reshape((b, 1, half))?;
         let lens: Vec<usize> = picked.iter().map(|&i| rows[i].cache.pos + 1).collect();
+        let mut taken = vec![false; rows.len()];
+        picked.iter().for_each(|&i| taken[i] = true);
         let longest = lens.iter().copied().max().unwrap_or(0);
         let mask = if lens.iter().all(|&n| n == longest) {
             None
@@ -85,7 +89,7 @@ impl DecodeRows {
                 next += 1;
             }
             for (i, r) in rows.iter().enumerate() {
-                if !picked.contains(&i) {
+                if !taken[i] {
                     for slot in &mut at[offsets[i]..offsets[i] + r.tokens.len()] {
                         *slot = next;
                         next += 1;
@@ -94,7 +98,14 @@ impl DecodeRows {
             }
             Some(u32s(at, device)?)
         };
-        Ok(Some(DecodeRows { rows: picked, index, cos, sin, lens, mask, order }))
+        Ok(Some(DecodeRows { rows: picked, taken, index, cos, sin, longest, mask, order }))
+    }
+}
+
+impl DecodeRows {
+    /// Whether row `i` of the pass is one of these.
+    pub(super) fn takes(&self, i: usize) -> bool {
+        self.taken[i]
     }
 }
 
@@ -128,7 +139,7 @@ impl BatchNet {
         let q = rope(&pick(q)?.reshape((b, self.heads, 1, d))?, &dec.cos, &dec.sin)?;
         let k = rope(&pick(k)?.reshape((b, kvh, 1, d))?, &dec.cos, &dec.sin)?;
         let v = pick(v)?.reshape((b, kvh, 1, d))?;
-        let longest = dec.lens.iter().copied().max().unwrap_or(0);
+        let longest = dec.longest;
         let device = q.device();
         let kpad = Tensor::zeros((b, kvh, longest, d), self.dtype, device)?;
         let vpad = Tensor::zeros((b, kvh, longest, d), self.dtype, device)?;
