@@ -10,6 +10,7 @@ mod numbers;
 mod objects;
 mod refs;
 mod sensible;
+mod spellings;
 mod strings;
 
 use serde_json::json;
