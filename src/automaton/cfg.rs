@@ -190,10 +190,11 @@ pub struct DistinctTokens {
     /// Inside a text item: only a token with the last byte of an item's close can end one.
     pub closers: Vec<TokenId>,
     /// Between values: a token that can hold a whole value or end one (two quotes, a closing
-    /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`).
+    /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`), or
+    /// fix a number's value (digits then an exponent: `0e` is 0 whatever follows).
     pub between: Vec<TokenId>,
     /// Inside a number or literal: a token that can end it (whitespace, `,`, a bracket, the
-    /// last letter of a literal).
+    /// last letter of a literal) or fix its value (an exponent after zeros).
     pub scalar: Vec<TokenId>,
 }
 
@@ -221,10 +222,13 @@ impl DistinctTokens {
             }
             let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
             let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
-            if n_quotes > 1 || closes || digit_then_space || word(b) {
+            // A zero's exponent fixes its value (see `distinct`): `0e` can repeat a 0.
+            let digit_then_exponent =
+                b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(|x| matches!(x, b'e' | b'E')));
+            if n_quotes > 1 || closes || digit_then_space || digit_then_exponent || word(b) {
                 between.push(id);
             }
-            if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'l')) {
+            if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'E' | b'l')) {
                 scalar.push(id);
             }
             if b.iter().any(|x| close_last.contains(x)) {

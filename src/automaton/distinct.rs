@@ -359,6 +359,10 @@ impl Distinct {
             },
             Lex::StrEscape => self.lex = Lex::Str,
             Lex::Scalar(start) => {
+                // A zero's exponent cannot change its value: the item is 0 from here on.
+                if matches!(b, b'e' | b'E') && is_zero(&text[start as usize..i as usize]) {
+                    self.fixed(&text[start as usize..i as usize])?;
+                }
                 if is_scalar(b) {
                     if matches!(&text[start as usize..=i as usize], b"true" | b"false" | b"null") {
                         self.lex = Lex::Normal;
@@ -416,6 +420,25 @@ impl Distinct {
         }
     }
 
+    /// The item being read is a scalar whose value is already that of `raw` whatever follows:
+    /// a repeat now if an earlier item of its list equals it (so the token that fixes it is
+    /// refused, not the one after it, which would leave no way on).
+    fn fixed(&self, raw: &[u8]) -> Result<(), Repeated> {
+        let list = match self.stack.last() {
+            Some(&Frame::Item { after: Some(k), .. }) => &self.after[k as usize],
+            Some(&Frame::Item { after: None, .. }) => match self.stack.get(self.stack.len().wrapping_sub(2)) {
+                Some(Frame::Array(Some(l))) => l,
+                _ => unreachable!("an array item sits on its array"),
+            },
+            _ => return Ok(()),
+        };
+        let key = canon(raw);
+        if list.keys.iter().any(|k| **k == *key) {
+            return Err(Repeated);
+        }
+        Ok(())
+    }
+
     fn value_done(&mut self, text: &[u8], end: u32) -> Result<(), Repeated> {
         let (start, after) = match self.stack.last() {
             Some(&Frame::Item { start, after }) => (start, after),
@@ -467,6 +490,13 @@ pub(super) fn outside_strings(text: &[u8]) -> Vec<bool> {
 
 pub(super) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Is `mantissa` a number whose digits are all zeros (`0`, `-0`, `0.00`)? With an exponent
+/// after it, its value is 0 whatever the exponent.
+fn is_zero(mantissa: &[u8]) -> bool {
+    let digits = mantissa.strip_prefix(b"-").unwrap_or(mantissa);
+    digits.first() == Some(&b'0') && digits.iter().all(|&b| b == b'0' || b == b'.')
 }
 
 /// A byte of a number or of `true`/`false`/`null`.

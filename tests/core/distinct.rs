@@ -230,3 +230,51 @@ fn a_whole_text_is_judged_by_its_exact_marks() {
     let mut m = c.matcher();
     assert!(m.commit_bytes(b"[move_to(x=0), move_to(x=0)]").is_err());
 }
+
+/// An item can become equal to an earlier one before it ends: a number whose digits are zeros
+/// once its exponent starts (`0e46` and `0E87` are both 0), a string whose rest is forced
+/// (`"\u0061` under `maxLength: 1` can only be `"a"`). The token that fixes the value is
+/// refused, not the one after it (which would leave no way on: the fuzzer found `[32.52,[0e46,0E87`
+/// with an empty mask).
+#[test]
+fn a_value_fixed_before_its_end_is_refused_where_it_becomes_fixed() {
+    let v = vocab(&["0E", "e4", ",0e", "\\u0061"]);
+    let env = VocabEnv::new(v.clone());
+    for opts in [JsonSchemaOptions::default(), JsonSchemaOptions::exact()] {
+        let c = Compiled::new(
+            &env,
+            &Constraint::JsonSchema(json!({"type": "array", "items": {}, "uniqueItems": true}), opts.clone()),
+        )
+        .unwrap();
+        for (prefix, refused) in [
+            ("[0e46,0", &["e", "E", "e4"][..]),
+            ("[0e46,", &["0E"][..]),
+            ("[0e46", &[",0e"][..]),
+            ("[0,-0.0", &["e", "E"][..]),
+            ("[0.0,", &["0E"][..]),
+        ] {
+            let mut m = c.matcher();
+            if m.commit_bytes(prefix.as_bytes()).is_err() {
+                continue; // a spelling this mode does not write
+            }
+            let got = mask(&mut m, v.len());
+            for t in refused {
+                assert!(!got.contains(id(&v, t)), "{prefix} then {t:?} ({opts:?})");
+                assert!(!m.allows(id(&v, t)), "{prefix} then {t:?} allowed ({opts:?})");
+            }
+            assert!(!got.is_empty(), "{prefix}: an empty mask");
+        }
+        let c = Compiled::new(
+            &env,
+            &Constraint::JsonSchema(
+                json!({"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": true}),
+                opts.clone(),
+            ),
+        )
+        .unwrap();
+        let mut m = c.matcher();
+        m.commit_bytes(b"[\"a\",\"").unwrap();
+        let got = mask(&mut m, v.len());
+        assert!(!got.contains(id(&v, "\\u0061")), "{opts:?}");
+    }
+}
