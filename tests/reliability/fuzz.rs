@@ -506,6 +506,21 @@ fn distinct_uuids_under_a_budget_that_binds() {
     check_schema(&schema, 0);
 }
 
+/// Found by `fuzz_json_schema_structured`: distinct arrays of any JSON under 64 tokens of the
+/// embedded vocabulary. Two engine faults, each an empty mask: `[0e46,0E87` (a zero's exponent
+/// fixes its value, so the item was a repeat before it ended: now refused where it becomes
+/// one), and `[…],` with 19-22 tokens left, where the witness after `[` ran down `[0,0.000…`
+/// (each byte refused as a repeat further on) until its bytes ran out: it now looks among the
+/// short ways first (`[0,1]]`).
+#[test]
+fn distinct_arrays_of_any_json_under_a_budget_that_binds() {
+    let schema = json!({"type": "array", "prefixItems": [{"type": "number", "exclusiveMinimum": 0, "maximum": 100}],
+        "items": {"type": "array", "items": {}, "minItems": 2, "maxItems": 3, "uniqueItems": true}, "maxItems": 4});
+    check_schema(&schema, 0);
+    let c = Compiled::new(&env(), &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+    assert!(samples(&c, 200, 64).len() > 150);
+}
+
 /// Found by `fuzz_json_schema_structured`: `not` of a format strictly writes a regular subset
 /// of (hostname labels of at most 29 characters) complemented that subset, and so let through
 /// a 38-character label, a hostname: a false accept. Such a `not` is now refused by name.

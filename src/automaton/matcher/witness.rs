@@ -79,6 +79,16 @@ enum Tried {
     Not,
 }
 
+/// The bounds of one [`cheapest_bytes`](Matcher::cheapest_bytes) search.
+struct Dig {
+    /// Bytes it may still try.
+    budget: usize,
+    /// The longest completion this round looks at.
+    limit: usize,
+    /// Whether `limit` cut a way short this round (a longer one may finish).
+    cut: bool,
+}
+
 impl Matcher {
     /// The witness from here (cached along its own path), or `None` (a regular constraint,
     /// whose count is exact; nothing found within [`MAX_WITNESS_BYTES`]; after EOS).
@@ -378,16 +388,33 @@ impl Matcher {
     /// The cheapest completion in usable bytes (the caller rolls back): a depth-first search
     /// that takes, at each point, the first byte after which the byte cost drops by one (the
     /// usual way, found at once), and only where that way is refused further on (a repeat of a
-    /// distinct item) the other bytes, cheapest first; at most [`MAX_WITNESS_COMMITS`] bytes tried.
+    /// distinct item) the other bytes, cheapest first; at most [`MAX_WITNESS_COMMITS`] bytes
+    /// tried. The search is bounded by a length (the cost from here, then a little more, doubled
+    /// while a way was cut short by it): a way around a repeat is found among the short ones
+    /// (`[0,1]` after `[0,0` is refused), not down a branch that never ends (`[0,0.000…`).
     fn cheapest_bytes(&mut self) -> Option<Vec<u8>> {
         let start = self.len();
-        let (mut bytes, mut budget) = (Vec::new(), MAX_WITNESS_COMMITS);
-        let found = self.cheapest_from(&mut bytes, &mut budget);
+        let base = self.byte_cost();
+        if base == UNREACHABLE {
+            return None;
+        }
+        let mut dig = Dig { budget: MAX_WITNESS_COMMITS, limit: base as usize, cut: false };
+        let mut bytes = Vec::new();
+        let found = loop {
+            dig.cut = false;
+            if self.cheapest_from(&mut bytes, &mut dig) {
+                break true;
+            }
+            if !dig.cut || dig.budget == 0 || dig.limit >= MAX_WITNESS_BYTES {
+                break false;
+            }
+            dig.limit = (dig.limit + (dig.limit - base as usize).max(1)).min(MAX_WITNESS_BYTES);
+        };
         self.rollback(self.len() - start).expect("committed here");
         found.then_some(bytes)
     }
 
-    fn cheapest_from(&mut self, out: &mut Vec<u8>, budget: &mut usize) -> bool {
+    fn cheapest_from(&mut self, out: &mut Vec<u8>, dig: &mut Dig) -> bool {
         if self.is_accepting() {
             return true;
         }
@@ -395,15 +422,19 @@ impl Matcher {
         if cost == UNREACHABLE || cost == 0 || out.len() >= MAX_WITNESS_BYTES {
             return false;
         }
+        if out.len() + cost as usize > dig.limit {
+            dig.cut = true;
+            return false;
+        }
         // Inside a UTF-8 character every way on spells the same number of bytes: those the
         // fewest tokens spell (the byte-by-byte choice below takes the least bytes, which a
         // byte-level vocabulary spells one token each).
-        if *budget > 0 {
+        if dig.budget > 0 {
             if let Some(tail) = self.char_tail() {
-                *budget -= 1;
+                dig.budget -= 1;
                 if self.commit_on_cheapest(&tail, cost) {
                     out.extend_from_slice(&tail);
-                    if self.cheapest_from(out, budget) {
+                    if self.cheapest_from(out, dig) {
                         return true;
                     }
                     out.truncate(out.len() - tail.len());
@@ -420,7 +451,7 @@ impl Matcher {
         }
         .filter(|&b| self.usable(b));
         if let Some(b) = likely {
-            match self.try_byte(b, cost, out, budget) {
+            match self.try_byte(b, cost, out, dig) {
                 Tried::Found => return true,
                 Tried::Costs(after) => later.push((after, b)),
                 Tried::Not => {}
@@ -434,22 +465,26 @@ impl Matcher {
         order.retain(|&b| self.usable(b));
         order.sort_by_key(|&b| !(0x20..0x7f).contains(&b));
         for b in order {
-            if *budget == 0 {
+            if dig.budget == 0 {
                 return false;
             }
-            match self.try_byte(b, cost, out, budget) {
+            match self.try_byte(b, cost, out, dig) {
                 Tried::Found => return true,
                 Tried::Costs(after) => later.push((after, b)),
                 Tried::Not => {}
             }
         }
         later.sort_unstable();
-        for (_, b) in later {
-            if *budget == 0 || self.commit_bytes(&[b]).is_err() {
+        for (after, b) in later {
+            if out.len() + 1 + after as usize > dig.limit {
+                dig.cut = true;
+                break;
+            }
+            if dig.budget == 0 || self.commit_bytes(&[b]).is_err() {
                 return false;
             }
             out.push(b);
-            if self.cheapest_from(out, budget) {
+            if self.cheapest_from(out, dig) {
                 return true;
             }
             out.pop();
@@ -542,18 +577,18 @@ impl Matcher {
     /// One byte of [`cheapest_from`](Self::cheapest_from) at a point whose byte cost is `cost`:
     /// found a way on through it (kept committed), or what it costs after it (to try later), or
     /// refused.
-    fn try_byte(&mut self, b: u8, cost: u32, out: &mut Vec<u8>, budget: &mut usize) -> Tried {
-        if *budget == 0 {
+    fn try_byte(&mut self, b: u8, cost: u32, out: &mut Vec<u8>, dig: &mut Dig) -> Tried {
+        if dig.budget == 0 {
             return Tried::Not;
         }
-        *budget -= 1;
+        dig.budget -= 1;
         if self.commit_bytes(&[b]).is_err() {
             return Tried::Not;
         }
         let after = self.byte_cost();
         let tried = if after == cost - 1 {
             out.push(b);
-            if self.cheapest_from(out, budget) {
+            if self.cheapest_from(out, dig) {
                 return Tried::Found;
             }
             out.pop();
