@@ -10,8 +10,8 @@
 //! which every way on repeats (a bounded look-ahead: `allows` and `commit` judge the token
 //! itself). Under a budget, a context-free count is helped by the [`witness`](self::witness): a
 //! token the lexeme-by-lexeme count refuses is let through when a completion spelled in tokens
-//! after it fits, and, with few tokens left, when the exact [`search`](self::search) over token
-//! sequences finds one; the [`descent`](self::descent) (the count's choices, spelled with tokens
+//! after it fits, and otherwise when the exact [`search`](self::search) over token sequences
+//! finds one within its work; the [`descent`](self::descent) (the count's choices, spelled with tokens
 //! across lexemes) answers the per-request questions where the search cannot, and gives a mask
 //! that would be empty its first token.
 //!
@@ -75,6 +75,8 @@ pub struct Matcher {
 
 mod confirm;
 mod descent;
+#[cfg(test)]
+mod exact_tests;
 mod join;
 mod search;
 mod witness;

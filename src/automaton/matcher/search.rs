@@ -1,20 +1,24 @@
-//! The exact search under a budget: can a context-free output be finished within a few more
+//! The exact search under a budget: can a context-free output be finished within so many more
 //! tokens, by any sequence of tokens of the vocabulary?
 //!
 //! The lexeme-by-lexeme count and the [`witness`](super::witness) are both upper bounds on the
 //! tokens that finish: each shows a way that fits, neither proves that none does (a completion
 //! longer in bytes may take fewer tokens: `"Attendance"` is one token, the cheapest enum value
 //! `"Payroll"` two; a string may close with `"}]}` as one token where the cheapest bytes are
-//! spelled otherwise). Where both refuse a token and at most [`MAX_SEARCH_TOKENS`] tokens are
-//! left after it, this search settles it: from the parse state after the token, every token the
-//! parse allows is tried, depth first, down to the budget. Tokens that reach one parse state are
+//! spelled otherwise). Where both refuse a token in a budgeted mask (with at most
+//! `MAX_BUDGET_BY_WITNESS` tokens left, where a refused token is judged by a witness of its
+//! own: [`Matcher::allow_by_witness`]), this search settles it: from the parse state after the
+//! token, every token the parse allows is tried, depth first, down to the budget. Tokens that reach one parse state are
 //! tried once (those inside their lexemes by the lexer states they reach, see
 //! [`Refused`](crate::automaton::cfg_run::Refused)); a parse state shown unable to finish
 //! within `n` tokens is remembered (keyed from the mask's position by
 //! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key)) and not searched again
 //! with `n` or fewer; the count settles every state it lets through. So under such a budget a
 //! token is refused exactly when no sequence of tokens after it finishes in time: what a brute
-//! force over token sequences finds (`tests/core/budget.rs`).
+//! force over token sequences finds (`tests/core/budget.rs`, up to 4 tokens left), and what the
+//! same search without its work bound finds with 13-30 left (`exact_tests.rs`: with the search
+//! stopped at 12 tokens left, as before session 42, 0.4% of the tokens it checks were refused
+//! that fit).
 //!
 //! Limits, both on the safe side (a token not shown to fit is refused, never let through
 //! unproven): grammars with distinct-items marks are not searched (a parse state's key does not
@@ -26,7 +30,8 @@
 //! beyond, a token is refused). At the last token the count is exact (finishing in no more
 //! tokens is being complete), so there the count's mask alone answers.
 //!
-//! With more tokens left than [`MAX_SEARCH_TOKENS`], the same search runs as the *deep* search
+//! The questions asked once per request (`min_tokens_to_finish`, `finishes_within`) ask it for
+//! at most [`MAX_SEARCH_TOKENS`]; with more tokens left the same search runs as the *deep* search
 //! ([`Matcher::deep_way`]), with the larger work bound [`MAX_DEEP_WORK`], where the count, the
 //! witness and the descent all showed nothing: a mask that would otherwise be empty, the
 //! per-request and per-forced-run questions, `min_tokens_to_finish`. A gap it closes: a value
@@ -50,8 +55,8 @@ use crate::automaton::cfg_run::Refused;
 use crate::automaton::earley::ChartLen;
 use crate::vocab::{TokenId, TokenSet};
 
-/// The most tokens left after a refused token under which the search settles it (each level
-/// opens the parse states one token further).
+/// The most tokens the per-request questions ask the search for (each level opens the parse
+/// states one token further); a budgeted mask's search goes as far as its budget.
 pub(super) const MAX_SEARCH_TOKENS: u32 = 12;
 
 /// The work one mask's search may do, in tokens looked at: each parse state it opens costs a
@@ -97,7 +102,7 @@ pub(super) struct Search {
 
 impl Search {
     /// A search from `root` (the current position), deep or not (its work and costs).
-    fn new(root: ChartLen, deep: bool) -> Search {
+    pub(super) fn new(root: ChartLen, deep: bool) -> Search {
         let work = if deep { MAX_DEEP_WORK } else { MAX_SEARCH_WORK };
         Search { root, short: HashMap::new(), work, deep, lexers: HashSet::new(), path: Vec::new() }
     }
@@ -129,6 +134,15 @@ impl Matcher {
             (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks && n <= MAX_SEARCH_TOKENS => {
                 Some(Search::new(c.chart_len(), false))
             }
+            _ => None,
+        }
+    }
+
+    /// A search for the refused tokens of one budgeted mask, any number of tokens left (its work
+    /// bounds it): a context-free run without distinct-items marks.
+    pub(super) fn mask_search(&self) -> Option<Search> {
+        match (&self.run, &self.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) if !cfg.has_marks => Some(Search::new(c.chart_len(), false)),
             _ => None,
         }
     }

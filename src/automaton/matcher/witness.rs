@@ -18,10 +18,9 @@
 //! same parse state share one witness: those that stay inside their lexemes are grouped by the
 //! lexer states they reach during the mask's own walk, the others are committed one by one and
 //! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). A token
-//! neither the count nor the cheapest completion in bytes lets through is, with at most
-//! `MAX_SEARCH_TOKENS` tokens left, settled by the exact [`search`](super::search) (a longer
-//! completion that tokenizes into fewer tokens); with more left it is refused: exact there
-//! wherever the cheapest completion in bytes is also the cheapest in tokens. With distinct items
+//! neither the count nor the cheapest completion in bytes lets through is settled by the exact
+//! [`search`](super::search) (a longer completion that tokenizes into fewer tokens) while its
+//! work lasts; beyond it the token is refused. With distinct items
 //! (marks), tokens share a witness by their lexer states only where the reader of distinct
 //! items is outside every list it watches and the grammar has no marked literals
 //! ([`CfgRun::shares_witness`](crate::automaton::cfg_run::CfgRun::shares_witness)); the singles
@@ -192,7 +191,7 @@ impl Matcher {
         // groups them), for the search.
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
         let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
-        let searched = deep && self.new_search(after_budget).is_some();
+        let searched = deep && self.mask_search().is_some();
         let old = self.old_items();
         for t in left_out {
             let judged = self.after_token(t, &old, |m, AfterKey { key, .. }| {
@@ -310,7 +309,7 @@ impl Matcher {
     /// what is let through depends on the entries alone, not on the order tokens were met in
     /// (the fast and the reference mask agree).
     fn allow_by_search(&mut self, mask: &mut TokenSet, after_budget: u32, mut left: Vec<(u32, Vec<TokenId>)>) {
-        if left.is_empty() || self.new_search(after_budget).is_none() {
+        if left.is_empty() || self.mask_search().is_none() {
             return;
         }
         left.retain(|(_, members)| !members.is_empty());
@@ -321,7 +320,7 @@ impl Matcher {
         // Entries the search could not settle (its work ran out), in the same order.
         let mut unsettled = Vec::new();
         for (_, members) in left {
-            let Some(mut search) = self.new_search(after_budget) else { return };
+            let Some(mut search) = self.mask_search() else { return };
             search.work = work;
             match self.after_text(members[0], |m| m.search_within(after_budget, &mut search)) {
                 Some(true) => members.into_iter().for_each(|t| mask.insert(t)),
