@@ -36,7 +36,7 @@ use crate::vocab::{TokenId, TokenKind, TokenSet};
 const ENDED: StateId = StateId(u32::MAX);
 
 /// Tokens to spare under which a budgeted mask checks its tokens by the witness where items
-/// must be distinct.
+/// must be distinct (at least: twice the longest item in reach, in bytes, where that is more).
 const DISTINCT_SLACK: u32 = 16;
 
 /// Lets the first token of `path` (a way to finish) into `mask` where the rest of it fits in
@@ -257,15 +257,38 @@ impl Matcher {
                 // one that ends an item may leave only repeats within the budget (`[["",` with
                 // `""` the cheapest next item). Tokens that go on with a string's content are
                 // judged a group at a time, the rest one by one up to a bound (see `confirm`).
+                // The slack grows with the items in reach: a new item may have to be longer than
+                // every earlier one (`{}`, `{"next":{}}`, then `{"next":{"next":{}}}`), by
+                // about as much again at most, in bytes (so in tokens).
+                let slack =
+                    DISTINCT_SLACK.max(c.longest_item_in_reach().saturating_mul(2).min(NO_BUDGET as usize) as u32);
                 let tight = after_budget != NO_BUDGET
                     && cfg.has_marks
-                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(DISTINCT_SLACK));
+                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
                 if tight {
                     let judged = mask.clone();
                     self.confirm_distinct(mask, &judged, after_budget);
-                } else if let Some(mut judged) = unsure {
-                    judged.intersect(mask);
-                    self.confirm_distinct(mask, &judged, after_budget);
+                } else if after_budget != NO_BUDGET && cfg.has_marks {
+                    // Room here (the output can end soon), but not after every token: those
+                    // whose count leaves less than the slack (`,` into a next item that only
+                    // repeats can finish cheaply) are judged as at a budget's end, and those
+                    // the witness let through where the reader is in a list.
+                    let mut roomy = TokenSet::new(mask.width());
+                    let slack_budget = after_budget.saturating_sub(slack);
+                    if reference {
+                        c.reference(cfg, env, &mut roomy, slack_budget);
+                    } else {
+                        c.fill(cfg, env, &mut roomy, slack_budget, None);
+                    }
+                    let mut judged = mask.clone();
+                    judged.subtract(&roomy);
+                    if let Some(unsure) = unsure {
+                        judged.union(&unsure);
+                        judged.intersect(mask);
+                    }
+                    if !judged.is_empty() {
+                        self.confirm_distinct(mask, &judged, after_budget);
+                    }
                 }
                 // The repeats' check may have refused every token it judged (its witnesses are
                 // the cheapest in bytes, and a way cheap in tokens spells more bytes): the ways

@@ -79,6 +79,14 @@ impl TokenSet {
         }
     }
 
+    /// Removes every id of `other` (same width).
+    pub fn subtract(&mut self, other: &TokenSet) {
+        debug_assert_eq!(self.width, other.width);
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= !*b;
+        }
+    }
+
     /// Adds every id of `other` (same width).
     pub fn union(&mut self, other: &TokenSet) {
         debug_assert_eq!(self.width, other.width);

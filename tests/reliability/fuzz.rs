@@ -720,3 +720,20 @@ proptest! {
         op_walk(&c, &Reference::new(&g), seed, 24);
     }
 }
+
+/// Found by `fuzz_json_schema_structured`: an object of lists of distinct recursive objects
+/// (`{}`, `{"next":{}}`, ...) under 64 tokens of the embedded vocabulary. With 21 tokens left
+/// after `…]` the output could end at once (`}`), so the masks did not judge tokens by what
+/// keeping items distinct costs, and `,` was let through: the next list's cheapest items by
+/// the count, `[{},{}]`, repeat, and the cheapest distinct ones, `[{},{"next":{}}]`, take 21
+/// tokens of the 20 left: an empty mask. Each token whose count leaves less than the slack is
+/// judged now, wherever the output could end.
+#[test]
+fn distinct_items_after_a_point_where_the_output_could_end() {
+    let schema = json!({"type": "object", "additionalProperties": {"type": "array", "items": {"$ref": "#/$defs/d"},
+        "minItems": 2, "maxItems": 3, "uniqueItems": true}, "maxProperties": 2, "propertyNames": {"pattern": "^[ab]{1,2}$"},
+        "$defs": {"d": {"type": "object", "properties": {"next": {"$ref": "#/$defs/d"}}}}});
+    check_schema(&schema, 0);
+    let c = Compiled::new(&env(), &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
+    assert!(samples(&c, 100, 64).len() > 80);
+}

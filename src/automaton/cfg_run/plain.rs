@@ -31,6 +31,12 @@ impl CfgRun {
         self.pos().distinct.reach().iter().flat_map(|l| l.list.keys().iter().cloned()).collect()
     }
 
+    /// The longest finished item, in bytes as written, of the lists the reader has in reach (0
+    /// with none): what a new distinct item may have to outgrow (see `Matcher::fill`).
+    pub fn longest_item_in_reach(&self) -> usize {
+        self.pos().distinct.reach().iter().flat_map(|l| l.list.raws().iter().map(|r| r.len())).max().unwrap_or(0)
+    }
+
     /// The tokens of `mask` made of [plain](is_plain) bytes (and, with `no_bracket`, no `[`)
     /// that keep some current lexemes going with no lexeme ending anywhere in them, grouped by
     /// the lexer states they reach: the tokens of one group reach one parse state (the chart
