@@ -19,6 +19,7 @@ use super::counted::{Repeat, MAX_TABLED_COUNTED};
 use super::explore::explore;
 use super::finite::{finite_strings, prefix_free, string_count, FINITE_STRINGS};
 use super::marked::MIN_MARKED_WEIGHT;
+use super::restrict::{restrict_lexeme, usable_bytes};
 use super::{number_bytes, Dfa, DfaLimits};
 use crate::error::{Error, LimitKind, Location, Result};
 use crate::regular::Lexeme;
@@ -247,6 +248,13 @@ impl Dfa {
             }
             Lexeme::Not(y) => Dfa::product(&[(Dfa::shared(y, limits)?, true)], limits),
             Lexeme::And(xs) => {
+                // Each part over the bytes the intersection can use (see `restrict`): no UTF-8
+                // states for a `.` that an ASCII-only part never lets through.
+                let restricted = restrict_lexeme(lexeme, &usable_bytes(lexeme));
+                let xs = match &restricted {
+                    Some(Lexeme::And(r)) => r,
+                    _ => xs,
+                };
                 // A length with other constraints (a pattern, a format): counted over their
                 // product with the uncounted string, not tabled with them.
                 let counted = xs.iter().position(|x| matches!(x, Lexeme::Counted { .. }));

@@ -33,7 +33,8 @@
 //! no transition reaches); `next` never leads to an unreachable state other than the dead one.
 //!
 //! Files: the table and its per-state facts here; `build` (regex → table), `finite` (string
-//! sets, splices), `product` (intersections, complements), `counted` (length bounds: tabled,
+//! sets, splices), `product` (intersections, complements), `restrict` (an intersection's parts
+//! over the bytes it can use), `counted` (length bounds: tabled,
 //! or a counter's base), `marked` (a repetition anywhere in a regex, "at most N words",
 //! counted through a marker byte), `counter` and `rows` (a count computed on the fly), `explore` (the
 //! breadth-first construction they share), `shared` (the process-wide cache), `state`
@@ -46,6 +47,7 @@ mod explore;
 mod finite;
 mod marked;
 mod product;
+mod restrict;
 mod rows;
 mod shared;
 mod state;
