@@ -91,6 +91,20 @@ impl Vocab {
         Vocab::from_parts(tokens, kinds, eos.iter().map(|&e| TokenId(e)).collect(), None)
     }
 
+    /// A small vocabulary for tests and fuzzing: each byte of `alphabet` as a token, then the
+    /// `extra` tokens not already in it, then the EOS `</s>` (the last id).
+    pub fn from_alphabet(alphabet: &[u8], extra: &[Vec<u8>]) -> Vocab {
+        let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+        for t in extra {
+            if !toks.contains(t) {
+                toks.push(t.clone());
+            }
+        }
+        toks.push(b"</s>".to_vec());
+        let eos = toks.len() as u32 - 1;
+        Vocab::from_byte_tokens(toks, &[eos])
+    }
+
     /// The byte-level vocabulary: token `b` is the single byte `b` (ids 0..=255), and id 256
     /// is the EOS `</s>`. Every byte string tokenizes, one token per byte, so sampling and
     /// fuzzing need no model tokenizer (`--tokenizer bytes` on the command line).

@@ -31,15 +31,7 @@ fn vocab(extra: &[Vec<u8>]) -> Arc<Vocab> {
 }
 
 fn vocab_over(alphabet: &[u8], extra: &[Vec<u8>]) -> Arc<Vocab> {
-    let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
-    for t in extra {
-        if !toks.contains(t) {
-            toks.push(t.clone());
-        }
-    }
-    toks.push(b"</s>".to_vec());
-    let eos = toks.len() as u32 - 1;
-    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
+    Arc::new(Vocab::from_alphabet(alphabet, extra))
 }
 
 /// Regular constraints (compiled to one DFA): the budget count must be exact.

@@ -27,19 +27,6 @@ impl Matcher {
     }
 }
 
-/// Single bytes of `alphabet`, the `extra` tokens, and EOS.
-fn vocab_over(alphabet: &[u8], extra: &[Vec<u8>]) -> Arc<Vocab> {
-    let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
-    for t in extra {
-        if !toks.contains(t) {
-            toks.push(t.clone());
-        }
-    }
-    toks.push(b"</s>".to_vec());
-    let eos = toks.len() as u32 - 1;
-    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
-}
-
 #[test]
 fn budgeted_masks_with_many_tokens_left_are_exact() {
     let alphabet: &[u8] = b"{}[]\",:ab01";
@@ -60,7 +47,7 @@ fn budgeted_masks_with_many_tokens_left_are_exact() {
             .map(|_| (0..rng.random_range(2..5)).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect())
             .collect();
         extra.extend([&b"\":"[..], b"\",\"", b"\"]", b"\"}"].map(<[u8]>::to_vec));
-        let v = vocab_over(alphabet, &extra);
+        let v = Arc::new(Vocab::from_alphabet(alphabet, &extra));
         let env = VocabEnv::new(v.clone());
         let schema = schemas[round % schemas.len()].clone();
         let c = Compiled::new(&env, &Constraint::JsonSchema(schema, JsonSchemaOptions::default())).unwrap();
