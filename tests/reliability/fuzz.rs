@@ -521,6 +521,22 @@ fn distinct_arrays_of_any_json_under_a_budget_that_binds() {
     assert!(samples(&c, 200, 64).len() > 150);
 }
 
+/// Found by `fuzz_json_schema_structured`: a false accept. `uniqueItems` over a small finite
+/// item set is written as a rule per set of values used, and that construction dropped a
+/// `contains` beside it: `[null,1]` under `contains` an integer in [3, 15] (twice). The sets
+/// the array may close at now hold what `contains` asks for; here none does, so the schema is
+/// refused as empty.
+#[test]
+fn contains_beside_distinct_items_of_a_finite_set() {
+    let schema = json!({"allOf": [
+        {"type": "array", "contains": {"type": "integer", "minimum": 3, "maximum": 15}, "minContains": 2, "maxItems": 4},
+        {"type": "array", "items": {"enum": [1, "a", null, [1], {"x": 1}, 2.5]}, "minItems": 2, "maxItems": 3, "uniqueItems": true}]});
+    check_schema(&schema, 0);
+    let schema = json!({"type": "array", "contains": {"enum": [2, 3]}, "minContains": 2,
+        "items": {"enum": [1, 2, 3, "a"]}, "maxItems": 3, "uniqueItems": true});
+    check_schema(&schema, 0);
+}
+
 /// Found by `fuzz_json_schema_structured`: `not` of a format strictly writes a regular subset
 /// of (hostname labels of at most 29 characters) complemented that subset, and so let through
 /// a 38-character label, a hostname: a false accept. Such a `not` is now refused by name.

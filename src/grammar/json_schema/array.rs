@@ -33,7 +33,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     // (see `automaton::distinct`).
     let mut distinct = false;
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
-        match unique_items(c, &prefix, rest, min, max, pointer)? {
+        match unique_items(c, obj, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
             None => distinct = true,
         }
@@ -207,9 +207,12 @@ const MAX_UNIQUE_VALUES: usize = 10;
 
 /// `uniqueItems` over finite item sets: a rule per set `S` of values used so far (the position
 /// is `|S|`, every item being new), offering each value of the next position's set that is not
-/// in `S`. `None` if some position's values are not a small finite set.
+/// in `S`; the array may close at `S` when `minItems` and, with `contains`, the number of
+/// values in `S` that satisfy it (each value is in `S` once) allow. `None` if some position's
+/// values are not a small finite set, or `contains` cannot be decided for one of them.
 fn unique_items(
     c: &mut Compiler,
+    obj: &Map<String, Value>,
     prefix: &[&Value],
     rest: &Value,
     min: u64,
@@ -237,6 +240,25 @@ fn unique_items(
     if all.len() > MAX_UNIQUE_VALUES {
         return Ok(None);
     }
+    // `contains`: which values satisfy it, and how many of those the array must hold.
+    let mut counted: Option<(Vec<bool>, u64, Option<u64>)> = None;
+    if let Some(cs) = obj.get("contains") {
+        let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
+        let max_c = string::count(c, obj, pointer, "maxContains")?;
+        let always = max_c.is_none() && (min_c == 0 || (cs == &Value::Bool(true) && min >= min_c));
+        if !always {
+            let holds: Option<Vec<bool>> =
+                all.iter().map(|v| super::validate::simple_validate(v, cs, &c.limits)).collect();
+            let Some(holds) = holds else { return Ok(None) };
+            counted = Some((holds, min_c, max_c));
+        }
+    }
+    let closes = |m: usize| {
+        counted.as_ref().is_none_or(|(holds, min_c, max_c)| {
+            let k = holds.iter().enumerate().filter(|&(v, &h)| h && m >> v & 1 == 1).count() as u64;
+            k >= *min_c && max_c.is_none_or(|x| k <= x)
+        })
+    };
     let index = |v: &Value| all.iter().position(|x| super::validate::json_eq(x, v)).expect("collected");
     let allowed: Vec<Vec<usize>> = sets.iter().map(|s| s.iter().map(index).collect()).collect();
     let rest_allowed: Vec<usize> = rest_set.iter().map(index).collect();
@@ -250,7 +272,7 @@ fn unique_items(
     for m in 0..1usize << n {
         let k = m.count_ones() as usize;
         let mut alts = Vec::new();
-        if k as u64 >= min {
+        if k as u64 >= min && closes(m) {
             alts.push(l.end(k > 0, "]"));
         }
         if (k as u64) < max {

@@ -49,6 +49,22 @@ fn unique_items_over_finite_sets() {
     for (t, ok) in [("[true,false]", true), ("[false]", true), ("[true,true]", false), ("[]", true), ("[1]", false)] {
         assert_eq!(accepts(&s, t), ok, "{t}");
     }
+    // With `contains`: the sets it may close at hold enough (and not too many) values that
+    // satisfy it (it was dropped here: `[1]` was accepted under `contains: {const: 5}`).
+    let none = json!({"allOf": [{"type": "array", "contains": {"const": 5}},
+                                {"type": "array", "items": {"enum": [1, 2]}, "maxItems": 2, "uniqueItems": true}]});
+    let e = compiled(&none, &JsonSchemaOptions::exact()).err().expect("no array of 1 and 2 contains 5");
+    assert!(e.to_string().contains("no JSON value validates"), "{e}");
+    agrees_with_validator(
+        &[
+            json!({"type": "array", "contains": {"const": 2}, "items": {"enum": [1, 2, 3]}, "uniqueItems": true}),
+            json!({"type": "array", "contains": {"enum": [2, 3]}, "minContains": 2, "maxContains": 2,
+                   "items": {"enum": [1, 2, 3]}, "uniqueItems": true}),
+            json!({"type": "array", "contains": {"enum": [2, 3]}, "maxContains": 1, "minContains": 0,
+                   "items": {"enum": [1, 2, 3]}, "uniqueItems": true}),
+        ],
+        &["[]", "[1]", "[2]", "[1,2]", "[2,3]", "[1,2,3]", "[3,1]", "[5]"],
+    );
     // An infinite item space compiles with the array's `[` marked: the matcher keeps its items
     // distinct (see `automaton::distinct` and tests/core/distinct.rs).
     let g = compile(&json!({"items": {"type": "string"}, "uniqueItems": true}), &JsonSchemaOptions::default()).unwrap();
