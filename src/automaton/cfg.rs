@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::grammar::{Expr, Grammar, Mark};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
-use crate::vocab::{TokenId, TokenKind};
+use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 mod lower;
 mod runs;
@@ -179,31 +179,40 @@ pub struct Cfg {
 }
 
 /// Tokens of the vocabulary that can matter to the distinct-items filter, by what the reader is
-/// doing (see [`distinct`](super::distinct)).
+/// doing (see [`distinct`](super::distinct)), as sets over the whole vocabulary (a mask is
+/// intersected with one a word at a time).
 pub struct DistinctTokens {
-    /// Idle: a token can finish a repeat only if it may start a list and go on: a `[` with a
-    /// `,` after it (a new array's first item cannot repeat), or the last byte of a marked
-    /// literal with anything after it.
-    pub openers: Vec<TokenId>,
+    /// Idle: a token can finish a repeat only if it may start a list and go on: a `[` or `{`
+    /// with a `,` after it (a new array's first item or object's first key cannot repeat), or
+    /// the last byte of a marked literal with anything after it.
+    pub openers: TokenSet,
     /// Inside a string: only a token with a `"` can finish anything.
-    pub quotes: Vec<TokenId>,
+    pub quotes: TokenSet,
     /// Inside a text item: only a token with the last byte of an item's close can end one.
-    pub closers: Vec<TokenId>,
+    pub closers: TokenSet,
     /// Between values: a token that can hold a whole value or end one (two quotes, a closing
     /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`), or
     /// fix a number's value (digits then an exponent: `0e` is 0 whatever follows).
-    pub between: Vec<TokenId>,
+    pub between: TokenSet,
     /// Inside a number or literal: a token that can end it (whitespace, `,`, a bracket, the
     /// last letter of a literal) or fix its value (an exponent after zeros).
-    pub scalar: Vec<TokenId>,
+    pub scalar: TokenSet,
+    /// Tokens with a `,`: the only ones that can finish two items of one list.
+    pub commas: TokenSet,
+    /// Tokens with a `"` or a `,`: the only ones that can finish an object's key (or two items).
+    pub quotes_or_commas: TokenSet,
+    /// Inside a string: tokens that may finish more than the string (a `"`, bracket or comma
+    /// after its first quote) or whose first quote may be escaped (a backslash before it).
+    pub quote_then_end: TokenSet,
 }
 
 impl DistinctTokens {
     /// The sets over `vocab`'s text tokens, for a grammar whose marked literals end with the
     /// bytes `last` and whose text items' closes end with the bytes `close_last`.
     pub(crate) fn build(vocab: &crate::vocab::Vocab, last: &[u8], close_last: &[u8]) -> DistinctTokens {
-        let (mut openers, mut quotes, mut between, mut scalar) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut closers = Vec::new();
+        let set = || TokenSet::new(vocab.len());
+        let (mut openers, mut quotes, mut between, mut scalar) = (set(), set(), set(), set());
+        let (mut closers, mut commas, mut quotes_or_commas, mut quote_then_end) = (set(), set(), set(), set());
         let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
         let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
         for id in (0..vocab.len() as u32).map(TokenId) {
@@ -211,14 +220,25 @@ impl DistinctTokens {
                 continue;
             }
             let b = vocab.bytes(id);
-            let array = b.iter().position(|&x| x == b'[').is_some_and(|i| b[i..].contains(&b','));
+            let array = b.iter().position(|&x| x == b'[' || x == b'{').is_some_and(|i| b[i..].contains(&b','));
             let literal = b.iter().position(|x| last.contains(x)).is_some_and(|i| i + 1 < b.len());
             if array || literal {
-                openers.push(id);
+                openers.insert(id);
             }
             let n_quotes = b.iter().filter(|&&x| x == b'"').count();
             if n_quotes > 0 {
-                quotes.push(id);
+                quotes.insert(id);
+            }
+            if b.contains(&b',') {
+                commas.insert(id);
+            }
+            if n_quotes > 0 || b.contains(&b',') {
+                quotes_or_commas.insert(id);
+            }
+            if let Some(q) = b.iter().position(|&x| x == b'"' || x == b'\\') {
+                if b[q] == b'\\' || b[q + 1..].iter().any(|x| b"\"]},".contains(x)) {
+                    quote_then_end.insert(id);
+                }
             }
             let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
             let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
@@ -226,16 +246,16 @@ impl DistinctTokens {
             let digit_then_exponent =
                 b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(|x| matches!(x, b'e' | b'E')));
             if n_quotes > 1 || closes || digit_then_space || digit_then_exponent || word(b) {
-                between.push(id);
+                between.insert(id);
             }
             if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'E' | b'l')) {
-                scalar.push(id);
+                scalar.insert(id);
             }
             if b.iter().any(|x| close_last.contains(x)) {
-                closers.push(id);
+                closers.insert(id);
             }
         }
-        DistinctTokens { openers, quotes, between, scalar, closers }
+        DistinctTokens { openers, quotes, between, scalar, closers, commas, quotes_or_commas, quote_then_end }
     }
 }
 

@@ -2,17 +2,19 @@
 //! over an infinite item set, no tool call repeated in one reply), which no grammar can say.
 //!
 //! The grammar marks where such items are ([`Mark`]): the `[` of an array whose items are
-//! distinct, or a literal (a tool-call tag) after which an item follows. The Earley parser
+//! distinct, the `{` of an object whose keys are (keys the grammar cannot keep apart: those of
+//! `additionalProperties`; each key is then an item, a string), or a literal (a tool-call tag)
+//! after which an item follows. The Earley parser
 //! reports where a marked terminal ends; from there a [`Distinct`] reads the output as JSON (a
 //! stack of containers and one lexical state) to find where each item starts and ends, and
 //! keeps, per list, each finished item's canonical form ([`canon`]: JSON equality as JSON
 //! Schema defines it: numbers by value, objects in any key order, strings after unescaping).
 //! A token that would finish an item equal to an earlier item of its list is refused.
 //!
-//! Masks do not run the parser per token, so they do not know whether a `[` inside a token is
-//! marked: [`Marks::Guess`] treats every `[` (and every copy of a marked literal outside the
-//! items) as marked. That only adds refusals, and only of a token that opens an array and
-//! finishes two equal items inside it; [`Marks::Exact`] (the parser's report) is what a commit
+//! Masks do not run the parser per token, so they do not know whether a `[` or `{` inside a
+//! token is marked: [`Marks::Guess`] treats every one (and every copy of a marked literal
+//! outside the items) as marked. That only adds refusals, and only of a token that opens an
+//! array or object and finishes two equal items or keys inside it; [`Marks::Exact`] (the parser's report) is what a commit
 //! records. A committed token is refused exactly when the guess refuses it, so masks,
 //! `allows` and `commit` agree.
 //!
@@ -45,6 +47,8 @@ pub(super) enum Marks<'a> {
 pub(super) enum MarkAt {
     /// [`Mark::DistinctArray`].
     Array,
+    /// [`Mark::DistinctKeys`].
+    Object,
     /// [`Mark::DistinctAfter`], by its index among the grammar's literals.
     After(u16),
 }
@@ -54,6 +58,7 @@ impl MarkAt {
     pub(super) fn of(m: &Mark, after: &[Arc<str>]) -> MarkAt {
         match m {
             Mark::DistinctArray => MarkAt::Array,
+            Mark::DistinctKeys => MarkAt::Object,
             Mark::DistinctAfter(s) | Mark::DistinctText { open: s, .. } => {
                 MarkAt::After(after.iter().position(|a| a == s).expect("every literal is listed") as u16)
             }
@@ -85,6 +90,8 @@ pub(super) struct Level<'a> {
     /// A text item: whatever follows its end may be forced (fixed tags), so a token that ends
     /// even the list's first item is looked ahead from.
     pub text: bool,
+    /// An object's keys (see [`Mark::DistinctKeys`]).
+    pub keys: bool,
 }
 
 /// A list of items, by where it is: the one [`Distinct::finished`] counts.
@@ -92,8 +99,16 @@ pub(super) struct Level<'a> {
 pub(super) enum Target {
     /// The marked literal's list (`None`: all of them).
     After(Option<u16>),
-    /// The marked array at this depth of the reader's stack.
-    Array(usize),
+    /// The marked array (its items) or object (its keys) at this depth of the reader's stack.
+    Container(usize),
+}
+
+/// What can finish a repeat (see [`Distinct::repeatable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Repeatable {
+    Pairs,
+    Keys,
+    Any,
 }
 
 /// An item finished equal to an earlier item of its list.
@@ -124,15 +139,15 @@ impl List {
 
 #[derive(Clone, Debug)]
 enum Frame {
-    Object,
+    /// A JSON object; `keys` is `Some` when its keys must be distinct (they are that list's
+    /// items); `at`: where in a member the reader is.
+    Object { keys: Option<Arc<List>>, at: Member },
     /// A JSON array; `Some` when its items must be distinct.
     Array(Option<Arc<List>>),
-    /// The value being read is an item: of the `Array(Some)` frame below it, or of
-    /// `after[k]` when `after` is `Some(k)`. It started at byte `start`.
-    Item {
-        start: u32,
-        after: Option<u16>,
-    },
+    /// The value being read is an item: of the list of the frame below it (a marked array's
+    /// items, a marked object's keys), or of `after[k]` when `after` is `Some(k)`. It started
+    /// at byte `start`.
+    Item { start: u32, after: Option<u16> },
     /// A marked literal `after[k]` was read: the next value is an item of that list.
     Pending(u16),
     /// A [`Mark::DistinctText`] literal `after[k]` was read: the text from byte `start` up to
@@ -144,6 +159,32 @@ enum Frame {
         in_str: bool,
         esc: bool,
     },
+}
+
+/// Where the reader is in an object's member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Member {
+    /// The next value to start is a key (after `{` or `,`).
+    Key,
+    /// Inside the key.
+    InKey,
+    /// The key is read; the next value to start is its value.
+    Value,
+    /// Inside the value.
+    InValue,
+    /// The value is read: a `,` or `}` comes next.
+    After,
+}
+
+impl Member {
+    /// Where the reader is once the key or value it is inside ends.
+    fn done(self) -> Member {
+        match self {
+            Member::InKey => Member::Value,
+            Member::InValue => Member::After,
+            m => m,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -213,6 +254,38 @@ impl Distinct {
         self.place() == Place::String && self.lex == Lex::Str
     }
 
+    /// Which tokens can finish a repeat at all, from what the lists hold: none of them has an
+    /// item ([`Repeatable::Pairs`]: only a token that finishes two items of one list, which
+    /// a `,` parts), or only objects' keys have ([`Repeatable::Keys`]: a token must end a key,
+    /// with a `"`, or hold a `,`), or else any ([`Repeatable::Any`]).
+    pub(super) fn repeatable(&self) -> Repeatable {
+        let mut out = Repeatable::Pairs;
+        if self.after.iter().any(|l| !l.keys.is_empty()) {
+            return Repeatable::Any;
+        }
+        for f in &self.stack {
+            match f {
+                Frame::Array(Some(l)) if !l.keys.is_empty() => return Repeatable::Any,
+                Frame::Object { keys: Some(l), .. } if !l.keys.is_empty() => out = Repeatable::Keys,
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Inside a string that is an item itself (a key of a marked object, a string of a marked
+    /// array or after a marked literal): where it began (its opening quote) and its list.
+    pub(super) fn string_item(&self) -> Option<(u32, &List)> {
+        if !matches!(self.lex, Lex::Str | Lex::StrEscape) {
+            return None;
+        }
+        match *self.stack.last()? {
+            Frame::Item { start, after: Some(k) } => Some((start, &self.after[k as usize])),
+            Frame::Item { start, after: None } => Some((start, self.list_at(self.stack.len() - 2)?)),
+            _ => None,
+        }
+    }
+
     /// Whether some `DistinctAfter` list has an item (a repeat is possible after the next mark).
     pub(super) fn has_after_items(&self) -> bool {
         self.after.iter().any(|l| !l.keys.is_empty())
@@ -230,24 +303,33 @@ impl Distinct {
                     list: &self.after[*a as usize],
                     target: Target::After(Some(*a)),
                     text: false,
+                    keys: false,
                 },
-                Frame::Item { start, after: None } => match &self.stack[k - 1] {
-                    Frame::Array(Some(l)) => {
-                        Level { start: Some(*start), list: l, target: Target::Array(k - 1), text: false }
-                    }
-                    _ => unreachable!("an array item sits on its array"),
-                },
+                Frame::Item { start, after: None } => {
+                    let list = self.list_at(k - 1).expect("an item sits on its container");
+                    let keys = matches!(self.stack[k - 1], Frame::Object { .. });
+                    Level { start: Some(*start), list, target: Target::Container(k - 1), text: false, keys }
+                }
                 Frame::Array(Some(l)) if !above_is_item => {
-                    Level { start: None, list: l, target: Target::Array(k), text: false }
+                    Level { start: None, list: l, target: Target::Container(k), text: false, keys: false }
                 }
-                Frame::Pending(a) => {
-                    Level { start: None, list: &self.after[*a as usize], target: Target::After(Some(*a)), text: false }
+                // Not inside a key (then the item above is): the next key has not begun.
+                Frame::Object { keys: Some(l), at } if *at != Member::InKey => {
+                    Level { start: None, list: l, target: Target::Container(k), text: false, keys: true }
                 }
+                Frame::Pending(a) => Level {
+                    start: None,
+                    list: &self.after[*a as usize],
+                    target: Target::After(Some(*a)),
+                    text: false,
+                    keys: false,
+                },
                 Frame::Text { start, k, .. } => Level {
                     start: Some(*start),
                     list: &self.after[*k as usize],
                     target: Target::After(Some(*k)),
                     text: true,
+                    keys: false,
                 },
                 _ => continue,
             });
@@ -260,10 +342,16 @@ impl Distinct {
         match t {
             Target::After(Some(a)) => Some(self.after[a as usize].keys.len()),
             Target::After(None) => Some(self.after.iter().map(|l| l.keys.len()).sum()),
-            Target::Array(k) => match self.stack.get(k) {
-                Some(Frame::Array(Some(l))) => Some(l.keys.len()),
-                _ => None,
-            },
+            Target::Container(k) => self.list_at(k).map(|l| l.keys.len()),
+        }
+    }
+
+    /// The list of the frame at depth `k` of the stack: a marked array's items or a marked
+    /// object's keys (`None`: no such frame there).
+    fn list_at(&self, k: usize) -> Option<&Arc<List>> {
+        match self.stack.get(k)? {
+            Frame::Array(Some(l)) | Frame::Object { keys: Some(l), .. } => Some(l),
+            _ => None,
         }
     }
 
@@ -277,7 +365,7 @@ impl Distinct {
         };
         for i in from..text.len() {
             let b = text[i];
-            let opens = b == b'[' && !self.stack.is_empty() && self.lex == Lex::Normal;
+            let opens = matches!(b, b'[' | b'{') && !self.stack.is_empty() && self.lex == Lex::Normal;
             self.byte(text, i as u32, b)?;
             let mark = |m: MarkAt, d: &mut Distinct| match m {
                 MarkAt::Array if opens => {
@@ -285,7 +373,15 @@ impl Distinct {
                         *l = Some(Arc::new(List::default()));
                     }
                 }
+                MarkAt::Object if opens => {
+                    if let Some(Frame::Object { keys: l @ None, .. }) = d.stack.last_mut() {
+                        *l = Some(Arc::new(List::default()));
+                    }
+                }
                 MarkAt::Array if d.stack.is_empty() => d.stack.push(Frame::Array(Some(Arc::new(List::default())))),
+                MarkAt::Object if d.stack.is_empty() => {
+                    d.stack.push(Frame::Object { keys: Some(Arc::new(List::default())), at: Member::Key })
+                }
                 MarkAt::After(k) if d.stack.is_empty() => d.stack.push(match d.closes[k as usize] {
                     Some(_) => Frame::Text { start: i as u32 + 1, k, in_str: false, esc: false },
                     None => Frame::Pending(k),
@@ -307,6 +403,9 @@ impl Distinct {
                 Marks::Guess(literals) => {
                     if b == b'[' && (opens || self.stack.is_empty()) {
                         mark(MarkAt::Array, self);
+                    }
+                    if b == b'{' && (opens || self.stack.is_empty()) {
+                        mark(MarkAt::Object, self);
                     }
                     if self.stack.is_empty() {
                         let upto = &text[..=i];
@@ -387,16 +486,21 @@ impl Distinct {
             }
             b'{' => {
                 self.value_start(i);
-                self.stack.push(Frame::Object);
+                self.stack.push(Frame::Object { keys: None, at: Member::Key });
             }
             b'[' => {
                 self.value_start(i);
                 self.stack.push(Frame::Array(None));
             }
             b'}' | b']' => {
-                if matches!(self.stack.last(), Some(Frame::Object | Frame::Array(_))) {
+                if matches!(self.stack.last(), Some(Frame::Object { .. } | Frame::Array(_))) {
                     self.stack.pop();
                     self.value_done(text, i + 1)?;
+                }
+            }
+            b',' => {
+                if let Some(Frame::Object { at, .. }) = self.stack.last_mut() {
+                    *at = Member::Key;
                 }
             }
             b if is_scalar(b) => {
@@ -412,6 +516,16 @@ impl Distinct {
     fn value_start(&mut self, i: u32) {
         match self.stack.last_mut() {
             Some(Frame::Array(Some(_))) => self.stack.push(Frame::Item { start: i, after: None }),
+            Some(Frame::Object { keys, at }) => match *at {
+                Member::Key => {
+                    *at = Member::InKey;
+                    if keys.is_some() {
+                        self.stack.push(Frame::Item { start: i, after: None });
+                    }
+                }
+                Member::Value => *at = Member::InValue,
+                _ => {}
+            },
             Some(f @ Frame::Pending(_)) => {
                 let Frame::Pending(k) = *f else { unreachable!("matched") };
                 *f = Frame::Item { start: i, after: Some(k) };
@@ -426,10 +540,9 @@ impl Distinct {
     fn fixed(&self, raw: &[u8]) -> Result<(), Repeated> {
         let list = match self.stack.last() {
             Some(&Frame::Item { after: Some(k), .. }) => &self.after[k as usize],
-            Some(&Frame::Item { after: None, .. }) => match self.stack.get(self.stack.len().wrapping_sub(2)) {
-                Some(Frame::Array(Some(l))) => l,
-                _ => unreachable!("an array item sits on its array"),
-            },
+            Some(&Frame::Item { after: None, .. }) => {
+                self.list_at(self.stack.len() - 2).expect("an item sits on its container")
+            }
             _ => return Ok(()),
         };
         let key = canon(raw);
@@ -440,9 +553,13 @@ impl Distinct {
     }
 
     fn value_done(&mut self, text: &[u8], end: u32) -> Result<(), Repeated> {
-        let (start, after) = match self.stack.last() {
-            Some(&Frame::Item { start, after }) => (start, after),
-            Some(&Frame::Text { start, k, .. }) => (start, Some(k)),
+        let (start, after) = match self.stack.last_mut() {
+            Some(&mut Frame::Item { start, after }) => (start, after),
+            Some(&mut Frame::Text { start, k, .. }) => (start, Some(k)),
+            Some(Frame::Object { at, .. }) => {
+                *at = at.done();
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         self.stack.pop();
@@ -451,8 +568,8 @@ impl Distinct {
         let list = match after {
             Some(k) => &mut self.after[k as usize],
             None => match self.stack.last_mut() {
-                Some(Frame::Array(Some(l))) => l,
-                _ => unreachable!("an array item sits on its array"),
+                Some(Frame::Array(Some(l)) | Frame::Object { keys: Some(l), .. }) => l,
+                _ => unreachable!("an item sits on its container"),
             },
         };
         if list.keys.iter().any(|k| **k == *key) {
@@ -461,6 +578,9 @@ impl Distinct {
         let list = Arc::make_mut(list);
         list.keys.push(key.into());
         list.raws.push(squeeze(raw).into());
+        if let Some(Frame::Object { at, .. }) = self.stack.last_mut() {
+            *at = at.done();
+        }
         Ok(())
     }
 }
@@ -504,267 +624,8 @@ fn is_scalar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
 }
 
-/// The canonical form of one JSON value: equal exactly when the values are equal as JSON
-/// Schema compares them (numbers by mathematical value, `1` = `1.0` = `10e-1`; object members
-/// in any order; strings after unescaping). Prefix-free, so forms concatenate unambiguously.
-/// Text that is not one JSON value compares as its raw bytes.
-pub(super) fn canon(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len() + 8);
-    let mut c = Canon { s: raw, i: 0 };
-    if c.value(&mut out, 0).is_some() {
-        c.ws();
-        if c.i == raw.len() {
-            return out;
-        }
-    }
-    let mut out = vec![0xff];
-    out.extend_from_slice(raw);
-    out
-}
-
-struct Canon<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Canon<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, b: u8) -> Option<()> {
-        self.ws();
-        (self.peek()? == b).then(|| self.i += 1)
-    }
-
-    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> Option<()> {
-        if depth > MAX_CANON_DEPTH {
-            return None;
-        }
-        self.ws();
-        match self.peek()? {
-            b'"' => {
-                let s = self.string()?;
-                out.push(b's');
-                out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-                out.extend_from_slice(&s);
-            }
-            b'{' => {
-                self.i += 1;
-                let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-                if self.eat(b'}').is_none() {
-                    loop {
-                        self.ws();
-                        let k = self.string()?;
-                        self.eat(b':')?;
-                        let mut v = Vec::new();
-                        self.value(&mut v, depth + 1)?;
-                        members.push((k, v));
-                        if self.eat(b',').is_none() {
-                            self.eat(b'}')?;
-                            break;
-                        }
-                    }
-                }
-                members.sort();
-                out.push(b'{');
-                out.extend_from_slice(&(members.len() as u64).to_le_bytes());
-                for (k, v) in members {
-                    out.extend_from_slice(&(k.len() as u64).to_le_bytes());
-                    out.extend_from_slice(&k);
-                    out.extend_from_slice(&v);
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                out.push(b'[');
-                if self.eat(b']').is_none() {
-                    loop {
-                        self.value(out, depth + 1)?;
-                        if self.eat(b',').is_none() {
-                            self.eat(b']')?;
-                            break;
-                        }
-                    }
-                }
-                out.push(b']');
-            }
-            b't' | b'f' | b'n' => {
-                for (word, code) in [(&b"true"[..], b't'), (b"false", b'f'), (b"null", b'z')] {
-                    if self.s[self.i..].starts_with(word) {
-                        self.i += word.len();
-                        out.push(code);
-                        return Some(());
-                    }
-                }
-                return None;
-            }
-            _ => self.number(out)?,
-        }
-        Some(())
-    }
-
-    /// A string's content, unescaped (a lone surrogate as its 3-byte encoding).
-    fn string(&mut self) -> Option<Vec<u8>> {
-        (self.peek()? == b'"').then_some(())?;
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            let b = self.peek()?;
-            self.i += 1;
-            match b {
-                b'"' => return Some(out),
-                b'\\' => push_code_point(&mut out, escape(self.s, &mut self.i)?),
-                _ => out.push(b),
-            }
-        }
-    }
-
-    /// `n`, the sign, the significant digits (no leading or trailing zeros) and the exponent
-    /// of the last digit; zero is `n0` whatever its sign.
-    fn number(&mut self, out: &mut Vec<u8>) -> Option<()> {
-        let neg = self.peek() == Some(b'-');
-        if neg {
-            self.i += 1;
-        }
-        let digits_of = |c: &mut Canon| {
-            let start = c.i;
-            while c.peek().is_some_and(|b| b.is_ascii_digit()) {
-                c.i += 1;
-            }
-            c.s[start..c.i].to_vec()
-        };
-        let int = digits_of(self);
-        if int.is_empty() {
-            return None;
-        }
-        let frac = if self.peek() == Some(b'.') {
-            self.i += 1;
-            digits_of(self)
-        } else {
-            Vec::new()
-        };
-        let mut exp: i64 = 0;
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.i += 1;
-            let eneg = match self.peek() {
-                Some(b'-') => {
-                    self.i += 1;
-                    true
-                }
-                Some(b'+') => {
-                    self.i += 1;
-                    false
-                }
-                _ => false,
-            };
-            let e = digits_of(self);
-            if e.is_empty() {
-                return None;
-            }
-            exp = e.iter().fold(0i64, |a, &d| a.saturating_mul(10).saturating_add(i64::from(d - b'0')));
-            if eneg {
-                exp = -exp;
-            }
-        }
-        let mut digits: Vec<u8> = int.iter().chain(&frac).copied().collect();
-        exp = exp.saturating_sub(frac.len() as i64);
-        let lead = digits.iter().take_while(|&&d| d == b'0').count();
-        digits.drain(..lead);
-        while digits.last() == Some(&b'0') {
-            digits.pop();
-            exp = exp.saturating_add(1);
-        }
-        if digits.is_empty() {
-            out.extend_from_slice(b"n0");
-            return Some(());
-        }
-        out.push(b'n');
-        out.push(if neg { b'-' } else { b'+' });
-        out.extend_from_slice(&digits);
-        out.push(b'e');
-        out.extend_from_slice(exp.to_string().as_bytes());
-        out.push(b';');
-        Some(())
-    }
-}
-
-/// The code point of the escape at `s[*i..]` (after its backslash), moving `i` past it, as
-/// JSON reads it: a surrogate pair as one code point, a lone surrogate as itself. `None`: not
-/// an escape (or cut short).
-fn escape(s: &[u8], i: &mut usize) -> Option<u32> {
-    let hex4 = |i: &mut usize| -> Option<u32> {
-        let v = u32::from_str_radix(std::str::from_utf8(s.get(*i..*i + 4)?).ok()?, 16).ok()?;
-        *i += 4;
-        Some(v)
-    };
-    let e = *s.get(*i)?;
-    *i += 1;
-    Some(match e {
-        b'"' | b'\\' | b'/' => e as u32,
-        b'b' => 8,
-        b'f' => 12,
-        b'n' => 10,
-        b'r' => 13,
-        b't' => 9,
-        b'u' => {
-            let hi = hex4(i)?;
-            if (0xD800..0xDC00).contains(&hi) && s[*i..].starts_with(b"\\u") {
-                let save = *i;
-                *i += 2;
-                match hex4(i) {
-                    Some(lo) if (0xDC00..0xE000).contains(&lo) => 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00),
-                    _ => {
-                        *i = save;
-                        hi
-                    }
-                }
-            } else {
-                hi
-            }
-        }
-        _ => return None,
-    })
-}
-
-/// `raw` with every escape decoded as [`canon`] decodes those in strings (a backslash that
-/// starts none kept as it is): the content of each string of `raw` appears in it as `canon`
-/// reads it, wherever the string starts.
-pub(super) fn unescape_all(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let b = raw[i];
-        i += 1;
-        if b == b'\\' {
-            let mut j = i;
-            if let Some(c) = escape(raw, &mut j) {
-                push_code_point(&mut out, c);
-                i = j;
-                continue;
-            }
-        }
-        out.push(b);
-    }
-    out
-}
-
-fn push_code_point(out: &mut Vec<u8>, c: u32) {
-    match char::from_u32(c) {
-        Some(ch) => out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
-        // A lone surrogate: its generalized UTF-8 bytes (distinct per code unit).
-        None => {
-            out.extend_from_slice(&[0xE0 | (c >> 12) as u8, 0x80 | ((c >> 6) & 0x3F) as u8, 0x80 | (c & 0x3F) as u8])
-        }
-    }
-}
-
+mod canon;
+pub(super) use canon::{canon, unescape_all};
 pub(super) mod key;
 #[cfg(test)]
 mod tests;

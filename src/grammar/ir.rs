@@ -75,6 +75,9 @@ pub enum Expr {
 pub enum Mark {
     /// `[` opening a JSON array whose items must be pairwise distinct (`uniqueItems`).
     DistinctArray,
+    /// `{` opening a JSON object whose keys must be pairwise distinct: keys that the grammar
+    /// itself cannot keep apart (any key of `additionalProperties`), each compared as a string.
+    DistinctKeys,
     /// A literal (a tool-call tag) after which one JSON value follows that must differ from
     /// the value after every earlier copy of the same literal in this output (one list per
     /// literal, for the whole output).
@@ -100,6 +103,7 @@ impl Mark {
     pub fn text(&self) -> &str {
         match self {
             Mark::DistinctArray => "[",
+            Mark::DistinctKeys => "{",
             Mark::DistinctAfter(s) => s,
             Mark::DistinctText { open, .. } => open,
         }

@@ -123,6 +123,26 @@ impl TokenSet {
         }
     }
 
+    /// The ids in this set and in both `a` and `b` (when given), ascending (the widths may
+    /// differ: ids past the narrowest are left out). A word at a time, for sparse results.
+    pub fn ids_in_all(&self, a: &TokenSet, b: Option<&TokenSet>) -> Vec<TokenId> {
+        let mut out = Vec::new();
+        let n = self.words.len().min(a.words.len()).min(b.map_or(usize::MAX, |b| b.words.len()));
+        let (x, y) = (&self.words[..n], &a.words[..n]);
+        let z = b.map(|b| &b.words[..n]);
+        for i in 0..n {
+            let mut w = x[i] & y[i];
+            if let Some(z) = z {
+                w &= z[i];
+            }
+            while w != 0 {
+                out.push(TokenId(i as u32 * 32 + w.trailing_zeros()));
+                w &= w - 1;
+            }
+        }
+        out
+    }
+
     /// The ids in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = TokenId> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {

@@ -31,10 +31,17 @@ impl CfgRun {
         self.pos().distinct.reach().iter().flat_map(|l| l.list.keys().iter().cloned()).collect()
     }
 
-    /// The longest finished item, in bytes as written, of the lists the reader has in reach (0
-    /// with none): what a new distinct item may have to outgrow (see `Matcher::fill`).
+    /// The longest finished item that is an object or array, in bytes as written, of the lists
+    /// the reader has in reach (0 with none): what a new distinct item may have to outgrow (see
+    /// `Matcher::fill`). Strings and numbers (an object's keys among them) are left out: a
+    /// new one need not outgrow the earlier ones, as there are exponentially many of each
+    /// length (a few bytes more than the cheapest tell apart thousands), where a recursive
+    /// object may have one shape per length (`{}`, `{"next":{}}`, ...).
     pub fn longest_item_in_reach(&self) -> usize {
-        self.pos().distinct.reach().iter().flat_map(|l| l.list.raws().iter().map(|r| r.len())).max().unwrap_or(0)
+        let reach = self.pos().distinct.reach();
+        let containers =
+            reach.iter().flat_map(|l| l.list.raws().iter().filter(|r| matches!(r.first(), Some(b'{' | b'['))));
+        containers.map(|r| r.len()).max().unwrap_or(0)
     }
 
     /// The tokens of `mask` made of [plain](is_plain) bytes (and, with `no_bracket`, no `[`)

@@ -4,7 +4,7 @@
 use super::CfgRun;
 use crate::automaton::cfg::Cfg;
 use crate::automaton::distinct::key::Old;
-use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeated, Target};
+use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeatable, Repeated, Target};
 use crate::automaton::earley::ChartLen;
 use crate::automaton::VocabEnv;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -19,10 +19,10 @@ const MIN_SEARCH_ONE: usize = 32;
 const MAX_SEARCH_DEPTH: usize = 256;
 
 /// Does `bytes`, after `tail` (the output's last bytes, as many as the longest literal), open
-/// an array and go on past a comma, or complete one of `literals` and go on? Only such a token
-/// can finish a repeat from idle (as the masks' guess reads it).
+/// an array or object and go on past a comma, or complete one of `literals` and go on? Only
+/// such a token can finish a repeat from idle (as the masks' guess reads it).
 fn opens_and_goes_on(tail: &[u8], bytes: &[u8], literals: &[std::sync::Arc<str>]) -> bool {
-    if bytes.iter().position(|&b| b == b'[').is_some_and(|i| bytes[i..].contains(&b',')) {
+    if bytes.iter().position(|&b| b == b'[' || b == b'{').is_some_and(|i| bytes[i..].contains(&b',')) {
         return true;
     }
     (0..bytes.len().saturating_sub(1)).any(|i| {
@@ -36,6 +36,32 @@ fn opens_and_goes_on(tail: &[u8], bytes: &[u8], literals: &[std::sync::Arc<str>]
             }
         })
     })
+}
+
+/// A string that is an item: its text so far (from its opening quote) and the raw forms of
+/// its list's earlier items.
+type StringItem<'a> = (&'a [u8], &'a [std::sync::Arc<[u8]>]);
+
+/// Inside a string's content (not after a backslash), what `bytes` can finish: `Some(repeats)`
+/// where all they can finish is the string, which then equals an earlier item exactly when
+/// `repeats` (`item`: the string's text so far, from its opening quote, and the raw forms of
+/// its list's earlier items, where the string is an item); `None` where they may finish more
+/// (bytes after the closing quote that end a value: a quote, a bracket, a comma) or where an
+/// escape makes raw bytes differ from the string's value (then the reader judges them).
+fn closes_into(bytes: &[u8], item: Option<StringItem>) -> Option<bool> {
+    let q = bytes.iter().position(|&b| b == b'"' || b == b'\\')?;
+    if bytes[q] == b'\\' || bytes[q + 1..].iter().any(|b| b"\"]},".contains(b)) {
+        return None;
+    }
+    let Some((so_far, raws)) = item else { return Some(false) };
+    if raws.is_empty() {
+        return Some(false);
+    }
+    if so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')) {
+        return None;
+    }
+    let n = so_far.len() + q + 1;
+    Some(raws.iter().any(|r| r.len() == n && r.starts_with(so_far) && r[so_far.len()..] == bytes[..=q]))
 }
 
 impl CfgRun {
@@ -69,7 +95,35 @@ impl CfgRun {
             Place::Between => &sets.between,
             Place::Text => &sets.closers,
         };
-        let mut candidates: Vec<TokenId> = list.iter().copied().filter(|&t| mask.contains(t)).collect();
+        // Only tokens that can finish a repeat at all, given what the lists hold.
+        let held = match d.repeatable() {
+            Repeatable::Pairs => Some(&sets.commas),
+            Repeatable::Keys => Some(&sets.quotes_or_commas),
+            Repeatable::Any => None,
+        };
+        // Inside a string, most tokens end it and go on with nothing that can end an item:
+        // they can repeat only the string itself, where it is an item (see `closes_into`).
+        // Those that may do more are a set of their own; those that close the string into an
+        // earlier item of its list are found by spelling the rest of each such item.
+        let item = d.string_item().map(|(start, l)| (&self.text[start as usize..], l.raws()));
+        let escaped =
+            item.is_some_and(|(so_far, raws)| so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')));
+        let in_string = d.in_string_content() && !escaped;
+        let list = if in_string { &sets.quote_then_end } else { list };
+        let mut candidates: Vec<TokenId> = mask.ids_in_all(list, held);
+        if in_string {
+            if let Some((so_far, raws)) = item {
+                for raw in raws.iter().filter(|r| r.len() > so_far.len() && r.starts_with(so_far)) {
+                    let rest = &raw[so_far.len()..];
+                    let step = |k: usize, b: u8| if k >= rest.len() || rest[k] == b { Some(k + 1) } else { None };
+                    vocab.trie().walk(0, step, |k, ids| {
+                        if k >= rest.len() {
+                            candidates.extend(ids.iter().filter(|&&t| mask.contains(t)));
+                        }
+                    });
+                }
+            }
+        }
         if d.is_idle() {
             // Idle, a token matters only if it opens an array and goes on past a comma, or
             // completes a marked literal (with what is written before it) and goes on.
@@ -77,12 +131,18 @@ impl CfgRun {
             let tail = &self.text[self.text.len().saturating_sub(longest)..];
             candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
         }
+        if d.in_string_content() && escaped {
+            candidates.retain(|&t| closes_into(vocab.bytes(t), item).is_none_or(|repeats| repeats));
+        }
         // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
         // (innermost first) that has items (one without cannot be repeated; a text item's
         // list is in reach even so, as what follows its end may be forced): a token that
         // finishes an item of it and may go on (`},{"`), and one that goes on spelling an
-        // earlier item of it.
-        let levels: Vec<_> = d.reach().into_iter().filter(|l| l.text || !l.list.raws().is_empty()).collect();
+        // earlier item of it. Not an object's keys: a key language the grammar could not
+        // spell out key by key is endless, and a repeat refused where it would end leaves other
+        // keys (the look-ahead from every `,"` of every object cost 40x the mask).
+        let levels: Vec<_> =
+            d.reach().into_iter().filter(|l| !l.keys && (l.text || !l.list.raws().is_empty())).collect();
         let mut ahead: Vec<(TokenId, Target)> = Vec::new();
         // A token that holds a whole text item (its opening literal and its end) and goes on:
         // what follows may be forced into a repeat, though no list was in reach before it.
@@ -263,5 +323,44 @@ impl CfgRun {
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closes_into;
+    use crate::automaton::distinct::{Distinct, MarkAt, Marks, Repeated};
+
+    /// The prefilter inside a string answers as the reader does wherever it answers: a
+    /// token it lets pass finishes no repeat, and one it calls a repeat is one.
+    #[test]
+    fn closing_a_string_is_judged_as_the_reader_judges_it() {
+        let prefixes = [r#"{"ab":1,"a":2,""#, r#"{"ab":1,"a"#, r#"["a","b\"c",""#, r#"{"x":"ab"#, r#"{"ab":{"q":""#];
+        let tokens: [&[u8]; 14] = [
+            b"b\"", b"\"", b"b\":", b"b\": 1", b"\",", b"\"]", b"\"}", b"b", b"b\"c\"", b"\\\"", b"\":[1,1", b"c\" ",
+            b"\"\n", b"b\\\"\"",
+        ];
+        for p in prefixes {
+            let marks: Vec<(u32, MarkAt)> = p
+                .char_indices()
+                .filter(|&(_, c)| c == '{')
+                .map(|(i, _)| (i as u32, MarkAt::Object))
+                .chain(p.char_indices().filter(|&(_, c)| c == '[').map(|(i, _)| (i as u32, MarkAt::Array)))
+                .collect();
+            let mut d = Distinct::new(0);
+            let pb = p.as_bytes();
+            for i in 0..pb.len() {
+                let here: Vec<(u32, MarkAt)> = marks.iter().copied().filter(|&(at, _)| at as usize == i).collect();
+                d.read(&pb[..=i], i, Marks::Exact(&here)).unwrap();
+            }
+            assert!(d.in_string_content(), "{p}");
+            for t in tokens {
+                let item = d.string_item().map(|(start, l)| (&pb[start as usize..], l.raws()));
+                let Some(fast) = closes_into(t, item) else { continue };
+                let text = [pb, t].concat();
+                let slow = d.clone().read(&text, pb.len(), Marks::Guess(&[])) == Err(Repeated);
+                assert_eq!(fast, slow, "{p} + {}", String::from_utf8_lossy(t));
+            }
+        }
     }
 }

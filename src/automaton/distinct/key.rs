@@ -3,7 +3,7 @@
 //! the outputs behind them differ. The matcher keys the positions after different tokens with
 //! it (beside the parse state) to judge them once.
 //!
-//! What the future reads of the state: the lists' finished items (compared by canonical form;
+//! What the future reads of the state: the lists' finished items (array items, object keys) (compared by canonical form;
 //! looked ahead from by raw form), the open frames, the lexical state, and the text of every
 //! item, text item or scalar being read since it began (its canonical form and raw form are
 //! taken from there when it ends). Positions themselves are not read, only the bytes between
@@ -23,10 +23,10 @@ use super::{Distinct, Frame, Lex, List};
 pub struct Old(HashSet<usize>);
 
 impl Old {
-    /// The items of `d`'s lists, those of marked literals and of the arrays it is in.
+    /// The items of `d`'s lists, those of marked literals and of the arrays and objects it is in.
     pub(in crate::automaton) fn of(d: &Distinct) -> Old {
         let arrays = d.stack.iter().filter_map(|f| match f {
-            Frame::Array(Some(l)) => Some(l),
+            Frame::Array(Some(l)) | Frame::Object { keys: Some(l), .. } => Some(l),
             _ => None,
         });
         let items = d.after.iter().chain(arrays).flat_map(|l| l.keys.iter().chain(&l.raws));
@@ -61,7 +61,11 @@ impl Distinct {
         }
         for f in &self.stack {
             match f {
-                Frame::Object => out.push(1),
+                Frame::Object { keys: None, at } => out.extend([1, *at as u32]),
+                Frame::Object { keys: Some(l), at } => {
+                    out.extend([11, *at as u32]);
+                    list(out, l);
+                }
                 Frame::Array(None) => out.push(2),
                 Frame::Array(Some(l)) => {
                     out.push(3);

@@ -141,3 +141,33 @@ fn keys_are_equal_exactly_where_what_is_read_next_is_read_alike() {
     assert_ne!(key(r#""y",12"#), key(r#""y",1"#));
     assert_ne!(key(r#""y",{"#), key(r#""y",["#));
 }
+
+/// Reads `text` byte by byte with the marks at the given offsets (as a commit would).
+fn read_marked(text: &str, marks: &[(u32, MarkAt)]) -> Result<Distinct, Repeated> {
+    let mut d = Distinct::new(0);
+    let t = text.as_bytes();
+    for i in 0..t.len() {
+        let here: Vec<(u32, MarkAt)> = marks.iter().copied().filter(|&(at, _)| at as usize == i).collect();
+        d.read(&t[..=i], i, Marks::Exact(&here))?;
+    }
+    Ok(d)
+}
+
+#[test]
+fn a_marked_objects_keys_are_its_items() {
+    let obj = [(0, MarkAt::Object)];
+    assert!(read_marked(r#"{"a":1,"b":"a","c":{"a":1,"a":2},"d":["a","a"]}"#, &obj).is_ok());
+    // The closing quote of the repeated key is the byte refused; values never count.
+    let t = r#"{"a":1,"b":{"x":"a"},"a"#;
+    assert!(read_marked(t, &obj).is_ok());
+    assert_eq!(read_marked(&format!("{t}\""), &obj).err(), Some(Repeated));
+    assert_eq!(read_marked(r#"{"a\"":1 , "a\u0022":2"#, &obj).err(), Some(Repeated));
+    // A marked object inside: its own keys.
+    let inner = [(0, MarkAt::Object), (5, MarkAt::Object)];
+    assert!(read_marked(r#"{"a":{"a":1,"b":2},"b":1}"#, &inner).is_ok());
+    assert_eq!(read_marked(r#"{"a":{"b":1,"b""#, &inner).err(), Some(Repeated));
+    // Objects as items of a marked array: their keys are not items unless marked.
+    assert!(read_all(r#"[{"a":1,"a":2},{"a":1}]"#).is_ok());
+    // The guess marks every `{`: a token with two equal keys in it is refused.
+    assert_eq!(Distinct::new(0).read(br#"{"k":1,"k""#, 0, Marks::Guess(&[])), Err(Repeated));
+}

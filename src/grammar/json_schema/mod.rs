@@ -461,7 +461,7 @@ impl<'s> Compiler<'s> {
     /// An object or array at the current level: `open`, then either `items` (one or more
     /// members or items, commas included, built with [`Layout::sep`]) or, if `empty_ok`,
     /// nothing; then `close`.
-    fn container(&self, open: &str, items: Option<Expr>, empty_ok: bool, close: &str) -> Expr {
+    fn container(&self, open: Expr, items: Option<Expr>, empty_ok: bool, close: &str) -> Expr {
         let l = self.layout();
         let mut alts = Vec::new();
         if let Some(items) = items {
@@ -470,7 +470,7 @@ impl<'s> Compiler<'s> {
         if empty_ok {
             alts.push(Expr::Seq(vec![l.close_empty, Expr::Literal(close.into())]));
         }
-        Expr::Seq(vec![Expr::Literal(open.into()), l.open, alt(alts)])
+        Expr::Seq(vec![open, l.open, alt(alts)])
     }
 
     /// The value expression for `schema` at `pointer`.
@@ -704,9 +704,14 @@ impl<'s> Compiler<'s> {
                 inner.clone(),
                 Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, inner])), min: 0, max: None },
             ]);
+            // Any keys: kept distinct in the sensible language (see `object::open_brace`).
+            let brace = match c.opts.exact {
+                false => Expr::Mark(crate::grammar::Mark::DistinctKeys),
+                true => Expr::Literal("{".into()),
+            };
             Expr::Alt(vec![
-                c.container("{", Some(members), true, "}"),
-                c.container("[", Some(items), true, "]"),
+                c.container(brace, Some(members), true, "}"),
+                c.container(Expr::Literal("[".into()), Some(items), true, "]"),
                 string,
                 number::any_number(),
                 Expr::Literal(c.word("true").into()),

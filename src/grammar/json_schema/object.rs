@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::keywords::SOME_KEY_NOT_IN;
 use super::{join, string, Compiler, Layout, MAX_COUNT};
 use crate::error::Result;
-use crate::grammar::{Expr, RuleId};
+use crate::grammar::{Expr, Mark, RuleId};
 use crate::regular::Dfa;
 use crate::regular::Lexeme;
 use regex_syntax::hir::Hir;
@@ -29,15 +29,30 @@ const MAX_COUNT_RULES: u64 = 20_000;
 
 /// The value expression of an object schema: `{`, the member rules (declared members in
 /// order, additional members in the key regions, counts where bounds need them: see
-/// [`Builder::build`]), `}`.
+/// [`Builder::build`]), `}`. In the sensible language, where additional members may come, the
+/// `{` is marked ([`Mark::DistinctKeys`]): their keys, which no rule keeps apart, are kept
+/// distinct by the matcher (see `automaton::distinct`). The exact language lets a key repeat,
+/// as JSON does (validators read the last copy; counts are kept sound for that: see
+/// [`counting`]).
 pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let l = c.layout();
-    let body = c.nested(|c| members(c, &l, obj, pointer))?;
-    Ok(Expr::Seq(vec![l.start("{"), body]))
+    let (body, open) = c.nested(|c| members(c, &l, obj, pointer))?;
+    Ok(Expr::Seq(vec![open_brace(c, &l, open), body]))
 }
 
-/// The members and the closing brace of [`object`], one nesting level down.
-fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+/// The opening brace and its whitespace; the brace marked, in the sensible language, when the
+/// object has keys the rules do not keep distinct (`additional`).
+pub(super) fn open_brace(c: &Compiler, l: &Layout, additional: bool) -> Expr {
+    if additional && !c.opts.exact {
+        Expr::Seq(vec![Expr::Mark(Mark::DistinctKeys), l.open.clone()])
+    } else {
+        l.start("{")
+    }
+}
+
+/// The members and the closing brace of [`object`], one nesting level down, and whether
+/// additional members may come.
+fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str) -> Result<(Expr, bool)> {
     let Declared { props, required, patterns } = declared(c, obj, pointer)?;
     let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
     let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
@@ -46,17 +61,30 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     let outside = some_key_not_in(c, obj, pointer)?;
     let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
 
-    let Some(members) = declared_members(c, &keys, &props, &required, additional, pointer)? else {
-        return Ok(super::nothing());
+    let Some(mut members) = declared_members(c, &keys, &props, &required, additional, pointer)? else {
+        return Ok((super::nothing(), false));
     };
-    let declared: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
+    let declared: Vec<String> = members.iter().map(|(k, _, _)| k.clone()).collect();
+    let declared: Vec<&str> = declared.iter().map(String::as_str).collect();
     // The sensible language: no keys the schema does not name unless it asks for them.
     let unnamed = if asks_for_unnamed_keys(c, obj, declared.len(), min) { additional } else { &Value::Bool(false) };
     // Additional members, those whose key is outside `outside` (witnesses) apart.
     let mut additional_members = [Vec::new(), Vec::new()];
-    for (key, schema, at, wit) in keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)? {
-        let value = c.schema(&schema, &at)?;
-        additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
+    if let Some(names) = finite_names(c, obj, &declared) {
+        // Few possible keys: each an optional member of its own, so the rules keep them distinct
+        // (the matcher could only search for a key not yet used, and may run out of search).
+        for name in names {
+            let (schema, at) = keys.value_schema(&name, &props, unnamed, pointer)?;
+            let value = c.schema(&schema, &at)?;
+            if !matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
+                members.push((name, value, false));
+            }
+        }
+    } else {
+        for (key, schema, at, wit) in keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)? {
+            let value = c.schema(&schema, &at)?;
+            additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
+        }
     }
     let [plain, witnesses] = additional_members;
     let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
@@ -74,7 +102,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
 
     let open = additional_member.is_some() || additional_witness.is_some();
     let Some(Counting { cap, distinct_min }) = counting(c, &members, open, min, max, pointer)? else {
-        return Ok(super::nothing());
+        return Ok((super::nothing(), false));
     };
     let b = Builder {
         members,
@@ -86,7 +114,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
         distinct_min,
         need_witness: outside.is_some(),
     };
-    Ok(b.build(c, pointer, l))
+    Ok((b.build(c, pointer, l), open))
 }
 
 /// Whether an object may have keys that its schema neither lists in `properties` nor matches
@@ -100,6 +128,26 @@ fn asks_for_unnamed_keys(c: &Compiler, obj: &Map<String, Value>, named: usize, m
         || obj.contains_key("propertyNames")
         || obj.contains_key(SOME_KEY_NOT_IN)
         || min > named as u64
+}
+
+/// Most keys a finite `propertyNames` may allow for them to be written as members of their own
+/// (see [`finite_names`]).
+const MAX_FINITE_NAMES: usize = 64;
+
+/// The keys beyond `declared` that `propertyNames` allows, where it allows few (an `enum` or
+/// `const` of at most [`MAX_FINITE_NAMES`] strings, as Pydantic writes `dict[Literal[...], X]`):
+/// in the order listed, without repeats. `None` where it allows any number (or none is given).
+fn finite_names(c: &Compiler, obj: &Map<String, Value>, declared: &[&str]) -> Option<Vec<String>> {
+    let values = super::values::finite_values(c, obj.get("propertyNames")?)?;
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if let Value::String(s) = v {
+            if !declared.contains(&s.as_str()) && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    (out.len() <= MAX_FINITE_NAMES && out.len() + declared.len() <= super::MAX_PROPERTIES).then_some(out)
 }
 
 /// What an object schema declares by name: `properties` (in order), `required`, and
@@ -210,8 +258,8 @@ struct Counting {
 
 /// Whether and how far the member rules must count properties for `minProperties`/
 /// `maxProperties`, given the declared `members` and whether additional ones are allowed
-/// (`open`). Bounds too large to track, or that need distinct additional keys, are reported.
-/// `None` if the bounds leave no valid object.
+/// (`open`). Bounds too large to track, or that need two or more additional keys, are
+/// reported. `None` if the bounds leave no valid object.
 fn counting(
     c: &mut Compiler,
     members: &[(Expr, bool, bool)],
@@ -233,8 +281,11 @@ fn counting(
             c.unenforced(pointer, "maxProperties", "property-count bounds this large are not supported")?;
         }
     }
-    // Repeated additional keys: the minimum counts only one of them, the maximum all (see
-    // `Builder::build`); one count cannot do both. Lenient compiles count every member.
+    // Additional keys: the matcher keeps them distinct, but the rules do not know how many
+    // distinct ones can still come (a finite key language), nor can a budget's count see what
+    // a new key must spell to differ. So the minimum counts only the first of them (see
+    // `Builder::build`), the maximum all; one count cannot do both. Lenient compiles count
+    // every member.
     let mut distinct_min = open && min >= 2 && cap.is_some();
     if distinct_min && max.is_some() {
         c.unenforced(
@@ -482,13 +533,15 @@ impl Builder {
     /// The member list: rules R(i, started, k, a, w) built from the end (`w`: a witness was
     /// emitted; tracked only when one is needed).
     ///
-    /// Additional members' keys may repeat (nothing regular keeps them pairwise distinct), and
-    /// a repeated key is one property, not two. So a `minProperties` count may take only the
-    /// first additional member (`a`: one was emitted): `declared + [a]` distinct keys are
-    /// certain. `maxProperties` counts every member, which repeats only overestimate.
-    /// (With both bounds and additional members, the caller needs both counts: see `object`.)
+    /// Additional members' keys are kept pairwise distinct by the matcher, not by these rules
+    /// (nothing regular can), so every member is a property of its own. But the rules cannot
+    /// know whether enough distinct keys remain (see [`counting`]), so a `minProperties` count
+    /// may take only the first additional member (`a`: one was emitted): `declared + [a]`
+    /// distinct keys are certain; `maxProperties` counts every member. (One count cannot do
+    /// both: see [`counting`].)
     /// The members (each after `l.first` or `l.sep`) and then the closing brace (after
-    /// `l.close` or `l.close_empty`): the rules end in it rather than in the empty string. Were they nullable, every Earley row after an additional member would
+    /// `l.close` or `l.close_empty`): the rules end in it rather than in the empty string.
+    /// Were they nullable, every Earley row after an additional member would
     /// complete the right-recursive chain of all members before it (36 additional members: a
     /// mask took 2.5 ms); ending in the brace, the chain completes once, at the brace.
     fn build(&self, c: &mut Compiler, pointer: &str, l: &Layout) -> Expr {

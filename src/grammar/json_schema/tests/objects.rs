@@ -90,10 +90,44 @@ fn repeated_additional_keys_do_not_count_twice() {
     assert!(accepts(&s, r#"{"g":1,"f":2}"#) && !accepts(&s, r#"{"f":1,"f":2}"#));
     let s = json!({"minProperties": 1});
     assert!(accepts(&s, r#"{"f":1,"f":2}"#) && !accepts(&s, "{}"));
+    // (The sensible language refuses the repeat itself: see `additional_keys_are_distinct`.)
+    assert!(!accepts_with(&s, &JsonSchemaOptions::default(), r#"{"f":1,"f":2}"#));
     // Two additional keys needed: they could repeat, so that is refused, naming the keyword.
     let e =
         compile(&json!({"type": "object", "minProperties": 2}), &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(e.contains("minProperties") && e.contains("distinct"), "{e}");
+}
+
+#[test]
+fn additional_keys_are_distinct() {
+    // In the sensible language a key the rules cannot keep apart (any key of
+    // `additionalProperties`, of an object in any value) is refused where it would repeat an
+    // earlier one of its object, spelled alike or not; objects nested in values keep their own
+    // keys. The exact language lets keys repeat, as JSON does.
+    let dict = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+    let nested = json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {}}}, "additionalProperties": {"type": "object", "additionalProperties": true}});
+    let ok = |s: &Value, t: &str| accepts_with(s, &JsonSchemaOptions::default(), t);
+    assert!(ok(&dict, r#"{"a":1,"b":1,"c":2}"#));
+    for t in [r#"{"a":1,"a":2}"#, r#"{"a":1,"b":1,"a":2}"#, r#"{"a\"b":1,"c":2,"a\"b":1}"#] {
+        assert!(!ok(&dict, t) && accepts(&dict, t), "{t}");
+    }
+    // (Spellings other than the canonical one are in neither language.)
+    for t in [r#"{"a":1,"\u0061":2}"#, r#"{"é":1,"\u00e9":2}"#] {
+        assert!(!ok(&dict, t), "{t}");
+    }
+    assert!(ok(&nested, r#"{"m":{"a":1,"b":{"a":1,"b":[{"a":1},{"a":1}]}},"a":{"m":{}},"b":{"m":{}}}"#));
+    for t in [r#"{"m":{"a":1,"a":1}}"#, r#"{"m":{"x":{"a":1,"a":1}}}"#, r#"{"a":{},"a":{}}"#, r#"{"a":{"k":1,"k":2}}"#]
+    {
+        assert!(!ok(&nested, t) && accepts(&nested, t), "{t}");
+    }
+    // A finite `propertyNames` writes its keys as members of their own (kept distinct by the
+    // rules, in the order listed): every object of distinct keys, no repeat.
+    let s = json!({"type": "object", "propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": {"type": "boolean"}, "minProperties": 2});
+    for opts in [JsonSchemaOptions::exact(), JsonSchemaOptions::default()] {
+        assert!(accepts_with(&s, &opts, r#"{"a":true,"c":false}"#));
+        assert!(!accepts_with(&s, &opts, r#"{"a":true,"a":false}"#) && !accepts_with(&s, &opts, r#"{"a":true}"#));
+        assert!(!accepts_with(&s, &opts, r#"{"d":true,"a":false}"#));
+    }
 }
 
 #[test]
