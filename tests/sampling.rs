@@ -342,6 +342,12 @@ fn jsonschemabench_samples_validate_and_near_misses_do_not() {
             for _ in 0..8 {
                 let d = gen.draw(&mut src).unwrap();
                 let text = String::from_utf8(d.text.clone()).unwrap();
+                // The generator does not keep an object's keys apart; the matcher does (the
+                // sensible language): such a draw is refused, and redrawn by `sample --cover`.
+                if strictly::fuzz::json_has_repeated_key(&text) {
+                    assert!(!checker.accepts(text.as_bytes()), "{}: {text}", f.display());
+                    continue;
+                }
                 assert!(checker.accepts(text.as_bytes()), "{}: {text}", f.display());
                 let inst: Value = serde_json::from_str(&text).unwrap();
                 assert!(v.is_valid(&inst), "{}: sample {text} is invalid", f.display());

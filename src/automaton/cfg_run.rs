@@ -98,6 +98,10 @@ pub(super) struct CfgRun {
     /// kept only if the budget refused nothing; it then holds for every budget at least as
     /// large as the largest finish cost among its tokens (or a bound on it).
     memo: Option<(Vec<Scan>, TokenSet, u32)>,
+    /// The repeats filter's last answer where it depends only on the reader's containers and
+    /// the mask (see `repeats::Settled`): the reader, the mask it was given, the tokens it took
+    /// out.
+    repeats_memo: Option<Box<(Distinct, TokenSet, Vec<TokenId>)>>,
 }
 
 impl CfgRun {
@@ -114,6 +118,7 @@ impl CfgRun {
             events: Vec::new(),
             refused_repeats: false,
             memo: None,
+            repeats_memo: None,
         }
     }
 

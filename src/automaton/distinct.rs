@@ -273,6 +273,32 @@ impl Distinct {
         out
     }
 
+    /// Inside a string's content where what a token can finish depends only on the containers
+    /// and their lists, not on the text: no item, text item or pending literal is open (their
+    /// forms are read from the text), no marked literal has items. Two such readers with
+    /// [`same_containers`](Self::same_containers) judge every token alike.
+    pub(super) fn is_settled_in_string(&self) -> bool {
+        self.lex == Lex::Str
+            && self.after.iter().all(|l| l.keys.is_empty())
+            && self.stack.iter().all(|f| matches!(f, Frame::Object { .. } | Frame::Array(_)))
+    }
+
+    /// The same containers, in the same places, holding the very same lists.
+    pub(super) fn same_containers(&self, other: &Distinct) -> bool {
+        let same_list = |a: &Option<Arc<List>>, b: &Option<Arc<List>>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.lex == other.lex
+            && self.stack.len() == other.stack.len()
+            && self.stack.iter().zip(&other.stack).all(|(a, b)| match (a, b) {
+                (Frame::Object { keys: k, at: x }, Frame::Object { keys: l, at: y }) => x == y && same_list(k, l),
+                (Frame::Array(k), Frame::Array(l)) => same_list(k, l),
+                _ => false,
+            })
+    }
+
     /// Inside a string that is an item itself (a key of a marked object, a string of a marked
     /// array or after a marked literal): where it began (its opening quote) and its list.
     pub(super) fn string_item(&self) -> Option<(u32, &List)> {

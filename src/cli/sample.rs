@@ -148,7 +148,9 @@ fn fuzz(a: &SampleArgs, vocab: &Arc<Vocab>, constraint: &Constraint) -> anyhow::
             rejected += 1;
             continue;
         };
-        if f.schema.is_some() && strictly::fuzz::json_has_contested(text) {
+        if f.schema.is_some()
+            && (strictly::fuzz::json_has_contested(text) || strictly::fuzz::json_has_repeated_key(text))
+        {
             continue;
         }
         if !f.checker.accepts(&d.text) {

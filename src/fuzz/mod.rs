@@ -165,3 +165,59 @@ pub fn json_has_contested(text: &str) -> bool {
     }
     serde_json::from_str(text).is_ok_and(|v| walk(&v))
 }
+
+/// Does a JSON text repeat a key in one of its objects? The generator walks the grammar and
+/// does not keep an object's keys apart (the matcher does, in the sensible language), so
+/// schema fuzzing redraws such a sample, as it redraws a contested one.
+pub fn json_has_repeated_key(text: &str) -> bool {
+    use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Distinct;
+    impl<'de> Visitor<'de> for Distinct {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            let mut keys = std::collections::HashSet::new();
+            while let Some(k) = map.next_key::<String>()? {
+                if !keys.insert(k) {
+                    return Err(serde::de::Error::custom("repeated key"));
+                }
+                map.next_value_seed(Seed)?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+            while seq.next_element_seed(Seed)?.is_some() {}
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> std::result::Result<(), E> {
+            Ok(())
+        }
+    }
+    struct Seed;
+    impl<'de> serde::de::DeserializeSeed<'de> for Seed {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+            d.deserialize_any(Distinct)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let r = de.deserialize_any(Distinct);
+    r.is_err_and(|e| e.to_string().starts_with("repeated key"))
+}

@@ -183,6 +183,36 @@ impl TokenTrie {
         }
     }
 
+    /// Calls `f` with the ids of every token whose bytes start with `prefix` (not empty), a
+    /// node at a time: a range of the index where there is one, else a walk.
+    pub fn with_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[TokenId])) {
+        use fst::{IntoStreamer, Streamer};
+        let Some(map) = &self.map else {
+            let step = |k: usize, b: u8| (k >= prefix.len() || prefix[k] == b).then_some(k + 1);
+            return self.walk(0, step, |k, ids| {
+                if k >= prefix.len() {
+                    f(ids)
+                }
+            });
+        };
+        // Every key that starts with `prefix` sorts in [prefix, the next prefix of its length).
+        let mut upper = prefix.to_vec();
+        while upper.last() == Some(&0xff) {
+            upper.pop();
+        }
+        let range = map.range().ge(prefix);
+        let mut stream = match upper.last_mut() {
+            Some(last) => {
+                *last += 1;
+                range.lt(&upper).into_stream()
+            }
+            None => range.into_stream(),
+        };
+        while let Some((_, node)) = stream.next() {
+            f(self.node_tokens(node as usize));
+        }
+    }
+
     #[inline]
     fn node_tokens(&self, i: usize) -> &[TokenId] {
         &self.token_ids[self.nodes[i].tok_start as usize..self.nodes[i + 1].tok_start as usize]

@@ -82,9 +82,24 @@ impl CfgRun {
         if !cfg.has_marks || self.is_ended() {
             return;
         }
-        let before = mask.len();
         let vocab = env.vocab();
         let d = self.pos().distinct.clone();
+        // Settled inside a string (see `Distinct::is_settled_in_string`): the answer is the
+        // last one where the containers and the mask are the same (inside one value string,
+        // token after token).
+        let settled = d.is_settled_in_string() && cfg.after_literals.is_empty();
+        if settled {
+            if let Some(memo) = &self.repeats_memo {
+                let (was, given, removed) = &**memo;
+                if given.width() == mask.width() && given.words() == mask.words() && was.same_containers(&d) {
+                    removed.iter().for_each(|&t| mask.remove(t));
+                    self.refused_repeats = !removed.is_empty();
+                    return;
+                }
+            }
+        }
+        let given = settled.then(|| mask.clone());
+        let mut removed: Vec<TokenId> = Vec::new();
         let sets = cfg.distinct_tokens(env);
         let text_ids =
             |m: &TokenSet| -> Vec<TokenId> { m.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect() };
@@ -95,31 +110,31 @@ impl CfgRun {
             Place::Between => &sets.between,
             Place::Text => &sets.closers,
         };
-        // Only tokens that can finish a repeat at all, given what the lists hold.
+        // Only tokens that can finish a repeat at all, given what the lists hold; and inside a
+        // string, most tokens end it and go on with nothing that can end an item: they can
+        // repeat only the string itself, where it is an item (see `closes_into`). Those that
+        // may do more are a set of their own; those that close the string into an earlier item
+        // of its list are found by spelling the rest of each such item. (Not with marked
+        // literals: the look-ahead from a token that ends a text item or completes a literal
+        // needs every such token, repeat or not.)
+        let json_only = cfg.after_literals.is_empty();
         let held = match d.repeatable() {
+            _ if !json_only => None,
             Repeatable::Pairs => Some(&sets.commas),
             Repeatable::Keys => Some(&sets.quotes_or_commas),
             Repeatable::Any => None,
         };
-        // Inside a string, most tokens end it and go on with nothing that can end an item:
-        // they can repeat only the string itself, where it is an item (see `closes_into`).
-        // Those that may do more are a set of their own; those that close the string into an
-        // earlier item of its list are found by spelling the rest of each such item.
         let item = d.string_item().map(|(start, l)| (&self.text[start as usize..], l.raws()));
         let escaped =
             item.is_some_and(|(so_far, raws)| so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')));
-        let in_string = d.in_string_content() && !escaped;
+        let in_string = json_only && d.in_string_content() && !escaped;
         let list = if in_string { &sets.quote_then_end } else { list };
         let mut candidates: Vec<TokenId> = mask.ids_in_all(list, held);
         if in_string {
             if let Some((so_far, raws)) = item {
                 for raw in raws.iter().filter(|r| r.len() > so_far.len() && r.starts_with(so_far)) {
-                    let rest = &raw[so_far.len()..];
-                    let step = |k: usize, b: u8| if k >= rest.len() || rest[k] == b { Some(k + 1) } else { None };
-                    vocab.trie().walk(0, step, |k, ids| {
-                        if k >= rest.len() {
-                            candidates.extend(ids.iter().filter(|&&t| mask.contains(t)));
-                        }
+                    vocab.trie().with_prefix(&raw[so_far.len()..], |ids| {
+                        candidates.extend(ids.iter().filter(|&&t| mask.contains(t)))
                     });
                 }
             }
@@ -131,7 +146,7 @@ impl CfgRun {
             let tail = &self.text[self.text.len().saturating_sub(longest)..];
             candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
         }
-        if d.in_string_content() && escaped {
+        if json_only && d.in_string_content() && escaped {
             candidates.retain(|&t| closes_into(vocab.bytes(t), item).is_none_or(|repeats| repeats));
         }
         // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
@@ -150,7 +165,10 @@ impl CfgRun {
         let all = Target::After(None);
         for t in candidates {
             match self.read_guess(cfg, vocab.bytes(t)) {
-                Err(Repeated) => mask.remove(t),
+                Err(Repeated) => {
+                    mask.remove(t);
+                    removed.push(t);
+                }
                 Ok(after) => {
                     ahead.extend(
                         levels
@@ -213,10 +231,14 @@ impl CfgRun {
             budget -= given - one;
             if dead {
                 mask.remove(t);
+                removed.push(t);
             }
         }
         self.memo = memo;
-        self.refused_repeats = mask.len() < before;
+        self.refused_repeats = !removed.is_empty();
+        if let Some(given) = given {
+            self.repeats_memo = Some(Box::new((d, given, removed)));
+        }
     }
 
     /// May one completion be judged for every token that reaches the same parse state from
