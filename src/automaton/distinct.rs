@@ -305,9 +305,16 @@ impl Distinct {
         if !matches!(self.lex, Lex::Str | Lex::StrEscape) {
             return None;
         }
+        self.open_item()
+    }
+
+    /// The item the innermost frame is reading, if it is one: where it began and its list.
+    fn open_item(&self) -> Option<(u32, &List)> {
         match *self.stack.last()? {
             Frame::Item { start, after: Some(k) } => Some((start, &self.after[k as usize])),
-            Frame::Item { start, after: None } => Some((start, self.list_at(self.stack.len() - 2)?)),
+            Frame::Item { start, after: None } => {
+                Some((start, self.list_at(self.stack.len() - 2).expect("an item sits on its container")))
+            }
             _ => None,
         }
     }
@@ -564,13 +571,7 @@ impl Distinct {
     /// a repeat now if an earlier item of its list equals it (so the token that fixes it is
     /// refused, not the one after it, which would leave no way on).
     fn fixed(&self, raw: &[u8]) -> Result<(), Repeated> {
-        let list = match self.stack.last() {
-            Some(&Frame::Item { after: Some(k), .. }) => &self.after[k as usize],
-            Some(&Frame::Item { after: None, .. }) => {
-                self.list_at(self.stack.len() - 2).expect("an item sits on its container")
-            }
-            _ => return Ok(()),
-        };
+        let Some((_, list)) = self.open_item() else { return Ok(()) };
         let key = canon(raw);
         if list.keys.iter().any(|k| **k == *key) {
             return Err(Repeated);
