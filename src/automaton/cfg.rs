@@ -28,12 +28,15 @@
 //! `⊤ → start` ([`ProdId::TOP`]); `minlen` counts *usable* bytes (those that are single
 //! tokens), so it is an upper bound on the tokens needed ([`UNREACHABLE`]: none suffice).
 
+use super::distinct::{
+    finishes_a_key_or_two, in_string, opens_two_items, value_string_may_repeat, InString, Place, Repeatable,
+};
 use super::VocabEnv;
 use crate::error::Result;
 use crate::grammar::{Expr, Grammar, Mark};
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, DfaLimits, StateId, UNREACHABLE};
-use crate::vocab::{TokenId, TokenKind, TokenSet};
+use crate::vocab::{SparseWords, TokenId, TokenKind, TokenSet};
 
 mod lower;
 mod runs;
@@ -178,32 +181,22 @@ pub struct Cfg {
     distinct_tokens: std::sync::OnceLock<std::sync::Arc<DistinctTokens>>,
 }
 
-/// Tokens of the vocabulary that can matter to the distinct-items filter, by what the reader is
-/// doing (see [`distinct`](super::distinct)), as sets over the whole vocabulary (a mask is
-/// intersected with one a word at a time).
+/// Tokens of the vocabulary that can matter to the distinct-items filter, by where the reader
+/// is and what its lists hold (see [`distinct`](super::distinct)): the filter reads only a
+/// mask's tokens in [`candidates`](Self::candidates), found a non-empty word at a time.
 pub struct DistinctTokens {
-    /// Idle: a token can finish a repeat only if it may start a list and go on: a `[` or `{`
-    /// with a `,` after it (a new array's first item or object's first key cannot repeat), or
-    /// the last byte of a marked literal with anything after it.
-    pub openers: TokenSet,
-    /// Inside a string: only a token with a `"` can finish anything.
-    pub quotes: TokenSet,
-    /// Inside a text item: only a token with the last byte of an item's close can end one.
-    pub closers: TokenSet,
-    /// Between values: a token that can hold a whole value or end one (two quotes, a closing
-    /// bracket, a comma or colon, digits then whitespace, a whole `true`/`false`/`null`), or
-    /// fix a number's value (digits then an exponent: `0e` is 0 whatever follows).
-    pub between: TokenSet,
-    /// Inside a number or literal: a token that can end it (whitespace, `,`, a bracket, the
-    /// last letter of a literal) or fix its value (an exponent after zeros).
-    pub scalar: TokenSet,
-    /// Tokens with a `,`: the only ones that can finish two items of one list.
-    pub commas: TokenSet,
-    /// Tokens with a `"` or a `,`: the only ones that can finish an object's key (or two items).
-    pub quotes_or_commas: TokenSet,
-    /// Inside a string: tokens that may finish more than the string (a `"`, bracket or comma
-    /// after its first quote) or whose first quote may be escaped (a backslash before it).
-    pub quote_then_end: TokenSet,
+    /// By [`Reading`], then by [`Repeatable`]: see `build`.
+    candidates: [[SparseWords; 3]; 7],
+}
+
+/// Where the filter reads from, for [`DistinctTokens::candidates`]: a [`Place`], or the content
+/// of a string (not just after a backslash), an item or not, where the reader judges only what
+/// [`in_string`] cannot (after the close of a string that is not an item, where no array's
+/// list has items: [`value_string_may_repeat`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Reading {
+    At(Place),
+    StringContent { item: bool },
 }
 
 impl DistinctTokens {
@@ -212,7 +205,8 @@ impl DistinctTokens {
     pub(crate) fn build(vocab: &crate::vocab::Vocab, last: &[u8], close_last: &[u8]) -> DistinctTokens {
         let set = || TokenSet::new(vocab.len());
         let (mut openers, mut quotes, mut between, mut scalar) = (set(), set(), set(), set());
-        let (mut closers, mut commas, mut quotes_or_commas, mut quote_then_end) = (set(), set(), set(), set());
+        let (mut closers, mut commas, mut quotes_or_commas, mut more_than_string) = (set(), set(), set(), set());
+        let (mut after_value, mut key_or_two, mut more_than_few) = (set(), set(), set());
         let space = |x: &u8| matches!(x, b' ' | b'\t' | b'\n' | b'\r');
         let word = |b: &[u8]| [&b"true"[..], b"false", b"null"].iter().any(|w| b.windows(w.len()).any(|x| x == *w));
         for id in (0..vocab.len() as u32).map(TokenId) {
@@ -220,42 +214,104 @@ impl DistinctTokens {
                 continue;
             }
             let b = vocab.bytes(id);
-            let array = b.iter().position(|&x| x == b'[' || x == b'{').is_some_and(|i| b[i..].contains(&b','));
+            // Idle: a token can finish a repeat only if it may start a list and finish two
+            // items of it (`opens_two_items`), or hold the last byte of a marked literal with
+            // anything after it.
+            let array = opens_two_items(b);
             let literal = b.iter().position(|x| last.contains(x)).is_some_and(|i| i + 1 < b.len());
             if array || literal {
                 openers.insert(id);
             }
+            // Inside a string: only a token with a `"` can finish anything; in its content, only
+            // one that may finish more than the string (the rest is judged by `in_string`),
+            // with few items (no array's) and with any.
             let n_quotes = b.iter().filter(|&&x| x == b'"').count();
             if n_quotes > 0 {
                 quotes.insert(id);
             }
+            if in_string(b, false) == InString::More {
+                more_than_string.insert(id);
+            }
+            if in_string(b, true) == InString::More {
+                more_than_few.insert(id);
+            }
+            if value_string_may_repeat(b) {
+                after_value.insert(id);
+            }
+            if finishes_a_key_or_two(b) {
+                key_or_two.insert(id);
+            }
+            // Only a token with a `,` can finish two items of one list; one with a `"` or a `,`
+            // an object's key.
             if b.contains(&b',') {
                 commas.insert(id);
             }
             if n_quotes > 0 || b.contains(&b',') {
                 quotes_or_commas.insert(id);
             }
-            if let Some(q) = b.iter().position(|&x| x == b'"' || x == b'\\') {
-                if b[q] == b'\\' || b[q + 1..].iter().any(|x| b"\"]},".contains(x)) {
-                    quote_then_end.insert(id);
-                }
-            }
+            // Between values: a token that can hold a whole value or end one (two quotes, a
+            // closing bracket, a comma or colon, digits then whitespace, a whole
+            // `true`/`false`/`null`), or fix a number's value (digits then an exponent: `0e`
+            // is 0 whatever follows).
             let closes = b.iter().any(|x| matches!(x, b']' | b'}' | b',' | b':'));
             let digit_then_space = b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(space));
-            // A zero's exponent fixes its value (see `distinct`): `0e` can repeat a 0.
             let digit_then_exponent =
                 b.iter().position(u8::is_ascii_digit).is_some_and(|i| b[i..].iter().any(|x| matches!(x, b'e' | b'E')));
             if n_quotes > 1 || closes || digit_then_space || digit_then_exponent || word(b) {
                 between.insert(id);
             }
+            // Inside a number or literal: a token that can end it (whitespace, `,`, a bracket,
+            // the last letter of a literal) or fix its value (an exponent after zeros).
             if closes || b.iter().any(|x| space(x) || matches!(x, b'e' | b'E' | b'l')) {
                 scalar.insert(id);
             }
+            // Inside a text item: only a token with the last byte of an item's close can end one.
             if b.iter().any(|x| close_last.contains(x)) {
                 closers.insert(id);
             }
         }
-        DistinctTokens { openers, quotes, between, scalar, closers, commas, quotes_or_commas, quote_then_end }
+        // By `Repeatable`: any token of the place's set, or only those with a `,` (`Pairs`) or
+        // a `"` or `,` (`Keys`). Where no array's list has items (all but `Any`), in a number,
+        // between values and after a string's close, a token must also finish a key or two
+        // items (`finishes_a_key_or_two`).
+        let by_held = |s: &SparseWords| [s.clone(), s.and(&commas), s.and(&quotes_or_commas)];
+        let few = |any: &TokenSet, few: &SparseWords| {
+            let [any, ..] = by_held(&any.sparse());
+            let [_, pairs, keys] = by_held(few);
+            [any, pairs, keys]
+        };
+        let (scalar_few, between_few) = (scalar.sparse().and(&key_or_two), between.sparse().and(&key_or_two));
+        DistinctTokens {
+            candidates: [
+                by_held(&openers.sparse()),
+                by_held(&quotes.sparse()),
+                few(&scalar, &scalar_few),
+                few(&between, &between_few),
+                by_held(&closers.sparse()),
+                few(&more_than_string, &more_than_few.sparse()),
+                few(&more_than_string, &after_value.sparse()),
+            ],
+        }
+    }
+
+    /// The tokens that can finish a repeat, reading from `at`, where the lists hold what
+    /// `held` says (see [`Distinct::repeatable`](super::distinct::Distinct::repeatable)).
+    pub(super) fn candidates(&self, at: Reading, held: Repeatable) -> &SparseWords {
+        let place = match at {
+            Reading::At(Place::Idle) => 0,
+            Reading::At(Place::String) => 1,
+            Reading::At(Place::Scalar) => 2,
+            Reading::At(Place::Between) => 3,
+            Reading::At(Place::Text) => 4,
+            Reading::StringContent { item: true } => 5,
+            Reading::StringContent { item: false } => 6,
+        };
+        let held = match held {
+            Repeatable::Any => 0,
+            Repeatable::Pairs => 1,
+            Repeatable::Keys => 2,
+        };
+        &self.candidates[place][held]
     }
 }
 

@@ -94,6 +94,15 @@ pub(super) struct Level<'a> {
     pub keys: bool,
 }
 
+impl Level<'_> {
+    /// Does the repeats filter look ahead for this list (see `CfgRun::filter_repeats`)? Where
+    /// it has items (one without cannot be repeated) or is a text item's (what follows its end
+    /// may be forced); never for an object's keys.
+    pub(super) fn looked_ahead_from(&self) -> bool {
+        !self.keys && (self.text || !self.list.raws().is_empty())
+    }
+}
+
 /// A list of items, by where it is: the one [`Distinct::finished`] counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Target {
@@ -653,6 +662,8 @@ fn is_scalar(b: u8) -> bool {
 
 mod canon;
 pub(super) use canon::{canon, unescape_all};
+mod tokens;
+pub(super) use tokens::{finishes_a_key_or_two, in_string, opens_two_items, value_string_may_repeat, InString};
 pub(super) mod key;
 #[cfg(test)]
 mod tests;

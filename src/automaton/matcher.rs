@@ -260,15 +260,18 @@ impl Matcher {
                 // The slack grows with the items in reach: a new item may have to be longer than
                 // every earlier one (`{}`, `{"next":{}}`, then `{"next":{"next":{}}}`), by
                 // about as much again at most, in bytes (so in tokens).
-                let slack =
-                    DISTINCT_SLACK.max(c.longest_item_in_reach().saturating_mul(2).min(NO_BUDGET as usize) as u32);
-                let tight = after_budget != NO_BUDGET
-                    && cfg.has_marks
-                    && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
+                let judge = after_budget != NO_BUDGET && cfg.has_marks;
+                let slack = match judge {
+                    true => {
+                        DISTINCT_SLACK.max(c.longest_item_in_reach().saturating_mul(2).min(NO_BUDGET as usize) as u32)
+                    }
+                    false => DISTINCT_SLACK,
+                };
+                let tight = judge && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
                 if tight {
                     let judged = mask.clone();
                     self.confirm_distinct(mask, &judged, after_budget);
-                } else if after_budget != NO_BUDGET && cfg.has_marks {
+                } else if judge {
                     // Room here (the output can end soon), but not after every token: those
                     // whose count leaves less than the slack (`,` into a next item that only
                     // repeats can finish cheaply) are judged as at a budget's end, and those

@@ -191,6 +191,11 @@ impl Compiled {
                     if named.is_some() {
                         tokens::mark_terms(&mut cfg);
                     }
+                    if cfg.has_marks {
+                        // The distinct-items filter's token sets: built (once per vocabulary)
+                        // with the compile, not in the first mask.
+                        cfg.distinct_tokens(env);
+                    }
                     Backend::Earley(Box::new(cfg))
                 }
                 None => return Err(empty_language(constraint, &grammar)),

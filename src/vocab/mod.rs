@@ -26,7 +26,7 @@ use std::path::Path;
 
 pub use gguf::GgufTokenizer;
 pub use hf::REASONING_MARKERS;
-pub use tokenset::TokenSet;
+pub use tokenset::{SparseWords, TokenSet};
 pub use trie::TokenTrie;
 
 use crate::error::Result;

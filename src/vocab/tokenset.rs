@@ -123,24 +123,12 @@ impl TokenSet {
         }
     }
 
-    /// The ids in this set and in both `a` and `b` (when given), ascending (the widths may
-    /// differ: ids past the narrowest are left out). A word at a time, for sparse results.
-    pub fn ids_in_all(&self, a: &TokenSet, b: Option<&TokenSet>) -> Vec<TokenId> {
-        let mut out = Vec::new();
-        let n = self.words.len().min(a.words.len()).min(b.map_or(usize::MAX, |b| b.words.len()));
-        let (x, y) = (&self.words[..n], &a.words[..n]);
-        let z = b.map(|b| &b.words[..n]);
-        for i in 0..n {
-            let mut w = x[i] & y[i];
-            if let Some(z) = z {
-                w &= z[i];
-            }
-            while w != 0 {
-                out.push(TokenId(i as u32 * 32 + w.trailing_zeros()));
-                w &= w - 1;
-            }
+    /// This set's non-empty words ([`SparseWords`]): for intersecting many dense sets with
+    /// this one where it is small.
+    pub fn sparse(&self) -> SparseWords {
+        SparseWords {
+            words: (0..self.words.len()).filter(|&i| self.words[i] != 0).map(|i| (i as u32, self.words[i])).collect(),
         }
-        out
     }
 
     /// The ids in the set, ascending.
@@ -165,6 +153,38 @@ impl TokenSet {
                 *l = f32::NEG_INFINITY;
             }
         }
+    }
+}
+
+/// A set of ids as its non-empty words only (index, word), ascending: intersecting it with a
+/// [`TokenSet`] costs a word per non-empty word of this one, not per word of the vocabulary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseWords {
+    words: Vec<(u32, u32)>,
+}
+
+impl SparseWords {
+    /// The ids in both this set and `mask`, ascending (ids past `mask`'s width are left out).
+    pub fn ids_in(&self, mask: &TokenSet) -> Vec<TokenId> {
+        let mut out = Vec::new();
+        for &(i, w) in &self.words {
+            let Some(&m) = mask.words.get(i as usize) else { break };
+            let mut w = w & m;
+            while w != 0 {
+                out.push(TokenId(i * 32 + w.trailing_zeros()));
+                w &= w - 1;
+            }
+        }
+        out
+    }
+
+    /// The ids in both this set and `other`.
+    pub fn and(&self, other: &TokenSet) -> SparseWords {
+        let words = self.words.iter().filter_map(|&(i, w)| {
+            let w = w & other.words.get(i as usize).copied().unwrap_or(0);
+            (w != 0).then_some((i, w))
+        });
+        SparseWords { words: words.collect() }
     }
 }
 
@@ -203,5 +223,24 @@ mod tests {
         assert_eq!(logits[3], f32::NEG_INFINITY);
         assert_eq!(logits[70], f32::NEG_INFINITY);
         assert_eq!(logits[69], 1.0);
+    }
+
+    /// The sparse intersection is the dense one, whatever the widths.
+    #[test]
+    fn sparse_words_intersect_as_sets_do() {
+        let set = |width: usize, step: u32| {
+            let mut s = TokenSet::new(width);
+            (0..width as u32).filter(|i| i % step == 1 || i % 97 == 0).for_each(|i| s.insert(TokenId(i)));
+            s
+        };
+        let (a, b, c) = (set(300, 7), set(300, 3), set(200, 5));
+        let dense = |x: &TokenSet, y: &TokenSet| x.iter().filter(|&t| y.contains(t)).collect::<Vec<_>>();
+        assert_eq!(a.sparse().ids_in(&b), dense(&a, &b));
+        assert_eq!(a.sparse().ids_in(&c), dense(&a, &c));
+        assert_eq!(c.sparse().ids_in(&a), dense(&c, &a));
+        let abc = a.sparse().and(&b).ids_in(&c);
+        assert_eq!(abc, dense(&a, &b).into_iter().filter(|&t| c.contains(t)).collect::<Vec<_>>());
+        assert!(!abc.is_empty());
+        assert_eq!(TokenSet::new(300).sparse().ids_in(&a), vec![]);
     }
 }

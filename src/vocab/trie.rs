@@ -183,34 +183,32 @@ impl TokenTrie {
         }
     }
 
-    /// Calls `f` with the ids of every token whose bytes start with `prefix` (not empty), a
-    /// node at a time: a range of the index where there is one, else a walk.
-    pub fn with_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[TokenId])) {
-        use fst::{IntoStreamer, Streamer};
-        let Some(map) = &self.map else {
-            let step = |k: usize, b: u8| (k >= prefix.len() || prefix[k] == b).then_some(k + 1);
-            return self.walk(0, step, |k, ids| {
-                if k >= prefix.len() {
-                    f(ids)
-                }
-            });
-        };
-        // Every key that starts with `prefix` sorts in [prefix, the next prefix of its length).
-        let mut upper = prefix.to_vec();
-        while upper.last() == Some(&0xff) {
-            upper.pop();
-        }
-        let range = map.range().ge(prefix);
-        let mut stream = match upper.last_mut() {
-            Some(last) => {
-                *last += 1;
-                range.lt(&upper).into_stream()
+    /// The ids of every token whose bytes start with `prefix` (not empty): those of the node
+    /// whose path it is and of its subtree, side by side in depth-first order.
+    pub fn with_prefix(&self, prefix: &[u8]) -> &[TokenId] {
+        let Some(i) = self.node_at(prefix) else { return &[] };
+        let end = self.nodes[i].subtree_end as usize;
+        &self.token_ids[self.nodes[i].tok_start as usize..self.nodes[end].tok_start as usize]
+    }
+
+    /// The node whose path is `prefix` (not empty), where some token starts with it: down from
+    /// the root's children a byte at a time, passing over each child's subtree.
+    fn node_at(&self, prefix: &[u8]) -> Option<usize> {
+        let (&first, rest) = prefix.split_first()?;
+        let r = self.roots.binary_search_by_key(&first, |r| r.byte).ok()?;
+        let mut i = self.roots[r].start as usize;
+        for &b in rest {
+            let end = self.nodes[i].subtree_end as usize;
+            let mut child = i + 1;
+            while child < end && self.nodes[child].byte != b {
+                child = self.nodes[child].subtree_end as usize;
             }
-            None => range.into_stream(),
-        };
-        while let Some((_, node)) = stream.next() {
-            f(self.node_tokens(node as usize));
+            if child >= end {
+                return None;
+            }
+            i = child;
         }
+        Some(i)
     }
 
     #[inline]
@@ -438,6 +436,24 @@ mod tests {
         assert_eq!(seen, (0..toks.len() as u32).collect::<Vec<_>>());
         assert_eq!(t.lookup(b"ab"), &[TokenId(1), TokenId(6)]);
         assert!(t.lookup(b"x").is_empty());
+    }
+
+    /// The tokens with a prefix are those whose bytes start with it, for every prefix of every
+    /// token and a few that none has.
+    #[test]
+    fn with_prefix_finds_every_token_that_starts_with_it() {
+        let toks = ["a", "ab", "abc", "b", "ba", "c", "ab", "\"a\":", "\"a\"", "\"", "\"b", "abd", "xyz"];
+        let t = trie(&toks);
+        let mut prefixes: Vec<&[u8]> =
+            toks.iter().flat_map(|x| (1..=x.len()).map(move |n| &x.as_bytes()[..n])).collect();
+        prefixes.extend([&b"abx"[..], b"q", b"\"a\":1", b"\xff"]);
+        for p in prefixes {
+            let mut got: Vec<u32> = t.with_prefix(p).iter().map(|i| i.0).collect();
+            got.sort();
+            let want: Vec<u32> =
+                (0..toks.len() as u32).filter(|&i| toks[i as usize].as_bytes().starts_with(p)).collect();
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(p));
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint, Matcher, VocabEnv};
@@ -106,6 +106,103 @@ fn fast_and_reference_masks_agree_with_marks() {
             walk_checking_masks(&c, &mut rng, 60, &format!("{schema} walk {walk}"));
         }
     }
+}
+
+/// Every short token over JSON's punctuation, a few letters and digits, a space and a
+/// backslash (up to three bytes), and longer ones that finish several items at once.
+fn dense_vocab() -> Arc<Vocab> {
+    let alphabet = b"\",:[]{}ab10el \\";
+    let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+    for _ in 0..2 {
+        let longer: Vec<Vec<u8>> = toks
+            .iter()
+            .filter(|t| t.len() == toks.last().unwrap().len())
+            .flat_map(|t| alphabet.iter().map(move |&b| [t.as_slice(), &[b]].concat()))
+            .collect();
+        toks.extend(longer);
+    }
+    for t in [
+        "\",\"a\":1,\"a\"",
+        "\"a\":1,\"a\":",
+        "},{},{}",
+        ",1,1,",
+        ",1,1 ",
+        ",0e1",
+        ",null",
+        ",true]",
+        "\":\"a\",\"b\":\"",
+        "\\\"\",\"a\":",
+        "\"},{\"a\":1},",
+        "\",\"\",\"",
+        "[1,1]",
+        "{\"a\":1,\"a\"",
+        "\"a\":",
+        "\"b\":",
+        ",\"a\"",
+    ] {
+        toks.push(t.as_bytes().to_vec());
+    }
+    toks.push(b"</s>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    Arc::new(Vocab::from_byte_tokens(toks, &[eos]))
+}
+
+/// The repeats filter reads only the tokens that can finish a repeat, by where the reader is
+/// (see `DistinctTokens`): no mask lets through a token that the reader, reading it whole,
+/// finds to finish a repeat (what `allows` and a commit judge). Checked for every token of
+/// every mask along random walks over open objects (keys distinct in the default language),
+/// sets, and objects inside sets, with the walk drawn toward earlier keys and items.
+#[test]
+fn no_mask_lets_through_a_token_that_finishes_a_repeat() {
+    let v = dense_vocab();
+    let env = VocabEnv::new(v.clone());
+    let schemas = [
+        json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+        json!({"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1}),
+        json!({"type": "object", "additionalProperties": true}),
+        json!({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "integer"}}}),
+        json!({"type": "array", "uniqueItems": true, "items": {"type": "object", "additionalProperties": true}}),
+        json!({"type": "array", "uniqueItems": true, "items": {}}),
+        json!({"type": "object", "properties": {"s": {"type": "array", "uniqueItems": true,
+            "items": {"type": "string", "maxLength": 3}}}, "additionalProperties": {"type": "array",
+            "items": {"type": "integer"}, "uniqueItems": true}}),
+    ];
+    let likely: Vec<TokenId> =
+        ["\"a\"", "\"b\"", ",\"a\"", "\"a\":", "\"b\":", "1,", ",1", "1", "a\"", "\"", ",", "{}", "},{"]
+            .iter()
+            .filter_map(|t| (0..v.len() as u32).map(TokenId).find(|&id| v.bytes(id) == t.as_bytes()))
+            .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let mut checked = 0usize;
+    for schema in &schemas {
+        let c = compiled(&env, schema);
+        for walk in 0..3 {
+            let mut m = c.matcher();
+            let mut text = Vec::new();
+            for step in 0..40 {
+                let mask = mask(&mut m, v.len());
+                for t in mask.iter().filter(|&t| !v.is_eos(t)) {
+                    checked += 1;
+                    assert!(
+                        m.allows(t),
+                        "{schema} walk {walk} step {step}: the mask lets `{}` through after `{}`, which finishes a repeat",
+                        String::from_utf8_lossy(v.bytes(t)),
+                        String::from_utf8_lossy(&text)
+                    );
+                }
+                let near: Vec<TokenId> = likely.iter().copied().filter(|&t| mask.contains(t)).collect();
+                let all: Vec<TokenId> = mask.iter().filter(|&t| !v.is_eos(t)).collect();
+                let pick = match (near.is_empty(), all.is_empty()) {
+                    (_, true) => break,
+                    (false, _) if rng.random_bool(0.7) => near[rng.random_range(0..near.len())],
+                    _ => all[rng.random_range(0..all.len())],
+                };
+                m.commit(pick).unwrap();
+                text.extend_from_slice(v.bytes(pick));
+            }
+        }
+    }
+    assert!(checked > 100_000, "only {checked} tokens checked");
 }
 
 #[test]

@@ -2,9 +2,12 @@
 //! the tokens that would finish a repeat, and a bounded look-ahead from the tokens near one.
 
 use super::CfgRun;
-use crate::automaton::cfg::Cfg;
+use crate::automaton::cfg::{Cfg, Reading};
 use crate::automaton::distinct::key::Old;
-use crate::automaton::distinct::{is_space, outside_strings, squeeze, Place, Repeatable, Repeated, Target};
+use crate::automaton::distinct::{
+    in_string, is_space, opens_two_items, outside_strings, squeeze, Distinct, InString, Level, Place, Repeatable,
+    Repeated, Target,
+};
 use crate::automaton::earley::ChartLen;
 use crate::automaton::VocabEnv;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -19,10 +22,10 @@ const MIN_SEARCH_ONE: usize = 32;
 const MAX_SEARCH_DEPTH: usize = 256;
 
 /// Does `bytes`, after `tail` (the output's last bytes, as many as the longest literal), open
-/// an array or object and go on past a comma, or complete one of `literals` and go on? Only
-/// such a token can finish a repeat from idle (as the masks' guess reads it).
+/// an array or object and finish two items of it, or complete one of `literals` and go on?
+/// Only such a token can finish a repeat from idle (as the masks' guess reads it).
 fn opens_and_goes_on(tail: &[u8], bytes: &[u8], literals: &[std::sync::Arc<str>]) -> bool {
-    if bytes.iter().position(|&b| b == b'[' || b == b'{').is_some_and(|i| bytes[i..].contains(&b',')) {
+    if opens_two_items(bytes) {
         return true;
     }
     (0..bytes.len().saturating_sub(1)).any(|i| {
@@ -46,13 +49,14 @@ type StringItem<'a> = (&'a [u8], &'a [std::sync::Arc<[u8]>]);
 /// where all they can finish is the string, which then equals an earlier item exactly when
 /// `repeats` (`item`: the string's text so far, from its opening quote, and the raw forms of
 /// its list's earlier items, where the string is an item); `None` where they may finish more
-/// (bytes after the closing quote that end a value: a quote, a bracket, a comma) or where an
-/// escape makes raw bytes differ from the string's value (then the reader judges them).
-fn closes_into(bytes: &[u8], item: Option<StringItem>) -> Option<bool> {
-    let q = bytes.iter().position(|&b| b == b'"' || b == b'\\')?;
-    if bytes[q] == b'\\' || bytes[q + 1..].iter().any(|b| b"\"]},".contains(b)) {
-        return None;
-    }
+/// or where an escape makes raw bytes differ from the string's value (then the reader judges
+/// them; see [`InString`], and `few` there).
+fn closes_into(bytes: &[u8], item: Option<StringItem>, few: bool) -> Option<bool> {
+    let (q, escaped) = match in_string(bytes, few) {
+        InString::Nothing => return Some(false),
+        InString::More => return None,
+        InString::Closes { at, escaped } => (at, escaped),
+    };
     let Some((so_far, raws)) = item else { return Some(false) };
     if raws.is_empty() {
         return Some(false);
@@ -60,8 +64,33 @@ fn closes_into(bytes: &[u8], item: Option<StringItem>) -> Option<bool> {
     if so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')) {
         return None;
     }
+    if escaped {
+        return Some(false);
+    }
     let n = so_far.len() + q + 1;
     Some(raws.iter().any(|r| r.len() == n && r.starts_with(so_far) && r[so_far.len()..] == bytes[..=q]))
+}
+
+/// Where the repeats filter reads from (see
+/// [`DistinctTokens::candidates`](crate::automaton::cfg::DistinctTokens::candidates)) and what the
+/// lists hold, for the reader `d` after `text` (`json_only`: no marked literals), and the
+/// string item it is in where the tokens that close it into an earlier item are found apart
+/// (see `closes_into`): in a string's content, without escapes in it or in its list.
+///
+/// Inside a string's content most tokens finish nothing or only the string, which then repeats
+/// exactly when it closes into an earlier item of its list: those are found by spelling the rest
+/// of each such item, and the reader reads only the tokens that may finish more. Not with marked
+/// literals: the look-ahead from a token that ends a text item or completes a literal needs
+/// every such token, repeat or not.
+fn reading<'a>(d: &'a Distinct, text: &'a [u8], json_only: bool) -> (Reading, Repeatable, Option<StringItem<'a>>) {
+    let held = if json_only { d.repeatable() } else { Repeatable::Any };
+    let item = d.string_item().map(|(start, l)| (&text[start as usize..], l.raws()));
+    let escaped = item.is_some_and(|(so_far, raws)| so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')));
+    if json_only && d.in_string_content() && !escaped {
+        (Reading::StringContent { item: item.is_some() }, held, item)
+    } else {
+        (Reading::At(d.place()), held, None)
+    }
 }
 
 impl CfgRun {
@@ -83,72 +112,60 @@ impl CfgRun {
             return;
         }
         let vocab = env.vocab();
+        let json_only = cfg.after_literals.is_empty();
+        let mut removed: Vec<TokenId> = Vec::new();
+        // Only tokens that can finish a repeat at all, given where the reader is and what the
+        // lists hold (see `reading`), and those that close a string item into an earlier one.
+        let (candidates, levels_in_reach) = {
+            let d = &self.pos().distinct;
+            let (reading, held, item) = reading(d, &self.text, json_only);
+            let few = held != Repeatable::Any;
+            let mut candidates: Vec<TokenId> = cfg.distinct_tokens(env).candidates(reading, held).ids_in(mask);
+            if let Some((so_far, raws)) = item {
+                for raw in raws.iter().filter(|r| r.len() > so_far.len() && r.starts_with(so_far)) {
+                    let closing =
+                        |&&t: &&TokenId| mask.contains(t) && closes_into(vocab.bytes(t), item, few) == Some(true);
+                    removed.extend(vocab.trie().with_prefix(&raw[so_far.len()..]).iter().filter(closing));
+                }
+            }
+            if d.is_idle() {
+                // Idle, a token matters only if it opens a list and finishes two items of it, or
+                // completes a marked literal (with what is written before it) and goes on.
+                let longest = cfg.after_literals.iter().map(|l| l.len()).max().unwrap_or(0);
+                let tail = &self.text[self.text.len().saturating_sub(longest)..];
+                candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
+            }
+            if json_only && d.in_string_content() && reading == Reading::At(Place::String) {
+                // An escape in the item or its list: the reader judges every token that closes it.
+                candidates.retain(|&t| in_string(vocab.bytes(t), few) != InString::Nothing);
+            }
+            (candidates, d.reach().iter().any(Level::looked_ahead_from) || (d.is_idle() && d.has_after_items()))
+        };
+        removed.iter().for_each(|&t| mask.remove(t));
+        if candidates.is_empty() && !levels_in_reach {
+            // Nothing to read and no list to look ahead for.
+            self.refused_repeats = !removed.is_empty();
+            return;
+        }
         let d = self.pos().distinct.clone();
         // Settled inside a string (see `Distinct::is_settled_in_string`): the answer is the
         // last one where the containers and the mask are the same (inside one value string,
         // token after token).
-        let settled = d.is_settled_in_string() && cfg.after_literals.is_empty();
+        let settled = d.is_settled_in_string() && json_only;
         if settled {
             if let Some(memo) = &self.repeats_memo {
-                let (was, given, removed) = &**memo;
+                let (was, given, memo_removed) = &**memo;
                 if given.width() == mask.width() && given.words() == mask.words() && was.same_containers(&d) {
-                    removed.iter().for_each(|&t| mask.remove(t));
+                    memo_removed.iter().for_each(|&t| mask.remove(t));
+                    removed.extend_from_slice(memo_removed);
                     self.refused_repeats = !removed.is_empty();
                     return;
                 }
             }
         }
         let given = settled.then(|| mask.clone());
-        let mut removed: Vec<TokenId> = Vec::new();
-        let sets = cfg.distinct_tokens(env);
         let text_ids =
             |m: &TokenSet| -> Vec<TokenId> { m.iter().filter(|&t| vocab.kind(t) == TokenKind::Text).collect() };
-        let list = match d.place() {
-            Place::Idle => &sets.openers,
-            Place::String => &sets.quotes,
-            Place::Scalar => &sets.scalar,
-            Place::Between => &sets.between,
-            Place::Text => &sets.closers,
-        };
-        // Only tokens that can finish a repeat at all, given what the lists hold; and inside a
-        // string, most tokens end it and go on with nothing that can end an item: they can
-        // repeat only the string itself, where it is an item (see `closes_into`). Those that
-        // may do more are a set of their own; those that close the string into an earlier item
-        // of its list are found by spelling the rest of each such item. (Not with marked
-        // literals: the look-ahead from a token that ends a text item or completes a literal
-        // needs every such token, repeat or not.)
-        let json_only = cfg.after_literals.is_empty();
-        let held = match d.repeatable() {
-            _ if !json_only => None,
-            Repeatable::Pairs => Some(&sets.commas),
-            Repeatable::Keys => Some(&sets.quotes_or_commas),
-            Repeatable::Any => None,
-        };
-        let item = d.string_item().map(|(start, l)| (&self.text[start as usize..], l.raws()));
-        let escaped =
-            item.is_some_and(|(so_far, raws)| so_far.contains(&b'\\') || raws.iter().any(|r| r.contains(&b'\\')));
-        let in_string = json_only && d.in_string_content() && !escaped;
-        let list = if in_string { &sets.quote_then_end } else { list };
-        let mut candidates: Vec<TokenId> = mask.ids_in_all(list, held);
-        if in_string {
-            if let Some((so_far, raws)) = item {
-                for raw in raws.iter().filter(|r| r.len() > so_far.len() && r.starts_with(so_far)) {
-                    vocab.trie().with_prefix(&raw[so_far.len()..], |ids| {
-                        candidates.extend(ids.iter().filter(|&&t| mask.contains(t)))
-                    });
-                }
-            }
-        }
-        if d.is_idle() {
-            // Idle, a token matters only if it opens an array and goes on past a comma, or
-            // completes a marked literal (with what is written before it) and goes on.
-            let longest = cfg.after_literals.iter().map(|l| l.len()).max().unwrap_or(0);
-            let tail = &self.text[self.text.len().saturating_sub(longest)..];
-            candidates.retain(|&t| opens_and_goes_on(tail, vocab.bytes(t), &cfg.after_literals));
-        }
-        if json_only && d.in_string_content() && escaped {
-            candidates.retain(|&t| closes_into(vocab.bytes(t), item).is_none_or(|repeats| repeats));
-        }
         // Refused: a token that finishes a repeat. Looked ahead from, for each list in reach
         // (innermost first) that has items (one without cannot be repeated; a text item's
         // list is in reach even so, as what follows its end may be forced): a token that
@@ -156,8 +173,7 @@ impl CfgRun {
         // earlier item of it. Not an object's keys: a key language the grammar could not
         // spell out key by key is endless, and a repeat refused where it would end leaves other
         // keys (the look-ahead from every `,"` of every object cost 40x the mask).
-        let levels: Vec<_> =
-            d.reach().into_iter().filter(|l| !l.keys && (l.text || !l.list.raws().is_empty())).collect();
+        let levels: Vec<_> = d.reach().into_iter().filter(Level::looked_ahead_from).collect();
         let mut ahead: Vec<(TokenId, Target)> = Vec::new();
         // A token that holds a whole text item (its opening literal and its end) and goes on:
         // what follows may be forced into a repeat, though no list was in reach before it.
@@ -350,39 +366,189 @@ impl CfgRun {
 
 #[cfg(test)]
 mod tests {
-    use super::closes_into;
-    use crate::automaton::distinct::{Distinct, MarkAt, Marks, Repeated};
+    use super::{closes_into, opens_and_goes_on, reading};
+    use crate::automaton::cfg::DistinctTokens;
+    use crate::automaton::distinct::{Distinct, MarkAt, Marks, Repeatable, Repeated};
+    use crate::vocab::{TokenSet, Vocab};
+
+    /// The reader after `p`, every `{` in it a marked object and every `[` a marked array.
+    fn reader_after(p: &str) -> Distinct {
+        let pb = p.as_bytes();
+        let mut d = Distinct::new(0);
+        for i in 0..pb.len() {
+            let here: Vec<(u32, MarkAt)> = match pb[i] {
+                b'{' => vec![(i as u32, MarkAt::Object)],
+                b'[' => vec![(i as u32, MarkAt::Array)],
+                _ => vec![],
+            };
+            d.read(&pb[..=i], i, Marks::Exact(&here)).unwrap_or_else(|_| panic!("{p} repeats"));
+        }
+        d
+    }
 
     /// The prefilter inside a string answers as the reader does wherever it answers: a
     /// token it lets pass finishes no repeat, and one it calls a repeat is one.
     #[test]
     fn closing_a_string_is_judged_as_the_reader_judges_it() {
         let prefixes = [r#"{"ab":1,"a":2,""#, r#"{"ab":1,"a"#, r#"["a","b\"c",""#, r#"{"x":"ab"#, r#"{"ab":{"q":""#];
-        let tokens: [&[u8]; 14] = [
-            b"b\"", b"\"", b"b\":", b"b\": 1", b"\",", b"\"]", b"\"}", b"b", b"b\"c\"", b"\\\"", b"\":[1,1", b"c\" ",
-            b"\"\n", b"b\\\"\"",
+        let tokens: [&[u8]; 17] = [
+            b"b\"",
+            b"\"",
+            b"b\":",
+            b"b\": 1",
+            b"\",",
+            b"\"]",
+            b"\"}",
+            b"b",
+            b"b\"c\"",
+            b"\\\"",
+            b"\":[1,1",
+            b"c\" ",
+            b"\"\n",
+            b"b\\\"\"",
+            b"\\\"\"",
+            b"\\u0062\"",
+            b"\\n\":",
         ];
         for p in prefixes {
-            let marks: Vec<(u32, MarkAt)> = p
-                .char_indices()
-                .filter(|&(_, c)| c == '{')
-                .map(|(i, _)| (i as u32, MarkAt::Object))
-                .chain(p.char_indices().filter(|&(_, c)| c == '[').map(|(i, _)| (i as u32, MarkAt::Array)))
-                .collect();
-            let mut d = Distinct::new(0);
+            let d = reader_after(p);
             let pb = p.as_bytes();
-            for i in 0..pb.len() {
-                let here: Vec<(u32, MarkAt)> = marks.iter().copied().filter(|&(at, _)| at as usize == i).collect();
-                d.read(&pb[..=i], i, Marks::Exact(&here)).unwrap();
-            }
             assert!(d.in_string_content(), "{p}");
+            let few = d.repeatable() != Repeatable::Any;
             for t in tokens {
                 let item = d.string_item().map(|(start, l)| (&pb[start as usize..], l.raws()));
-                let Some(fast) = closes_into(t, item) else { continue };
+                let Some(fast) = closes_into(t, item, few) else { continue };
                 let text = [pb, t].concat();
                 let slow = d.clone().read(&text, pb.len(), Marks::Guess(&[])) == Err(Repeated);
                 assert_eq!(fast, slow, "{p} + {}", String::from_utf8_lossy(t));
             }
         }
+    }
+
+    /// Every token up to three bytes over JSON's punctuation, a few letters and digits,
+    /// whitespace and escapes, and two or three pieces of JSON run together.
+    fn dense_vocab() -> Vocab {
+        let alphabet = b"\",:[]{}ab10elnu/ \\";
+        let mut toks: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+        for len in 2..=3 {
+            let longer: Vec<Vec<u8>> = (toks.iter().filter(|t| t.len() == len - 1))
+                .flat_map(|t| alphabet.iter().map(move |&b| [t.as_slice(), &[b]].concat()))
+                .collect();
+            toks.extend(longer);
+        }
+        let pieces = [
+            "\"", "\"a\"", "\"b\"", ",", ":", "1", "0e", "{}", "[]", "}", "]", "{", "[", " ", "null", "\\\"", "\\u0061",
+        ];
+        for a in pieces {
+            for b in pieces {
+                toks.push(format!("{a}{b}").into_bytes());
+                for c in pieces {
+                    toks.push(format!("{a}{b}{c}").into_bytes());
+                }
+            }
+        }
+        for t in ["[1,1]", "[1,1,", "{\"a\":1,\"a\"", "[0,0e", "[\"a\",\"a\"]", "[{},{}", "[[],[]"] {
+            toks.push(t.as_bytes().to_vec());
+        }
+        toks.sort();
+        toks.dedup();
+        toks.push(b"</s>".to_vec());
+        let eos = toks.len() as u32 - 1;
+        Vocab::from_byte_tokens(toks, &[eos])
+    }
+
+    /// The filter reads only a mask's tokens among `DistinctTokens::candidates` (and those
+    /// `closes_into` calls repeats, in a string item): every token that JSON allows next and
+    /// that the reader, reading it whole, finds to finish a repeat is among them, wherever the
+    /// reader is and whatever its lists hold.
+    #[test]
+    fn every_token_that_finishes_a_repeat_is_a_candidate() {
+        use crate::automaton::{Compiled, Constraint, VocabEnv};
+        use crate::grammar::json_schema::JsonSchemaOptions;
+        let vocab = std::sync::Arc::new(dense_vocab());
+        let sets = DistinctTokens::build(&vocab, &[], &[]);
+        // Any JSON value, keys free to repeat: which tokens JSON allows next.
+        let env = VocabEnv::new(vocab.clone());
+        let json =
+            Compiled::new(&env, &Constraint::JsonSchema(serde_json::json!({}), JsonSchemaOptions::exact())).unwrap();
+        let mut all = TokenSet::new(vocab.len());
+        all.fill();
+        let prefixes = [
+            // Nothing watched.
+            "",
+            // No list has items.
+            "[",
+            "[1",
+            "[0",
+            "[\"x",
+            "[{",
+            "[{\"",
+            "[[",
+            "[t",
+            "[nul",
+            "[\"a\\\"",
+            // Only objects' keys.
+            r#"{"a":1,"b":"x"#,
+            r#"{"a":1,"b":"#,
+            r#"{"a":1,"b":1"#,
+            r#"{"a":1,"b":2,"#,
+            r#"{"a":1,"#,
+            r#"{"a":1,""#,
+            r#"{"ab":1,"a"#,
+            r#"{"a":1,"b"#,
+            r#"{"a":1,"b":["#,
+            r#"{"a":1,"b":["x"#,
+            r#"{"a":{"b":1},"c":{""#,
+            r#"{"a":{"b":1},"c":{"b":"#,
+            r#"{"a\"":1,""#,
+            r#"{"a":1,"b\"#,
+            r#"{"a":1,"b":nul"#,
+            r#"{"a":1,"b":0"#,
+            r#"{"a":1,"b":[{"#,
+            r#"{"a":1,"b":[{"c":"#,
+            r#"{"a":1,"b": "#,
+            // Arrays' items.
+            "[1,",
+            "[1,2",
+            "[\"a\",\"",
+            "[\"a\",\"b",
+            "[{\"a\":1},{\"a\":",
+            "[[1],[",
+            "[[1],\"x",
+            "[\"a\\\"\",\"",
+            "[1,{\"b\":\"",
+            "[0,0",
+            "[null,",
+            "[{},{",
+            "[[],[1],",
+        ];
+        let mut repeats = 0;
+        for p in prefixes {
+            let d = reader_after(p);
+            let mut m = json.matcher();
+            if !p.is_empty() {
+                m.commit_bytes(p.as_bytes()).unwrap_or_else(|e| panic!("`{p}`: {e}"));
+            }
+            let (at, held, item) = reading(&d, p.as_bytes(), true);
+            let few = held != Repeatable::Any;
+            let candidates = sets.candidates(at, held).ids_in(&all);
+            for t in (0..vocab.len() as u32).map(crate::vocab::TokenId).filter(|&t| !vocab.is_eos(t)) {
+                let bytes = vocab.bytes(t);
+                let text = [p.as_bytes(), bytes].concat();
+                if !m.allows(t) || d.clone().read(&text, p.len(), Marks::Guess(&[])) != Err(Repeated) {
+                    continue;
+                }
+                repeats += 1;
+                let found = (candidates.binary_search(&t).is_ok()
+                    && (!d.is_idle() || opens_and_goes_on(&[], bytes, &[])))
+                    || closes_into(bytes, item, few) == Some(true) && item.is_some();
+                assert!(
+                    found,
+                    "after `{p}` ({at:?}, {held:?}), `{}` finishes a repeat",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        }
+        assert!(repeats > 300, "only {repeats} repeats among the tokens");
     }
 }
