@@ -521,6 +521,9 @@ mod tests {
             "[null,",
             "[{},{",
             "[[],[1],",
+            "[[\"a\"],[\"a",
+            "[[\"a\"],[\"",
+            "[{\"a\":\"x\"},{\"a\":\"x",
         ];
         let mut repeats = 0;
         for p in prefixes {
