@@ -16,7 +16,9 @@
 //! outside the items) as marked. That only adds refusals, and only of a token that opens an
 //! array or object and finishes two equal items or keys inside it; [`Marks::Exact`] (the parser's report) is what a commit
 //! records. A committed token is refused exactly when the guess refuses it, so masks,
-//! `allows` and `commit` agree.
+//! `allows` and `commit` agree. Masks read only the tokens that can finish a repeat where the
+//! reader is ([`tokens`]: what a token can finish from its bytes alone; the rest are let through
+//! unread).
 //!
 //! Invariants:
 //! - Positions are byte offsets into the whole output (`text`), which only grows by commits
@@ -662,7 +664,7 @@ fn is_scalar(b: u8) -> bool {
 
 mod canon;
 pub(super) use canon::{canon, unescape_all};
-mod tokens;
+pub(super) mod tokens;
 pub(super) use tokens::{finishes_a_key_or_two, in_string, opens_two_items, value_string_may_repeat, InString};
 pub(super) mod key;
 #[cfg(test)]
