@@ -667,5 +667,17 @@ pub(super) use canon::{canon, unescape_all};
 pub(super) mod tokens;
 pub(super) use tokens::{finishes_a_key_or_two, in_string, opens_two_items, value_string_may_repeat, InString};
 pub(super) mod key;
+/// Reads `text` byte by byte with the marks at the given offsets (as a commit would).
+#[cfg(test)]
+pub(super) fn read_marked(text: &str, marks: &[(u32, MarkAt)]) -> Result<Distinct, Repeated> {
+    let mut d = Distinct::new(0);
+    let t = text.as_bytes();
+    for i in 0..t.len() {
+        let here: Vec<(u32, MarkAt)> = marks.iter().copied().filter(|&(at, _)| at as usize == i).collect();
+        d.read(&t[..=i], i, Marks::Exact(&here))?;
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests;

@@ -368,22 +368,19 @@ impl CfgRun {
 mod tests {
     use super::{closes_into, opens_and_goes_on, reading};
     use crate::automaton::cfg::DistinctTokens;
-    use crate::automaton::distinct::{Distinct, MarkAt, Marks, Repeatable, Repeated};
+    use crate::automaton::distinct::{read_marked, Distinct, MarkAt, Marks, Repeatable, Repeated};
     use crate::vocab::{TokenSet, Vocab};
 
     /// The reader after `p`, every `{` in it a marked object and every `[` a marked array.
     fn reader_after(p: &str) -> Distinct {
-        let pb = p.as_bytes();
-        let mut d = Distinct::new(0);
-        for i in 0..pb.len() {
-            let here: Vec<(u32, MarkAt)> = match pb[i] {
-                b'{' => vec![(i as u32, MarkAt::Object)],
-                b'[' => vec![(i as u32, MarkAt::Array)],
-                _ => vec![],
-            };
-            d.read(&pb[..=i], i, Marks::Exact(&here)).unwrap_or_else(|_| panic!("{p} repeats"));
-        }
-        d
+        let marks: Vec<(u32, MarkAt)> = (p.bytes().enumerate())
+            .filter_map(|(i, b)| match b {
+                b'{' => Some((i as u32, MarkAt::Object)),
+                b'[' => Some((i as u32, MarkAt::Array)),
+                _ => None,
+            })
+            .collect();
+        read_marked(p, &marks).unwrap_or_else(|_| panic!("{p} repeats"))
     }
 
     /// The prefilter inside a string answers as the reader does wherever it answers: a

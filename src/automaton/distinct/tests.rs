@@ -142,17 +142,6 @@ fn keys_are_equal_exactly_where_what_is_read_next_is_read_alike() {
     assert_ne!(key(r#""y",{"#), key(r#""y",["#));
 }
 
-/// Reads `text` byte by byte with the marks at the given offsets (as a commit would).
-fn read_marked(text: &str, marks: &[(u32, MarkAt)]) -> Result<Distinct, Repeated> {
-    let mut d = Distinct::new(0);
-    let t = text.as_bytes();
-    for i in 0..t.len() {
-        let here: Vec<(u32, MarkAt)> = marks.iter().copied().filter(|&(at, _)| at as usize == i).collect();
-        d.read(&t[..=i], i, Marks::Exact(&here))?;
-    }
-    Ok(d)
-}
-
 #[test]
 fn a_marked_objects_keys_are_its_items() {
     let obj = [(0, MarkAt::Object)];
