@@ -261,11 +261,10 @@ impl Matcher {
                 // every earlier one (`{}`, `{"next":{}}`, then `{"next":{"next":{}}}`), by
                 // about as much again at most, in bytes (so in tokens).
                 let judge = after_budget != NO_BUDGET && cfg.has_marks;
-                let slack = match judge {
-                    true => {
-                        DISTINCT_SLACK.max(c.longest_item_in_reach().saturating_mul(2).min(NO_BUDGET as usize) as u32)
-                    }
-                    false => DISTINCT_SLACK,
+                let slack = if judge {
+                    DISTINCT_SLACK.max(c.longest_item_in_reach().saturating_mul(2).min(NO_BUDGET as usize) as u32)
+                } else {
+                    DISTINCT_SLACK
                 };
                 let tight = judge && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
                 if tight {
