@@ -375,3 +375,29 @@ fn a_value_fixed_before_its_end_is_refused_where_it_becomes_fixed() {
         assert!(!got.contains(id(&v, "\\u0061")), "{opts:?}");
     }
 }
+
+/// Found by `fuzz_json_schema_structured` (minutes for one schema): near a budget's end inside
+/// a string item, a token that ends inside a UTF-8 character (a byte-fallback lead byte) is
+/// judged by a witness after it, and the search for one went through every continuation byte
+/// (64 a byte, to the end of each way) where the cheapest way repeated an item: it ran out of
+/// work and the token was refused though a way fits. The character's rest is now tried as a few
+/// whole characters. Every lead byte the budget leaves room for is let through.
+#[test]
+fn a_token_inside_a_character_is_judged_by_a_way_that_fits() {
+    let env = VocabEnv::new(Arc::new(Vocab::embedded()));
+    let v = env.vocab().clone();
+    let schema = json!({"type": "array", "items": {"type": "array", "items": {"type": ["string", "null"]},
+        "minItems": 2, "maxItems": 2, "uniqueItems": true}, "minItems": 2, "maxItems": 2});
+    let c = compiled(&env, &schema);
+    let mut m = c.matcher();
+    m.commit_bytes(b"[[null,\" was a little boy").unwrap();
+    // The way on after the lead byte: the character's rest, then the cheapest close, whose next
+    // array cannot hold `""` twice.
+    let rest = v.encode(b"\"],[\"\",\" \"]]").unwrap().len();
+    for (lead, continuation) in [(0xC3u8, 1), (0xE2, 2), (0xF0, 3)] {
+        let t = (0..v.len() as u32).map(TokenId).find(|&t| v.bytes(t) == [lead]).unwrap();
+        let mut got = TokenSet::new(v.len());
+        m.fill_mask_within(&mut got, 1 + continuation + rest);
+        assert!(got.contains(t), "lead byte {lead:#x} with a way of {} tokens after it", continuation + rest);
+    }
+}

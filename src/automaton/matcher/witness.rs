@@ -60,6 +60,9 @@ const CONTINUATION: std::ops::RangeInclusive<u8> = 0x80..=0xbf;
 /// The most continuation bytes a character's rest has (after its lead byte).
 const MAX_CHAR_TAIL: usize = 3;
 
+/// Characters the witness search tries where a token ended inside one (see `cheapest_from`).
+const MAX_CHAR_TRIES: usize = 4;
+
 /// The most entries the search could not settle that a mask judges by a descent each (a
 /// descent costs up to `MAX_DESCENT_WORK`).
 const MAX_DESCENTS_AFTER_SEARCH: usize = 4;
@@ -427,19 +430,28 @@ impl Matcher {
         }
         // Inside a UTF-8 character every way on spells the same number of bytes: those the
         // fewest tokens spell (the byte-by-byte choice below takes the least bytes, which a
-        // byte-level vocabulary spells one token each).
-        if dig.budget > 0 {
-            if let Some(tail) = self.char_tail() {
-                dig.budget -= 1;
-                if self.commit_on_cheapest(&tail, cost) {
-                    out.extend_from_slice(&tail);
-                    if self.cheapest_from(out, dig) {
-                        return true;
-                    }
-                    out.truncate(out.len() - tail.len());
-                    self.rollback(1).expect("committed just now");
-                }
+        // byte-level vocabulary spells one token each). Ways on differ only in which character
+        // it is, which matters only where an item would repeat: a few characters are tried,
+        // not every byte (64 a continuation byte: 262,144 ways through a 4-byte character,
+        // each searched to its end where none finishes within the limit).
+        let mut on_cheapest = false;
+        for tail in self.char_tails(MAX_CHAR_TRIES) {
+            if dig.budget == 0 {
+                return false;
             }
+            dig.budget -= 1;
+            if self.commit_on_cheapest(&tail, cost) {
+                on_cheapest = true;
+                out.extend_from_slice(&tail);
+                if self.cheapest_from(out, dig) {
+                    return true;
+                }
+                out.truncate(out.len() - tail.len());
+                self.rollback(1).expect("committed just now");
+            }
+        }
+        if on_cheapest {
+            return false;
         }
         let mut later = Vec::new();
         // The byte the lexer expects first: almost always the one (the others are not even
@@ -499,8 +511,16 @@ impl Matcher {
     /// end it within [`MAX_CHAR_TAIL`] bytes. A function of the parse state; the matcher is
     /// left as it was.
     pub(super) fn char_tail(&mut self) -> Option<Vec<u8>> {
+        self.char_tails(1).pop()
+    }
+
+    /// Up to `n` rests of the current UTF-8 character, each a different character, as
+    /// [`char_tail`](Self::char_tail) finds them (the first is its answer): those the fewest
+    /// tokens spell first. Empty outside a character.
+    pub(super) fn char_tails(&mut self, n: usize) -> Vec<Vec<u8>> {
+        let mut found = Vec::new();
         if !self.inside_char() {
-            return None;
+            return found;
         }
         let vocab = self.compiled.vocab().clone();
         let mut tails: Vec<&[u8]> = Vec::new();
@@ -514,32 +534,46 @@ impl Matcher {
             },
         );
         tails.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        self.char_tail_from(&tails, MAX_CHAR_TAIL)
+        self.char_tails_from(&tails, MAX_CHAR_TAIL, n, &[], &mut found);
+        found
     }
 
-    fn char_tail_from(&mut self, tails: &[&[u8]], left: usize) -> Option<Vec<u8>> {
+    /// Appends to `found` (up to `n` in all) the rests of the character after `so_far`, of at
+    /// most `left` more bytes, made of `tails`.
+    fn char_tails_from(&mut self, tails: &[&[u8]], left: usize, n: usize, so_far: &[u8], found: &mut Vec<Vec<u8>>) {
         if !self.inside_char() {
-            return Some(Vec::new());
+            found.push(so_far.to_vec());
+            return;
         }
-        // Every byte ends the character or none does (the lead byte said how many follow).
-        let one = tails.iter().rev().take_while(|t| t.len() == 1).find(|t| self.commit_bytes(t).is_ok());
-        if let Some(&one) = one {
-            let ends = !self.inside_char();
-            self.rollback(1).expect("committed just now");
-            if ends {
-                return Some(one.to_vec());
+        // Every byte ends the character or none does (the lead byte said how many follow):
+        // then the one-byte tails, as many as are wanted, end it.
+        let ones = tails.iter().rev().take_while(|t| t.len() == 1);
+        let mut ended = false;
+        for &one in ones {
+            if found.len() >= n {
+                return;
             }
+            if self.commit_bytes(one).is_ok() {
+                ended = !self.inside_char();
+                self.rollback(1).expect("committed just now");
+                if !ended {
+                    break;
+                }
+                found.push([so_far, one].concat());
+            }
+        }
+        if ended {
+            return;
         }
         for &t in tails.iter().filter(|t| t.len() <= left) {
+            if found.len() >= n {
+                return;
+            }
             if self.commit_bytes(t).is_ok() {
-                let rest = self.char_tail_from(tails, left - t.len());
+                self.char_tails_from(tails, left - t.len(), n, &[so_far, t].concat(), found);
                 self.rollback(1).expect("committed just now");
-                if let Some(rest) = rest {
-                    return Some([t, &rest].concat());
-                }
             }
         }
-        None
     }
 
     /// Commits `bytes` where the byte cost then drops by their length (they start a cheapest
