@@ -401,3 +401,31 @@ fn a_token_inside_a_character_is_judged_by_a_way_that_fits() {
         assert!(got.contains(t), "lead byte {lead:#x} with a way of {} tokens after it", continuation + rest);
     }
 }
+
+/// Found by `fuzz_json_schema_structured` (98 s for one schema): the first key of an open
+/// object, then distinct arrays of nested arrays. The witness after a lead byte needs a few
+/// bytes more than the cheapest way (`[null,null]` repeats), and the search spent them on the
+/// key's content: every byte a string reads, at every point of the way, ~95 ways per extra
+/// byte, until its work ran out and the token was refused (1-1.5 s a mask). Bytes that leave
+/// the parse where it was are now tried a few at a point.
+#[test]
+fn a_witness_that_needs_more_bytes_is_not_lost_in_a_string() {
+    let env = VocabEnv::new(Arc::new(Vocab::embedded()));
+    let v = env.vocab().clone();
+    let schema = json!({"type": "object", "properties": {"c": {}}, "required": ["c"],
+        "additionalProperties": {"type": "array", "items": {"$ref": "#/$defs/d"}, "minItems": 2, "maxItems": 4,
+            "uniqueItems": true},
+        "maxProperties": 4,
+        "$defs": {"d": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/d"}, "maxItems": 2}]}}});
+    let c = compiled(&env, &schema);
+    let mut m = c.matcher();
+    m.commit_bytes(b"{\" Tom and Sam. They liked to play together, but there was a girandrild coming").unwrap();
+    // A way after any character: `":[[],[[]]],"c":0}` is 18 bytes, the embedded vocabulary
+    // spells it in fewer tokens than this leaves.
+    let mut got = TokenSet::new(v.len());
+    m.fill_mask_within(&mut got, 32);
+    for lead in [0xC3u8, 0xE2, 0xF0] {
+        let t = (0..v.len() as u32).map(TokenId).find(|&t| v.bytes(t) == [lead]).unwrap();
+        assert!(got.contains(t), "lead byte {lead:#x}");
+    }
+}

@@ -7,8 +7,10 @@
 //! bound may say nothing fits where something does. The witness settles it the other way: the
 //! cheapest completion in usable bytes (each byte chosen so the byte cost drops by one, the
 //! lexer's own guess tried first; inside a UTF-8 character, the character's rest as the fewest
-//! tokens of the vocabulary spell it, [`Matcher::char_tail`]), spelled in the fewest tokens the
-//! matcher takes. It is a real
+//! tokens of the vocabulary spell it, [`Matcher::char_tail`]; where that way is refused, a
+//! repeat of a distinct item, a few other characters, and at each point a few of the bytes that
+//! leave the parse where it was, a string's content, not all of them), spelled in the fewest
+//! tokens the matcher takes. It is a real
 //! token sequence the matcher accepted, so when it fits, the output can be finished within the
 //! budget.
 //!
@@ -62,6 +64,10 @@ const MAX_CHAR_TAIL: usize = 3;
 
 /// Characters the witness search tries where a token ended inside one (see `cheapest_from`).
 const MAX_CHAR_TRIES: usize = 4;
+
+/// Bytes the witness search tries at one point of its way, of those that leave the parse
+/// where it was (see `cheapest_from`).
+const MAX_LOOP_BYTES: usize = 2;
 
 /// The most entries the search could not settle that a mask judges by a descent each (a
 /// descent costs up to `MAX_DESCENT_WORK`).
@@ -486,6 +492,10 @@ impl Matcher {
             }
         }
         later.sort_unstable();
+        // Bytes that leave the parse where it was (a string's content) differ only in the text
+        // they write, which matters only where an item would repeat: a few are tried, not
+        // every one (else each extra byte the limit allows multiplies the ways by ~95).
+        let mut loops = 0;
         for (after, b) in later {
             if out.len() + 1 + after as usize > dig.limit {
                 dig.cut = true;
@@ -493,6 +503,13 @@ impl Matcher {
             }
             if dig.budget == 0 || self.commit_bytes(&[b]).is_err() {
                 return false;
+            }
+            if matches!(&self.run, Run::Cfg(c) if c.parse_unchanged()) {
+                loops += 1;
+                if loops > MAX_LOOP_BYTES {
+                    self.rollback(1).expect("committed just now");
+                    continue;
+                }
             }
             out.push(b);
             if self.cheapest_from(out, dig) {
