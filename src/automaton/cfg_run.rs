@@ -139,14 +139,6 @@ impl CfgRun {
         !p.ended && p.boundary.is_some_and(|r| self.chart.accepting(r))
     }
 
-    /// Did the last commit leave the parse where it was (the same scans, no row added): bytes
-    /// a lexeme reads in a loop, a string's content? Only the output (and so the reader of
-    /// distinct items) differs.
-    pub fn parse_unchanged(&self) -> bool {
-        let [.., a, b] = &self.positions[..] else { return false };
-        a.scans == b.scans && a.boundary == b.boundary && a.chart == b.chart && a.ended == b.ended
-    }
-
     /// Accepting, and no lexeme can continue.
     pub fn is_finished(&self) -> bool {
         self.is_ended() || (self.is_accepting() && self.pos().scans.is_empty())

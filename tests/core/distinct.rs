@@ -406,8 +406,8 @@ fn a_token_inside_a_character_is_judged_by_a_way_that_fits() {
 /// object, then distinct arrays of nested arrays. The witness after a lead byte needs a few
 /// bytes more than the cheapest way (`[null,null]` repeats), and the search spent them on the
 /// key's content: every byte a string reads, at every point of the way, ~95 ways per extra
-/// byte, until its work ran out and the token was refused (1-1.5 s a mask). Bytes that leave
-/// the parse where it was are now tried a few at a point.
+/// byte, until its work ran out and the token was refused (1-1.5 s a mask). Of the bytes that
+/// reach the same parse state from one point, a few are now followed.
 #[test]
 fn a_witness_that_needs_more_bytes_is_not_lost_in_a_string() {
     let env = VocabEnv::new(Arc::new(Vocab::embedded()));

@@ -9,8 +9,8 @@
 //! lexer's own guess tried first; inside a UTF-8 character, the character's rest as the fewest
 //! tokens of the vocabulary spell it, [`Matcher::char_tail`]; where that way is refused, a
 //! repeat of a distinct item, a few other characters, and at each point a few of the bytes that
-//! leave the parse where it was, a string's content, not all of them), spelled in the fewest
-//! tokens the matcher takes. It is a real
+//! reach the same parse state, not all of them: [`Siblings`]), spelled in the fewest tokens the
+//! matcher takes. It is a real
 //! token sequence the matcher accepted, so when it fits, the output can be finished within the
 //! budget.
 //!
@@ -46,6 +46,7 @@ use super::join::Joins;
 use super::search::MAX_SEARCH_WORK;
 use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::{Old, Refused};
+use crate::automaton::earley::ChartLen;
 use crate::automaton::NO_BUDGET;
 use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -65,9 +66,9 @@ const MAX_CHAR_TAIL: usize = 3;
 /// Characters the witness search tries where a token ended inside one (see `cheapest_from`).
 const MAX_CHAR_TRIES: usize = 4;
 
-/// Bytes the witness search tries at one point of its way, of those that leave the parse
-/// where it was (see `cheapest_from`).
-const MAX_LOOP_BYTES: usize = 2;
+/// Bytes the witness search follows at one point of its way that lead to the same parse state
+/// (see [`Siblings`]).
+const MAX_SAME_STATE: usize = 2;
 
 /// The most entries the search could not settle that a mask judges by a descent each (a
 /// descent costs up to `MAX_DESCENT_WORK`).
@@ -95,6 +96,45 @@ struct Dig {
     limit: usize,
     /// Whether `limit` cut a way short this round (a longer one may finish).
     cut: bool,
+}
+
+/// The parse states the ways followed from one point of a [`cheapest_bytes`]
+/// (Matcher::cheapest_bytes) search lead to, each with how many led there. Bytes that reach
+/// the same parse state (the digits of a number, a string's content) differ only in the text
+/// they write, which matters only where an item would repeat: [`MAX_SAME_STATE`] of them are
+/// followed, not every one (each byte more the search's limit allows multiplied its ways by
+/// ~95, every one searched to its end where none finishes).
+struct Siblings {
+    /// The chart's size at the point (`None`: not a context-free run; every way is followed).
+    from: Option<ChartLen>,
+    seen: Vec<(Vec<u32>, usize)>,
+}
+
+impl Siblings {
+    fn new(m: &Matcher) -> Siblings {
+        let from = match &m.run {
+            Run::Cfg(c) => Some(c.chart_len()),
+            _ => None,
+        };
+        Siblings { from, seen: Vec::new() }
+    }
+
+    /// After a commit from the point: is the way through it to be followed?
+    fn admit(&mut self, m: &Matcher) -> bool {
+        let (Run::Cfg(c), Some(from)) = (&m.run, self.from) else { return true };
+        let key = c.state_key(from);
+        match self.seen.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) if *n >= MAX_SAME_STATE => false,
+            Some((_, n)) => {
+                *n += 1;
+                true
+            }
+            None => {
+                self.seen.push((key, 1));
+                true
+            }
+        }
+    }
 }
 
 impl Matcher {
@@ -460,6 +500,7 @@ impl Matcher {
             return false;
         }
         let mut later = Vec::new();
+        let mut siblings = Siblings::new(self);
         // The byte the lexer expects first: almost always the one (the others are not even
         // listed then).
         let likely = match (&mut self.run, &self.compiled.backend) {
@@ -468,7 +509,7 @@ impl Matcher {
         }
         .filter(|&b| self.usable(b));
         if let Some(b) = likely {
-            match self.try_byte(b, cost, out, dig) {
+            match self.try_byte(b, cost, out, dig, &mut siblings) {
                 Tried::Found => return true,
                 Tried::Costs(after) => later.push((after, b)),
                 Tried::Not => {}
@@ -485,17 +526,13 @@ impl Matcher {
             if dig.budget == 0 {
                 return false;
             }
-            match self.try_byte(b, cost, out, dig) {
+            match self.try_byte(b, cost, out, dig, &mut siblings) {
                 Tried::Found => return true,
                 Tried::Costs(after) => later.push((after, b)),
                 Tried::Not => {}
             }
         }
         later.sort_unstable();
-        // Bytes that leave the parse where it was (a string's content) differ only in the text
-        // they write, which matters only where an item would repeat: a few are tried, not
-        // every one (else each extra byte the limit allows multiplies the ways by ~95).
-        let mut loops = 0;
         for (after, b) in later {
             if out.len() + 1 + after as usize > dig.limit {
                 dig.cut = true;
@@ -504,12 +541,9 @@ impl Matcher {
             if dig.budget == 0 || self.commit_bytes(&[b]).is_err() {
                 return false;
             }
-            if matches!(&self.run, Run::Cfg(c) if c.parse_unchanged()) {
-                loops += 1;
-                if loops > MAX_LOOP_BYTES {
-                    self.rollback(1).expect("committed just now");
-                    continue;
-                }
+            if !siblings.admit(self) {
+                self.rollback(1).expect("committed just now");
+                continue;
             }
             out.push(b);
             if self.cheapest_from(out, dig) {
@@ -627,7 +661,7 @@ impl Matcher {
     /// One byte of [`cheapest_from`](Self::cheapest_from) at a point whose byte cost is `cost`:
     /// found a way on through it (kept committed), or what it costs after it (to try later), or
     /// refused.
-    fn try_byte(&mut self, b: u8, cost: u32, out: &mut Vec<u8>, dig: &mut Dig) -> Tried {
+    fn try_byte(&mut self, b: u8, cost: u32, out: &mut Vec<u8>, dig: &mut Dig, siblings: &mut Siblings) -> Tried {
         if dig.budget == 0 {
             return Tried::Not;
         }
@@ -636,7 +670,9 @@ impl Matcher {
             return Tried::Not;
         }
         let after = self.byte_cost();
-        let tried = if after == cost - 1 {
+        let tried = if after == cost - 1 && !siblings.admit(self) {
+            Tried::Not
+        } else if after == cost - 1 {
             out.push(b);
             if self.cheapest_from(out, dig) {
                 return Tried::Found;
