@@ -429,3 +429,31 @@ fn a_witness_that_needs_more_bytes_is_not_lost_in_a_string() {
         assert!(got.contains(t), "lead byte {lead:#x}");
     }
 }
+
+/// An open object with a required set of three strings, 38 tokens of the embedded vocabulary
+/// left after `{"`: a key of its own first fits (shown below), but the witness search after
+/// such a token raised its length a byte at a round, each round searching every way within it
+/// (three distinct strings need two bytes more than the cheapest `["","",""]`), and ran out of
+/// work: only the declared key was let through. Its second round now allows a few bytes more.
+#[test]
+fn a_key_of_its_own_is_let_through_where_a_way_after_it_fits() {
+    let env = VocabEnv::new(Arc::new(Vocab::embedded()));
+    let v = env.vocab().clone();
+    let schema = json!({"type": "object", "properties": {"title": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 5, "uniqueItems": true}},
+        "required": ["title", "tags"], "additionalProperties": true});
+    let c = compiled(&env, &schema);
+    let way = br#"x":0,"title":"","tags":["","a","b"]}"#;
+    let tokens = v.encode(way).unwrap();
+    let mut m = c.matcher();
+    m.commit_bytes(b"{\"").unwrap();
+    let mut check = c.matcher();
+    check.commit_bytes(b"{\"").unwrap();
+    for &t in &tokens {
+        check.commit(t).unwrap();
+    }
+    assert!(check.is_accepting() && tokens.len() < 38, "the way fits: {} tokens", tokens.len());
+    let mut got = TokenSet::new(v.len());
+    m.fill_mask_within(&mut got, 38);
+    assert!(got.contains(tokens[0]), "{:?} is the first token of a way that fits", v.name(tokens[0]));
+}

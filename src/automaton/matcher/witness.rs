@@ -66,6 +66,10 @@ const MAX_CHAR_TAIL: usize = 3;
 /// Characters the witness search tries where a token ended inside one (see `cheapest_from`).
 const MAX_CHAR_TRIES: usize = 4;
 
+/// Bytes beyond the cheapest cost the witness search's second round allows (see
+/// `cheapest_bytes`).
+const WITNESS_SLACK: usize = 4;
+
 /// Bytes the witness search follows at one point of its way that lead to the same parse state
 /// (see [`Siblings`]).
 const MAX_SAME_STATE: usize = 2;
@@ -437,9 +441,11 @@ impl Matcher {
     /// that takes, at each point, the first byte after which the byte cost drops by one (the
     /// usual way, found at once), and only where that way is refused further on (a repeat of a
     /// distinct item) the other bytes, cheapest first; at most [`MAX_WITNESS_COMMITS`] bytes
-    /// tried. The search is bounded by a length (the cost from here, then a little more, doubled
-    /// while a way was cut short by it): a way around a repeat is found among the short ones
-    /// (`[0,1]` after `[0,0` is refused), not down a branch that never ends (`[0,0.000…`).
+    /// tried. The search is bounded by a length (the cost from here, then [`WITNESS_SLACK`]
+    /// bytes more, the extra doubled while a way was cut short by it): a way around a repeat is
+    /// found among the short ones (`[0,1]` after `[0,0` is refused), not down a branch that
+    /// never ends (`[0,0.000…`). A round that finds nothing has searched every way within its
+    /// length, so rounds a byte apart cost far more than the few bytes they could save.
     fn cheapest_bytes(&mut self) -> Option<Vec<u8>> {
         let start = self.len();
         let base = self.byte_cost();
@@ -456,7 +462,7 @@ impl Matcher {
             if !dig.cut || dig.budget == 0 || dig.limit >= MAX_WITNESS_BYTES {
                 break false;
             }
-            dig.limit = (dig.limit + (dig.limit - base as usize).max(1)).min(MAX_WITNESS_BYTES);
+            dig.limit = (dig.limit + (dig.limit - base as usize).max(WITNESS_SLACK)).min(MAX_WITNESS_BYTES);
         };
         self.rollback(self.len() - start).expect("committed here");
         found.then_some(bytes)
