@@ -45,6 +45,11 @@ use crate::vocab::{TokenId, TokenKind, TokenSet};
 /// The most states searched for a witness one by one (each reached by committing a token).
 const MAX_CONFIRMED: usize = 64;
 
+/// The most bytes the witness searches of those states try, all together (a search that finds
+/// nothing tries up to 32,768: where nothing fits, 64 of them were 1.6-1.8 s a mask on a
+/// 49k vocabulary); states met after that are refused as those past [`MAX_CONFIRMED`] are.
+const MAX_CONFIRM_WORK: usize = 1 << 16;
+
 /// The most tokens committed to find the states they reach.
 const MAX_KEYED: usize = 1024;
 
@@ -103,7 +108,7 @@ impl Matcher {
         // The last witness found per parse state, replayed first where the reader differs
         // (most often only in the items it finished): committing it checks it.
         let mut found: HashMap<Vec<u32>, Vec<TokenId>> = HashMap::new();
-        let mut searched = 0;
+        let (mut searched, mut work) = (0, MAX_CONFIRM_WORK);
         for (i, t) in texts.into_iter().enumerate() {
             let fits = i < MAX_KEYED
                 && self
@@ -113,9 +118,9 @@ impl Matcher {
                         }
                         let parse = &key[..state];
                         let fits = found.get(parse).is_some_and(|w| m.replays(w))
-                            || (searched < MAX_CONFIRMED && {
+                            || (searched < MAX_CONFIRMED && work > 0 && {
                                 searched += 1;
-                                let w = m.find_witness().filter(|w| w.len() as u32 <= after_budget);
+                                let w = m.find_witness_within(&mut work).filter(|w| w.len() as u32 <= after_budget);
                                 w.map(|w| found.insert(parse.to_vec(), w)).is_some()
                             });
                         known.insert(key, fits);

@@ -428,9 +428,15 @@ impl Matcher {
     }
 
     pub(super) fn find_witness(&mut self) -> Option<Vec<TokenId>> {
+        self.find_witness_within(&mut MAX_WITNESS_COMMITS.clone())
+    }
+
+    /// [`find_witness`](Self::find_witness) with at most `work` bytes tried by its search
+    /// (and [`MAX_WITNESS_COMMITS`] at most); those it tried are taken off `work`.
+    pub(super) fn find_witness_within(&mut self, work: &mut usize) -> Option<Vec<TokenId>> {
         let start = self.len();
         let saved = self.witness.take();
-        let bytes = self.cheapest_bytes();
+        let bytes = self.cheapest_bytes(work);
         let path = bytes.and_then(|b| self.spell(&b));
         self.rollback(self.len() - start).expect("committed here");
         self.witness = saved;
@@ -446,13 +452,14 @@ impl Matcher {
     /// found among the short ones (`[0,1]` after `[0,0` is refused), not down a branch that
     /// never ends (`[0,0.000…`). A round that finds nothing has searched every way within its
     /// length, so rounds a byte apart cost far more than the few bytes they could save.
-    fn cheapest_bytes(&mut self) -> Option<Vec<u8>> {
+    fn cheapest_bytes(&mut self, work: &mut usize) -> Option<Vec<u8>> {
         let start = self.len();
         let base = self.byte_cost();
         if base == UNREACHABLE {
             return None;
         }
-        let mut dig = Dig { budget: MAX_WITNESS_COMMITS, limit: base as usize, cut: false };
+        let budget = (*work).min(MAX_WITNESS_COMMITS);
+        let mut dig = Dig { budget, limit: base as usize, cut: false };
         let mut bytes = Vec::new();
         let found = loop {
             dig.cut = false;
@@ -464,6 +471,7 @@ impl Matcher {
             }
             dig.limit = (dig.limit + (dig.limit - base as usize).max(WITNESS_SLACK)).min(MAX_WITNESS_BYTES);
         };
+        *work -= budget - dig.budget;
         self.rollback(self.len() - start).expect("committed here");
         found.then_some(bytes)
     }
