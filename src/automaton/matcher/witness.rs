@@ -428,7 +428,8 @@ impl Matcher {
     }
 
     pub(super) fn find_witness(&mut self) -> Option<Vec<TokenId>> {
-        self.find_witness_within(&mut MAX_WITNESS_COMMITS.clone())
+        let mut work = MAX_WITNESS_COMMITS;
+        self.find_witness_within(&mut work)
     }
 
     /// [`find_witness`](Self::find_witness) with at most `work` bytes tried by its search
@@ -684,14 +685,15 @@ impl Matcher {
             return Tried::Not;
         }
         let after = self.byte_cost();
-        let tried = if after == cost - 1 && !siblings.admit(self) {
-            Tried::Not
-        } else if after == cost - 1 {
-            out.push(b);
-            if self.cheapest_from(out, dig) {
-                return Tried::Found;
+        let tried = if after == cost - 1 {
+            // (Not followed: as many bytes to the same parse state were.)
+            if siblings.admit(self) {
+                out.push(b);
+                if self.cheapest_from(out, dig) {
+                    return Tried::Found;
+                }
+                out.pop();
             }
-            out.pop();
             Tried::Not
         } else if after != UNREACHABLE {
             Tried::Costs(after)
