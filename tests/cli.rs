@@ -279,3 +279,30 @@ fn a_closed_pipe_ends_output_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {stderr}");
 }
+
+/// A help page read by a reader that is already gone (`strictly sample --help | head -0`) ends
+/// quietly too: the pipe's reading end is closed before the child starts, so its first write
+/// meets it, whatever the timing.
+#[cfg(unix)]
+#[test]
+fn a_help_page_into_a_closed_pipe_ends_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two fresh descriptors, each then owned by exactly one OwnedFd.
+    let (read_end, write_end) = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(read_end);
+    for args in [&["sample", "--help"][..], &["--help"], &["--version"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strictly"))
+            .args(args)
+            .stdout(std::process::Stdio::from(write_end.try_clone().unwrap()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?}: {stderr}", out.status);
+    }
+}

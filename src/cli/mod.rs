@@ -77,7 +77,8 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
-            // --help, --version
+            // --help, --version: a page for a reader that may stop early (`--help | head`)
+            quiet_on_closed_pipe();
             print!("{e}");
             return ExitCode::SUCCESS;
         }
@@ -116,7 +117,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// A verb that writes to stdout ends quietly when the reader goes away (`strictly sample … | head`)
+/// A verb (or a help page) that writes to stdout ends quietly when the reader goes away (`strictly sample … | head`)
 /// instead of panicking in `println!`: the default action of SIGPIPE, which Rust's runtime
 /// sets to "ignore". Not for `serve`, whose sockets must never kill the process.
 fn quiet_on_closed_pipe() {
