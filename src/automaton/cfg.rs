@@ -174,6 +174,8 @@ pub struct Cfg {
     /// [`Mark::DistinctText`] (`None`: its items are JSON values).
     pub after_closes: Vec<Option<crate::grammar::TextEnd>>,
     pub has_marks: bool,
+    /// Some object's keys are looked ahead from ([`Mark::DistinctKeys`]'s `look_ahead`).
+    pub keys_ahead: bool,
     /// [`Costs`] in tokens of the compile's vocabulary, built the first time a budget needs them
     /// (see [`Cfg::token_costs`]).
     token_costs: std::sync::OnceLock<Costs>,
@@ -349,6 +351,7 @@ impl Cfg {
             after_literals: Vec::new(),
             after_closes: Vec::new(),
             has_marks: false,
+            keys_ahead: false,
             token_costs: std::sync::OnceLock::new(),
             distinct_tokens: std::sync::OnceLock::new(),
         };
@@ -368,6 +371,7 @@ impl Cfg {
             }
         }
         cfg.has_marks = cfg.terms.iter().any(|t| t.mark.is_some());
+        cfg.keys_ahead = cfg.terms.iter().any(|t| t.mark == Some(Mark::DistinctKeys { look_ahead: true }));
         Ok(Some(cfg))
     }
 

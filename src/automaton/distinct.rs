@@ -60,7 +60,7 @@ impl MarkAt {
     pub(super) fn of(m: &Mark, after: &[Arc<str>]) -> MarkAt {
         match m {
             Mark::DistinctArray => MarkAt::Array,
-            Mark::DistinctKeys => MarkAt::Object,
+            Mark::DistinctKeys { .. } => MarkAt::Object,
             Mark::DistinctAfter(s) | Mark::DistinctText { open: s, .. } => {
                 MarkAt::After(after.iter().position(|a| a == s).expect("every literal is listed") as u16)
             }
@@ -99,9 +99,10 @@ pub(super) struct Level<'a> {
 impl Level<'_> {
     /// Does the repeats filter look ahead for this list (see `CfgRun::filter_repeats`)? Where
     /// it has items (one without cannot be repeated) or is a text item's (what follows its end
-    /// may be forced); never for an object's keys.
-    pub(super) fn looked_ahead_from(&self) -> bool {
-        !self.keys && (self.text || !self.list.raws().is_empty())
+    /// may be forced); for an object's keys only with `keys_ahead` (some marked object's keys
+    /// can run out of completions part-way: [`Mark::DistinctKeys`]).
+    pub(super) fn looked_ahead_from(&self, keys_ahead: bool) -> bool {
+        (!self.keys || keys_ahead) && (self.text || !self.list.raws().is_empty())
     }
 }
 

@@ -444,8 +444,8 @@ pub(crate) fn judge(ctx: &Ctx, mask: &TokenSet, m: &Matcher) -> Result<Verdict> 
     if allowed == 0 && !accepting && m.refused_repeats() {
         return Err(Error::output(
             "no way on without repeating an earlier item of a list whose items must be distinct \
-             (a JSON Schema `uniqueItems` array, or the tool calls of one reply): the items allow \
-             too few distinct values here",
+             (a JSON Schema `uniqueItems` array, an object's keys, or the tool calls of one reply): \
+             the items allow too few distinct values here",
         ));
     }
     if allowed == 0 && !accepting {

@@ -77,7 +77,11 @@ pub enum Mark {
     DistinctArray,
     /// `{` opening a JSON object whose keys must be pairwise distinct: keys that the grammar
     /// itself cannot keep apart (any key of `additionalProperties`), each compared as a string.
-    DistinctKeys,
+    /// `look_ahead`: some key can run out of completions part-way (`maxLength`, a pattern such
+    /// as `^(xyz|c+)$`), so the matcher looks ahead from a token that spells on an earlier key,
+    /// as it does for an array's items; without it a repeat is refused only where it ends (any
+    /// other key is still open then).
+    DistinctKeys { look_ahead: bool },
     /// A literal (a tool-call tag) after which one JSON value follows that must differ from
     /// the value after every earlier copy of the same literal in this output (one list per
     /// literal, for the whole output).
@@ -103,7 +107,7 @@ impl Mark {
     pub fn text(&self) -> &str {
         match self {
             Mark::DistinctArray => "[",
-            Mark::DistinctKeys => "{",
+            Mark::DistinctKeys { .. } => "{",
             Mark::DistinctAfter(s) => s,
             Mark::DistinctText { open, .. } => open,
         }

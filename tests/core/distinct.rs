@@ -53,6 +53,63 @@ fn random_samples_of_sets_are_valid_on_every_tokenizer() {
     }
 }
 
+/// Objects whose additional keys must be distinct for a count (`minProperties` above the named
+/// keys, with `maxProperties` or not) or can run out: few keys (`^[ab]$`, written key by key),
+/// keys that can run out part-way (`maxLength: 1` of 65 characters, 40 of them needed;
+/// `"x` can only be `"xyz"`). Before, the first was a compile error and the others ended in an
+/// empty mask at random ("no way on without repeating").
+fn counted_keys() -> Vec<Value> {
+    vec![
+        json!({"type": "object", "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9},
+               "minProperties": 4, "maxProperties": 6}),
+        json!({"type": "object", "propertyNames": {"pattern": "^[ab]$"}, "additionalProperties": {"type": "integer"}}),
+        json!({"type": "object", "propertyNames": {"maxLength": 1, "pattern": "^[a-z0-9A-Z_.-]*$"},
+               "additionalProperties": {"type": "boolean"}, "minProperties": 40}),
+        json!({"type": "object", "propertyNames": {"pattern": "^(xyz|c+)$"},
+               "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}, "minProperties": 3}),
+    ]
+}
+
+#[test]
+fn random_samples_of_counted_keys_are_valid_on_every_tokenizer() {
+    for (name, vocab) in real_vocabs() {
+        let env = real_env(vocab);
+        for schema in counted_keys() {
+            let c = compiled(&env, &schema);
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            for seed in 0..4 {
+                let out = random_sample(&c, seed, 800).unwrap_or_else(|e| panic!("{name} seed {seed} {schema}: {e}"));
+                let text = out.text();
+                let v: Value = serde_json::from_str(&text).unwrap();
+                assert!(validator.is_valid(&v), "{name} seed {seed}: {text} is not valid against {schema}");
+                // No key twice (serde_json keeps the last copy: count the members as written).
+                let written = top_level_keys(&text);
+                assert_eq!(written.len(), v.as_object().unwrap().len(), "{name} seed {seed}: {text}");
+            }
+        }
+    }
+}
+
+/// The keys of a JSON object as written, repeats included.
+fn top_level_keys(text: &str) -> Vec<String> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((k, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    use serde::Deserializer;
+    serde_json::Deserializer::from_str(text).deserialize_map(Keys).unwrap()
+}
+
 /// A vocabulary of single bytes plus the multi-byte tokens `extra`, and EOS.
 fn vocab(extra: &[&str]) -> Arc<Vocab> {
     let mut toks: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();

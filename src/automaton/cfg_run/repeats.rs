@@ -5,15 +5,15 @@ use super::CfgRun;
 use crate::automaton::cfg::{Cfg, Reading};
 use crate::automaton::distinct::key::Old;
 use crate::automaton::distinct::{
-    in_string, is_space, opens_two_items, outside_strings, squeeze, Distinct, InString, Level, Place, Repeatable,
-    Repeated, Target,
+    in_string, is_space, opens_two_items, outside_strings, squeeze, Distinct, InString, Place, Repeatable, Repeated,
+    Target,
 };
 use crate::automaton::earley::ChartLen;
 use crate::automaton::VocabEnv;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
 /// Most tokens [`CfgRun::filter_repeats`] looks ahead from, per mask.
-const MAX_LOOKAHEADS: usize = 32;
+const MAX_LOOKAHEADS: usize = 128;
 
 /// Most bytes tried by the look-aheads of one mask, the least share of one of them, and how
 /// deep one goes.
@@ -139,7 +139,10 @@ impl CfgRun {
                 // An escape in the item or its list: the reader judges every token that closes it.
                 candidates.retain(|&t| in_string(vocab.bytes(t), few) != InString::Nothing);
             }
-            (candidates, d.reach().iter().any(Level::looked_ahead_from) || (d.is_idle() && d.has_after_items()))
+            (
+                candidates,
+                d.reach().iter().any(|l| l.looked_ahead_from(cfg.keys_ahead)) || (d.is_idle() && d.has_after_items()),
+            )
         };
         removed.iter().for_each(|&t| mask.remove(t));
         if candidates.is_empty() && !levels_in_reach {
@@ -170,10 +173,10 @@ impl CfgRun {
         // (innermost first) that has items (one without cannot be repeated; a text item's
         // list is in reach even so, as what follows its end may be forced): a token that
         // finishes an item of it and may go on (`},{"`), and one that goes on spelling an
-        // earlier item of it. Not an object's keys: a key language the grammar could not
-        // spell out key by key is endless, and a repeat refused where it would end leaves other
-        // keys (the look-ahead from every `,"` of every object cost 40x the mask).
-        let levels: Vec<_> = d.reach().into_iter().filter(Level::looked_ahead_from).collect();
+        // earlier item of it. An object's keys only where some key can run out of completions
+        // part-way (`Cfg::keys_ahead`): elsewhere a repeat refused where it would end leaves
+        // other keys (the look-ahead from every `,"` of every object cost 40x the mask).
+        let levels: Vec<_> = d.reach().into_iter().filter(|l| l.looked_ahead_from(cfg.keys_ahead)).collect();
         let mut ahead: Vec<(TokenId, Target)> = Vec::new();
         // A token that holds a whole text item (its opening literal and its end) and goes on:
         // what follows may be forced into a repeat, though no list was in reach before it.

@@ -706,7 +706,7 @@ impl<'s> Compiler<'s> {
             ]);
             // Any keys: kept distinct in the sensible language (see `object::open_brace`).
             let brace = match c.opts.exact {
-                false => Expr::Mark(crate::grammar::Mark::DistinctKeys),
+                false => Expr::Mark(crate::grammar::Mark::DistinctKeys { look_ahead: false }),
                 true => Expr::Literal("{".into()),
             };
             Expr::Alt(vec![

@@ -32,27 +32,26 @@ const MAX_COUNT_RULES: u64 = 20_000;
 /// [`Builder::build`]), `}`. In the sensible language, where additional members may come, the
 /// `{` is marked ([`Mark::DistinctKeys`]): their keys, which no rule keeps apart, are kept
 /// distinct by the matcher (see `automaton::distinct`). The exact language lets a key repeat,
-/// as JSON does (validators read the last copy; counts are kept sound for that: see
-/// [`counting`]).
+/// as JSON does (validators read the last copy), except where `minProperties` is 2 or more:
+/// additional keys then count (see [`counting`]).
 pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let l = c.layout();
-    let (body, open) = c.nested(|c| members(c, &l, obj, pointer))?;
-    Ok(Expr::Seq(vec![open_brace(c, &l, open), body]))
+    let (body, mark) = c.nested(|c| members(c, &l, obj, pointer))?;
+    Ok(Expr::Seq(vec![open_brace(&l, mark), body]))
 }
 
-/// The opening brace and its whitespace; the brace marked, in the sensible language, when the
-/// object has keys the rules do not keep distinct (`additional`).
-pub(super) fn open_brace(c: &Compiler, l: &Layout, additional: bool) -> Expr {
-    if additional && !c.opts.exact {
-        Expr::Seq(vec![Expr::Mark(Mark::DistinctKeys), l.open.clone()])
-    } else {
-        l.start("{")
+/// The opening brace and its whitespace; the brace marked where the object's additional keys,
+/// which the rules do not keep apart, must be kept distinct by the matcher.
+fn open_brace(l: &Layout, mark: Option<Mark>) -> Expr {
+    match mark {
+        Some(m) => Expr::Seq(vec![Expr::Mark(m), l.open.clone()]),
+        None => l.start("{"),
     }
 }
 
-/// The members and the closing brace of [`object`], one nesting level down, and whether
-/// additional members may come.
-fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str) -> Result<(Expr, bool)> {
+/// The members and the closing brace of [`object`], one nesting level down, and the `{`'s mark
+/// where the additional members' keys must be kept distinct ([`Mark::DistinctKeys`]).
+fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str) -> Result<(Expr, Option<Mark>)> {
     let Declared { props, required, patterns } = declared(c, obj, pointer)?;
     let additional: &Value = obj.get("additionalProperties").unwrap_or(&Value::Bool(true));
     let min = string::count(c, obj, pointer, "minProperties")?.unwrap_or(0);
@@ -62,7 +61,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     let witness = |name: &str| outside.as_ref().is_some_and(|n| !n.contains(&name));
 
     let Some(mut members) = declared_members(c, &keys, &props, &required, additional, pointer)? else {
-        return Ok((super::nothing(), false));
+        return Ok((super::nothing(), None));
     };
     let declared: Vec<String> = members.iter().map(|(k, _, _)| k.clone()).collect();
     let declared: Vec<&str> = declared.iter().map(String::as_str).collect();
@@ -70,21 +69,40 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     let unnamed = if asks_for_unnamed_keys(c, obj, declared.len(), min) { additional } else { &Value::Bool(false) };
     // Additional members, those whose key is outside `outside` (witnesses) apart.
     let mut additional_members = [Vec::new(), Vec::new()];
-    if let Some(names) = finite_names(c, obj, &declared) {
-        // Few possible keys: each an optional member of its own, so the rules keep them distinct
-        // (the matcher could only search for a key not yet used, and may run out of search).
-        for name in names {
-            let (schema, at) = keys.value_schema(&name, &props, unnamed, pointer)?;
-            let value = c.schema(&schema, &at)?;
-            if !matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
-                members.push((name, value, false));
+    // The sensible language keeps every object's additional keys distinct; the exact one only
+    // where a minimum counts them (two keys spelled alike are one property).
+    let keep_distinct = !c.opts.exact || min >= 2;
+    let (names, regions) = match finite_names(c, obj, &declared) {
+        Some(names) => (names, Vec::new()),
+        None => {
+            let regions = keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)?;
+            if keep_distinct {
+                few_keys(regions, declared.len(), c.limits)?
+            } else {
+                (Vec::new(), regions)
             }
         }
-    } else {
-        for (key, schema, at, wit) in keys.regions(&declared, unnamed, outside.as_deref(), pointer, c.limits)? {
-            let value = c.schema(&schema, &at)?;
-            additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
+    };
+    // Few possible keys: each an optional member of its own, so the rules keep them distinct
+    // (the matcher refuses a repeated key where it ends, but does not look ahead for a key
+    // not yet used: with few keys, a `,` after the last of them would leave no way on).
+    for name in names {
+        let (schema, at) = keys.value_schema(&name, &props, unnamed, pointer)?;
+        let value = c.schema(&schema, &at)?;
+        if !matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
+            members.push((name, value, false));
         }
+    }
+    // A key that can run out of completions part-way (see `Mark::DistinctKeys`).
+    let mut look_ahead = false;
+    for (key, ..) in &regions {
+        if let Expr::Lexeme(key) = key {
+            look_ahead |= Dfa::shared(key, c.limits)?.has_finite_tail();
+        }
+    }
+    for (key, schema, at, wit) in regions {
+        let value = c.schema(&schema, &at)?;
+        additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
     }
     let [plain, witnesses] = additional_members;
     let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
@@ -101,9 +119,10 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     let additional_witness = additional_witness.map(|m| c.share(&format!("{pointer}/additional-outside"), m));
 
     let open = additional_member.is_some() || additional_witness.is_some();
-    let Some(Counting { cap, distinct_min }) = counting(c, &members, open, min, max, pointer)? else {
-        return Ok((super::nothing(), false));
+    let Some(cap) = counting(c, &members, open, min, max, pointer)? else {
+        return Ok((super::nothing(), None));
     };
+    let mark = (open && keep_distinct).then_some(Mark::DistinctKeys { look_ahead });
     let b = Builder {
         members,
         additional: additional_member,
@@ -111,10 +130,9 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
         min,
         max,
         cap,
-        distinct_min,
         need_witness: outside.is_some(),
     };
-    Ok((b.build(c, pointer, l), open))
+    Ok((b.build(c, pointer, l), mark))
 }
 
 /// Whether an object may have keys that its schema neither lists in `properties` nor matches
@@ -148,6 +166,37 @@ fn finite_names(c: &Compiler, obj: &Map<String, Value>, declared: &[&str]) -> Op
         }
     }
     (out.len() <= MAX_FINITE_NAMES && out.len() + declared.len() <= super::MAX_PROPERTIES).then_some(out)
+}
+
+/// The longest key [`few_keys`] spells out (in bytes, quoted).
+const MAX_FEW_KEY_BYTES: usize = 256;
+
+/// The regions of few keys spelled out: the keys of each region that has few (at most
+/// [`MAX_FINITE_NAMES`] in all: patterns such as `^[a-f]$` or `^(min|max)$`), in byte order of
+/// their quoted forms, and the other regions (any string, `^x-`: endless) as they are. The
+/// keys stay within [`super::MAX_PROPERTIES`] with the `declared` ones.
+fn few_keys(
+    regions: Vec<Region>,
+    declared: usize,
+    limits: crate::regular::DfaLimits,
+) -> Result<(Vec<String>, Vec<Region>)> {
+    let mut names: Vec<String> = Vec::new();
+    let mut rest = Vec::new();
+    for region in regions {
+        let room = MAX_FINITE_NAMES.min(super::MAX_PROPERTIES.saturating_sub(declared)).saturating_sub(names.len());
+        let quoted = match &region.0 {
+            Expr::Lexeme(key) => Dfa::shared(key, limits)?.strings(room, MAX_FEW_KEY_BYTES),
+            _ => None,
+        };
+        // Keys are written canonically: one quoted form per name.
+        match quoted
+            .and_then(|q| q.iter().map(|q| serde_json::from_slice::<String>(q).ok()).collect::<Option<Vec<_>>>())
+        {
+            Some(keys) => names.extend(keys),
+            None => rest.push(region),
+        }
+    }
+    Ok((names, rest))
 }
 
 /// What an object schema declares by name: `properties` (in order), `required`, and
@@ -248,18 +297,13 @@ fn declared_members(
     Ok(Some(members))
 }
 
-/// How the member rules count properties (see [`Builder::build`]).
-struct Counting {
-    /// Counts are tracked up to this (the larger bound), when the bounds matter.
-    cap: Option<u64>,
-    /// The minimum counts only the first additional member.
-    distinct_min: bool,
-}
-
 /// Whether and how far the member rules must count properties for `minProperties`/
 /// `maxProperties`, given the declared `members` and whether additional ones are allowed
-/// (`open`). Bounds too large to track, or that need two or more additional keys, are
-/// reported. `None` if the bounds leave no valid object.
+/// (`open`): `Some(cap)` to count up to `cap` (the larger bound), `None` where the bounds do
+/// not matter; bounds too large to track are reported. Every member counts one property: the
+/// additional members' keys are kept distinct where a minimum counts them (see [`members`]);
+/// a maximum counting a repeated key twice only refuses more. `None` (outer) if the bounds
+/// leave no valid object.
 fn counting(
     c: &mut Compiler,
     members: &[(Expr, bool, bool)],
@@ -267,7 +311,7 @@ fn counting(
     min: u64,
     max: Option<u64>,
     pointer: &str,
-) -> Result<Option<Counting>> {
+) -> Result<Option<Option<u64>>> {
     let n = members.len() as u64;
     let n_req = members.iter().filter(|(_, r, _)| *r).count() as u64;
     // Does the count matter? Without additional members the count ranges over [n_req, n].
@@ -281,29 +325,7 @@ fn counting(
             c.unenforced(pointer, "maxProperties", "property-count bounds this large are not supported")?;
         }
     }
-    // Additional keys: the matcher keeps them distinct, but the rules do not know how many
-    // distinct ones can still come (a finite key language), nor can a budget's count see what
-    // a new key must spell to differ. So the minimum counts only the first of them (see
-    // `Builder::build`), the maximum all; one count cannot do both. Lenient compiles count
-    // every member.
-    let mut distinct_min = open && min >= 2 && cap.is_some();
-    if distinct_min && max.is_some() {
-        c.unenforced(
-            pointer,
-            "minProperties",
-            "`minProperties` above 1 together with `maxProperties` and additional properties is not supported",
-        )?;
-        distinct_min = false;
-    } else if distinct_min && n + 1 < min {
-        c.unenforced(
-            pointer,
-            "minProperties",
-            format!("{min} properties need at least {} additional ones, whose keys cannot be kept distinct", min - n),
-        )?;
-        distinct_min = false;
-    }
-    let cap = cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES);
-    Ok(Some(Counting { cap, distinct_min }))
+    Ok(Some(cap.filter(|&k| (n + 1) * (k + 2) * 4 <= MAX_COUNT_RULES)))
 }
 
 /// The key languages of an object: `propertyNames` and the `patternProperties` patterns, each
@@ -519,26 +541,22 @@ struct Builder {
     additional: Option<Expr>,
     /// Additional members whose keys are outside the `SOME_KEY_NOT_IN` list.
     additional_witness: Option<Expr>,
-    /// `SOME_KEY_NOT_IN`: the list must end with a witness emitted.
     min: u64,
     max: Option<u64>,
     /// Counts are tracked up to `cap` (the larger bound) when bounds matter.
     cap: Option<u64>,
-    /// The minimum counts only the first additional member (see `build`).
-    distinct_min: bool,
+    /// `SOME_KEY_NOT_IN`: the list must end with a witness emitted.
     need_witness: bool,
 }
 
 impl Builder {
-    /// The member list: rules R(i, started, k, a, w) built from the end (`w`: a witness was
+    /// The member list: rules R(i, started, k, w) built from the end (`w`: a witness was
     /// emitted; tracked only when one is needed).
     ///
-    /// Additional members' keys are kept pairwise distinct by the matcher, not by these rules
-    /// (nothing regular can), so every member is a property of its own. But the rules cannot
-    /// know whether enough distinct keys remain (see [`counting`]), so a `minProperties` count
-    /// may take only the first additional member (`a`: one was emitted): `declared + [a]`
-    /// distinct keys are certain; `maxProperties` counts every member. (One count cannot do
-    /// both: see [`counting`].)
+    /// Every member counts one property in `k`: additional members' keys are kept pairwise
+    /// distinct by the matcher where a minimum counts them (nothing regular can; see
+    /// [`counting`]). Where too few distinct keys remain (a finite key language), the matcher
+    /// finds no way on and says so.
     /// The members (each after `l.first` or `l.sep`) and then the closing brace (after
     /// `l.close` or `l.close_empty`): the rules end in it rather than in the empty string.
     /// Were they nullable, every Earley row after an additional member would
@@ -551,76 +569,67 @@ impl Builder {
             None => vec![0],
         };
         let kmax = counts.len();
-        let distinct = self.distinct_min;
-        let amax = if distinct { 2 } else { 1 };
         let wmax = if self.need_witness { 2 } else { 1 };
-        // rules[(((i * 2 + started) * kmax + k) * amax + a) * wmax + w]
-        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * amax * wmax);
+        // rules[((i * 2 + started) * kmax + k) * wmax + w]
+        let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * wmax);
         for i in 0..=n {
             for s in 0..2 {
                 for k in 0..kmax {
-                    for a in 0..amax {
-                        for w in 0..wmax {
-                            rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{a},{w}]")));
-                        }
+                    for w in 0..wmax {
+                        rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{w}]")));
                     }
                 }
             }
         }
-        let id = |i: usize, s: bool, k: usize, a: usize, w: usize| {
-            rules[(((i * 2 + s as usize) * kmax + k) * amax + a) * wmax + w]
-        };
+        let id = |i: usize, s: bool, k: usize, w: usize| rules[((i * 2 + s as usize) * kmax + k) * wmax + w];
         let tracked = self.cap.is_some();
+        // Emitting a member moves the count up (saturating at the cap when only a minimum is
+        // tracked).
+        let emit_k = |k: usize| -> Option<usize> {
+            if !tracked {
+                return Some(k);
+            }
+            if self.max.is_some_and(|m| k as u64 >= m) {
+                return None;
+            }
+            Some((k + 1).min(kmax - 1))
+        };
         for i in (0..=n).rev() {
             for s in [false, true] {
                 for k in 0..kmax {
-                    for a in 0..amax {
-                        for w in 0..wmax {
-                            let wit = |is: bool| if is { wmax - 1 } else { w };
-                            let with_lead = |e: Expr| l.item(!s, e);
-                            let mut alts = Vec::new();
-                            // Emitting a member moves the count up (saturating at the cap when only
-                            // a minimum is tracked).
-                            let emit_k = |k: usize| -> Option<usize> {
-                                if !tracked {
-                                    return Some(k);
-                                }
-                                if self.max.is_some_and(|m| k as u64 >= m) {
-                                    return None;
-                                }
-                                Some((k + 1).min(kmax - 1))
-                            };
-                            for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
-                                let Some(add) = add else { continue };
-                                let next = if distinct && a == 1 { Some(k) } else { emit_k(k) };
-                                if let Some(k2) = next {
-                                    alts.push(Expr::Seq(vec![
-                                        with_lead(add.clone()),
-                                        Expr::Rule(id(i, true, k2, amax - 1, wit(is))),
-                                    ]));
-                                }
+                    for w in 0..wmax {
+                        let wit = |is: bool| if is { wmax - 1 } else { w };
+                        let with_lead = |e: Expr| l.item(!s, e);
+                        let mut alts = Vec::new();
+                        for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
+                            let Some(add) = add else { continue };
+                            if let Some(k2) = emit_k(k) {
+                                alts.push(Expr::Seq(vec![
+                                    with_lead(add.clone()),
+                                    Expr::Rule(id(i, true, k2, wit(is))),
+                                ]));
                             }
-                            if i < n {
-                                let (m, req, is) = &self.members[i];
-                                if let Some(k2) = emit_k(k) {
-                                    alts.push(Expr::Seq(vec![
-                                        with_lead(m.clone()),
-                                        Expr::Rule(id(i + 1, true, k2, a, wit(*is))),
-                                    ]));
-                                }
-                                if !req {
-                                    alts.push(Expr::Rule(id(i + 1, s, k, a, w)));
-                                }
-                            } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
-                                alts.push(l.end(s, "}"));
-                            }
-                            c.rules[id(i, s, k, a, w).0 as usize].body = Expr::Alt(alts);
                         }
+                        if i < n {
+                            let (m, req, is) = &self.members[i];
+                            if let Some(k2) = emit_k(k) {
+                                alts.push(Expr::Seq(vec![
+                                    with_lead(m.clone()),
+                                    Expr::Rule(id(i + 1, true, k2, wit(*is))),
+                                ]));
+                            }
+                            if !req {
+                                alts.push(Expr::Rule(id(i + 1, s, k, w)));
+                            }
+                        } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
+                            alts.push(l.end(s, "}"));
+                        }
+                        c.rules[id(i, s, k, w).0 as usize].body = Expr::Alt(alts);
                     }
                 }
             }
         }
-        Expr::Rule(id(0, false, 0, 0, 0))
+        Expr::Rule(id(0, false, 0, 0))
     }
 }
 

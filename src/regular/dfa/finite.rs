@@ -72,6 +72,98 @@ impl Dfa {
         Ok(Dfa::from_rows(classes, stride, trans, accept, StateId(1)))
     }
 
+    /// The strings of the language in byte order, where it is finite and has at most `max`
+    /// of them, none longer than `max_len` bytes; `None` otherwise (a cycle among live states,
+    /// more or longer strings) and for a count computed on the fly. Every live state leads to
+    /// acceptance, so the search visits at most `max * max_len` states.
+    pub fn strings(&self, max: usize, max_len: usize) -> Option<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        if self.counter.is_some() {
+            return None;
+        }
+        if self.start == StateId::DEAD {
+            return Some(out);
+        }
+        let mut on_path = vec![false; self.state_count()];
+        let mut word = Vec::new();
+        self.collect_strings(self.start, (max, max_len), &mut on_path, &mut word, &mut out).then_some(out)
+    }
+
+    /// [`strings`](Dfa::strings) from `s` after `word`: false where the language is too large.
+    fn collect_strings(
+        &self,
+        s: StateId,
+        (max, max_len): (usize, usize),
+        on_path: &mut [bool],
+        word: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> bool {
+        if self.is_accepting(s) {
+            if out.len() == max {
+                return false;
+            }
+            out.push(word.clone());
+        }
+        if !self.can_continue(s) {
+            return true;
+        }
+        if word.len() == max_len {
+            return false;
+        }
+        on_path[s.index()] = true;
+        for b in 0..=255u8 {
+            let t = self.next(s, b);
+            if t == StateId::DEAD {
+                continue;
+            }
+            if on_path[t.index()] {
+                return false;
+            }
+            word.push(b);
+            let fits = self.collect_strings(t, (max, max_len), on_path, word, out);
+            word.pop();
+            if !fits {
+                return false;
+            }
+        }
+        on_path[s.index()] = false;
+        true
+    }
+
+    /// Does some live state that can read more have only finitely many ways to an end (no
+    /// cycle within its reach)? Then a prefix can run out of completions: an output that must
+    /// avoid some of them can be stuck after it. False where every prefix that can go on has
+    /// endless completions (`"` any-string `"` but for the closing quote). A count computed on
+    /// the fly bounds the length: true. Kahn's order backwards: a state whose live successors
+    /// are all settled has a finite future.
+    pub fn has_finite_tail(&self) -> bool {
+        if self.counter.is_some() {
+            return true;
+        }
+        let n = self.state_count();
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut out = vec![0u32; n];
+        for (s, row) in self.trans.chunks(self.stride).enumerate().skip(1) {
+            for &t in row.iter().filter(|&&t| t != StateId::DEAD) {
+                edges.push((t.0, s as u32));
+                out[s] += 1;
+            }
+        }
+        let reverse = super::Reverse::new(n, &edges);
+        let mut settled: Vec<u32> = (1..n as u32).filter(|&s| out[s as usize] == 0).collect();
+        let mut i = 0;
+        while let Some(&t) = settled.get(i) {
+            i += 1;
+            for &p in reverse.preds(StateId(t)) {
+                out[p as usize] -= 1;
+                if out[p as usize] == 0 {
+                    settled.push(p);
+                }
+            }
+        }
+        settled.iter().any(|&s| self.can_continue(StateId(s)))
+    }
+
     /// Is the language prefix-free and without the empty string (no accepted string is a
     /// proper prefix of another): no accepting state reads anything more, and the start does
     /// not accept. What [`splice`](Dfa::splice) needs of its first part.

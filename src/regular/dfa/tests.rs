@@ -816,3 +816,44 @@ fn common_classes_refine_every_dfa() {
         }
     }
 }
+
+#[test]
+fn the_strings_of_a_small_finite_language() {
+    let strings = |re: &str, max: usize| dfa(re).strings(max, 16);
+    let v = |xs: &[&str]| Some(xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>());
+    assert_eq!(strings("b|a|ab|", 8), v(&["", "a", "ab", "b"]));
+    assert_eq!(strings("[ab]", 2), v(&["a", "b"]));
+    assert_eq!(strings("[ab]", 1), None);
+    assert_eq!(strings("x[ab]{2}", 4), v(&["xaa", "xab", "xba", "xbb"]));
+    assert_eq!(strings("a+", 64), None, "infinite");
+    assert_eq!(strings("b|(xa)*", 64), None, "infinite past a branch");
+    assert_eq!(strings("a{17}", 64), None, "longer than allowed");
+    assert_eq!(strings(r"[^\s\S]", 4), v(&[]));
+    // Against brute force over short words of the alphabet.
+    for re in ["(ab|a)(c|)", "a?b?c?", "(xy|x)(yz|z)"] {
+        let d = dfa(re);
+        let mut brute: Vec<Vec<u8>> =
+            words(b"abcxyz", 4).into_iter().filter(|w| d.is_accepting(d.run(d.start(), w))).collect();
+        brute.sort();
+        assert_eq!(d.strings(64, 16), Some(brute), "{re}");
+    }
+}
+
+#[test]
+fn a_finite_tail_is_a_prefix_with_few_completions() {
+    for (re, tail) in [
+        ("a+", false),
+        ("[ab]*", false),
+        ("a", true),
+        ("(xyz|c+)", true),
+        ("(xy|c)+", false),
+        ("c+(xyz)?", true),
+        ("c*x", false),
+        ("", false),
+    ] {
+        assert_eq!(dfa(re).has_finite_tail(), tail, "{re}");
+    }
+    let quoted = |l: Lexeme| Dfa::from_lexeme(&l, DfaLimits::default()).unwrap();
+    let any_key = Lexeme::Regex(crate::regular::regex::parse(r#""[a-z]*""#).unwrap());
+    assert!(!quoted(any_key).has_finite_tail(), "only the closing quote ends, and it reads nothing more");
+}
