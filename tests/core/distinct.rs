@@ -37,20 +37,29 @@ fn compiled(env: &Arc<VocabEnv>, schema: &Value) -> Arc<Compiled> {
     Compiled::new(env, &Constraint::JsonSchema(schema.clone(), JsonSchemaOptions::default())).unwrap()
 }
 
-#[test]
-fn random_samples_of_sets_are_valid_on_every_tokenizer() {
+/// Random samples of each schema on every real tokenizer, `seeds` per schema, each valid (by
+/// the `jsonschema` crate); `also` sees each sample's text and value (and says where).
+fn valid_samples(schemas: &[Value], seeds: u64, max_tokens: usize, also: impl Fn(&str, &Value, &str)) {
     for (name, vocab) in real_vocabs() {
         let env = real_env(vocab);
-        for schema in sets() {
-            let c = compiled(&env, &schema);
-            let validator = jsonschema::validator_for(&schema).unwrap();
-            for seed in 0..6 {
-                let out = random_sample(&c, seed, 400).unwrap_or_else(|e| panic!("{name} seed {seed} {schema}: {e}"));
-                let v: Value = serde_json::from_str(&out.text()).unwrap();
-                assert!(validator.is_valid(&v), "{name} seed {seed}: {} is not valid against {schema}", out.text());
+        for schema in schemas {
+            let c = compiled(&env, schema);
+            let validator = jsonschema::validator_for(schema).unwrap();
+            for seed in 0..seeds {
+                let at = format!("{name} seed {seed} {schema}");
+                let out = random_sample(&c, seed, max_tokens).unwrap_or_else(|e| panic!("{at}: {e}"));
+                let text = out.text();
+                let v: Value = serde_json::from_str(&text).unwrap();
+                assert!(validator.is_valid(&v), "{at}: {text} is not valid");
+                also(&text, &v, &at);
             }
         }
     }
+}
+
+#[test]
+fn random_samples_of_sets_are_valid_on_every_tokenizer() {
+    valid_samples(&sets(), 6, 400, |_, _, _| {});
 }
 
 /// Objects whose additional keys must be distinct for a count (`minProperties` above the named
@@ -72,22 +81,10 @@ fn counted_keys() -> Vec<Value> {
 
 #[test]
 fn random_samples_of_counted_keys_are_valid_on_every_tokenizer() {
-    for (name, vocab) in real_vocabs() {
-        let env = real_env(vocab);
-        for schema in counted_keys() {
-            let c = compiled(&env, &schema);
-            let validator = jsonschema::validator_for(&schema).unwrap();
-            for seed in 0..4 {
-                let out = random_sample(&c, seed, 800).unwrap_or_else(|e| panic!("{name} seed {seed} {schema}: {e}"));
-                let text = out.text();
-                let v: Value = serde_json::from_str(&text).unwrap();
-                assert!(validator.is_valid(&v), "{name} seed {seed}: {text} is not valid against {schema}");
-                // No key twice (serde_json keeps the last copy: count the members as written).
-                let written = top_level_keys(&text);
-                assert_eq!(written.len(), v.as_object().unwrap().len(), "{name} seed {seed}: {text}");
-            }
-        }
-    }
+    valid_samples(&counted_keys(), 4, 800, |text, v, at| {
+        // No key twice (serde_json keeps the last copy: count the members as written).
+        assert_eq!(top_level_keys(text).len(), v.as_object().unwrap().len(), "{at}: {text}");
+    });
 }
 
 /// The keys of a JSON object as written, repeats included.
