@@ -432,12 +432,12 @@ fn schema_leaf() -> impl Strategy<Value = Value> {
 fn schema_structured() -> impl Strategy<Value = Value> {
     let schema = schema_leaf().prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
-            (vec((prop_oneof![Just("a"), Just("b"), Just("c")], inner.clone()), 0..3), any::<u8>(), prop_oneof![Just(json!(true)), Just(json!(false)), inner.clone()])
-                .prop_map(|(props, req, extra)| {
+            (vec((prop_oneof![Just("a"), Just("b"), Just("c")], inner.clone()), 0..3), any::<u8>(), prop_oneof![Just(json!(true)), Just(json!(false)), inner.clone()], 0u64..4)
+                .prop_map(|(props, req, extra, min)| {
                     let names: Vec<&str> = props.iter().map(|(n, _)| *n).collect();
                     let required: Vec<&str> = names.iter().enumerate().filter(|(i, _)| req >> i & 1 == 1).map(|(_, n)| *n).collect();
                     let props: serde_json::Map<String, Value> = props.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
-                    json!({"type": "object", "properties": props, "required": required, "additionalProperties": extra, "maxProperties": 4})
+                    json!({"type": "object", "properties": props, "required": required, "additionalProperties": extra, "minProperties": min, "maxProperties": 4})
                 }),
             (inner.clone(), 0u64..3, 0u64..3, any::<bool>())
                 .prop_map(|(items, a, b, u)| json!({"type": "array", "items": items, "minItems": a, "maxItems": a + b, "uniqueItems": u})),
@@ -448,7 +448,9 @@ fn schema_structured() -> impl Strategy<Value = Value> {
             vec(inner.clone(), 1..3).prop_map(|v| json!({"allOf": v})),
             inner.clone().prop_map(|v| json!({"not": v})),
             (inner.clone(), inner.clone()).prop_map(|(i, t)| json!({"if": i, "then": t})),
-            inner.clone().prop_map(|v| json!({"type": "object", "additionalProperties": v, "maxProperties": 2, "propertyNames": {"pattern": "^[ab]{1,2}$"}})),
+            // Keys few enough to spell out, and keys that can run out part-way (looked ahead from).
+            (inner.clone(), prop_oneof![Just("^[ab]{1,2}$"), Just("^[a-z]{1,2}$")], 0u64..3)
+                .prop_map(|(v, keys, min)| json!({"type": "object", "additionalProperties": v, "minProperties": min, "maxProperties": 2, "propertyNames": {"pattern": keys}})),
         ]
     });
     let defs = prop_oneof![
