@@ -264,6 +264,25 @@ fn constrained_output_with_small_max_tokens_still_matches() {
     assert!(err.to_string().contains("(the shortest found takes 2 tokens)"), "{err}");
 }
 
+/// Where the grammar's shortest output fits but repeats items that must be distinct, the error
+/// says so rather than naming a count that fits (`["","",""]` is 10 tokens of the embedded
+/// vocabulary; three distinct strings need 11).
+#[test]
+fn too_small_for_distinct_items_says_why() {
+    let v = Arc::new(Vocab::embedded());
+    let env = VocabEnv::new(v.clone());
+    let schema = serde_json::json!({"type": "array", "items": {"type": "string"}, "minItems": 3, "uniqueItems": true});
+    let c = Compiled::new(&env, &Constraint::JsonSchema(schema, Default::default())).unwrap();
+    let shortest = c.matcher().min_tokens_to_finish().unwrap() as usize;
+    let err = generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut c.matcher()), &[], &greedy(shortest))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("the shortest the grammar allows takes {shortest} tokens")), "{err}");
+    assert!(err.contains("distinct"), "{err}");
+    let out = generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut c.matcher()), &[], &greedy(shortest + 1));
+    assert!(out.is_ok(), "{out:?}");
+}
+
 #[test]
 fn the_budget_steers_into_the_short_branch() {
     let v = letters();

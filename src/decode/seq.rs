@@ -102,7 +102,12 @@ impl<'v> Ctx<'v> {
             return Err(Error::param("the constraint matches no output at all (from this point)"));
         }
         // The error path: the count costs a search, once. Without one the search gave up.
+        // A shortest count that fits is the grammar's: items or keys that must be distinct
+        // (which no grammar can count) took the rest.
         let shortest = match m.min_tokens_to_finish() {
+            Some(n) if n as usize <= self.max_tokens => format!(
+                " (the shortest the grammar allows takes {n} tokens, but none that fits keeps its items or keys distinct)"
+            ),
             Some(n) => format!(" (the shortest found takes {n} tokens)"),
             None => String::new(),
         };
