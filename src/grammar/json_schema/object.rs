@@ -93,11 +93,12 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
             members.push((name, value, false));
         }
     }
-    // A key that can run out of completions part-way (see `Mark::DistinctKeys`).
+    // A key that can run out of completions part-way (see `Mark::DistinctKeys`); asked only
+    // where the keys are kept distinct.
     let mut look_ahead = false;
-    for (key, ..) in &regions {
+    for (key, ..) in regions.iter().filter(|_| keep_distinct) {
         if let Expr::Lexeme(key) = key {
-            look_ahead |= Dfa::shared(key, c.limits)?.has_finite_tail();
+            look_ahead = look_ahead || Dfa::shared(key, c.limits)?.has_finite_tail();
         }
     }
     for (key, schema, at, wit) in regions {
