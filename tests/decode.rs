@@ -273,14 +273,21 @@ fn too_small_for_distinct_items_says_why() {
     let env = VocabEnv::new(v.clone());
     let schema = serde_json::json!({"type": "array", "items": {"type": "string"}, "minItems": 3, "uniqueItems": true});
     let c = Compiled::new(&env, &Constraint::JsonSchema(schema, Default::default())).unwrap();
+    // The grammar alone allows `["","",""]`; three distinct strings take a token more. The
+    // shortest count is of outputs that keep them distinct (what `strictly check` reports).
     let shortest = c.matcher().min_tokens_to_finish().unwrap() as usize;
-    let err = generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut c.matcher()), &[], &greedy(shortest))
+    let grammar = c.matcher().grammar_tokens_to_finish().unwrap() as usize;
+    assert!(grammar < shortest, "{grammar} {shortest}");
+    let err = generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut c.matcher()), &[], &greedy(shortest - 1))
         .unwrap_err()
         .to_string();
-    assert!(err.contains(&format!("the shortest the grammar allows takes {shortest} tokens")), "{err}");
+    assert!(err.contains(&format!("the shortest found takes {shortest} tokens")), "{err}");
+    assert!(err.contains(&format!("the grammar alone allows {grammar}")), "{err}");
     assert!(err.contains("distinct"), "{err}");
-    let out = generate(&mut RandomLogits::new(v.len(), 0), &v, Some(&mut c.matcher()), &[], &greedy(shortest + 1));
-    assert!(out.is_ok(), "{out:?}");
+    for seed in 0..4 {
+        let out = generate(&mut RandomLogits::new(v.len(), seed), &v, Some(&mut c.matcher()), &[], &greedy(shortest));
+        assert!(out.is_ok(), "{out:?}");
+    }
 }
 
 #[test]

@@ -684,6 +684,9 @@ impl Walker<'_> {
     /// below the walk (`base_rows`), the row does not depend on the speculative rows above
     /// them, so it is built once per set of ending lexemes and pasted afterwards.
     fn boundary_row(&mut self) -> u32 {
+        if let Some(row) = self.chart.built_before() {
+            return row;
+        }
         let accepted = self.chart.accepted();
         if !accepted.iter().all(|&(_, o)| o < self.base_rows) {
             return self.chart.row_from_accepted(self.cfg);
@@ -709,7 +712,7 @@ impl TrieVisitor for Walker<'_> {
         let mark = self.chart.len();
         let boundary = if self.chart.step(self.cfg, &mut self.buf, start..end, byte) {
             let row = self.boundary_row();
-            self.chart.start_scans(self.cfg, row, &mut self.buf);
+            self.chart.start_new_scans(self.cfg, row, &mut self.buf, end);
             Some(row)
         } else {
             None

@@ -7,7 +7,9 @@
 //! new row (all lexemes ending at the same byte go into the same row), which is closed under
 //! prediction and completion; the new row then starts fresh scans for every terminal it expects.
 //! The scan also continues, since the lexeme may go on: every split is considered, so the
-//! language is exactly the grammar's.
+//! language is exactly the grammar's. Where the same lexemes (terminal and origin alike) end
+//! at a later byte, the row they built last is taken again instead of a copy of it (free text
+//! before a marker may end at every byte: one row, not one per byte).
 //!
 //! Rows are `u32` indices into the chart; an [`Item`] is a [`ProdId`], a dot and an origin
 //! row. Finish costs (fewest usable bytes to finish, per row and symbol, computed lazily) are
@@ -15,6 +17,8 @@
 //!
 //! Invariants:
 //! - Row 0 is the initial row (prediction of `⊤ → • start`); a row only refers to earlier rows.
+//! - A row is a function of the lexemes that built it (and the rows before it), not of the
+//!   byte they ended at: so a row reused for a later byte reads on as a new one would.
 //! - The chart is a stack: speculative rows (built while walking the token trie) are removed by
 //!   [`Chart::truncate`] to a [`ChartLen`] taken before them, cost tables included.
 //! - A row is accepting iff it holds `⊤ → start •` with origin 0.
@@ -91,6 +95,9 @@ pub struct Chart {
     seeds: Vec<Item>,
     /// Set when a row hit `Cfg::max_row_items` (and was made dead); see `take_overflow`.
     overflow: bool,
+    /// The ending lexemes the last row built from them was built from, and that row (see
+    /// [`row_from_accepted`](Self::row_from_accepted)); cleared where that row goes.
+    last_built: Option<(Vec<(TermId, u32)>, u32)>,
 }
 
 impl ChartLen {
@@ -131,6 +138,7 @@ impl Chart {
     /// e.g. a row built from lexemes that all started in rows that are still there: building
     /// it again would give the same items in the same order.
     pub fn paste_row(&mut self, c: &RowCopy) -> u32 {
+        self.last_built = None;
         let row = self.rows.len() as u32;
         let items_start = self.items.len() as u32;
         self.rows.push(Row {
@@ -165,6 +173,7 @@ impl Chart {
             accepted: Vec::new(),
             seeds: Vec::new(),
             overflow: false,
+            last_built: None,
         };
         c.seeds.push(Item { prod: ProdId::TOP, dot: 0, origin: 0 });
         c.close_row(cfg);
@@ -181,6 +190,9 @@ impl Chart {
     }
 
     pub fn truncate(&mut self, to: ChartLen) {
+        if self.last_built.as_ref().is_some_and(|&(_, r)| r >= to.rows) {
+            self.last_built = None;
+        }
         self.rows.truncate(to.rows as usize);
         self.costs.iter_mut().for_each(|c| c.truncate(to.rows as usize));
         self.costs_upto.iter_mut().for_each(|u| *u = (*u).min(to.rows));
@@ -207,7 +219,6 @@ impl Chart {
         &self.items[start..end]
     }
 
-    /// The terminals row `r` expects next.
     /// The items of the rows from `from` on, as words, each row after a `u32::MAX` (positions
     /// reached from one committed position by different tokens are the same parse state
     /// exactly when these and their scans agree; see `CfgRun::state_key`).
@@ -262,6 +273,7 @@ impl Chart {
         }
     }
 
+    /// The terminals row `r` expects next.
     pub fn expects(&self, r: u32) -> &[TermId] {
         let start = self.rows[r as usize].expects_start as usize;
         let end = self.rows.get(r as usize + 1).map_or(self.expects.len(), |n| n.expects_start as usize);
@@ -296,6 +308,33 @@ impl Chart {
             let start = dfa.start();
             if start != StateId::DEAD && dfa.can_continue(start) {
                 out.push(Scan { term: t, state: start, origin: r });
+            }
+        }
+    }
+
+    /// The row still in the chart that the lexemes ending at the last [`step`](Self::step)
+    /// built before (see [`row_from_accepted`](Self::row_from_accepted)), if any.
+    pub fn built_before(&self) -> Option<u32> {
+        match &self.last_built {
+            Some((a, r)) if *a == self.accepted && (*r as usize) < self.rows.len() => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// [`start_scans`](Self::start_scans), but for scans already among `out[from..]` (a row
+    /// reused by [`row_from_accepted`](Self::row_from_accepted): a scan it started earlier may
+    /// be back in its start state).
+    pub fn start_new_scans(&self, cfg: &Cfg, r: u32, out: &mut Vec<Scan>, from: usize) {
+        let end = out.len();
+        self.start_scans(cfg, r, out);
+        if out[from..end].iter().any(|s| s.origin == r) {
+            let mut k = end;
+            while k < out.len() {
+                if out[from..end].contains(&out[k]) {
+                    out.swap_remove(k);
+                } else {
+                    k += 1;
+                }
             }
         }
     }
@@ -387,11 +426,12 @@ impl Chart {
     /// Advances the scans `buf[range]` by `byte`, appending the survivors to `buf`; if a lexeme
     /// may end here, builds the new row and appends its fresh scans too. Returns that row.
     pub fn advance(&mut self, cfg: &Cfg, buf: &mut Vec<Scan>, range: std::ops::Range<usize>, byte: u8) -> Option<u32> {
+        let survivors = range.end;
         if !self.step(cfg, buf, range, byte) {
             return None;
         }
         let row = self.row_from_accepted(cfg);
-        self.start_scans(cfg, row, buf);
+        self.start_new_scans(cfg, row, buf, survivors);
         Some(row)
     }
 
@@ -432,8 +472,18 @@ impl Chart {
 
     /// The parser half of [`advance`](Self::advance): builds the row that the lexemes ending at
     /// the last [`step`](Self::step) lead to (its fresh scans are not started).
+    ///
+    /// Where the same lexemes (terminal and origin alike) ended at an earlier byte and built a
+    /// row that is still there, that row is the answer: built again it would hold the same
+    /// items (its seeds come from the origin rows, its closure from rows before it), so the
+    /// parse goes on from it alike. Free text before a marker (`…</think>`, text then an
+    /// optional tool call) may end at every byte: one row for all of them, not one per byte,
+    /// so the positions after tokens of different lengths are the same parse state.
     pub fn row_from_accepted(&mut self, cfg: &Cfg) -> u32 {
         debug_assert!(self.seeds.is_empty());
+        if let Some(r) = self.built_before() {
+            return r;
+        }
         let accepted = std::mem::take(&mut self.accepted);
         for &(t, o) in &accepted {
             for k in self.waiting_on(o, Sym::T(t)) {
@@ -441,8 +491,18 @@ impl Chart {
                 self.seeds.push(Item { prod: w.prod, dot: w.dot + 1, origin: w.origin });
             }
         }
+        let row = self.close_row(cfg);
+        // (A row the item limit made dead is not reused: its overflow must be seen each time.)
+        self.last_built = match self.last_built.take() {
+            _ if self.overflow => None,
+            Some((mut a, _)) => {
+                a.clone_from(&accepted);
+                Some((a, row))
+            }
+            None => Some((accepted.clone(), row)),
+        };
         self.accepted = accepted;
-        self.close_row(cfg)
+        row
     }
 
     /// Fewest usable bytes that finish the parse from a position with these scans and

@@ -75,6 +75,10 @@ pub struct Matcher {
 
 mod confirm;
 mod descent;
+
+/// Maps and sets keyed by parse-state keys (long `Vec<u32>`s, hashed eight bytes a step).
+type KeyMap<V> = std::collections::HashMap<Vec<u32>, V, crate::regular::FxWordsBuild>;
+type KeySet = std::collections::HashSet<Vec<u32>, crate::regular::FxWordsBuild>;
 #[cfg(test)]
 mod exact_tests;
 mod join;
@@ -499,9 +503,16 @@ impl Matcher {
     /// constraint; for a context-free one the least of the count, the witness, the descent
     /// (the count's choices spelled across lexemes) and, up to 12 tokens (`MAX_SEARCH_TOKENS`),
     /// the search's answer; where that search did not settle it, the deep search's, asked for
-    /// one token fewer a few times (`MAX_DEEP_STEPS`, each within its work). `None` if it
-    /// cannot be finished (after EOS: `Some(0)`).
+    /// one token fewer a few times (`MAX_DEEP_STEPS`, each within its work). Where items or
+    /// keys must be distinct (a grammar with marks: no search, and a count blind to repeats),
+    /// the shorter of the ways shown that keep them distinct (the witness, a descent through
+    /// the repeats' check): an upper bound that fits, never the grammar's count below it that
+    /// repeats an item; the count only where neither shows a way. `None` if it cannot be
+    /// finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
+        if let Some(d) = self.min_tokens_distinct() {
+            return Some(d);
+        }
         let d = match (&mut self.run, &self.compiled.backend) {
             (Run::Dfa(stack), Backend::Dfa { dfa, finish_tokens }) => {
                 let s = *stack.last().expect("never empty");
@@ -541,6 +552,34 @@ impl Matcher {
             }
         }
         (d != UNREACHABLE).then_some(d)
+    }
+
+    /// [`min_tokens_to_finish`](Self::min_tokens_to_finish) where items or keys must be
+    /// distinct: the shorter of the witness and the marked descent, each a way the matcher
+    /// committed through the repeats' check. `None` for a grammar without marks, or where
+    /// neither way is shown (the count then answers).
+    fn min_tokens_distinct(&mut self) -> Option<u32> {
+        let (Run::Cfg(_), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return None };
+        if !cfg.has_marks {
+            return None;
+        }
+        if self.is_accepting() || self.is_ended() {
+            return Some(0);
+        }
+        let witness = self.witness().map(|w| w.len() as u32);
+        let descent = self.descent_path_marked().map(|p| p.len() as u32);
+        witness.into_iter().chain(descent).min()
+    }
+
+    /// The lexeme-by-lexeme count of the tokens that finish the output (blind to items that
+    /// must be distinct; see [`min_tokens_to_finish`](Self::min_tokens_to_finish)), `None`
+    /// for a regular constraint or one that cannot finish.
+    pub fn grammar_tokens_to_finish(&mut self) -> Option<u32> {
+        match (&mut self.run, &self.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) => Some(c.finish_cost(cfg, &self.compiled.env)),
+            _ => None,
+        }
+        .filter(|&d| d != UNREACHABLE)
     }
 
     /// Can the output be finished within `n` more tokens, as a budgeted mask counts them

@@ -239,7 +239,8 @@ impl Compiled {
     /// the token search's bound, see `token_dist`); for a context-free one the smaller of the
     /// lexeme-by-lexeme count (an upper bound: a token that straddles two lexemes is not counted
     /// as one), the witness (a completion spelled in tokens, checked by committing it) and,
-    /// when few tokens finish, the exact search over token sequences.
+    /// when few tokens finish, the exact search over token sequences. Where items or keys must
+    /// be distinct, the shortest way shown that keeps them so (a budget that fits).
     pub fn min_tokens(self: &Arc<Self>) -> Option<u32> {
         self.matcher().min_tokens_to_finish()
     }

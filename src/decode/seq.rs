@@ -102,9 +102,14 @@ impl<'v> Ctx<'v> {
             return Err(Error::param("the constraint matches no output at all (from this point)"));
         }
         // The error path: the count costs a search, once. Without one the search gave up.
-        // A shortest count that fits is the grammar's: items or keys that must be distinct
-        // (which no grammar can count) took the rest.
+        // Where items or keys must be distinct the grammar alone (which cannot count repeats)
+        // may allow fewer tokens than any output that keeps them distinct: both are said.
+        let grammar = m.grammar_tokens_to_finish();
         let shortest = match m.min_tokens_to_finish() {
+            Some(n) if grammar.is_some_and(|g| g < n && g as usize <= self.max_tokens) => format!(
+                " (the shortest found takes {n} tokens; the grammar alone allows {}, but only by repeating items or keys that must be distinct)",
+                grammar.unwrap_or(n)
+            ),
             Some(n) if n as usize <= self.max_tokens => format!(
                 " (the shortest the grammar allows takes {n} tokens, but none that fits keeps its items or keys distinct)"
             ),

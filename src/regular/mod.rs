@@ -25,5 +25,5 @@ pub mod lexeme;
 pub mod regex;
 
 pub use dfa::{CountedBase, Dfa, DfaLimits, Distances, StateId, UNREACHABLE};
-pub(crate) use fxhash::FxBuild;
+pub(crate) use fxhash::{FxBuild, FxWordsBuild};
 pub use lexeme::Lexeme;

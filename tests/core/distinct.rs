@@ -87,6 +87,29 @@ fn random_samples_of_counted_keys_are_valid_on_every_tokenizer() {
     });
 }
 
+/// `min_tokens` where items or keys must be distinct is a budget that fits (the grammar's own
+/// count, blind to repeats, said 10 for three distinct strings on the embedded vocabulary,
+/// where every output within 10 tokens repeats one): random samples under exactly that budget
+/// are complete and valid, on every tokenizer.
+#[test]
+fn min_tokens_with_distinct_items_is_a_budget_that_fits_on_every_tokenizer() {
+    let schemas = [&sets()[..], &counted_keys()[..2], &counted_keys()[3..]].concat();
+    for (name, vocab) in real_vocabs() {
+        let env = real_env(vocab);
+        for schema in &schemas {
+            let c = compiled(&env, schema);
+            let least = c.min_tokens().unwrap_or_else(|| panic!("{name} {schema}: no min_tokens")) as usize;
+            let validator = jsonschema::validator_for(schema).unwrap();
+            for seed in 0..2 {
+                let at = format!("{name} seed {seed} {schema}, {least} tokens");
+                let out = random_sample(&c, seed, least).unwrap_or_else(|e| panic!("{at}: {e}"));
+                let v: Value = serde_json::from_str(&out.text()).unwrap();
+                assert!(validator.is_valid(&v), "{at}: {} is not valid", out.text());
+            }
+        }
+    }
+}
+
 /// The keys of a JSON object as written, repeats included.
 fn top_level_keys(text: &str) -> Vec<String> {
     struct Keys;

@@ -44,6 +44,13 @@ impl CfgRun {
         containers.map(|r| r.len()).max().unwrap_or(0)
     }
 
+    /// The most items finished in one list the reader has in reach (0 with none): how many
+    /// values a new item may have to try before one is not a repeat (see the witness's
+    /// `Siblings`).
+    pub fn most_items_in_reach(&self) -> usize {
+        self.pos().distinct.reach().iter().map(|l| l.list.keys().len()).max().unwrap_or(0)
+    }
+
     /// The tokens of `mask` made of [plain](is_plain) bytes (and, with `no_bracket`, no `[`)
     /// that keep some current lexemes going with no lexeme ending anywhere in them, grouped by
     /// the lexer states they reach: the tokens of one group reach one parse state (the chart

@@ -310,6 +310,25 @@ impl CfgRun {
         (key, state)
     }
 
+    /// Words that two positions reached from the position where the chart had size `from`
+    /// share where the same bytes finish both, as far as keeping items distinct goes: the
+    /// parse state, the reader's [`unordered_key`](crate::automaton::distinct::Distinct::unordered_key)
+    /// and the output's last bytes (as many as the longest marked literal). `None` where the
+    /// reader is inside a value (between items, orders of the same items meet again; inside
+    /// one, the key would cost more than it saves).
+    pub fn between_items_key(&self, cfg: &Cfg, from: ChartLen) -> Option<Vec<u32>> {
+        let d = &self.pos().distinct;
+        if !matches!(d.place(), Place::Between | Place::Idle) {
+            return None;
+        }
+        let mut key = self.state_key(from);
+        key.push(u32::MAX);
+        d.unordered_key(&self.text, &mut key);
+        let longest = cfg.after_literals.iter().map(|l| l.len()).max().unwrap_or(0);
+        key.extend(self.text[self.text.len().saturating_sub(longest)..].iter().map(|&b| u32::from(b)));
+        Some(key)
+    }
+
     /// Did the last mask take out tokens for repeating an earlier item (see
     /// [`filter_repeats`](Self::filter_repeats))?
     pub fn refused_repeats(&self) -> bool {

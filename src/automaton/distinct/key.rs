@@ -41,10 +41,6 @@ fn addr(item: &std::sync::Arc<[u8]>) -> usize {
 impl Distinct {
     /// Appends the key of this reader after the output `text` to `out` (see the module doc).
     pub(in crate::automaton) fn key(&self, text: &[u8], old: &Old, out: &mut Vec<u32>) {
-        let bytes = |out: &mut Vec<u32>, b: &[u8]| {
-            out.push(b.len() as u32);
-            out.extend(b.iter().map(|&b| u32::from(b)));
-        };
         let list = |out: &mut Vec<u32>, l: &List| {
             out.push(l.keys.len() as u32);
             for item in l.keys.iter().chain(&l.raws) {
@@ -55,6 +51,26 @@ impl Distinct {
                 }
             }
         };
+        self.key_with(text, out, list);
+    }
+
+    /// A key for what the reader accepts and refuses from here, blind to the order of each
+    /// list's finished items: their canonical forms, sorted. Two readers with equal keys
+    /// refuse the same repeats, though the look-ahead that steers masks away from one (the raw
+    /// forms) may differ; what the witness search remembers its dead ends by (an order of
+    /// distinct items found unable to finish is not tried again in another order).
+    pub(in crate::automaton) fn unordered_key(&self, text: &[u8], out: &mut Vec<u32>) {
+        let list = |out: &mut Vec<u32>, l: &List| {
+            let mut keys: Vec<&[u8]> = l.keys.iter().map(|k| &k[..]).collect();
+            keys.sort_unstable();
+            out.push(keys.len() as u32);
+            keys.iter().for_each(|k| bytes(out, k));
+        };
+        self.key_with(text, out, list);
+    }
+
+    /// The key, each list written by `list`.
+    fn key_with(&self, text: &[u8], out: &mut Vec<u32>, list: impl Fn(&mut Vec<u32>, &List)) {
         let since = |start: u32| &text[(start as usize).min(text.len())..];
         for l in &self.after {
             list(out, l);
@@ -92,4 +108,10 @@ impl Distinct {
             }
         }
     }
+}
+
+/// Appends `b` to a key: its length, then its bytes.
+fn bytes(out: &mut Vec<u32>, b: &[u8]) {
+    out.push(b.len() as u32);
+    out.extend(b.iter().map(|&b| u32::from(b)));
 }

@@ -34,10 +34,11 @@
 //!
 //! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::iter::once;
 
 use super::witness::AfterKey;
+use super::KeyMap;
 use super::{allow_first, Backend, Matcher, Run};
 use crate::automaton::distinct::unescape_all;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
@@ -104,10 +105,10 @@ impl Matcher {
         let texts: Vec<TokenId> =
             judged.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !kept.contains(t)).collect();
         let old = self.old_items();
-        let mut known: HashMap<Vec<u32>, bool> = HashMap::new();
+        let mut known: KeyMap<bool> = KeyMap::default();
         // The last witness found per parse state, replayed first where the reader differs
         // (most often only in the items it finished): committing it checks it.
-        let mut found: HashMap<Vec<u32>, Vec<TokenId>> = HashMap::new();
+        let mut found: KeyMap<Vec<TokenId>> = KeyMap::default();
         let (mut searched, mut work) = (0, MAX_CONFIRM_WORK);
         for (i, t) in texts.into_iter().enumerate() {
             let fits = i < MAX_KEYED

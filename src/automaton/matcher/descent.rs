@@ -43,9 +43,9 @@
 //! found it (witness included); what it finds is a function of the parse state alone (its
 //! work is its own), so the fast and the reference mask agree.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::KeyMap;
 use super::{Backend, Matcher, Run};
 use crate::automaton::earley::ChartLen;
 use crate::regular::UNREACHABLE;
@@ -218,7 +218,7 @@ impl Matcher {
 /// whichever descent comes first.
 pub(super) struct DescentMemo {
     root: ChartLen,
-    rest: HashMap<Vec<u32>, Arc<[TokenId]>>,
+    rest: KeyMap<Arc<[TokenId]>>,
     /// Descents that took their rest from here.
     hits: usize,
 }
@@ -228,7 +228,7 @@ impl DescentMemo {
     /// does not descend).
     pub(super) fn new(m: &Matcher) -> Option<DescentMemo> {
         match &m.run {
-            Run::Cfg(c) if m.descends() => Some(DescentMemo { root: c.chart_len(), rest: HashMap::new(), hits: 0 }),
+            Run::Cfg(c) if m.descends() => Some(DescentMemo { root: c.chart_len(), rest: KeyMap::default(), hits: 0 }),
             _ => None,
         }
     }

@@ -21,8 +21,7 @@
 //! size, so equal keys mean the same ways on (the witness's rest is a way on from the hit). The
 //! matcher is left as it was.
 
-use std::collections::HashMap;
-
+use super::KeyMap;
 use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::CfgRun;
 use crate::automaton::earley::ChartLen;
@@ -46,7 +45,7 @@ pub(super) struct Joins {
     /// The chart's size at the position the witness starts from (what the keys are taken from).
     from: ChartLen,
     /// [`CfgRun::join_key`] of a position on the witness -> the witness's tokens left there.
-    left: HashMap<Vec<u32>, u32>,
+    left: KeyMap<u32>,
     /// The witness's bytes (its first tokens, and [`MAX_JOIN_BYTES`] more where it has them),
     /// and the offsets in them of the keyed positions.
     bytes: Vec<u8>,
@@ -78,7 +77,7 @@ impl Matcher {
         let path = self.witness()?.to_vec();
         let (start, saved) = (self.len(), self.witness.take());
         let vocab = self.compiled.vocab().clone();
-        let (mut left, mut offsets, mut bytes) = (HashMap::new(), Vec::new(), Vec::new());
+        let (mut left, mut offsets, mut bytes) = (KeyMap::default(), Vec::new(), Vec::new());
         for (i, &t) in path.iter().enumerate() {
             if i >= MAX_JOIN_TOKENS {
                 // Bytes to agree with past the last keyed position.

@@ -48,9 +48,8 @@
 //! witness restored); a state is recorded as short only after every way on from it was tried;
 //! `Search::path` holds, last first, the tokens of the way the latest `true` answer found.
 
-use std::collections::{HashMap, HashSet};
-
 use super::{Backend, Matcher, Run};
+use super::{KeyMap, KeySet};
 use crate::automaton::cfg_run::Refused;
 use crate::automaton::earley::ChartLen;
 use crate::vocab::{TokenId, TokenSet};
@@ -87,14 +86,14 @@ pub(super) struct Search {
     /// The position the keys are taken from: an ancestor of every state searched.
     root: ChartLen,
     /// Parse states (keyed from `root`) shown unable to finish within the tokens recorded.
-    short: HashMap<Vec<u32>, u32>,
+    short: KeyMap<u32>,
     /// The work it may still do (at most [`MAX_SEARCH_WORK`], or [`MAX_DEEP_WORK`]).
     pub(super) work: usize,
     /// Deep: a state costs a walk per scan (see [`state_cost`](Search::state_cost)).
     deep: bool,
     /// The lexer states of the parse states it opened
     /// ([`CfgRun::lexer_key`](crate::automaton::cfg_run::CfgRun::lexer_key)).
-    lexers: HashSet<Vec<u32>>,
+    lexers: KeySet,
     /// The way the latest `true` answer found, last token first: the tokens committed down to
     /// where the count settled (and the count's first token there, where a mask showed it).
     path: Vec<TokenId>,
@@ -104,7 +103,7 @@ impl Search {
     /// A search from `root` (the current position), deep or not (its work and costs).
     pub(super) fn new(root: ChartLen, deep: bool) -> Search {
         let work = if deep { MAX_DEEP_WORK } else { MAX_SEARCH_WORK };
-        Search { root, short: HashMap::new(), work, deep, lexers: HashSet::new(), path: Vec::new() }
+        Search { root, short: KeyMap::default(), work, deep, lexers: KeySet::default(), path: Vec::new() }
     }
 
     /// What opening a parse state with `scans` lexemes alive costs: a walk of the vocabulary;
@@ -482,5 +481,46 @@ mod tests {
             assert!(env.budgeted_walks().hits() > hits, "{text}: no walk taken from the kept ones");
             hits = env.budgeted_walks().hits();
         }
+    }
+
+    /// Free text before a marker may end at every byte, and each such end builds the same row
+    /// (the text's lexeme and its origin alike): it is built once and reused, so a long
+    /// reasoning part grows the chart by a few rows, not one per byte, and tokens of any
+    /// length through the text reach the same parse state (one key, one judgement under a
+    /// budget). Before, 2,000 bytes of text built 2,000 rows, and the keys after `hello` and
+    /// `hello world` differed.
+    #[test]
+    fn free_text_reuses_its_row_at_every_byte() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let then = Constraint::JsonSchema(serde_json::json!({"type": "integer"}), JsonSchemaOptions::default());
+        let c = Compiled::new(
+            &env,
+            &Constraint::AfterReasoning { start: None, end: "</think>".into(), header: None, then: Box::new(then) },
+        )
+        .unwrap();
+        let rows = |m: &super::super::Matcher| match &m.run {
+            Run::Cfg(run) => run.chart_len().rows(),
+            Run::Dfa(_) => panic!("context-free"),
+        };
+        let mut m = c.matcher();
+        let start = rows(&m);
+        for _ in 0..100 {
+            m.commit_text(b"Think it over < twice. ", false).unwrap();
+        }
+        assert!(rows(&m) <= start + 4, "{} rows after 2,300 bytes of text", rows(&m) - start);
+        // Tokens of different lengths through the text: one parse state.
+        let key_after = |m: &mut super::super::Matcher, text: &[u8]| {
+            let Run::Cfg(run) = &m.run else { panic!("context-free") };
+            let from = run.chart_len();
+            m.commit_text(text, false).unwrap();
+            let Run::Cfg(run) = &m.run else { panic!("context-free") };
+            let key = run.state_key(from);
+            m.rollback(1).unwrap();
+            key
+        };
+        assert_eq!(key_after(&mut m, b"hello"), key_after(&mut m, b"hello world"));
+        m.commit_text(b"</think>42", false).unwrap();
+        assert!(m.is_accepting());
     }
 }

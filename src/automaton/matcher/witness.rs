@@ -39,11 +39,10 @@
 //! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
 //! tokens after which one is looked for leaves the matcher as it was.
 
-use std::collections::HashMap;
-
 use super::descent::DescentMemo;
 use super::join::Joins;
 use super::search::MAX_SEARCH_WORK;
+use super::KeyMap;
 use super::{Backend, Matcher, Run};
 use crate::automaton::cfg_run::{Old, Refused};
 use crate::automaton::earley::ChartLen;
@@ -69,6 +68,10 @@ const MAX_CHAR_TRIES: usize = 4;
 /// Bytes beyond the cheapest cost the witness search's second round allows (see
 /// `cheapest_bytes`).
 const WITNESS_SLACK: usize = 4;
+
+/// With distinct items, each round of the witness search but the last may do at most
+/// 1/`ROUND_SHARE` of the work left (see `cheapest_bytes`).
+const ROUND_SHARE: usize = 4;
 
 /// Bytes the witness search follows at one point of its way that lead to the same parse state
 /// (see [`Siblings`]).
@@ -100,6 +103,12 @@ struct Dig {
     limit: usize,
     /// Whether `limit` cut a way short this round (a longer one may finish).
     cut: bool,
+    /// With distinct items: the chart's size where the search began, and the points between
+    /// items (see [`CfgRun::between_items_key`](crate::automaton::cfg_run::CfgRun::between_items_key))
+    /// it found no way on from this round, each with the most bytes it had left there. The same
+    /// items in another order reach the same point: without this, a round that cannot finish
+    /// tries every order of them (`[0,1,…,9,` in 10! orders).
+    dead: Option<(ChartLen, KeyMap<usize>)>,
 }
 
 /// The parse states the ways followed from one point of a [`cheapest_bytes`]
@@ -108,19 +117,28 @@ struct Dig {
 /// they write, which matters only where an item would repeat: [`MAX_SAME_STATE`] of them are
 /// followed, not every one (each byte more the search's limit allows multiplied its ways by
 /// ~95, every one searched to its end where none finishes).
+///
+/// Where the reader of distinct items holds `k` items in a list in reach, `k` more are
+/// followed: a new item may have to try as many values as there are earlier ones before one
+/// is no repeat (`[0,1,…,9,` needs a tenth digit, or two), and each value tried that repeats
+/// ends at the commit that would finish it, so that the extra costs a few bytes per item.
 struct Siblings {
     /// The chart's size at the point (`None`: not a context-free run; every way is followed).
     from: Option<ChartLen>,
     seen: Vec<(Vec<u32>, usize)>,
+    /// How many ways to one parse state are followed.
+    most: usize,
 }
 
 impl Siblings {
     fn new(m: &Matcher) -> Siblings {
-        let from = match &m.run {
-            Run::Cfg(c) => Some(c.chart_len()),
-            _ => None,
+        let (from, held) = match (&m.run, &m.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) => {
+                (Some(c.chart_len()), if cfg.has_marks { c.most_items_in_reach() } else { 0 })
+            }
+            _ => (None, 0),
         };
-        Siblings { from, seen: Vec::new() }
+        Siblings { from, seen: Vec::new(), most: MAX_SAME_STATE + held }
     }
 
     /// After a commit from the point: is the way through it to be followed?
@@ -128,7 +146,7 @@ impl Siblings {
         let (Run::Cfg(c), Some(from)) = (&m.run, self.from) else { return true };
         let key = c.state_key(from);
         match self.seen.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) if *n >= MAX_SAME_STATE => false,
+            Some((_, n)) if *n >= self.most => false,
             Some((_, n)) => {
                 *n += 1;
                 true
@@ -193,7 +211,7 @@ impl Matcher {
             }
         }
         // The singles by the state they reach: index into `left`, or let through.
-        let mut known: HashMap<Vec<u32>, Option<usize>> = HashMap::new();
+        let mut known: KeyMap<Option<usize>> = KeyMap::default();
         let old = self.old_items();
         for &t in &refused.singles {
             if !open(&t, mask) {
@@ -239,11 +257,11 @@ impl Matcher {
             return;
         }
         let joins = self.joins();
-        let mut judged_at: HashMap<Vec<u32>, Result<(), u32>> = HashMap::new();
+        let mut judged_at: KeyMap<Result<(), u32>> = KeyMap::default();
         // The tokens the witness refused, by the parse state they reach (as the fast mask
         // groups them), for the search.
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
-        let mut at: HashMap<Vec<u32>, usize> = HashMap::new();
+        let mut at: KeyMap<usize> = KeyMap::default();
         let searched = deep && self.mask_search().is_some();
         let old = self.old_items();
         for t in left_out {
@@ -460,24 +478,65 @@ impl Matcher {
             return None;
         }
         let budget = (*work).min(MAX_WITNESS_COMMITS);
-        let mut dig = Dig { budget, limit: base as usize, cut: false };
+        let dead = match (&self.run, &self.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) if cfg.has_marks => Some((c.chart_len(), KeyMap::default())),
+            _ => None,
+        };
+        // With distinct items a round gets a share of the work: one whose limit is too short
+        // may try every set of items that fits in it (all subsets of ten digits), and the
+        // longer limit that finishes at once (`[0,…,9,10,…]`) would never be tried.
+        let shared = dead.is_some();
+        let mut dig = Dig { budget, limit: base as usize, cut: false, dead };
+        let mut left = budget;
         let mut bytes = Vec::new();
         let found = loop {
             dig.cut = false;
-            if self.cheapest_from(&mut bytes, &mut dig) {
+            if let Some((_, dead)) = &mut dig.dead {
+                dead.clear();
+            }
+            let last = dig.limit >= MAX_WITNESS_BYTES;
+            dig.budget = if shared && !last { left.div_ceil(ROUND_SHARE) } else { left };
+            let given = dig.budget;
+            let found = self.cheapest_from(&mut bytes, &mut dig);
+            left -= given - dig.budget;
+            if found {
                 break true;
             }
-            if !dig.cut || dig.budget == 0 || dig.limit >= MAX_WITNESS_BYTES {
+            let ran_out = dig.budget == 0;
+            if !(dig.cut || (shared && ran_out)) || left == 0 || last {
                 break false;
             }
             dig.limit = (dig.limit + (dig.limit - base as usize).max(WITNESS_SLACK)).min(MAX_WITNESS_BYTES);
         };
-        *work -= budget - dig.budget;
+        *work -= budget - left;
         self.rollback(self.len() - start).expect("committed here");
         found.then_some(bytes)
     }
 
+    /// One point of [`cheapest_bytes`](Self::cheapest_bytes)' search: is a way on found from
+    /// here within the round's limit (kept committed, its bytes on `out`)? Between distinct
+    /// items, a point found dead before with as many bytes left or more is not searched again.
     fn cheapest_from(&mut self, out: &mut Vec<u8>, dig: &mut Dig) -> bool {
+        let key = match (&dig.dead, &self.run, &self.compiled.backend) {
+            (Some((root, _)), Run::Cfg(c), Backend::Earley(cfg)) => c.between_items_key(cfg, *root),
+            _ => None,
+        };
+        let left = dig.limit.saturating_sub(out.len());
+        if let (Some(key), Some((_, dead))) = (&key, &dig.dead) {
+            if dead.get(key).is_some_and(|&was| was >= left) {
+                return false;
+            }
+        }
+        let found = self.cheapest_on(out, dig);
+        // (Out of budget, nothing is shown dead: the search ends anyway.)
+        if let (false, true, Some(key), Some((_, dead))) = (found, dig.budget > 0, key, &mut dig.dead) {
+            let was = dead.entry(key).or_insert(left);
+            *was = (*was).max(left);
+        }
+        found
+    }
+
+    fn cheapest_on(&mut self, out: &mut Vec<u8>, dig: &mut Dig) -> bool {
         if self.is_accepting() {
             return true;
         }
