@@ -105,16 +105,16 @@ impl<'v> Ctx<'v> {
         // Where items or keys must be distinct the grammar alone (which cannot count repeats)
         // may allow fewer tokens than any output that keeps them distinct: both are said.
         let grammar = m.grammar_tokens_to_finish();
-        let shortest = match m.min_tokens_to_finish() {
-            Some(n) if grammar.is_some_and(|g| g < n && g as usize <= self.max_tokens) => format!(
-                " (the shortest found takes {n} tokens; the grammar alone allows {}, but only by repeating items or keys that must be distinct)",
-                grammar.unwrap_or(n)
+        let fits = |n: u32| n as usize <= self.max_tokens;
+        let shortest = match (m.min_tokens_to_finish(), grammar) {
+            (Some(n), Some(g)) if g < n && fits(g) => format!(
+                " (the shortest found takes {n} tokens; the grammar alone allows {g}, but only by repeating items or keys that must be distinct)"
             ),
-            Some(n) if n as usize <= self.max_tokens => format!(
+            (Some(n), _) if fits(n) => format!(
                 " (the shortest the grammar allows takes {n} tokens, but none that fits keeps its items or keys distinct)"
             ),
-            Some(n) => format!(" (the shortest found takes {n} tokens)"),
-            None => String::new(),
+            (Some(n), _) => format!(" (the shortest found takes {n} tokens)"),
+            (None, _) => String::new(),
         };
         Err(Error::param(format!(
             "max_tokens {} is too small: no output this constraint allows fits in it{shortest}",
