@@ -15,6 +15,7 @@ pub(super) use super::distinct::key::Old;
 use super::distinct::{Distinct, MarkAt, Marks, Repeated};
 
 mod plain;
+mod refused;
 mod repeats;
 mod within;
 use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
@@ -22,6 +23,7 @@ use super::mask_cache::{Below, Entry};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
 use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+pub(super) use refused::Refused;
 use within::Waits;
 pub(crate) use within::WalkCache;
 
@@ -46,35 +48,8 @@ enum Refusal {
     Repeat,
 }
 
-/// The tokens a budgeted mask refused by the lexeme-by-lexeme count ([`CfgRun::fill`]), for the
-/// matcher to judge again by a witness (see [`witness`](super::matcher)). A token may be listed
-/// though another way let it through (the caller skips those).
 /// The lexer states a token leaves the current scans in: (scan index, state) of those going on.
 pub(super) type LexerStates = Vec<(u32, StateId)>;
-
-#[derive(Default)]
-pub(super) struct Refused {
-    /// Tokens that keep some current lexemes going with no lexeme ending anywhere in them, by
-    /// the lexer states they reach (scan index, state): each key is one parse state. Few keys
-    /// (a walk meets few lexer states), so a list, the last one used first.
-    pub inside: Vec<(LexerStates, Vec<TokenId>)>,
-    /// The others, one by one.
-    pub singles: Vec<TokenId>,
-}
-
-impl Refused {
-    pub fn clear(&mut self) {
-        self.inside.clear();
-        self.singles.clear();
-    }
-
-    fn add_inside(&mut self, key: &[(u32, StateId)], ids: &[TokenId]) {
-        match self.inside.iter().rposition(|(k, _)| k.as_slice() == key) {
-            Some(i) => self.inside[i].1.extend_from_slice(ids),
-            None => self.inside.push((key.to_vec(), ids.to_vec())),
-        }
-    }
-}
 
 #[derive(Clone)]
 pub(super) struct CfgRun {
@@ -482,6 +457,9 @@ impl CfgRun {
         }
         if need <= after_budget {
             let (any_refused, cost) = self.fill_cached(cfg, env, &entry, mask, after_budget, refused);
+            if list {
+                refused.settle(mask, cfg.has_marks);
+            }
             if !any_refused {
                 let need = if after_budget == NO_BUDGET { NO_BUDGET } else { need.max(cost) };
                 let scans = &self.positions.last().expect("never empty").scans;
@@ -506,12 +484,15 @@ impl CfgRun {
         // A token inside a lexeme fits only where its scan's wait does (see `within`).
         let inside_may_fit = waits.iter().zip(&waits_tokens).any(|(&w, &t)| w.min(t) <= after_budget);
         if !list && !inside_may_fit {
-            self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
+            self.fill_groups(cfg, env, &entry, mask, after_budget, refused);
             return false;
         }
         let waits = Waits { bytes: &waits, tokens: &waits_tokens };
         within::walk(cfg, env, &scans, waits, after_budget, mask, list.then_some(&mut *refused));
-        self.fill_groups(cfg, env, &entry, mask, after_budget, &mut refused.singles);
+        self.fill_groups(cfg, env, &entry, mask, after_budget, refused);
+        if list {
+            refused.settle(mask, cfg.has_marks);
+        }
         true
     }
 
@@ -530,7 +511,7 @@ impl CfgRun {
         refused: &mut Refused,
     ) -> (bool, u32) {
         mask.union_clipped(&entry.inside);
-        self.fill_groups(cfg, env, entry, mask, after_budget, &mut refused.singles)
+        self.fill_groups(cfg, env, entry, mask, after_budget, refused)
     }
 
     /// The groups' part of [`fill_cached`](Self::fill_cached); the tokens a budget refused are
@@ -542,7 +523,7 @@ impl CfgRun {
         entry: &Entry,
         mask: &mut TokenSet,
         after_budget: u32,
-        singles: &mut Vec<TokenId>,
+        listed: &mut Refused,
     ) -> (bool, u32) {
         let (mut refused, mut max_cost) = (false, 0u32);
         if entry.groups.is_empty() {
@@ -553,7 +534,7 @@ impl CfgRun {
         let mark = self.chart.len();
         let mut buf: Vec<Scan> = Vec::new();
         let mut pasted = Vec::new();
-        for g in &entry.groups {
+        for (gi, g) in entry.groups.iter().enumerate() {
             let ends = &entry.ends[g.start as usize..g.end as usize];
             self.chart.set_accepted(ends.iter().map(|&k| (p.scans[k as usize].term, p.scans[k as usize].origin)));
             let row = self.chart.row_from_accepted(cfg);
@@ -589,7 +570,7 @@ impl CfgRun {
                     mask.insert_clipped(&g.at_going);
                 }
             } else {
-                singles.extend(g.at.iter().chain(&g.at_going));
+                listed.add_at_end(gi as u32, g.at.iter().chain(&g.at_going).copied());
             }
             if buf.is_empty() {
                 continue;
@@ -608,7 +589,7 @@ impl CfgRun {
                 base_rows: base.rows(),
                 rows: std::mem::take(&mut pasted),
                 refused: false,
-                singles: &mut *singles,
+                singles: &mut listed.singles,
                 max_cost: 0,
             };
             match &g.below {

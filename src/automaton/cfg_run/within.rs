@@ -53,9 +53,7 @@ struct Walked {
 impl Walked {
     /// Heap bytes, roughly (for the cache's bound), with its key's.
     fn bytes(&self, key: &WalkKey) -> usize {
-        let refused = self.refused.as_ref().map_or(0, |r| {
-            r.singles.len() * 4 + r.inside.iter().map(|(k, ids)| k.len() * 8 + ids.len() * 4 + 48).sum::<usize>()
-        });
+        let refused = self.refused.as_ref().map_or(0, Refused::bytes);
         self.mask.words().len() * 4 + refused + key.0.len() * 16 + (key.1.len() + key.2.len()) * 4 + 128
     }
 }
@@ -101,8 +99,8 @@ impl WalkCache {
 
 /// Walks the whole vocabulary from `scans`: into `mask` the tokens that keep some lexeme going
 /// and finish within `budget` along it; the others, where the caller asks for them, into
-/// `refused` (by the lexer states they reach, or as singles where a lexeme may end inside them;
-/// `refused` is empty here). A walk made before with the same key is taken from the
+/// `refused` (by the lexer states they reach, apart where a lexeme may end inside them, to be
+/// settled with the parser walk's: see [`Refused`]; `refused` is empty here). A walk made before with the same key is taken from the
 /// vocabulary's [`WalkCache`].
 pub(super) fn walk(
     cfg: &Cfg,
@@ -113,7 +111,7 @@ pub(super) fn walk(
     mask: &mut TokenSet,
     refused: Option<&mut Refused>,
 ) {
-    debug_assert!(refused.as_ref().is_none_or(|r| r.inside.is_empty() && r.singles.is_empty()));
+    debug_assert!(refused.as_ref().is_none_or(|r| r.is_empty()));
     let key: WalkKey = (
         scans
             .iter()
@@ -136,8 +134,7 @@ pub(super) fn walk(
     });
     mask.union_clipped(&walked.mask);
     if let (Some(r), Some(own)) = (refused, &walked.refused) {
-        r.inside.clone_from(&own.inside);
-        r.singles.clone_from(&own.singles);
+        r.clone_from(own);
     }
 }
 
@@ -191,8 +188,8 @@ struct InsideWithin<'a> {
     /// tokens within what the scan's wait leaves (many tokens end in one state).
     rests: HashMap<(u32, StateId), bool, FxBuild>,
     stack: ScanStack,
-    /// Per depth: whether some lexeme may end within the bytes so far (then a token there has
-    /// other ways on than its scans going on, and is refused as a single).
+    /// Per depth: whether some lexeme may end within the bytes so far (then a token there may
+    /// have other ways on than its scans going on: see [`Refused`]).
     ends: Vec<bool>,
     mask: &'a mut TokenSet,
     refused: Option<&'a mut Refused>,
@@ -222,8 +219,8 @@ impl TrieVisitor for InsideWithin<'_> {
 
 impl InsideWithin<'_> {
     /// Lets `ids` through where some scan of `top` (the pairs going on at their end) finishes
-    /// within the budget; else lists them as refused, as singles where some lexeme may end
-    /// inside them (`ends`).
+    /// within the budget; else lists them as refused, apart where some lexeme may end inside
+    /// them (`ends`).
     fn judge(&mut self, top: &[(u32, StateId)], ends: bool, ids: &[TokenId]) {
         let (cfg, env, scans, budget) = (self.cfg, self.env, self.scans, self.budget);
         let within = top.iter().any(|&(k, s)| {
@@ -239,7 +236,7 @@ impl InsideWithin<'_> {
         });
         match &mut self.refused {
             _ if within => self.mask.insert_clipped(ids),
-            Some(refused) if ends => refused.singles.extend_from_slice(ids),
+            Some(refused) if ends => refused.add_ending(top, ids),
             Some(refused) => refused.add_inside(top, ids),
             None => {}
         }

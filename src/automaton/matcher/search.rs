@@ -9,7 +9,8 @@
 //! `MAX_BUDGET_BY_WITNESS` tokens left, where a refused token is judged by a witness of its
 //! own: [`Matcher::allow_by_witness`]), this search settles it: from the parse state after the
 //! token, every token the parse allows is tried, depth first, down to the budget. Tokens that reach one parse state are
-//! tried once (those inside their lexemes by the lexer states they reach, see
+//! tried once (grouped by where they land: the lexer states they leave the current lexemes in
+//! and the lexemes ending at their last byte, see
 //! [`Refused`](crate::automaton::cfg_run::Refused)); a parse state shown unable to finish
 //! within `n` tokens is remembered (keyed from the mask's position by
 //! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key)) and not searched again
@@ -262,7 +263,7 @@ impl Matcher {
         // The ways on, as the bytes they commit: a token per parse state, and the named tokens.
         let vocab = env.vocab();
         let usable = |t: &TokenId| named.is_none_or(|nm| !nm.is_barred(*t));
-        let firsts = refused.inside.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable));
+        let firsts = refused.grouped.iter().filter_map(|(_, ids)| ids.iter().copied().find(usable));
         let texts = firsts.chain(refused.singles.iter().copied().filter(usable)).map(|t| (vocab.bytes(t), t));
         let mut order: Vec<(u32, &[u8], TokenId)> = Vec::new();
         for (bytes, t) in texts.chain(named.iter().flat_map(|nm| nm.tokens()).map(|(t, b)| (b.as_slice(), *t))) {
@@ -349,7 +350,7 @@ mod tests {
                         skipped += usize::from(!walked);
                         ended_by_group += usize::from(!walked && budget == 0 && !with.is_empty());
                         if budget == 0 {
-                            let listed = refused.inside.iter().flat_map(|(_, ids)| ids).chain(&refused.singles);
+                            let listed = refused.grouped.iter().flat_map(|(_, ids)| ids).chain(&refused.singles);
                             for &t in listed.filter(|t| !with.contains(**t)) {
                                 if m.commit_text(v.bytes(t), true).is_ok() {
                                     assert!(!m.is_accepting(), "{text:?} after {k} tokens: {t:?} ends it");
@@ -481,6 +482,68 @@ mod tests {
             assert!(env.budgeted_walks().hits() > hits, "{text}: no walk taken from the kept ones");
             hits = env.budgeted_walks().hits();
         }
+    }
+
+    /// Under a tight budget after free text, the tokens the count refuses end the text inside
+    /// them (at every byte), and were each judged on their own: they are grouped by where they
+    /// land ([`Refused`]), singles only where the marker started inside them goes on to their
+    /// end; every member of a group finishes in exactly as few tokens as the group's first (the
+    /// search, exact on this vocabulary); and the masks are the reference's.
+    #[test]
+    fn free_text_tokens_are_judged_by_where_they_land() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let then = Constraint::JsonSchema(
+            serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                "required": ["n"], "additionalProperties": false}),
+            JsonSchemaOptions::default(),
+        );
+        let c = Compiled::new(
+            &env,
+            &Constraint::AfterReasoning { start: None, end: "</think>".into(), header: None, then: Box::new(then) },
+        )
+        .unwrap();
+        let Backend::Earley(cfg) = &c.backend else { panic!("context-free") };
+        let mut m = c.matcher();
+        m.commit_text(b"Once upon a time, a dog thought it over", false).unwrap();
+        // The fewest tokens that finish after `t` (at most `most`), by the search.
+        let finish_after = |m: &mut super::super::Matcher, t: TokenId, most: u32| {
+            m.after_text(t, |m| {
+                (0..=most).find(|&n| {
+                    let Run::Cfg(run) = &m.run else { panic!("context-free") };
+                    let mut search = super::Search::new(run.chart_len(), false);
+                    m.search_within(n, &mut search)
+                })
+            })
+        };
+        let (mut grouped, mut checked) = (0, 0);
+        for budget in [2u32, 4, 6, 9] {
+            let mut mask = TokenSet::new(v.len());
+            let mut refused = Refused::default();
+            let Run::Cfg(run) = &mut m.run else { panic!("context-free") };
+            run.fill(cfg, &env, &mut mask, budget, Some(&mut refused));
+            for &t in &refused.singles {
+                assert!(v.bytes(t).contains(&b'<'), "budget {budget}: {:?} is a single", v.bytes(t));
+            }
+            // The text's lexer states (inside a character or a partial marker), each ended or not.
+            assert!(refused.grouped.len() <= 16, "budget {budget}: {} groups", refused.grouped.len());
+            for (_, ids) in &refused.grouped {
+                let open: Vec<TokenId> = ids.iter().copied().filter(|&t| !mask.contains(t)).collect();
+                let Some(&first) = open.first() else { continue };
+                let want = finish_after(&mut m, first, budget + 3);
+                // Every member of the small groups, a spread of the large ones.
+                for &t in open[1..].iter().step_by(open.len() / 40 + 1) {
+                    assert_eq!(finish_after(&mut m, t, budget + 3), want, "budget {budget}: {:?}", v.bytes(t));
+                    checked += 1;
+                }
+                grouped += open.len();
+            }
+            let (mut fast, mut slow) = (TokenSet::new(v.len()), TokenSet::new(v.len()));
+            m.fill_mask_within(&mut fast, budget as usize + 1);
+            m.reference_mask_within(&mut slow, budget as usize + 1);
+            assert_eq!(fast, slow, "budget {budget}");
+        }
+        assert!(grouped > 1000 && checked > 100, "{grouped} tokens grouped, {checked} checked");
     }
 
     /// Free text before a marker may end at every byte, and each such end builds the same row

@@ -17,9 +17,10 @@
 //! A budgeted mask uses it twice: the witness from the current position lets its first token
 //! through (and is kept while the output follows it); and every token the count refused is
 //! judged by the witness from after it ([`Matcher::allow_by_witness`]). Tokens that reach the
-//! same parse state share one witness: those that stay inside their lexemes are grouped by the
-//! lexer states they reach during the mask's own walk, the others are committed one by one and
-//! grouped by [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). A token
+//! same parse state share one witness: those the mask's own walks group by where they land (the
+//! lexer states they reach and the lexemes ending at their last byte, see [`Refused`]), the
+//! others are committed one by one and grouped by
+//! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key). A token
 //! neither the count nor the cheapest completion in bytes lets through is settled by the exact
 //! [`search`](super::search) (a longer completion that tokenizes into fewer tokens) while its
 //! work lasts; beyond it the token is refused. With distinct items
@@ -186,21 +187,21 @@ impl Matcher {
     /// `after_budget` tokens is shown: first by a [`join`](super::join) with the witness from
     /// here, then (`deep`) by a witness from after it, then, of the others, by the
     /// [`search`](super::search) (those with the shortest witness first: the search's work is
-    /// bounded per mask). Tokens that reach one parse state are judged together: those kept
-    /// inside their lexemes by the lexer states they reach, the others by
+    /// bounded per mask). Tokens that reach one parse state are judged together: those
+    /// grouped by where they land (see [`Refused`]), the singles by
     /// [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) after committing
     /// each. Must equal [`reference_by_witness`](Self::reference_by_witness) (while the
     /// search's work bound is not reached).
     pub(super) fn allow_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, refused: &Refused, deep: bool) {
         let width = mask.width();
         let open = |t: &TokenId, mask: &TokenSet| (t.0 as usize) < width && !mask.contains(*t);
-        if !refused.inside.iter().flat_map(|(_, ids)| ids).chain(&refused.singles).any(|t| open(t, mask)) {
+        if !refused.grouped.iter().flat_map(|(_, ids)| ids).chain(&refused.singles).any(|t| open(t, mask)) {
             return;
         }
         let joins = self.joins();
         // Refused still, one entry per parse state: (witness length, the tokens reaching it).
         let mut left: Vec<(u32, Vec<TokenId>)> = Vec::new();
-        for (_, ids) in &refused.inside {
+        for (_, ids) in &refused.grouped {
             let Some(&first) = ids.iter().find(|t| open(t, mask)) else { continue };
             match self.after_text(first, |m| m.judge_here(joins.as_ref(), after_budget, deep)) {
                 Some(Ok(())) => ids.iter().filter(|t| (t.0 as usize) < width).for_each(|&t| mask.insert(t)),
@@ -243,8 +244,8 @@ impl Matcher {
     /// mask without a budget holds and this one left out, committed and judged by the parse
     /// state it reaches ([`CfgRun::witness_key`](crate::automaton::cfg_run::CfgRun::witness_key);
     /// a join and a witness cost dozens of commits each, too much for every token of a large
-    /// vocabulary). The fast mask judges the tokens kept inside their lexemes by another key
-    /// (the lexer states they reach) and takes them from the lexeme count's refusals rather
+    /// vocabulary). The fast mask judges most tokens by another key (where they land, see
+    /// [`Refused`]) and takes them from the lexeme count's refusals rather
     /// than from the mask without a budget; that the key itself is faithful, the brute-force
     /// budget tests show (`tests/core/budget.rs`).
     pub(super) fn reference_by_witness(&mut self, mask: &mut TokenSet, after_budget: u32, deep: bool) {
@@ -326,7 +327,7 @@ impl Matcher {
         if reference {
             self.fill(&mut out, NO_BUDGET, true);
         } else {
-            refused.inside.iter().for_each(|(_, ids)| out.insert_clipped(ids));
+            refused.grouped.iter().for_each(|(_, ids)| out.insert_clipped(ids));
             out.insert_clipped(&refused.singles);
         }
         let vocab = self.compiled.vocab().clone();
