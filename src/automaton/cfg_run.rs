@@ -22,7 +22,8 @@ use super::earley::{Chart, ChartLen, RowCopy, Scan, Within};
 use super::mask_cache::{Below, Entry};
 use super::{VocabEnv, NO_BUDGET};
 use crate::regular::{StateId, UNREACHABLE};
-use crate::vocab::{trie::TrieVisitor, TokenId, TokenSet};
+use crate::vocab::trie::{ByteSet, TrieVisitor};
+use crate::vocab::{TokenId, TokenSet};
 pub(super) use refused::Refused;
 use within::Waits;
 pub(crate) use within::WalkCache;
@@ -577,6 +578,12 @@ impl CfgRun {
             }
             let base = self.chart.len();
             let end = buf.len() as u32;
+            // Below many members (free text ends at every node), most first bytes start no
+            // fresh scan: those are turned away before the parser steps.
+            let first = match &g.below {
+                Below::Nodes(nodes) if nodes.len() >= MANY_MEMBERS => Some(first_bytes(cfg, &buf)),
+                _ => None,
+            };
             let mut w = Walker {
                 cfg,
                 env,
@@ -591,6 +598,7 @@ impl CfgRun {
                 refused: false,
                 singles: &mut listed.singles,
                 max_cost: 0,
+                first,
             };
             match &g.below {
                 Below::Merged(trie) => trie.walk_visitor(&mut w),
@@ -658,6 +666,24 @@ struct Walker<'a> {
     refused: bool,
     singles: &'a mut Vec<TokenId>,
     max_cost: u32,
+    /// Where set, the bytes some fresh scan of the base level reads (see [`first_bytes`]): a
+    /// member's child spelled otherwise is dead, turned away unstepped.
+    first: Option<ByteSet>,
+}
+
+/// How many member nodes a group has before its walk checks the first byte below them
+/// against [`first_bytes`] (a set of 256 bytes per scan to work out, against one step per
+/// child).
+const MANY_MEMBERS: usize = 32;
+
+/// The bytes on which some of `scans` lives (reads on, or ends its lexeme).
+fn first_bytes(cfg: &Cfg, scans: &[Scan]) -> ByteSet {
+    let mut set = ByteSet::default();
+    for sc in scans {
+        let dfa = &cfg.term(sc.term).dfa;
+        (0..=255u8).filter(|&b| dfa.next(sc.state, b) != StateId::DEAD).for_each(|b| set.insert(b));
+    }
+    set
 }
 
 impl Walker<'_> {
@@ -687,6 +713,9 @@ impl Walker<'_> {
 impl TrieVisitor for Walker<'_> {
     #[inline]
     fn push(&mut self, _node: u32, byte: u8) -> bool {
+        if self.levels.len() == 1 && self.first.is_some_and(|f| !f.contains(byte)) {
+            return false;
+        }
         let top = self.levels.last().expect("base level");
         let (start, end) = (top.start as usize, top.end as usize);
         debug_assert_eq!(end, self.buf.len());
