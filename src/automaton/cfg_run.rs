@@ -49,6 +49,10 @@ enum Refusal {
     Repeat,
 }
 
+/// Rows chained into words for [`CfgRun::chained_state_key`]: a word and a row's items, to the
+/// word of the rows up to that row.
+pub(super) type RowWords = std::collections::HashMap<Vec<u32>, u32, crate::regular::FxWordsBuild>;
+
 /// The lexer states a token leaves the current scans in: (scan index, state) of those going on.
 pub(super) type LexerStates = Vec<(u32, StateId)>;
 
@@ -256,6 +260,36 @@ impl CfgRun {
         key.extend(p.scans.iter().flat_map(|sc| [sc.term.0, sc.state.0, sc.origin]));
         self.chart.items_since(from.rows(), &mut key);
         key
+    }
+
+    /// [`state_key`](Self::state_key) with the rows since the key's root as one word: each row
+    /// from `from` on is chained into `rows` (the word before it and its items, to a new word
+    /// where not met before), from `chain`, the word of the rows from the root up to `from` (0:
+    /// none). Keys taken so, with one table and one root, are equal exactly where
+    /// `state_key(root)` would be (a word stands for one sequence of rows), and cost only the
+    /// rows since `from` (a deep search's keys held every row since its root: hundreds of rows,
+    /// megabytes a state). Returns the key and the word of this position's rows.
+    pub fn chained_state_key(&self, from: u32, chain: u32, rows: &mut RowWords) -> (Vec<u32>, u32) {
+        let mut word = chain;
+        let mut buf = Vec::new();
+        for r in from..self.chart.len().rows() {
+            buf.clear();
+            buf.push(word);
+            self.chart.row_words(r, &mut buf);
+            word = match rows.get(&buf) {
+                Some(&w) => w,
+                None => {
+                    let w = rows.len() as u32 + 1;
+                    rows.insert(buf.clone(), w);
+                    w
+                }
+            };
+        }
+        let p = self.pos();
+        let mut key = vec![u32::from(p.ended), p.boundary.map_or(u32::MAX, |r| r)];
+        key.extend(p.scans.iter().flat_map(|sc| [sc.term.0, sc.state.0, sc.origin]));
+        key.push(word);
+        (key, word)
     }
 
     /// The lexer part of [`state_key`](Self::state_key): each scan's terminal and lexer state

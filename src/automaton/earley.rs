@@ -229,6 +229,11 @@ impl Chart {
         }
     }
 
+    /// The items of row `r` as words (as [`items_since`](Self::items_since) writes each row).
+    pub fn row_words(&self, r: u32, out: &mut Vec<u32>) {
+        out.extend(self.row_items(r).iter().flat_map(|it| [it.prod.0, it.dot, it.origin]));
+    }
+
     /// The parse state at `scans` and `boundary` as words that do not depend on the path that
     /// built it: a row from `from` on that the state reaches (through scan, boundary and item
     /// origins) is written as one of the [`SAME_ROW_LOOKBACK`] rows before `from` where it holds

@@ -47,6 +47,7 @@ use std::sync::Arc;
 
 use super::KeyMap;
 use super::{Backend, Matcher, Run};
+use crate::automaton::cfg_run::RowWords;
 use crate::automaton::earley::ChartLen;
 use crate::regular::UNREACHABLE;
 use crate::vocab::{TokenId, TokenSet};
@@ -145,12 +146,17 @@ impl Matcher {
         let mut path = Vec::new();
         // The states passed, keyed for the memo, with the path's length there.
         let mut passed: Vec<(Vec<u32>, usize)> = Vec::new();
+        // The rows up to the step before and their word (see `CfgRun::chained_state_key`).
+        let mut chain: Option<(u32, u32)> = None;
         while !self.is_accepting() {
             let (Run::Cfg(c), Backend::Earley(cfg)) = (&mut self.run, &compiled.backend) else {
                 return None;
             };
             if let Some(memo) = memo.as_deref_mut() {
-                let key = c.state_key(memo.root);
+                // Keyed from the step before (the memo's root first), as the search keys.
+                let (from, before) = chain.unwrap_or((memo.root.rows(), 0));
+                let (key, word) = c.chained_state_key(from, before, &mut memo.rows);
+                chain = Some((c.chart_len().rows(), word));
                 if let Some(rest) = memo.rest.get(&key) {
                     // What the steps from here did before, each a walk of the work.
                     if rest.len().saturating_mul(vocab.len()) > work {
@@ -219,6 +225,8 @@ impl Matcher {
 pub(super) struct DescentMemo {
     root: ChartLen,
     rest: KeyMap<Arc<[TokenId]>>,
+    /// The rows since `root`, chained into words for the keys.
+    rows: RowWords,
     /// Descents that took their rest from here.
     hits: usize,
 }
@@ -228,7 +236,9 @@ impl DescentMemo {
     /// does not descend).
     pub(super) fn new(m: &Matcher) -> Option<DescentMemo> {
         match &m.run {
-            Run::Cfg(c) if m.descends() => Some(DescentMemo { root: c.chart_len(), rest: KeyMap::default(), hits: 0 }),
+            Run::Cfg(c) if m.descends() => {
+                Some(DescentMemo { root: c.chart_len(), rest: KeyMap::default(), rows: RowWords::default(), hits: 0 })
+            }
             _ => None,
         }
     }

@@ -12,8 +12,10 @@
 //! tried once (grouped by where they land: the lexer states they leave the current lexemes in
 //! and the lexemes ending at their last byte, see
 //! [`Refused`](crate::automaton::cfg_run::Refused)); a parse state shown unable to finish
-//! within `n` tokens is remembered (keyed from the mask's position by
-//! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key)) and not searched again
+//! within `n` tokens is remembered (keyed from the mask's position as
+//! [`CfgRun::state_key`](crate::automaton::cfg_run::CfgRun::state_key) keys it, the rows since
+//! chained into one word: [`CfgRun::chained_state_key`](crate::automaton::cfg_run::CfgRun::chained_state_key))
+//! and not searched again
 //! with `n` or fewer; the count settles every state it lets through. So under such a budget a
 //! token is refused exactly when no sequence of tokens after it finishes in time: what a brute
 //! force over token sequences finds (`tests/core/budget.rs`, up to 4 tokens left), and what the
@@ -51,7 +53,7 @@
 
 use super::{Backend, Matcher, Run};
 use super::{KeyMap, KeySet};
-use crate::automaton::cfg_run::Refused;
+use crate::automaton::cfg_run::{Refused, RowWords};
 use crate::automaton::earley::ChartLen;
 use crate::vocab::{TokenId, TokenSet};
 
@@ -98,13 +100,27 @@ pub(super) struct Search {
     /// The way the latest `true` answer found, last token first: the tokens committed down to
     /// where the count settled (and the count's first token there, where a mask showed it).
     path: Vec<TokenId>,
+    /// The rows since `root`, chained into words for the keys
+    /// ([`CfgRun::chained_state_key`](crate::automaton::cfg_run::CfgRun::chained_state_key)).
+    rows: RowWords,
+    /// Per state being searched, outermost first: its chart's rows and their word.
+    chain: Vec<(u32, u32)>,
 }
 
 impl Search {
     /// A search from `root` (the current position), deep or not (its work and costs).
     pub(super) fn new(root: ChartLen, deep: bool) -> Search {
         let work = if deep { MAX_DEEP_WORK } else { MAX_SEARCH_WORK };
-        Search { root, short: KeyMap::default(), work, deep, lexers: KeySet::default(), path: Vec::new() }
+        Search {
+            root,
+            short: KeyMap::default(),
+            work,
+            deep,
+            lexers: KeySet::default(),
+            path: Vec::new(),
+            rows: RowWords::default(),
+            chain: Vec::new(),
+        }
     }
 
     /// What opening a parse state with `scans` lexemes alive costs: a walk of the vocabulary;
@@ -213,12 +229,16 @@ impl Matcher {
         if search.work < cost {
             return false;
         }
-        let key = c.state_key(search.root);
+        // Keyed from the state this one was committed from (the root for the first).
+        let (from, chain) = search.chain.last().copied().unwrap_or((search.root.rows(), 0));
+        let (key, word) = c.chained_state_key(from, chain, &mut search.rows);
         if search.short.get(&key).is_some_and(|&m| m >= n) {
             return false;
         }
         search.work -= cost;
+        search.chain.push((c.chart_len().rows(), word));
         let found = self.search_next(n, search);
+        search.chain.pop();
         if !found {
             let m = search.short.entry(key).or_insert(n);
             *m = (*m).max(n);
