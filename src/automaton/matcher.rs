@@ -506,8 +506,10 @@ impl Matcher {
     /// one token fewer a few times (`MAX_DEEP_STEPS`, each within its work). Where items or
     /// keys must be distinct (a grammar with marks: no search, and a count blind to repeats),
     /// the shorter of the ways shown that keep them distinct (the witness, a descent through
-    /// the repeats' check): an upper bound that fits, never the grammar's count below it that
-    /// repeats an item; the count only where neither shows a way. `None` if it cannot be
+    /// the repeats' check) or, below it, the least budget whose mask lets a token through (so
+    /// what a request is checked by: a few budgets down, to the first empty mask): an upper
+    /// bound that fits, never the grammar's count below it that repeats an item; the count
+    /// only where neither shows a way. `None` if it cannot be
     /// finished (after EOS: `Some(0)`).
     pub fn min_tokens_to_finish(&mut self) -> Option<u32> {
         if let Some(d) = self.min_tokens_distinct() {
@@ -556,8 +558,9 @@ impl Matcher {
 
     /// [`min_tokens_to_finish`](Self::min_tokens_to_finish) where items or keys must be
     /// distinct: the shorter of the witness and the marked descent, each a way the matcher
-    /// committed through the repeats' check. `None` for a grammar without marks, or where
-    /// neither way is shown (the count then answers).
+    /// committed through the repeats' check, then fewer while the budgeted mask lets a token
+    /// through (it never lets through one that cannot finish in time). `None` for a grammar
+    /// without marks, or where neither way is shown (the count then answers).
     fn min_tokens_distinct(&mut self) -> Option<u32> {
         let (Run::Cfg(_), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return None };
         if !cfg.has_marks {
@@ -568,7 +571,22 @@ impl Matcher {
         }
         let witness = self.witness().map(|w| w.len() as u32);
         let descent = self.descent_path_marked().map(|p| p.len() as u32);
-        witness.into_iter().chain(descent).min()
+        let mut d = witness.into_iter().chain(descent).min()?;
+        // Below them, the budgeted mask (what a request is checked by) shows a way in fewer
+        // where it lets a token through: its searches and joins find what the two miss (a
+        // longer item that tokenizes into fewer tokens). Down to the first mask that is empty.
+        let mut mask = TokenSet::new(self.compiled.vocab().len());
+        for _ in 0..search::MAX_DEEP_STEPS {
+            if d <= 1 {
+                break;
+            }
+            self.fill_mask_within(&mut mask, d as usize - 1);
+            if mask.is_empty() {
+                break;
+            }
+            d -= 1;
+        }
+        Some(d)
     }
 
     /// The lexeme-by-lexeme count of the tokens that finish the output (blind to items that
