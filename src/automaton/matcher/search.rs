@@ -71,6 +71,9 @@ pub(super) const MAX_SEARCH_WORK: usize = 1 << 19;
 /// Asked only where a mask would otherwise be empty, once per request, or once per forced run.
 pub(super) const MAX_DEEP_WORK: usize = 1 << 24;
 
+/// The most parse states one deep search opens (a state's cost is at least its share).
+pub(super) const MAX_DEEP_STATES: usize = 2048;
+
 /// The most times `min_tokens_to_finish` asks the deep search for one token fewer.
 pub(super) const MAX_DEEP_STEPS: usize = 8;
 
@@ -126,9 +129,13 @@ impl Search {
     /// What opening a parse state with `scans` lexemes alive costs: a walk of the vocabulary;
     /// in the deep search, one per scan (a walk steps every scan's lexer at every trie node:
     /// sixteen counted patterns made each state cost 0.1-0.4 s on SmolLM2, Handwritten/allany22).
+    /// In the deep search a state costs at least 1/[`MAX_DEEP_STATES`] of its work: on a small
+    /// vocabulary the walks are cheap and a state's commits (its ways on, each closing rows)
+    /// are what it costs (llguidance's rfc.lark on the embedded vocabulary: 32k states, ten
+    /// seconds to show an empty mask).
     fn state_cost(&self, vocab: usize, scans: usize) -> usize {
         if self.deep {
-            vocab.saturating_mul(scans.max(1))
+            vocab.saturating_mul(scans.max(1)).max(MAX_DEEP_WORK / MAX_DEEP_STATES)
         } else {
             vocab
         }
