@@ -255,10 +255,16 @@ impl CfgRun {
     /// boundary row and the rows built since. (Not the distinct-items reader: grammars with
     /// marks must not rely on it.)
     pub fn state_key(&self, from: ChartLen) -> Vec<u32> {
+        let mut key = self.position_words();
+        self.chart.items_since(from.rows(), &mut key);
+        key
+    }
+
+    /// The words of a state key before its rows: whether ended, the boundary row, the scans.
+    fn position_words(&self) -> Vec<u32> {
         let p = self.pos();
         let mut key = vec![u32::from(p.ended), p.boundary.map_or(u32::MAX, |r| r)];
         key.extend(p.scans.iter().flat_map(|sc| [sc.term.0, sc.state.0, sc.origin]));
-        self.chart.items_since(from.rows(), &mut key);
         key
     }
 
@@ -285,9 +291,7 @@ impl CfgRun {
                 }
             };
         }
-        let p = self.pos();
-        let mut key = vec![u32::from(p.ended), p.boundary.map_or(u32::MAX, |r| r)];
-        key.extend(p.scans.iter().flat_map(|sc| [sc.term.0, sc.state.0, sc.origin]));
+        let mut key = self.position_words();
         key.push(word);
         (key, word)
     }

@@ -225,7 +225,7 @@ impl Chart {
     pub fn items_since(&self, from: u32, out: &mut Vec<u32>) {
         for r in from..self.rows.len() as u32 {
             out.push(u32::MAX);
-            out.extend(self.row_items(r).iter().flat_map(|it| [it.prod.0, it.dot, it.origin]));
+            self.row_words(r, out);
         }
     }
 

@@ -51,6 +51,15 @@ pub(in crate::automaton) struct Refused {
     at_end: Vec<(u32, Vec<TokenId>)>,
 }
 
+/// Adds `ids` to the entry of `list` whose key is `is_key` (the last such, as the last used
+/// is the likeliest), or to a new entry keyed `key()`.
+fn add_to<K>(list: &mut Vec<(K, Vec<TokenId>)>, is_key: impl Fn(&K) -> bool, key: impl FnOnce() -> K, ids: &[TokenId]) {
+    match list.iter().rposition(|(k, _)| is_key(k)) {
+        Some(i) => list[i].1.extend_from_slice(ids),
+        None => list.push((key(), ids.to_vec())),
+    }
+}
+
 /// [`Refused::settle`]'s marks, per token id (0 where unmarked between calls).
 const SINGLE: u32 = u32::MAX;
 const TAKEN: u32 = u32::MAX - 1;
@@ -87,10 +96,7 @@ impl Refused {
 
     /// Tokens that reach `top` where some lexeme may end within them (settled later).
     pub fn add_ending(&mut self, top: &[(u32, StateId)], ids: &[TokenId]) {
-        match self.ending.iter().rposition(|(k, _)| k.as_slice() == top) {
-            Some(i) => self.ending[i].1.extend_from_slice(ids),
-            None => self.ending.push((top.to_vec(), ids.to_vec())),
-        }
+        add_to(&mut self.ending, |k| k.as_slice() == top, || top.to_vec(), ids);
     }
 
     /// Tokens spelled by the members of boundary group `group` (settled later).
@@ -102,10 +108,7 @@ impl Refused {
     }
 
     fn add_grouped(&mut self, top: &[(u32, StateId)], end: u32, ids: &[TokenId]) {
-        match self.grouped.iter().rposition(|((k, e), _)| *e == end && k.as_slice() == top) {
-            Some(i) => self.grouped[i].1.extend_from_slice(ids),
-            None => self.grouped.push(((top.to_vec(), end), ids.to_vec())),
-        }
+        add_to(&mut self.grouped, |(k, e)| *e == end && k.as_slice() == top, || (top.to_vec(), end), ids);
     }
 
     /// Sorts what the walks recorded (the lexer-only walk's `ending`, the groups' `at_end`; the
