@@ -63,6 +63,11 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         } else {
             let ptr = join(pointer, rest_kw);
             let e = c.schema(rest, &ptr)?;
+            // Distinct items past the prefix from fewer values than `minItems` asks for there:
+            // no array at all (the matcher would find it out only part-way).
+            if distinct && min > p && fewer_values(c, rest, &e, min - p)? {
+                return Ok(super::nothing());
+            }
             Some(c.share(&ptr, e))
         };
         // The rest after the prefix, then `]`: a = min - p (≥ 0), b = max - p.
@@ -100,6 +105,24 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         }
         Ok(Expr::Seq(vec![open(&l, distinct), tail]))
     })
+}
+
+/// Does the item schema `schema` (its grammar `e`) allow fewer than `need` distinct values?
+/// `false` where that is not known (see [`super::values::distinct_values`]).
+fn fewer_values(c: &Compiler, schema: &Value, e: &Expr, need: u64) -> Result<bool> {
+    let n = match super::values::finite_values(c, schema) {
+        Some(vs) => {
+            let mut distinct: Vec<&Value> = Vec::new();
+            for v in &vs {
+                if !distinct.iter().any(|d| super::validate::json_eq(d, v)) {
+                    distinct.push(v);
+                }
+            }
+            Some(distinct.len())
+        }
+        None => super::values::distinct_values(c, &[e])?,
+    };
+    Ok(n.is_some_and(|n| (n as u64) < need))
 }
 
 /// The opening bracket and its whitespace; the bracket marked when the items are distinct.

@@ -83,6 +83,15 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
             }
         }
     };
+    // More properties asked for than there are keys to name them: no object at all (the
+    // matcher would find it out only part-way, with every key of a large finite set used).
+    if min > (declared.len() + names.len()) as u64 {
+        let keys: Vec<&Expr> = regions.iter().map(|r| &r.0).collect();
+        if super::values::distinct_values(c, &keys)?.is_some_and(|n| ((declared.len() + names.len() + n) as u64) < min)
+        {
+            return Ok((super::nothing(), None));
+        }
+    }
     // Few possible keys: each an optional member of its own, so the rules keep them distinct
     // (the matcher refuses a repeated key where it ends, but does not look ahead for a key
     // not yet used: with few keys, a `,` after the last of them would leave no way on).

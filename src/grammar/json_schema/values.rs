@@ -224,3 +224,71 @@ pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> 
     }
     Some(out)
 }
+
+/// Most spellings read to count a lexeme's values ([`distinct_values`]).
+const MAX_COUNTED_SPELLINGS: usize = 4096;
+
+/// The longest spelling read to count a lexeme's values.
+const MAX_COUNTED_BYTES: usize = 256;
+
+/// How many distinct JSON values the expressions `exprs` spell together, where each is a
+/// finite language: a literal, a regex or lexeme with a finite language, or alternatives of
+/// those (of [`MAX_COUNTED_SPELLINGS`] spellings at most in all, none longer than
+/// [`MAX_COUNTED_BYTES`]): each spelling decoded, spellings of one value (`1` and `1.0`, `"a"`
+/// and `"\u0061"`) counted once. `None` where that is not known (any other expression, an
+/// infinite or larger language). For a `minItems` or `minProperties` that asks for more
+/// distinct items than there are (no array or object at all).
+pub(super) fn distinct_values(c: &Compiler, exprs: &[&Expr]) -> Result<Option<usize>> {
+    let mut spellings = Vec::new();
+    for e in exprs {
+        if !spell_all(c, e, &mut spellings)? {
+            return Ok(None);
+        }
+    }
+    let mut strings = std::collections::HashSet::new();
+    let mut others: Vec<Value> = Vec::new();
+    for s in &spellings {
+        match serde_json::from_slice::<Value>(s) {
+            Ok(Value::String(s)) => {
+                strings.insert(s);
+            }
+            Ok(v) => {
+                if !others.iter().any(|o| super::validate::json_eq(o, &v)) {
+                    others.push(v);
+                }
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(strings.len() + others.len()))
+}
+
+/// Adds the spellings of `e` to `out` (see [`distinct_values`]); false where they are not
+/// known.
+fn spell_all(c: &Compiler, e: &Expr, out: &mut Vec<Vec<u8>>) -> Result<bool> {
+    let lexeme = match e {
+        Expr::Literal(l) => {
+            out.push(l.as_bytes().to_vec());
+            return Ok(out.len() <= MAX_COUNTED_SPELLINGS);
+        }
+        Expr::Alt(xs) => {
+            for x in xs {
+                if !spell_all(c, x, out)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        Expr::Regex(h) => &crate::regular::Lexeme::Regex((**h).clone()),
+        Expr::Lexeme(l) => &**l,
+        _ => return Ok(false),
+    };
+    let room = MAX_COUNTED_SPELLINGS.saturating_sub(out.len());
+    match crate::regular::Dfa::shared(lexeme, c.limits)?.strings(room, MAX_COUNTED_BYTES) {
+        Some(s) => {
+            out.extend(s);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
