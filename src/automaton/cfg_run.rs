@@ -398,13 +398,21 @@ impl CfgRun {
     /// The bytes some current lexeme can read next, in increasing order: exactly those a commit
     /// can take (every live scan can be completed, see [`earley`](super::earley)), short of a
     /// repeat of a distinct item.
-    pub fn next_bytes<'a>(&'a self, cfg: &'a Cfg) -> impl Iterator<Item = u8> + 'a {
-        (0..=255u8).filter(move |&b| self.reads_byte(cfg, b))
+    pub fn next_bytes(&self, cfg: &Cfg) -> impl Iterator<Item = u8> {
+        let set = self.next_byte_set(cfg);
+        (0..=255u8).filter(move |&b| set[b as usize / 64] >> (b % 64) & 1 == 1)
     }
 
-    /// Can a current lexeme read `b` next?
-    pub fn reads_byte(&self, cfg: &Cfg, b: u8) -> bool {
-        self.pos().scans.iter().any(|sc| cfg.term(sc.term).dfa.next(sc.state, b) != StateId::DEAD)
+    /// [`next_bytes`](Self::next_bytes) as four 64-bit words (byte `b` is bit `b % 64` of word
+    /// `b / 64`).
+    pub fn next_byte_set(&self, cfg: &Cfg) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for sc in &self.pos().scans {
+            for (s, l) in set.iter_mut().zip(cfg.term(sc.term).dfa.live_bytes(sc.state)) {
+                *s |= l;
+            }
+        }
+        set
     }
 
     /// The forced bytes from here (see `Matcher::forced_bytes`).

@@ -71,7 +71,15 @@ pub struct Matcher {
     run: Run,
     /// The [`witness`](Self::witness) and the tokens committed when it was found (or followed).
     witness: Option<(usize, Vec<TokenId>)>,
+    /// The ways to finish the last budgeted mask's judgement showed after the tokens it kept
+    /// (see `confirm`), and the tokens committed then: committing one of those tokens makes its
+    /// way the witness (a fresh search might find only a longer one, and leave a budget it
+    /// fitted with no token). Dropped once a rollback goes below that position.
+    shown: Option<(usize, Shown)>,
 }
+
+/// Tokens, each with a way to finish after it (ways shared by tokens that reach one state).
+type Shown = Vec<(TokenId, Arc<[TokenId]>)>;
 
 mod confirm;
 mod descent;
@@ -91,7 +99,7 @@ impl Matcher {
             Backend::Dfa { dfa, .. } => Run::Dfa(vec![dfa.start()]),
             Backend::Earley(cfg) => Run::Cfg(Box::new(CfgRun::new(cfg))),
         };
-        Matcher { compiled, run, witness: None }
+        Matcher { compiled, run, witness: None, shown: None }
     }
 
     pub fn compiled(&self) -> &Arc<Compiled> {
@@ -270,7 +278,15 @@ impl Matcher {
                 } else {
                     DISTINCT_SLACK
                 };
-                let tight = judge && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
+                let mut tight = judge && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack));
+                // Where many items must still come (a minimum over a finite set of keys), what
+                // keeping them distinct costs adds up past any fixed slack: the witness from here
+                // (which keeps them distinct) measures it, and the slack grows by how much longer
+                // it is than the count (see `distinct_cost`).
+                let slack =
+                    if judge && !tight { slack.saturating_add(self.distinct_cost(after_budget)) } else { slack };
+                let Run::Cfg(c) = &mut self.run else { unreachable!("a context-free run") };
+                tight = tight || (judge && !c.can_finish_within(cfg, env, after_budget.saturating_sub(slack)));
                 if tight {
                     let judged = mask.clone();
                     self.confirm_distinct(mask, &judged, after_budget);
@@ -488,6 +504,9 @@ impl Matcher {
         }
         if n > 0 {
             self.witness = None;
+        }
+        if self.shown.as_ref().is_some_and(|(at, _)| *at > self.len()) {
+            self.shown = None;
         }
         Ok(())
     }

@@ -287,16 +287,73 @@ fn no_mask_lets_through_a_token_that_finishes_a_repeat() {
     assert!(checked > 100_000, "only {checked} tokens checked");
 }
 
+/// Too few distinct values for `minItems` where the items' values are not counted when the
+/// schema is compiled (objects): the mask runs out and the error says why.
 #[test]
 fn too_few_distinct_values_is_a_clear_error() {
-    // Three values ("", "a", "b") for four distinct items.
-    let schema = json!({"type": "array", "items": {"type": "string", "pattern": "^[ab]?$"},
-                        "uniqueItems": true, "minItems": 4});
+    // Two values ({"a":1}, {"a":2}) for three distinct items.
+    let schema = json!({"type": "array", "uniqueItems": true, "minItems": 3, "items": {"type": "object",
+        "properties": {"a": {"enum": [1, 2]}}, "required": ["a"], "additionalProperties": false}});
     let (_, vocab) = &real_vocabs()[0];
     let c = compiled(&real_env(vocab), &schema);
     for seed in 0..3 {
         let e = random_sample(&c, seed, 100).unwrap_err().to_string();
         assert!(e.contains("must be distinct") && e.contains("uniqueItems"), "{e}");
+    }
+}
+
+/// A minimum of distinct items or keys above how many values there are, where the values are
+/// a finite language too large to list in the grammar: no output at all, known when the schema
+/// is compiled (before, `check` gave a `min_tokens` and a sample ran out part-way, for 71 keys
+/// of 70 with "an engine fault"). One fewer, the language is not empty.
+#[test]
+fn too_few_distinct_values_or_keys_is_an_empty_language() {
+    let keys: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let cases = |n: u64| {
+        vec![
+            json!({"type": "array", "items": {"type": "string", "pattern": "^[ab]?$"}, "uniqueItems": true, "minItems": n - 97}),
+            json!({"type": "array", "items": {"type": "string", "pattern": "^[0-9]{2}$"}, "uniqueItems": true, "minItems": n}),
+            json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99}, "uniqueItems": true,
+                   "minItems": n}),
+            json!({"type": "array", "items": {"enum": (0..12).collect::<Vec<_>>()}, "uniqueItems": true, "minItems": n - 88}),
+            json!({"type": "array", "prefixItems": [{"type": "null"}], "items": {"type": "boolean"}, "uniqueItems": true,
+                   "minItems": n - 97}),
+            json!({"type": "object", "propertyNames": {"enum": keys}, "minProperties": n - 30}),
+            json!({"type": "object", "patternProperties": {"^k[0-9]{2}$": {"type": "integer"}}, "properties": {"a": {}},
+                   "additionalProperties": false, "minProperties": n + 1}),
+        ]
+    };
+    let v = Arc::new(Vocab::embedded());
+    let env = VocabEnv::new(v);
+    for (too_many, fits) in cases(101).iter().zip(cases(100)) {
+        assert!(compiled(&env, too_many).is_empty_language(), "{too_many}: not empty");
+        assert!(!compiled(&env, &fits).is_empty_language(), "{fits}: empty");
+    }
+}
+
+/// A minimum of keys from a finite set too large to spell out key by key (70 keys, 40 of them
+/// needed: 10 of one digit, the others longer): keeping them distinct costs more tokens than
+/// the count says, more than any fixed slack. `min_tokens` counts it (a way the matcher
+/// committed), and random walks under a budget just above it end complete and valid (before:
+/// `min_tokens` said 305 on the embedded vocabulary, the witness search ran out of work on
+/// every subset of the one-digit keys, and every walk within 309 tokens ended in an empty
+/// mask, "an engine fault").
+#[test]
+fn many_distinct_keys_of_a_finite_set_fit_a_binding_budget() {
+    let keys: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let schema = json!({"type": "object", "propertyNames": {"enum": keys}, "minProperties": 40,
+                        "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}});
+    let env = VocabEnv::new(Arc::new(Vocab::embedded()));
+    let c = compiled(&env, &schema);
+    let least = c.min_tokens().expect("a min_tokens") as usize;
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for seed in 0..2 {
+        let at = format!("seed {seed}, {} tokens", least + 4);
+        let out = random_sample(&c, seed, least + 4).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let text = out.text();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(validator.is_valid(&v), "{at}: {text} is not valid");
+        assert_eq!(top_level_keys(&text).len(), v.as_object().unwrap().len(), "{at}: {text}");
     }
 }
 

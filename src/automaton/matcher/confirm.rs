@@ -36,10 +36,11 @@
 
 use std::collections::HashSet;
 use std::iter::once;
+use std::sync::Arc;
 
 use super::witness::AfterKey;
 use super::KeyMap;
-use super::{allow_first, Backend, Matcher, Run};
+use super::{allow_first, Backend, Matcher, Run, Shown};
 use crate::automaton::distinct::unescape_all;
 use crate::vocab::{TokenId, TokenKind, TokenSet};
 
@@ -73,6 +74,7 @@ impl Matcher {
         let compiled = self.compiled.clone();
         let vocab = compiled.env.vocab();
         let mut kept = TokenSet::new(mask.width());
+        let mut shown: Shown = Vec::new();
         let (groups, string) = self.plain_groups(judged);
         // The items a new one is compared with: the same for every group.
         let items = if string.is_some() { self.items_in_reach() } else { Vec::new() };
@@ -81,13 +83,18 @@ impl Matcher {
             let longest = ids.iter().map(|&t| bytes(t).len()).max().unwrap_or(0);
             for &r in ids.iter().take(MAX_REPRESENTATIVES) {
                 let Some(w) = self.fitting_witness_after(r, after_budget) else { continue };
+                let way: Arc<[TokenId]> = w.into();
                 kept.insert(r);
+                shown.push((r, way.clone()));
                 // Outside every list: no item holds the token, its group shares the witness.
                 let Some(string) = &string else {
-                    ids.iter().for_each(|&t| kept.insert(t));
+                    ids.iter().filter(|&&t| t != r).for_each(|&t| {
+                        kept.insert(t);
+                        shown.push((t, way.clone()));
+                    });
                     break;
                 };
-                let w: Vec<u8> = w.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
+                let w: Vec<u8> = way.iter().flat_map(|&t| bytes(t).iter().copied()).collect();
                 let w_content = unescape_all(&w);
                 let (contents, raws) = (once(&w_content[..]), once(&w[..]));
                 let occurs = (
@@ -95,7 +102,10 @@ impl Matcher {
                     Occurs::new(&string.raw, raws.chain(items.iter().map(|k| &k[..])), longest),
                 );
                 if let (Some(a), Some(b)) = occurs {
-                    ids.iter().filter(|&&t| !a.holds(bytes(t)) && !b.holds(bytes(t))).for_each(|&t| kept.insert(t));
+                    ids.iter().filter(|&&t| t != r && !a.holds(bytes(t)) && !b.holds(bytes(t))).for_each(|&t| {
+                        kept.insert(t);
+                        shown.push((t, way.clone()));
+                    });
                 }
                 break;
             }
@@ -105,33 +115,41 @@ impl Matcher {
         let texts: Vec<TokenId> =
             judged.iter().filter(|&t| vocab.kind(t) == TokenKind::Text && !kept.contains(t)).collect();
         let old = self.old_items();
-        let mut known: KeyMap<bool> = KeyMap::default();
+        // A state's way to finish, where one fits.
+        let mut known: KeyMap<Option<Arc<[TokenId]>>> = KeyMap::default();
         // The last witness found per parse state, replayed first where the reader differs
         // (most often only in the items it finished): committing it checks it.
-        let mut found: KeyMap<Vec<TokenId>> = KeyMap::default();
+        let mut found: KeyMap<Arc<[TokenId]>> = KeyMap::default();
         let (mut searched, mut work) = (0, MAX_CONFIRM_WORK);
         for (i, t) in texts.into_iter().enumerate() {
-            let fits = i < MAX_KEYED
-                && self
-                    .after_token(t, &old, |m, AfterKey { key, state }| {
-                        if let Some(&fits) = known.get(&key) {
-                            return fits;
-                        }
-                        let parse = &key[..state];
-                        let fits = found.get(parse).is_some_and(|w| m.replays(w))
-                            || (searched < MAX_CONFIRMED && work > 0 && {
-                                searched += 1;
-                                let w = m.find_witness_within(&mut work).filter(|w| w.len() as u32 <= after_budget);
-                                w.map(|w| found.insert(parse.to_vec(), w)).is_some()
-                            });
-                        known.insert(key, fits);
-                        fits
-                    })
-                    .unwrap_or(false);
-            if !fits {
-                mask.remove(t);
+            let way = if i < MAX_KEYED {
+                self.after_token(t, &old, |m, AfterKey { key, state }| {
+                    if let Some(way) = known.get(&key) {
+                        return way.clone();
+                    }
+                    let parse = &key[..state];
+                    let replayed = found.get(parse).filter(|w| m.replays(w)).cloned();
+                    let way = replayed.or_else(|| {
+                        (searched < MAX_CONFIRMED && work > 0).then_some(())?;
+                        searched += 1;
+                        let w: Arc<[TokenId]> =
+                            m.find_witness_within(&mut work).filter(|w| w.len() as u32 <= after_budget)?.into();
+                        found.insert(parse.to_vec(), w.clone());
+                        Some(w)
+                    });
+                    known.insert(key, way.clone());
+                    way
+                })
+                .flatten()
+            } else {
+                None
+            };
+            match way {
+                Some(way) => shown.push((t, way)),
+                None => mask.remove(t),
             }
         }
+        self.shown = Some((self.len(), shown));
         let witness = self.witness().map(<[TokenId]>::to_vec);
         allow_first(mask, witness.as_deref(), after_budget);
     }

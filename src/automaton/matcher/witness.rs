@@ -175,11 +175,31 @@ impl Matcher {
         self.witness.as_ref().map(|(_, p)| p.as_slice())
     }
 
-    /// Keeps the witness when `token` is its next token (committed at `before` tokens).
+    /// How many tokens more the witness from here takes than the lexeme count says finishing
+    /// does: what keeping items distinct costs from here, as far as the witness shows (it
+    /// commits through the repeats' check; the count repeats the cheapest item). 0 without a
+    /// witness or where it is no longer than the count, and, without looking for one, where
+    /// `after_budget` is more than twice the count: a cost beyond the count itself is not
+    /// looked for (a budget far from binding keeps most masks free of a witness search).
+    pub(super) fn distinct_cost(&mut self, after_budget: u32) -> u32 {
+        let count = match (&mut self.run, &self.compiled.backend) {
+            (Run::Cfg(c), Backend::Earley(cfg)) => c.finish_cost(cfg, &self.compiled.env),
+            _ => return 0,
+        };
+        if count == UNREACHABLE || after_budget > count.saturating_mul(2) {
+            return 0;
+        }
+        self.witness().map_or(0, |w| (w.len() as u32).saturating_sub(count))
+    }
+
+    /// Keeps the witness when `token` is its next token (committed at `before` tokens); else
+    /// the way a budgeted mask's judgement showed after `token` there, if any, is the witness.
     pub(super) fn follow_witness(&mut self, before: usize, token: TokenId) {
         self.witness = match self.witness.take() {
             Some((at, path)) if at == before && path.first() == Some(&token) => Some((at + 1, path[1..].to_vec())),
-            _ => None,
+            _ => self.shown.as_ref().filter(|(at, _)| *at == before).and_then(|(_, ways)| {
+                ways.iter().find(|(t, _)| *t == token).map(|(_, way)| (before + 1, way.to_vec()))
+            }),
         };
     }
 
@@ -507,7 +527,16 @@ impl Matcher {
             if !(dig.cut || (shared && ran_out)) || left == 0 || last {
                 break false;
             }
-            dig.limit = (dig.limit + (dig.limit - base as usize).max(WITNESS_SLACK)).min(MAX_WITNESS_BYTES);
+            // A round that ran out of work with distinct items was trying sets of them that
+            // all fall short (a minimum over a finite set of keys, each round a little longer:
+            // every subset of the cheap keys is tried again): the last round then, the whole
+            // length, where the cheapest byte first finds a way at once (`k0`..`k9`, then
+            // `k10`..), a little longer than the fewest perhaps, never shorter.
+            dig.limit = if shared && ran_out {
+                MAX_WITNESS_BYTES
+            } else {
+                (dig.limit + (dig.limit - base as usize).max(WITNESS_SLACK)).min(MAX_WITNESS_BYTES)
+            };
         };
         *work -= budget - left;
         self.rollback(self.len() - start).expect("committed here");
@@ -720,9 +749,11 @@ impl Matcher {
     /// them is almost always readable.
     fn inside_char(&self) -> bool {
         let (Run::Cfg(c), Backend::Earley(cfg)) = (&self.run, &self.compiled.backend) else { return false };
-        let reads = |b| c.reads_byte(cfg, b);
-        let mut outside = (0x20..0x7f).chain(0..0x20).chain(0x7f..0x80).chain(0xc0..=0xff);
-        !outside.any(reads) && CONTINUATION.into_iter().any(reads)
+        // Continuation bytes are 0x80..=0xbf: the low half of the third word.
+        let set = c.next_byte_set(cfg);
+        let continuation = set[2] != 0;
+        let outside = set[0] != 0 || set[1] != 0 || set[3] != 0;
+        continuation && !outside
     }
 
     /// Is `b` a usable byte (a token of its own, or a named token's byte): the bytes the byte

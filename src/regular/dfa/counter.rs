@@ -356,6 +356,7 @@ impl Counter {
             dist: Vec::new(),
             start: self.start(),
             dist_memo: OnceLock::new(),
+            class_bytes: OnceLock::new(),
             id: next_id(),
             counter: Some(Arc::new(self)),
         }

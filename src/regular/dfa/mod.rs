@@ -95,6 +95,8 @@ pub struct Dfa {
     /// The last [`dist_using`](Dfa::dist_using) answer, with its `usable` bytes: a shared DFA
     /// is compiled again and again for the same vocabulary.
     dist_memo: OnceLock<([bool; 256], Distances)>,
+    /// The bytes of each class, as four 64-bit words (see [`live_bytes`](Dfa::live_bytes)).
+    class_bytes: OnceLock<Vec<[u64; 4]>>,
     /// Unique per built table (a clone keeps it: tables never change once built), so caches
     /// outside one compile can name a DFA (see [`id`](Dfa::id)).
     id: u64,
@@ -133,6 +135,7 @@ impl Dfa {
             dist: Vec::new(),
             start,
             dist_memo: OnceLock::new(),
+            class_bytes: OnceLock::new(),
             id: next_id(),
             counter: None,
         };
@@ -183,6 +186,36 @@ impl Dfa {
         }
         let t = self.trans[state.index() * self.stride + self.classes[byte as usize] as usize];
         (t, self.accept[t.index()], self.open[t.index()])
+    }
+
+    /// The bytes on which `state` goes on to a live state, as four 64-bit words (byte `b` is
+    /// bit `b % 64` of word `b / 64`): one step per byte class.
+    pub fn live_bytes(&self, state: StateId) -> [u64; 4] {
+        let mut out = [0u64; 4];
+        if self.counter.is_some() {
+            for b in 0..=255u8 {
+                if self.next(state, b) != StateId::DEAD {
+                    out[b as usize / 64] |= 1 << (b % 64);
+                }
+            }
+            return out;
+        }
+        let members = self.class_bytes.get_or_init(|| {
+            let mut m = vec![[0u64; 4]; self.stride];
+            for b in 0..=255u8 {
+                m[self.classes[b as usize] as usize][b as usize / 64] |= 1 << (b % 64);
+            }
+            m
+        });
+        let row = &self.trans[state.index() * self.stride..][..self.stride];
+        for (c, &t) in row.iter().enumerate() {
+            if t != StateId::DEAD {
+                for (o, m) in out.iter_mut().zip(&members[c]) {
+                    *o |= m;
+                }
+            }
+        }
+        out
     }
 
     /// One byte per class, the least of each, in class order.

@@ -187,6 +187,7 @@ impl Dfa {
             dist: states().map(|s| c.dist(s)).collect(),
             start: self.start,
             dist_memo: OnceLock::new(),
+            class_bytes: OnceLock::new(),
             id: next_id(),
             counter: None,
         }

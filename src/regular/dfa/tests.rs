@@ -857,3 +857,19 @@ fn a_finite_tail_is_a_prefix_with_few_completions() {
     let any_key = Lexeme::Regex(crate::regular::regex::parse(r#""[a-z]*""#).unwrap());
     assert!(!quoted(any_key).has_finite_tail(), "only the closing quote ends, and it reads nothing more");
 }
+
+/// `live_bytes` (a step per byte class) holds exactly the bytes `next` leads to a live state
+/// on, from every state (the dead one too), for tables with few and many classes.
+#[test]
+fn live_bytes_are_the_bytes_next_lives_on() {
+    for re in [r#""(?:[^"\\]|\\.)*""#, "a|ab|abc", r"[0-9]{1,3}(?:\.[0-9]+)?", r"(?s).{0,3}", "é|ü[a-z]", r"\w+"] {
+        let d = dfa(re);
+        for s in (0..d.state_count()).map(|s| StateId(s as u32)) {
+            let live = d.live_bytes(s);
+            for b in 0..=255u8 {
+                let bit = live[b as usize / 64] >> (b % 64) & 1 == 1;
+                assert_eq!(bit, d.next(s, b) != StateId::DEAD, "{re}: state {s:?} byte {b}");
+            }
+        }
+    }
+}
