@@ -32,7 +32,12 @@
 //! refused under a budget (`judged` is then those tokens only): their witness depends on the
 //! items they write, so they cannot share one by parse state alone.
 //!
-//! Invariant: the matcher is left as it was (every commit rolled back, its witness restored).
+//! The ways shown after the tokens kept are remembered (`Matcher::shown`): committing one of
+//! those tokens makes its way the witness, so the next mask starts from a way that fits (a
+//! fresh search from there may find only a longer one).
+//!
+//! Invariant: the matcher is left as it was (every commit rolled back, its witness restored),
+//! but for the ways shown.
 
 use std::collections::HashSet;
 use std::iter::once;

@@ -36,9 +36,18 @@
 //! `MAX_BUDGET_BY_WITNESS` tokens are left (one search per distinct state, each as long as the
 //! witness); beyond that the count, the joins and the witness from here decide.
 //!
+//! Where items must be distinct and a round of the search runs out of work (it was trying sets
+//! of items that all fall short: a minimum over a large finite set of keys), the next round
+//! takes the whole length at once: cheapest byte first, a way is found at once, a little longer
+//! than the fewest perhaps. The count is blind to what keeping items distinct costs; the
+//! witness is not: a budgeted mask's slack grows by how much longer it is than the count
+//! ([`Matcher::distinct_cost`]).
+//!
 //! Invariants: a witness is only ever a sequence the matcher committed from the position it is
-//! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting; judging the
-//! tokens after which one is looked for leaves the matcher as it was.
+//! kept for (`Matcher::witness.0` = the tokens committed then), ending accepting, or the way
+//! a budgeted mask's judgement showed after the token then committed (`Matcher::shown`, see
+//! `confirm`: committed after it, or after a token of its group, which has the same ways on);
+//! judging the tokens after which one is looked for leaves the matcher as it was.
 
 use super::descent::DescentMemo;
 use super::join::Joins;
