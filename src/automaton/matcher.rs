@@ -91,6 +91,7 @@ type KeySet = std::collections::HashSet<Vec<u32>, crate::regular::FxWordsBuild>;
 mod exact_tests;
 mod join;
 mod search;
+mod spell;
 mod witness;
 
 impl Matcher {
