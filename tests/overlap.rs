@@ -173,6 +173,31 @@ fn a_pass_the_mask_makes_unneeded_is_rewound() {
     assert_eq!(models[0].calls(), 1);
 }
 
+/// The default overlap (`IfMaskTakes`) runs no pass speculatively that feeds more than
+/// `MAX_OVERLAP_TOKENS` tokens: undone when the mask allows one token, a prefill would be fed
+/// again (a tool call under a tight `max_tokens` on SmolLM2 fed its 253-token prompt five
+/// times). `On` still overlaps every step; the output is the same either way.
+#[test]
+fn a_long_pass_is_not_run_speculatively() {
+    use strictly::decode::MAX_OVERLAP_TOKENS;
+    let (vocab, compiled) = abc();
+    let zero = Overlap::IfMaskTakes(std::time::Duration::ZERO);
+    let long = [TokenId(1); MAX_OVERLAP_TOKENS + 12];
+    let mut seen = Vec::new();
+    for (overlap, prompt) in [(zero, &long[..]), (zero, &long[..1]), (Overlap::On, &long[..])] {
+        let mut model = ScriptedModel::new(4, |h, l| l[2] = h.len() as f32);
+        let mut matcher = compiled.matcher();
+        let o = GenerateOptions { overlap, sampling: SamplingParams::greedy(), ..GenerateOptions::default() };
+        let out = generate(&mut model, &vocab, Some(&mut matcher), prompt, &o).unwrap();
+        assert_eq!(out.text(), "ac");
+        seen.push((out.forward_passes, out.masks.overlapped, out.masks.rewound));
+    }
+    // A long prompt: neither the step with the prompt pending nor the one with the prompt and
+    // the single allowed `a` is overlapped; the step after `c` (one token pending) is, and
+    // undone (only EOS is left). A one-token prompt, or `On`: every step is.
+    assert_eq!(seen, [(1, 1, 1), (1, 3, 2), (1, 3, 2)]);
+}
+
 /// A model whose every forward pass fails, and which can rewind.
 struct Failing(usize);
 

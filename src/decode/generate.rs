@@ -181,7 +181,7 @@ impl<'a> Generation<'a> {
             };
             let m = self.matcher.as_deref_mut().expect("a mask is asked for only with a matcher");
             // The pass over `seq.pending` is speculative: kept only if the mask leaves a choice.
-            let speculative = self.overlap.wants(self.last_mask) && model.checkpoint();
+            let speculative = self.overlap.wants(self.last_mask, seq.pending.len()) && model.checkpoint();
             let pass = if speculative {
                 let (took, pass) =
                     mask_during_forward(&self.ctx, m, &mut self.mask, remaining, model, &seq.pending, &mut self.logits);

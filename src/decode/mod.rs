@@ -77,7 +77,8 @@
 //! The mask for the next position does not depend on the model, and the model's forward pass
 //! does not depend on the mask, so with [`GenerateOptions::overlap`] the loop computes the mask
 //! on a second thread while the forward pass runs on the caller's (by default only where the
-//! mask is slow enough for that to pay: [`Overlap::DEFAULT`]). The tokens
+//! mask is slow enough for that to pay and the pass short, [`MAX_OVERLAP_TOKENS`] tokens at
+//! most: [`Overlap::DEFAULT`]; a prefill undone would be fed again). The tokens
 //! the pass must see are known first: the sampled token and the forced run
 //! ([`Matcher::forced_tokens`], committed before the mask is computed). Only the mask can
 //! show that the pass was not needed yet: when it allows a single token (appended without a
@@ -202,11 +203,18 @@ pub enum Overlap {
     Off,
     /// At every constrained step (with a model that can rewind).
     On,
-    /// At a step whose previous mask took at least this long. A second thread costs tens of
-    /// microseconds to start and join, more when the cores are busy (as they are while a CPU
-    /// model runs), so overlapping a cheaper mask loses more than it hides.
+    /// At a step whose previous mask took at least this long, and whose pass feeds at most
+    /// [`MAX_OVERLAP_TOKENS`] tokens. A second thread costs tens of microseconds to start and
+    /// join, more when the cores are busy (as they are while a CPU model runs), so overlapping
+    /// a cheaper mask loses more than it hides; and a speculative pass is undone when the mask
+    /// allows one token, so a long one (a prefill, a long forced run) risks a whole pass again
+    /// to hide one mask (a tool call under a tight `max_tokens`, SmolLM2 on two cores: the
+    /// 253-token prompt fed five times, 12 s where 4 s do).
     IfMaskTakes(Duration),
 }
+
+/// The most tokens a pass that [`Overlap::IfMaskTakes`] runs speculatively feeds.
+pub const MAX_OVERLAP_TOKENS: usize = 8;
 
 impl Overlap {
     /// `IfMaskTakes(100 µs)`: small vocabularies' masks (stories260K's take about 10 µs) stay
@@ -214,12 +222,13 @@ impl Overlap {
     /// microseconds) overlap.
     pub const DEFAULT: Overlap = Overlap::IfMaskTakes(Duration::from_micros(100));
 
-    /// Whether to overlap a step whose previous mask took `last`.
-    pub fn wants(self, last: Duration) -> bool {
+    /// Whether to overlap a step whose previous mask took `last` and whose pass feeds
+    /// `tokens` tokens.
+    pub fn wants(self, last: Duration, tokens: usize) -> bool {
         match self {
             Overlap::Off => false,
             Overlap::On => true,
-            Overlap::IfMaskTakes(min) => last >= min,
+            Overlap::IfMaskTakes(min) => last >= min && tokens <= MAX_OVERLAP_TOKENS,
         }
     }
 }
