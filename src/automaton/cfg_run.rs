@@ -406,13 +406,7 @@ impl CfgRun {
     /// [`next_bytes`](Self::next_bytes) as four 64-bit words (byte `b` is bit `b % 64` of word
     /// `b / 64`).
     pub fn next_byte_set(&self, cfg: &Cfg) -> [u64; 4] {
-        let mut set = [0u64; 4];
-        for sc in &self.pos().scans {
-            for (s, l) in set.iter_mut().zip(cfg.term(sc.term).dfa.live_bytes(sc.state)) {
-                *s |= l;
-            }
-        }
-        set
+        first_bytes(cfg, &self.pos().scans).0
     }
 
     /// The forced bytes from here (see `Matcher::forced_bytes`).
@@ -726,8 +720,9 @@ const MANY_MEMBERS: usize = 32;
 fn first_bytes(cfg: &Cfg, scans: &[Scan]) -> ByteSet {
     let mut set = ByteSet::default();
     for sc in scans {
-        let dfa = &cfg.term(sc.term).dfa;
-        (0..=255u8).filter(|&b| dfa.next(sc.state, b) != StateId::DEAD).for_each(|b| set.insert(b));
+        for (s, l) in set.0.iter_mut().zip(cfg.term(sc.term).dfa.live_bytes(sc.state)) {
+            *s |= l;
+        }
     }
     set
 }
