@@ -59,6 +59,13 @@ impl PyCompiled {
         self.inner.is_empty_language()
     }
 
+    /// Why no output matches, where none does (for a JSON Schema: the subschemas that accept
+    /// nothing, by JSON pointer, and why); `None` otherwise.
+    #[getter]
+    fn why_empty(&self) -> Option<String> {
+        self.inner.why_empty().map(str::to_string)
+    }
+
     /// Facts about the compiled form (engine, states, terminals), as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let text = self.inner.stats().to_string();

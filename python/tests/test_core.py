@@ -103,6 +103,15 @@ def test_schema_errors_carry_pointer_and_keyword(tiny_vocab):
     with pytest.raises(strictly.SchemaError) as e:
         strictly.compile(tiny_vocab, json_schema={"type": "object", "properties": {"a": {"type": "strin"}}})
     assert (e.value.pointer, e.value.keyword, e.value.message) == ("/properties/a/type", "type", 'unknown type "strin"')
+    # A schema no value validates: a regular one compiles empty and says why, a context-free one
+    # is the error, naming the subschema that accepts nothing.
+    c = strictly.compile(tiny_vocab, json_schema={"type": "integer", "minimum": 5, "maximum": 3})
+    assert c.is_empty_language() and "no integer is at least 5 and at most 3" in c.why_empty
+    assert strictly.compile(tiny_vocab, json_schema={"type": "integer"}).why_empty is None
+    with pytest.raises(strictly.SchemaError) as e:
+        strictly.compile(tiny_vocab, json_schema={"type": "object", "required": ["a"],
+                                                  "properties": {"a": {"pattern": "^x$", "type": "string", "maxLength": 0}}})
+    assert e.value.pointer == "/properties/a" and "no string satisfies" in e.value.message
 
 
 def test_regex_and_grammar_errors_carry_their_place(tiny_vocab):

@@ -150,6 +150,9 @@ pub struct Compiled {
     backend: Backend,
     /// The tokens the grammar names (token terminals, see [`tokens`]).
     named: Option<tokens::Named>,
+    /// Why no output matches, where none does (a regular constraint; see
+    /// [`Compiled::why_empty`]).
+    why_empty: Option<String>,
 }
 
 impl Compiled {
@@ -179,10 +182,14 @@ impl Compiled {
             BackendChoice::Auto if named.is_none() => cfg::Cfg::regular_lexeme(&grammar, &rules)?,
             _ => None,
         };
+        let mut why_empty = None;
         let backend = match regular {
             Some(lexeme) => {
                 // An empty regular language compiles (`is_empty_language`); generation refuses it.
                 let dfa = Dfa::shared(&lexeme, opts.limits.dfa)?;
+                if dfa.start() == StateId::DEAD {
+                    why_empty = Some(empty_language(constraint, &grammar, opts.limits.dfa).to_string());
+                }
                 let finish_tokens = dfa.dist_using(usable);
                 Backend::Dfa { dfa, finish_tokens }
             }
@@ -198,10 +205,10 @@ impl Compiled {
                     }
                     Backend::Earley(Box::new(cfg))
                 }
-                None => return Err(empty_language(constraint, &grammar)),
+                None => return Err(empty_language(constraint, &grammar, opts.limits.dfa)),
             },
         };
-        Ok(Arc::new(Compiled { env: env.clone(), backend, named }))
+        Ok(Arc::new(Compiled { env: env.clone(), backend, named, why_empty }))
     }
 
     pub fn vocab(&self) -> &Arc<Vocab> {
@@ -223,10 +230,14 @@ impl Compiled {
     /// Does the constraint match no output at all? (Only a regular constraint compiles with an
     /// empty language; a context-free one whose start derives nothing is a compile error.)
     pub fn is_empty_language(&self) -> bool {
-        match &self.backend {
-            Backend::Dfa { dfa, .. } => dfa.start() == StateId::DEAD,
-            Backend::Earley(_) => false,
-        }
+        self.why_empty.is_some()
+    }
+
+    /// Why the constraint matches no output at all, in its front end's terms (for a JSON
+    /// Schema, the subschemas that accept nothing and their pointers); `None` where it matches
+    /// some. The message a compile error would have been (see [`Compiled::is_empty_language`]).
+    pub fn why_empty(&self) -> Option<&str> {
+        self.why_empty.as_deref()
     }
 
     /// A fresh matcher at the start of the output.
@@ -260,20 +271,18 @@ impl Compiled {
     }
 }
 
-/// The error for a context-free constraint whose language is empty, in its front end's terms.
-fn empty_language(constraint: &Constraint, grammar: &Grammar) -> Error {
+/// The error for a constraint whose language is empty, in its front end's terms. (A JSON
+/// Schema is compiled again for its reasons: this is the error path.)
+fn empty_language(constraint: &Constraint, grammar: &Grammar, limits: DfaLimits) -> Error {
     match constraint {
-        Constraint::JsonSchema(..) => Error::Schema {
-            at: Location::Pointer(String::new()),
-            msg: "no JSON value validates against this schema (its constraints contradict each other, or every \
-                  value needs infinite nesting)"
-                .into(),
-        },
+        Constraint::JsonSchema(schema, o) => {
+            grammar::json_schema::why_empty(schema, o, limits).unwrap_or_else(grammar::json_schema::no_value_error)
+        }
         Constraint::Regex(_) => Error::Regex {
             at: Location::Column(1),
             msg: "no string matches this regex (its assertions or classes contradict each other)".into(),
         },
-        Constraint::AfterReasoning { then, .. } => empty_language(then, grammar),
+        Constraint::AfterReasoning { then, .. } => empty_language(then, grammar, limits),
         Constraint::Grammar(_) | Constraint::Choice(_) | Constraint::Triggered { .. } => {
             let start = grammar.rule(grammar.start);
             let span = start.span.unwrap_or(crate::grammar::Span { line: 1, col: 1 });

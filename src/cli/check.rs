@@ -1,5 +1,5 @@
 //! `strictly check`: compile a constraint and print one JSON line of facts about it (kind,
-//! vocabulary, whether the language is empty, the forced prefix, the first mask, compile and
+//! vocabulary, whether the language is empty and why (`empty_reason`), the forced prefix, the first mask, compile and
 //! first-mask times, and the compiled automaton's own statistics, and `warnings`: what loads
 //! but is likely a mistake, such as a grammar's unused rules; each also on stderr). The
 //! vocabulary is prepared first, as a server prepares it when its model loads, and that time
@@ -73,6 +73,9 @@ pub fn run(a: CheckArgs) -> anyhow::Result<()> {
         "vocab_prepare_us": prepare_us,
         "warnings": warnings,
     });
+    if let (Some(f), Some(why)) = (facts.as_object_mut(), compiled.why_empty()) {
+        f.insert("empty_reason".into(), why.into());
+    }
     if let (Some(f), serde_json::Value::Object(stats)) = (facts.as_object_mut(), compiled.stats()) {
         f.extend(stats);
     }

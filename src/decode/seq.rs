@@ -99,7 +99,10 @@ impl<'v> Ctx<'v> {
         }
         m.fill_mask(mask);
         if mask.is_empty() && !m.is_accepting() {
-            return Err(Error::param("the constraint matches no output at all (from this point)"));
+            return Err(Error::param(match m.compiled().why_empty() {
+                Some(why) => format!("the constraint matches no output at all: {why}"),
+                None => "the constraint matches no output at all (from this point)".into(),
+            }));
         }
         // The error path: the count costs a search, once. Without one the search gave up.
         // Where items or keys must be distinct the grammar alone (which cannot count repeats)

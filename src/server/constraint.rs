@@ -209,14 +209,29 @@ pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiErr
     } else {
         spec.user_param.as_deref().unwrap_or("tools")
     };
-    let compiled = Compiled::new(env, &constraint).map_err(|e| ApiError::from_lib(e, Some(param)))?;
+    // A JSON Schema that accepts nothing: which subschema and why, in the schema's terms (the
+    // compile sees a grammar; asked only on the error paths).
+    let empty_schema = || match (&spec.user, &spec.tools) {
+        (Some(UserConstraint::JsonSchema(schema, o)), None) => {
+            json_schema::why_empty(schema, o, Default::default()).map(|e| schema_error(e, param))
+        }
+        _ => None,
+    };
+    let compiled = Compiled::new(env, &constraint)
+        .map_err(|e| empty_schema().unwrap_or_else(|| ApiError::from_lib(e, Some(param))))?;
     // A constraint no output satisfies (`"schema": false`) is the request's fault, named here
     // rather than by the decoding loop, which does not know the field.
     let mut m = compiled.matcher();
     let mut mask = crate::vocab::TokenSet::new(env.vocab().len());
     m.fill_mask(&mut mask);
     if mask.is_empty() && !m.is_accepting() {
-        return Err(ApiError::bad_request(format!("the constraint in {param} matches no output at all")).param(param));
+        if let Some(e) = empty_schema() {
+            return Err(e);
+        }
+        let why = compiled.why_empty().map(|w| format!(": {w}")).unwrap_or_default();
+        return Err(
+            ApiError::bad_request(format!("the constraint in {param} matches no output at all{why}")).param(param)
+        );
     }
     Ok(compiled)
 }

@@ -63,6 +63,23 @@ async fn bad_requests_are_openai_errors() {
     let e = expect_error(&app, chat, bad(json!({"type": "string", "pattern": "(?=x)"})), StatusCode::BAD_REQUEST).await;
     assert!(e["message"].as_str().unwrap().contains("pattern"), "{e}");
     expect_error(&app, chat, bad(json!({"$ref": "#/$defs/missing"})), StatusCode::BAD_REQUEST).await;
+    // A schema no value validates: which subschema accepts nothing and why (a regular
+    // language and a context-free one, refused at different stages, say it alike).
+    for (schema, needle) in [
+        (
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 3}}, "required": ["n"]}),
+            "/properties/n: no integer is at least 5 and at most 3",
+        ),
+        (
+            json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^[0-9]+$", "maxLength": 0}},
+                "required": ["s"]}),
+            "/properties/s: no string satisfies `pattern` and `maxLength` together",
+        ),
+    ] {
+        let e = expect_error(&app, chat, bad(schema), StatusCode::BAD_REQUEST).await;
+        assert!(e["message"].as_str().unwrap().contains(needle), "{e}");
+        assert!(e["param"].as_str().unwrap().starts_with("response_format"), "{e}");
+    }
     expect_error(&app, chat, bad(json!(42)), StatusCode::BAD_REQUEST).await;
     let body = json!({"messages": m, "response_format": schema_format("bad name!", json!({}))});
     let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;

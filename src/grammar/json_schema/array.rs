@@ -41,8 +41,13 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     if rest == &Value::Bool(false) {
         max = Some(max.map_or(p, |m| m.min(p)));
     }
-    if max.is_some_and(|m| m < min) {
-        return Ok(super::nothing());
+    if let Some(m) = max.filter(|m| *m < min) {
+        let why = if obj.get("maxItems").and_then(Value::as_u64).is_some_and(|x| x == m) {
+            format!("`minItems` {min} is above `maxItems` {m}")
+        } else {
+            format!("`minItems` {min} asks for more items than the {m} the prefix allows (no items past it)")
+        };
+        return Ok(c.nothing_because(pointer, why));
     }
     if min > MAX_COUNT || max.is_some_and(|m| m > MAX_COUNT && m > p) {
         c.unenforced(pointer, "maxItems", format!("item-count bounds above {MAX_COUNT} are not unrolled"))?;
@@ -66,7 +71,15 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
             // Distinct items past the prefix from fewer values than `minItems` asks for there:
             // no array at all (the matcher would find it out only part-way).
             if distinct && min > p && fewer_values(c, rest, &e, min - p)? {
-                return Ok(super::nothing());
+                let why = match p {
+                    0 => format!("`uniqueItems` with `minItems` {min}: the items have fewer distinct values"),
+                    p => format!(
+                        "`uniqueItems` with `minItems` {min}: the items past the {p} of the prefix have fewer than {} \
+                         distinct values",
+                        min - p
+                    ),
+                };
+                return Ok(c.nothing_because(pointer, why));
             }
             Some(c.share(&ptr, e))
         };
@@ -160,8 +173,8 @@ fn contains(
     let Some(cs) = obj.get("contains") else { return Ok(None) };
     let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
     let max_c = string::count(c, obj, pointer, "maxContains")?;
-    if max_c.is_some_and(|m| m < min_c) {
-        return Ok(Some(super::nothing()));
+    if let Some(m) = max_c.filter(|m| *m < min_c) {
+        return Ok(Some(c.nothing_because(pointer, format!("`minContains` {min_c} is above `maxContains` {m}"))));
     }
     // Always satisfied: no lower count, or `contains: true` with enough items anyway.
     if max_c.is_none() && (min_c == 0 || (cs == &Value::Bool(true) && min >= min_c)) {
@@ -262,6 +275,10 @@ fn unique_items(
     }
     if all.len() > MAX_UNIQUE_VALUES {
         return Ok(None);
+    }
+    if min > all.len() as u64 {
+        let why = format!("`uniqueItems` with `minItems` {min}: the items have only {} distinct values", all.len());
+        return Ok(Some(c.nothing_because(pointer, why)));
     }
     // `contains`: which values satisfy it, and how many of those the array must hold.
     let mut counted: Option<(Vec<bool>, u64, Option<u64>)> = None;

@@ -18,6 +18,11 @@
 //! when a key one of them requires is closed out by another or has property schemas that are
 //! together empty. `false` means "not shown empty", never "not empty": the grammar decides the
 //! rest, as before. Exact: only schemas without a valid instance are found.
+//!
+//! Also why a compiled language is empty: the compiler notes each subschema it makes the empty
+//! language and why ([`Compiler::nothing_because`]), and drops the notes under a subschema that
+//! turns out to accept something ([`Compiler::schema`]); what is left at the root are the
+//! subschemas whose emptiness reaches it, which [`JsonGrammar::empty_language_error`] names.
 
 use std::borrow::Cow;
 
@@ -27,7 +32,9 @@ use super::keywords::type_list;
 use super::not::rewrite_not;
 use super::validate::{is_of_type, simple_validate};
 use super::values::value_set;
-use super::Compiler;
+use super::{nothing, Compiler, JsonGrammar};
+use crate::error::{Error, Location};
+use crate::grammar::{Expr, Rule};
 
 /// Most conjuncts one look collects, in all (a larger or more shared schema is not shown empty:
 /// references may make a schema's tree far larger than its text).
@@ -164,6 +171,80 @@ impl Kinds {
             Value::Number(_) => 1 << 6,
         };
         bits & bit != 0
+    }
+}
+
+/// A subschema the compiler found to accept no value, and why (`minimum` above `maximum`,
+/// `false`, a required property whose value nothing validates, ...).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EmptySubschema {
+    pub pointer: String,
+    pub reason: String,
+}
+
+/// The error for a schema whose language is empty where no subschema is seen to make it so.
+pub fn no_value_error() -> Error {
+    Error::Schema {
+        at: Location::Pointer(String::new()),
+        msg: "no JSON value validates against this schema (its constraints contradict each other, or every value \
+              needs infinite nesting)"
+            .into(),
+    }
+}
+
+impl JsonGrammar {
+    /// The error for a schema whose language is empty: the subschemas that make it so, the
+    /// first one's pointer as the place.
+    pub fn empty_language_error(&self) -> Error {
+        const SHOWN: usize = 4;
+        let Some(first) = self.empty.first() else { return no_value_error() };
+        let mut msg = first.reason.clone();
+        let also: Vec<String> = self.empty[1..]
+            .iter()
+            .take(SHOWN - 1)
+            .map(|e| format!("at {}: {}", Location::Pointer(e.pointer.clone()), e.reason))
+            .collect();
+        if !also.is_empty() {
+            let more = self.empty.len().saturating_sub(SHOWN);
+            let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+            msg.push_str(&format!(" (also {}{more})", also.join("; ")));
+        }
+        msg.push_str(", so no JSON value validates against the schema");
+        Error::Schema { at: Location::Pointer(first.pointer.clone()), msg }
+    }
+}
+
+impl Compiler<'_> {
+    /// The empty language, noted as accepting nothing at `pointer` because of `reason` (kept
+    /// while the emptiness reaches the root, see [`JsonGrammar::empty`]).
+    pub(super) fn nothing_because(&mut self, pointer: &str, reason: impl Into<String>) -> Expr {
+        self.empty.push(EmptySubschema { pointer: pointer.to_string(), reason: reason.into() });
+        nothing()
+    }
+
+    /// Is `e` seen to be the empty language by its shape: an alternation of nothing, a
+    /// sequence with an empty part, a rule whose body is so (a few rules deep)? A cheap,
+    /// partial test (an empty regular intersection reads as not empty).
+    pub(super) fn is_nothing(&self, e: &Expr) -> bool {
+        /// Nodes looked at, at most: the test runs on every subschema's expression.
+        const WORK: usize = 256;
+        fn go(rules: &[Rule], e: &Expr, rules_deep: usize, work: &mut usize) -> bool {
+            if *work == 0 {
+                return false;
+            }
+            *work -= 1;
+            match e {
+                Expr::Alt(xs) => xs.iter().all(|x| go(rules, x, rules_deep, work)),
+                Expr::Seq(xs) => xs.iter().any(|x| go(rules, x, rules_deep, work)),
+                Expr::Repeat { body, min, .. } => *min > 0 && go(rules, body, rules_deep, work),
+                Expr::Rule(r) if rules_deep < 4 => {
+                    rules.get(r.0 as usize).is_some_and(|rule| go(rules, &rule.body, rules_deep + 1, work))
+                }
+                _ => false,
+            }
+        }
+        let mut work = WORK;
+        go(&self.rules, e, 0, &mut work)
     }
 }
 

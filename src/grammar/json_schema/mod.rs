@@ -53,7 +53,8 @@
 //! - `layout.rs` (the whitespace of one object or array), `keywords.rs` (which keywords validate, the type each constrains, schema-building
 //!   helpers), `validate.rs` (a small value validator the rewrites use to decide) and
 //!   `empty.rs` (schemas shown to accept nothing before they are compiled: `anyOf`/`oneOf`
-//!   branches left out);
+//!   branches left out; and why a compiled language is empty: [`JsonGrammar::empty`],
+//!   [`why_empty`]);
 //! - `tests/` (unit tests by family).
 //!
 //! Invariant: `Compiler::schema` returns an [`Expr`] for the JSON *value* (no surrounding
@@ -83,6 +84,7 @@ mod values;
 
 use std::collections::HashMap;
 
+pub use empty::{no_value_error, EmptySubschema};
 pub use parts::{compile_parts, PartForm};
 pub use strict::{strict_violation, MAX_STRICT_DEPTH};
 
@@ -182,6 +184,13 @@ pub struct Unenforced {
 pub struct JsonGrammar {
     pub grammar: Grammar,
     pub unenforced: Vec<Unenforced>,
+    /// Where the language is found empty while compiling, the subschemas that make it so,
+    /// innermost first: a subschema that accepts nothing is listed only where its emptiness
+    /// reaches the root (a required property, every branch of an `anyOf`, ...), not where its
+    /// parent does without it (an optional property, one branch of several). Empty otherwise,
+    /// and also where the emptiness shows only in an automaton (a `pattern` no string of the
+    /// allowed lengths matches).
+    pub empty: Vec<EmptySubschema>,
 }
 
 /// Deepest schema nesting (through subschemas, not through `$ref`) accepted.
@@ -211,12 +220,27 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions) -> Result<JsonGrammar> 
 /// checks, emptiness) under `limits`: a request's compile passes its own limits here, so a
 /// schema that would need a larger automaton is an [`Error::Limit`], whichever path asks.
 pub fn compile_within(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits) -> Result<JsonGrammar> {
+    compile_as(schema, opts, limits, false)
+}
+
+/// Why no JSON value validates against `schema` (whose compiled language was found empty):
+/// the error naming the subschemas that accept nothing ([`JsonGrammar::empty_language_error`]),
+/// from a compile that also asks every string product (a `pattern` with lengths, a `format`)
+/// whether it is empty, which a plain compile leaves to the automaton. `None` where that
+/// compile finds no such subschema (an emptiness only the whole grammar shows, such as a
+/// recursion without a base case) or fails.
+pub fn why_empty(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits) -> Option<Error> {
+    compile_as(schema, opts, limits, true).ok().filter(|g| !g.empty.is_empty()).map(|g| g.empty_language_error())
+}
+
+fn compile_as(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits, explain: bool) -> Result<JsonGrammar> {
     let (prepared, docs, index) = prepare(schema, opts)?;
     let mut c = Compiler::new(&prepared, &docs, index, opts, limits);
+    c.explain = explain;
     let root = c.new_rule("root");
     let body = c.schema(&prepared, "")?;
     c.rules[root.0 as usize].body = body;
-    Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced })
+    Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced, empty: c.empty })
 }
 
 /// A schema prepared by [`prepare`]: the document, the registered documents (URI, schema), the
@@ -272,6 +296,12 @@ pub(crate) struct Compiler<'s> {
     /// Shared helper rules by name (any value, any object, ...) and [`Compiler::indent_key`].
     named: HashMap<(&'static str, usize), RuleId>,
     unenforced: Vec<Unenforced>,
+    /// Subschemas found to accept nothing whose emptiness has not been absorbed by a parent
+    /// (see [`Compiler::nothing_because`] and [`Compiler::schema`]).
+    empty: Vec<EmptySubschema>,
+    /// Compiling to say why the language is empty ([`why_empty`]): emptiness that only an
+    /// automaton shows is looked for too.
+    explain: bool,
     depth: usize,
     /// The JSON nesting level of the value being compiled (0: the document), for
     /// [`Whitespace::Pretty`]'s indentation.
@@ -309,6 +339,8 @@ impl<'s> Compiler<'s> {
             merging: HashMap::new(),
             named: HashMap::new(),
             unenforced: Vec::new(),
+            empty: Vec::new(),
+            explain: false,
             depth: 0,
             level: 0,
             docs,
@@ -347,13 +379,15 @@ impl<'s> Compiler<'s> {
     /// the entries that `f` added are exactly those naming rules past the mark (no copy of the
     /// maps per attempt: a large schema makes thousands of attempts).
     fn attempt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let (rules, unenforced, depth, level) = (self.rules.len(), self.unenforced.len(), self.depth, self.level);
+        let (rules, unenforced, empty, depth, level) =
+            (self.rules.len(), self.unenforced.len(), self.empty.len(), self.depth, self.level);
         let r = f(self);
         if r.is_err() {
             self.rules.truncate(rules);
             self.ref_rules.retain(|_, r| (r.0 as usize) < rules);
             self.named.retain(|_, r| (r.0 as usize) < rules);
             self.unenforced.truncate(unenforced);
+            self.empty.truncate(empty);
             self.depth = depth;
             self.level = level;
         }
@@ -499,15 +533,25 @@ impl<'s> Compiler<'s> {
                 hint: None,
             });
         }
+        let empty = self.empty.len();
         let r = self.schema_inner(schema, pointer);
         self.depth -= 1;
+        if let Ok(e) = &r {
+            if !self.is_nothing(e) {
+                // Whatever inside accepted nothing, this subschema accepts something: its
+                // parent's emptiness (if any) has other reasons.
+                self.empty.truncate(empty);
+            } else if self.empty.len() == empty {
+                self.empty.push(EmptySubschema { pointer: pointer.to_string(), reason: "accepts no value".into() });
+            }
+        }
         r
     }
 
     fn schema_inner(&mut self, schema: &Value, pointer: &str) -> Result<Expr> {
         let obj = match schema {
             Value::Bool(true) => return Ok(self.any_value()),
-            Value::Bool(false) => return Ok(nothing()),
+            Value::Bool(false) => return Ok(self.nothing_because(pointer, "the schema is false")),
             Value::Object(o) => o,
             _ => return Err(self.bad(pointer, "a schema must be an object or a boolean")),
         };
@@ -536,7 +580,9 @@ impl<'s> Compiler<'s> {
             if n == &Value::Bool(true)
                 || n.as_object().is_some_and(|o| !o.keys().any(|k| keywords::is_validation_keyword(k)))
             {
-                return Ok(nothing());
+                return Ok(
+                    self.nothing_because(&join(pointer, "not"), "`not` of a schema that every value validates against")
+                );
             }
             if let Some(r) = n.get("$ref").and_then(Value::as_str) {
                 return self.not_ref(obj, r, pointer);
@@ -571,6 +617,10 @@ impl<'s> Compiler<'s> {
             return Ok(self.any_value());
         }
         let types = self.types(obj, pointer)?;
+        if types.is_empty() {
+            // (An empty `type`, or the types of `allOf`/`$ref` parts merged here.)
+            return Ok(self.nothing_because(&join(pointer, "type"), "no JSON type is allowed by every `type` here"));
+        }
         let mut alts = Vec::new();
         for t in types {
             let e = match t {

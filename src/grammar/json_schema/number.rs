@@ -80,7 +80,7 @@ fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<
 
 pub(super) fn integer(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     if obj.get(NOT_INTEGER) == Some(&Value::Bool(true)) {
-        return Ok(super::nothing());
+        return Ok(c.nothing_because(pointer, "an integer is asked for where integers are excluded (`not`)"));
     }
     let e = integer_inner(c, obj, pointer)?;
     excluding(c, obj, pointer, e)
@@ -160,6 +160,12 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
         return Ok(re(INT));
     }
     let (mut lo, mut hi) = (lo.map(|v| v as i64), hi.map(|v| v as i64));
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            let (lo, hi) = (b.lo.expect("a lower bound"), b.hi.expect("an upper bound"));
+            return Ok(c.nothing_because(pointer, format!("no integer is {}", between(lo, hi))));
+        }
+    }
     if !c.opts.exact {
         // The sensible language: the range of the `format`, else of `i64`.
         let (flo, fhi) = sensible_int_range(obj);
@@ -168,7 +174,17 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
     }
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
-            return Ok(super::nothing());
+            let range = match obj.get("format").and_then(Value::as_str) {
+                Some(f) if sensible_int_range(obj) != sensible_int_range(&Map::new()) => format!("`format: {f}`"),
+                _ => "`i64`".into(),
+            };
+            return Ok(c.nothing_because(
+                pointer,
+                format!(
+                    "no integer within the bounds fits the range of {range}, which the sensible language keeps to \
+                     (the exact language does not)"
+                ),
+            ));
         }
     }
     let range = || if lo.is_none() && hi.is_none() { INT.to_string() } else { int_range(lo, hi) };
@@ -180,6 +196,12 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
             c.unenforced(pointer, "multipleOf", format!("`multipleOf: {m}` on integers is not supported yet"))?;
         } else {
             if let Some(listed) = listed_multiples(m, lo, hi) {
+                if c.is_nothing(&listed) {
+                    let (lo, hi) = (lo.unwrap_or_default(), hi.unwrap_or_default());
+                    return Ok(
+                        c.nothing_because(pointer, format!("no multiple of {m} is at least {lo} and at most {hi}"))
+                    );
+                }
                 return Ok(listed);
             }
             let Some(mut parts) = divisible(m) else {
@@ -197,6 +219,14 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
         }
     }
     Ok(re(&range()))
+}
+
+/// `at least 5 and below 3`: a lower and an upper bound (value, exclusive), as an error says
+/// them.
+fn between((lo, lex): (f64, bool), (hi, hex): (f64, bool)) -> String {
+    let above = if lex { "above" } else { "at least" };
+    let below = if hex { "below" } else { "at most" };
+    format!("{above} {lo} and {below} {hi}")
 }
 
 /// Most multiples of a whole `multipleOf` that [`listed_multiples`] lists.
@@ -299,7 +329,8 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
     let hi = b.hi.map(|(v, ex)| (v as i64, ex));
     if let (Some((l, lex)), Some((h, hex))) = (lo, hi) {
         if l > h || (l == h && (lex || hex)) {
-            return Ok(super::nothing());
+            let (lo, hi) = (b.lo.expect("a lower bound"), b.hi.expect("an upper bound"));
+            return Ok(c.nothing_because(pointer, format!("no number is {}", between(lo, hi))));
         }
     }
     Ok(re(&decimal_range(lo, hi, &frac)))

@@ -87,9 +87,12 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     // matcher would find it out only part-way, with every key of a large finite set used).
     if min > (declared.len() + names.len()) as u64 {
         let keys: Vec<&Expr> = regions.iter().map(|r| &r.0).collect();
-        if super::values::distinct_values(c, &keys)?.is_some_and(|n| ((declared.len() + names.len() + n) as u64) < min)
+        if let Some(n) =
+            super::values::distinct_values(c, &keys)?.filter(|n| ((declared.len() + names.len() + n) as u64) < min)
         {
-            return Ok((super::nothing(), None));
+            let n = declared.len() + names.len() + n;
+            let why = format!("`minProperties` {min} is more than the {n} keys its properties may have");
+            return Ok((c.nothing_because(pointer, why), None));
         }
     }
     // Few possible keys: each an optional member of its own, so the rules keep them distinct
@@ -98,7 +101,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     for name in names {
         let (schema, at) = keys.value_schema(&name, &props, unnamed, pointer)?;
         let value = c.schema(&schema, &at)?;
-        if !matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
+        if !c.is_nothing(&value) {
             members.push((name, value, false));
         }
     }
@@ -278,7 +281,12 @@ fn declared_members(
     // (`outside` names that are neither declared nor required are additional keys.)
     let mut names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
     names.extend(required.iter().copied().filter(|r| !props.iter().any(|(k, _)| k == r)));
-    if names.iter().any(|name| required.contains(name) && !keys.name_allowed(name)) {
+    if let Some(name) = names.iter().find(|name| required.contains(name) && !keys.name_allowed(name)) {
+        let why = format!(
+            "the required property {name:?} is not allowed (by `propertyNames`, or by `additionalProperties` without \
+             `properties` naming it)"
+        );
+        c.nothing_because(&join(pointer, "required"), why);
         return Ok(None);
     }
     names.retain(|name| keys.name_allowed(name));
@@ -292,8 +300,14 @@ fn declared_members(
                 continue;
             }
             let (schema, at) = keys.value_schema(name, props, additional, pointer)?;
+            if pass_required && schema == Value::Bool(false) {
+                let why =
+                    format!("the required property {name:?} is not allowed (its value's schema, {at}, is `false`)");
+                c.nothing_because(&join(pointer, "required"), why);
+                return Ok(None);
+            }
             let value = c.schema(&schema, &at)?;
-            if pass_required && matches!(&value, Expr::Alt(xs) if xs.is_empty()) {
+            if pass_required && c.is_nothing(&value) {
                 return Ok(None);
             }
             values[i] = Some(value);
@@ -326,7 +340,15 @@ fn counting(
     let n_req = members.iter().filter(|(_, r, _)| *r).count() as u64;
     // Does the count matter? Without additional members the count ranges over [n_req, n].
     let count_matters = min > n_req || max.is_some_and(|m| m < n || open);
-    if max.is_some_and(|m| m < n_req) || (!open && min > n) {
+    if let Some(m) = max.filter(|m| *m < n_req) {
+        c.nothing_because(pointer, format!("`maxProperties` {m} is below the {n_req} required properties"));
+        return Ok(None);
+    }
+    if !open && min > n {
+        c.nothing_because(
+            pointer,
+            format!("`minProperties` {min} is more than the {n} properties the object may have"),
+        );
         return Ok(None);
     }
     let cap = if count_matters { Some(max.unwrap_or(min).max(min)) } else { None };

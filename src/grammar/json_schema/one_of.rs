@@ -66,7 +66,9 @@ pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
     let kept: Vec<Value>;
     let branches: &[Value] = match empty.iter().filter(|e| **e).count() {
         0 => branches,
-        n if n == branches.len() => return Ok(Some(super::nothing())),
+        n if n == branches.len() => {
+            return Ok(Some(c.nothing_because(&join(pointer, kw), format!("every branch of `{kw}` accepts no value"))))
+        }
         _ => {
             kept = branches.iter().zip(&empty).filter(|(_, e)| !**e).map(|(b, _)| b.clone()).collect();
             &kept

@@ -227,6 +227,9 @@ impl<'s> Compiler<'s> {
         // (Under `Whitespace::Pretty` a target's rule differs by nesting level.)
         let key = format!("{target}#{}", self.indent_key());
         if let Some(&rule) = self.ref_rules.get(&key) {
+            if self.is_nothing(&Expr::Rule(rule)) {
+                self.nothing_because(&join(pointer, "$ref"), format!("its target, {target}, accepts no value"));
+            }
             return Ok(Expr::Rule(rule));
         }
         let value = self.value_at(&target).ok_or_else(|| Error::Schema {

@@ -100,12 +100,25 @@ pub(super) fn any_string() -> Expr {
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     Ok(match string_lexeme(c, obj, pointer)? {
-        None => super::nothing(),
+        None => {
+            let (min, max) = (count(c, obj, pointer, "minLength")?, count(c, obj, pointer, "maxLength")?);
+            let (min, max) = (min.unwrap_or(0), max.unwrap_or(0));
+            c.nothing_because(pointer, format!("no string is at least {min} and at most {max} characters long"))
+        }
         // The plain string (most string schemas): one shared copy.
         Some(Lexeme::Regex(h)) => match any_string() {
             Expr::Regex(any) if *any == h => Expr::Regex(any),
             _ => Expr::Regex(std::sync::Arc::new(h)),
         },
+        Some(l) if c.explain && lexeme_is_empty(&l, c.limits)? => {
+            let kws = ["pattern", "format", "minLength", "maxLength"];
+            let named: Vec<String> = kws.iter().filter(|k| obj.contains_key(**k)).map(|k| format!("`{k}`")).collect();
+            let why = match named.len() {
+                0 | 1 => "no string satisfies every keyword here".to_string(),
+                _ => format!("no string satisfies {} together", named.join(" and ")),
+            };
+            c.nothing_because(pointer, why)
+        }
         Some(l) => Expr::Lexeme(std::sync::Arc::new(l)),
     })
 }

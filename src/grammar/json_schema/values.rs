@@ -64,6 +64,16 @@ pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &s
             }
         }
     }
+    if alts.is_empty() && !values.is_empty() {
+        let what = if kw == "const" { "the `const` value" } else { "no `enum` value" };
+        let verb = if kw == "const" { "does not validate" } else { "validates" };
+        return Ok(Some(
+            c.nothing_because(&join(pointer, kw), format!("{what} {verb} against the keywords beside it")),
+        ));
+    }
+    if alts.is_empty() {
+        return Ok(Some(c.nothing_because(&join(pointer, kw), "`enum` lists no value")));
+    }
     Ok(Some(Expr::Alt(alts)))
 }
 

@@ -5,6 +5,7 @@
 mod arrays;
 mod basics;
 mod combinators;
+mod empty;
 mod not;
 mod numbers;
 mod objects;
