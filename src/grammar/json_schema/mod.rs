@@ -12,6 +12,9 @@
 //!   at most 100 integer digits and 2 exponent digits, so every number parses as an `f64` in
 //!   any client; bounded numbers without exponents; numbers that must not be integers
 //!   without exponents and with at most 15 significant digits, so their `f64` keeps a fraction;
+//!   next to an exclusive bound, fractions of at most 15 significant digits and, past 2^53, the
+//!   whole numbers whose `f64` is within it, so the bound holds for clients that read numbers
+//!   as `f64` too (`number.rs`);
 //! - object properties come in the order of `properties` (additional ones may come between);
 //! - formats are checked by a regular subset of the format (e.g. no leap seconds);
 //! - a `oneOf` whose branches overlap, when the exact rewrite (each branch minus the others)
@@ -76,6 +79,7 @@ mod number;
 mod object;
 mod one_of;
 mod parts;
+mod ranges;
 mod refs;
 mod strict;
 mod string;

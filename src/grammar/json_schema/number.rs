@@ -1,5 +1,13 @@
 //! Numbers and integers: ranges (`minimum`, `maximum`, `exclusive*`, draft-04 boolean
-//! exclusives too) and `multipleOf`, as exact regexes.
+//! exclusives too) and `multipleOf`, as exact regexes (the digit-by-digit range regexes are in
+//! `ranges.rs`).
+//!
+//! A bound holds both ways a client may read a number: as the exact decimal and as the `f64`
+//! nearest to it (most validators). Inclusive bounds agree (rounding keeps order); exclusive
+//! ones do not near the bound (`0.99999999999999999` is 1.0 as an `f64`; 2^53 + 1 is 2^53), so
+//! there fractions have at most 15 significant digits (which `f64`s tell apart) and, past 2^53,
+//! an exclusive whole bound becomes inclusive at the last whole number below it both ways
+//! ([`Bound::side`]). Whole bounds are exact up to ±1e38 (`uint64`'s maximum is no `f64`).
 //!
 //! Integers are written without fraction or exponent (`1.0` is an integer to JSON Schema, but
 //! we never produce it). Bounded numbers are written without exponent. Integer ranges become
@@ -14,6 +22,7 @@
 use serde_json::{Map, Value};
 
 use super::keywords::{EXCLUDE_NUMBERS, NOT_INTEGER};
+use super::ranges::{decimal_range, fractional_side, int_range};
 use super::{join, Compiler};
 use crate::error::Result;
 use crate::grammar::Expr;
@@ -24,7 +33,7 @@ use crate::regular::Lexeme;
 /// an `f64` in every client (`serde_json` refuses numbers out of the `f64` range).
 const INT: &str = r"-?(?:0|[1-9][0-9]{0,99})";
 pub(super) const MAX_INT_DIGITS: usize = 100;
-const FRAC: &str = r"(?:\.[0-9]+)?";
+pub(super) const FRAC: &str = r"(?:\.[0-9]+)?";
 const EXP: &str = r"(?:[eE][+-]?[0-9]{1,2})?";
 
 fn re(s: &str) -> Expr {
@@ -35,34 +44,128 @@ pub(super) fn any_number() -> Expr {
     re(&format!("{INT}{FRAC}{EXP}"))
 }
 
-/// Bounds in a form we can use: inclusive/exclusive integer bounds, or "not representable".
+/// A bound of a range as the schema gives it: its value as an `f64` (what validators that
+/// read JSON numbers as `f64`, most of them, compare with), whether it is exclusive, its
+/// keyword, and its value where it is a whole number within ±1e38: exact where the schema
+/// writes it as an integer of `i64` or `u64` (`literal`; 18446744073709551615 is no `f64`),
+/// else the `f64`'s (past 2^53 the text may have said any number that reads as it).
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    v: f64,
+    ex: bool,
+    whole: Option<i128>,
+    literal: bool,
+    kw: &'static str,
+}
+
 struct Bounds {
-    /// (value, exclusive)
-    lo: Option<(f64, bool)>,
-    hi: Option<(f64, bool)>,
+    lo: Option<Bound>,
+    hi: Option<Bound>,
+}
+
+/// 2^53: from here on not every whole number is an `f64`.
+const F64_EXACT: f64 = 9_007_199_254_740_992.0;
+/// Every number the grammar writes is below this in magnitude ([`MAX_INT_DIGITS`] digits and a
+/// two-digit exponent).
+const WRITTEN_MAX: f64 = 1e200;
+
+/// A side of a range as the grammar writes it (see [`Bound::side`]).
+enum Side {
+    /// A whole number, exclusive or not.
+    Whole(i128, bool),
+    /// A fraction (below 2^52 in magnitude), exclusive or not.
+    Frac(f64, bool),
+    /// No bound: every number the grammar writes is within it.
+    Free,
+    /// A whole number past ±1e38 that the grammar's numbers may cross.
+    Beyond,
+}
+
+impl Bound {
+    /// This bound as a side of the range, such that a number within it is within the bound both
+    /// as the decimal it is and as the `f64` a client reads it as. For an inclusive bound the two
+    /// agree (reading as `f64` keeps the order, ties included), and below 2^53 every whole number
+    /// is an `f64`; but `x < B` does not make `f64(x) < f64(B)` past 2^53 (2^53 + 1 reads as
+    /// 2^53), so there an exclusive bound becomes inclusive at the whole number within it both
+    /// ways.
+    ///
+    /// An inclusive bound past 2^53 that the schema did not write as an integer literal (`1e20`,
+    /// a 30-digit one) was read as the `f64` nearest to its text, which may lie half an `f64`
+    /// step either way: it moves half a step in, so that the text's own number holds too.
+    fn side(self, upper: bool) -> Side {
+        match self.whole {
+            Some(b) if self.v.abs() >= F64_EXACT && (self.ex || !self.literal) => {
+                let (below, above) = (f64_below(self.v) as i128, f64_above(self.v) as i128);
+                Side::Whole(
+                    match (upper, self.ex) {
+                        (true, true) => (b - 1).min(below),
+                        (false, true) => (b + 1).max(above),
+                        (true, false) => b - (b - below + 1) / 2,
+                        (false, false) => b + (above - b + 1) / 2,
+                    },
+                    false,
+                )
+            }
+            Some(b) => Side::Whole(b, self.ex),
+            None if self.v.fract() != 0.0 => Side::Frac(self.v, self.ex),
+            None if (upper && self.v >= WRITTEN_MAX) || (!upper && self.v <= -WRITTEN_MAX) => Side::Free,
+            None => Side::Beyond,
+        }
+    }
+
+    /// The bound as the schema writes it (a whole number in full).
+    fn shown(self) -> String {
+        self.whole.map_or_else(|| self.v.to_string(), |w| w.to_string())
+    }
+}
+
+/// The next `f64` above the finite `v`.
+fn f64_above(v: f64) -> f64 {
+    match v {
+        0.0 => f64::from_bits(1),
+        v if v > 0.0 => f64::from_bits(v.to_bits() + 1),
+        v => f64::from_bits(v.to_bits() - 1),
+    }
+}
+
+/// The next `f64` below the finite `v`.
+fn f64_below(v: f64) -> f64 {
+    -f64_above(-v)
+}
+
+/// The whole number a JSON number is, where it is one within ±1e38, and whether that is the
+/// integer literal the schema wrote (rather than the `f64` its text reads as).
+fn whole(n: &serde_json::Number, v: f64) -> (Option<i128>, bool) {
+    match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
+        Some(w) => (Some(w), true),
+        None => ((v.fract() == 0.0 && v.abs() < 1e38).then_some(v as i128), false),
+    }
 }
 
 fn bounds(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Bounds> {
-    let num = |kw: &str| -> Result<Option<f64>> {
+    let num = |kw: &'static str, ex: bool| -> Result<Option<Bound>> {
         match obj.get(kw) {
             None => Ok(None),
-            Some(Value::Number(n)) => Ok(n.as_f64()),
+            Some(Value::Number(n)) => Ok(n.as_f64().map(|v| {
+                let (whole, literal) = whole(n, v);
+                Bound { v, ex, whole, literal, kw }
+            })),
             Some(Value::Bool(_)) if kw.starts_with("exclusive") => Ok(None),
             Some(_) => Err(c.bad(&join(pointer, kw), format!("`{kw}` must be a number"))),
         }
     };
     // draft-04: exclusiveMinimum/Maximum are booleans modifying minimum/maximum.
     let draft4 = |kw: &str| obj.get(kw).and_then(Value::as_bool).unwrap_or(false);
-    let mut lo = num("minimum")?.map(|v| (v, draft4("exclusiveMinimum")));
-    let mut hi = num("maximum")?.map(|v| (v, draft4("exclusiveMaximum")));
-    if let Some(x) = num("exclusiveMinimum")? {
-        if lo.is_none_or(|(v, _)| x >= v) {
-            lo = Some((x, true));
+    let mut lo = num("minimum", draft4("exclusiveMinimum"))?;
+    let mut hi = num("maximum", draft4("exclusiveMaximum"))?;
+    if let Some(x) = num("exclusiveMinimum", true)? {
+        if lo.is_none_or(|b| x.v >= b.v) {
+            lo = Some(x);
         }
     }
-    if let Some(x) = num("exclusiveMaximum")? {
-        if hi.is_none_or(|(v, _)| x <= v) {
-            hi = Some((x, true));
+    if let Some(x) = num("exclusiveMaximum", true)? {
+        if hi.is_none_or(|b| x.v <= b.v) {
+            hi = Some(x);
         }
     }
     Ok(Bounds { lo, hi })
@@ -120,6 +223,13 @@ fn not_integer_regex() -> String {
     format!(r"-?(?:0\.0{{0,99}}[1-9](?:[0-9]{{0,{}}}[1-9])?|{})0*", n - 2, whole.join("|"))
 }
 
+/// Whole numbers, and fractions with at most [`NOT_INTEGER_DIGITS`] significant digits: an
+/// `f64` tells each of these apart from every other (so a number written so is not read as a
+/// bound it must differ from, or as a value it must not be).
+fn f64_distinct_regex() -> String {
+    format!(r"(?:-?(?:0|[1-9][0-9]*)(?:\.0+)?|{})", not_integer_regex())
+}
+
 /// `e` without the numbers listed in [`EXCLUDE_NUMBERS`]: every spelling of an excluded value
 /// without exponent (`5`, `5.0`, `-0`) is removed, and the rest is written without exponent
 /// (stricter), so no spelling slips through.
@@ -146,20 +256,47 @@ fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr)
     };
     let parse = |r: &str| Lexeme::Regex(crate::regular::regex::builtin(r));
     let excluded = Lexeme::Not(Box::new(parse(&format!("(?:{})", spellings.join("|")))));
-    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded]))))
+    // (Fractions an `f64` tells apart: `5.00000000000000000001` reads as 5.)
+    let distinct = parse(&f64_distinct_regex());
+    Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![lexeme, parse(&format!("{INT}{FRAC}")), excluded, distinct]))))
 }
 
 fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let b = bounds(c, obj, pointer)?;
-    // Integer bounds: tighten fractional and exclusive bounds to inclusive integers.
-    let lo = b.lo.map(|(v, ex)| if ex { (v + 1.0).floor().max(v.floor() + 1.0) } else { v.ceil() });
-    let hi = b.hi.map(|(v, ex)| if ex { (v - 1.0).ceil().min(v.ceil() - 1.0) } else { v.floor() });
-    let fits = |v: f64| v.abs() < 9.0e15;
-    if lo.is_some_and(|v| !fits(v)) || hi.is_some_and(|v| !fits(v)) {
-        c.unenforced(pointer, "minimum", "bounds beyond ±9e15 are not supported")?;
-        return Ok(re(INT));
+    // Integer bounds: fractional and exclusive bounds tightened to inclusive whole numbers.
+    let (mut lo, mut hi) = (None, None);
+    for (bound, upper) in [(b.lo, false), (b.hi, true)] {
+        let Some(bound) = bound else { continue };
+        let side = match bound.side(upper) {
+            // (The sensible range, within `i64`, decides: a saturated bound is as good.)
+            Side::Beyond if !c.opts.exact => Side::Whole(bound.v as i128, false),
+            side => side,
+        };
+        let v = match side {
+            Side::Whole(w, ex) => Some(if !ex {
+                w
+            } else if upper {
+                w - 1
+            } else {
+                w + 1
+            }),
+            Side::Frac(v, _) => Some(if upper { v.floor() } else { v.ceil() } as i128),
+            Side::Free => None,
+            Side::Beyond => {
+                c.unenforced(
+                    pointer,
+                    bound.kw,
+                    format!("the bound {} is out of the supported range (±1e38)", bound.v),
+                )?;
+                return Ok(re(INT));
+            }
+        };
+        if upper {
+            hi = v;
+        } else {
+            lo = v;
+        }
     }
-    let (mut lo, mut hi) = (lo.map(|v| v as i64), hi.map(|v| v as i64));
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
             let (lo, hi) = (b.lo.expect("a lower bound"), b.hi.expect("an upper bound"));
@@ -169,6 +306,7 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
     if !c.opts.exact {
         // The sensible language: the range of the `format`, else of `i64`.
         let (flo, fhi) = sensible_int_range(obj);
+        let (flo, fhi) = (i128::from(flo), i128::from(fhi));
         lo = Some(lo.map_or(flo, |l| l.max(flo)));
         hi = Some(hi.map_or(fhi, |h| h.min(fhi)));
     }
@@ -223,25 +361,25 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
 
 /// `at least 5 and below 3`: a lower and an upper bound (value, exclusive), as an error says
 /// them.
-fn between((lo, lex): (f64, bool), (hi, hex): (f64, bool)) -> String {
-    let above = if lex { "above" } else { "at least" };
-    let below = if hex { "below" } else { "at most" };
-    format!("{above} {lo} and {below} {hi}")
+fn between(lo: Bound, hi: Bound) -> String {
+    let above = if lo.ex { "above" } else { "at least" };
+    let below = if hi.ex { "below" } else { "at most" };
+    format!("{above} {} and {below} {}", lo.shown(), hi.shown())
 }
 
 /// Most multiples of a whole `multipleOf` that [`listed_multiples`] lists.
-const MAX_LISTED_MULTIPLES: i64 = 1024;
+const MAX_LISTED_MULTIPLES: i128 = 1024;
 
 /// The integers in `lo..=hi` that are multiples of the whole number `m`, listed (a set of
 /// strings needs no divisibility automaton, and any divisor works), where both bounds are
 /// known and they are at most [`MAX_LISTED_MULTIPLES`]; the empty language where there are
 /// none. `None` otherwise.
-fn listed_multiples(m: f64, lo: Option<i64>, hi: Option<i64>) -> Option<Expr> {
+fn listed_multiples(m: f64, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
     let (lo, hi) = (lo?, hi?);
     if !(1.0..=1e15).contains(&m) {
         return None;
     }
-    let m = m as i64;
+    let m = m as i128;
     // The least multiple at or above `lo`.
     let first = match lo.rem_euclid(m) {
         0 => lo,
@@ -294,108 +432,70 @@ fn number_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Re
             }
         },
     };
-    if b.lo.is_none() && b.hi.is_none() {
+    let mut sides = [None, None];
+    for (i, (bound, upper)) in [(b.lo, false), (b.hi, true)].into_iter().enumerate() {
+        let Some(bound) = bound else { continue };
+        sides[i] = match bound.side(upper) {
+            Side::Free => None,
+            Side::Beyond => {
+                c.unenforced(pointer, bound.kw, format!("the bound {} is out of the supported range", bound.v))?;
+                None
+            }
+            side => Some(side),
+        };
+    }
+    let [lo, hi] = sides;
+    if lo.is_none() && hi.is_none() {
         let exp = if mult.is_some() { "" } else { EXP };
         return Ok(re(&format!("{INT}{frac}{exp}")));
     }
-    let integral = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
-    if b.lo.is_some_and(|(v, _)| !integral(v)) || b.hi.is_some_and(|(v, _)| !integral(v)) {
+    // Near an exclusive bound a long fraction may read as the bound itself (0.99999999999999999
+    // is 1.0 as an `f64`): numbers there are whole or have at most 15 significant digits, which
+    // an `f64` tells apart from every other such number (see `Bound::side` for whole bounds).
+    let exclusive = [&lo, &hi].iter().any(|s| matches!(s, Some(Side::Whole(_, true) | Side::Frac(_, true))));
+    let parse = |r: &str| Lexeme::Regex(crate::regular::regex::builtin(r));
+    let distinct = || parse(&f64_distinct_regex());
+    let whole = |s: &Option<Side>| match s {
+        Some(Side::Whole(w, ex)) => Some((*w, *ex)),
+        _ => None,
+    };
+    if matches!(lo, Some(Side::Frac(..))) || matches!(hi, Some(Side::Frac(..))) {
         // Fractional bounds: the intersection of one regex per side (and the syntax).
-        let mut parts = vec![Lexeme::Regex(crate::regular::regex::builtin(&format!("{INT}{frac}")))];
-        for (bound, upper) in [(b.lo, false), (b.hi, true)] {
-            let Some((v, ex)) = bound else { continue };
-            let side = if integral(v) {
-                let v = v as i64;
-                Some(if upper {
-                    decimal_range(None, Some((v, ex)), FRAC)
-                } else {
-                    decimal_range(Some((v, ex)), None, FRAC)
-                })
-            } else {
-                fractional_side(v, ex, upper)
+        let mut parts = vec![parse(&format!("{INT}{frac}"))];
+        for (side, upper) in [(&lo, false), (&hi, true)] {
+            let r = match side {
+                None => continue,
+                Some(Side::Whole(w, ex)) if upper => decimal_range(None, Some((*w, *ex)), FRAC),
+                Some(Side::Whole(w, ex)) => decimal_range(Some((*w, *ex)), None, FRAC),
+                Some(Side::Frac(v, ex)) => match fractional_side(*v, *ex, upper) {
+                    Some(r) => r,
+                    None => {
+                        let kw = if upper { "maximum" } else { "minimum" };
+                        c.unenforced(pointer, kw, format!("the bound {v} is out of the supported range"))?;
+                        continue;
+                    }
+                },
+                Some(Side::Free | Side::Beyond) => unreachable!("left out above"),
             };
-            match side {
-                Some(r) => parts.push(Lexeme::Regex(crate::regular::regex::builtin(&r))),
-                None => c.unenforced(
-                    pointer,
-                    if upper { "maximum" } else { "minimum" },
-                    format!("the bound {v} is out of the supported range"),
-                )?,
-            }
+            parts.push(parse(&r));
+        }
+        if exclusive {
+            parts.push(distinct());
         }
         return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(parts))));
     }
-    let lo = b.lo.map(|(v, ex)| (v as i64, ex));
-    let hi = b.hi.map(|(v, ex)| (v as i64, ex));
+    let (lo, hi) = (whole(&lo), whole(&hi));
     if let (Some((l, lex)), Some((h, hex))) = (lo, hi) {
         if l > h || (l == h && (lex || hex)) {
             let (lo, hi) = (b.lo.expect("a lower bound"), b.hi.expect("an upper bound"));
             return Ok(c.nothing_because(pointer, format!("no number is {}", between(lo, hi))));
         }
     }
-    Ok(re(&decimal_range(lo, hi, &frac)))
-}
-
-/// Numbers (no exponent) on one side of the fractional bound `b`: `x ≥ b` (`x ≤ b` when
-/// `upper`), strict when `exclusive`. The whole numbers past the bound, plus the numbers that
-/// share its integer part, compared digit by digit on the fraction.
-fn fractional_side(b: f64, exclusive: bool, upper: bool) -> Option<String> {
-    if !b.is_finite() || b.abs() >= 9.0e15 {
-        return None;
+    let range = decimal_range(lo, hi, &frac);
+    if exclusive {
+        return Ok(Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![parse(&range), distinct()]))));
     }
-    let text = format!("{}", b.abs());
-    let (int, digits) = text.split_once('.')?;
-    let whole = if upper {
-        decimal_range(None, Some((b.floor() as i64, false)), FRAC)
-    } else {
-        decimal_range(Some((b.ceil() as i64, false)), None, FRAC)
-    };
-    let sign = if b < 0.0 { "-" } else { "" };
-    // Away from zero on the bound's integer part the fraction must grow (`ge`), toward zero
-    // it must shrink but stay nonzero (`le_nonzero`, as `I.0` is the whole number `I`).
-    let edge = if upper == (b < 0.0) { frac_ge(digits, exclusive) } else { frac_le_nonzero(digits, exclusive) };
-    Some(format!("(?:{whole}|{sign}{int}\\.(?:{edge}))"))
-}
-
-/// Fraction digit strings (after the point) whose value is ≥ `.d` (> when `strict`).
-fn frac_ge(d: &str, strict: bool) -> String {
-    let d = d.as_bytes();
-    let mut alts = Vec::new();
-    for i in 0..d.len() {
-        if d[i] < b'9' {
-            alts.push(format!("{}[{}-9][0-9]*", std::str::from_utf8(&d[..i]).unwrap(), (d[i] + 1) as char));
-        }
-    }
-    let d = std::str::from_utf8(d).unwrap();
-    alts.push(if strict { format!("{d}[0-9]*[1-9][0-9]*") } else { format!("{d}[0-9]*") });
-    alts.join("|")
-}
-
-/// Fraction digit strings with a nonzero value ≤ `.d` (< when `strict`); `d` has a nonzero digit.
-fn frac_le_nonzero(d: &str, strict: bool) -> String {
-    let b = d.as_bytes();
-    let mut alts = Vec::new();
-    for i in 0..b.len() {
-        let prefix = &d[..i];
-        let nonzero_prefix = prefix.bytes().any(|c| c != b'0');
-        if b[i] > b'0' {
-            if nonzero_prefix {
-                alts.push(format!("{prefix}[0-{}][0-9]*", (b[i] - 1) as char));
-            } else {
-                if b[i] > b'1' {
-                    alts.push(format!("{prefix}[1-{}][0-9]*", (b[i] - 1) as char));
-                }
-                alts.push(format!("{prefix}0[0-9]*[1-9][0-9]*"));
-            }
-        }
-        if i > 0 && nonzero_prefix {
-            alts.push(prefix.to_string());
-        }
-    }
-    if !strict {
-        alts.push(format!("{d}0*"));
-    }
-    alts.join("|")
+    Ok(re(&range))
 }
 
 fn decimal_places(m: f64) -> Option<u32> {
@@ -403,202 +503,6 @@ fn decimal_places(m: f64) -> Option<u32> {
         let x = m * 10f64.powi(k as i32);
         (x - x.round()).abs() < 1e-9
     })
-}
-
-/// Numbers in [lo, hi] (each bound integer, maybe exclusive), fraction syntax `frac` (optional
-/// `.digits`), no exponent. Splits on sign and on the integer part.
-fn decimal_range(lo: Option<(i64, bool)>, hi: Option<(i64, bool)>, frac: &str) -> String {
-    let nonzero_frac = r"\.[0-9]*[1-9][0-9]*";
-    let zero_frac = r"(?:\.0+)?";
-    let mut alts: Vec<String> = Vec::new();
-    // Non-negative values I.F (I ≥ 0).
-    let pos_ok = hi.is_none_or(|(h, ex)| h > 0 || (h == 0 && !ex));
-    if pos_ok {
-        // Integer parts with any fraction: I ≥ lo_i, I ≤ hi - 1 (any F), plus I == hi with zero F.
-        let lo_i = match lo {
-            Some((l, ex)) if l >= 0 => {
-                // I == l: F nonzero if exclusive; any F otherwise. I > l: any F.
-                if ex {
-                    alts.push(format!("{}{nonzero_frac}", int_lit(l)));
-                    Some(l + 1)
-                } else {
-                    Some(l)
-                }
-            }
-            _ => Some(0),
-        };
-        let hi_i = hi.map(|(h, _)| h - 1);
-        if lo_i.zip(hi_i).is_none_or(|(a, b)| a <= b) {
-            alts.push(format!("{}{frac}", nonneg_range(lo_i.unwrap_or(0), hi_i)));
-        }
-        if let Some((h, false)) = hi {
-            if h >= 0 && lo.is_none_or(|(l, ex)| h > l || (h == l && !ex)) {
-                alts.push(format!("{}{zero_frac}", int_lit(h)));
-            }
-        }
-    }
-    // Negative values -I.F (I.F > 0).
-    // With lo ≥ 0 no negative value qualifies (we never write "-0").
-    let neg_ok = lo.is_none_or(|(l, _)| l < 0);
-    if neg_ok {
-        // -I.F ≥ lo ⇔ I.F ≤ |lo|; -I.F ≤ hi (hi < 0) ⇔ I.F ≥ |hi|.
-        let max_mag = lo.map(|(l, ex)| (-l, ex)); // I.F ≤ m (or < m)
-        let min_mag = match hi {
-            Some((h, ex)) if h < 0 => Some((-h, ex)), // I.F ≥ m (or > m)
-            _ => None,
-        };
-        // Magnitude ranges: I in [a, b] with any F, plus edge cases.
-        let a = match min_mag {
-            Some((m, ex)) => {
-                if ex {
-                    alts.push(format!("-{}{nonzero_frac}", int_lit(m)));
-                    m + 1
-                } else {
-                    m
-                }
-            }
-            None => 0,
-        };
-        let b = max_mag.map(|(m, _)| m - 1);
-        if b.is_none_or(|b| a <= b) {
-            // I.F > 0: for I = 0 the fraction must be nonzero.
-            if a == 0 {
-                alts.push(format!("-0{nonzero_frac}"));
-                if b.is_none_or(|b| b >= 1) {
-                    alts.push(format!("-{}{frac}", nonneg_range(1, b)));
-                }
-            } else {
-                alts.push(format!("-{}{frac}", nonneg_range(a, b)));
-            }
-        }
-        if let Some((m, false)) = max_mag {
-            if m > 0 && min_mag.is_none_or(|(n, ex)| m > n || (m == n && !ex)) {
-                alts.push(format!("-{}{zero_frac}", int_lit(m)));
-            }
-        }
-    }
-    if alts.is_empty() {
-        return "[^\\s\\S]".into();
-    }
-    format!("(?:{})", alts.join("|"))
-}
-
-fn int_lit(v: i64) -> String {
-    v.to_string()
-}
-
-/// Integers in [lo, hi] (inclusive, unbounded where `None`).
-pub(super) fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
-    // Memoized per thread: most integers of a schema share a range (the sensible default's
-    // `i64`, a format's), and writing one out is most of compiling such a property.
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    thread_local! {
-        static MEMO: RefCell<HashMap<IntBounds, String>> = RefCell::new(HashMap::new());
-    }
-    MEMO.with_borrow_mut(|m| {
-        if let Some(r) = m.get(&(lo, hi)) {
-            return r.clone();
-        }
-        let r = int_range_uncached(lo, hi);
-        if m.len() >= INT_RANGE_MEMO {
-            m.clear();
-        }
-        m.insert((lo, hi), r.clone());
-        r
-    })
-}
-
-/// An integer range's bounds (see [`int_range`]).
-type IntBounds = (Option<i64>, Option<i64>);
-
-/// Most memoized integer ranges per thread (see [`int_range`]).
-const INT_RANGE_MEMO: usize = 256;
-
-fn int_range_uncached(lo: Option<i64>, hi: Option<i64>) -> String {
-    let mut alts = Vec::new();
-    // Negative part: -m for m in [max(1, -hi), -lo].
-    let neg_hi = lo.map(|l| -l); // largest magnitude
-    let neg_lo = match hi {
-        Some(h) if h < 0 => -h,
-        _ => 1,
-    };
-    if lo.is_none_or(|l| l < 0) && neg_hi.is_none_or(|m| m >= neg_lo) {
-        alts.push(format!("-{}", nonneg_range(neg_lo, neg_hi)));
-    }
-    // Non-negative part.
-    let pos_lo = lo.map_or(0, |l| l.max(0));
-    if hi.is_none_or(|h| h >= pos_lo) {
-        alts.push(nonneg_range(pos_lo, hi));
-    }
-    if alts.is_empty() {
-        return "[^\\s\\S]".into();
-    }
-    format!("(?:{})", alts.join("|"))
-}
-
-/// Non-negative integers in [lo, hi] without leading zeros (`hi = None`: unbounded).
-fn nonneg_range(lo: i64, hi: Option<i64>) -> String {
-    debug_assert!(lo >= 0);
-    let mut alts = Vec::new();
-    let lo_digits = lo.to_string().len();
-    match hi {
-        Some(h) => {
-            let hi_digits = h.to_string().len();
-            for d in lo_digits..=hi_digits {
-                let a = if d == lo_digits { lo } else { 10i64.pow(d as u32 - 1) };
-                let b = if d == hi_digits { h } else { 10i64.pow(d as u32) - 1 };
-                if a <= b {
-                    alts.push(same_len_range(&a.to_string(), &b.to_string()));
-                }
-            }
-        }
-        None => {
-            let b = 10i64.saturating_pow(lo_digits as u32) - 1;
-            alts.push(same_len_range(&lo.to_string(), &b.to_string()));
-            if lo_digits < MAX_INT_DIGITS {
-                alts.push(format!("[1-9][0-9]{{{lo_digits},{}}}", MAX_INT_DIGITS - 1));
-            }
-        }
-    }
-    format!("(?:{})", alts.join("|"))
-}
-
-/// Digit strings of equal length in [a, b] (a ≤ b, no leading zeros unless the number is 0).
-fn same_len_range(a: &str, b: &str) -> String {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    debug_assert_eq!(a.len(), b.len());
-    fn go(a: &[u8], b: &[u8]) -> String {
-        if a.is_empty() {
-            return String::new();
-        }
-        if a[0] == b[0] {
-            return format!("{}{}", a[0] as char, go(&a[1..], &b[1..]));
-        }
-        let rest = a.len() - 1;
-        let all_zero = a[1..].iter().all(|&c| c == b'0');
-        let all_nine = b[1..].iter().all(|&c| c == b'9');
-        let mut alts = Vec::new();
-        let (mut lo_d, mut hi_d) = (a[0], b[0]);
-        if !all_zero {
-            // a[0] followed by ≥ a[1..]
-            let nines: Vec<u8> = vec![b'9'; rest];
-            alts.push(format!("{}{}", a[0] as char, go(&a[1..], &nines)));
-            lo_d += 1;
-        }
-        if !all_nine {
-            let zeros: Vec<u8> = vec![b'0'; rest];
-            alts.push(format!("{}{}", b[0] as char, go(&zeros, &b[1..])));
-            hi_d -= 1;
-        }
-        if lo_d <= hi_d {
-            let class =
-                if lo_d == hi_d { (lo_d as char).to_string() } else { format!("[{}-{}]", lo_d as char, hi_d as char) };
-            alts.push(format!("{class}{}", if rest > 0 { format!("[0-9]{{{rest}}}") } else { String::new() }));
-        }
-        format!("(?:{})", alts.join("|"))
-    }
-    go(a, b)
 }
 
 /// Integers divisible by the whole number `m`, as regexes to intersect: `m = t·k` with `t` a

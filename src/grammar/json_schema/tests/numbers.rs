@@ -99,3 +99,110 @@ fn non_integers_stay_non_integers_as_f64() {
         assert!(!accepts(&s, bad), "{bad}");
     }
 }
+
+#[test]
+fn bounds_past_f64s_whole_numbers_compile_exactly() {
+    // JavaScript's safe integers (Zod's `z.int()`), `int64` and `uint64` bounds, whole bounds
+    // written as floats: all were refused ("bounds beyond ±9e15"). Checked against the exact
+    // decimal and against `f64` comparison, which must agree with the grammar's answer.
+    let cases = [
+        (
+            json!({"type": "integer", "minimum": -9007199254740991i64, "maximum": 9007199254740991i64}),
+            vec![
+                ("9007199254740991", true),
+                ("-9007199254740991", true),
+                ("9007199254740992", false),
+                ("-9007199254740992", false),
+                ("0", true),
+            ],
+        ),
+        (
+            json!({"type": "integer", "minimum": 0, "maximum": 18446744073709551615u64}),
+            vec![("18446744073709551615", true), ("18446744073709551616", false), ("99999999999999999999", false)],
+        ),
+        (
+            json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}),
+            vec![("9223372036854775807", true), ("-9223372036854775808", true), ("9223372036854775808", false)],
+        ),
+        // A bound written as a float past 2^53 may have been any number that reads as its `f64`
+        // (1e20 steps by 16,384 there): half a step in.
+        (
+            json!({"type": "number", "minimum": 0, "maximum": 1e20}),
+            vec![
+                ("99999999999999991808", true),
+                ("99999999999999991807.5", true),
+                ("99999999999999991809", false),
+                ("100000000000000000001", false),
+            ],
+        ),
+        (
+            json!({"type": "integer", "maximum": 972783798187987123879878123.18878137f64}),
+            vec![("972783798187987000000000000", true), ("972783798187987123879878124", false)],
+        ),
+        // Past what the grammar writes: no bound at all.
+        (json!({"type": "number", "maximum": 1.7976931348623157e308}), vec![("1e99", true), ("-5.5", true)]),
+        // Exclusive past 2^53: 2^53 + 1 reads as 2^53, so the last whole number kept is 2^53 - 1.
+        (
+            json!({"type": "integer", "exclusiveMaximum": 9007199254740993u64}),
+            vec![("9007199254740991", true), ("9007199254740992", false)],
+        ),
+        (
+            json!({"type": "integer", "exclusiveMinimum": 1e16}),
+            vec![("10000000000000001", false), ("10000000000000002", true)],
+        ),
+    ];
+    for (s, texts) in cases {
+        for (t, want) in texts {
+            assert_eq!(accepts(&s, t), want, "{s}: {t}");
+            if want {
+                let v: Value = serde_json::from_str(t).unwrap();
+                let judge = jsonschema::validator_for(&s).unwrap();
+                assert!(judge.is_valid(&v), "{s}: {t} is not valid");
+            }
+        }
+    }
+    // The sensible language keeps to `i64` past bounds beyond it.
+    let s = json!({"type": "integer", "minimum": 0, "maximum": 1e30});
+    assert!(accepts_with(&s, &JsonSchemaOptions::default(), "9223372036854775807"));
+    assert!(!accepts_with(&s, &JsonSchemaOptions::default(), "9223372036854775808"));
+    assert!(accepts(&s, "9223372036854775808"));
+}
+
+#[test]
+fn near_an_exclusive_bound_numbers_read_as_f64_stay_within_it() {
+    // `0.99999999999999999` is below 1, but reads as 1.0 as an `f64` (as most validators read
+    // it): near an exclusive bound a fraction has at most 15 significant digits.
+    let s = json!({"type": "number", "exclusiveMaximum": 1});
+    for ok in ["0.5", "0.999999999999999", "-123456.789", "0", "-100"] {
+        assert!(accepts(&s, ok), "{ok}");
+    }
+    for bad in ["0.99999999999999999", "0.9999999999999999999999", "1", "1.0"] {
+        assert!(!accepts(&s, bad), "{bad}");
+    }
+    // Above 0: a fraction so small it reads as 0.0.
+    let s = json!({"type": "number", "exclusiveMinimum": 0});
+    let tiny = format!("0.{}1", "0".repeat(400));
+    assert!(!accepts(&s, &tiny) && accepts(&s, "0.001") && accepts(&s, "12345678901234567890"));
+    // An excluded value likewise: `5.00000000000000000001` reads as 5.
+    let s = json!({"type": "number", "not": {"const": 5}});
+    assert!(!accepts(&s, "5.00000000000000000001") && !accepts(&s, "5.0") && accepts(&s, "5.25"));
+    // Every text accepted under an exclusive bound is within it as an `f64`.
+    for (kw, b) in [("exclusiveMaximum", 1.0), ("exclusiveMinimum", 0.1), ("exclusiveMaximum", -2.5)] {
+        let s = json!({"type": "number", kw: b});
+        let c = compiled(&s, &JsonSchemaOptions::exact()).unwrap();
+        for digits in 1..=22 {
+            for text in [
+                format!("0.{}", "9".repeat(digits)),
+                format!("0.1{}1", "0".repeat(digits)),
+                format!("-2.{}9", "4".repeat(digits)),
+            ] {
+                let mut m = c.matcher();
+                if m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting() {
+                    let v: f64 = text.parse().unwrap();
+                    let within = if kw == "exclusiveMaximum" { v < b } else { v > b };
+                    assert!(within, "{kw} {b}: {text} reads as {v}");
+                }
+            }
+        }
+    }
+}
