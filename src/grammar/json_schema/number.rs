@@ -280,7 +280,10 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
             } else {
                 w + 1
             }),
-            Side::Frac(v, _) => Some(if upper { v.floor() } else { v.ceil() } as i128),
+            Side::Frac(v, _) => {
+                let w = if upper { v.floor() } else { v.ceil() };
+                Some(w as i128)
+            }
             Side::Free => None,
             Side::Beyond => {
                 c.unenforced(

@@ -161,6 +161,11 @@ fn bounds_past_f64s_whole_numbers_compile_exactly() {
             }
         }
     }
+    // Fractional bounds on integers round inward.
+    let s = json!({"type": "integer", "minimum": 2.5, "exclusiveMaximum": 7.5});
+    for (t, want) in [("2", false), ("3", true), ("7", true), ("8", false)] {
+        assert_eq!(accepts(&s, t), want, "{s}: {t}");
+    }
     // The sensible language keeps to `i64` past bounds beyond it.
     let s = json!({"type": "integer", "minimum": 0, "maximum": 1e30});
     assert!(accepts_with(&s, &JsonSchemaOptions::default(), "9223372036854775807"));
