@@ -69,6 +69,10 @@ const F64_EXACT: f64 = 9_007_199_254_740_992.0;
 /// two-digit exponent).
 const WRITTEN_MAX: f64 = 1e200;
 
+/// The widest whole bound kept as it is, 10^38 - 1: past it a bound is taken in to it (see
+/// [`Bound::side`]).
+const WIDEST: i128 = 10i128.pow(38) - 1;
+
 /// A side of a range as the grammar writes it (see [`Bound::side`]).
 enum Side {
     /// A whole number, exclusive or not.
@@ -77,7 +81,7 @@ enum Side {
     Frac(f64, bool),
     /// No bound: every number the grammar writes is within it.
     Free,
-    /// A whole number past ±1e38 that the grammar's numbers may cross.
+    /// A whole number past ±1e38 on the near side of zero (a minimum above 1e38).
     Beyond,
 }
 
@@ -109,6 +113,10 @@ impl Bound {
             Some(b) => Side::Whole(b, self.ex),
             None if self.v.fract() != 0.0 => Side::Frac(self.v, self.ex),
             None if (upper && self.v >= WRITTEN_MAX) || (!upper && self.v <= -WRITTEN_MAX) => Side::Free,
+            // Past ±1e38 on the far side of zero (`float`'s 3.4028234663852886e38): every
+            // number within ±1e38 is within it (stricter, and exact both ways).
+            None if upper && self.v > 0.0 => Side::Whole(WIDEST, false),
+            None if !upper && self.v < 0.0 => Side::Whole(-WIDEST, false),
             None => Side::Beyond,
         }
     }

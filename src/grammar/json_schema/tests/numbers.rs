@@ -139,6 +139,16 @@ fn bounds_past_f64s_whole_numbers_compile_exactly() {
             json!({"type": "integer", "maximum": 972783798187987123879878123.18878137f64}),
             vec![("972783798187987000000000000", true), ("972783798187987123879878124", false)],
         ),
+        // Past ±1e38 (`float`'s maximum): numbers within ±1e38.
+        (
+            json!({"type": "number", "minimum": -3.4028234663852886e38, "maximum": 3.4028234663852886e38}),
+            vec![
+                ("0.5", true),
+                ("-1234567.25", true),
+                ("99999999999999999999999999999999999999", true),
+                ("1000000000000000000000000000000000000000", false),
+            ],
+        ),
         // Past what the grammar writes: no bound at all.
         (json!({"type": "number", "maximum": 1.7976931348623157e308}), vec![("1e99", true), ("-5.5", true)]),
         // Exclusive past 2^53: 2^53 + 1 reads as 2^53, so the last whole number kept is 2^53 - 1.
