@@ -217,8 +217,11 @@ pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiErr
         }
         _ => None,
     };
-    let compiled = Compiled::new(env, &constraint)
-        .map_err(|e| empty_schema().unwrap_or_else(|| ApiError::from_lib(e, Some(param))))?;
+    // (Only the empty-language error is a grammar error here: a limit is not compiled again.)
+    let compiled = Compiled::new(env, &constraint).map_err(|e| match e {
+        crate::error::Error::Grammar { .. } => empty_schema().unwrap_or_else(|| ApiError::from_lib(e, Some(param))),
+        e => ApiError::from_lib(e, Some(param)),
+    })?;
     // A constraint no output satisfies (`"schema": false`) is the request's fault, named here
     // rather than by the decoding loop, which does not know the field.
     let mut m = compiled.matcher();
