@@ -16,7 +16,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::error::Error;
 use crate::grammar::json_schema::MAX_JSON_DEPTH;
@@ -150,11 +150,18 @@ fn nesting_exceeds(bytes: &[u8], limit: usize) -> Option<usize> {
 }
 
 /// A JSON request body, parsed with serde; every failure is an [`ApiError`]: 413 past the
-/// body limit, 400 for anything else (the message says where: serde's line and column). Deep
-/// but valid bodies parse, up to [`MAX_BODY_DEPTH`].
+/// body limit, 400 for anything else (a field of the wrong shape is named by its path, in the
+/// message and as `param`; invalid JSON by serde's line and column). Deep but valid bodies
+/// parse, up to [`MAX_BODY_DEPTH`].
 pub struct ApiJson<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+/// A request body with a part its fields are flattened from (`#[serde(flatten)]`, where serde
+/// loses the path of a failing field): read alone, the part names it.
+pub trait RequestBody: DeserializeOwned {
+    type Flattened: DeserializeOwned;
+}
+
+impl<T: RequestBody, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -183,12 +190,43 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         // but valid schema needs) is lifted.
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         de.disable_recursion_limit();
-        match T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        let read = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            (e.into_inner(), path)
+        });
+        match read.and_then(|v: T| de.end().map(|()| v).map_err(|e| (e, String::new()))) {
             Ok(v) => Ok(ApiJson(v)),
-            Err(e) => Err(match e.classify() {
-                serde_json::error::Category::Data => ApiError::bad_request(format!("invalid request: {e}")),
+            Err((e, mut path)) => Err(match e.classify() {
+                serde_json::error::Category::Data if path.is_empty() || path == "." => {
+                    // Perhaps in the flattened part (its own fields are unknown to it there).
+                    let part = serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .filter(Value::is_object)
+                        .and_then(|v| serde_path_to_error::deserialize::<_, T::Flattened>(v).err());
+                    match part {
+                        Some(p) if !matches!(p.path().to_string().as_str(), "" | ".") => {
+                            path = p.path().to_string();
+                            ApiError::bad_request(format!("invalid request at {path}: {}", without_position(p.inner())))
+                                .param(path)
+                        }
+                        _ => ApiError::bad_request(format!("invalid request: {}", without_position(&e))),
+                    }
+                }
+                // A field of the wrong shape: named as OpenAI does, in `param` and the message.
+                serde_json::error::Category::Data => {
+                    ApiError::bad_request(format!("invalid request at {path}: {}", without_position(&e))).param(path)
+                }
                 _ => ApiError::bad_request(format!("the request body is not valid JSON: {e}")).code("invalid_json"),
             }),
         }
+    }
+}
+
+/// A data error's message without serde's ` at line L column C` (the field's path says where).
+fn without_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) if s[i..].contains(" column ") => s[..i].to_string(),
+        _ => s,
     }
 }

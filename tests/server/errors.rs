@@ -19,7 +19,25 @@ async fn bad_requests_are_openai_errors() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let e = expect_error(&app, chat, json!({"messages": m, "temperature": "hot"}), StatusCode::BAD_REQUEST).await;
     assert!(e["message"].as_str().unwrap().contains("invalid type"), "{e}");
-    expect_error(&app, chat, json!({"messages": "hi"}), StatusCode::BAD_REQUEST).await;
+    // A field of the wrong shape is named by its path (`param`, as OpenAI does), also among
+    // the knobs both endpoints share (read flattened, where serde loses the path), and with
+    // no line and column.
+    for (body, param) in [
+        (json!({"messages": m, "temperature": "hot"}), "temperature"),
+        (json!({"messages": m, "seed": "abc"}), "seed"),
+        (json!({"messages": m, "stream_options": {"include_usage": 3}}), "stream_options.include_usage"),
+        (json!({"messages": [{"role": "user", "content": 5}]}), "messages[0].content"),
+        (json!({"messages": "hi"}), "messages"),
+    ] {
+        let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+        assert_eq!(e["param"].as_str(), Some(param), "{e}");
+        let msg = e["message"].as_str().unwrap();
+        assert!(msg.contains(&format!("at {param}:")) && !msg.contains("column"), "{e}");
+    }
+    let e = expect_error(&app, "/v1/completions", json!({"prompt": "a", "top_p": [1]}), StatusCode::BAD_REQUEST).await;
+    assert_eq!(e["param"].as_str(), Some("top_p"), "{e}");
+    let e = expect_error(&app, chat, json!([1]), StatusCode::BAD_REQUEST).await;
+    assert!(e["param"].is_null() && e["message"].as_str().unwrap().contains("expected struct"), "{e}");
     expect_error(&app, chat, json!({"model": "stories260K"}), StatusCode::BAD_REQUEST).await;
     // Unknown model.
     let e = expect_error(&app, chat, json!({"model": "gpt-4o", "messages": m}), StatusCode::NOT_FOUND).await;

@@ -431,6 +431,14 @@ impl<'de> Deserialize<'de> for PromptIn {
     }
 }
 
+impl crate::server::error::RequestBody for ChatRequest {
+    type Flattened = Common;
+}
+
+impl crate::server::error::RequestBody for CompletionRequest {
+    type Flattened = Common;
+}
+
 /// `POST /v1/completions`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CompletionRequest {
