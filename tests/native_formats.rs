@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use strictly::automaton::{Compiled, Constraint};
 use strictly::model::{ChatMessage, ChatTemplate, ChatTool, PromptFormat};
 use strictly::tools::xml::XmlDialect;
-use strictly::tools::{arguments_grammar, calls_grammar, OutputParser, ToolFormat, ToolMode, ValueKinds};
+use strictly::tools::{arguments_grammar, calls_grammar, ListDialect, OutputParser, ToolFormat, ToolMode, ValueKinds};
 
 use crate::common::{real_env, real_vocabs, shared_data};
 use crate::tool_formats::{chat, read_with, tools, write_synthetic_dir};
@@ -214,7 +214,9 @@ fn every_shared_template_renders_tools_and_reads_calls_back() {
         ("Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolFormat::MistralArgs { call_id: true }),
         ("unsloth-mistral-Devstral-Small-2507.jinja", ToolFormat::MistralArgs { call_id: false }),
         ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", ToolFormat::MistralArgs { call_id: false }),
-        ("mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolFormat::Mistral),
+        ("mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolFormat::List(ListDialect::Mistral)),
+        ("ibm-granite-granite-3.3-2B-Instruct.jinja", ToolFormat::List(ListDialect::Granite)),
+        ("NVIDIA-Nemotron-Nano-v2.jinja", ToolFormat::List(ListDialect::Nemotron)),
         ("deepseek-ai-DeepSeek-V3.1.jinja", ToolFormat::DeepSeek),
         ("Qwen3-Coder.jinja", ToolFormat::Xml(XmlDialect::Qwen)),
         ("Qwen3.5-4B.jinja", ToolFormat::Xml(XmlDialect::Qwen)),
@@ -301,6 +303,11 @@ fn history_call(format: ToolFormat) -> Option<(String, String)> {
         ToolFormat::DeepSeek => same(
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":\"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>".into(),
         ),
+        // (Granite's template renders no calls in the history.)
+        ToolFormat::List(ListDialect::Nemotron) => Some((
+            "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]</TOOLCALL>".into(),
+            "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\"}}]</TOOLCALL>".into(),
+        )),
         _ => None,
     }
 }

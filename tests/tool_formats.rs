@@ -19,7 +19,9 @@ use strictly::grammar::json_schema::{self, JsonSchemaOptions};
 use strictly::model::{ChatMessage, ChatTool, ChatToolCall, PromptFormat};
 use strictly::sample::SamplingParams;
 use strictly::tools::xml::XmlDialect;
-use strictly::tools::{calls_grammar, native_format, Joined, OutputParser, ToolChat, ToolFormat, ToolMode, ValueKinds};
+use strictly::tools::{
+    calls_grammar, native_format, Joined, ListDialect, OutputParser, ToolChat, ToolFormat, ToolMode, ValueKinds,
+};
 use strictly::vocab::TokenKind;
 use strictly::Vocab;
 use tempfile::TempDir;
@@ -162,7 +164,7 @@ fn models(data: &Path, mistral: &Path) -> Vec<(&'static str, PathBuf, ToolFormat
         ("qwen2.5", t("qwen2.5"), ToolFormat::Hermes),
         ("llama-3.2", t("llama-3.2"), ToolFormat::Llama3),
         ("tinyllama-1.1b-chat", t("tinyllama-1.1b-chat"), ToolFormat::Hermes),
-        ("mistral-style", mistral.to_path_buf(), ToolFormat::Mistral),
+        ("mistral-style", mistral.to_path_buf(), ToolFormat::List(ListDialect::Mistral)),
     ]
 }
 
@@ -384,7 +386,7 @@ fn engine_choose_follows_each_template_format() {
     }
     let cases = [
         (LLAMA3_STYLE_TEMPLATE, ToolFormat::Llama3, "{\"name\""),
-        (MISTRAL_STYLE_TEMPLATE, ToolFormat::Mistral, "[TOOL_CALLS]"),
+        (MISTRAL_STYLE_TEMPLATE, ToolFormat::List(ListDialect::Mistral), "[TOOL_CALLS]"),
         (HERMES_STYLE_TEMPLATE, ToolFormat::Hermes, "<tool_call>"),
         (XML_STYLE_TEMPLATE, ToolFormat::Xml(XmlDialect::Qwen), "<tool_call><function=move_to>"),
         (PYTHONIC_STYLE_TEMPLATE, ToolFormat::Pythonic, "[move_to(x="),

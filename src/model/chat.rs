@@ -168,6 +168,7 @@ pub struct ChatTemplate {
     env: Environment<'static>,
     source: String,
     takes_tools: bool,
+    renders_tools: bool,
 }
 
 impl ChatTemplate {
@@ -185,8 +186,8 @@ impl ChatTemplate {
         env.add_function("strftime_now", |format: String| strftime(&format, unix_now()));
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| Error::Template { name: Some(name.to_string()), msg: one_line(&e) })?;
-        let mut t = ChatTemplate { env, source: source.to_string(), takes_tools: false };
-        t.takes_tools = t.probe_tools();
+        let mut t = ChatTemplate { env, source: source.to_string(), takes_tools: false, renders_tools: false };
+        (t.renders_tools, t.takes_tools) = t.probe_tools();
         Ok(t)
     }
 
@@ -207,7 +208,15 @@ impl ChatTemplate {
         self.takes_tools
     }
 
-    fn probe_tools(&self) -> bool {
+    /// Whether the template renders `tools` (a probe chat with a tool shows its name), the
+    /// history's calls or not: Granite 3.3's lists the tools and drops the calls.
+    pub fn renders_tools(&self) -> bool {
+        self.renders_tools
+    }
+
+    /// Whether the template renders the tools, and whether it renders both the tools and the
+    /// history's calls (see [`takes_tools`](Self::takes_tools)).
+    fn probe_tools(&self) -> (bool, bool) {
         // Parameters as real tools have them (some templates read `properties` unguarded).
         let params = serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}});
         // With a description: gpt-oss's template writes it unguarded.
@@ -224,8 +233,12 @@ impl ChatTemplate {
         // nor results (Mistral Small 3.2), need the result answered before the next user turn.
         let mut result = ChatMessage::new("tool", "done");
         result.tool_call_id = Some("probecall".into());
-        shows_both(&[user.clone(), call.clone(), ok.clone()])
-            || shows_both(&[user, call, result, ChatMessage::new("assistant", "done"), ok])
+        let tools_shown = self
+            .render(std::slice::from_ref(&user), std::slice::from_ref(&tool), true, "", "")
+            .is_ok_and(|s| s.contains("probe_tool_fn"));
+        let both = shows_both(&[user.clone(), call.clone(), ok.clone()])
+            || shows_both(&[user, call, result, ChatMessage::new("assistant", "done"), ok]);
+        (tools_shown || both, both)
     }
 
     /// Renders `messages` with `tools` (none if empty); with `add_generation_prompt`, ends where

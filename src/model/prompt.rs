@@ -205,6 +205,12 @@ impl PromptFormat {
         self.chat_template().takes_tools()
     }
 
+    /// Whether the chat template in use renders tools, the history's calls or not
+    /// ([`ChatTemplate::renders_tools`]).
+    pub fn chat_renders_tools(&self) -> bool {
+        self.chat_template().renders_tools()
+    }
+
     /// The chat rendered as text with `tools` (none if empty): the model's template, or the
     /// plain one.
     pub fn render_chat(

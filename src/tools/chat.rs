@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::format::mistral_id;
-use super::{ToolFormat, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::{ListDialect, ToolFormat, ToolMode, TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
 use crate::error::{Error, Result};
 use crate::model::{ChatMessage, ChatPrompt, ChatTool, ContentTokens, PromptFormat, TemplateVars};
 
@@ -52,7 +52,7 @@ impl ToolChat {
                         out.push(one);
                     }
                 }
-                ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => {
+                ToolFormat::List(ListDialect::Mistral) | ToolFormat::MistralArgs { .. } => {
                     let mut m = m.clone();
                     for c in &mut m.tool_calls {
                         // A call without an id gets one too (the templates demand it).
@@ -184,14 +184,16 @@ impl ToolChat {
     }
 }
 
-/// The call format the chat template in use teaches, when it renders tools
+/// The call format the chat template in use teaches, when it renders tools and calls
 /// ([`crate::model::ChatTemplate::takes_tools`]) and its source shows a known format
-/// ([`ToolFormat::detect`]), or teaches DeepSeek's (whose template renders calls but never the
-/// tools: [`ToolChat::native`] describes them); `None` otherwise (then tools are described in
-/// the system turn in the default format).
+/// ([`ToolFormat::detect`]); or teaches DeepSeek's (whose template renders calls but never the
+/// tools: [`ToolChat::native`] describes them); or Granite's (whose template lists the tools
+/// and drops the history's calls, as the model was trained); `None` otherwise (then tools are
+/// described in the system turn in the default format).
 pub fn native_format(p: &PromptFormat) -> Option<ToolFormat> {
     let format = ToolFormat::detect(p.chat_template_source())?;
-    (format == ToolFormat::DeepSeek || p.chat_takes_tools()).then_some(format)
+    let calls_dropped = format == ToolFormat::List(ListDialect::Granite) && p.chat_renders_tools();
+    (format == ToolFormat::DeepSeek || calls_dropped || p.chat_takes_tools()).then_some(format)
 }
 
 /// The tools as DeepSeek V3.1's model card has them described in the system turn, with the

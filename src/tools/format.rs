@@ -5,8 +5,10 @@
 //! <tool_call>  (Qwen 2.5, Hermes, plain)   Hermes     <tool_call>\n{"name": "f", "arguments": {..}}\n</tool_call>
 //! <|start_header_id|> and "parameters"     Llama3     {"name": "f", "parameters": {..}}   then <|eot_id|> / <|eom_id|>
 //!   (Llama 3.1, 3.2, 3.3)
-//! [TOOL_CALLS]  (Mistral v3 templates,     Mistral    [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
+//! [TOOL_CALLS]  (Mistral v3 templates,     List(Mistral)  [TOOL_CALLS] [{"name": "f", "arguments": {..}}, ..]
 //!   with [AVAILABLE_TOOLS])
+//! <|tool_call|> (Granite 3.x)               List(Granite)  <|tool_call|>[{"name": "f", "arguments": {..}}, ..]
+//! <TOOLCALL> (Nemotron Nano v2)             List(Nemotron) <TOOLCALL>[{"name": "f", "arguments": {..}}, ..]</TOOLCALL>
 //! [TOOL_CALLS] and [ARGS] (Mistral Small    MistralArgs [TOOL_CALLS]f[ARGS]{..}[TOOL_CALLS]g[ARGS]{..}, with
 //!   3.2, Devstral, Ministral 3, Magistral)            [CALL_ID]id before [ARGS] where the template writes one
 //! <｜tool▁calls▁begin｜> and <｜tool▁sep｜>,   DeepSeek  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{..}<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
@@ -35,12 +37,13 @@
 //!   the grammar accepts). Llama 3's templates take one call per assistant turn, so a reply
 //!   holds at most one call (parallel calls off). Under `Auto`, a reply is a call or text that
 //!   does not begin with `{`: a reply that begins with `{` is read as a call.
-//! - **Mistral**: `[TOOL_CALLS]` (a control token in Mistral's v3 tokenizers, which the
-//!   vocabulary keeps as text so that grammars can write it: see [`crate::vocab`]), an optional
-//!   space, then a JSON list of call objects. Under `Auto`, text without `[TOOL_CALLS]`, then
-//!   optionally the calls. Mistral's templates demand call ids of 9 letters and digits, so
-//!   calls read in this format get such ids, and other ids in the history are mapped to such
-//!   ids when the chat is rendered.
+//! - **List** (Mistral, Granite, Nemotron): a marker (`[TOOL_CALLS]`, `<|tool_call|>`,
+//!   `<TOOLCALL>`: control tokens in their tokenizers, which the vocabulary keeps as text so
+//!   that grammars can write them: see [`crate::vocab`]), an optional space, then a JSON list
+//!   of call objects, then the dialect's closing marker where it has one (`</TOOLCALL>`).
+//!   Under `Auto`, text without the marker, then optionally the calls. Mistral's templates
+//!   demand call ids of 9 letters and digits, so calls read in that dialect get such ids, and
+//!   other ids in the history are mapped to such ids when the chat is rendered.
 //! - **MistralArgs**: each call is `[TOOL_CALLS]`, the name, then (where the template writes
 //!   call ids, Mistral Small 3.2) `[CALL_ID]` and the call's 9-letter-and-digit id, then
 //!   `[ARGS]` and the arguments' JSON; the calls follow each other directly and the turn's end
@@ -66,7 +69,6 @@
 //!
 //! [`Hermes`]: ToolFormat::Hermes
 //! [`Llama3`]: ToolFormat::Llama3
-//! [`Mistral`]: ToolFormat::Mistral
 
 use serde::Serialize;
 
@@ -78,8 +80,9 @@ pub enum ToolFormat {
     Hermes,
     /// A bare `{"name": .., "parameters": ..}`, one per reply.
     Llama3,
-    /// `[TOOL_CALLS] [{"name": .., "arguments": ..}, ..]`.
-    Mistral,
+    /// A marker, then a JSON list of `{"name": .., "arguments": ..}` (Mistral's
+    /// `[TOOL_CALLS] [..]`), then the dialect's closing marker, if any.
+    List(ListDialect),
     /// `[NAME(KEY=VALUE, ..), ..]`, the whole reply.
     Pythonic,
     /// `[TOOL_CALLS]NAME[ARGS]{..}` per call; with `call_id`, `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{..}`.
@@ -92,6 +95,28 @@ pub enum ToolFormat {
     /// gpt-oss's harmony messages: ` to=functions.NAME<|channel|>commentary json<|message|>{..}`,
     /// one per reply.
     Harmony,
+}
+
+/// Whose JSON list of calls [`ToolFormat::List`] writes: the markers around it differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ListDialect {
+    /// `[TOOL_CALLS] [..]` (Mistral v3 templates: Mistral 7B v0.3, Nemo).
+    Mistral,
+    /// `<|tool_call|>[..]` (IBM Granite 3.x).
+    Granite,
+    /// `<TOOLCALL>[..]</TOOLCALL>` (NVIDIA Nemotron Nano v2).
+    Nemotron,
+}
+
+impl ListDialect {
+    /// The marker before the list, and the one after it (if any).
+    pub fn markers(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            ListDialect::Mistral => (MISTRAL_CALLS, None),
+            ListDialect::Granite => ("<|tool_call|>", None),
+            ListDialect::Nemotron => ("<TOOLCALL>", Some("</TOOLCALL>")),
+        }
+    }
 }
 
 /// The text that opens Mistral's calls.
@@ -120,7 +145,11 @@ impl ToolFormat {
         if has(MISTRAL_CALLS) && has(MISTRAL_ARGS) {
             Some(ToolFormat::MistralArgs { call_id: has(MISTRAL_CALL_ID) })
         } else if has(MISTRAL_CALLS) {
-            Some(ToolFormat::Mistral)
+            Some(ToolFormat::List(ListDialect::Mistral))
+        } else if has("<|tool_call|>") {
+            Some(ToolFormat::List(ListDialect::Granite))
+        } else if has("<TOOLCALL>") && has("</TOOLCALL>") {
+            Some(ToolFormat::List(ListDialect::Nemotron))
         } else if has(DEEPSEEK_CALLS_BEGIN) && has(DEEPSEEK_SEP) && !has("```json") {
             // (R1's calls hold `function`, the name and a fenced JSON block: not this format.)
             Some(ToolFormat::DeepSeek)
@@ -161,7 +190,8 @@ impl ToolFormat {
         match self {
             ToolFormat::Hermes => Some(super::TOOL_CALL_OPEN),
             ToolFormat::Xml(d) => Some(d.syntax().call_open),
-            ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
+            ToolFormat::List(d) => Some(d.markers().0),
+            ToolFormat::MistralArgs { .. } => Some(MISTRAL_CALLS),
             ToolFormat::DeepSeek => Some(DEEPSEEK_CALLS_BEGIN),
             ToolFormat::Llama3 | ToolFormat::Pythonic | ToolFormat::Harmony => None,
         }
@@ -187,7 +217,7 @@ impl ToolFormat {
     /// templates demand), else `call_` and 24 letters and digits.
     pub fn call_id(self) -> String {
         match self {
-            ToolFormat::Mistral | ToolFormat::MistralArgs { .. } => random_alnum(9),
+            ToolFormat::List(ListDialect::Mistral) | ToolFormat::MistralArgs { .. } => random_alnum(9),
             _ => format!("call_{}", random_alnum(24)),
         }
     }
@@ -230,7 +260,18 @@ mod tests {
     #[test]
     fn detection_and_ids() {
         assert_eq!(ToolFormat::detect("{{ '<tool_call>' }}"), Some(ToolFormat::Hermes));
-        assert_eq!(ToolFormat::detect("[AVAILABLE_TOOLS] .. [TOOL_CALLS]"), Some(ToolFormat::Mistral));
+        assert_eq!(
+            ToolFormat::detect("[AVAILABLE_TOOLS] .. [TOOL_CALLS]"),
+            Some(ToolFormat::List(ListDialect::Mistral))
+        );
+        assert_eq!(
+            ToolFormat::detect("respond only with <|tool_call|> followed by a JSON list"),
+            Some(ToolFormat::List(ListDialect::Granite))
+        );
+        assert_eq!(
+            ToolFormat::detect("{{- '<TOOLCALL>[' -}} .. {{- ']</TOOLCALL>' -}}"),
+            Some(ToolFormat::List(ListDialect::Nemotron))
+        );
         assert_eq!(
             ToolFormat::detect("'[TOOL_CALLS]' + name + '[ARGS]'"),
             Some(ToolFormat::MistralArgs { call_id: false })
@@ -259,7 +300,8 @@ mod tests {
         assert!(m.len() == 9 && m.bytes().all(|b| b.is_ascii_alphanumeric()), "{m}");
         assert_eq!(m, mistral_id("call_1"));
         assert_ne!(m, mistral_id("call_2"));
-        assert_eq!(ToolFormat::Mistral.call_id().len(), 9);
+        assert_eq!(ToolFormat::List(ListDialect::Mistral).call_id().len(), 9);
+        assert!(ToolFormat::List(ListDialect::Granite).call_id().starts_with("call_"));
         assert!(ToolFormat::Hermes.call_id().starts_with("call_"));
     }
 }

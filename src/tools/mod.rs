@@ -17,7 +17,8 @@
 //!
 //! Llama 3.x writes a bare `{"name": "get_weather", "parameters": {"city": "Paris"}}` (one per
 //! reply, ended by its end-of-turn token), Mistral `[TOOL_CALLS] [{"name": ..., "arguments":
-//! ...}, ...]` or (newer templates) `[TOOL_CALLS]get_weather[ARGS]{...}`, DeepSeek V3.1
+//! ...}, ...]` (Granite `<|tool_call|>[...]`, Nemotron `<TOOLCALL>[...]</TOOLCALL>`) or (newer
+//! Mistral templates) `[TOOL_CALLS]get_weather[ARGS]{...}`, DeepSeek V3.1
 //! `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{...}...`, Qwen3-Coder,
 //! Qwen3.5, Seed-OSS, GLM and MiniMax XML elements (values typed by the schema, read back into
 //! JSON: see [`xml`]), Llama 4's pythonic template `[get_weather(city="Paris")]` (see
@@ -67,7 +68,7 @@ pub mod xml;
 
 #[cfg(feature = "model")]
 pub use chat::{native_format, plainer, Rendered, ToolChat};
-pub use format::ToolFormat;
+pub use format::{ListDialect, ToolFormat};
 pub use parse::{call_id, Joined, OutputParser, Piece, RawCall};
 pub use xml::ValueKinds;
 
@@ -181,7 +182,7 @@ pub fn calls_grammar(
 ) -> Grammar {
     let mut rules: Vec<Rule> = Vec::new();
     let root = add_rule(&mut rules, "root", Expr::Empty);
-    // One optional space between the calls of Mistral's list (as `json.dumps` writes it, or
+    // One optional space between the calls of a JSON list (as `json.dumps` writes it, or
     // compact): never whitespace soup.
     let ws = || re(r" ?");
     let key = serde_json::to_string(format.arguments_key()).expect("a string serializes");
@@ -347,15 +348,20 @@ pub fn calls_grammar(
             Expr::Alt(calls)
         }
         ToolFormat::Llama3 => Expr::Rule(object),
-        ToolFormat::Mistral => Expr::Seq(vec![
-            Expr::Literal(format::MISTRAL_CALLS.into()),
-            re(" ?"),
-            Expr::Mark(Mark::DistinctArray),
-            ws(),
-            list(Expr::Rule(object), Expr::Seq(vec![ws(), Expr::Literal(",".into()), ws()]), max_calls),
-            ws(),
-            Expr::Literal("]".into()),
-        ]),
+        ToolFormat::List(d) => {
+            let (open, close) = d.markers();
+            let mut seq = vec![
+                Expr::Literal(open.into()),
+                re(" ?"),
+                Expr::Mark(Mark::DistinctArray),
+                ws(),
+                list(Expr::Rule(object), Expr::Seq(vec![ws(), Expr::Literal(",".into()), ws()]), max_calls),
+                ws(),
+                Expr::Literal("]".into()),
+            ];
+            seq.extend(close.map(|c| Expr::Literal(c.into())));
+            Expr::Seq(seq)
+        }
     };
     let calls = add_rule(&mut rules, "tool_calls", calls_body);
     let body = match (mode, format_grammar, format.marker()) {

@@ -2,8 +2,8 @@
 //!
 //! The grammar of [`super::calls_grammar`] fixes the shape of every call in each
 //! [`ToolFormat`] (Hermes: `<tool_call>` ws `{"name": "...", "arguments": VALUE}` ws
-//! `</tool_call>`; Llama 3: the reply is `{"name": "...", "parameters": VALUE}`; Mistral:
-//! `[TOOL_CALLS]` ` `? `[` call (`,` call)* `]`; Xml: `<tool_call>` and parameter elements, read
+//! `</tool_call>`; Llama 3: the reply is `{"name": "...", "parameters": VALUE}`; List:
+//! `[TOOL_CALLS]` ` `? `[` call (`,` call)* `]` (other markers, and a closing one, by dialect); Xml: `<tool_call>` and parameter elements, read
 //! by [`super::xml`]'s reader, which writes the arguments as JSON), so this is a small state
 //! machine, not a JSON parser: it finds where the calls begin (the marker, or for Llama 3 a reply that begins with
 //! `{`), reads the name, then streams the arguments' text while tracking JSON nesting to see
@@ -89,15 +89,17 @@ pub struct RawCall {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Content until a marker (Hermes, Mistral).
+    /// Content until a marker (Hermes, List, ...).
     Text,
     /// Llama 3, pythonic and harmony, nothing read yet: a reply that begins with `{` (`[`, a
     /// harmony call's header) is a call.
     Lead,
     /// Content to the end (no tools, or a Llama 3 reply that is not a call).
     Plain,
-    /// Mistral, after the marker: ` `? `[` before the first call.
+    /// List, after the marker: ` `? `[` before the first call.
     ListOpen,
+    /// List, after its `]`: the dialect's closing marker (`</TOOLCALL>`).
+    ListClose,
     /// Before a call object, up to the arguments' first character.
     Header,
     /// MistralArgs after `[TOOL_CALLS]`: the name, the id, `[ARGS]`; DeepSeek: a call's
@@ -391,6 +393,10 @@ impl OutputParser {
             State::Lead => self.lead(),
             State::Text => self.text(out),
             State::ListOpen => self.step_lit("[", State::Header),
+            State::ListClose => {
+                let ToolFormat::List(d) = self.format else { unreachable!("ListClose is List's") };
+                self.step_lit(d.markers().1.expect("a dialect with a closing marker"), State::End)
+            }
             State::Header => self.header(out),
             State::NamedHeader => self.named_header(out),
             State::DeepSeekNext => self.deepseek_next(),
@@ -593,7 +599,7 @@ impl OutputParser {
     }
 
     /// What the format puts after a call object: Hermes' closing marker, nothing for Llama 3,
-    /// Mistral's `,` (another call) or `]` (the end).
+    /// a list's `,` (another call) or `]` (the end, or its closing marker).
     fn after_call(&mut self) -> bool {
         match self.format {
             ToolFormat::Hermes => self.step_lit(TOOL_CALL_CLOSE, State::Between),
@@ -609,14 +615,17 @@ impl OutputParser {
                 self.state = State::End;
                 true
             }
-            ToolFormat::Mistral => self.one_of((",", State::Header, true), ("]", State::End, true)),
+            ToolFormat::List(d) => {
+                let end = if d.markers().1.is_some() { State::ListClose } else { State::End };
+                self.one_of((",", State::Header, true), ("]", end, true))
+            }
         }
     }
 
     /// The state after the format's marker.
     fn call_state(&mut self) -> State {
         match self.format {
-            ToolFormat::Mistral => State::ListOpen,
+            ToolFormat::List(_) => State::ListOpen,
             ToolFormat::MistralArgs { .. } | ToolFormat::DeepSeek => State::NamedHeader,
             ToolFormat::Xml(dialect) => {
                 self.xml = Some(XmlCall::new(dialect));

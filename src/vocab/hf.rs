@@ -47,9 +47,13 @@ const EOS_NAMES: &[&str] = &[
 /// kept as text, so that grammars can write them (as one token) and the reply's text shows
 /// them. Mistral's tokenizers mark `[TOOL_CALLS]`, which opens a reply's tool calls, special
 /// (and the newer ones `[ARGS]` and `[CALL_ID]` inside a call), as DeepSeek's may its call
-/// markers; Qwen's `<tool_call>` is plain text already.
+/// markers, Granite's its `<|tool_call|>` and Nemotron's its `<TOOLCALL>`; Qwen's
+/// `<tool_call>` is plain text already.
 pub const REPLY_MARKERS: &[&str] = &[
     "[TOOL_CALLS]",
+    "<|tool_call|>",
+    "<TOOLCALL>",
+    "</TOOLCALL>",
     "[ARGS]",
     "[CALL_ID]",
     "<｜tool▁calls▁begin｜>",

@@ -1,4 +1,5 @@
 use super::*;
+use crate::tools::ListDialect;
 
 fn run(chunks: &[&str]) -> (String, Vec<(String, String)>, Result<(), String>) {
     run_as(ToolFormat::Hermes, chunks)
@@ -87,23 +88,48 @@ fn llama3_calls_are_the_whole_reply() {
 #[test]
 fn mistral_calls_are_a_list_after_the_marker() {
     let text = "Sure. [TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": [1, \"]\"]}},\n {\"name\":\"b-2\",\"arguments\":{}}]";
-    let (c, calls, ok) = same_in_chunks(ToolFormat::Mistral, text);
+    let (c, calls, ok) = same_in_chunks(ToolFormat::List(ListDialect::Mistral), text);
     assert_eq!((c.as_str(), ok), ("Sure. ", Ok(())));
     assert_eq!(
         calls,
         vec![("a".to_string(), "{\"x\": [1, \"]\"]}".to_string()), ("b-2".to_string(), "{}".to_string())]
     );
-    let (_, calls, ok) = same_in_chunks(ToolFormat::Mistral, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": 1}]");
+    let (_, calls, ok) =
+        same_in_chunks(ToolFormat::List(ListDialect::Mistral), "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": 1}]");
     assert_eq!((calls.len(), ok), (1, Ok(())));
-    let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+    let mut p = OutputParser::new(Some(ToolFormat::List(ListDialect::Mistral)));
     assert_eq!(p.feed("a [TOOL_CA"), vec![Piece::Content("a ".into())]);
     assert_eq!(p.finish().unwrap(), vec![Piece::Content("[TOOL_CA".into())]);
-    assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}"]).2.is_err());
-    assert!(run_as(ToolFormat::Mistral, &["[TOOL_CALLS] {\"name\": \"a\"}"]).2.is_err());
+    assert!(run_as(ToolFormat::List(ListDialect::Mistral), &["[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}"])
+        .2
+        .is_err());
+    assert!(run_as(ToolFormat::List(ListDialect::Mistral), &["[TOOL_CALLS] {\"name\": \"a\"}"]).2.is_err());
     // Mistral's ids are 9 letters and digits.
-    let mut p = OutputParser::new(Some(ToolFormat::Mistral));
+    let mut p = OutputParser::new(Some(ToolFormat::List(ListDialect::Mistral)));
     p.feed("[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {}}]");
     assert_eq!(p.calls()[0].id.len(), 9);
+}
+
+#[test]
+fn granite_and_nemotron_calls_are_lists_between_their_markers() {
+    let granite = ToolFormat::List(ListDialect::Granite);
+    let text = "<|tool_call|>[{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]";
+    let (c, calls, ok) = same_in_chunks(granite, text);
+    assert_eq!((c.as_str(), ok), ("", Ok(())));
+    assert_eq!(calls, vec![("a".to_string(), "{\"x\": 1}".to_string()), ("b".to_string(), "{}".to_string())]);
+    let nemotron = ToolFormat::List(ListDialect::Nemotron);
+    let text = "Let me look.\n<TOOLCALL>[{\"name\": \"a\", \"arguments\": {\"y\": \"]</TOOLCALL>\"}}]</TOOLCALL>";
+    let (c, calls, ok) = same_in_chunks(nemotron, text);
+    assert_eq!((c.as_str(), ok), ("Let me look.\n", Ok(())));
+    assert_eq!(calls, vec![("a".to_string(), "{\"y\": \"]</TOOLCALL>\"}".to_string())]);
+    // The list must be closed by its marker, and nothing but space may follow it.
+    assert!(run_as(nemotron, &["<TOOLCALL>[{\"name\": \"a\", \"arguments\": {}}]"]).2.is_err());
+    assert!(run_as(nemotron, &["<TOOLCALL>[{\"name\": \"a\", \"arguments\": {}}]</TOOLCALL> and"]).2.is_err());
+    assert!(run_as(granite, &["<|tool_call|>[{\"name\": \"a\", \"arguments\": {}}] and"]).2.is_err());
+    // Their ids are the usual ones.
+    let mut p = OutputParser::new(Some(granite));
+    p.feed("<|tool_call|>[{\"name\": \"a\", \"arguments\": {}}]");
+    assert!(p.calls()[0].id.starts_with("call_"));
 }
 
 #[test]
