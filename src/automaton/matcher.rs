@@ -58,6 +58,13 @@ const MAX_BUDGET_BY_WITNESS: u32 = 256;
 /// The most bytes `forced_bytes` returns at once.
 const MAX_FORCED_BYTES: usize = 4096;
 
+/// The searches that go one level deeper per byte or token of a way (the witness, the deep
+/// search) may nest thousands deep, past a thread's stack (2 MiB for a server's worker or a
+/// rayon thread): below this much stack left, the next level runs on a fresh segment of
+/// [`STACK_GROWTH`] bytes on the heap (`stacker`), on any thread.
+const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_GROWTH: usize = 2 * 1024 * 1024;
+
 #[derive(Clone)]
 enum Run {
     /// DFA states, one per committed token after the start; `ENDED` after EOS.

@@ -244,7 +244,10 @@ impl Matcher {
         }
         search.work -= cost;
         search.chain.push((c.chart_len().rows(), word));
-        let found = self.search_next(n, search);
+        // One level per token of the way: the deep search may go thousands deep (`x{5000}`
+        // under a short budget), past a 2 MiB thread stack, so the stack grows onto the heap
+        // as it runs low.
+        let found = stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.search_next(n, search));
         search.chain.pop();
         if !found {
             let m = search.short.entry(key).or_insert(n);
@@ -395,6 +398,32 @@ mod tests {
         }
         assert!(skipped > 10 && refused_at_0 > 100, "the fast path and the claim were met: {skipped}, {refused_at_0}");
         assert!(ended_by_group > 0, "a token across lexemes ended the output at budget 0 with no walk");
+    }
+
+    /// The searches that nest a level per token or byte of a way (the deep search for the
+    /// shortest completion, the witness) finish on a thread with a small stack: `x{5000}` asked
+    /// for its fewest tokens and for a mask under a short budget nests thousands deep (it
+    /// overflowed a server worker's 2 MiB stack), and its answer is exact (one `x` a token
+    /// in this vocabulary, so 5,000).
+    #[test]
+    fn deep_searches_run_on_a_small_stack() {
+        let v = Arc::new(Vocab::embedded());
+        let env = VocabEnv::new(v.clone());
+        let c =
+            Compiled::new(&env, &Constraint::Grammar(crate::grammar::ebnf::parse(r#"root ::= "x"{5000}"#).unwrap()))
+                .unwrap();
+        let answer = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let mut m = c.matcher();
+                let mut mask = TokenSet::new(m.compiled().vocab().len());
+                m.fill_mask_within(&mut mask, 10);
+                (mask.is_empty(), m.min_tokens_to_finish(), m.witness().map(|w| w.len()))
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(answer, (true, Some(5000), Some(5000)));
     }
 
     /// Inside a string past its `minLength`, a budget far above the bytes that close it takes

@@ -541,7 +541,10 @@ impl Matcher {
                 return false;
             }
         }
-        let found = self.cheapest_on(out, dig);
+        // One level of this search per byte of the way, up to [`MAX_WITNESS_BYTES`] (8,192):
+        // deeper than a 2 MiB thread stack (a server's worker, a rayon thread) holds, so the
+        // stack grows onto the heap as it runs low (`x{5000}` overflowed it).
+        let found = stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.cheapest_on(out, dig));
         // (Out of budget, nothing is shown dead: the search ends anyway.)
         if let (false, true, Some(key), Some((_, dead))) = (found, dig.budget > 0, key, &mut dig.dead) {
             let was = dead.entry(key).or_insert(left);
