@@ -119,12 +119,7 @@ pub fn compile(
         } else {
             py.import("json")?.call_method1("dumps", (schema,))?.extract()?
         };
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            to_py(strictly::Error::Schema {
-                at: strictly::error::Location::Pointer(String::new()),
-                msg: format!("not valid JSON: {e}"),
-            })
-        })?;
+        let value = strictly::grammar::json_schema::read_document(text.as_bytes()).map_err(to_py)?;
         (Constraint::JsonSchema(value, json), "json_schema")
     } else if let Some(r) = regex {
         (Constraint::Regex(r), "regex")

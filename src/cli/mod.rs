@@ -203,8 +203,8 @@ impl ConstraintArgs {
         if let Some(path) = &self.schema {
             let options = schema;
             let text = std::fs::read(path).with_context(|| format!("cannot read schema {}", path.display()))?;
-            let schema: serde_json::Value = serde_json::from_slice(&text)
-                .map_err(|e| anyhow!("schema {} is not valid JSON: {e}", path.display()))?;
+            let schema = strictly::grammar::json_schema::read_document(&text)
+                .map_err(|e| anyhow!("schema {}: {e}", path.display()))?;
             return Ok((Some(Constraint::JsonSchema(schema, options.options())), vec![]));
         }
         Ok((None, vec![]))

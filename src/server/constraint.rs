@@ -210,11 +210,13 @@ pub fn compile(env: &Arc<VocabEnv>, spec: &Spec) -> Result<Arc<Compiled>, ApiErr
         spec.user_param.as_deref().unwrap_or("tools")
     };
     // A JSON Schema that accepts nothing: which subschema and why, in the schema's terms (the
-    // compile sees a grammar; asked only on the error paths).
+    // compile sees a grammar; asked only on the error paths), or where no subschema shows it
+    // (a `$ref` cycle without a way out) that no value validates, never the grammar's words.
     let empty_schema = || match (&spec.user, &spec.tools) {
-        (Some(UserConstraint::JsonSchema(schema, o)), None) => {
-            json_schema::why_empty(schema, o, Default::default()).map(|e| schema_error(e, param))
-        }
+        (Some(UserConstraint::JsonSchema(schema, o)), None) => Some(schema_error(
+            json_schema::why_empty(schema, o, Default::default()).unwrap_or_else(json_schema::no_value_error),
+            param,
+        )),
         _ => None,
     };
     // (Only the empty-language error is a grammar error here: a limit is not compiled again.)

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::error::Error;
-use crate::grammar::json_schema::MAX_JSON_DEPTH;
+use crate::grammar::json_schema::{nesting_exceeds, MAX_JSON_DEPTH};
 
 /// An OpenAI-style error response.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,35 +119,6 @@ pub(crate) fn one_line(s: &str) -> String {
 /// limit ([`MAX_JSON_DEPTH`]) plus the request's wrapping (`response_format.json_schema.schema`,
 /// tool parameters), so that a schema too deep is refused by the schema compiler, which names it.
 pub const MAX_BODY_DEPTH: usize = MAX_JSON_DEPTH + 16;
-
-/// Where JSON text first nests deeper than `limit` arrays and objects (a byte offset), found
-/// without recursion; strings are skipped (escapes included). `None` within the limit.
-fn nesting_exceeds(bytes: &[u8], limit: usize) -> Option<usize> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit {
-                    return Some(i);
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
-}
 
 /// A JSON request body, parsed with serde; every failure is an [`ApiError`]: 413 past the
 /// body limit, 400 for anything else (a field of the wrong shape is named by its path, in the

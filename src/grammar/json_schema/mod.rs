@@ -210,9 +210,56 @@ pub const MAX_COUNT: u64 = 10_000;
 /// largest in JSONSchemaBench declares 587; a 100,000-name object would take minutes).
 pub const MAX_PROPERTIES: usize = 1_000;
 /// Deepest JSON nesting of a schema document, checked without recursion before compiling, so
-/// a programmatically built 10,000-deep `Value` is an error rather than a stack overflow
-/// (parsed JSON is already limited to 128 levels by serde_json).
+/// a programmatically built 10,000-deep `Value` is an error rather than a stack overflow. Text
+/// read by [`read_document`] may nest as deep (serde_json's own parser stops at 128 levels).
 pub const MAX_JSON_DEPTH: usize = 512;
+
+/// Reads a schema document from JSON text: nested up to [`MAX_JSON_DEPTH`] levels (a deep but
+/// valid schema, deeper than serde_json's default 128), deeper text refused, where it first
+/// nests too deep, before it is parsed (the parse would recurse once per level).
+pub fn read_document(text: &[u8]) -> Result<Value> {
+    if let Some(at) = nesting_exceeds(text, MAX_JSON_DEPTH) {
+        return Err(Error::Limit {
+            kind: LimitKind::DocumentDepth,
+            what: format!("JSON nesting depth of the schema document (at byte {at})"),
+            limit: MAX_JSON_DEPTH,
+            hint: None,
+        });
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let v = serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    v.map_err(|e| Error::Schema { at: Location::Pointer(String::new()), msg: format!("not valid JSON: {e}") })
+}
+
+/// Where JSON text first nests deeper than `limit` arrays and objects (a byte offset), found
+/// without recursion; strings are skipped (escapes included). `None` within the limit.
+pub fn nesting_exceeds(bytes: &[u8], limit: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
 
 /// Compiles a schema into a grammar whose language is the JSON texts (in the chosen
 /// whitespace) that validate against it, or fails naming what cannot be enforced.

@@ -49,3 +49,25 @@ fn bad_schemas_are_clear_errors() {
     assert!(e.contains("nesting depth"), "{e}");
     std::mem::forget(deep); // dropping a 10,000-deep Value recurses; not what this test is about
 }
+
+/// Schema text nested deeper than serde_json's default 128 levels reads and compiles (a
+/// 120-deep object schema is 240 levels of JSON); text past [`MAX_JSON_DEPTH`] is the same
+/// limit error, found before parsing; bad JSON names itself.
+#[test]
+fn deep_schema_text_reads_up_to_the_document_depth() {
+    let deep_text = |n: usize| {
+        let mut s = json!({"type": "string"});
+        for _ in 0..n {
+            s = json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
+        }
+        s.to_string()
+    };
+    let text = deep_text(120);
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "serde_json alone stops at 128 levels");
+    let s = read_document(text.as_bytes()).unwrap();
+    assert!(accepts(&s, &format!("{}\"x\"{}", r#"{"a":"#.repeat(120), "}".repeat(120))));
+    let e = read_document(deep_text(300).as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("nesting depth") && e.contains("512"), "{e}");
+    let e = read_document(br#"{"type": "#).unwrap_err().to_string();
+    assert!(e.contains("not valid JSON"), "{e}");
+}
