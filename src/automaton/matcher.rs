@@ -62,8 +62,11 @@ const MAX_FORCED_BYTES: usize = 4096;
 /// search) may nest thousands deep, past a thread's stack (2 MiB for a server's worker or a
 /// rayon thread): below this much stack left, the next level runs on a fresh segment of
 /// [`STACK_GROWTH`] bytes on the heap (`stacker`), on any thread.
-const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_RED_ZONE: usize = 256 * 1024;
 const STACK_GROWTH: usize = 2 * 1024 * 1024;
+/// The stack left is looked at every this many levels (a level takes a few hundred bytes to a
+/// few KiB, so 16 of them stay well within [`STACK_RED_ZONE`]).
+const STACK_CHECK_EVERY: usize = 16;
 
 #[derive(Clone)]
 enum Run {

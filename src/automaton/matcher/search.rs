@@ -246,8 +246,12 @@ impl Matcher {
         search.chain.push((c.chart_len().rows(), word));
         // One level per token of the way: the deep search may go thousands deep (`x{5000}`
         // under a short budget), past a 2 MiB thread stack, so the stack grows onto the heap
-        // as it runs low.
-        let found = stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.search_next(n, search));
+        // as it runs low (looked at every few levels, well within the red zone).
+        let found = if search.chain.len() % super::STACK_CHECK_EVERY == 0 {
+            stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.search_next(n, search))
+        } else {
+            self.search_next(n, search)
+        };
         search.chain.pop();
         if !found {
             let m = search.short.entry(key).or_insert(n);

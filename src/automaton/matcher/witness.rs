@@ -113,6 +113,8 @@ struct Dig {
     /// items in another order reach the same point: without this, a round that cannot finish
     /// tries every order of them (`[0,1,…,9,` in 10! orders).
     dead: Option<(ChartLen, KeyMap<usize>)>,
+    /// How many levels deep the search is (a byte, or a character, each).
+    depth: usize,
 }
 
 /// The parse states the ways followed from one point of a [`cheapest_bytes`]
@@ -491,7 +493,7 @@ impl Matcher {
         // may try every set of items that fits in it (all subsets of ten digits), and the
         // longer limit that finishes at once (`[0,…,9,10,…]`) would never be tried.
         let shared = dead.is_some();
-        let mut dig = Dig { budget, limit: base as usize, cut: false, dead };
+        let mut dig = Dig { budget, limit: base as usize, cut: false, dead, depth: 0 };
         let mut left = budget;
         let mut bytes = Vec::new();
         let found = loop {
@@ -543,8 +545,15 @@ impl Matcher {
         }
         // One level of this search per byte of the way, up to [`MAX_WITNESS_BYTES`] (8,192):
         // deeper than a 2 MiB thread stack (a server's worker, a rayon thread) holds, so the
-        // stack grows onto the heap as it runs low (`x{5000}` overflowed it).
-        let found = stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.cheapest_on(out, dig));
+        // stack grows onto the heap as it runs low (`x{5000}` overflowed it); looked at every
+        // few levels, well within the red zone.
+        dig.depth += 1;
+        let found = if dig.depth % super::STACK_CHECK_EVERY == 0 {
+            stacker::maybe_grow(super::STACK_RED_ZONE, super::STACK_GROWTH, || self.cheapest_on(out, dig))
+        } else {
+            self.cheapest_on(out, dig)
+        };
+        dig.depth -= 1;
         // (Out of budget, nothing is shown dead: the search ends anyway.)
         if let (false, true, Some(key), Some((_, dead))) = (found, dig.budget > 0, key, &mut dig.dead) {
             let was = dead.entry(key).or_insert(left);
