@@ -163,7 +163,15 @@ pub fn arguments_grammar(parameters: &Value, format: ToolFormat) -> crate::error
     match format {
         ToolFormat::Xml(dialect) => xml::arguments_grammar(parameters, dialect, &opts),
         ToolFormat::Pythonic => pythonic::arguments_grammar(parameters, &opts),
-        _ => Ok(crate::grammar::json_schema::compile(parameters, &opts)?.grammar),
+        _ => {
+            // A tool no arguments validate against could never be called: an error naming
+            // why, in the schema's terms (not a grammar that matches nothing).
+            let g = crate::grammar::json_schema::compile(parameters, &opts)?;
+            match g.empty.is_empty() {
+                true => Ok(g.grammar),
+                false => Err(g.empty_language_error()),
+            }
+        }
     }
 }
 

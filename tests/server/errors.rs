@@ -127,6 +127,19 @@ async fn bad_requests_are_openai_errors() {
     )
     .await;
     assert!(e["message"].as_str().unwrap().contains("tools[0].function.parameters"), "{e}");
+    // So does one no arguments validate against (`false`, a contradiction), beside a good tool
+    // too (it could never be called), in the schema's terms.
+    for params in [
+        json!(false),
+        json!({"type": "object", "properties": {"n": {"minimum": 3, "maximum": 1, "type": "integer"}}, "required": ["n"]}),
+    ] {
+        let tools = json!([weather_tool(), {"type": "function", "function": {"name": "f", "parameters": params}}]);
+        let body = json!({"messages": m, "tools": tools, "tool_choice": "auto"});
+        let e = expect_error(&app, chat, body, StatusCode::BAD_REQUEST).await;
+        let msg = e["message"].as_str().unwrap();
+        assert_eq!(e["param"], "tools[1].function.parameters", "{e}");
+        assert!(msg.contains("invalid JSON Schema") && !msg.contains("rule `root`"), "{e}");
+    }
     // Tools misuse.
     let tools = json!([weather_tool()]);
     expect_error(&app, chat, json!({"messages": m, "tool_choice": "required"}), StatusCode::BAD_REQUEST).await;
