@@ -244,9 +244,10 @@ fn f64_distinct_regex() -> String {
 fn excluding(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str, e: Expr) -> Result<Expr> {
     let Some(ex) = obj.get(EXCLUDE_NUMBERS).and_then(Value::as_array) else { return Ok(e) };
     let mut spellings = Vec::new();
-    for v in ex.iter().filter_map(Value::as_f64) {
+    for (x, v) in ex.iter().filter_map(|x| Some((x, x.as_f64()?))) {
         if !v.is_finite() || v.abs() >= 9.0e15 {
-            c.unenforced(pointer, "not", format!("excluding {v} is not supported"))?;
+            // (The value as the schema writes it: 90071992547409930 is no `f64`.)
+            c.unenforced(pointer, "not", format!("excluding {x} (past ±9e15) is not supported"))?;
             continue;
         }
         spellings.push(if v == 0.0 {

@@ -214,3 +214,12 @@ fn not_of_values_contains_counts_dependencies_and_disjoint_one_of() {
     ];
     agrees_with_validator(&schemas, &instances);
 }
+
+/// A value `not` cannot keep out (past ±9e15) is refused naming it as the schema writes it,
+/// not as the `f64` it reads as (90071992547409930 is 90071992547409936 as an `f64`).
+#[test]
+fn an_unenforced_exclusion_names_the_value_as_written() {
+    let s = json!({"type": "integer", "not": {"const": 90071992547409930u64}});
+    let e = compile(&s, &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("/not") && e.contains("excluding 90071992547409930 (past"), "{e}");
+}
