@@ -167,25 +167,24 @@ impl<T: RequestBody, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         });
         match read.and_then(|v: T| de.end().map(|()| v).map_err(|e| (e, String::new()))) {
             Ok(v) => Ok(ApiJson(v)),
-            Err((e, mut path)) => Err(match e.classify() {
-                serde_json::error::Category::Data if path.is_empty() || path == "." => {
-                    // Perhaps in the flattened part (its own fields are unknown to it there).
-                    let part = serde_json::from_slice::<Value>(&bytes)
-                        .ok()
-                        .filter(Value::is_object)
-                        .and_then(|v| serde_path_to_error::deserialize::<_, T::Flattened>(v).err());
-                    match part {
-                        Some(p) if !matches!(p.path().to_string().as_str(), "" | ".") => {
-                            path = p.path().to_string();
-                            ApiError::bad_request(format!("invalid request at {path}: {}", without_position(p.inner())))
-                                .param(path)
-                        }
-                        _ => ApiError::bad_request(format!("invalid request: {}", without_position(&e))),
-                    }
-                }
-                // A field of the wrong shape: named as OpenAI does, in `param` and the message.
+            Err((e, path)) => Err(match e.classify() {
                 serde_json::error::Category::Data => {
-                    ApiError::bad_request(format!("invalid request at {path}: {}", without_position(&e))).param(path)
+                    // Where serde lost the path (a field of the flattened part), the part read
+                    // alone names it (its own fields are unknown to it there).
+                    let located = |p: &str| !matches!(p, "" | ".");
+                    let part = (!located(&path))
+                        .then(|| serde_json::from_slice::<Value>(&bytes).ok().filter(Value::is_object))
+                        .flatten()
+                        .and_then(|v| serde_path_to_error::deserialize::<_, T::Flattened>(v).err())
+                        .map(|p| (p.path().to_string(), without_position(p.inner())))
+                        .filter(|(p, _)| located(p));
+                    // A field of the wrong shape: named as OpenAI does, in `param` and the message.
+                    match part.or_else(|| located(&path).then(|| (path, without_position(&e)))) {
+                        Some((path, msg)) => {
+                            ApiError::bad_request(format!("invalid request at {path}: {msg}")).param(path)
+                        }
+                        None => ApiError::bad_request(format!("invalid request: {}", without_position(&e))),
+                    }
                 }
                 _ => ApiError::bad_request(format!("the request body is not valid JSON: {e}")).code("invalid_json"),
             }),

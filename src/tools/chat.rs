@@ -184,16 +184,15 @@ impl ToolChat {
     }
 }
 
-/// The call format the chat template in use teaches, when it renders tools and calls
-/// ([`crate::model::ChatTemplate::takes_tools`]) and its source shows a known format
+/// The call format the chat template in use teaches, when it renders the tools
+/// ([`crate::model::ChatTemplate::renders_tools`]; the history's calls too, or not: Granite's
+/// drops them, as the model was trained) and its source shows a known format
 /// ([`ToolFormat::detect`]); or teaches DeepSeek's (whose template renders calls but never the
-/// tools: [`ToolChat::native`] describes them); or Granite's (whose template lists the tools
-/// and drops the history's calls, as the model was trained); `None` otherwise (then tools are
-/// described in the system turn in the default format).
+/// tools: [`ToolChat::native`] describes them); `None` otherwise (then tools are described in
+/// the system turn in the default format).
 pub fn native_format(p: &PromptFormat) -> Option<ToolFormat> {
     let format = ToolFormat::detect(p.chat_template_source())?;
-    let calls_dropped = format == ToolFormat::List(ListDialect::Granite) && p.chat_renders_tools();
-    (format == ToolFormat::DeepSeek || calls_dropped || p.chat_takes_tools()).then_some(format)
+    (format == ToolFormat::DeepSeek || p.chat_renders_tools()).then_some(format)
 }
 
 /// The tools as DeepSeek V3.1's model card has them described in the system turn, with the
