@@ -33,8 +33,13 @@ use crate::common::smollm2_gguf;
 /// Largest difference allowed between a logit of ours and llama.cpp's, with the file's Q4_1
 /// weights multiplied as stored (`model::qblocks`): the activations are quantized to 8 bits for
 /// each matmul in both, and summation orders differ, so the logits agree to a few tenths
-/// (measured: see the test's output), not bit for bit.
-const LOGIT_TOLERANCE: f32 = 0.5;
+/// (measured: see the test's output), not bit for bit. A change of summation order alone moves
+/// them that much: 30 layers of 8-bit activations turn f32 rounding (the kernels are exact to
+/// it, `qblocks::tests::every_kernel_rounds_the_exact_sums_only`) into a code rounded the
+/// other way here and there. Measured: 0.26-0.42 with kernels summing a row in llama.cpp's
+/// order, 0.36 (plain) and 0.68 (chat) with the panel kernels (session 52); a wrong weight, a
+/// misread type or a token off by one moves them by whole units.
+const LOGIT_TOLERANCE: f32 = 0.8;
 
 /// The model, loaded once per test binary (`None`: skipped, see the module docs).
 fn smol() -> Option<&'static LoadedModel> {
@@ -337,14 +342,11 @@ fn forks_and_batched_passes_agree_with_single_passes() {
     let diff = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
     assert!(diff(&r1, &r3) < 1e-4, "fork vs fresh: {}", diff(&r1, &r3));
     assert!(diff(&r1, &r2) > 0.1, "the fork saw the parent's token");
-    // One pass over all the tokens attends with tensor ops (a prefill), the cached step with
-    // `model::attention`'s loops: the attention outputs agree to ~1e-6, which the 8-bit
-    // activations of 30 quantized layers amplify to a few tenths of a logit (measured 0.54;
-    // llama.cpp's own logits differ from ours by as much): close, not equal.
+    // One pass over all the tokens against the same tokens as a prefill and a cached step: on
+    // the CPU a row's arithmetic depends on its position alone (`model::attention`'s loops, the
+    // block kernels' per-row sums), so the logits are the same bits.
     let (_, r4) = single(&[a.clone(), vec![TokenId(504)]].concat());
-    eprintln!("cached vs one pass: {}", diff(&r1, &r4));
-    assert!(diff(&r1, &r4) < 2.0 * LOGIT_TOLERANCE, "cached vs one pass: {}", diff(&r1, &r4));
-    assert_eq!(argmax(&r1), argmax(&r4));
+    assert_eq!(r1, r4, "cached vs one pass");
     // Two sequences in one batched pass give each its own logits.
     let net = m.model.batched().unwrap();
     let (mut ca, mut cb) = (KvCache::default(), KvCache::default());

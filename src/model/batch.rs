@@ -701,20 +701,18 @@ impl BatchNet {
         let group = self.heads / self.kv_heads;
         let total = pos + n;
         let (k, v) = (k.to_dtype(DType::F32)?, v.to_dtype(DType::F32)?);
-        if pos > 0 {
-            // After the first pass, on the CPU: each row on its own, in plain loops (see
-            // `attention`: fewer ops than tensor attention, and the same bits however the
-            // tokens were grouped into passes).
-            if let Some(y) = super::attention::attend_rows(&q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
-                return Ok((y.to_dtype(self.dtype)?, kv));
-            }
+        // On the CPU (contiguous f32): plain loops (see `attention`: fewer ops than tensor
+        // attention, only the keys a row sees, no `n × total` scores or mask held, and the same
+        // bits however the tokens were grouped into passes). Elsewhere (a GPU), tensor ops.
+        if let Some(y) = super::attention::attend_rows(&q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
+            return Ok((y.to_dtype(self.dtype)?, kv));
         }
         if n > 1 && pos > 0 {
             // After the first pass, each new row is attended on its own, exactly as a pass of
             // that one token would (the same shapes and strides within each matrix): a row's logits
             // then do not depend on how tokens were grouped into passes, so a speculative draft
             // verified in one pass gives the very logits of one-token steps (see
-            // `decode::speculate`). A prefill from an empty cache keeps the one masked matmul.
+            // `decode::speculate`). A prefill from an empty cache is one masked matmul.
             let q = q.to_dtype(DType::F32)?;
             let mut ys = Vec::with_capacity(n);
             for i in 0..n {

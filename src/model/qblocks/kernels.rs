@@ -8,11 +8,11 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use super::{Codes, QActs, QBlocks, BLOCK};
+use super::{Codes, QActs, QBlocks, BLOCK, PANEL};
 
-/// Rows of the weight one call of [`dot_rows`] takes: they share each activation load, and
-/// their independent sums keep the FMA units busy.
-pub(crate) const ROWS: usize = 4;
+/// Activation rows the AVX2 kernel takes through a panel at a time: they share each loaded
+/// (and unpacked) weight block, and their independent sums keep the multipliers busy.
+const TILE: usize = 4;
 
 /// Which implementation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,66 +72,56 @@ fn quantize_portable(x: &[f32]) -> QActs {
     acts
 }
 
-/// The dot products of weight rows `rows` (at most [`ROWS`]) with activation row `i`, into
-/// `out[..rows.len()]`.
-pub(crate) fn dot_rows(w: &QBlocks, rows: Range<usize>, acts: &QActs, i: usize, out: &mut [f32; ROWS]) {
-    dot_rows_at(level(), w, rows, acts, i, out)
+/// The dot products of the [`PANEL`] weight rows of panel `p` with activation rows `acts_rows`:
+/// `out[k][r]` for activation row `acts_rows.start + k` and weight row `p · PANEL + r` (0 for
+/// the padding rows of a last panel).
+pub(crate) fn panel(w: &QBlocks, p: usize, acts: &QActs, acts_rows: Range<usize>, out: &mut [[f32; PANEL]]) {
+    panel_at(level(), w, p, acts, acts_rows, out)
 }
 
-pub(crate) fn dot_rows_at(
+pub(crate) fn panel_at(
     level: Level,
     w: &QBlocks,
-    rows: Range<usize>,
+    p: usize,
     acts: &QActs,
-    i: usize,
-    out: &mut [f32; ROWS],
+    acts_rows: Range<usize>,
+    out: &mut [[f32; PANEL]],
 ) {
     let nb = w.cols / BLOCK;
-    assert!(rows.len() <= ROWS && rows.end <= w.rows && (i + 1) * nb <= acts.scale.len());
-    let a = Act {
-        codes: &acts.codes[i * w.cols..(i + 1) * w.cols],
-        scale: &acts.scale[i * nb..(i + 1) * nb],
-        scaled_sum: &acts.scaled_sum[i * nb..(i + 1) * nb],
-    };
-    let scales = &w.scales[rows.start * nb..rows.end * nb];
-    let out = &mut out[..rows.len()];
-    match (level, &w.codes) {
+    assert!(p < w.rows.div_ceil(PANEL) && acts_rows.end * nb <= acts.scale.len() && out.len() == acts_rows.len());
+    match level {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `quantize_at`; the slices hold `rows.len()` rows of `nb` blocks (the
-        // assert above and the `QBlocks` invariants).
-        (Level::Avx2, Codes::Nibbles(c)) => unsafe {
-            avx2::rows::<true>(&c[rows.start * nb * 16..rows.end * nb * 16], scales, &a, out)
-        },
-        #[cfg(target_arch = "x86_64")]
-        (Level::Avx2, Codes::Bytes(c)) => unsafe {
-            let c = &c[rows.start * nb * BLOCK..rows.end * nb * BLOCK];
-            avx2::rows::<false>(std::slice::from_raw_parts(c.as_ptr().cast(), c.len()), scales, &a, out)
-        },
-        _ => {
-            for (r, o) in out.iter_mut().enumerate() {
-                *o = (0..nb)
-                    .map(|b| {
-                        let blk = r * nb + b;
-                        let dot: i32 = (0..BLOCK)
-                            .map(|j| code(&w.codes, rows.start * nb + blk, j) * a.codes[b * BLOCK + j] as i32)
-                            .sum();
-                        let [d, m] = scales[blk];
-                        d * a.scale[b] * dot as f32 + m * a.scaled_sum[b]
-                    })
-                    .sum();
+        Level::Avx2 => {
+            let bb = w.codes.block_bytes();
+            let bytes = &w.bytes[p * nb * PANEL * bb..(p + 1) * nb * PANEL * bb];
+            let scales = &w.scales[p * nb * 2 * PANEL..(p + 1) * nb * 2 * PANEL];
+            for (first, out) in acts_rows.clone().step_by(TILE).zip(out.chunks_mut(TILE)) {
+                // SAFETY: `Level::Avx2` is only detected (or asked for by tests) where the CPU
+                // has it; `bytes` and `scales` hold the panel's `nb` blocks (the `QBlocks`
+                // invariants), and `acts` the rows `first..first + out.len()` (the assert).
+                unsafe { avx2::panel(w.codes, bytes, scales, acts, first, w.cols, out) }
             }
         }
-    }
-}
-
-/// Code `j` of block `blk` (counted over the whole weight).
-fn code(codes: &Codes, blk: usize, j: usize) -> i32 {
-    match codes {
-        Codes::Nibbles(c) => {
-            let byte = c[blk * 16 + j % 16];
-            (if j < 16 { byte & 0x0F } else { byte >> 4 }) as i32
+        _ => {
+            for (i, o) in acts_rows.zip(out.iter_mut()) {
+                let a = Act::row(acts, i, w.cols);
+                for (r, o) in o.iter_mut().enumerate() {
+                    let row = p * PANEL + r;
+                    *o = if row >= w.rows {
+                        0.0
+                    } else {
+                        (0..nb)
+                            .map(|b| {
+                                let dot: i32 =
+                                    (0..BLOCK).map(|j| w.code(row, b, j) * a.codes[b * BLOCK + j] as i32).sum();
+                                let (d, m) = w.scale(row, b);
+                                d * a.scale[b] * dot as f32 + m * a.scaled_sum[b]
+                            })
+                            .sum()
+                    };
+                }
+            }
         }
-        Codes::Bytes(c) => c[blk * BLOCK + j] as i32,
     }
 }
 
@@ -142,11 +132,23 @@ struct Act<'a> {
     scaled_sum: &'a [f32],
 }
 
+impl<'a> Act<'a> {
+    /// Row `i` of `acts`, rows of `cols` values.
+    fn row(acts: &'a QActs, i: usize, cols: usize) -> Act<'a> {
+        let nb = cols / BLOCK;
+        Act {
+            codes: &acts.codes[i * cols..(i + 1) * cols],
+            scale: &acts.scale[i * nb..(i + 1) * nb],
+            scaled_sum: &acts.scaled_sum[i * nb..(i + 1) * nb],
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{quantize_portable, Act, QActs, BLOCK};
+    use super::{quantize_portable, Act, Codes, QActs, BLOCK, PANEL, TILE};
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn quantize(x: &[f32]) -> QActs {
@@ -154,62 +156,126 @@ mod avx2 {
         quantize_portable(x)
     }
 
-    /// `out[r]` = the dot product of weight row `r` (`codes` and `scales` hold `out.len()`
-    /// rows, in packed nibbles if `NIBBLES`, else one byte per code) with `a`.
+    /// `out[k][r]` = the dot product of row `r` of a panel (`bytes` and `scales`, the layout
+    /// of the [module docs](super::super)) with activation row `first + k` of `acts` (rows of
+    /// `cols`), for up to [`TILE`](super::TILE) rows.
     ///
-    /// Safety: the CPU has AVX2 and FMA; `codes` holds `out.len()` rows of
-    /// `a.scale.len()` blocks (16 or 32 bytes each), `scales` as many entries, `a.codes`
-    /// 32 bytes per block.
+    /// Safety: the CPU has AVX2 and FMA (the rest is checked: slices are indexed, and
+    /// [`tile`] asserts the lengths its unchecked loads rely on).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn rows<const NIBBLES: bool>(codes: &[u8], scales: &[[f32; 2]], a: &Act, out: &mut [f32]) {
-        match out.len() {
-            4 => rows_n::<4, NIBBLES>(codes, scales, a, out),
-            3 => rows_n::<3, NIBBLES>(codes, scales, a, out),
-            2 => rows_n::<2, NIBBLES>(codes, scales, a, out),
-            1 => rows_n::<1, NIBBLES>(codes, scales, a, out),
+    pub(super) unsafe fn panel(
+        codes: Codes,
+        bytes: &[u8],
+        scales: &[f32],
+        acts: &QActs,
+        first: usize,
+        cols: usize,
+        out: &mut [[f32; PANEL]],
+    ) {
+        let acts: [Option<Act>; TILE] =
+            std::array::from_fn(|k| (k < out.len()).then(|| Act::row(acts, first + k, cols)));
+        let acts = &acts;
+        match (codes, out.len()) {
+            (Codes::Nibbles, 4) => tile::<4, NIBBLES>(bytes, scales, acts, out),
+            (Codes::Nibbles, 3) => tile::<3, NIBBLES>(bytes, scales, acts, out),
+            (Codes::Nibbles, 2) => tile::<2, NIBBLES>(bytes, scales, acts, out),
+            (Codes::Nibbles, 1) => tile::<1, NIBBLES>(bytes, scales, acts, out),
+            (Codes::Small, 4) => tile::<4, SMALL>(bytes, scales, acts, out),
+            (Codes::Small, 3) => tile::<3, SMALL>(bytes, scales, acts, out),
+            (Codes::Small, 2) => tile::<2, SMALL>(bytes, scales, acts, out),
+            (Codes::Small, 1) => tile::<1, SMALL>(bytes, scales, acts, out),
+            (Codes::Signed, 4) => tile::<4, SIGNED>(bytes, scales, acts, out),
+            (Codes::Signed, 3) => tile::<3, SIGNED>(bytes, scales, acts, out),
+            (Codes::Signed, 2) => tile::<2, SIGNED>(bytes, scales, acts, out),
+            (Codes::Signed, 1) => tile::<1, SIGNED>(bytes, scales, acts, out),
             _ => {}
         }
     }
 
+    const NIBBLES: u8 = 0;
+    const SMALL: u8 = 1;
+    const SIGNED: u8 = 2;
+
+    /// [`panel`] for `N` activation rows of codes of kind `KIND`.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn rows_n<const N: usize, const NIBBLES: bool>(codes: &[u8], scales: &[[f32; 2]], a: &Act, out: &mut [f32]) {
-        let nb = a.scale.len();
-        let block_bytes = if NIBBLES { 16 } else { BLOCK };
-        assert!(codes.len() >= N * nb * block_bytes && scales.len() >= N * nb && a.codes.len() >= nb * BLOCK);
+    unsafe fn tile<const N: usize, const KIND: u8>(
+        bytes: &[u8],
+        scales: &[f32],
+        acts: &[Option<Act>; TILE],
+        out: &mut [[f32; PANEL]],
+    ) {
+        let acts: [&Act; N] = std::array::from_fn(|k| acts[k].as_ref().expect("N rows"));
+        let nb = acts[0].scale.len();
+        let block_bytes = PANEL * if KIND == NIBBLES { 16 } else { BLOCK };
+        assert!(out.len() == N && bytes.len() >= nb * block_bytes && scales.len() >= nb * 2 * PANEL);
+        for a in acts {
+            assert!(a.codes.len() >= nb * BLOCK && a.scale.len() >= nb && a.scaled_sum.len() >= nb);
+        }
         let low = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
+        // Per activation row, the sum of the blocks' `d · e · Σ u a` and, apart (as llama.cpp
+        // keeps it), of their `m · e · Σ a`; one weight row per lane.
         let mut acc = [_mm256_setzero_ps(); N];
-        let mut offset = [0f32; N];
+        let mut offset = [_mm256_setzero_ps(); N];
         for b in 0..nb {
-            // SAFETY (all loads): in bounds by the assert above.
-            let x = _mm256_loadu_si256(a.codes.as_ptr().add(b * BLOCK).cast());
-            let (e, es) = (*a.scale.get_unchecked(b), *a.scaled_sum.get_unchecked(b));
-            for r in 0..N {
-                let blk = r * nb + b;
-                let pairs = if NIBBLES {
-                    let raw = _mm_loadu_si128(codes.as_ptr().add(blk * 16).cast());
-                    let u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low);
-                    _mm256_maddubs_epi16(u, x)
-                } else {
-                    // |w| · (a with w's sign): `maddubs` takes its first operand unsigned.
-                    let w = _mm256_loadu_si256(codes.as_ptr().add(blk * BLOCK).cast());
-                    _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w))
+            // SAFETY (all loads): in bounds by the asserts above.
+            let w = bytes.as_ptr().add(b * block_bytes);
+            // The 8 vectors of codes: vector `k` holds codes `4k..4k+4` of each row, one row
+            // per 32-bit lane.
+            let mut v = [_mm256_setzero_si256(); 8];
+            if KIND == NIBBLES {
+                for c in 0..4 {
+                    let packed = _mm256_loadu_si256(w.add(c * 32).cast());
+                    v[c] = _mm256_and_si256(packed, low);
+                    v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+                }
+            } else {
+                for (k, v) in v.iter_mut().enumerate() {
+                    *v = _mm256_loadu_si256(w.add(k * 32).cast());
+                }
+            }
+            let d = _mm256_loadu_ps(scales.as_ptr().add(b * 2 * PANEL));
+            let m = _mm256_loadu_ps(scales.as_ptr().add(b * 2 * PANEL + PANEL));
+            for ((acc, offset), a) in acc.iter_mut().zip(offset.iter_mut()).zip(acts) {
+                let x = a.codes.as_ptr().add(b * BLOCK);
+                // Activation codes `4k..4k+4`, in every lane.
+                let at = |k: usize| _mm256_set1_epi32(std::ptr::read_unaligned(x.add(4 * k).cast::<i32>()));
+                let dot = match KIND {
+                    NIBBLES => {
+                        let mut s = _mm256_maddubs_epi16(v[0], at(0));
+                        for (k, &v) in v.iter().enumerate().skip(1) {
+                            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(v, at(k)));
+                        }
+                        _mm256_madd_epi16(s, ones)
+                    }
+                    SMALL => {
+                        let mut s = [_mm256_setzero_si256(); 2];
+                        for (h, s) in s.iter_mut().enumerate() {
+                            *s = _mm256_maddubs_epi16(v[4 * h], at(4 * h));
+                            for (k, &v) in v.iter().enumerate().take(4 * h + 4).skip(4 * h + 1) {
+                                *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(v, at(k)));
+                            }
+                        }
+                        _mm256_add_epi32(_mm256_madd_epi16(s[0], ones), _mm256_madd_epi16(s[1], ones))
+                    }
+                    _ => {
+                        // |w| · (a with w's sign): `maddubs` takes its first operand unsigned.
+                        let mut s = _mm256_setzero_si256();
+                        for (k, &v) in v.iter().enumerate() {
+                            let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(at(k), v));
+                            s = _mm256_add_epi32(s, _mm256_madd_epi16(pairs, ones));
+                        }
+                        s
+                    }
                 };
-                let dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-                let [d, m] = *scales.get_unchecked(blk);
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * e), dot, acc[r]);
-                offset[r] += m * es;
+                let e = _mm256_set1_ps(*a.scale.get_unchecked(b));
+                let es = _mm256_set1_ps(*a.scaled_sum.get_unchecked(b));
+                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(d, e), *acc);
+                *offset = _mm256_fmadd_ps(m, es, *offset);
             }
         }
-        for r in 0..N {
-            out[r] = hsum(acc[r]) + offset[r];
+        for ((o, acc), offset) in out.iter_mut().zip(acc).zip(offset) {
+            _mm256_storeu_ps(o.as_mut_ptr(), _mm256_add_ps(acc, offset));
         }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn hsum(v: __m256) -> f32 {
-        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
     }
 }

@@ -26,14 +26,26 @@
 //! (`-8 d` and `-16 d` are exact in f32: a power-of-two multiple of an f16.) The only rounding
 //! beyond llama.cpp's is none: its `e · Σ a_j` is an f16, here an f32.
 //!
-//! Invariants (checked when a weight is built, relied on by the unsafe kernels):
-//! - `cols` is a positive multiple of 32; `scales.len() == rows · cols / 32`;
-//! - packed codes hold 16 bytes per block, byte codes 32, in row-major block order;
-//! - byte codes of Q5 types lie in 0..=31 and Q8_0's in -128..=127, so the AVX2 kernel's
-//!   `maddubs` (|u| ≤ 128 times |a| ≤ 127, summed in pairs) never saturates.
+//! Layout: the rows are kept in *panels* of [`PANEL`] (8) rows, the last one padded with rows
+//! of zero codes and zero scales. Within a panel, block by block, the stored bytes of the 8
+//! rows' blocks (ggml's 16 bytes of nibbles, or the 32 byte codes) are interleaved 4 bytes at a
+//! time: chunk `c` of the block holds bytes `4c..4c+4` of row 0, then of row 1, ... So one
+//! 32-byte load holds 4 codes of each of the 8 rows, and one integer multiply-add against the
+//! matching 4 activation codes (broadcast) adds to 8 dot products at once, one per 32-bit lane:
+//! the kernels never sum across lanes, and a block's scales are applied to 8 rows in one vector
+//! operation (`d` and `m` of the 8 rows are kept side by side).
 //!
-//! Threads: the rows of the output are split across candle's CPU pool (the one `--threads`
-//! sizes), so a pass uses the same threads whichever kernels its weights take.
+//! Invariants (checked when a weight is built, relied on by the unsafe kernels):
+//! - `cols` is a positive multiple of 32; `codes` holds `panels · nb · PANEL · bytes` bytes
+//!   (`nb = cols / 32`, `bytes` 16 for nibbles, else 32) and `scales` `panels · nb · 2 · PANEL`;
+//! - byte codes of Q5 types lie in 0..=31 and Q8_0's in -128..=127, so the AVX2 kernel's
+//!   `maddubs` (|u| ≤ 128 times |a| ≤ 127, summed in pairs) never saturates, nor the 16-bit
+//!   sums it keeps of 8 nibble products (8 · 2 · 15 · 127) or of 4 Q5 ones (4 · 2 · 31 · 127).
+//!
+//! Threads: the panels are split across candle's CPU pool (the one `--threads` sizes), so a
+//! pass uses the same threads whichever kernels its weights take. A worker takes the activation
+//! rows [`ACT_CHUNK`] at a time, and each chunk through all its panels, so a long prompt's
+//! activations are read from cache, not memory, once per panel.
 
 mod kernels;
 
@@ -43,25 +55,45 @@ use candle_core::{Device, Tensor};
 /// Values per block (every type here).
 pub(crate) const BLOCK: usize = 32;
 
+/// Rows per panel (see the module docs).
+pub(crate) const PANEL: usize = 8;
+
+/// Activation rows a worker takes through its panels at a time (see the module docs).
+const ACT_CHUNK: usize = 64;
+
 /// A quantized `(rows, cols)` weight (`rows` outputs of `cols` inputs each) in the layout the
-/// kernels read. Build it with [`QBlocks::from_qtensor`].
+/// kernels read (module docs). Build it with [`QBlocks::from_qtensor`].
 #[derive(Debug)]
 pub(crate) struct QBlocks {
     rows: usize,
     cols: usize,
     codes: Codes,
-    /// `(d, m)` per block, row by row: the block's values are `d · u + m`.
-    scales: Vec<[f32; 2]>,
+    /// The stored bytes of every block, in panels.
+    bytes: Vec<u8>,
+    /// Per panel and block: `d` of the panel's 8 rows, then their `m`: block values are `d · u + m`.
+    scales: Vec<f32>,
 }
 
-/// The integer codes `u` of every block, row by row.
-#[derive(Debug)]
+/// What the stored bytes of a block are: the integer codes `u`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Codes {
     /// 16 bytes per block, ggml's layout: value `j` in the low nibble of byte `j`, value
-    /// `j + 16` in its high nibble; codes 0..=15.
-    Nibbles(Vec<u8>),
-    /// 32 bytes per block, one signed code each.
-    Bytes(Vec<i8>),
+    /// `j + 16` in its high nibble; codes 0..=15 (Q4_0, Q4_1).
+    Nibbles,
+    /// 32 bytes per block, one unsigned code each, 0..=31 (Q5_0, Q5_1).
+    Small,
+    /// 32 bytes per block, one signed code each (Q8_0).
+    Signed,
+}
+
+impl Codes {
+    /// Stored bytes per block.
+    fn block_bytes(self) -> usize {
+        match self {
+            Codes::Nibbles => 16,
+            Codes::Small | Codes::Signed => BLOCK,
+        }
+    }
 }
 
 /// The quantized activations of `m` rows: the codes `a`, and per block `e` and `e · Σ a`.
@@ -94,53 +126,96 @@ impl QBlocks {
 
     /// Reads `rows · cols / 32` blocks of ggml type `dtype` from their raw bytes.
     fn from_raw(dtype: GgmlDType, rows: usize, cols: usize, raw: &[u8]) -> candle_core::Result<QBlocks> {
-        let blocks = rows * cols / BLOCK;
+        let nb = cols / BLOCK;
         let size = dtype.type_size();
-        if raw.len() != blocks * size {
+        if raw.len() != rows * nb * size {
             candle_core::bail!(
                 "a {dtype:?} tensor of {rows}x{cols} has {} bytes, expected {}",
                 raw.len(),
-                blocks * size
+                rows * nb * size
             );
         }
-        let f16 = |b: &[u8], at: usize| half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32();
-        let mut scales = Vec::with_capacity(blocks);
         let codes = match dtype {
-            GgmlDType::Q4_0 | GgmlDType::Q4_1 => {
-                let offset = if dtype == GgmlDType::Q4_0 { 2 } else { 4 };
-                let mut packed = Vec::with_capacity(blocks * 16);
-                for b in raw.chunks_exact(size) {
-                    let d = f16(b, 0);
-                    scales.push([d, if dtype == GgmlDType::Q4_0 { -8.0 * d } else { f16(b, 2) }]);
-                    packed.extend_from_slice(&b[offset..offset + 16]);
-                }
-                Codes::Nibbles(packed)
-            }
-            GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
-                let offset = if dtype == GgmlDType::Q5_0 { 2 } else { 4 };
-                let mut bytes = Vec::with_capacity(blocks * BLOCK);
-                for b in raw.chunks_exact(size) {
-                    let d = f16(b, 0);
-                    scales.push([d, if dtype == GgmlDType::Q5_0 { -16.0 * d } else { f16(b, 2) }]);
-                    let high = u32::from_le_bytes([b[offset], b[offset + 1], b[offset + 2], b[offset + 3]]);
-                    let qs = &b[offset + 4..offset + 20];
-                    let code = |j: usize, nibble: u8| (nibble | ((((high >> j) & 1) as u8) << 4)) as i8;
-                    bytes.extend((0..16).map(|j| code(j, qs[j] & 0x0F)));
-                    bytes.extend((0..16).map(|j| code(j + 16, qs[j] >> 4)));
-                }
-                Codes::Bytes(bytes)
-            }
-            GgmlDType::Q8_0 => {
-                let mut bytes = Vec::with_capacity(blocks * BLOCK);
-                for b in raw.chunks_exact(size) {
-                    scales.push([f16(b, 0), 0.0]);
-                    bytes.extend(b[2..2 + BLOCK].iter().map(|&q| q as i8));
-                }
-                Codes::Bytes(bytes)
-            }
+            GgmlDType::Q4_0 | GgmlDType::Q4_1 => Codes::Nibbles,
+            GgmlDType::Q5_0 | GgmlDType::Q5_1 => Codes::Small,
+            GgmlDType::Q8_0 => Codes::Signed,
             other => candle_core::bail!("no block kernel for {other:?}"),
         };
-        Ok(QBlocks { rows, cols, codes, scales })
+        let panels = rows.div_ceil(PANEL);
+        let bb = codes.block_bytes();
+        let mut w = QBlocks {
+            rows,
+            cols,
+            codes,
+            bytes: vec![0; panels * nb * PANEL * bb],
+            scales: vec![0.0; panels * nb * 2 * PANEL],
+        };
+        let f16 = |b: &[u8], at: usize| half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32();
+        let mut stored = [0u8; BLOCK];
+        for (blk, b) in raw.chunks_exact(size).enumerate() {
+            let (row, block) = (blk / nb, blk % nb);
+            let d = f16(b, 0);
+            let m = match dtype {
+                GgmlDType::Q4_0 => -8.0 * d,
+                GgmlDType::Q5_0 => -16.0 * d,
+                GgmlDType::Q8_0 => 0.0,
+                _ => f16(b, 2),
+            };
+            match dtype {
+                GgmlDType::Q4_0 => stored[..16].copy_from_slice(&b[2..18]),
+                GgmlDType::Q4_1 => stored[..16].copy_from_slice(&b[4..20]),
+                GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
+                    let offset = if dtype == GgmlDType::Q5_0 { 2 } else { 4 };
+                    let high = u32::from_le_bytes([b[offset], b[offset + 1], b[offset + 2], b[offset + 3]]);
+                    let qs = &b[offset + 4..offset + 20];
+                    let code = |j: usize, nibble: u8| nibble | ((((high >> j) & 1) as u8) << 4);
+                    for j in 0..16 {
+                        stored[j] = code(j, qs[j] & 0x0F);
+                        stored[j + 16] = code(j + 16, qs[j] >> 4);
+                    }
+                }
+                _ => stored.copy_from_slice(&b[2..2 + BLOCK]),
+            }
+            for (t, &byte) in stored[..bb].iter().enumerate() {
+                let at = w.byte_at(row, block, t);
+                w.bytes[at] = byte;
+            }
+            let at = w.scale_at(row, block);
+            w.scales[at] = d;
+            w.scales[at + PANEL] = m;
+        }
+        Ok(w)
+    }
+
+    /// Where stored byte `t` of block `block` of row `row` is in `bytes`.
+    fn byte_at(&self, row: usize, block: usize, t: usize) -> usize {
+        let nb = self.cols / BLOCK;
+        let panel_block = (row / PANEL) * nb + block;
+        panel_block * PANEL * self.codes.block_bytes() + (t / 4) * PANEL * 4 + (row % PANEL) * 4 + t % 4
+    }
+
+    /// Where `d` of block `block` of row `row` is in `scales` (its `m` is [`PANEL`] further).
+    fn scale_at(&self, row: usize, block: usize) -> usize {
+        let nb = self.cols / BLOCK;
+        ((row / PANEL) * nb + block) * 2 * PANEL + row % PANEL
+    }
+
+    /// The integer code of value `j` of block `block` of row `row`.
+    fn code(&self, row: usize, block: usize, j: usize) -> i32 {
+        match self.codes {
+            Codes::Nibbles => {
+                let byte = self.bytes[self.byte_at(row, block, j % 16)];
+                (if j < 16 { byte & 0x0F } else { byte >> 4 }) as i32
+            }
+            Codes::Small => self.bytes[self.byte_at(row, block, j)] as i32,
+            Codes::Signed => self.bytes[self.byte_at(row, block, j)] as i8 as i32,
+        }
+    }
+
+    /// `(d, m)` of block `block` of row `row`: its values are `d · u + m`.
+    fn scale(&self, row: usize, block: usize) -> (f32, f32) {
+        let at = self.scale_at(row, block);
+        (self.scales[at], self.scales[at + PANEL])
     }
 
     /// `x · Wᵀ`: `x` is f32 `(..., cols)`, the result `(..., rows)`.
@@ -164,26 +239,27 @@ impl QBlocks {
         let m = x.len() / self.cols;
         debug_assert_eq!(out.len(), m * self.rows);
         let acts = kernels::quantize(x, self.cols);
-        // Groups of rows a worker takes at a time: each group's rows read the activations once.
-        let groups = self.rows.div_ceil(kernels::ROWS);
         let dst = SharedOut(out.as_mut_ptr());
-        let work = |range: std::ops::Range<usize>| {
-            for g in range {
-                let first = g * kernels::ROWS;
-                let last = (first + kernels::ROWS).min(self.rows);
-                for i in 0..m {
-                    let mut dots = [0f32; kernels::ROWS];
-                    kernels::dot_rows(self, first..last, &acts, i, &mut dots);
-                    for (r, v) in (first..last).zip(dots) {
-                        // SAFETY: `i < m` and `r < rows`, so the index is inside `out`
-                        // (`m · rows` long); each (i, r) belongs to exactly one group, and a
-                        // group to one worker, so no two threads write the same element.
-                        unsafe { *dst.at(i * self.rows + r) = v };
+        let work = |panels: std::ops::Range<usize>| {
+            let mut dots = [[0f32; PANEL]; ACT_CHUNK];
+            for first in (0..m).step_by(ACT_CHUNK) {
+                let chunk = first..(first + ACT_CHUNK).min(m);
+                for p in panels.clone() {
+                    let dots = &mut dots[..chunk.len()];
+                    kernels::panel(self, p, &acts, chunk.clone(), dots);
+                    let rows = p * PANEL..((p + 1) * PANEL).min(self.rows);
+                    for (i, row_dots) in chunk.clone().zip(dots.iter()) {
+                        for (r, &v) in rows.clone().zip(row_dots) {
+                            // SAFETY: `i < m` and `r < rows`, so the index is inside `out`
+                            // (`m · rows` long); each (i, r) belongs to exactly one panel, and a
+                            // panel to one worker, so no two threads write the same element.
+                            unsafe { *dst.at(i * self.rows + r) = v };
+                        }
                     }
                 }
             }
         };
-        candle_core::utils::barrier_pool().execute_chunked(groups, work);
+        candle_core::utils::barrier_pool().execute_chunked(self.rows.div_ceil(PANEL), work);
     }
 }
 
