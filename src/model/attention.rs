@@ -125,7 +125,7 @@ struct Block<'a> {
 
 impl Block<'_> {
     /// [`attend`](Self::attend), compiled for AVX2 (the same loops, wider registers, the
-    /// scores by [`avx2::dot4`]): a process takes one of the two for every row, so a row's bits
+    /// scores by [`avx2::dots`]): a process takes one of the two for every row, so a row's bits
     /// do not depend on how rows were grouped into passes or blocks.
     ///
     /// Safety: the CPU has AVX2 and FMA.
@@ -141,7 +141,7 @@ impl Block<'_> {
         self.attend_with::<false>(scores, ys)
     }
 
-    /// [`attend`](Self::attend), the scores by [`avx2::dot4`] if `AVX2` (which the caller
+    /// [`attend`](Self::attend), the scores by [`avx2::dots`] if `AVX2` (which the caller
     /// vouches the CPU has).
     #[inline(always)]
     fn attend_with<const AVX2: bool>(&self, scores: &mut [f32], ys: &mut [f32]) {
@@ -157,10 +157,31 @@ impl Block<'_> {
         let len = |k: usize| self.first + k + 1;
         let chunks = (0..len(rows - 1)).step_by(KEY_CHUNK);
         for c in chunks.clone() {
-            for k in (0..rows).filter(|&k| c < len(k)) {
+            let mut k = (0..rows).find(|&k| c < len(k)).unwrap_or(rows);
+            while k < rows {
                 let end = (c + KEY_CHUNK).min(len(k));
+                #[cfg(target_arch = "x86_64")]
+                if AVX2 && k + 1 < rows && end == c + KEY_CHUNK {
+                    // Rows k and k + 1 (which sees more) both see the whole chunk: together,
+                    // each key loaded once for both (the same bits as one row at a time).
+                    let (q0, q1) = (&self.q[k * d..(k + 1) * d], &self.q[(k + 1) * d..(k + 2) * d]);
+                    for j in (c..end).step_by(4) {
+                        let four = [0, 1, 2, 3].map(|t| &self.keys[(j + t) * d..(j + t + 1) * d]);
+                        // SAFETY: `AVX2` only where the CPU has AVX2 and FMA (`attend_avx2`).
+                        let [s0, s1] = unsafe { avx2::dots::<2>([q0, q1], four) };
+                        for (r, s) in [s0, s1].into_iter().enumerate() {
+                            let at = (k + r) * total + j;
+                            for (o, v) in scores[at..at + 4].iter_mut().zip(s) {
+                                *o = v * self.scale;
+                            }
+                        }
+                    }
+                    k += 2;
+                    continue;
+                }
                 let q = &self.q[k * d..(k + 1) * d];
                 self.dots::<AVX2>(q, c..end, &mut scores[k * total + c..k * total + end]);
+                k += 1;
             }
         }
         let mut inv = [0f32; ROW_BLOCK];
@@ -205,7 +226,7 @@ impl Block<'_> {
             let four = [key(j), key(j + 1), key(j + 2), key(j + 3)];
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `AVX2` only where the CPU has AVX2 and FMA (`attend_avx2`).
-            let dots = if AVX2 { unsafe { avx2::dot4(q, four) } } else { dot4(q, four) };
+            let dots = if AVX2 { unsafe { avx2::dots::<1>([q], four)[0] } } else { dot4(q, four) };
             #[cfg(not(target_arch = "x86_64"))]
             let dots = dot4(q, four);
             for (s, v) in s.iter_mut().zip(dots) {
@@ -286,34 +307,38 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    /// `Σ a·b[k]` for the four `b[k]` (each as long as `a`), in FMA lanes: two sums per key
-    /// (even and odd groups of 8) so eight chains run at once, then the lanes in a fixed order.
+    /// `out[r][k] = Σ q[r]·keys[k]` (all as long), `R` query rows by four keys: one FMA chain
+    /// per pair in 8 lanes, the lanes summed by a fixed tree, the last `< 8` values in order. A
+    /// pair's operations are the same whatever `R` (each key loaded once for the `R` rows), so
+    /// `dots::<2>` gives each row the bits `dots::<1>` would.
     ///
     /// Safety: the CPU has AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot4(a: &[f32], b: [&[f32]; 4]) -> [f32; 4] {
-        let d = a.len();
-        assert!(b.iter().all(|b| b.len() == d));
-        let full = d / 16 * 16;
-        let mut acc = [[_mm256_setzero_ps(); 2]; 4];
-        for c in (0..full).step_by(16) {
-            // SAFETY (all loads): `c + 16 ≤ d`, the length of `a` and of each `b[k]`.
-            let x = [_mm256_loadu_ps(a.as_ptr().add(c)), _mm256_loadu_ps(a.as_ptr().add(c + 8))];
-            for (acc, b) in acc.iter_mut().zip(b) {
-                for h in 0..2 {
-                    acc[h] = _mm256_fmadd_ps(x[h], _mm256_loadu_ps(b.as_ptr().add(c + 8 * h)), acc[h]);
+    pub(super) unsafe fn dots<const R: usize>(q: [&[f32]; R], keys: [&[f32]; 4]) -> [[f32; 4]; R] {
+        let d = keys[0].len();
+        assert!(keys.iter().all(|k| k.len() == d) && q.iter().all(|q| q.len() == d));
+        let full = d / 8 * 8;
+        let mut acc = [[_mm256_setzero_ps(); 4]; R];
+        for c in (0..full).step_by(8) {
+            // SAFETY (all loads): `c + 8 ≤ d`, the length of each key and query.
+            let k: [__m256; 4] = std::array::from_fn(|t| _mm256_loadu_ps(keys[t].as_ptr().add(c)));
+            for (acc, q) in acc.iter_mut().zip(q) {
+                let x = _mm256_loadu_ps(q.as_ptr().add(c));
+                for (acc, k) in acc.iter_mut().zip(k) {
+                    *acc = _mm256_fmadd_ps(x, k, *acc);
                 }
             }
         }
-        let [k0, k1, k2, k3] = acc.map(|[e, o]| _mm256_add_ps(e, o));
-        // Lane sums of the four: hadd pairs within each 128-bit half, then the halves.
-        let s = _mm256_hadd_ps(_mm256_hadd_ps(k0, k1), _mm256_hadd_ps(k2, k3));
-        let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-        let mut out = [0f32; 4];
-        _mm_storeu_ps(out.as_mut_ptr(), s);
-        for (o, b) in out.iter_mut().zip(b) {
-            for (x, y) in a[full..].iter().zip(&b[full..]) {
-                *o += x * y;
+        let mut out = [[0f32; 4]; R];
+        for ((out, [k0, k1, k2, k3]), q) in out.iter_mut().zip(acc).zip(q) {
+            // Lane sums of the four: hadd pairs within each 128-bit half, then the halves.
+            let s = _mm256_hadd_ps(_mm256_hadd_ps(k0, k1), _mm256_hadd_ps(k2, k3));
+            let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+            _mm_storeu_ps(out.as_mut_ptr(), s);
+            for (o, key) in out.iter_mut().zip(keys) {
+                for (x, y) in q[full..].iter().zip(&key[full..]) {
+                    *o += x * y;
+                }
             }
         }
         out
@@ -439,11 +464,40 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn two_rows_at_once_are_each_the_bits_of_one() {
+        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+            return;
+        }
+        for d in [64, 72, 5] {
+            let v = |seed: usize| -> Vec<f32> { (0..d).map(|i| ((i * 7 + seed * 13) as f32 * 0.21).sin()).collect() };
+            let (q0, q1, keys) = (v(1), v(2), [v(3), v(4), v(5), v(6)]);
+            let four = [&keys[0][..], &keys[1], &keys[2], &keys[3]];
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            let (pair, a, b) = unsafe {
+                (avx2::dots::<2>([&q0, &q1], four), avx2::dots::<1>([&q0], four), avx2::dots::<1>([&q1], four))
+            };
+            assert_eq!(pair.map(|r| r.map(f32::to_bits)), [a[0], b[0]].map(|r| r.map(f32::to_bits)));
+            for (t, key) in keys.iter().enumerate() {
+                assert!((pair[0][t] - dot(&q0, key)).abs() < 1e-5);
+            }
+        }
+    }
+
     /// The loops against attention written with tensor ops (masked softmax), on random values;
     /// and a row is the same bits alone or in a pass with others.
     #[test]
     fn rows_match_tensor_attention_and_do_not_depend_on_the_pass() -> candle_core::Result<()> {
-        let (heads, kv_heads, d, pos, n) = (6, 2, 16, 5, 4);
+        // Short rows; and rows past several whole chunks of keys, in blocks that start on
+        // either side of a chunk's end (rows taken in pairs there), with a remainder of keys.
+        for (heads, kv_heads, d, pos, n) in [(6, 2, 16, 5, 4), (4, 2, 64, 120, 21), (3, 3, 72, 0, 70)] {
+            check_rows(heads, kv_heads, d, pos, n)?;
+        }
+        Ok(())
+    }
+
+    fn check_rows(heads: usize, kv_heads: usize, d: usize, pos: usize, n: usize) -> candle_core::Result<()> {
         let total = pos + n;
         let dev = Device::Cpu;
         let q = Tensor::randn(0f32, 1.0, (heads, n, d), &dev)?;
@@ -466,10 +520,16 @@ mod tests {
                 }
             }
         }
-        // The last row alone (a pass of one token at position pos + n - 1) is the same bits.
-        let q_last = q.narrow(1, n - 1, 1)?.contiguous()?;
-        let alone = attend_rows(&q_last, &k, &v, heads, kv_heads, d, 1, pos + n - 1)?.expect("contiguous f32");
-        assert_eq!(alone.flatten_all()?.to_vec1::<f32>()?, got.narrow(0, n - 1, 1)?.flatten_all()?.to_vec1::<f32>()?);
+        // Each row alone (a pass of one token at its position, over the cache up to it) is
+        // the same bits.
+        for i in 0..n {
+            let len = pos + i + 1;
+            let q_i = q.narrow(1, i, 1)?.contiguous()?;
+            let (k_i, v_i) = (k.narrow(1, 0, len)?.contiguous()?, v.narrow(1, 0, len)?.contiguous()?);
+            let alone = attend_rows(&q_i, &k_i, &v_i, heads, kv_heads, d, 1, len - 1)?.expect("contiguous f32");
+            let want = got.narrow(0, i, 1)?.flatten_all()?.to_vec1::<f32>()?;
+            assert_eq!(alone.flatten_all()?.to_vec1::<f32>()?, want, "row {i} alone");
+        }
         Ok(())
     }
 }
