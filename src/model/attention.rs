@@ -36,6 +36,27 @@ pub(super) fn attend_rows(
     n: usize,
     pos: usize,
 ) -> candle_core::Result<Option<Tensor>> {
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx2 = false;
+    attend_rows_on(avx2, q, k, v, heads, kv_heads, d, n, pos)
+}
+
+/// [`attend_rows`] with the AVX2 loops if `avx2` (the caller vouches the CPU has AVX2 and FMA),
+/// else the portable ones.
+#[allow(clippy::too_many_arguments)]
+fn attend_rows_on(
+    avx2: bool,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    heads: usize,
+    kv_heads: usize,
+    d: usize,
+    n: usize,
+    pos: usize,
+) -> candle_core::Result<Option<Tensor>> {
     let total = pos + n;
     let (qs, ql) = q.storage_and_layout();
     let (ks, kl) = k.storage_and_layout();
@@ -57,8 +78,6 @@ pub(super) fn attend_rows(
     let scale = 1.0 / (d as f32).sqrt();
     let mut out = vec![0f32; n * heads * d];
     let dst = SharedOut(out.as_mut_ptr());
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
     let blocks = n.div_ceil(ROW_BLOCK);
     // Work items are (head, block of rows) pairs, split over candle's CPU pool (the forward pass
     // runs on one of its threads); each writes its own rows' `d` outputs of its head.
@@ -80,13 +99,16 @@ pub(super) fn attend_rows(
             let ys = &mut ys[..rows.len() * d];
             #[cfg(target_arch = "x86_64")]
             if avx2 {
-                // SAFETY: the CPU has AVX2 and FMA (detected above).
+                // SAFETY: the CPU has AVX2 and FMA (the caller's word).
                 unsafe { block.attend_avx2(&mut scores, ys) };
             } else {
                 block.attend(&mut scores, ys);
             }
             #[cfg(not(target_arch = "x86_64"))]
-            block.attend(&mut scores, ys);
+            {
+                let _ = avx2;
+                block.attend(&mut scores, ys);
+            }
             for (i, y) in rows.zip(ys.chunks_exact(d)) {
                 // SAFETY: item (h, b) owns `out[(i·heads + h)·d ..][..d]` for its rows `i`,
                 // inside `out` (`n·heads·d` long); items are disjoint and the pool joins before
@@ -498,6 +520,28 @@ mod tests {
     }
 
     fn check_rows(heads: usize, kv_heads: usize, d: usize, pos: usize, n: usize) -> candle_core::Result<()> {
+        let mut paths = vec![false];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            paths.push(true);
+        }
+        for avx2 in paths {
+            check_rows_on(avx2, heads, kv_heads, d, pos, n)?;
+        }
+        Ok(())
+    }
+
+    fn check_rows_on(
+        avx2: bool,
+        heads: usize,
+        kv_heads: usize,
+        d: usize,
+        pos: usize,
+        n: usize,
+    ) -> candle_core::Result<()> {
+        let attend_rows = |q: &Tensor, k: &Tensor, v: &Tensor, heads, kv_heads, d, n, pos| {
+            attend_rows_on(avx2, q, k, v, heads, kv_heads, d, n, pos)
+        };
         let total = pos + n;
         let dev = Device::Cpu;
         let q = Tensor::randn(0f32, 1.0, (heads, n, d), &dev)?;
@@ -516,7 +560,7 @@ mod tests {
                 let want = att.matmul(&vi)?.flatten_all()?.to_vec1::<f32>()?;
                 let row = got.narrow(0, i, 1)?.narrow(1, h * d, d)?.flatten_all()?.to_vec1::<f32>()?;
                 for (a, b) in row.iter().zip(&want) {
-                    assert!((a - b).abs() < 1e-5, "row {i} head {h}: {a} vs {b}");
+                    assert!((a - b).abs() < 1e-5, "avx2 {avx2}: row {i} head {h}: {a} vs {b}");
                 }
             }
         }
