@@ -2,8 +2,10 @@
 //! and the quantization of the activations they read.
 //!
 //! Two implementations, chosen once per process by what the CPU has ([`level`]): AVX2 with FMA
-//! (x86-64), and a portable scalar one. Both compute the same sums (the tests compare them,
-//! and both with the dequantized weights); they differ only in the order f32 additions happen.
+//! (x86-64), and a portable one (plain loops the compiler vectorizes, e.g. for NEON). Both
+//! compute the same sums (the tests compare them with each other, with the exact sums of the
+//! same codes, and with the dequantized weights); they differ only in the order f32 additions
+//! happen.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -103,26 +105,47 @@ pub(crate) fn panel_at(
             }
         }
         _ => {
+            let bb = w.codes.block_bytes();
+            let bytes = &w.bytes[p * nb * PANEL * bb..(p + 1) * nb * PANEL * bb];
+            let scales = &w.scales[p * nb * 2 * PANEL..(p + 1) * nb * 2 * PANEL];
             for (i, o) in acts_rows.zip(out.iter_mut()) {
-                let a = Act::row(acts, i, w.cols);
-                for (r, o) in o.iter_mut().enumerate() {
-                    let row = p * PANEL + r;
-                    *o = if row >= w.rows {
-                        0.0
-                    } else {
-                        (0..nb)
-                            .map(|b| {
-                                let dot: i32 =
-                                    (0..BLOCK).map(|j| w.code(row, b, j) * a.codes[b * BLOCK + j] as i32).sum();
-                                let (d, m) = w.scale(row, b);
-                                d * a.scale[b] * dot as f32 + m * a.scaled_sum[b]
-                            })
-                            .sum()
+                *o = panel_portable(w.codes, bytes, scales, &Act::row(acts, i, w.cols));
+            }
+        }
+    }
+}
+
+/// The portable kernel: [`panel`] for one activation row, in plain loops over the panel's
+/// layout that the compiler vectorizes (8 integer sums side by side, one per weight row). The
+/// padding rows' codes and scales are 0, so their dot products are 0.
+#[inline(always)]
+fn panel_portable(codes: Codes, bytes: &[u8], scales: &[f32], a: &Act) -> [f32; PANEL] {
+    let bb = PANEL * codes.block_bytes();
+    let (mut acc, mut offset) = ([0f32; PANEL], [0f32; PANEL]);
+    for (b, (w, x)) in bytes.chunks_exact(bb).zip(a.codes.chunks_exact(BLOCK)).enumerate() {
+        let mut dot = [0i32; PANEL];
+        // Chunk `c` holds stored bytes `4c..4c + 4` of each row (module docs of `qblocks`).
+        for (c, chunk) in w.chunks_exact(4 * PANEL).enumerate() {
+            for (dot, four) in dot.iter_mut().zip(chunk.chunks_exact(4)) {
+                for (t, &byte) in four.iter().enumerate() {
+                    let j = 4 * c + t;
+                    *dot += match codes {
+                        // Byte `j` holds value `j` (low nibble) and value `j + 16` (high).
+                        Codes::Nibbles => (byte & 0x0F) as i32 * x[j] as i32 + (byte >> 4) as i32 * x[j + 16] as i32,
+                        Codes::Small => byte as i32 * x[j] as i32,
+                        Codes::Signed => byte as i8 as i32 * x[j] as i32,
                     };
                 }
             }
         }
+        let (d, m) = scales[b * 2 * PANEL..(b + 1) * 2 * PANEL].split_at(PANEL);
+        let (e, es) = (a.scale[b], a.scaled_sum[b]);
+        for r in 0..PANEL {
+            acc[r] += d[r] * e * dot[r] as f32;
+            offset[r] += m[r] * es;
+        }
     }
+    std::array::from_fn(|r| acc[r] + offset[r])
 }
 
 /// One activation row, quantized.

@@ -200,7 +200,9 @@ impl QBlocks {
         ((row / PANEL) * nb + block) * 2 * PANEL + row % PANEL
     }
 
-    /// The integer code of value `j` of block `block` of row `row`.
+    /// The integer code of value `j` of block `block` of row `row` (the tests read the layout
+    /// through this and [`scale`](Self::scale); the kernels read it in bulk).
+    #[cfg(test)]
     fn code(&self, row: usize, block: usize, j: usize) -> i32 {
         match self.codes {
             Codes::Nibbles => {
@@ -213,6 +215,7 @@ impl QBlocks {
     }
 
     /// `(d, m)` of block `block` of row `row`: its values are `d · u + m`.
+    #[cfg(test)]
     fn scale(&self, row: usize, block: usize) -> (f32, f32) {
         let at = self.scale_at(row, block);
         (self.scales[at], self.scales[at + PANEL])
