@@ -126,9 +126,9 @@ fn attend_rows_on(
 const ROW_BLOCK: usize = 8;
 
 /// Keys (and values) a block's rows go through at a time (16 KiB of keys at `d` = 64, half of a
-/// core's L1 data cache on current x86 cores). A
-/// multiple of 4, so the groups of four keys [`Block::dots`] takes are the same whatever the
-/// chunks: a row's arithmetic depends on its position alone.
+/// core's L1 data cache on current x86 cores). A multiple of 4, so the groups of four keys
+/// [`Block::dots`] takes are the same whatever the chunks: a row's arithmetic depends on its
+/// position alone.
 const KEY_CHUNK: usize = 64;
 
 /// Consecutive query rows of one head and the keys and values they attend over: row `k` (at
