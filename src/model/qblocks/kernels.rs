@@ -14,6 +14,7 @@ use super::{Codes, QActs, QBlocks, BLOCK, PANEL};
 
 /// Activation rows the AVX2 kernel takes through a panel at a time: they share each loaded
 /// (and unpacked) weight block, and their independent sums keep the multipliers busy.
+#[cfg(target_arch = "x86_64")]
 const TILE: usize = 4;
 
 /// Which implementation runs.
