@@ -23,30 +23,12 @@ use candle_core::{Device, Storage, Tensor};
 
 use super::qblocks::SharedOut;
 
-/// Causal attention of the pass's rows (see the module doc). `None` if a tensor is not a contiguous f32
-/// CPU tensor (the caller then uses tensor ops).
+/// Causal attention of the pass's rows (see the module doc), with the AVX2 loops if `avx2`
+/// (the caller vouches the CPU has AVX2 and FMA: [`qblocks::has_avx2`](super::qblocks::has_avx2)),
+/// else the portable ones. `None` if a tensor is not a contiguous f32 CPU tensor (the caller then
+/// uses tensor ops).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn attend_rows(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    heads: usize,
-    kv_heads: usize,
-    d: usize,
-    n: usize,
-    pos: usize,
-) -> candle_core::Result<Option<Tensor>> {
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    let avx2 = false;
-    attend_rows_on(avx2, q, k, v, heads, kv_heads, d, n, pos)
-}
-
-/// [`attend_rows`] with the AVX2 loops if `avx2` (the caller vouches the CPU has AVX2 and FMA),
-/// else the portable ones.
-#[allow(clippy::too_many_arguments)]
-fn attend_rows_on(
     avx2: bool,
     q: &Tensor,
     k: &Tensor,
@@ -489,7 +471,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn two_rows_at_once_are_each_the_bits_of_one() {
-        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+        if !super::super::qblocks::has_avx2() {
             return;
         }
         for d in [64, 72, 5] {
@@ -520,11 +502,7 @@ mod tests {
     }
 
     fn check_rows(heads: usize, kv_heads: usize, d: usize, pos: usize, n: usize) -> candle_core::Result<()> {
-        let mut paths = vec![false];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            paths.push(true);
-        }
+        let paths = if super::super::qblocks::has_avx2() { vec![false, true] } else { vec![false] };
         for avx2 in paths {
             check_rows_on(avx2, heads, kv_heads, d, pos, n)?;
         }
@@ -540,7 +518,7 @@ mod tests {
         n: usize,
     ) -> candle_core::Result<()> {
         let attend_rows = |q: &Tensor, k: &Tensor, v: &Tensor, heads, kv_heads, d, n, pos| {
-            attend_rows_on(avx2, q, k, v, heads, kv_heads, d, n, pos)
+            super::attend_rows(avx2, q, k, v, heads, kv_heads, d, n, pos)
         };
         let total = pos + n;
         let dev = Device::Cpu;

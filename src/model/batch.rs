@@ -704,7 +704,8 @@ impl BatchNet {
         // On the CPU (contiguous f32): plain loops (see `attention`: fewer ops than tensor
         // attention, only the keys a row sees, no `n × total` scores or mask held, and the same
         // bits however the tokens were grouped into passes). Elsewhere (a GPU), tensor ops.
-        if let Some(y) = super::attention::attend_rows(&q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
+        let avx2 = super::qblocks::has_avx2();
+        if let Some(y) = super::attention::attend_rows(avx2, &q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
             return Ok((y.to_dtype(self.dtype)?, kv));
         }
         if n > 1 && pos > 0 {
