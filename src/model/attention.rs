@@ -1,4 +1,4 @@
-//! Causal attention on the CPU in plain loops over the tensors' own memory
+//! Causal attention on the CPU in plain loops over the KV cache's own rows
 //! ([`BatchNet`](super::batch::BatchNet) uses it for every pass, a prompt's first included).
 //!
 //! Why its own loops: a decode step of a small model is dominated by the cost of dispatching
@@ -15,47 +15,35 @@
 //! go through the keys and values [`KEY_CHUNK`] at a time, so each chunk is read from cache once
 //! for all of them.
 //!
-//! Layouts (contiguous f32): `q` `(heads, n, d)` (the new rows' queries, rotated), `k` and `v`
-//! `(kv_heads, total, d)` (the cache with the new rows appended; `total = pos + n`). The result
-//! is `(n, heads · d)`. Query head `h` reads key/value head `h / (heads / kv_heads)`.
-
-use candle_core::{Device, Storage, Tensor};
+//! Layouts (contiguous f32): `q` `(heads, n, d)` (the new rows' queries, rotated), each key/value
+//! head's keys and values `(total, d)` (the cache with the new rows appended; `total = pos + n`).
+//! The result is `(n, heads · d)`. Query head `h` reads key/value head `h / (heads / kv_heads)`.
 
 use super::qblocks::SharedOut;
 
 /// Causal attention of the pass's rows (see the module doc), with the AVX2 loops if `avx2`
 /// (the caller vouches the CPU has AVX2 and FMA: [`qblocks::has_avx2`](super::qblocks::has_avx2)),
-/// else the portable ones. `None` if a tensor is not a contiguous f32 CPU tensor (the caller then
-/// uses tensor ops).
+/// else the portable ones: `q` is `(heads, n, d)`, `keys[h]` and `values[h]` are key/value head
+/// `h`'s `(pos + n, d)`; the result is `(n, heads · d)`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn attend_rows(
     avx2: bool,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+    q: &[f32],
+    keys: &[&[f32]],
+    values: &[&[f32]],
     heads: usize,
-    kv_heads: usize,
     d: usize,
     n: usize,
     pos: usize,
-) -> candle_core::Result<Option<Tensor>> {
-    let total = pos + n;
-    let (qs, ql) = q.storage_and_layout();
-    let (ks, kl) = k.storage_and_layout();
-    let (vs, vl) = v.storage_and_layout();
-    let (Storage::Cpu(qc), Storage::Cpu(kc), Storage::Cpu(vc)) = (&*qs, &*ks, &*vs) else { return Ok(None) };
-    let (Some((q0, q1)), Some((k0, k1)), Some((v0, v1))) =
-        (ql.contiguous_offsets(), kl.contiguous_offsets(), vl.contiguous_offsets())
-    else {
-        return Ok(None);
-    };
-    let (Ok(qa), Ok(ka), Ok(va)) = (qc.as_slice::<f32>(), kc.as_slice::<f32>(), vc.as_slice::<f32>()) else {
-        return Ok(None);
-    };
-    let (qa, ka, va) = (&qa[q0..q1], &ka[k0..k1], &va[v0..v1]);
-    if qa.len() != heads * n * d || ka.len() != kv_heads * total * d || va.len() != kv_heads * total * d {
-        return Ok(None);
-    }
+) -> Vec<f32> {
+    let (total, kv_heads) = (pos + n, keys.len());
+    assert!(
+        q.len() == heads * n * d
+            && kv_heads > 0
+            && heads % kv_heads == 0
+            && values.len() == kv_heads
+            && keys.iter().chain(values).all(|x| x.len() == total * d)
+    );
     let group = heads / kv_heads;
     let scale = 1.0 / (d as f32).sqrt();
     let mut out = vec![0f32; n * heads * d];
@@ -71,9 +59,9 @@ pub(super) fn attend_rows(
             let rows = b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(n);
             let kvh = h / group;
             let block = Block {
-                q: &qa[(h * n + rows.start) * d..(h * n + rows.end) * d],
-                keys: &ka[kvh * total * d..(kvh + 1) * total * d],
-                vals: &va[kvh * total * d..(kvh + 1) * total * d],
+                q: &q[(h * n + rows.start) * d..(h * n + rows.end) * d],
+                keys: keys[kvh],
+                vals: values[kvh],
                 d,
                 first: pos + rows.start,
                 scale,
@@ -100,7 +88,7 @@ pub(super) fn attend_rows(
         }
     };
     candle_core::utils::barrier_pool().execute_chunked(heads * blocks, work);
-    Tensor::from_vec(out, (n, heads * d), &Device::Cpu).map(Some)
+    out
 }
 
 /// Rows of one head attended together: each chunk of keys (and of values) is read once for
@@ -448,6 +436,8 @@ fn exp_nonpositive(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use candle_core::{Device, Tensor};
+
     use super::*;
 
     #[test]
@@ -517,15 +507,26 @@ mod tests {
         pos: usize,
         n: usize,
     ) -> candle_core::Result<()> {
-        let attend_rows = |q: &Tensor, k: &Tensor, v: &Tensor, heads, kv_heads, d, n, pos| {
-            super::attend_rows(avx2, q, k, v, heads, kv_heads, d, n, pos)
+        // The loops on the tensors' data (keys and values of the first `len` positions).
+        let attend_rows = |q: &Tensor, k: &Tensor, v: &Tensor, n: usize, pos: usize| -> candle_core::Result<Tensor> {
+            let len = pos + n;
+            let (k, v) = (k.narrow(1, 0, len)?, v.narrow(1, 0, len)?);
+            let heads_of = |t: &Tensor| -> candle_core::Result<Vec<Vec<f32>>> {
+                (0..kv_heads).map(|h| t.narrow(0, h, 1)?.flatten_all()?.to_vec1::<f32>()).collect()
+            };
+            let (ks, vs) = (heads_of(&k)?, heads_of(&v)?);
+            let (ks, vs): (Vec<&[f32]>, Vec<&[f32]>) =
+                (ks.iter().map(|x| &x[..]).collect(), vs.iter().map(|x| &x[..]).collect());
+            let q = q.flatten_all()?.to_vec1::<f32>()?;
+            let y = super::attend_rows(avx2, &q, &ks, &vs, heads, d, n, pos);
+            Tensor::from_vec(y, (n, heads * d), &Device::Cpu)
         };
         let total = pos + n;
         let dev = Device::Cpu;
         let q = Tensor::randn(0f32, 1.0, (heads, n, d), &dev)?;
         let k = Tensor::randn(0f32, 1.0, (kv_heads, total, d), &dev)?;
         let v = Tensor::randn(0f32, 1.0, (kv_heads, total, d), &dev)?;
-        let got = attend_rows(&q, &k, &v, heads, kv_heads, d, n, pos)?.expect("contiguous f32");
+        let got = attend_rows(&q, &k, &v, n, pos)?;
         let group = heads / kv_heads;
         for i in 0..n {
             for h in 0..heads {
@@ -547,8 +548,7 @@ mod tests {
         for i in 0..n {
             let len = pos + i + 1;
             let q_i = q.narrow(1, i, 1)?.contiguous()?;
-            let (k_i, v_i) = (k.narrow(1, 0, len)?.contiguous()?, v.narrow(1, 0, len)?.contiguous()?);
-            let alone = attend_rows(&q_i, &k_i, &v_i, heads, kv_heads, d, 1, len - 1)?.expect("contiguous f32");
+            let alone = attend_rows(&q_i, &k, &v, 1, len - 1)?;
             let want = got.narrow(0, i, 1)?.flatten_all()?.to_vec1::<f32>()?;
             assert_eq!(alone.flatten_all()?.to_vec1::<f32>()?, want, "row {i} alone");
         }

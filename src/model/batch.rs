@@ -53,64 +53,16 @@ use candle_nn::{Embedding, Module, RmsNorm, VarBuilder};
 use candle_transformers::models::{llama, mistral, phi3, qwen2};
 
 use super::candle_error::candle_err;
-use super::device::{make_current, run_pass};
+use super::device::run_pass;
 use super::qblocks::QBlocks;
 use crate::error::{Error, Result};
 use crate::vocab::TokenId;
 
+mod cache;
 mod decode;
 
-/// The keys and values one sequence has fed so far, per layer; empty for a new sequence.
-#[derive(Clone, Default)]
-pub struct KvCache {
-    /// Per layer: keys and values, each `(1, kv_heads, pos, head_dim)`. Empty until the
-    /// first pass.
-    layers: Vec<(Tensor, Tensor)>,
-    pos: usize,
-}
-
-impl KvCache {
-    /// Tokens in the cache.
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    /// Forgets the last `n` tokens (errors, changing nothing, if it holds fewer).
-    pub fn truncate(&mut self, n: usize) -> Result<()> {
-        if n > self.pos {
-            return Err(Error::state(format!("cannot forget {n} tokens of a cache holding {}", self.pos)));
-        }
-        let keep = self.pos - n;
-        let e = candle_err("truncating the KV cache");
-        let layers = self
-            .layers
-            .iter()
-            .map(|(k, v)| Ok((k.narrow(2, 0, keep)?, v.narrow(2, 0, keep)?)))
-            .collect::<candle_core::Result<Vec<_>>>()
-            .map_err(e)?;
-        self.layers = layers;
-        self.pos = keep;
-        Ok(())
-    }
-}
-
-impl Drop for KvCache {
-    /// Makes a CUDA device's context current before the tensors go: freeing device memory needs
-    /// it, cudarc's free does not ask for it, and the driver's error it records otherwise
-    /// surfaced in another sequence's next pass (`CUDA_ERROR_INVALID_CONTEXT`). A server's
-    /// sequence drops its cache on the request's own thread, which runs no pass.
-    fn drop(&mut self) {
-        if let Some((k, _)) = self.layers.first() {
-            let _ = make_current(k.device());
-        }
-    }
-}
-
-impl std::fmt::Debug for KvCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KvCache({} tokens)", self.pos)
-    }
-}
+pub use cache::KvCache;
+use cache::LayerKv;
 
 /// One sequence of a batched pass: its cache and the tokens to append to it.
 pub struct BatchRow<'a> {
@@ -593,7 +545,7 @@ impl BatchNet {
     /// The pass itself, up to the output head: the final hidden states (normed) of each row's
     /// last `tails[r]` positions, row after row, and each row's new cache layers.
     #[allow(clippy::type_complexity)]
-    fn pass(&self, rows: &[BatchRow], tails: &[usize]) -> candle_core::Result<(Tensor, Vec<Vec<(Tensor, Tensor)>>)> {
+    fn pass(&self, rows: &[BatchRow], tails: &[usize]) -> candle_core::Result<(Tensor, Vec<Vec<LayerKv>>)> {
         let device = self.cos.device();
         let ids: Vec<u32> = rows.iter().flat_map(|r| r.tokens.iter().map(|t| t.0)).collect();
         let ids = Tensor::new(ids.as_slice(), device)?;
@@ -605,7 +557,7 @@ impl BatchNet {
             offsets.push(total);
             total += r.tokens.len();
         }
-        let mut new: Vec<Vec<(Tensor, Tensor)>> = rows.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
+        let mut new: Vec<Vec<LayerKv>> = rows.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
         let decode = if self.batched_decode { decode::DecodeRows::new(self, rows, &offsets)? } else { None };
         let (q_size, kv_size) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
         for (l, layer) in self.layers.iter().enumerate() {
@@ -622,8 +574,8 @@ impl BatchNet {
             if let Some(dec) = &decode {
                 let (y, kv) = self.attend_decode(&q, &k, &v, dec, rows, l)?;
                 outs.push(y);
-                for (&i, kv) in dec.rows.iter().zip(kv) {
-                    new[i].push(kv);
+                for (&i, (k, v)) in dec.rows.iter().zip(kv) {
+                    new[i].push(LayerKv::Tensors(k, v));
                 }
             }
             for (i, r) in rows.iter().enumerate() {
@@ -667,7 +619,7 @@ impl BatchNet {
 
     /// Attention for one sequence: rows `off..off + n` of the projections, at positions
     /// `pos..pos + n`, over its `past` keys and values. Returns its output rows `(n, heads ·
-    /// head_dim)` and its keys and values with the new ones appended.
+    /// head_dim)` and its layer with the new keys and values appended.
     #[allow(clippy::too_many_arguments)]
     fn attend(
         &self,
@@ -677,8 +629,8 @@ impl BatchNet {
         off: usize,
         n: usize,
         pos: usize,
-        past: Option<&(Tensor, Tensor)>,
-    ) -> candle_core::Result<(Tensor, (Tensor, Tensor))> {
+        past: Option<&LayerKv>,
+    ) -> candle_core::Result<(Tensor, LayerKv)> {
         let d = self.head_dim;
         // (1, heads, n, head_dim)
         let split = |t: &Tensor, heads: usize| {
@@ -688,26 +640,35 @@ impl BatchNet {
         let sin = self.sin.narrow(0, pos, n)?;
         let rope = if self.rope_interleaved { candle_nn::rotary_emb::rope_i } else { candle_nn::rotary_emb::rope };
         let q = rope(&split(q, self.heads)?, &cos, &sin)?;
-        let mut k = rope(&split(k, self.kv_heads)?, &cos, &sin)?;
-        let mut v = split(v, self.kv_heads)?;
-        if let Some((pk, pv)) = past {
-            k = Tensor::cat(&[pk, &k], 2)?;
-            v = Tensor::cat(&[pv, &v], 2)?;
+        let k = rope(&split(k, self.kv_heads)?, &cos, &sin)?;
+        let v = split(v, self.kv_heads)?;
+        let total = pos + n;
+        if q.device().is_cpu() {
+            // On the CPU: the new keys and values appended to the cache's own rows (in place,
+            // see `cache`), and attention in plain loops (see `attention`: fewer ops than tensor
+            // attention, only the keys a row sees, no `n × total` scores or mask held, and the
+            // same bits however the tokens were grouped into passes).
+            let f32s = |t: &Tensor| t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>();
+            let rows = LayerKv::append(past, pos, &f32s(&k)?, &f32s(&v)?, self.kv_heads, d, self.max_positions)?;
+            let keys: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
+            let values: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.values(h, total)).collect();
+            let avx2 = super::qblocks::has_avx2();
+            let y = super::attention::attend_rows(avx2, &f32s(&q)?, &keys, &values, self.heads, d, n, pos);
+            let y = Tensor::from_vec(y, (n, self.heads * d), &Device::Cpu)?.to_dtype(self.dtype)?;
+            return Ok((y, LayerKv::Rows(rows)));
         }
-        let kv = (k.clone(), v.clone());
+        let (mut k, mut v) = (k, v);
+        if let Some(past) = past {
+            let (pk, pv) = past.tensors(pos, self.dtype, q.device())?;
+            k = Tensor::cat(&[&pk, &k], 2)?;
+            v = Tensor::cat(&[&pv, &v], 2)?;
+        }
+        let kv = LayerKv::Tensors(k.clone(), v.clone());
         // Grouped-query attention: query head h reads key/value head h / group. The `group`
         // query heads of one key/value head are stacked into one matrix of `group · n` rows,
         // so each key/value head is multiplied as it is, never copied `group` times.
         let group = self.heads / self.kv_heads;
-        let total = pos + n;
         let (k, v) = (k.to_dtype(DType::F32)?, v.to_dtype(DType::F32)?);
-        // On the CPU (contiguous f32): plain loops (see `attention`: fewer ops than tensor
-        // attention, only the keys a row sees, no `n × total` scores or mask held, and the same
-        // bits however the tokens were grouped into passes). Elsewhere (a GPU), tensor ops.
-        let avx2 = super::qblocks::has_avx2();
-        if let Some(y) = super::attention::attend_rows(avx2, &q, &k, &v, self.heads, self.kv_heads, d, n, pos)? {
-            return Ok((y.to_dtype(self.dtype)?, kv));
-        }
         if n > 1 && pos > 0 {
             // After the first pass, each new row is attended on its own, exactly as a pass of
             // that one token would (the same shapes and strides within each matrix): a row's logits

@@ -145,11 +145,12 @@ impl BatchNet {
         let vpad = Tensor::zeros((b, kvh, longest, d), self.dtype, device)?;
         let mut kv = Vec::with_capacity(b);
         for (j, &i) in dec.rows.iter().enumerate() {
-            let Some((pk, pv)) = rows[i].cache.layers.get(l) else {
+            let Some(past) = rows[i].cache.layers.get(l) else {
                 candle_core::bail!("a sequence at position {} has no cache for layer {l}", rows[i].cache.pos)
             };
-            let kj = Tensor::cat(&[pk, &k.narrow(0, j, 1)?], 2)?;
-            let vj = Tensor::cat(&[pv, &v.narrow(0, j, 1)?], 2)?;
+            let (pk, pv) = past.tensors(rows[i].cache.pos, self.dtype, device)?;
+            let kj = Tensor::cat(&[&pk, &k.narrow(0, j, 1)?], 2)?;
+            let vj = Tensor::cat(&[&pv, &v.narrow(0, j, 1)?], 2)?;
             kpad.narrow(0, j, 1)?.slice_set(&kj, 2, 0)?;
             vpad.narrow(0, j, 1)?.slice_set(&vj, 2, 0)?;
             kv.push((kj, vj));
