@@ -42,8 +42,9 @@
 //!   `max_positions` (an [`Error::Limit`] before anything runs).
 //! - A failed pass changes no cache: the new keys and values are committed only once every
 //!   layer of every sequence has run.
-//! - A cache is a list of reference-counted tensors that a pass replaces (concatenation makes
-//!   new ones) and never writes into, so a clone is an independent checkpoint.
+//! - A clone of a cache is an independent checkpoint: its layers are shared, and a pass
+//!   appends to a shared layer in place only at positions no other holder can read (see
+//!   [`cache`]); off the CPU it replaces the layer's tensors (concatenation makes new ones).
 
 use std::sync::Arc;
 

@@ -8,9 +8,10 @@
 //! Invariants:
 //! - `pos` is the number of tokens in the KV cache; it never exceeds `max_positions` (a longer
 //!   sequence is an [`Error::Limit`], checked before the network runs).
-//! - A fork is a clone: weights and cache tensors are reference-counted, and the networks only
-//!   ever replace their cache tensors (concatenation makes new ones), never write into them,
-//!   so two forks never see each other's tokens.
+//! - A fork is a clone: weights and caches are reference-counted, and the networks only ever
+//!   replace their cache tensors (concatenation makes new ones) or, strictly's own on the CPU,
+//!   append in place where no other holder can read (`batch::cache`), so two forks never see
+//!   each other's tokens.
 //! - After a failed forward pass the cache may hold part of the batch; the model then refuses
 //!   every later call instead of predicting from a corrupt state (until a
 //!   [`rewind`](LanguageModel::rewind) to a checkpoint taken before it).
