@@ -44,7 +44,7 @@
 //!   layer of every sequence has run.
 //! - A clone of a cache is an independent checkpoint: its layers are shared, and a pass
 //!   appends to a shared layer in place only at positions no other holder can read (see
-//!   [`cache`]); off the CPU it replaces the layer's tensors (concatenation makes new ones).
+//!   `cache`); off the CPU it replaces the layer's tensors (concatenation makes new ones).
 
 use std::sync::Arc;
 
