@@ -651,7 +651,7 @@ impl BatchNet {
             // same bits however the tokens were grouped into passes).
             let f32s = |t: &Tensor| t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>();
             let rows = LayerKv::append(past, pos, &f32s(&k)?, &f32s(&v)?, self.kv_heads, d, self.max_positions)?;
-            let keys: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
+            let keys: Vec<_> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
             let values: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.values(h, total)).collect();
             let avx2 = super::qblocks::has_avx2();
             let y = super::attention::attend_rows(avx2, &f32s(&q)?, &keys, &values, self.heads, d, n, pos);

@@ -25,6 +25,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::error::{Error, Result};
 
+use super::super::attention::{Keys, BLOCK};
 use super::super::candle_error::candle_err;
 use super::super::device::make_current;
 
@@ -103,11 +104,10 @@ impl LayerKv {
             }
             LayerKv::Rows(rows) => {
                 let (kv_heads, d) = (rows.kv_heads, rows.d);
-                let t = |part: Part| -> candle_core::Result<Tensor> {
-                    let data: Vec<f32> = (0..kv_heads).flat_map(|h| rows.part(part, h, pos).iter().copied()).collect();
-                    Tensor::from_vec(data, (1, kv_heads, pos, d), device)?.to_dtype(dtype)
-                };
-                Ok((t(Part::Keys)?, t(Part::Values)?))
+                let keys: Vec<f32> = (0..kv_heads).flat_map(|h| rows.key_rows(h, pos)).collect();
+                let values: Vec<f32> = (0..kv_heads).flat_map(|h| rows.values(h, pos).iter().copied()).collect();
+                let t = |data: Vec<f32>| Tensor::from_vec(data, (1, kv_heads, pos, d), device)?.to_dtype(dtype);
+                Ok((t(keys)?, t(values)?))
             }
         }
     }
@@ -172,9 +172,9 @@ impl LayerKv {
 }
 
 /// Room for `needed` positions: at least twice the old room (so appends copy `O(total)` in
-/// all), a multiple of 64 the first time, never more than `max_positions`.
+/// all), a multiple of 64 the first time, not much more than `max_positions`; whole key blocks.
 fn capacity(needed: usize, old: usize, max_positions: usize) -> usize {
-    needed.next_multiple_of(64).max(2 * old).min(max_positions).max(needed)
+    needed.next_multiple_of(64).max(2 * old).min(max_positions).max(needed).next_multiple_of(BLOCK)
 }
 
 #[derive(Clone, Copy)]
@@ -183,9 +183,11 @@ enum Part {
     Values,
 }
 
-/// One layer's keys and values on the CPU, f32, `(kv_heads, capacity, d)` each: head `h`'s
-/// key at position `p` is `keys[(h · capacity + p) · d..][..d]`. Shared by the caches that
-/// clone it; written in place under the module doc's rules.
+/// One layer's keys and values on the CPU, f32, `capacity · d` values per key/value head:
+/// the values by position (head `h`'s at position `p` are `values[(h · capacity + p) · d..]
+/// [..d]`), the keys in [`attention::Keys`]' blocks of 8 positions (dimension `c` of position
+/// `p` at `(h · capacity + p - p % 8) · d + c · 8 + p % 8`). Shared by the caches that clone it;
+/// written in place under the module doc's rules.
 pub(super) struct KvRows {
     kv_heads: usize,
     d: usize,
@@ -214,36 +216,66 @@ impl KvRows {
     /// New rows holding `rows`' first `pos` positions, with room for `needed`, `needed`
     /// claimed.
     fn copy_of(rows: &KvRows, pos: usize, needed: usize, max_positions: usize) -> KvRows {
-        let new = KvRows::new(rows.kv_heads, rows.d, capacity(needed, rows.capacity, max_positions));
-        for part in [Part::Keys, Part::Values] {
-            for h in 0..rows.kv_heads {
-                let from = rows.part(part, h, pos);
-                // SAFETY: the new rows are nobody else's; `pos ≤ capacity`.
-                unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), new.at(part, h, 0), from.len()) };
+        let (d, whole) = (rows.d, pos / BLOCK * BLOCK);
+        let new = KvRows::new(rows.kv_heads, d, capacity(needed, rows.capacity, max_positions));
+        for h in 0..rows.kv_heads {
+            let (values, keys) = (rows.values(h, pos), rows.keys(h, pos));
+            // SAFETY (all writes): the new rows are nobody else's; `pos ≤ capacity`, and the
+            // whole key blocks below `pos` are `whole · d` values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(values.as_ptr(), new.at(Part::Values, h, 0), values.len());
+                std::ptr::copy_nonoverlapping(keys.whole.as_ptr(), new.at(Part::Keys, h, 0), keys.whole.len());
+                std::ptr::copy_nonoverlapping(keys.tail.as_ptr(), new.at(Part::Keys, h, whole), keys.tail.len());
             }
         }
         new.filled.store(needed, Ordering::Release);
         new
     }
 
-    /// Head `h`'s keys at positions `0..len` (`len · d` values).
-    pub(super) fn keys(&self, h: usize, len: usize) -> &[f32] {
-        self.part(Part::Keys, h, len)
+    /// Head `h`'s keys at positions `0..len`: the whole blocks in place, the last block's keys
+    /// copied (its other lanes may be another holder's to write).
+    pub(super) fn keys(&self, h: usize, len: usize) -> Keys<'_> {
+        self.check(h, len);
+        let (d, whole) = (self.d, len / BLOCK * BLOCK);
+        // SAFETY: inside head `h`'s cells (`len ≤ capacity`); positions below `filled` are not
+        // written while a holder may read them (the module doc).
+        let blocks = unsafe { std::slice::from_raw_parts(self.at(Part::Keys, h, 0), whole * d) };
+        let mut tail = Vec::new();
+        if whole < len {
+            tail = vec![0f32; BLOCK * d];
+            for c in 0..d {
+                for t in 0..len - whole {
+                    // SAFETY: position `whole + t < len`, as above.
+                    tail[c * BLOCK + t] = unsafe { *self.at(Part::Keys, h, whole).add(c * BLOCK + t) };
+                }
+            }
+        }
+        Keys { whole: blocks, tail, len }
     }
 
-    /// Head `h`'s values at positions `0..len`.
+    /// Head `h`'s keys at positions `0..len` by position (`len · d` values).
+    fn key_rows(&self, h: usize, len: usize) -> Vec<f32> {
+        let (keys, d) = (self.keys(h, len), self.d);
+        let mut blocks = keys.whole.to_vec();
+        blocks.extend_from_slice(&keys.tail);
+        (0..len)
+            .flat_map(|p| (0..d).map(move |c| (p, c)))
+            .map(|(p, c)| blocks[(p / BLOCK * d + c) * BLOCK + p % BLOCK])
+            .collect()
+    }
+
+    /// Head `h`'s values at positions `0..len` (`len · d` values).
     pub(super) fn values(&self, h: usize, len: usize) -> &[f32] {
-        self.part(Part::Values, h, len)
+        self.check(h, len);
+        // SAFETY: as in `keys`.
+        unsafe { std::slice::from_raw_parts(self.at(Part::Values, h, 0), len * self.d) }
     }
 
-    fn part(&self, part: Part, h: usize, len: usize) -> &[f32] {
+    fn check(&self, h: usize, len: usize) {
         assert!(h < self.kv_heads && len <= self.capacity && len <= self.filled.load(Ordering::Acquire));
-        // SAFETY: inside the cells (`h < kv_heads`, `len ≤ capacity`); positions below `filled`
-        // are not written while a holder may read them (the module doc).
-        unsafe { std::slice::from_raw_parts(self.at(part, h, 0), len * self.d) }
     }
 
-    /// Where head `h`'s position `p` starts.
+    /// Where head `h`'s position `p` starts (for keys, `p` a multiple of 8: its block).
     fn at(&self, part: Part, h: usize, p: usize) -> *mut f32 {
         let cells = match part {
             Part::Keys => &self.keys,
@@ -257,13 +289,19 @@ impl KvRows {
     /// Safety: those positions are the caller's (claimed, see the module doc): nobody reads or
     /// writes them meanwhile.
     unsafe fn write(&self, pos: usize, keys: &[f32], values: &[f32]) {
-        let n = keys.len() / (self.kv_heads * self.d);
-        assert!(pos + n <= self.capacity && keys.len() == self.kv_heads * n * self.d && values.len() == keys.len());
-        for (part, src) in [(Part::Keys, keys), (Part::Values, values)] {
-            for (h, src) in src.chunks_exact(n * self.d).enumerate() {
-                // SAFETY: inside head `h`'s room (`pos + n ≤ capacity`); the positions are
-                // the caller's.
-                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.at(part, h, pos), src.len()) };
+        let (d, n) = (self.d, keys.len() / (self.kv_heads * self.d));
+        assert!(pos + n <= self.capacity && keys.len() == self.kv_heads * n * d && values.len() == keys.len());
+        for h in 0..self.kv_heads {
+            let src = &values[h * n * d..(h + 1) * n * d];
+            // SAFETY (all writes): inside head `h`'s room (`pos + n ≤ capacity`); the positions
+            // are the caller's.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.at(Part::Values, h, pos), src.len()) };
+            for (i, key) in keys[h * n * d..(h + 1) * n * d].chunks_exact(d).enumerate() {
+                let p = pos + i;
+                let block = self.at(Part::Keys, h, p / BLOCK * BLOCK);
+                for (c, &x) in key.iter().enumerate() {
+                    unsafe { *block.add(c * BLOCK + p % BLOCK) = x };
+                }
             }
         }
     }
@@ -275,7 +313,7 @@ mod tests {
 
     fn rows_of(layer: &Arc<KvRows>, len: usize) -> (Vec<f32>, Vec<f32>) {
         let all = |f: &dyn Fn(usize) -> Vec<f32>| (0..layer.kv_heads).flat_map(f).collect();
-        (all(&|h| layer.keys(h, len).to_vec()), all(&|h| layer.values(h, len).to_vec()))
+        (all(&|h| layer.key_rows(h, len)), all(&|h| layer.values(h, len).to_vec()))
     }
 
     /// `(kv_heads = 2, n, d = 3)` of distinct values for positions `pos..pos + n`.
@@ -314,7 +352,7 @@ mod tests {
         let mut done = vec![(0, 5, 0.0)];
         for pos in 5..70 {
             let next = step(Some(&layer), pos, 1, 0.0);
-            assert_eq!(Arc::ptr_eq(&next, &a), pos + 1 <= 64, "in place while there is room (pos {pos})");
+            assert_eq!(Arc::ptr_eq(&next, &a), pos < 64, "in place while there is room (pos {pos})");
             layer = LayerKv::Rows(next);
             done.push((pos, 1, 0.0));
         }
@@ -359,7 +397,7 @@ mod tests {
         // Never past the context, never reading unclaimed positions.
         let (k, v) = new_rows(0, 2, 0.0);
         assert!(LayerKv::append(None, 999, &k, &v, 2, 3, 1000).is_err());
-        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rows.keys(0, 7).len())).is_err());
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rows.keys(0, 7).len)).is_err());
         assert_eq!(capacity(8000, 4096, 8192), 8192);
         assert_eq!(capacity(4670, 0, 8192), 4672);
     }
