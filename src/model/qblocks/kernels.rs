@@ -10,7 +10,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use super::{Codes, QActs, QBlocks, BLOCK, PANEL};
+use super::{Codes, QActs, QBlocks, SharedOut, BLOCK, PANEL};
 
 /// Activation rows the AVX2 kernel takes through a panel at a time: they share each loaded
 /// (and unpacked) weight block, and their independent sums keep the multipliers busy.
@@ -43,22 +43,55 @@ pub(crate) fn quantize(x: &[f32], cols: usize) -> QActs {
     quantize_at(level(), x, cols)
 }
 
+/// [`quantize`] with the kernels of `level`. Long inputs are quantized in parts over candle's
+/// CPU pool (a block's codes depend on that block alone, so the parts change no bit): a
+/// prompt's activations would otherwise be quantized by one thread while the others wait.
 pub(crate) fn quantize_at(level: Level, x: &[f32], cols: usize) -> QActs {
     debug_assert!(cols % BLOCK == 0 && x.len() % cols == 0);
-    match level {
+    let blocks = x.len() / BLOCK;
+    let mut acts = QActs { codes: vec![0; x.len()], scale: vec![0.0; blocks], scaled_sum: vec![0.0; blocks] };
+    let one = |x: &[f32], codes: &mut [i8], scale: &mut [f32], scaled_sum: &mut [f32]| match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Level::Avx2` is only detected (or asked for by tests) where the CPU has it.
-        Level::Avx2 => unsafe { avx2::quantize(x) },
-        _ => quantize_portable(x),
+        Level::Avx2 => unsafe { avx2::quantize(x, codes, scale, scaled_sum) },
+        _ => quantize_portable(x, codes, scale, scaled_sum),
+    };
+    if blocks < 2 * QUANTIZE_PART {
+        one(x, &mut acts.codes, &mut acts.scale, &mut acts.scaled_sum);
+        return acts;
     }
+    let (codes, scale, scaled_sum) = (
+        SharedOut(acts.codes.as_mut_ptr()),
+        SharedOut(acts.scale.as_mut_ptr()),
+        SharedOut(acts.scaled_sum.as_mut_ptr()),
+    );
+    let work = |parts: Range<usize>| {
+        for part in parts {
+            let b = part * QUANTIZE_PART..((part + 1) * QUANTIZE_PART).min(blocks);
+            // SAFETY: part `part` owns blocks `b` of the three buffers (`blocks` long, codes
+            // `BLOCK` per block); parts are disjoint and the pool joins before they are read.
+            let (c, s, ss) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(codes.at(b.start * BLOCK), b.len() * BLOCK),
+                    std::slice::from_raw_parts_mut(scale.at(b.start), b.len()),
+                    std::slice::from_raw_parts_mut(scaled_sum.at(b.start), b.len()),
+                )
+            };
+            one(&x[b.start * BLOCK..b.end * BLOCK], c, s, ss);
+        }
+    };
+    candle_core::utils::barrier_pool().execute_chunked(blocks.div_ceil(QUANTIZE_PART), work);
+    acts
 }
 
+/// Blocks of activations per part quantized by one worker (128 KiB of input).
+const QUANTIZE_PART: usize = 1024;
+
+/// The codes of `x`'s blocks, and per block `e` and `e · Σ a` (see [`QActs`]).
 #[inline(always)]
-fn quantize_portable(x: &[f32]) -> QActs {
-    let blocks = x.len() / BLOCK;
-    let mut acts =
-        QActs { codes: vec![0; x.len()], scale: Vec::with_capacity(blocks), scaled_sum: Vec::with_capacity(blocks) };
-    for (xs, codes) in x.chunks_exact(BLOCK).zip(acts.codes.chunks_exact_mut(BLOCK)) {
+fn quantize_portable(x: &[f32], codes: &mut [i8], scale: &mut [f32], scaled_sum: &mut [f32]) {
+    let blocks = x.chunks_exact(BLOCK).zip(codes.chunks_exact_mut(BLOCK));
+    for (((xs, codes), scale), scaled_sum) in blocks.zip(scale).zip(scaled_sum) {
         let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
         let e = amax / 127.0;
         let inv = if e > 0.0 { 1.0 / e } else { 0.0 };
@@ -69,10 +102,9 @@ fn quantize_portable(x: &[f32]) -> QActs {
             *c = q;
             sum += q as i32;
         }
-        acts.scale.push(e);
-        acts.scaled_sum.push(e * sum as f32);
+        *scale = e;
+        *scaled_sum = e * sum as f32;
     }
-    acts
 }
 
 /// The dot products of the [`PANEL`] weight rows of panel `p` with activation rows `acts_rows`:
@@ -175,9 +207,9 @@ mod avx2 {
     use super::{quantize_portable, Act, Codes, QActs, BLOCK, PANEL, TILE};
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn quantize(x: &[f32]) -> QActs {
+    pub(super) fn quantize(x: &[f32], codes: &mut [i8], scale: &mut [f32], scaled_sum: &mut [f32]) {
         // The portable code, compiled here with AVX2 enabled (it vectorizes).
-        quantize_portable(x)
+        quantize_portable(x, codes, scale, scaled_sum)
     }
 
     /// `out[k][r]` = the dot product of row `r` of a panel (`bytes` and `scales`, the layout

@@ -272,19 +272,26 @@ impl QBlocks {
     }
 }
 
-/// An output buffer written by the pool's workers at disjoint indices (here and in
-/// [`attention`](super::attention)).
-#[derive(Clone, Copy)]
-pub(super) struct SharedOut(pub(super) *mut f32);
+/// An output buffer written by the pool's workers at disjoint indices (here, in
+/// `kernels::quantize_at` and in [`attention`](super::attention)).
+pub(super) struct SharedOut<T = f32>(pub(super) *mut T);
 
-// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`, `attention::attend_rows`),
-// and the pool joins them all before the caller reads the buffer, so the pointer never outlives
-// it.
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
+impl<T> Clone for SharedOut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
 
-impl SharedOut {
-    pub(super) fn at(self, i: usize) -> *mut f32 {
+impl<T> Copy for SharedOut<T> {}
+
+// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`, `attention::attend_rows`,
+// `kernels::quantize_at`), and the pool joins them all before the caller reads the buffer, so
+// the pointer never outlives it.
+unsafe impl<T> Send for SharedOut<T> {}
+unsafe impl<T> Sync for SharedOut<T> {}
+
+impl<T> SharedOut<T> {
+    pub(super) fn at(self, i: usize) -> *mut T {
         self.0.wrapping_add(i)
     }
 }

@@ -231,3 +231,20 @@ fn every_kernel_rounds_the_exact_sums_only() {
         }
     }
 }
+
+/// Activations long enough to be quantized in parts over the pool: the same codes and scales
+/// as quantizing each row alone, on every level.
+#[test]
+fn long_activations_quantize_in_parts_as_row_by_row() {
+    let cols = 576;
+    let x = noise(300 * cols, 7);
+    for level in levels() {
+        let whole = kernels::quantize_at(level, &x, cols);
+        assert!(whole.scale.len() >= 4 * 1024 && x.len() == whole.codes.len());
+        let rows: Vec<_> = x.chunks_exact(cols).map(|row| kernels::quantize_at(level, row, cols)).collect();
+        assert_eq!(whole.codes, rows.iter().flat_map(|r| r.codes.iter().copied()).collect::<Vec<_>>());
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&whole.scale), rows.iter().flat_map(|r| bits(&r.scale)).collect::<Vec<_>>());
+        assert_eq!(bits(&whole.scaled_sum), rows.iter().flat_map(|r| bits(&r.scaled_sum)).collect::<Vec<_>>());
+    }
+}
