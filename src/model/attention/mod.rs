@@ -93,7 +93,7 @@ pub(super) fn attend_rows(
     // A key/value head's whole group of query heads per item where there is an item for every
     // thread, else one head per item. Grouped, a key is loaded once for the group's rows: a
     // decode step over a long cache reads it from memory once, not once per head.
-    let per_item = if kv_heads * n.div_ceil(ROW_BLOCK) >= candle_core::utils::get_num_threads() { group } else { 1 };
+    let per_item = if kv_heads * n.div_ceil(ROW_BLOCK) >= pool_threads() { group } else { 1 };
     attend_items(avx2, per_item, q, keys, values, heads, d, n, pos)
 }
 
@@ -161,6 +161,13 @@ fn attend_items(
     };
     candle_core::utils::barrier_pool().execute_chunked(sets * blocks, work);
     out
+}
+
+/// The threads of candle's CPU pool, read once (candle reads the environment and `/proc` on
+/// every call, which cost a decode step of a small model ~10%).
+fn pool_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(candle_core::utils::get_num_threads)
 }
 
 /// Positions per work item: each chunk of keys (and of values) is read once for all of an
