@@ -213,11 +213,12 @@ impl KvRows {
         KvRows { kv_heads, d, capacity, keys: zeroed(), values: zeroed(), filled: AtomicUsize::new(0) }
     }
 
-    /// New rows holding `rows`' first `pos` positions, with room for `needed`, `needed`
-    /// claimed.
+    /// New rows holding `rows`' first `pos` positions, with room for `needed` (as much as
+    /// `rows` where that is enough: a fork's copy does not grow), `needed` claimed.
     fn copy_of(rows: &KvRows, pos: usize, needed: usize, max_positions: usize) -> KvRows {
         let (d, whole) = (rows.d, pos / BLOCK * BLOCK);
-        let new = KvRows::new(rows.kv_heads, d, capacity(needed, rows.capacity, max_positions));
+        let room = if needed <= rows.capacity { rows.capacity } else { capacity(needed, rows.capacity, max_positions) };
+        let new = KvRows::new(rows.kv_heads, d, room);
         for h in 0..rows.kv_heads {
             let (values, keys) = (rows.values(h, pos), rows.keys(h, pos));
             // SAFETY (all writes): the new rows are nobody else's; `pos ≤ capacity`, and the
@@ -367,6 +368,7 @@ mod tests {
         assert!(Arc::ptr_eq(&ahead, rows), "the first writer at the shared end writes in place");
         let other = step(Some(&saved), 70, 1, 0.5);
         assert!(!Arc::ptr_eq(&other, rows), "a second writer at the same position copies");
+        assert_eq!(other.capacity, 128, "a copy for sharing's sake keeps the room");
         let mut ahead_steps = done.clone();
         ahead_steps.push((70, 2, 0.0));
         let mut other_steps = done.clone();
