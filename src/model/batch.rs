@@ -654,7 +654,9 @@ impl BatchNet {
             let keys: Vec<_> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
             let values: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.values(h, total)).collect();
             let avx2 = super::qblocks::has_avx2();
-            let y = super::attention::attend_rows(avx2, &f32s(&q)?, &keys, &values, self.heads, d, n, pos);
+            let q = f32s(&q)?;
+            let pass = super::attention::Pass { q: &q, keys: &keys, values: &values, heads: self.heads, d, n, pos };
+            let y = pass.attend(avx2);
             let y = Tensor::from_vec(y, (n, self.heads * d), &Device::Cpu)?.to_dtype(self.dtype)?;
             return Ok((y, LayerKv::Rows(rows)));
         }

@@ -62,105 +62,102 @@ impl Keys<'_> {
     }
 }
 
-/// Causal attention of the pass's rows (see the module doc), with the AVX2 loops if `avx2`
-/// (the caller vouches the CPU has AVX2 and FMA: [`qblocks::has_avx2`](super::qblocks::has_avx2)),
-/// else the portable ones: `q` is `(heads, n, d)`, `keys[h]` and `values[h]` (`(pos + n, d)`)
-/// are key/value head `h`'s; the result is `(n, heads · d)`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn attend_rows(
-    avx2: bool,
-    q: &[f32],
-    keys: &[Keys],
-    values: &[&[f32]],
-    heads: usize,
-    d: usize,
-    n: usize,
-    pos: usize,
-) -> Vec<f32> {
-    let (total, kv_heads) = (pos + n, keys.len());
-    let tail = if total % BLOCK == 0 { 0 } else { BLOCK * d };
-    assert!(
-        q.len() == heads * n * d
-            && kv_heads > 0
-            && heads % kv_heads == 0
-            && values.len() == kv_heads
-            && values.iter().all(|v| v.len() == total * d)
-            && keys
-                .iter()
-                .all(|k| k.len == total && k.whole.len() == total / BLOCK * BLOCK * d && k.tail.len() == tail)
-    );
-    let group = heads / kv_heads;
-    // A key/value head's whole group of query heads per item where there is an item for every
-    // thread, else one head per item. Grouped, a key is loaded once for the group's rows: a
-    // decode step over a long cache reads it from memory once, not once per head.
-    let per_item = if kv_heads * n.div_ceil(ROW_BLOCK) >= pool_threads() { group } else { 1 };
-    attend_items(avx2, per_item, q, keys, values, heads, d, n, pos)
+/// One pass's attention (see the module doc's layouts): `q` is `(heads, n, d)`, `keys[h]`
+/// and `values[h]` (`(pos + n, d)`) are key/value head `h`'s.
+#[derive(Clone, Copy)]
+pub(super) struct Pass<'a> {
+    pub(super) q: &'a [f32],
+    pub(super) keys: &'a [Keys<'a>],
+    pub(super) values: &'a [&'a [f32]],
+    pub(super) heads: usize,
+    pub(super) d: usize,
+    pub(super) n: usize,
+    pub(super) pos: usize,
 }
 
-/// [`attend_rows`] with `per_item` query heads per work item (a divisor of the group).
-#[allow(clippy::too_many_arguments)]
-fn attend_items(
-    avx2: bool,
-    per_item: usize,
-    q: &[f32],
-    keys: &[Keys],
-    values: &[&[f32]],
-    heads: usize,
-    d: usize,
-    n: usize,
-    pos: usize,
-) -> Vec<f32> {
-    let (total, group) = (pos + n, heads / keys.len());
-    assert!(group % per_item == 0);
-    let scale = 1.0 / (d as f32).sqrt();
-    let mut out = vec![0f32; n * heads * d];
-    let dst = SharedOut(out.as_mut_ptr());
-    let blocks = n.div_ceil(ROW_BLOCK);
-    let sets = heads / per_item;
-    let stride = total.next_multiple_of(BLOCK);
-    // Work items are (set of `per_item` query heads, block of positions) pairs, split over
-    // candle's CPU pool (the forward pass runs on one of its threads); each writes its own
-    // rows' `d` outputs of its heads.
-    let work = |items: std::ops::Range<usize>| {
-        let mut scores = vec![0f32; per_item * ROW_BLOCK * stride];
-        let mut ys = vec![0f32; per_item * ROW_BLOCK * d];
-        let mut rows = Vec::with_capacity(per_item * ROW_BLOCK);
-        for item in items {
-            let (set, b) = (item / blocks, item % blocks);
-            let (first_head, positions) = (set * per_item, b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(n));
-            let kvh = first_head / group;
-            // Position-major, so rows that see as many keys are neighbours.
-            rows.clear();
-            for i in positions.clone() {
-                for h in first_head..first_head + per_item {
-                    rows.push(Row { q: &q[(h * n + i) * d..(h * n + i + 1) * d], len: pos + i + 1 });
+impl Pass<'_> {
+    /// Causal attention of the pass's rows, `(n, heads · d)`, with the AVX2 loops if `avx2`
+    /// (the caller vouches the CPU has AVX2 and FMA:
+    /// [`qblocks::has_avx2`](super::qblocks::has_avx2)), else the portable ones.
+    pub(super) fn attend(&self, avx2: bool) -> Vec<f32> {
+        let Pass { q, keys, values, heads, d, n, pos } = *self;
+        let (total, kv_heads) = (pos + n, keys.len());
+        let tail = if total % BLOCK == 0 { 0 } else { BLOCK * d };
+        assert!(
+            q.len() == heads * n * d
+                && kv_heads > 0
+                && heads % kv_heads == 0
+                && values.len() == kv_heads
+                && values.iter().all(|v| v.len() == total * d)
+                && keys
+                    .iter()
+                    .all(|k| k.len == total && k.whole.len() == total / BLOCK * BLOCK * d && k.tail.len() == tail)
+        );
+        // A key/value head's whole group of query heads per item where there is an item for
+        // every thread, else one head per item. Grouped, a key is loaded once for the group's
+        // rows: a decode step over a long cache reads it from memory once, not once per head.
+        let group = heads / kv_heads;
+        let per_item = if kv_heads * n.div_ceil(ROW_BLOCK) >= pool_threads() { group } else { 1 };
+        self.attend_items(avx2, per_item)
+    }
+
+    /// [`attend`](Self::attend) with `per_item` query heads per work item (a divisor of the
+    /// group).
+    fn attend_items(&self, avx2: bool, per_item: usize) -> Vec<f32> {
+        let Pass { q, keys, values, heads, d, n, pos } = *self;
+        let (total, group) = (pos + n, heads / keys.len());
+        assert!(group % per_item == 0);
+        let scale = 1.0 / (d as f32).sqrt();
+        let mut out = vec![0f32; n * heads * d];
+        let dst = SharedOut(out.as_mut_ptr());
+        let blocks = n.div_ceil(ROW_BLOCK);
+        let sets = heads / per_item;
+        let stride = total.next_multiple_of(BLOCK);
+        // Work items are (set of `per_item` query heads, block of positions) pairs, split over
+        // candle's CPU pool (the forward pass runs on one of its threads); each writes its own
+        // rows' `d` outputs of its heads.
+        let work = |items: std::ops::Range<usize>| {
+            let mut scores = vec![0f32; per_item * ROW_BLOCK * stride];
+            let mut ys = vec![0f32; per_item * ROW_BLOCK * d];
+            let mut rows = Vec::with_capacity(per_item * ROW_BLOCK);
+            for item in items {
+                let (set, b) = (item / blocks, item % blocks);
+                let (first_head, positions) = (set * per_item, b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(n));
+                let kvh = first_head / group;
+                // Position-major, so rows that see as many keys are neighbours.
+                rows.clear();
+                for i in positions.clone() {
+                    for h in first_head..first_head + per_item {
+                        rows.push(Row { q: &q[(h * n + i) * d..(h * n + i + 1) * d], len: pos + i + 1 });
+                    }
+                }
+                let item = Item { rows: &rows, keys: &keys[kvh], vals: values[kvh], d, scale, stride };
+                let ys = &mut ys[..rows.len() * d];
+                #[cfg(target_arch = "x86_64")]
+                if avx2 {
+                    // SAFETY: the CPU has AVX2 and FMA (the caller's word).
+                    unsafe { item.attend_avx2(&mut scores, ys) };
+                } else {
+                    item.attend(&mut scores, ys);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    let _ = avx2;
+                    item.attend(&mut scores, ys);
+                }
+                let outputs =
+                    positions.flat_map(|i| (first_head..first_head + per_item).map(move |h| (i * heads + h) * d));
+                for (at, y) in outputs.zip(ys.chunks_exact(d)) {
+                    // SAFETY: the item owns `out[(i·heads + h)·d ..][..d]` for its positions `i`
+                    // and heads `h`, inside `out` (`n·heads·d` long); items are disjoint and the
+                    // pool joins before `out` is read.
+                    unsafe { std::ptr::copy_nonoverlapping(y.as_ptr(), dst.at(at), d) };
                 }
             }
-            let item = Item { rows: &rows, keys: &keys[kvh], vals: values[kvh], d, scale, stride };
-            let ys = &mut ys[..rows.len() * d];
-            #[cfg(target_arch = "x86_64")]
-            if avx2 {
-                // SAFETY: the CPU has AVX2 and FMA (the caller's word).
-                unsafe { item.attend_avx2(&mut scores, ys) };
-            } else {
-                item.attend(&mut scores, ys);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            {
-                let _ = avx2;
-                item.attend(&mut scores, ys);
-            }
-            let outputs = positions.flat_map(|i| (first_head..first_head + per_item).map(move |h| (i * heads + h) * d));
-            for (at, y) in outputs.zip(ys.chunks_exact(d)) {
-                // SAFETY: the item owns `out[(i·heads + h)·d ..][..d]` for its positions `i`
-                // and heads `h`, inside `out` (`n·heads·d` long); items are disjoint and the
-                // pool joins before `out` is read.
-                unsafe { std::ptr::copy_nonoverlapping(y.as_ptr(), dst.at(at), d) };
-            }
-        }
-    };
-    candle_core::utils::barrier_pool().execute_chunked(sets * blocks, work);
-    out
+        };
+        candle_core::utils::barrier_pool().execute_chunked(sets * blocks, work);
+        out
+    }
 }
 
 /// The threads of candle's CPU pool, read once (candle reads the environment and `/proc` on
@@ -180,6 +177,18 @@ const KEY_CHUNK: usize = 64;
 
 /// Query rows at most a key load serves ([`avx2::dots`], [`avx2::weigh`]).
 const RUN: usize = 4;
+
+/// `$go!(R)` with the run's length `$len` (1 to [`RUN`]) as the constant `R`.
+macro_rules! by_run_length {
+    ($len:expr, $go:ident) => {
+        match $len {
+            1 => $go!(1),
+            2 => $go!(2),
+            3 => $go!(3),
+            _ => $go!(4),
+        }
+    };
+}
 
 /// One query row: its query (`d` values) and the keys it sees (`0..len`).
 struct Row<'a> {
@@ -297,12 +306,7 @@ impl Item<'_> {
                     }
                 }};
             }
-            match run.len() {
-                1 => go!(1),
-                2 => go!(2),
-                3 => go!(3),
-                _ => go!(4),
-            }
+            by_run_length!(run.len(), go);
             return;
         }
         // Portable: row by row, block by block; 8 lanes the compiler vectorizes.
@@ -345,12 +349,7 @@ impl Item<'_> {
                     unsafe { avx2::weigh::<$r>(ps, vals, ys) }
                 }};
             }
-            match run.len() {
-                1 => go!(1),
-                2 => go!(2),
-                3 => go!(3),
-                _ => go!(4),
-            }
+            by_run_length!(run.len(), go);
             return;
         }
         for (r, y) in run.zip(ys.chunks_exact_mut(d)) {

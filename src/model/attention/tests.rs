@@ -139,7 +139,7 @@ fn check_rows_on(
             .collect();
         let vs: Vec<&[f32]> = vs.iter().map(|x| &x[..]).collect();
         let q = q.flatten_all()?.to_vec1::<f32>()?;
-        let y = super::attend_items(avx2, per_item, &q, &keys, &vs, heads, d, n, pos);
+        let y = Pass { q: &q, keys: &keys, values: &vs, heads, d, n, pos }.attend_items(avx2, per_item);
         Tensor::from_vec(y, (n, heads * d), &Device::Cpu)
     };
     let got = attend_rows(q, k, v, n, pos)?;

@@ -284,7 +284,7 @@ impl<T> Clone for SharedOut<T> {
 
 impl<T> Copy for SharedOut<T> {}
 
-// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`, `attention::attend_rows`,
+// SAFETY: the workers write disjoint elements (see `QBlocks::matmul`, `attention::Pass::attend`,
 // `kernels::quantize_at`), and the pool joins them all before the caller reads the buffer, so
 // the pointer never outlives it.
 unsafe impl<T> Send for SharedOut<T> {}
