@@ -40,8 +40,9 @@
 //! Invariants:
 //! - A cache's `pos` is the number of tokens it holds; `pos + new tokens` never exceeds
 //!   `max_positions` (an [`Error::Limit`] before anything runs).
-//! - A failed pass changes no cache: the new keys and values are committed only once every
-//!   layer of every sequence has run.
+//! - A failed pass changes no cache: the new layers and position are committed only once
+//!   every layer of every sequence has run (what a pass wrote in place past a cache's position
+//!   is never read).
 //! - A clone of a cache is an independent checkpoint: its layers are shared, and a pass
 //!   appends to a shared layer in place only at positions no other holder can read (see
 //!   `cache`); off the CPU it replaces the layer's tensors (concatenation makes new ones).
