@@ -251,14 +251,12 @@ impl Item<'_> {
                 }
             }
         }
-        let mut inv = vec![0f32; rows.len()];
-        for ((row, inv), s) in rows.iter().zip(&mut inv).zip(scores.chunks_exact_mut(stride)) {
+        for (row, s) in rows.iter().zip(scores.chunks_exact_mut(stride)) {
             let s = &mut s[..row.len];
             let max = max8(s);
             for s in s.iter_mut() {
                 *s = exp_nonpositive(*s - max);
             }
-            *inv = 1.0 / sum8(s);
         }
         // Values: runs of up to `RUN` neighbouring rows that end at the same key in the chunk.
         ys.fill(0.0);
@@ -274,7 +272,8 @@ impl Item<'_> {
                 r = e;
             }
         }
-        for (y, inv) in ys.chunks_exact_mut(d).zip(inv) {
+        for ((y, row), s) in ys.chunks_exact_mut(d).zip(rows).zip(scores.chunks_exact(stride)) {
+            let inv = 1.0 / sum8(&s[..row.len]);
             for o in y {
                 *o *= inv;
             }

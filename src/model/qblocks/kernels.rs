@@ -124,12 +124,12 @@ pub(crate) fn panel_at(
 ) {
     let nb = w.cols / BLOCK;
     assert!(p < w.rows.div_ceil(PANEL) && acts_rows.end * nb <= acts.scale.len() && out.len() == acts_rows.len());
+    let bb = w.codes.block_bytes();
+    let bytes = &w.bytes[p * nb * PANEL * bb..(p + 1) * nb * PANEL * bb];
+    let scales = &w.scales[p * nb * 2 * PANEL..(p + 1) * nb * 2 * PANEL];
     match level {
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => {
-            let bb = w.codes.block_bytes();
-            let bytes = &w.bytes[p * nb * PANEL * bb..(p + 1) * nb * PANEL * bb];
-            let scales = &w.scales[p * nb * 2 * PANEL..(p + 1) * nb * 2 * PANEL];
             for (first, out) in acts_rows.clone().step_by(TILE).zip(out.chunks_mut(TILE)) {
                 // SAFETY: `Level::Avx2` is only detected (or asked for by tests) where the CPU
                 // has it; `bytes` and `scales` hold the panel's `nb` blocks (the `QBlocks`
@@ -138,9 +138,6 @@ pub(crate) fn panel_at(
             }
         }
         _ => {
-            let bb = w.codes.block_bytes();
-            let bytes = &w.bytes[p * nb * PANEL * bb..(p + 1) * nb * PANEL * bb];
-            let scales = &w.scales[p * nb * 2 * PANEL..(p + 1) * nb * 2 * PANEL];
             for (i, o) in acts_rows.zip(out.iter_mut()) {
                 *o = panel_portable(w.codes, bytes, scales, &Act::row(acts, i, w.cols));
             }
@@ -204,7 +201,7 @@ impl<'a> Act<'a> {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{quantize_portable, Act, Codes, QActs, BLOCK, PANEL, TILE};
+    use super::{quantize_portable, Act, Codes, QActs, BLOCK, PANEL};
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn quantize(x: &[f32], codes: &mut [i8], scale: &mut [f32], scaled_sum: &mut [f32]) {
@@ -228,9 +225,7 @@ mod avx2 {
         cols: usize,
         out: &mut [[f32; PANEL]],
     ) {
-        let acts: [Option<Act>; TILE] =
-            std::array::from_fn(|k| (k < out.len()).then(|| Act::row(acts, first + k, cols)));
-        let acts = &acts;
+        let acts = (acts, first, cols);
         match (codes, out.len()) {
             (Codes::Nibbles, 4) => tile::<4, NIBBLES>(bytes, scales, acts, out),
             (Codes::Nibbles, 3) => tile::<3, NIBBLES>(bytes, scales, acts, out),
@@ -252,15 +247,16 @@ mod avx2 {
     const SMALL: u8 = 1;
     const SIGNED: u8 = 2;
 
-    /// [`panel`] for `N` activation rows of codes of kind `KIND`.
+    /// [`panel`] for `N` activation rows (`first..first + N` of rows of `cols`) of codes of
+    /// kind `KIND`.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn tile<const N: usize, const KIND: u8>(
         bytes: &[u8],
         scales: &[f32],
-        acts: &[Option<Act>; TILE],
+        (acts, first, cols): (&QActs, usize, usize),
         out: &mut [[f32; PANEL]],
     ) {
-        let acts: [&Act; N] = std::array::from_fn(|k| acts[k].as_ref().expect("N rows"));
+        let acts: &[Act; N] = &std::array::from_fn(|k| Act::row(acts, first + k, cols));
         let nb = acts[0].scale.len();
         let block_bytes = PANEL * if KIND == NIBBLES { 16 } else { BLOCK };
         assert!(out.len() == N && bytes.len() >= nb * block_bytes && scales.len() >= nb * 2 * PANEL);
