@@ -39,7 +39,8 @@ use crate::common::smollm2_gguf;
 /// other way here and there. Measured: 0.26-0.42 with kernels summing a row in llama.cpp's
 /// order; with the panel kernels (session 52) the chat case was 0.67 and, after nothing but
 /// the attention scores' FMA order changed, 0.36 (plain 0.39, chat-story 0.35); with scores as
-/// one FMA chain per key (session 53) 0.29 (plain 0.41, chat-story 0.18). A wrong weight, a
+/// one FMA chain per key (session 53) 0.29 (plain 0.41, chat-story 0.18); with the KV cache
+/// in half floats (session 54, as llama.cpp's) 0.53 (plain 0.56, chat-story 0.58). A wrong weight, a
 /// misread type or a token off by one moves them by whole units.
 const LOGIT_TOLERANCE: f32 = 0.8;
 
@@ -661,8 +662,10 @@ fn write_twin_gguf(
     candle_core::quantized::gguf_file::write(&mut f, &meta_refs, &tensor_refs).unwrap();
 }
 
-/// Each architecture's GGUF twin gives the safetensors model's logits: exactly (to float
-/// rounding) in F32, which checks the tensor names, llama's permuted rotary layout, qwen2's
+/// Each architecture's GGUF twin gives the safetensors model's logits: in F32 to the rounding
+/// of the GGUF path's KV cache, which holds half floats on the CPU (`model::batch::cache`;
+/// measured: cosine 0.99999994, max |diff| 0.0009, where a misread tensor moves the cosine below
+/// 0.99), which checks the tensor names, llama's permuted rotary layout, qwen2's
 /// biases, phi3's fused projections and the tied head; and close in every quant type the issue
 /// names (cosine similarity of the logits rows; measured on these uniform random weights, the
 /// hardest case for 4-bit blocks: Q8_0 0.9994-0.9996, Q6_K 0.997-0.998, Q5_K 0.991-0.995,
@@ -709,7 +712,7 @@ fn gguf_twins_of_safetensors_models_agree() {
         candle_core::safetensors::save(&map, hf.join("model.safetensors")).unwrap();
         let reference = logits(&LoadedModel::from_dir(&hf, &LoadOptions::default()).unwrap());
         for (dtype, min_cosine) in [
-            (GgmlDType::F32, 1.0 - 1e-9),
+            (GgmlDType::F32, 1.0 - 1e-6),
             (GgmlDType::Q8_0, 0.999),
             (GgmlDType::Q6K, 0.995),
             (GgmlDType::Q5K, 0.98),
@@ -727,7 +730,7 @@ fn gguf_twins_of_safetensors_models_agree() {
             eprintln!("{arch} {dtype:?}: cosine {c:.6}, max |diff| {d:.4}");
             assert!(c >= min_cosine, "{arch} {dtype:?}: cosine {c} < {min_cosine} (max diff {d})");
             if dtype == GgmlDType::F32 {
-                assert!(d < 1e-3, "{arch} F32: max diff {d}");
+                assert!(d < 1e-2, "{arch} F32: max diff {d}");
             }
         }
     }

@@ -315,6 +315,10 @@ pub struct BatchNet {
     pub(super) rope_interleaved: bool,
     /// A pass's one-token rows attend together (`decode`); off the CPU unless set.
     pub(super) batched_decode: bool,
+    /// On the CPU, keep the keys and values as half floats (`cache`): a GGUF model's, as
+    /// llama.cpp keeps them; a safetensors model's stay f32, the bits of candle's own model
+    /// that runs it one sequence at a time.
+    pub(super) half_kv: bool,
 }
 
 /// The rotary frequencies, with Llama 3's long-context scaling when the config asks for it.
@@ -448,7 +452,29 @@ impl BatchNet {
             dtype,
             rope_interleaved: false,
             batched_decode: !device.is_cpu(),
+            half_kv: false,
         })
+    }
+
+    /// [`attend`](Self::attend) on the CPU: `q`, `k`, `v` `(heads or kv_heads, n, head_dim)`
+    /// rotated, appended to the cache's rows of `T`; returns `(n, heads · head_dim)`.
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rows<T: cache::Element>(
+        &self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+        pos: usize,
+        past: Option<&LayerKv>,
+    ) -> candle_core::Result<(Vec<f32>, LayerKv)> {
+        let (d, total) = (self.head_dim, pos + n);
+        let rows = LayerKv::append::<T>(past, pos, k, v, self.kv_heads, d, self.max_positions)?;
+        let keys: Vec<_> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
+        let values: Vec<_> = (0..self.kv_heads).map(|h| rows.values(h, total)).collect();
+        let pass = super::attention::Pass { q, keys: &keys, values: &values, heads: self.heads, d, n, pos };
+        let y = pass.attend(super::qblocks::has_avx2());
+        Ok((y, T::layer(rows)))
     }
 
     /// The width of a logits row.
@@ -651,15 +677,14 @@ impl BatchNet {
             // attention, only the keys a row sees, no `n × total` scores or mask held, and the
             // same bits however the tokens were grouped into passes).
             let f32s = |t: &Tensor| t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>();
-            let rows = LayerKv::append(past, pos, &f32s(&k)?, &f32s(&v)?, self.kv_heads, d, self.max_positions)?;
-            let keys: Vec<_> = (0..self.kv_heads).map(|h| rows.keys(h, total)).collect();
-            let values: Vec<&[f32]> = (0..self.kv_heads).map(|h| rows.values(h, total)).collect();
-            let avx2 = super::qblocks::has_avx2();
-            let q = f32s(&q)?;
-            let pass = super::attention::Pass { q: &q, keys: &keys, values: &values, heads: self.heads, d, n, pos };
-            let y = pass.attend(avx2);
+            let (q, k, v) = (f32s(&q)?, f32s(&k)?, f32s(&v)?);
+            let (y, kv) = if self.half_kv {
+                self.attend_rows::<half::f16>(&q, &k, &v, n, pos, past)?
+            } else {
+                self.attend_rows::<f32>(&q, &k, &v, n, pos, past)?
+            };
             let y = Tensor::from_vec(y, (n, self.heads * d), &Device::Cpu)?.to_dtype(self.dtype)?;
-            return Ok((y, LayerKv::Rows(rows)));
+            return Ok((y, kv));
         }
         let (mut k, mut v) = (k, v);
         if let Some(past) = past {

@@ -552,6 +552,8 @@ fn build_net<R: Read + Seek>(
         // llama.cpp's converter permutes llama's q/k rows for the interleaved rotation.
         rope_interleaved: arch == Arch::Llama,
         batched_decode: !device.is_cpu(),
+        // Half the bytes for a long context's decode step to read; llama.cpp's default too.
+        half_kv: true,
     })
 }
 

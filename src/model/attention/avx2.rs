@@ -5,17 +5,17 @@
 
 use std::arch::x86_64::*;
 
-use super::BLOCK;
+use super::{Kv, BLOCK};
 
 /// `out[r][8b + t] = scale · q[r]·key_t` of block `b` ([`Keys`](super::Keys)' layout, `8 · d`
 /// values): `R` rows by `B` blocks of 8 keys, one chain of `d` multiply-adds per lane, then
 /// the scale.
 ///
-/// Safety: the CPU has AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn dots<const R: usize, const B: usize>(
+/// Safety: the CPU has AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dots<const R: usize, const B: usize, T: Kv>(
     q: [&[f32]; R],
-    blocks: [&[f32]; B],
+    blocks: [&[T]; B],
     scale: f32,
     out: [&mut [f32]; R],
 ) {
@@ -28,7 +28,7 @@ pub(super) unsafe fn dots<const R: usize, const B: usize>(
     let mut acc = [[_mm256_setzero_ps(); B]; R];
     for c in 0..d {
         // SAFETY (all loads): `c < d`; a block holds `8 · d` values.
-        let k: [__m256; B] = std::array::from_fn(|b| _mm256_loadu_ps(blocks[b].as_ptr().add(c * BLOCK)));
+        let k: [__m256; B] = std::array::from_fn(|b| load(blocks[b].as_ptr().add(c * BLOCK)));
         for (acc, q) in acc.iter_mut().zip(q) {
             let x = _mm256_set1_ps(*q.get_unchecked(c));
             for (acc, k) in acc.iter_mut().zip(k) {
@@ -49,27 +49,27 @@ pub(super) unsafe fn dots<const R: usize, const B: usize>(
 /// multiple of 8), in order of `j`: `y` in stripes of 16 (then 8) values held in registers
 /// across the values, each value loaded once for the `R` rows.
 ///
-/// Safety: the CPU has AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn weigh<const R: usize>(p: [&[f32]; R], vals: &[f32], y: &mut [f32]) {
+/// Safety: the CPU has AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn weigh<const R: usize, T: Kv>(p: [&[f32]; R], vals: &[T], y: &mut [f32]) {
     let m = p[0].len();
     let d = y.len() / R;
     assert!(d % 8 == 0 && y.len() == R * d && vals.len() == m * d && p.iter().all(|p| p.len() == m));
     let mut at = 0;
     while at < d {
         if d - at >= 16 {
-            stripe::<R, 2>(p, vals, at, y);
+            stripe::<R, 2, T>(p, vals, at, y);
             at += 16;
         } else {
-            stripe::<R, 1>(p, vals, at, y);
+            stripe::<R, 1, T>(p, vals, at, y);
             at += 8;
         }
     }
 }
 
 /// [`weigh`] for `y[r · d + at..][..8 · W]` of every row `r`.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn stripe<const R: usize, const W: usize>(p: [&[f32]; R], vals: &[f32], at: usize, y: &mut [f32]) {
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn stripe<const R: usize, const W: usize, T: Kv>(p: [&[f32]; R], vals: &[T], at: usize, y: &mut [f32]) {
     let d = y.len() / R;
     assert!(at + 8 * W <= d && vals.len() == p[0].len() * d);
     let yp = y.as_mut_ptr();
@@ -79,7 +79,7 @@ unsafe fn stripe<const R: usize, const W: usize>(p: [&[f32]; R], vals: &[f32], a
         std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(yp.add(r * d + at + 8 * c))));
     for j in 0..p[0].len() {
         let v = vals.as_ptr().add(j * d + at);
-        let v: [__m256; W] = std::array::from_fn(|c| _mm256_loadu_ps(v.add(8 * c)));
+        let v: [__m256; W] = std::array::from_fn(|c| load(v.add(8 * c)));
         for (acc, p) in acc.iter_mut().zip(p) {
             let w = _mm256_set1_ps(*p.get_unchecked(j));
             for (acc, v) in acc.iter_mut().zip(v) {
@@ -91,5 +91,18 @@ unsafe fn stripe<const R: usize, const W: usize>(p: [&[f32]; R], vals: &[f32], a
         for (c, acc) in acc.iter().enumerate() {
             _mm256_storeu_ps(yp.add(r * d + at + 8 * c), *acc);
         }
+    }
+}
+
+/// The 8 elements at `at`, as f32 (halves widened, exactly).
+///
+/// Safety: the CPU has AVX2 and F16C; `at` points at 8 readable elements.
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn load<T: Kv>(at: *const T) -> __m256 {
+    if T::HALF {
+        _mm256_cvtph_ps(_mm_loadu_si128(at as *const __m128i))
+    } else {
+        _mm256_loadu_ps(at as *const f32)
     }
 }

@@ -11,6 +11,11 @@
 //! and however rows are grouped: a score is one chain of multiply-adds over the dimensions, a
 //! value lane one chain over the keys in order, so its bits depend on its position alone.
 //!
+//! Keys and values are f32 or half floats ([`Kv`]; a GGUF model's cache holds halves, as
+//! llama.cpp's does by default: a decode step over a long cache is bound by reading it from
+//! memory, and halves are half the bytes). A half is widened to f32, exactly, where it is
+//! loaded; all arithmetic is f32.
+//!
 //! Keys are kept in blocks of [`BLOCK`] positions, transposed ([`Keys`]): one load holds a
 //! dimension of 8 keys, so a query's scores against them are 8 lanes of multiply-adds with no
 //! sums across lanes, and one load serves up to 4 query rows. Values are kept by position.
@@ -22,7 +27,7 @@
 //! through the keys and values [`KEY_CHUNK`] at a time, so each chunk is read from cache once
 //! for all of them.
 //!
-//! Layouts (contiguous f32): `q` `(heads, n, d)` (the new rows' queries, rotated); per
+//! Layouts (contiguous): `q` `(heads, n, d)` f32 (the new rows' queries, rotated); per
 //! key/value head, its keys as [`Keys`] and its values `(total, d)` (the cache with the new rows
 //! appended; `total = pos + n`). The result is `(n, heads · d)`. Query head `h` reads
 //! key/value head `h / (heads / kv_heads)`.
@@ -37,21 +42,62 @@ mod tests;
 /// Positions per key block.
 pub(super) const BLOCK: usize = 8;
 
+/// A key or value as the cache holds it: f32, or a half float (IEEE binary16) rounded to
+/// nearest from the f32 the projection computed.
+pub(super) trait Kv: Copy + Send + Sync + 'static {
+    /// Is it a half (the AVX2 kernels widen 8 at a load)?
+    const HALF: bool;
+    const ZERO: Self;
+    /// As an f32, exactly.
+    fn widen(self) -> f32;
+    /// `xs` as the cache holds them (a half: the nearest, and past the largest half, 65,504,
+    /// that half, not an infinity: a score against an infinite key would be NaN).
+    fn narrow(xs: &[f32]) -> Vec<Self>;
+}
+
+impl Kv for f32 {
+    const HALF: bool = false;
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+    fn narrow(xs: &[f32]) -> Vec<f32> {
+        xs.to_vec()
+    }
+}
+
+impl Kv for half::f16 {
+    const HALF: bool = true;
+    const ZERO: half::f16 = half::f16::ZERO;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        widen_half(self)
+    }
+    fn narrow(xs: &[f32]) -> Vec<half::f16> {
+        use half::slice::HalfFloatSliceExt;
+        let clamped: Vec<f32> = xs.iter().map(|x| x.clamp(-65_504.0, 65_504.0)).collect();
+        let mut out = vec![half::f16::ZERO; xs.len()];
+        out.convert_from_f32_slice(&clamped);
+        out
+    }
+}
+
 /// One key/value head's keys at positions `0..len`, in blocks of [`BLOCK`] positions, each
 /// transposed: dimension `c` of position `8b + t` is element `c · 8 + t` of block `b`
 /// (`8 · d` values).
-pub(super) struct Keys<'a> {
+pub(super) struct Keys<'a, T> {
     /// The whole blocks (`len / 8` of them), one after another.
-    pub(super) whole: &'a [f32],
+    pub(super) whole: &'a [T],
     /// The block `len` ends inside (if it is not a multiple of 8): its first `len % 8` lanes,
     /// zeros in the others. Empty otherwise.
-    pub(super) tail: Vec<f32>,
+    pub(super) tail: Vec<T>,
     pub(super) len: usize,
 }
 
-impl Keys<'_> {
+impl<T> Keys<'_, T> {
     /// Block `b` (`8 · d` values).
-    fn block(&self, b: usize, d: usize) -> &[f32] {
+    fn block(&self, b: usize, d: usize) -> &[T] {
         let whole = self.len / BLOCK;
         if b < whole {
             &self.whole[b * BLOCK * d..(b + 1) * BLOCK * d]
@@ -65,19 +111,19 @@ impl Keys<'_> {
 /// One pass's attention (see the module doc's layouts): `q` is `(heads, n, d)`, `keys[h]`
 /// and `values[h]` (`(pos + n, d)`) are key/value head `h`'s.
 #[derive(Clone, Copy)]
-pub(super) struct Pass<'a> {
+pub(super) struct Pass<'a, T> {
     pub(super) q: &'a [f32],
-    pub(super) keys: &'a [Keys<'a>],
-    pub(super) values: &'a [&'a [f32]],
+    pub(super) keys: &'a [Keys<'a, T>],
+    pub(super) values: &'a [&'a [T]],
     pub(super) heads: usize,
     pub(super) d: usize,
     pub(super) n: usize,
     pub(super) pos: usize,
 }
 
-impl Pass<'_> {
+impl<T: Kv> Pass<'_, T> {
     /// Causal attention of the pass's rows, `(n, heads · d)`, with the AVX2 loops if `avx2`
-    /// (the caller vouches the CPU has AVX2 and FMA:
+    /// (the caller vouches the CPU has AVX2, FMA and F16C:
     /// [`qblocks::has_avx2`](super::qblocks::has_avx2)), else the portable ones.
     pub(super) fn attend(&self, avx2: bool) -> Vec<f32> {
         let Pass { q, keys, values, heads, d, n, pos } = *self;
@@ -135,7 +181,7 @@ impl Pass<'_> {
                 let ys = &mut ys[..rows.len() * d];
                 #[cfg(target_arch = "x86_64")]
                 if avx2 {
-                    // SAFETY: the CPU has AVX2 and FMA (the caller's word).
+                    // SAFETY: the CPU has AVX2, FMA and F16C (the caller's word).
                     unsafe { item.attend_avx2(&mut scores, ys) };
                 } else {
                     item.attend(&mut scores, ys);
@@ -197,24 +243,24 @@ struct Row<'a> {
 }
 
 /// The rows of a work item, in order of position, and their key/value head.
-struct Item<'a> {
+struct Item<'a, T> {
     rows: &'a [Row<'a>],
-    keys: &'a Keys<'a>,
-    vals: &'a [f32],
+    keys: &'a Keys<'a, T>,
+    vals: &'a [T],
     d: usize,
     scale: f32,
     /// Scores per row in the scratch (`total` rounded up to a block).
     stride: usize,
 }
 
-impl Item<'_> {
+impl<T: Kv> Item<'_, T> {
     /// [`attend`](Self::attend) with the AVX2 kernels ([`avx2::dots`], [`avx2::weigh`]): a
     /// process takes one of the two for every row, so a row's bits do not depend on how rows
     /// were grouped into passes or items.
     ///
-    /// Safety: the CPU has AVX2 and FMA.
+    /// Safety: the CPU has AVX2, FMA and F16C.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn attend_avx2(&self, scores: &mut [f32], ys: &mut [f32]) {
         self.attend_with::<true>(scores, ys)
     }
@@ -297,11 +343,11 @@ impl Item<'_> {
                 ($r:literal) => {{
                     let qs: [&[f32]; $r] = std::array::from_fn(|k| q(run.start + k));
                     let outs: [&mut [f32]; $r] = std::array::from_fn(|_| outs.next().expect("rows of the run"));
-                    // SAFETY: `AVX2` only where the CPU has AVX2 and FMA (`attend_avx2`).
+                    // SAFETY: `AVX2` only where the CPU has AVX2, FMA and F16C (`attend_avx2`).
                     if two {
-                        unsafe { avx2::dots::<$r, 2>(qs, [b0, self.keys.block(b + 1, d)], self.scale, outs) }
+                        unsafe { avx2::dots::<$r, 2, T>(qs, [b0, self.keys.block(b + 1, d)], self.scale, outs) }
                     } else {
-                        unsafe { avx2::dots::<$r, 1>(qs, [b0], self.scale, outs) }
+                        unsafe { avx2::dots::<$r, 1, T>(qs, [b0], self.scale, outs) }
                     }
                 }};
             }
@@ -309,13 +355,13 @@ impl Item<'_> {
             return;
         }
         // Portable: row by row, block by block; 8 lanes the compiler vectorizes.
-        let blocks: &[&[f32]] = if two { &[b0, self.keys.block(b + 1, d)] } else { &[b0] };
+        let blocks: &[&[T]] = if two { &[b0, self.keys.block(b + 1, d)] } else { &[b0] };
         for r in run {
             for (k, block) in blocks.iter().enumerate() {
                 let mut acc = [0f32; BLOCK];
                 for (x, lanes) in q(r).iter().zip(block.chunks_exact(BLOCK)) {
                     for (a, y) in acc.iter_mut().zip(lanes) {
-                        *a += x * y;
+                        *a += x * y.widen();
                     }
                 }
                 let at = at(r) + k * BLOCK;
@@ -344,8 +390,8 @@ impl Item<'_> {
             macro_rules! go {
                 ($r:literal) => {{
                     let ps: [&[f32]; $r] = std::array::from_fn(|k| p(run.start + k));
-                    // SAFETY: `AVX2` only where the CPU has AVX2 and FMA (`attend_avx2`).
-                    unsafe { avx2::weigh::<$r>(ps, vals, ys) }
+                    // SAFETY: `AVX2` only where the CPU has AVX2, FMA and F16C (`attend_avx2`).
+                    unsafe { avx2::weigh::<$r, T>(ps, vals, ys) }
                 }};
             }
             by_run_length!(run.len(), go);
@@ -360,21 +406,33 @@ impl Item<'_> {
 /// `y += Σ p[j] · vals[j]` (rows of `y.len()`): four values at a time (a quarter of the loads
 /// and stores of `y`), the last `< 4` alone, in order.
 #[inline(always)]
-fn weigh(p: &[f32], vals: &[f32], y: &mut [f32]) {
+fn weigh<T: Kv>(p: &[f32], vals: &[T], y: &mut [f32]) {
     let d = y.len();
     let val = |j: usize| &vals[j * d..(j + 1) * d];
     let fours = p.len() / 4 * 4;
     for (j, p) in (0..fours).step_by(4).zip(p.chunks_exact(4)) {
         let (v0, v1, v2, v3) = (val(j), val(j + 1), val(j + 2), val(j + 3));
         for ((((o, a), b), c), e) in y.iter_mut().zip(v0).zip(v1).zip(v2).zip(v3) {
-            *o += p[0] * a + p[1] * b + p[2] * c + p[3] * e;
+            *o += p[0] * a.widen() + p[1] * b.widen() + p[2] * c.widen() + p[3] * e.widen();
         }
     }
     for (j, &p) in p.iter().enumerate().skip(fours) {
         for (o, &x) in y.iter_mut().zip(val(j)) {
-            *o += p * x;
+            *o += p * x.widen();
         }
     }
+}
+
+/// `x` as an f32, exactly (every half is one), in arithmetic the compiler vectorizes (no
+/// branch, no call): the magnitude's bits moved to an f32's places and scaled by 2^112 (the
+/// difference of the two exponent biases; this also normalizes a subnormal half), the sign put
+/// back, and an infinity or NaN given the f32's all-ones exponent.
+#[inline(always)]
+fn widen_half(x: half::f16) -> f32 {
+    let h = x.to_bits() as u32;
+    let magnitude = f32::from_bits((h & 0x7fff) << 13) * f32::from_bits((127 + 112) << 23);
+    let special = if h & 0x7c00 == 0x7c00 { 0x7f80_0000 } else { 0 };
+    f32::from_bits(magnitude.to_bits() | special | (h & 0x8000) << 16)
 }
 
 /// The largest of `xs` (not NaN), in eight lanes (the compiler vectorizes it).

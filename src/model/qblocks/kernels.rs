@@ -21,7 +21,8 @@ const TILE: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Level {
     Scalar,
-    /// x86-64 with AVX2 and FMA.
+    /// x86-64 with AVX2, FMA and F16C (every CPU with the first two has the third; attention
+    /// widens the KV cache's halves with it).
     Avx2,
 }
 
@@ -30,7 +31,10 @@ pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
+        {
             return Level::Avx2;
         }
         Level::Scalar

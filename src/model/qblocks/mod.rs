@@ -55,7 +55,7 @@ use candle_core::{Device, Tensor};
 /// Values per block (every type here).
 pub(crate) const BLOCK: usize = 32;
 
-/// Whether this CPU runs the AVX2 (with FMA) kernels: detected once per process, for every
+/// Whether this CPU runs the AVX2 (with FMA and F16C) kernels: detected once per process, for every
 /// hand-vectorized loop of the model (here and in [`attention`](super::attention)).
 pub(crate) fn has_avx2() -> bool {
     kernels::level() == kernels::Level::Avx2
