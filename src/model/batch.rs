@@ -63,8 +63,8 @@ use crate::vocab::TokenId;
 mod cache;
 mod decode;
 
-pub use cache::KvCache;
 use cache::LayerKv;
+pub use cache::{kv_cache_cpu_bytes, KvCache};
 
 /// One sequence of a batched pass: its cache and the tokens to append to it.
 pub struct BatchRow<'a> {

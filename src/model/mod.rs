@@ -93,7 +93,7 @@ pub mod weights;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use batch::{BatchConfig, BatchNet, BatchRow, KvCache};
+pub use batch::{kv_cache_cpu_bytes, BatchConfig, BatchNet, BatchRow, KvCache};
 pub use batcher::{BatchStats, BatchedSequence, Batcher, BATCH_BUCKETS};
 pub use chat::{CalledFunction, ChatMessage, ChatTemplate, ChatTool, ChatToolCall, TemplateVars, ToolFunction};
 pub use config::{Arch, ArchConfig};

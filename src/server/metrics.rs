@@ -60,7 +60,7 @@ impl Metrics {
             "Completion requests received.",
             &[("{route=\"chat\"}", l(&self.chat_requests)), ("{route=\"completions\"}", l(&self.completion_requests))],
         );
-        let plain: [(&str, &str, &str, f64); 16] = [
+        let plain: [(&str, &str, &str, f64); 17] = [
             ("request_errors_total", "counter", "Requests answered with an error.", l(&self.errors)),
             ("requests_rejected_total", "counter", "Requests refused: queue full.", l(&self.rejected)),
             (
@@ -82,6 +82,12 @@ impl Metrics {
             ("compile_cache_entries", "gauge", "Compiled constraints cached.", cached as f64),
             ("generations_running", "gauge", "Generations running now.", running as f64),
             ("requests_queued", "gauge", "Requests waiting for a generation slot.", queued as f64),
+            (
+                "kv_cache_bytes",
+                "gauge",
+                "Bytes the KV caches hold on the CPU (every live sequence, with the room sized ahead).",
+                crate::model::kv_cache_cpu_bytes() as f64,
+            ),
         ];
         for (name, kind, help, v) in plain {
             metric(&mut s, name, kind, help, &[("", v)]);

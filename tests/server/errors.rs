@@ -316,6 +316,9 @@ async fn full_queue_is_429_and_timeouts_are_errors() {
     let text = String::from_utf8(text).unwrap();
     assert_eq!(metric_value(&text, "strictly_request_errors_total"), 1.0, "the 504 is counted as an error");
     assert_eq!(metric_value(&text, "strictly_generations_running"), 0.0);
+    // Reported (its count is the model's `kv_cache_cpu_bytes`, tested there; other tests' caches
+    // in this process come and go, so no exact figure here).
+    assert!(metric_value(&text, "strictly_kv_cache_bytes") >= 0.0);
 }
 
 fn app_of(st: AppState) -> Router {

@@ -51,6 +51,17 @@ pub(super) enum LayerKv {
     Halves(Arc<KvRows<half::f16>>),
 }
 
+/// Bytes of [`KvRows`] alive in this process (every sequence's CPU cache, room ahead
+/// included): the server's `/metrics` reports it.
+static ROWS_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes the KV caches of this process hold on the CPU now (keys and values of every layer of
+/// every live sequence, checkpoint and fork, with the room each has sized ahead; caches on a
+/// GPU are not counted).
+pub fn kv_cache_cpu_bytes() -> usize {
+    ROWS_BYTES.load(Ordering::Relaxed)
+}
+
 /// What [`LayerKv`] holds rows of: the variant for each element type.
 pub(super) trait Element: Kv {
     fn rows_of(layer: &LayerKv) -> Option<&Arc<KvRows<Self>>>;
@@ -242,7 +253,14 @@ impl<T: Kv> KvRows<T> {
             // SAFETY: `UnsafeCell<T>` has the layout of `T` (`repr(transparent)`).
             unsafe { Box::from_raw(Box::into_raw(cells) as *mut [UnsafeCell<T>]) }
         };
-        KvRows { kv_heads, d, capacity, keys: zeroed(), values: zeroed(), filled: AtomicUsize::new(0) }
+        let rows = KvRows { kv_heads, d, capacity, keys: zeroed(), values: zeroed(), filled: AtomicUsize::new(0) };
+        ROWS_BYTES.fetch_add(rows.bytes(), Ordering::Relaxed);
+        rows
+    }
+
+    /// The bytes the keys and values take.
+    fn bytes(&self) -> usize {
+        (self.keys.len() + self.values.len()) * std::mem::size_of::<T>()
     }
 
     /// New rows holding `rows`' first `pos` positions, with room for `needed` (as much as
@@ -351,6 +369,13 @@ impl<T: Kv> KvRows<T> {
     }
 }
 
+impl<T> Drop for KvRows<T> {
+    fn drop(&mut self) {
+        let bytes = (self.keys.len() + self.values.len()) * std::mem::size_of::<T>();
+        ROWS_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +481,14 @@ mod tests {
         assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rows.keys(0, 7).len)).is_err());
         assert_eq!(capacity(8000, 4096, 8192), 8192);
         assert_eq!(capacity(4670, 0, 8192), 4672);
+    }
+
+    #[test]
+    fn rows_are_counted_while_alive() {
+        // Other tests' rows come and go meanwhile: these rows' own bytes are what is certain.
+        let (halves, floats) = (KvRows::<f16>::new(2, 64, 4096), KvRows::<f32>::new(1, 8, 8));
+        assert_eq!((halves.bytes(), floats.bytes()), (2 * 2 * 64 * 4096 * 2, 2 * 8 * 8 * 4));
+        assert!(kv_cache_cpu_bytes() >= halves.bytes() + floats.bytes());
     }
 
     #[test]
