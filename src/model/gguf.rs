@@ -25,7 +25,8 @@
 //!
 //! What differs from a safetensors model (see [`CandleModel`]):
 //! - the precision is f32 (the weights stay in their quantized form; `--dtype` other than f32
-//!   is an error);
+//!   is an error), but the KV cache on the CPU holds half floats, as llama.cpp's does by
+//!   default (`BatchNet::half_kv`: half the bytes for a long context's decode step to read);
 //! - on the CPU, weights of ggml's 32-value block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are
 //!   multiplied as stored by this crate's own kernels ([`super::qblocks`]: candle has SIMD
 //!   kernels for Q4_0 and Q8_0 only, and its fastest need inner sizes that are multiples of
