@@ -32,6 +32,8 @@
 //! appended; `total = pos + n`). The result is `(n, heads · d)`. Query head `h` reads
 //! key/value head `h / (heads / kv_heads)`.
 
+use std::borrow::Cow;
+
 use super::qblocks::SharedOut;
 
 #[cfg(target_arch = "x86_64")]
@@ -51,8 +53,9 @@ pub(super) trait Kv: Copy + Send + Sync + 'static {
     /// As an f32, exactly.
     fn widen(self) -> f32;
     /// `xs` as the cache holds them (a half: the nearest, and past the largest half, 65,504,
-    /// that half, not an infinity: a score against an infinite key would be NaN).
-    fn narrow(xs: &[f32]) -> Vec<Self>;
+    /// that half, not an infinity: a score against an infinite key would be NaN); f32s as
+    /// they are, not copied.
+    fn narrow(xs: &[f32]) -> Cow<'_, [Self]>;
 }
 
 impl Kv for f32 {
@@ -62,8 +65,8 @@ impl Kv for f32 {
     fn widen(self) -> f32 {
         self
     }
-    fn narrow(xs: &[f32]) -> Vec<f32> {
-        xs.to_vec()
+    fn narrow(xs: &[f32]) -> Cow<'_, [f32]> {
+        Cow::Borrowed(xs)
     }
 }
 
@@ -74,12 +77,17 @@ impl Kv for half::f16 {
     fn widen(self) -> f32 {
         widen_half(self)
     }
-    fn narrow(xs: &[f32]) -> Vec<half::f16> {
+    fn narrow(xs: &[f32]) -> Cow<'_, [half::f16]> {
         use half::slice::HalfFloatSliceExt;
-        let clamped: Vec<f32> = xs.iter().map(|x| x.clamp(-65_504.0, 65_504.0)).collect();
         let mut out = vec![half::f16::ZERO; xs.len()];
-        out.convert_from_f32_slice(&clamped);
-        out
+        // Clamped a chunk at a time on the stack, then converted (vectorized) into place.
+        let mut clamped = [0f32; 64];
+        for (o, x) in out.chunks_mut(64).zip(xs.chunks(64)) {
+            let c = &mut clamped[..x.len()];
+            c.iter_mut().zip(x).for_each(|(c, x)| *c = x.clamp(-65_504.0, 65_504.0));
+            o.convert_from_f32_slice(c);
+        }
+        Cow::Owned(out)
     }
 }
 

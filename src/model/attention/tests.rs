@@ -19,7 +19,7 @@ fn blocked<T: Kv>(rows: &[f32], d: usize) -> Vec<T> {
 
 /// `xs` as the cache would hold them, widened again.
 fn held<T: Kv>(xs: &[f32]) -> Vec<f32> {
-    T::narrow(xs).into_iter().map(T::widen).collect()
+    T::narrow(xs).iter().map(|x| x.widen()).collect()
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn kernel_rows<T: Kv>() {
             }
         }
         // Three rows weighed at once, and each alone, over 11 values.
-        let (p, vals) = ((0..3).map(|r| v(r + 20, 11)).collect::<Vec<_>>(), T::narrow(&v(30, 11 * d)));
+        let (p, vals) = ((0..3).map(|r| v(r + 20, 11)).collect::<Vec<_>>(), T::narrow(&v(30, 11 * d)).into_owned());
         let mut y3: Vec<f32> = v(40, 3 * d);
         let mut y1 = y3.clone();
         // SAFETY: as above.
@@ -167,7 +167,7 @@ fn check_rows_on<T: Kv>(
                 Keys { whole: &b[..whole], tail: b[whole..].to_vec(), len }
             })
             .collect();
-        let vs: Vec<Vec<T>> = vs.iter().map(|x| T::narrow(x)).collect();
+        let vs: Vec<Vec<T>> = vs.iter().map(|x| T::narrow(x).into_owned()).collect();
         let vs: Vec<&[T]> = vs.iter().map(|x| &x[..]).collect();
         let q = q.flatten_all()?.to_vec1::<f32>()?;
         let y = Pass { q: &q, keys: &keys, values: &vs, heads, d, n, pos }.attend_items(avx2, per_item);

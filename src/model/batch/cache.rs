@@ -154,10 +154,9 @@ impl LayerKv {
 
     /// The rows of a cache at `pos` whose layer is `past` (`None` for an empty cache), with a
     /// pass's new keys and values appended (`(kv_heads, n, d)` each, f32, contiguous; stored as
-    /// `T`): `past`'s
-    /// own rows, written in place, where no other holder can read positions `pos..pos + n`
-    /// (see the module doc); else new rows holding a copy of its first `pos` positions, with
-    /// room to grow (to at most `max_positions`).
+    /// `T`): `past`'s own rows, written in place, where no other holder can read positions
+    /// `pos..pos + n` (see the module doc); else new rows holding a copy of its first `pos`
+    /// positions, with room to grow (to at most `max_positions`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn append<T: Element>(
         past: Option<&LayerKv>,
@@ -256,11 +255,6 @@ impl<T: Kv> KvRows<T> {
         let rows = KvRows { kv_heads, d, capacity, keys: zeroed(), values: zeroed(), filled: AtomicUsize::new(0) };
         ROWS_BYTES.fetch_add(rows.bytes(), Ordering::Relaxed);
         rows
-    }
-
-    /// The bytes the keys and values take.
-    fn bytes(&self) -> usize {
-        (self.keys.len() + self.values.len()) * std::mem::size_of::<T>()
     }
 
     /// New rows holding `rows`' first `pos` positions, with room for `needed` (as much as
@@ -369,10 +363,16 @@ impl<T: Kv> KvRows<T> {
     }
 }
 
+impl<T> KvRows<T> {
+    /// The bytes the keys and values take.
+    fn bytes(&self) -> usize {
+        (self.keys.len() + self.values.len()) * std::mem::size_of::<T>()
+    }
+}
+
 impl<T> Drop for KvRows<T> {
     fn drop(&mut self) {
-        let bytes = (self.keys.len() + self.values.len()) * std::mem::size_of::<T>();
-        ROWS_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+        ROWS_BYTES.fetch_sub(self.bytes(), Ordering::Relaxed);
     }
 }
 
