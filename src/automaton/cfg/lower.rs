@@ -170,7 +170,7 @@ pub(super) struct Lowering<'a> {
     limits: CfgLimits,
     usable: &'a [bool; 256],
     pub(super) terms: Vec<Term>,
-    term_ids: HashMap<String, TermId>,
+    term_ids: HashMap<String, TermId, foldhash::fast::RandomState>,
     pub(super) nts: Vec<Nt>,
     rule_nt: HashMap<RuleId, NtId, FxBuild>,
     /// The inverse of `rule_nt`, by nonterminal.
@@ -180,7 +180,7 @@ pub(super) struct Lowering<'a> {
     /// run can only match the empty string. A hit skips the run's key text and the DFA lookup
     /// (a large schema repeats the same few runs thousands of times: the whitespace and
     /// punctuation around every member, the shared string and number regexes).
-    runs: HashMap<Vec<Part<'a>>, (Sym, bool)>,
+    runs: HashMap<Vec<Part<'a>>, (Sym, bool), foldhash::fast::RandomState>,
     /// The texts of rules and shared regexes, printed once (see [`Texts`]).
     texts: Texts,
     /// The terminal of each [`Expr::Lexeme`], by the address of its `Arc` (borrowed from the
@@ -202,12 +202,12 @@ impl<'a> Lowering<'a> {
             limits,
             usable,
             terms: Vec::new(),
-            term_ids: HashMap::new(),
+            term_ids: HashMap::default(),
             nts: Vec::new(),
             rule_nt: HashMap::default(),
             nt_rule: Vec::new(),
             prods: Vec::new(),
-            runs: HashMap::new(),
+            runs: HashMap::default(),
             texts: Texts::default(),
             lexeme_syms: HashMap::default(),
         };

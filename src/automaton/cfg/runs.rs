@@ -18,7 +18,7 @@ use regex_syntax::hir::Hir;
 
 use crate::error::{Error, Result};
 use crate::grammar::{Expr, Grammar};
-use crate::regular::Lexeme;
+use crate::regular::{FxBuild, Lexeme};
 
 /// One part of a regular run: a rule by its id, anything else by what it is made of
 /// ([`Shape`]). Equal keys are equal languages; equal languages may have different keys (a
@@ -107,8 +107,8 @@ impl std::hash::Hash for Shape<'_> {
 /// regexes by their `Arc` (a schema's string and number regexes stand in hundreds of runs).
 #[derive(Default)]
 pub(super) struct Texts {
-    rules: HashMap<u32, String>,
-    regexes: HashMap<usize, String>,
+    rules: HashMap<u32, String, FxBuild>,
+    regexes: HashMap<usize, String, FxBuild>,
 }
 
 impl Texts {
@@ -130,7 +130,7 @@ impl Texts {
             regex_syntax::escape_into(text, out);
             out.push(')');
         };
-        let regex = |texts: &mut HashMap<usize, String>, h: &Arc<Hir>, out: &mut String| {
+        let regex = |texts: &mut HashMap<usize, String, FxBuild>, h: &Arc<Hir>, out: &mut String| {
             out.push_str("(?:");
             out.push_str(texts.entry(Arc::as_ptr(h) as usize).or_insert_with(|| h.to_string()));
             out.push(')');
