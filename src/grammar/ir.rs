@@ -179,6 +179,40 @@ impl Grammar {
 }
 
 impl Expr {
+    /// The sequence of `parts`, flat: sequences among them spliced in, empty strings left out,
+    /// neighbouring literals joined; one part is itself, none is [`Expr::Empty`]. The language
+    /// of `Expr::Seq(parts)` in fewer nodes (a large schema's IR is mostly the short sequences
+    /// of its punctuation and whitespace: each node is built, walked and dropped).
+    pub fn seq(mut parts: Vec<Expr>) -> Expr {
+        let flat = parts.iter().all(|x| !matches!(x, Expr::Seq(_) | Expr::Empty))
+            && !parts.windows(2).any(|w| matches!(w, [Expr::Literal(_), Expr::Literal(_)]));
+        if flat {
+            // Already flat (most are): kept as it is, no second vector.
+            return match parts.len() {
+                0 => Expr::Empty,
+                1 => parts.pop().expect("one part"),
+                _ => Expr::Seq(parts),
+            };
+        }
+        let mut out: Vec<Expr> = Vec::with_capacity(parts.len() + 2);
+        let push = |out: &mut Vec<Expr>, x: Expr| match (out.last_mut(), x) {
+            (_, Expr::Empty) => {}
+            (Some(Expr::Literal(a)), Expr::Literal(b)) => a.push_str(&b),
+            (_, x) => out.push(x),
+        };
+        for x in parts {
+            match x {
+                Expr::Seq(xs) => xs.into_iter().for_each(|y| push(&mut out, y)),
+                x => push(&mut out, x),
+            }
+        }
+        match out.len() {
+            0 => Expr::Empty,
+            1 => out.pop().expect("one part"),
+            _ => Expr::Seq(out),
+        }
+    }
+
     /// `min` to `max` tokens, none of them `but` ([`Expr::TokensBut`]), with its text.
     pub fn tokens_but(but: TokenRef, min: u32, max: Option<u32>) -> Expr {
         let any = Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)])));

@@ -55,7 +55,7 @@ pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
     let rule = c.merging.remove(&key).flatten();
     Ok(match (body?, rule) {
         (Some(body), Some(rule)) => {
-            c.rules[rule.0 as usize].body = body;
+            c.set_body(rule, body);
             Some(Expr::Rule(rule))
         }
         (body, _) => body,

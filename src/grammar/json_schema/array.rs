@@ -53,7 +53,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         c.unenforced(pointer, "maxItems", format!("item-count bounds above {MAX_COUNT} are not unrolled"))?;
     }
     if let Some(body) = contains(c, obj, pointer, &prefix, rest, min, max)? {
-        return Ok(Expr::Seq(vec![open(&c.layout(), distinct), body]));
+        return Ok(Expr::seq(vec![open(&c.layout(), distinct), body]));
     }
     let l = c.layout();
     c.nested(|c| {
@@ -95,7 +95,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
                     min: a.saturating_sub(1),
                     max: b.map(|b| b.saturating_sub(1)),
                 };
-                let one = Expr::Seq(vec![l.item(true, r.clone()), tail, l.end(true, "]")]);
+                let one = Expr::seq(vec![l.item(true, r.clone()), tail, l.end(true, "]")]);
                 match (a, b) {
                     (_, Some(0)) => l.end(false, "]"),
                     (0, _) => Expr::Alt(vec![one, l.end(false, "]")]),
@@ -103,7 +103,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
                 }
             } else {
                 let items = Expr::Repeat { body: Box::new(l.item(false, r.clone())), min: a, max: b };
-                Expr::Seq(vec![items, l.end(true, "]")])
+                Expr::seq(vec![items, l.end(true, "]")])
             }
         };
         // Build B(j) from the end of the prefix back to the start.
@@ -113,10 +113,10 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         };
         let mut tail = rest_part(np == 0);
         for j in (0..np).rev() {
-            let take = Expr::Seq(vec![l.item(j == 0, pexprs[j].clone()), tail]);
+            let take = Expr::seq(vec![l.item(j == 0, pexprs[j].clone()), tail]);
             tail = if (j as u64) >= min { Expr::Alt(vec![take, l.end(j > 0, "]")]) } else { take };
         }
-        Ok(Expr::Seq(vec![open(&l, distinct), tail]))
+        Ok(Expr::seq(vec![open(&l, distinct), tail]))
     })
 }
 
@@ -141,7 +141,7 @@ fn fewer_values(c: &Compiler, schema: &Value, e: &Expr, need: u64) -> Result<boo
 /// The opening bracket and its whitespace; the bracket marked when the items are distinct.
 fn open(l: &super::Layout, distinct: bool) -> Expr {
     if distinct {
-        Expr::Seq(vec![Expr::Mark(Mark::DistinctArray), l.open.clone()])
+        Expr::seq(vec![Expr::Mark(Mark::DistinctArray), l.open.clone()])
     } else {
         l.start("[")
     }
@@ -214,11 +214,11 @@ fn contains_items(
     let sep = l.sep.clone();
     let star = |e: Expr| Expr::Repeat { body: Box::new(e), min: 0, max: None };
     // first (Y sep)* X (sep Y)* (sep X (sep Y)*){min_c-1, max_c-1}
-    let ys_after = star(Expr::Seq(vec![sep.clone(), y.clone()]));
-    let group = Expr::Seq(vec![sep.clone(), x.clone(), ys_after.clone()]);
-    let with_x = Expr::Seq(vec![
+    let ys_after = star(Expr::seq(vec![sep.clone(), y.clone()]));
+    let group = Expr::seq(vec![sep.clone(), x.clone(), ys_after.clone()]);
+    let with_x = Expr::seq(vec![
         l.first.clone(),
-        star(Expr::Seq(vec![y.clone(), sep.clone()])),
+        star(Expr::seq(vec![y.clone(), sep.clone()])),
         x,
         ys_after.clone(),
         Expr::Repeat {
@@ -230,7 +230,7 @@ fn contains_items(
     ]);
     // No match at all (only Y items, or none) when that is allowed; at least one X otherwise,
     // which `maxContains: 0` rules out.
-    let none = Expr::Alt(vec![Expr::Seq(vec![l.item(true, y), ys_after, l.end(true, "]")]), l.end(false, "]")]);
+    let none = Expr::Alt(vec![Expr::seq(vec![l.item(true, y), ys_after, l.end(true, "]")]), l.end(false, "]")]);
     Ok(match (min_c, max_c) {
         (_, Some(0)) => none,
         (0, _) => Expr::Alt(vec![with_x, none]),
@@ -319,11 +319,11 @@ fn unique_items(
             for &v in at(k) {
                 if m >> v & 1 == 0 {
                     let item = l.item(k == 0, literals[v].clone());
-                    alts.push(Expr::Seq(vec![item, Expr::Rule(rules[m | 1 << v])]));
+                    alts.push(Expr::seq(vec![item, Expr::Rule(rules[m | 1 << v])]));
                 }
             }
         }
-        c.rules[rules[m].0 as usize].body = Expr::Alt(alts);
+        c.set_body(rules[m], Expr::Alt(alts));
     }
-    Ok(Some(Expr::Seq(vec![l.start("["), Expr::Rule(rules[0])])))
+    Ok(Some(Expr::seq(vec![l.start("["), Expr::Rule(rules[0])])))
 }

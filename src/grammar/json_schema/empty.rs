@@ -223,29 +223,78 @@ impl Compiler<'_> {
     }
 
     /// Is `e` seen to be the empty language by its shape: an alternation of nothing, a
-    /// sequence with an empty part, a rule whose body is so (a few rules deep)? A cheap,
-    /// partial test (an empty regular intersection reads as not empty).
-    pub(super) fn is_nothing(&self, e: &Expr) -> bool {
-        /// Nodes looked at, at most: the test runs on every subschema's expression.
+    /// sequence with an empty part, a rule whose body is so? A cheap, partial test (an empty
+    /// regular intersection reads as not empty). A rule's answer is kept once its body is set
+    /// (see [`RuleShape`]): the test runs on every subschema's expression, and the rules below
+    /// it, walked again at every question, made it quadratic in the schema's size.
+    pub(super) fn is_nothing(&mut self, e: &Expr) -> bool {
+        /// Nodes looked at per question, at most (a rule already answered counts one).
         const WORK: usize = 256;
-        fn go(rules: &[Rule], e: &Expr, rules_deep: usize, work: &mut usize) -> bool {
-            if *work == 0 {
-                return false;
-            }
-            *work -= 1;
-            match e {
-                Expr::Alt(xs) => xs.iter().all(|x| go(rules, x, rules_deep, work)),
-                Expr::Seq(xs) => xs.iter().any(|x| go(rules, x, rules_deep, work)),
-                Expr::Repeat { body, min, .. } => *min > 0 && go(rules, body, rules_deep, work),
-                Expr::Rule(r) if rules_deep < 4 => {
-                    rules.get(r.0 as usize).is_some_and(|rule| go(rules, &rule.body, rules_deep + 1, work))
+        let mut work = WORK;
+        nothing_in(&self.rules, &mut self.shapes, e, &mut work).0
+    }
+}
+
+/// [`Compiler::is_nothing`] of `e` within `work` nodes, and whether a `false` is only for now
+/// (the work ran out on the way: asked again, with work left, it may be `true`). A `true` is
+/// always final: it is a proof. A rule without a body yet, or being answered (both are
+/// recursions: into a schema still being compiled, or through the rule itself), reads as not
+/// nothing, for good: the rule's own subschema reports its emptiness when it is compiled.
+fn nothing_in(rules: &[Rule], shapes: &mut [RuleShape], e: &Expr, work: &mut usize) -> (bool, bool) {
+    if *work == 0 {
+        return (false, true);
+    }
+    *work -= 1;
+    match e {
+        Expr::Alt(xs) => {
+            for x in xs {
+                let (nothing, for_now) = nothing_in(rules, shapes, x, work);
+                if !nothing {
+                    return (false, for_now);
                 }
-                _ => false,
+            }
+            (true, false)
+        }
+        Expr::Seq(xs) => {
+            let mut for_now = false;
+            for x in xs {
+                let (nothing, tentative) = nothing_in(rules, shapes, x, work);
+                if nothing {
+                    return (true, false);
+                }
+                for_now |= tentative;
+            }
+            (false, for_now)
+        }
+        Expr::Repeat { body, min, .. } if *min > 0 => nothing_in(rules, shapes, body, work),
+        Expr::Rule(r) => {
+            let i = r.0 as usize;
+            match shapes[i] {
+                RuleShape::Known(nothing) => (nothing, false),
+                RuleShape::Unset | RuleShape::Busy => (false, false),
+                RuleShape::Set => {
+                    shapes[i] = RuleShape::Busy;
+                    let (nothing, for_now) = nothing_in(rules, shapes, &rules[i].body, work);
+                    shapes[i] = if for_now { RuleShape::Set } else { RuleShape::Known(nothing) };
+                    (nothing, for_now)
+                }
             }
         }
-        let mut work = WORK;
-        go(&self.rules, e, 0, &mut work)
+        _ => (false, false),
     }
+}
+
+/// What [`Compiler::is_nothing`] knows of a rule (beside [`Compiler::rules`], by id).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum RuleShape {
+    /// Made, its body not set yet (a placeholder that a recursion refers to): not nothing.
+    Unset,
+    /// Its body set, not answered yet.
+    Set,
+    /// Being answered (a question met it again, a recursion): not nothing.
+    Busy,
+    /// Answered: its body is (or is not) seen to be nothing.
+    Known(bool),
 }
 
 #[cfg(test)]

@@ -28,20 +28,20 @@ pub(super) struct Layout {
 impl Layout {
     /// The opening `bracket` and what follows it.
     pub fn start(&self, bracket: &str) -> Expr {
-        Expr::Seq(vec![Expr::Literal(bracket.into()), self.open.clone()])
+        Expr::seq(vec![Expr::Literal(bracket.into()), self.open.clone()])
     }
 
     /// The end of a container after at least one member or item (`nonempty`) or none: the
     /// closing whitespace, then `bracket`.
     pub fn end(&self, nonempty: bool, bracket: &str) -> Expr {
         let ws = if nonempty { self.close.clone() } else { self.close_empty.clone() };
-        Expr::Seq(vec![ws, Expr::Literal(bracket.into())])
+        Expr::seq(vec![ws, Expr::Literal(bracket.into())])
     }
 
     /// `e` as the first member or item (after [`Layout::first`]) or a later one (after
     /// [`Layout::sep`]).
     pub fn item(&self, first: bool, e: Expr) -> Expr {
-        Expr::Seq(vec![if first { self.first.clone() } else { self.sep.clone() }, e])
+        Expr::seq(vec![if first { self.first.clone() } else { self.sep.clone() }, e])
     }
 
     pub(super) fn new(ws: Whitespace, level: usize) -> Layout {
@@ -72,10 +72,10 @@ impl Layout {
                 Layout {
                     open: ws(),
                     first: Expr::Empty,
-                    sep: Expr::Seq(vec![ws(), lit(","), ws()]),
+                    sep: Expr::seq(vec![ws(), lit(","), ws()]),
                     close: ws(),
                     close_empty: ws(),
-                    colon: Expr::Seq(vec![ws(), lit(":"), ws()]),
+                    colon: Expr::seq(vec![ws(), lit(":"), ws()]),
                 }
             }
         }

@@ -88,6 +88,7 @@ mod values;
 
 use std::collections::HashMap;
 
+use empty::RuleShape;
 pub use empty::{no_value_error, EmptySubschema};
 pub use parts::{compile_parts, PartForm};
 pub use strict::{strict_violation, MAX_STRICT_DEPTH};
@@ -290,7 +291,7 @@ fn compile_as(schema: &Value, opts: &JsonSchemaOptions, limits: DfaLimits, expla
     c.explain = explain;
     let root = c.new_rule("root");
     let body = c.schema(&prepared, "")?;
-    c.rules[root.0 as usize].body = body;
+    c.set_body(root, body);
     Ok(JsonGrammar { grammar: Grammar { rules: c.rules, start: root }, unenforced: c.unenforced, empty: c.empty })
 }
 
@@ -312,11 +313,8 @@ fn prepare(schema: &Value, opts: &JsonSchemaOptions) -> Result<Prepared> {
             });
         }
     }
-    let mut prepared = schema.clone();
-    let mut docs: Vec<(String, Value)> =
-        opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#').to_string(), d.clone())).collect();
-    let index = refs::prepare(&mut prepared, &mut docs);
-    Ok((prepared, docs, index))
+    let docs = opts.documents.iter().map(|(uri, d)| (uri.trim_end_matches('#'), d));
+    Ok(refs::prepare(schema, docs))
 }
 
 /// Is `v` nested deeper than `limit` (arrays and objects)? An explicit stack, no recursion.
@@ -338,7 +336,10 @@ fn json_depth_exceeds(v: &Value, limit: usize) -> bool {
 pub(crate) struct Compiler<'s> {
     root: &'s Value,
     opts: JsonSchemaOptions,
+    /// The grammar's rules; a rule's body is set once, with [`Compiler::set_body`].
     rules: Vec<Rule>,
+    /// What [`Compiler::is_nothing`] knows of each rule, by id.
+    shapes: Vec<RuleShape>,
     /// `$ref` targets already compiled (or being compiled): pointer → rule.
     ref_rules: HashMap<String, RuleId>,
     /// Schemas being merged (`allOf`, `$ref` with siblings), by a hash and indentation key:
@@ -386,6 +387,7 @@ impl<'s> Compiler<'s> {
             root,
             opts: opts.clone(),
             rules: Vec::new(),
+            shapes: Vec::new(),
             ref_rules: HashMap::new(),
             merging: HashMap::new(),
             named: HashMap::new(),
@@ -403,9 +405,20 @@ impl<'s> Compiler<'s> {
         }
     }
 
+    /// A new rule named `name`, its body to be set (see [`Compiler::set_body`]).
     fn new_rule(&mut self, name: &str) -> RuleId {
         self.rules.push(Rule { name: name.to_string(), body: Expr::Empty, span: None });
+        self.shapes.push(RuleShape::Unset);
         RuleId(self.rules.len() as u32 - 1)
+    }
+
+    /// Sets the body of a rule made by [`Compiler::new_rule`] (once: what
+    /// [`Compiler::is_nothing`] learns of a rule holds for good).
+    fn set_body(&mut self, r: RuleId, body: Expr) {
+        let i = r.0 as usize;
+        debug_assert_eq!(self.shapes[i], RuleShape::Unset, "rule {} set twice", self.rules[i].name);
+        self.rules[i].body = body;
+        self.shapes[i] = RuleShape::Set;
     }
 
     /// `e` as something cheap to copy: leaves stay as they are, anything else becomes a rule
@@ -417,7 +430,7 @@ impl<'s> Compiler<'s> {
             Expr::Empty | Expr::Literal(_) | Expr::Regex(_) | Expr::Rule(_) => e,
             _ => {
                 let r = self.new_rule(name);
-                self.rules[r.0 as usize].body = e;
+                self.set_body(r, e);
                 Expr::Rule(r)
             }
         }
@@ -435,6 +448,7 @@ impl<'s> Compiler<'s> {
         let r = f(self);
         if r.is_err() {
             self.rules.truncate(rules);
+            self.shapes.truncate(rules);
             self.ref_rules.retain(|_, r| (r.0 as usize) < rules);
             self.named.retain(|_, r| (r.0 as usize) < rules);
             self.unenforced.truncate(unenforced);
@@ -473,7 +487,7 @@ impl<'s> Compiler<'s> {
         let r = self.new_rule(name);
         self.named.insert(key, r);
         let body = build(self, r);
-        self.rules[r.0 as usize].body = body;
+        self.set_body(r, body);
         Expr::Rule(r)
     }
 
@@ -550,12 +564,12 @@ impl<'s> Compiler<'s> {
         let l = self.layout();
         let mut alts = Vec::new();
         if let Some(items) = items {
-            alts.push(Expr::Seq(vec![l.first, items, l.close, Expr::Literal(close.into())]));
+            alts.push(Expr::seq(vec![l.first, items, l.close, Expr::Literal(close.into())]));
         }
         if empty_ok {
-            alts.push(Expr::Seq(vec![l.close_empty, Expr::Literal(close.into())]));
+            alts.push(Expr::seq(vec![l.close_empty, Expr::Literal(close.into())]));
         }
-        Expr::Seq(vec![open, l.open, alt(alts)])
+        Expr::seq(vec![open, l.open, alt(alts)])
     }
 
     /// The value expression for `schema` at `pointer`.
@@ -796,14 +810,14 @@ impl<'s> Compiler<'s> {
             // rule past the deepest indented level), else this one.
             let inner = c.nested(|c| Ok(c.any_value())).expect("no errors");
             let string = string::any_string();
-            let member = Expr::Seq(vec![string.clone(), colon, inner.clone()]);
-            let members = Expr::Seq(vec![
+            let member = Expr::seq(vec![string.clone(), colon, inner.clone()]);
+            let members = Expr::seq(vec![
                 member.clone(),
-                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep.clone(), member])), min: 0, max: None },
+                Expr::Repeat { body: Box::new(Expr::seq(vec![sep.clone(), member])), min: 0, max: None },
             ]);
-            let items = Expr::Seq(vec![
+            let items = Expr::seq(vec![
                 inner.clone(),
-                Expr::Repeat { body: Box::new(Expr::Seq(vec![sep, inner])), min: 0, max: None },
+                Expr::Repeat { body: Box::new(Expr::seq(vec![sep, inner])), min: 0, max: None },
             ]);
             // Any keys: kept distinct in the sensible language (see `object::open_brace`).
             let brace = match c.opts.exact {
@@ -838,7 +852,24 @@ fn alt(mut xs: Vec<Expr>) -> Expr {
 
 /// `pointer/key` with JSON-pointer escaping.
 pub(crate) fn join(pointer: &str, key: &str) -> String {
-    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+    let mut out = String::with_capacity(pointer.len() + 1 + key.len());
+    out.push_str(pointer);
+    push_segment(&mut out, key);
+    out
+}
+
+/// Appends `/key` to a JSON pointer, `~` and `/` escaped (RFC 6901). Written directly (no
+/// `format!`, no copies for the escapes): a large schema extends a pointer for every
+/// subschema it walks and compiles.
+fn push_segment(pointer: &mut String, key: &str) {
+    pointer.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
 }
 
 /// Keywords whose value makes them no constraint at all.

@@ -14,6 +14,8 @@
 //! A declared key's value must satisfy its own schema and every pattern that matches it.
 //! `count` is tracked only when `minProperties`/`maxProperties` constrain anything.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::keywords::SOME_KEY_NOT_IN;
@@ -37,14 +39,14 @@ const MAX_COUNT_RULES: u64 = 20_000;
 pub(super) fn object(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     let l = c.layout();
     let (body, mark) = c.nested(|c| members(c, &l, obj, pointer))?;
-    Ok(Expr::Seq(vec![open_brace(&l, mark), body]))
+    Ok(Expr::seq(vec![open_brace(&l, mark), body]))
 }
 
 /// The opening brace and its whitespace; the brace marked where the object's additional keys,
 /// which the rules do not keep apart, must be kept distinct by the matcher.
 fn open_brace(l: &Layout, mark: Option<Mark>) -> Expr {
     match mark {
-        Some(m) => Expr::Seq(vec![Expr::Mark(m), l.open.clone()]),
+        Some(m) => Expr::seq(vec![Expr::Mark(m), l.open.clone()]),
         None => l.start("{"),
     }
 }
@@ -115,7 +117,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
     }
     for (key, schema, at, wit) in regions {
         let value = c.schema(&schema, &at)?;
-        additional_members[wit as usize].push(Expr::Seq(vec![key, l.colon.clone(), value]));
+        additional_members[wit as usize].push(Expr::seq(vec![key, l.colon.clone(), value]));
     }
     let [plain, witnesses] = additional_members;
     let additional_member = (!plain.is_empty()).then(|| super::alt(plain));
@@ -124,7 +126,7 @@ fn members(c: &mut Compiler, l: &Layout, obj: &Map<String, Value>, pointer: &str
         .into_iter()
         .map(|(k, v, req)| {
             let key = Expr::Literal(format!("\"{}\"", string::encode_str(&k)));
-            let member = Expr::Seq(vec![key, l.colon.clone(), v]);
+            let member = Expr::seq(vec![key, l.colon.clone(), v]);
             (c.share(&format!("{pointer}/member:{k}"), member), req, witness(&k))
         })
         .collect();
@@ -300,7 +302,7 @@ fn declared_members(
                 continue;
             }
             let (schema, at) = keys.value_schema(name, props, additional, pointer)?;
-            if pass_required && schema == Value::Bool(false) {
+            if pass_required && *schema == Value::Bool(false) {
                 let why =
                     format!("the required property {name:?} is not allowed (its value's schema, {at}, is `false`)");
                 c.nothing_because(&join(pointer, "required"), why);
@@ -432,30 +434,28 @@ impl Keys {
     /// The schema for the value of the declared or required key `name`, with its pointer: its
     /// `properties` schema (or `additionalProperties` if it has none and no pattern matches
     /// it), together with the schema of every pattern that matches it.
-    fn value_schema(
+    ///
+    /// Borrowed where no pattern matches (most keys): a property's schema is not copied.
+    fn value_schema<'v>(
         &self,
         name: &str,
-        props: &[(&String, &Value)],
-        additional: &Value,
+        props: &[(&String, &'v Value)],
+        additional: &'v Value,
         pointer: &str,
-    ) -> Result<(Value, String)> {
-        let mut matching = Vec::new();
-        for (_, _, dfa, schema) in &self.patterns {
-            if string::accepts_str(dfa, name) {
-                matching.push(schema.clone());
-            }
-        }
+    ) -> Result<(Cow<'v, Value>, String)> {
+        let matching: Vec<&Value> =
+            self.patterns.iter().filter(|(_, _, dfa, _)| string::accepts_str(dfa, name)).map(|p| &p.3).collect();
         let (own, at) = match props.iter().find(|(k, _)| k.as_str() == name) {
-            Some((_, s)) => ((*s).clone(), join(&join(pointer, "properties"), name)),
-            None if matching.is_empty() => (additional.clone(), join(pointer, "additionalProperties")),
-            None => (Value::Bool(true), join(pointer, "patternProperties")),
+            Some((_, s)) => (Cow::Borrowed(*s), join(&join(pointer, "properties"), name)),
+            None if matching.is_empty() => (Cow::Borrowed(additional), join(pointer, "additionalProperties")),
+            None => (Cow::Owned(Value::Bool(true)), join(pointer, "patternProperties")),
         };
         if matching.is_empty() {
             return Ok((own, at));
         }
-        let mut all = vec![own];
-        all.extend(matching);
-        Ok((super::keywords::keyword("allOf", Value::Array(all)), at))
+        let mut all = vec![own.into_owned()];
+        all.extend(matching.into_iter().cloned());
+        Ok((Cow::Owned(super::keywords::keyword("allOf", Value::Array(all))), at))
     }
 
     /// The keys other than `declared`, split by which patterns match them: for each region
@@ -636,7 +636,7 @@ impl Builder {
                         for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
                             let Some(add) = add else { continue };
                             if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::Seq(vec![
+                                alts.push(Expr::seq(vec![
                                     with_lead(add.clone()),
                                     Expr::Rule(id(i, true, k2, wit(is))),
                                 ]));
@@ -645,7 +645,7 @@ impl Builder {
                         if i < n {
                             let (m, req, is) = &self.members[i];
                             if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::Seq(vec![
+                                alts.push(Expr::seq(vec![
                                     with_lead(m.clone()),
                                     Expr::Rule(id(i + 1, true, k2, wit(*is))),
                                 ]));
@@ -656,7 +656,7 @@ impl Builder {
                         } else if (!tracked || k as u64 >= self.min) && w == wmax - 1 {
                             alts.push(l.end(s, "}"));
                         }
-                        c.rules[id(i, s, k, w).0 as usize].body = Expr::Alt(alts);
+                        c.set_body(id(i, s, k, w), Expr::Alt(alts));
                     }
                 }
             }

@@ -5,7 +5,7 @@
 //! (`id` instead when the root declares draft-03/04), and
 //! - indexes every resource (`$id`, and each document's own URI) and every `$anchor` /
 //!   `$dynamicAnchor` (and draft-06/07 `$id: "#name"`) under its absolute URI;
-//! - rewrites every `$ref` into its absolute form.
+//! - copies it with every `$ref` in its absolute form and documentation strings left out.
 //!
 //! So after preparation a `$ref` means the same wherever its schema is copied to (merged
 //! `allOf` parts, inlined branches), and resolving it needs no context: absolute URI →
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{join, keywords, not, Compiler};
+use super::{join, keywords, not, push_segment, Compiler};
 use crate::error::{Error, Location, Result};
 use crate::grammar::Expr;
 
@@ -54,20 +54,26 @@ impl Index {
     }
 }
 
-/// Prepares the root schema and the documents (URI → document): indexes them and makes every
-/// `$ref` absolute, in place.
-pub(super) fn prepare(root: &mut Value, docs: &mut [(String, Value)]) -> Index {
+/// Prepares the root schema and the documents (URI → document): indexes them and returns
+/// their copies with every `$ref` absolute and documentation strings left out (one pass: the
+/// copy is made by the walk, so what it leaves out is never copied).
+pub(super) fn prepare<'d>(
+    root: &Value,
+    docs: impl Iterator<Item = (&'d str, &'d Value)>,
+) -> (Value, Vec<(String, Value)>, Index) {
     let schema_uri = root.get("$schema").and_then(Value::as_str).unwrap_or("");
     let mut index =
         Index { legacy_id: schema_uri.contains("draft-04") || schema_uri.contains("draft-03"), ..Index::default() };
     index.record(ROOT_BASE.to_string(), "");
-    walk(root, "", ROOT_BASE, &mut index, 0, false);
-    for (uri, doc) in docs.iter_mut() {
-        let location = format!("{uri}#");
-        index.record(uri.clone(), &location);
-        walk(doc, &location, uri, &mut index, 0, false);
-    }
-    index
+    let root = walk(root, &mut String::new(), ROOT_BASE, &mut index, 0, false);
+    let docs = docs
+        .map(|(uri, doc)| {
+            let mut location = format!("{uri}#");
+            index.record(uri.to_string(), &location);
+            (uri.to_string(), walk(doc, &mut location, uri, &mut index, 0, false))
+        })
+        .collect();
+    (root, docs, index)
 }
 
 /// Keywords whose values are data, never schemas: nothing in them is touched.
@@ -91,24 +97,29 @@ const DATA_KEYWORDS: [&str; 12] = [
 const DOC_STRINGS: [&str; 6] =
     ["title", "description", "$comment", "markdownDescription", "deprecationMessage", "errorMessage"];
 
-/// `in_data`: under a keyword JSON Schema does not know. Such values are schemas only when a
-/// `$ref` points into them: their `$ref`s are made absolute, but their `$id`s and anchors
-/// identify nothing.
-fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usize, in_data: bool) {
+/// The prepared copy of `v` (see [`prepare`]); `location` is its location, extended while its
+/// members are walked and restored after (one buffer for the whole walk, not a string per
+/// subschema). `in_data`: under a keyword JSON Schema does not know. Such values are schemas
+/// only when a `$ref` points into them: their `$ref`s are made absolute, but their `$id`s and
+/// anchors identify nothing.
+fn walk(v: &Value, location: &mut String, base: &str, index: &mut Index, depth: usize, in_data: bool) -> Value {
     if depth > MAX_WALK {
-        return;
+        return v.clone();
     }
+    let below = depth + 1;
     let o = match v {
         Value::Object(o) => o,
         Value::Array(a) if in_data => {
-            for (i, x) in a.iter_mut().enumerate() {
-                walk(x, &join(location, &i.to_string()), base, index, depth + 1, true);
-            }
-            return;
+            return Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| walk_under(&i.to_string(), x, location, base, index, below, true))
+                    .collect(),
+            );
         }
-        _ => return,
+        other => return other.clone(),
     };
-    let mut base = base.to_string();
+    let mut base = std::borrow::Cow::Borrowed(base);
     // Draft-03/04 spell it `id` (and `$id` means nothing there); later drafts `$id`.
     let id_key = if index.legacy_id { "id" } else { "$id" };
     let id = if in_data { None } else { o.get(id_key).and_then(Value::as_str) };
@@ -117,8 +128,8 @@ fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usi
             // draft-06/07: `"$id": "#name"` is an anchor.
             Some(name) if !name.is_empty() => index.record(format!("{base}#{name}"), location),
             _ => {
-                base = resolve(&base, id.trim_end_matches('#'));
-                index.record(base.clone(), location);
+                base = resolve(&base, id.trim_end_matches('#')).into();
+                index.record(base.to_string(), location);
             }
         }
     }
@@ -127,25 +138,41 @@ fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usi
             index.record(format!("{base}#{a}"), location);
         }
     }
-    if let Some(Value::String(r)) = o.get_mut("$ref") {
-        *r = resolve(&base, r);
-    }
-    // Documentation only (no text of it can be a schema): dropped, so that merges, which
-    // copy schemas, do not copy it too (JSON Schema Store schemas are mostly descriptions).
-    o.retain(|k, v| !(DOC_STRINGS.contains(&k.as_str()) && v.is_string()));
-    // Only keywords that hold subschemas: an `$id` or `$ref` inside an unknown keyword is data.
-    for (k, x) in o.iter_mut() {
-        let here = join(location, k);
-        match k.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
-                for (name, sub) in x.as_object_mut().into_iter().flatten() {
-                    walk(sub, &join(&here, name), &base, index, depth + 1, in_data);
-                }
+    let mut out = Map::with_capacity(o.len());
+    for (k, x) in o {
+        // Documentation only (no text of it can be a schema): left out, so that merges, which
+        // copy schemas, do not copy it too (JSON Schema Store schemas are mostly descriptions).
+        if DOC_STRINGS.contains(&k.as_str()) && x.is_string() {
+            continue;
+        }
+        // Only keywords that hold subschemas: an `$id` or `$ref` inside an unknown keyword is
+        // data.
+        let copy = match k.as_str() {
+            "$ref" if x.is_string() => Value::String(resolve(&base, x.as_str().unwrap_or_default())),
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies"
+                if x.is_object() =>
+            {
+                let len = location.len();
+                push_segment(location, k);
+                let subs = x.as_object().into_iter().flatten();
+                let copy = subs
+                    .map(|(name, sub)| (name.clone(), walk_under(name, sub, location, &base, index, below, in_data)))
+                    .collect();
+                location.truncate(len);
+                Value::Object(copy)
             }
             "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" if x.is_array() => {
-                for (i, sub) in x.as_array_mut().into_iter().flatten().enumerate() {
-                    walk(sub, &join(&here, &i.to_string()), &base, index, depth + 1, in_data);
-                }
+                let len = location.len();
+                push_segment(location, k);
+                let subs = x.as_array().into_iter().flatten().enumerate();
+                let copy = subs
+                    .map(|(i, sub)| walk_under(&i.to_string(), sub, location, &base, index, below, in_data))
+                    .collect();
+                location.truncate(len);
+                Value::Array(copy)
+            }
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" | "dependencies" => {
+                x.clone()
             }
             "items"
             | "additionalItems"
@@ -158,13 +185,30 @@ fn walk(v: &mut Value, location: &str, base: &str, index: &mut Index, depth: usi
             | "propertyNames"
             | "unevaluatedItems"
             | "unevaluatedProperties"
-            | "contentSchema" => {
-                walk(x, &here, &base, index, depth + 1, in_data);
-            }
-            k if DATA_KEYWORDS.contains(&k) => {}
-            _ => walk(x, &here, &base, index, depth + 1, true),
-        }
+            | "contentSchema" => walk_under(k, x, location, &base, index, below, in_data),
+            k if DATA_KEYWORDS.contains(&k) => x.clone(),
+            _ => walk_under(k, x, location, &base, index, below, true),
+        };
+        out.insert(k.clone(), copy);
     }
+    Value::Object(out)
+}
+
+/// [`walk`] of `x` at `location/key` (`location` restored after).
+fn walk_under(
+    key: &str,
+    x: &Value,
+    location: &mut String,
+    base: &str,
+    index: &mut Index,
+    depth: usize,
+    in_data: bool,
+) -> Value {
+    let len = location.len();
+    push_segment(location, key);
+    let copy = walk(x, location, base, index, depth, in_data);
+    location.truncate(len);
+    copy
 }
 
 /// `r` as users wrote it (the root's synthetic base left out).
@@ -239,7 +283,7 @@ impl<'s> Compiler<'s> {
         let rule = self.new_rule(&format!("ref:{target}"));
         self.ref_rules.insert(key, rule);
         let body = self.schema(value, &target)?;
-        self.rules[rule.0 as usize].body = body;
+        self.set_body(rule, body);
         Ok(Expr::Rule(rule))
     }
 
@@ -271,7 +315,7 @@ impl<'s> Compiler<'s> {
             let rule = self.new_rule(&key);
             self.ref_rules.insert(key, rule);
             let body = self.schema(&keywords::keyword("not", inlined), pointer)?;
-            self.rules[rule.0 as usize].body = body;
+            self.set_body(rule, body);
             return Ok(Expr::Rule(rule));
         }
         let mut rest = obj.clone();

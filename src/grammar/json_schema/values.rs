@@ -151,7 +151,7 @@ fn accepted_by(c: &mut Compiler, schema: &Value, values: &[&Value], pointer: &st
         let start = c.new_rule("enum-check");
         let body = c.schema(schema, pointer)?;
         if c.unenforced.len() == before {
-            c.rules[start.0 as usize].body = body;
+            c.set_body(start, body);
             if let Some(g) = reachable(&c.rules, start, MAX_CHECKED_RULES) {
                 match crate::grammar::reference::Reference::within(&g, &c.limits) {
                     Ok(r) => out = Some(texts.iter().map(|t| r.accepts(t.as_bytes())).collect()),
@@ -183,16 +183,16 @@ fn literal_at(c: &Compiler, v: &Value, level: usize) -> Expr {
                 parts.push(l.item(i == 0, literal_at(c, x, level + 1)));
             }
             parts.push(l.end(!a.is_empty(), "]"));
-            Expr::Seq(parts)
+            Expr::seq(parts)
         }
         Value::Object(o) => {
             let mut parts = vec![l.start("{")];
             for (i, (k, x)) in o.iter().enumerate() {
                 let key = Expr::Literal(format!("\"{}\"", string::encode_str(k)));
-                parts.push(l.item(i == 0, Expr::Seq(vec![key, l.colon.clone(), literal_at(c, x, level + 1)])));
+                parts.push(l.item(i == 0, Expr::seq(vec![key, l.colon.clone(), literal_at(c, x, level + 1)])));
             }
             parts.push(l.end(!o.is_empty(), "}"));
-            Expr::Seq(parts)
+            Expr::seq(parts)
         }
         other => Expr::Literal(c.value_text(other)),
     }

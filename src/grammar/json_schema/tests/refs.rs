@@ -101,3 +101,13 @@ fn a_recursive_ref_with_siblings_compiles_to_a_rule() {
     let e = compiled(&s, &JsonSchemaOptions::exact()).err().expect("no finite value").to_string();
     assert!(e.contains("no JSON value validates"), "{e}");
 }
+
+/// JSON pointers escape `~` and `/` in keys (RFC 6901), in that order of meaning.
+#[test]
+fn pointers_escape_tildes_and_slashes() {
+    assert_eq!(join("", "a"), "/a");
+    assert_eq!(join("/properties", "a/b~c"), "/properties/a~1b~0c");
+    assert_eq!(join("/x", "~1"), "/x/~01");
+    assert_eq!(join("/x", "é/"), "/x/é~1");
+    assert_eq!(join("/x", ""), "/x/");
+}
