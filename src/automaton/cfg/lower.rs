@@ -1,7 +1,9 @@
 //! Lowering a [`Grammar`] to a [`Cfg`](super::Cfg): which rules are regular (inlined into
 //! lexemes), and the walk that turns the rest into productions (see the parent module's doc).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use regex_syntax::hir::Hir;
 
@@ -13,43 +15,66 @@ use crate::regular::regex::hir_weight_within;
 use crate::regular::Lexeme;
 use crate::regular::{Dfa, FxBuild, StateId, UNREACHABLE};
 
-/// The largest inlined size (see `weight`) folded into one lexeme. Bigger regular parts stay
+/// The largest inlined size (see [`Weights::weight`]) folded into one lexeme. Bigger regular parts stay
 /// grammar structure over smaller lexemes: inlining duplicates shared rules, so without a bound
 /// a regular grammar with many optional parts would expand exponentially into one DFA.
 pub const MAX_LEXEME_WEIGHT: u64 = 400;
 
-/// A rough size of the automaton an expression inlines to: literal bytes, class ranges,
-/// repetition copies; rules count their inlined size (`sizes`). Past [`MAX_LEXEME_WEIGHT`]
-/// it is `u64::MAX` (too big to inline, whatever the size): what is heavier than that is not
-/// walked further, and every use compares with that bound.
-fn weight(e: &Expr, sizes: &[u64]) -> u64 {
-    weight_within(e, sizes, MAX_LEXEME_WEIGHT).unwrap_or(u64::MAX)
+/// Rough sizes of the automata expressions inline to ([`Weights::weight`]): the inlined size
+/// of each rule (`u64::MAX` where unknown or too big), and the weights of shared regexes
+/// already met, by their `Arc` (a schema's string and number regexes stand in hundreds of
+/// runs: walking their HIR at every question showed in compile profiles). Borrowed from one
+/// grammar, whose `Arc`s stay put while it lives.
+#[derive(Default)]
+struct Weights {
+    sizes: Vec<u64>,
+    regexes: RefCell<HashMap<usize, Option<u64>, FxBuild>>,
 }
 
-/// [`weight`] if it is at most `cap`.
-fn weight_within(e: &Expr, sizes: &[u64], cap: u64) -> Option<u64> {
-    let w = match e {
-        Expr::Empty => 1,
-        Expr::Literal(s) => s.len().max(1) as u64,
-        // Never inlined: a mark is a terminal of its own, watched by the matcher; so is a
-        // lexeme.
-        Expr::Mark(_) | Expr::Lexeme(_) => return None,
-        Expr::Regex(h) | Expr::TokensBut { text: h, .. } => hir_weight_within(h, cap)?,
-        // Resolved into bytes before lowering (see `automaton::tokens`).
-        Expr::Token(t) => t.text().len().max(1) as u64,
-        Expr::Rule(r) => sizes[r.0 as usize],
-        Expr::Seq(xs) | Expr::Alt(xs) => {
-            let mut sum = 0u64;
-            for x in xs {
-                sum += weight_within(x, sizes, cap - sum)?;
+impl Weights {
+    /// The weight of `e`: literal bytes, class ranges, repetition copies; rules count their
+    /// inlined size. Past [`MAX_LEXEME_WEIGHT`] it is `u64::MAX` (too big to inline, whatever
+    /// the size): what is heavier than that is not walked further, and every use compares with
+    /// that bound.
+    fn weight(&self, e: &Expr) -> u64 {
+        self.within(e, MAX_LEXEME_WEIGHT).unwrap_or(u64::MAX)
+    }
+
+    /// [`Weights::weight`] if it is at most `cap` (at most [`MAX_LEXEME_WEIGHT`]).
+    fn within(&self, e: &Expr, cap: u64) -> Option<u64> {
+        debug_assert!(cap <= MAX_LEXEME_WEIGHT);
+        let w = match e {
+            Expr::Empty => 1,
+            Expr::Literal(s) => s.len().max(1) as u64,
+            // Never inlined: a mark is a terminal of its own, watched by the matcher; so is a
+            // lexeme.
+            Expr::Mark(_) | Expr::Lexeme(_) => return None,
+            Expr::Regex(h) | Expr::TokensBut { text: h, .. } => {
+                let at = Arc::as_ptr(h) as usize;
+                let known = self.regexes.borrow().get(&at).copied();
+                let w = known.unwrap_or_else(|| {
+                    let w = hir_weight_within(h, MAX_LEXEME_WEIGHT);
+                    self.regexes.borrow_mut().insert(at, w);
+                    w
+                });
+                w?
             }
-            sum
-        }
-        Expr::Repeat { body, min, max } => {
-            weight_within(body, sizes, cap)?.checked_mul(u64::from(max.unwrap_or(*min).max(1)) + 1)?
-        }
-    };
-    (w <= cap).then_some(w)
+            // Resolved into bytes before lowering (see `automaton::tokens`).
+            Expr::Token(t) => t.text().len().max(1) as u64,
+            Expr::Rule(r) => self.sizes[r.0 as usize],
+            Expr::Seq(xs) | Expr::Alt(xs) => {
+                let mut sum = 0u64;
+                for x in xs {
+                    sum += self.within(x, cap - sum)?;
+                }
+                sum
+            }
+            Expr::Repeat { body, min, max } => {
+                self.within(body, cap)?.checked_mul(u64::from(max.unwrap_or(*min).max(1)) + 1)?
+            }
+        };
+        (w <= cap).then_some(w)
+    }
 }
 
 /// Which rules of a grammar are regular *and small* ([`regular_rules`]), with their inlined
@@ -57,13 +82,13 @@ fn weight_within(e: &Expr, sizes: &[u64], cap: u64) -> Option<u64> {
 /// the lowering.
 pub struct RegularRules {
     regular: Vec<bool>,
-    sizes: Vec<u64>,
+    weights: Weights,
 }
 
 impl RegularRules {
     pub fn of(g: &Grammar) -> RegularRules {
-        let (regular, sizes) = regular_rules(g);
-        RegularRules { regular, sizes }
+        let (regular, weights) = regular_rules(g);
+        RegularRules { regular, weights }
     }
 
     /// Is rule `r` regular and small?
@@ -73,8 +98,9 @@ impl RegularRules {
 }
 
 /// Which rules are regular *and small*: not on a cycle, referencing only such rules, and
-/// inlining to at most [`MAX_LEXEME_WEIGHT`]. Returns (regular, inlined sizes).
-fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
+/// inlining to at most [`MAX_LEXEME_WEIGHT`]. Returns (regular, weights with the inlined
+/// sizes).
+fn regular_rules(g: &Grammar) -> (Vec<bool>, Weights) {
     let acyclic = acyclic_rules(g);
     let n = g.rules.len();
     // Sizes bottom-up over the acyclic rules, each once, children first (an acyclic rule
@@ -85,7 +111,7 @@ fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
     struct Sizing<'g> {
         g: &'g Grammar,
         acyclic: Vec<bool>,
-        sizes: Vec<u64>,
+        weights: Weights,
         /// The longest chain of references below a sized rule.
         height: Vec<usize>,
         sized: Vec<bool>,
@@ -103,17 +129,19 @@ fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
                 height = height.max(self.height[c.0 as usize] + 1);
             });
             if height <= MAX_INLINE_DEPTH {
-                self.sizes[r] = weight(body, &self.sizes);
+                self.weights.sizes[r] = self.weights.weight(body);
             }
             self.height[r] = height;
             self.sized[r] = true;
         }
     }
-    let mut s = Sizing { g, acyclic, sizes: vec![u64::MAX; n], height: vec![0; n], sized: vec![false; n] };
+    let weights = Weights { sizes: vec![u64::MAX; n], ..Weights::default() };
+    let mut s = Sizing { g, acyclic, weights, height: vec![0; n], sized: vec![false; n] };
     for r in 0..n {
         s.size(r, 0);
     }
-    let Sizing { acyclic, sizes, .. } = s;
+    let Sizing { acyclic, weights, .. } = s;
+    let sizes = &weights.sizes;
     let mut regular = vec![false; n];
     for r in 0..n {
         if acyclic[r] && sizes[r] <= MAX_LEXEME_WEIGHT {
@@ -122,7 +150,7 @@ fn regular_rules(g: &Grammar) -> (Vec<bool>, Vec<u64>) {
             regular[r] = ok;
         }
     }
-    (regular, sizes)
+    (regular, weights)
 }
 
 /// Which rules are regular in the language sense: not on a cycle, referencing only such rules.
@@ -239,7 +267,7 @@ impl<'a> Lowering<'a> {
         let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
         matches!(e, Expr::Literal(_) | Expr::Regex(_))
             || literal_set
-            || weight(e, &self.rules.sizes) <= MAX_LEXEME_WEIGHT
+            || self.rules.weights.weight(e) <= MAX_LEXEME_WEIGHT
     }
 
     fn new_nt(&mut self, name: String) -> NtId {
@@ -354,7 +382,7 @@ impl<'a> Lowering<'a> {
         let mut run_weight = 0u64;
         for x in flat {
             if self.is_regular(x) {
-                let w = weight(x, &self.rules.sizes);
+                let w = self.rules.weights.weight(x);
                 if !run.is_empty() && run_weight.saturating_add(w) > MAX_LEXEME_WEIGHT {
                     self.flush(&mut run, &mut out)?;
                     run_weight = 0;

@@ -41,7 +41,24 @@ impl Layout {
     /// `e` as the first member or item (after [`Layout::first`]) or a later one (after
     /// [`Layout::sep`]).
     pub fn item(&self, first: bool, e: Expr) -> Expr {
-        Expr::seq(vec![if first { self.first.clone() } else { self.sep.clone() }, e])
+        self.item_then(first, e, Expr::Empty)
+    }
+
+    /// [`Layout::item`] followed by `then`, as one flat sequence built in one go (an object's
+    /// member lists are made of these).
+    pub fn item_then(&self, first: bool, e: Expr, then: Expr) -> Expr {
+        let lead = if first { &self.first } else { &self.sep };
+        let mut parts = Vec::with_capacity(5);
+        match lead {
+            Expr::Seq(xs) => parts.extend(xs.iter().cloned()),
+            Expr::Empty => {}
+            x => parts.push(x.clone()),
+        }
+        parts.push(e);
+        if !matches!(then, Expr::Empty) {
+            parts.push(then);
+        }
+        Expr::seq(parts)
     }
 
     pub(super) fn new(ws: Whitespace, level: usize) -> Layout {

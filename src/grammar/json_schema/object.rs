@@ -15,6 +15,7 @@
 //! `count` is tracked only when `minProperties`/`maxProperties` constrain anything.
 
 use std::borrow::Cow;
+use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
@@ -604,11 +605,15 @@ impl Builder {
         let wmax = if self.need_witness { 2 } else { 1 };
         // rules[((i * 2 + started) * kmax + k) * wmax + w]
         let mut rules: Vec<RuleId> = Vec::with_capacity((n + 1) * 2 * kmax * wmax);
+        let mut name = format!("{pointer}/members[");
+        let prefix = name.len();
         for i in 0..=n {
             for s in 0..2 {
                 for k in 0..kmax {
                     for w in 0..wmax {
-                        rules.push(c.new_rule(&format!("{pointer}/members[{i},{s},{k},{w}]")));
+                        name.truncate(prefix);
+                        let _ = write!(name, "{i},{s},{k},{w}]");
+                        rules.push(c.new_rule(&name));
                     }
                 }
             }
@@ -631,24 +636,17 @@ impl Builder {
                 for k in 0..kmax {
                     for w in 0..wmax {
                         let wit = |is: bool| if is { wmax - 1 } else { w };
-                        let with_lead = |e: Expr| l.item(!s, e);
                         let mut alts = Vec::new();
                         for (add, is) in [(&self.additional, false), (&self.additional_witness, true)] {
                             let Some(add) = add else { continue };
                             if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::seq(vec![
-                                    with_lead(add.clone()),
-                                    Expr::Rule(id(i, true, k2, wit(is))),
-                                ]));
+                                alts.push(l.item_then(!s, add.clone(), Expr::Rule(id(i, true, k2, wit(is)))));
                             }
                         }
                         if i < n {
                             let (m, req, is) = &self.members[i];
                             if let Some(k2) = emit_k(k) {
-                                alts.push(Expr::seq(vec![
-                                    with_lead(m.clone()),
-                                    Expr::Rule(id(i + 1, true, k2, wit(*is))),
-                                ]));
+                                alts.push(l.item_then(!s, m.clone(), Expr::Rule(id(i + 1, true, k2, wit(*is)))));
                             }
                             if !req {
                                 alts.push(Expr::Rule(id(i + 1, s, k, w)));

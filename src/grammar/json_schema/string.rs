@@ -95,10 +95,19 @@ impl Form {
 
 /// Any string, quotes included.
 pub(super) fn any_string() -> Expr {
-    Expr::Regex(crate::regular::regex::builtin_shared(&format!("\"{UNIT}*\"")))
+    // One copy per process: most string schemas are this one.
+    static ANY: std::sync::OnceLock<std::sync::Arc<Hir>> = std::sync::OnceLock::new();
+    Expr::Regex(ANY.get_or_init(|| crate::regular::regex::builtin_shared(&format!("\"{UNIT}*\""))).clone())
 }
 
+/// The keywords that constrain a string ([`string_lexeme_as`] reads no others).
+const STRING_KEYWORDS: [&str; 6] = ["pattern", "format", "minLength", "maxLength", EXCLUDE_STRINGS, NOT_STRING];
+
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
+    if !STRING_KEYWORDS.iter().any(|k| obj.contains_key(*k)) {
+        // Any string (most string schemas), without building its regex to find that out.
+        return Ok(any_string());
+    }
     Ok(match string_lexeme(c, obj, pointer)? {
         None => {
             let (min, max) = (count(c, obj, pointer, "minLength")?, count(c, obj, pointer, "maxLength")?);
