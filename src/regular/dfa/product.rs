@@ -129,28 +129,38 @@ impl Dfa {
             StateId::DEAD
         };
         let stride = reps.len();
+        // Per part, its class of each product class: a tuple's successors are read from each
+        // part's row by class, a whole row at a time (`next[c * k + j]`: part `j` on class `c`).
+        let part_class: Vec<Vec<usize>> =
+            parts.iter().map(|(d, _)| reps.iter().map(|&b| d.classes[b as usize] as usize).collect()).collect();
+        let mut next = vec![StateId::DEAD; stride * k];
         let mut trans = vec![StateId::DEAD; stride];
         let mut accept = vec![false];
-        let mut buf = vec![StateId::DEAD; k];
         let mut n = usize::from(start != StateId::DEAD);
         let mut i = 0;
         while i < n {
-            for &rep in &reps {
-                for j in 0..k {
-                    buf[j] = parts[j].0.next(tuples[i * k + j], rep);
+            for (j, ((d, _), classes)) in parts.iter().zip(&part_class).enumerate() {
+                let row = &d.trans[tuples[i * k + j].index() * d.stride..][..d.stride];
+                for (c, &pc) in classes.iter().enumerate() {
+                    next[c * k + j] = row[pc];
                 }
-                settle(&mut buf);
-                let t = if !live(&buf) {
+            }
+            trans.reserve(stride);
+            // (By index, not `chunks_exact_mut`: a product of no parts has empty tuples.)
+            for c in 0..stride {
+                let buf = &mut next[c * k..(c + 1) * k];
+                settle(buf);
+                let t = if !live(buf) {
                     StateId::DEAD
-                } else if let Some(id) = ids.get(&buf) {
+                } else if let Some(id) = ids.get(buf) {
                     id
                 } else {
                     n += 1;
                     if n >= limits.states {
                         return Err(too_many());
                     }
-                    ids.insert(&buf, StateId(n as u32));
-                    tuples.extend_from_slice(&buf);
+                    ids.insert(buf, StateId(n as u32));
+                    tuples.extend_from_slice(buf);
                     StateId(n as u32)
                 };
                 trans.push(t);
