@@ -21,8 +21,8 @@ use crate::regular::Lexeme;
 /// characters (a documented, stricter subset).
 pub const LONG_STRING_CAP: u64 = 1000;
 
-/// One encoded character (canonical).
-const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u000[0-7]|\\u000[be-f]|\\u001[0-9a-f])"#;
+/// One encoded character (canonical), the escapes sharing their `\\` (see [`encode_class`]).
+const UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\bfnrt]|u00(?:0[0-7be-f]|1[0-9a-f])))"#;
 
 fn hir(re: &str) -> Hir {
     crate::regular::regex::builtin(re)
@@ -509,7 +509,10 @@ pub(super) fn encode_str(s: &str) -> String {
     quoted[1..quoted.len() - 1].to_string()
 }
 
-/// A class of decoded characters → the alternation of their encodings.
+/// A class of decoded characters → the alternation of their encodings: the plain members as
+/// one class, the escaped ones (all `\\`-led) as one trie (`\\(?:[bt]|u00(?:0[0-7]|1f))`),
+/// not an alternative per escape: a regex engine's automaton states then hold one pending
+/// escape, not thirty (a pattern's `.` cost 25 µs per determinized state with them apart).
 fn encode_class(cls: &ClassUnicode) -> Hir {
     let specials: Vec<char> = ('\0'..='\x1f').chain(['"', '\\']).collect();
     let mut plain = cls.clone();
@@ -520,10 +523,42 @@ fn encode_class(cls: &ClassUnicode) -> Hir {
     if !plain.ranges().is_empty() {
         alts.push(Hir::class(Class::Unicode(plain)));
     }
-    for r in special.ranges() {
-        for c in r.start()..=r.end() {
-            alts.push(Hir::literal(encode_str(&c.to_string()).into_bytes()));
+    let mut escapes: Vec<Vec<u8>> =
+        special.iter().flat_map(|r| r.start()..=r.end()).map(|c| encode_str(&c.to_string()).into_bytes()).collect();
+    escapes.sort_unstable();
+    if !escapes.is_empty() {
+        alts.push(ascii_trie(&escapes));
+    }
+    Hir::alternation(alts)
+}
+
+/// The alternation of `strings` (sorted, distinct, ASCII) with common prefixes shared: each
+/// first byte once, followed by the trie of what follows it; bytes that end a string and lead
+/// nowhere else as one class.
+pub(super) fn ascii_trie(strings: &[Vec<u8>]) -> Hir {
+    let mut ends = Vec::new();
+    let mut alts = Vec::new();
+    let mut rest = strings;
+    if rest.first().is_some_and(|s| s.is_empty()) {
+        rest = &rest[1..];
+    }
+    while let Some(first) = rest.first() {
+        let b = first[0];
+        let n = rest.iter().take_while(|s| s[0] == b).count();
+        let (group, tail) = rest.split_at(n);
+        if n == 1 && group[0].len() == 1 {
+            ends.push(ClassUnicodeRange::new(b as char, b as char));
+        } else {
+            let suffixes: Vec<Vec<u8>> = group.iter().map(|s| s[1..].to_vec()).collect();
+            alts.push(Hir::concat(vec![Hir::literal([b]), ascii_trie(&suffixes)]));
         }
+        rest = tail;
+    }
+    if !ends.is_empty() {
+        alts.insert(0, Hir::class(Class::Unicode(ClassUnicode::new(ends))));
+    }
+    if strings.first().is_some_and(|s| s.is_empty()) {
+        alts.push(Hir::empty());
     }
     Hir::alternation(alts)
 }

@@ -434,3 +434,40 @@ fn patterns_of_an_all_of_intersect() {
     let instances: Vec<String> = words.iter().map(|w| serde_json::to_string(w).unwrap()).collect();
     agrees_with_validator(&schemas, &instances.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+#[test]
+fn pattern_classes_take_exactly_the_canonical_encodings() {
+    // `.` (every character but a line terminator, as in ECMA-262) and a class of escaped
+    // characters only: each member
+    // in its canonical encoding is accepted, and nothing else (the escapes share their `\`).
+    let dot = json!({"type": "string", "pattern": "^.$"});
+    let specials = json!({"type": "string", "pattern": "^[\\x00-\\x1f\"\\\\]$"});
+    for c in ('\0'..='\x7f').chain(['é', '€', '😀', '\u{2028}']) {
+        let text = serde_json::to_string(&c.to_string()).unwrap();
+        assert_eq!(accepts(&dot, &text), !matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}'), "{text}");
+        assert_eq!(accepts(&specials, &text), c < ' ' || c == '"' || c == '\\', "{text}");
+    }
+    for other in [r#""\u0041""#, r#""\/""#, r#""\u001F""#, r#""\u000a""#, r#""\u00""#, r#""\""#, r#""ab""#] {
+        assert!(!accepts(&dot, other), "{other}");
+        assert!(!accepts(&specials, other), "{other}");
+    }
+}
+
+#[test]
+fn ascii_trie_is_the_alternation_of_its_strings() {
+    let strings: Vec<Vec<u8>> =
+        ["", "a", "ab", "abc", "abd", "b", "ba", "c"].iter().map(|s| s.as_bytes().to_vec()).collect();
+    let re = regex_automata::meta::Regex::builder()
+        .build_from_hir(&regex_syntax::hir::Hir::concat(vec![
+            regex_syntax::hir::Hir::look(regex_syntax::hir::Look::Start),
+            crate::grammar::json_schema::string::ascii_trie(&strings),
+            regex_syntax::hir::Hir::look(regex_syntax::hir::Look::End),
+        ]))
+        .unwrap();
+    for len in 0..=4 {
+        for n in 0..4usize.pow(len) {
+            let text: String = (0..len).map(|i| b"abcd"[n / 4usize.pow(i) % 4] as char).collect();
+            assert_eq!(re.is_match(&text), strings.contains(&text.clone().into_bytes()), "{text:?}");
+        }
+    }
+}
