@@ -544,6 +544,7 @@ pub(super) fn ascii_trie(strings: &[Vec<u8>]) -> Hir {
     }
     while let Some(first) = rest.first() {
         let b = first[0];
+        debug_assert!(b.is_ascii(), "escapes are ASCII");
         let n = rest.iter().take_while(|s| s[0] == b).count();
         let (group, tail) = rest.split_at(n);
         if n == 1 && group[0].len() == 1 {

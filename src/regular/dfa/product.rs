@@ -140,6 +140,7 @@ impl Dfa {
         let mut i = 0;
         while i < n {
             for (j, ((d, _), classes)) in parts.iter().zip(&part_class).enumerate() {
+                debug_assert!(d.counter.is_none(), "counters are tabled above");
                 let row = &d.trans[tuples[i * k + j].index() * d.stride..][..d.stride];
                 for (c, &pc) in classes.iter().enumerate() {
                     next[c * k + j] = row[pc];

@@ -438,8 +438,8 @@ fn patterns_of_an_all_of_intersect() {
 #[test]
 fn pattern_classes_take_exactly_the_canonical_encodings() {
     // `.` (every character but a line terminator, as in ECMA-262) and a class of escaped
-    // characters only: each member
-    // in its canonical encoding is accepted, and nothing else (the escapes share their `\`).
+    // characters only: each member in its canonical encoding is accepted, and nothing else
+    // (the escapes share their `\`).
     let dot = json!({"type": "string", "pattern": "^.$"});
     let specials = json!({"type": "string", "pattern": "^[\\x00-\\x1f\"\\\\]$"});
     for c in ('\0'..='\x7f').chain(['é', '€', '😀', '\u{2028}']) {
