@@ -260,14 +260,19 @@ impl<'a> Lowering<'a> {
     /// Regular and small enough to be one lexeme. (A weight within the bound means every
     /// rule it references is regular: a rule's size is within it exactly when it is.)
     fn is_regular(&self, e: &Expr) -> bool {
+        self.regular_weight(e).is_some()
+    }
+
+    /// [`Weights::weight`] of `e` where it [`is_regular`](Lowering::is_regular) (possibly
+    /// `u64::MAX`: a literal set or a regex of any size is regular), `None` where not.
+    fn regular_weight(&self, e: &Expr) -> Option<u64> {
         // A set of literals of any size (an `enum` of hundreds of values) is one finite lexeme
         // too: its trie DFA is linear in its size, so the weight bound (a guard against regexes
         // that blow up) does not apply; as one alternative per value it was hundreds of
         // terminals, scanned side by side at every mask.
         let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
-        matches!(e, Expr::Literal(_) | Expr::Regex(_))
-            || literal_set
-            || self.rules.weights.weight(e) <= MAX_LEXEME_WEIGHT
+        let w = self.rules.weights.weight(e);
+        (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || w <= MAX_LEXEME_WEIGHT).then_some(w)
     }
 
     fn new_nt(&mut self, name: String) -> NtId {
@@ -381,8 +386,7 @@ impl<'a> Lowering<'a> {
         let mut run: Vec<&Expr> = Vec::new();
         let mut run_weight = 0u64;
         for x in flat {
-            if self.is_regular(x) {
-                let w = self.rules.weights.weight(x);
+            if let Some(w) = self.regular_weight(x) {
                 if !run.is_empty() && run_weight.saturating_add(w) > MAX_LEXEME_WEIGHT {
                     self.flush(&mut run, &mut out)?;
                     run_weight = 0;

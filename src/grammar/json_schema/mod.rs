@@ -544,7 +544,9 @@ impl<'s> Compiler<'s> {
 
     /// [`Whitespace::Flexible`]'s whitespace between two tokens.
     fn flexible_ws() -> Expr {
-        Expr::Regex(crate::regular::regex::builtin_shared(r"(?: ?|\n[ \t]{0,64})"))
+        // One copy per process (every container's layout has six).
+        static WS: std::sync::OnceLock<std::sync::Arc<regex_syntax::hir::Hir>> = std::sync::OnceLock::new();
+        Expr::Regex(WS.get_or_init(|| crate::regular::regex::builtin_shared(r"(?: ?|\n[ \t]{0,64})")).clone())
     }
 
     /// The whitespace (and punctuation) of an object or array at the current nesting level.
@@ -863,13 +865,14 @@ pub(crate) fn join(pointer: &str, key: &str) -> String {
 /// subschema it walks and compiles.
 fn push_segment(pointer: &mut String, key: &str) {
     pointer.push('/');
-    for c in key.chars() {
-        match c {
-            '~' => pointer.push_str("~0"),
-            '/' => pointer.push_str("~1"),
-            c => pointer.push(c),
-        }
+    // Pieces between the bytes to escape, copied whole (a key rarely has either).
+    let mut rest = key;
+    while let Some(at) = rest.find(['~', '/']) {
+        pointer.push_str(&rest[..at]);
+        pointer.push_str(if rest.as_bytes()[at] == b'~' { "~0" } else { "~1" });
+        rest = &rest[at + 1..];
     }
+    pointer.push_str(rest);
 }
 
 /// Keywords whose value makes them no constraint at all.

@@ -532,7 +532,7 @@ fn plain_keys(not_declared: Option<Lexeme>, additional: &Value, add_ptr: String)
     // node carries its own copy of "any other character, then any string") and was most of the
     // compile time of schemas with many properties.
     let key = match not_declared {
-        None => Expr::Regex(std::sync::Arc::new(hir_of(string::any_string_lexeme()))),
+        None => string::any_string(),
         Some(not) => Expr::Lexeme(std::sync::Arc::new(Lexeme::and(vec![string::any_string_lexeme(), not]))),
     };
     vec![(key, additional.clone(), add_ptr, false)]
@@ -660,13 +660,5 @@ impl Builder {
             }
         }
         Expr::Rule(id(0, false, 0, 0))
-    }
-}
-
-/// The regex of a plain-regex lexeme.
-fn hir_of(l: Lexeme) -> Hir {
-    match l {
-        Lexeme::Regex(h) => h,
-        _ => unreachable!("a quoted regex is a plain regex lexeme"),
     }
 }

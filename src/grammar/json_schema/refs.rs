@@ -485,7 +485,10 @@ fn remove_dot_segments(path: &str) -> String {
     out.join("/")
 }
 
-fn percent_decode(s: &str) -> String {
+fn percent_decode(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('%') {
+        return s.into();
+    }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -500,7 +503,7 @@ fn percent_decode(s: &str) -> String {
         out.push(b[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&out).into_owned().into()
 }
 
 /// A schema object without its `$ref`.

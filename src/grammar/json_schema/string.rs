@@ -137,9 +137,17 @@ pub(super) fn quoted(content: Hir) -> Lexeme {
     Lexeme::Regex(Hir::concat(vec![Hir::literal(*b"\""), content, Hir::literal(*b"\"")]))
 }
 
-/// Every string (quoted, canonical), as a lexeme.
+/// Every string (quoted, canonical), as a lexeme: a copy of one built per process, whose key
+/// text is printed once (see [`Lexeme::share_text`]): every object that allows more keys than
+/// it names has it in its key lexeme.
 pub(super) fn any_string_lexeme() -> Lexeme {
-    quoted(any_units())
+    static ANY: std::sync::OnceLock<Lexeme> = std::sync::OnceLock::new();
+    ANY.get_or_init(|| {
+        let l = quoted(any_units());
+        Lexeme::share_text(&l);
+        l
+    })
+    .clone()
 }
 
 /// The quoted strings that a string schema's own keywords allow, as one lexeme: the
