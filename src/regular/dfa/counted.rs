@@ -2,8 +2,6 @@
 //! intersected with other languages ([`Dfa::counted_product`]: a pattern with a length):
 //! tabled when small, computed on the fly by a [`Counter`] above [`MAX_TABLED_COUNTED`] states.
 
-use std::collections::HashMap;
-
 use super::counter::Counter;
 use super::explore::explore_keys;
 use super::product::Combine;
@@ -132,17 +130,11 @@ fn countable(Repeat { unit, min, max, close, .. }: Repeat<'_>) -> bool {
 /// The byte classes of a counted repetition: the unit's, with every byte of `open`/`close`
 /// set apart; one representative byte per class.
 fn counted_classes(Repeat { open, unit, close, .. }: Repeat<'_>) -> ([u8; 256], Vec<u8>) {
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    let mut class_of: HashMap<(u8, i16), u8> = HashMap::new();
-    for b in 0..=255u8 {
-        let special = if open.contains(&b) || close.contains(&b) { b as i16 } else { -1 };
-        classes[b as usize] = *class_of.entry((unit.classes[b as usize], special)).or_insert_with(|| {
-            reps.push(b);
-            (reps.len() - 1) as u8
-        });
-    }
-    (classes, reps)
+    // Key: the unit's class, and the byte itself where `open` or `close` has it (else 0).
+    super::number_bytes(unit.stride * 257, |b| {
+        let special = if open.contains(&b) || close.contains(&b) { b as usize + 1 } else { 0 };
+        unit.classes[b as usize] as usize * 257 + special
+    })
 }
 
 /// A position in `open · unit{min,max} · close`, the state of the tabled construction:

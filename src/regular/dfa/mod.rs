@@ -147,19 +147,22 @@ impl Dfa {
     fn prune_dead_ends(&mut self) {
         let n = self.accept.len();
         let dist = self.distances(&vec![true; self.stride]);
-        for s in 1..n {
-            for c in 0..self.stride {
-                let t = &mut self.trans[s * self.stride + c];
+        // (The dead state's distance is unreachable: a pruned row is open where any of its
+        // transitions is left.)
+        let mut open = vec![false; n];
+        for (s, row) in self.trans.chunks_exact_mut(self.stride).enumerate().skip(1) {
+            for t in row {
                 if dist[t.index()] == UNREACHABLE {
                     *t = StateId::DEAD;
+                } else {
+                    open[s] = true;
                 }
             }
         }
         if dist[self.start.index()] == UNREACHABLE {
             self.start = StateId::DEAD;
         }
-        self.open =
-            (0..n).map(|s| self.trans[s * self.stride..][..self.stride].iter().any(|&t| t != StateId::DEAD)).collect();
+        self.open = open;
         self.dist = dist;
     }
 
@@ -365,14 +368,14 @@ impl Dfa {
     fn distances(&self, classes: &[bool]) -> Vec<u32> {
         debug_assert!(self.counter.is_none(), "a counter's distances are by row");
         let n = self.accept.len();
-        let mut edges = Vec::new();
+        let mut edges = Vec::with_capacity(2 * n);
         // One edge per distinct successor (most classes of a row share one): `seen[t] == s`
         // marks `t` as already linked from `s`.
         let mut seen = vec![0u32; n];
-        for s in 1..n {
-            for c in (0..self.stride).filter(|&c| classes[c]) {
-                let t = self.trans[s * self.stride + c];
-                if t != StateId::DEAD && seen[t.index()] != s as u32 {
+        let every_class = classes.iter().all(|&c| c);
+        for (s, row) in self.trans.chunks_exact(self.stride).enumerate().skip(1) {
+            for (c, &t) in row.iter().enumerate() {
+                if t != StateId::DEAD && seen[t.index()] != s as u32 && (every_class || classes[c]) {
                     seen[t.index()] = s as u32;
                     edges.push((t.0, s as u32));
                 }
