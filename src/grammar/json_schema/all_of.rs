@@ -120,7 +120,7 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
     // must be rewritten first: merging a large object into each of many branches copied it
     // once more per branch).
     let mut queue: VecDeque<Cow<'_, Value>> = VecDeque::new();
-    if let Some(all) = obj.get("allOf") {
+    if let Some(all) = super::keywords::get(obj, "allOf") {
         let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
         queue.extend(a.iter().map(Cow::Borrowed));
     }
@@ -478,9 +478,11 @@ fn merge_members(
     if !members(a) || !members(b) {
         return Ok(()); // one side has nothing to say about members: `out` already has the other's
     }
-    let patterns =
-        |o: &Map<String, Value>| o.get("patternProperties").and_then(Value::as_object).cloned().unwrap_or_default();
-    let additional = |o: &Map<String, Value>| o.get("additionalProperties").cloned().unwrap_or(Value::Bool(true));
+    let patterns = |o: &Map<String, Value>| {
+        super::keywords::get(o, "patternProperties").and_then(Value::as_object).cloned().unwrap_or_default()
+    };
+    let additional =
+        |o: &Map<String, Value>| super::keywords::get(o, "additionalProperties").cloned().unwrap_or(Value::Bool(true));
     let (qa, qb) = (patterns(a), patterns(b));
     if (!qb.is_empty() && additional(a) != Value::Bool(true)) || (!qa.is_empty() && additional(b) != Value::Bool(true))
     {
@@ -491,7 +493,7 @@ fn merge_members(
     // What side `o` requires of the value of key `k`.
     let view = |o: &Map<String, Value>, q: &Map<String, Value>, k: &str| -> std::result::Result<Value, String> {
         let mut parts: Vec<Value> = Vec::new();
-        if let Some(s) = o.get("properties").and_then(|p| p.get(k)) {
+        if let Some(s) = super::keywords::get(o, "properties").and_then(|p| p.get(k)) {
             parts.push(s.clone());
         }
         for (pat, s) in q {
@@ -525,9 +527,9 @@ fn merge_members(
     // which still apply to it, stay in the merged `patternProperties`).
     let a_props = a.get("properties").and_then(Value::as_object);
     let mut props = Map::new();
-    for key in
-        [a, b].iter().flat_map(|o| o.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k))
-    {
+    for key in [a, b].iter().flat_map(|o| {
+        super::keywords::get(o, "properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k)
+    }) {
         if props.contains_key(key) || (a_props.is_some_and(|p| p.contains_key(key)) && silent(key)?) {
             continue;
         }
@@ -553,9 +555,9 @@ fn merge_members(
 /// An array schema's (prefix item schemas, schema for the other items), either draft.
 fn item_schemas(o: &Map<String, Value>) -> (Vec<Value>, Value) {
     let t = Value::Bool(true);
-    match (o.get("prefixItems"), o.get("items")) {
+    match (super::keywords::get(o, "prefixItems"), super::keywords::get(o, "items")) {
         (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(t)),
-        (None, Some(Value::Array(p))) => (p.clone(), o.get("additionalItems").cloned().unwrap_or(t)),
+        (None, Some(Value::Array(p))) => (p.clone(), super::keywords::get(o, "additionalItems").cloned().unwrap_or(t)),
         (_, items) => (Vec::new(), items.cloned().unwrap_or(t)),
     }
 }

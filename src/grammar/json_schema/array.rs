@@ -15,11 +15,14 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     let t = Value::Bool(true);
     // The prefix schemas and the schema for the rest.
     let (prefix, prefix_kw, rest, rest_kw): (Vec<&Value>, &str, &Value, &str) =
-        match (obj.get("prefixItems"), obj.get("items")) {
+        match (super::keywords::get(obj, "prefixItems"), super::keywords::get(obj, "items")) {
             (Some(Value::Array(p)), items) => (p.iter().collect(), "prefixItems", items.unwrap_or(&t), "items"),
-            (None, Some(Value::Array(p))) => {
-                (p.iter().collect(), "items", obj.get("additionalItems").unwrap_or(&t), "additionalItems")
-            }
+            (None, Some(Value::Array(p))) => (
+                p.iter().collect(),
+                "items",
+                super::keywords::get(obj, "additionalItems").unwrap_or(&t),
+                "additionalItems",
+            ),
             (None, items) => (Vec::new(), "", items.unwrap_or(&t), "items"),
             (Some(_), _) => return Err(c.bad(&join(pointer, "prefixItems"), "`prefixItems` must be an array")),
         };
@@ -32,7 +35,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
     // otherwise the array's `[` is marked and the matcher refuses a repeat where it would end
     // (see `automaton::distinct`).
     let mut distinct = false;
-    if obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
+    if super::keywords::get(obj, "uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
         match unique_items(c, obj, &prefix, rest, min, max, pointer)? {
             Some(e) => return Ok(e),
             None => distinct = true,
@@ -42,7 +45,7 @@ pub(super) fn array(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -
         max = Some(max.map_or(p, |m| m.min(p)));
     }
     if let Some(m) = max.filter(|m| *m < min) {
-        let why = if obj.get("maxItems").and_then(Value::as_u64).is_some_and(|x| x == m) {
+        let why = if super::keywords::get(obj, "maxItems").and_then(Value::as_u64).is_some_and(|x| x == m) {
             format!("`minItems` {min} is above `maxItems` {m}")
         } else {
             format!("`minItems` {min} asks for more items than the {m} the prefix allows (no items past it)")
@@ -170,7 +173,7 @@ fn contains(
     min: u64,
     max: Option<u64>,
 ) -> Result<Option<Expr>> {
-    let Some(cs) = obj.get("contains") else { return Ok(None) };
+    let Some(cs) = super::keywords::get(obj, "contains") else { return Ok(None) };
     let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
     let max_c = string::count(c, obj, pointer, "maxContains")?;
     if let Some(m) = max_c.filter(|m| *m < min_c) {
@@ -282,7 +285,7 @@ fn unique_items(
     }
     // `contains`: which values satisfy it, and how many of those the array must hold.
     let mut counted: Option<(Vec<bool>, u64, Option<u64>)> = None;
-    if let Some(cs) = obj.get("contains") {
+    if let Some(cs) = super::keywords::get(obj, "contains") {
         let min_c = string::count(c, obj, pointer, "minContains")?.unwrap_or(1);
         let max_c = string::count(c, obj, pointer, "maxContains")?;
         let always = max_c.is_none() && (min_c == 0 || (cs == &Value::Bool(true) && min >= min_c));

@@ -29,7 +29,7 @@ pub(super) fn rewrite_conditionals(
     pointer: &str,
 ) -> Result<Option<Map<String, Value>>> {
     const KEYWORDS: [&str; 6] = ["dependentRequired", "dependentSchemas", "dependencies", "if", "then", "else"];
-    if !KEYWORDS.iter().any(|k| obj.contains_key(*k)) {
+    if !super::keywords::has_any(obj, &KEYWORDS) {
         return Ok(None);
     }
     let mut out = obj.clone();

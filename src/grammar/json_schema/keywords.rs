@@ -180,3 +180,27 @@ pub(super) fn type_list(v: &Value) -> Vec<&str> {
         _ => vec![],
     }
 }
+
+/// Does `obj` have any of `keywords`? A schema object has a few keys: reading them once costs
+/// less than a SipHash lookup per keyword (serde_json's maps), which showed in the compile
+/// profiles of large schemas (every subschema asks this several times).
+pub(super) fn has_any(obj: &Map<String, Value>, keywords: &[&str]) -> bool {
+    if obj.len() <= keywords.len() {
+        obj.keys().any(|k| keywords.contains(&k.as_str()))
+    } else {
+        keywords.iter().any(|k| obj.contains_key(*k))
+    }
+}
+
+/// `obj.get(key)`, read by scanning where `obj` is small (see [`has_any`]): the compiler asks
+/// every subschema for a dozen keywords, most of which it does not have.
+pub(super) fn get<'v>(obj: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if obj.len() <= SCAN_KEYS {
+        obj.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        obj.get(key)
+    }
+}
+
+/// Up to this many keys, [`get`] scans.
+const SCAN_KEYS: usize = 8;

@@ -632,11 +632,11 @@ impl<'s> Compiler<'s> {
         if let Some(e) = all_of::merged(self, obj, pointer)? {
             return Ok(e);
         }
-        if let Some(r) = obj.get("$ref") {
+        if let Some(r) = keywords::get(obj, "$ref") {
             let r = r.as_str().ok_or_else(|| self.bad(&join(pointer, "$ref"), "`$ref` must be a string"))?;
             return self.reference(r, pointer);
         }
-        if let Some(n) = obj.get("not") {
+        if let Some(n) = keywords::get(obj, "not") {
             // `not: false` constrains nothing; `not: true` / `not: {}` (no validation keyword)
             // rejects everything.
             if n == &Value::Bool(false) {
@@ -666,7 +666,7 @@ impl<'s> Compiler<'s> {
             }
         }
         for kw in ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"] {
-            if let Some(v) = obj.get(kw) {
+            if let Some(v) = keywords::get(obj, kw) {
                 if !trivially_true(kw, v) {
                     self.unenforced(pointer, kw, "not supported yet")?;
                 }
@@ -721,13 +721,13 @@ impl<'s> Compiler<'s> {
         const CONDITIONAL: [&str; 7] =
             ["anyOf", "oneOf", "if", "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef"];
         // (Cloning only when needed: a schema may be nested deeper than a clone can recurse.)
-        if !obj.contains_key("unevaluatedProperties") && !obj.contains_key("unevaluatedItems") {
+        if !keywords::has_any(obj, &["unevaluatedProperties", "unevaluatedItems"]) {
             return Ok(None);
         }
         let mut out = obj.clone();
         let mut changed = false;
-        if let Some(u) = obj.get("unevaluatedProperties") {
-            if !CONDITIONAL.iter().any(|k| obj.contains_key(*k)) {
+        if let Some(u) = keywords::get(obj, "unevaluatedProperties") {
+            if !keywords::has_any(obj, &CONDITIONAL) {
                 out.remove("unevaluatedProperties");
                 if obj.contains_key("allOf") || obj.contains_key("$ref") {
                     if let Some(r) = out.remove("$ref") {
@@ -737,9 +737,7 @@ impl<'s> Compiler<'s> {
                     }
                     // Merge the parts first, then apply the keyword to the merged schema.
                     if let Some(Value::Object(mut merged)) = all_of::merge_all_of(self, &out, pointer)? {
-                        if !CONDITIONAL.iter().any(|k| merged.contains_key(*k))
-                            && !merged.contains_key("unevaluatedProperties")
-                        {
+                        if !keywords::has_any(&merged, &CONDITIONAL) && !merged.contains_key("unevaluatedProperties") {
                             merged.entry("additionalProperties").or_insert_with(|| u.clone());
                             return Ok(Some(merged));
                         }
@@ -751,7 +749,7 @@ impl<'s> Compiler<'s> {
                 }
             }
         }
-        if let Some(u) = obj.get("unevaluatedItems") {
+        if let Some(u) = keywords::get(obj, "unevaluatedItems") {
             const APPLICATORS: [&str; 10] = [
                 "allOf",
                 "anyOf",
@@ -764,8 +762,9 @@ impl<'s> Compiler<'s> {
                 "$dynamicRef",
                 "$recursiveRef",
             ];
-            if !APPLICATORS.iter().any(|k| obj.contains_key(*k)) {
-                let key = if obj.get("items").is_some_and(Value::is_array) { "additionalItems" } else { "items" };
+            if !keywords::has_any(obj, &APPLICATORS) {
+                let key =
+                    if keywords::get(obj, "items").is_some_and(Value::is_array) { "additionalItems" } else { "items" };
                 out.entry(key).or_insert_with(|| u.clone());
             } else if u != &Value::Bool(true) {
                 // Reported here: merging `allOf`/`$ref` parts would otherwise hide which items
@@ -781,7 +780,7 @@ impl<'s> Compiler<'s> {
     /// The JSON types a schema allows: `type` if given, else every type.
     fn types(&self, obj: &Map<String, Value>, pointer: &str) -> Result<Vec<&'static str>> {
         const ALL: [&str; 7] = ["null", "boolean", "object", "array", "string", "integer", "number"];
-        let names: Vec<&str> = match obj.get("type") {
+        let names: Vec<&str> = match keywords::get(obj, "type") {
             None => return Ok(vec!["null", "boolean", "object", "array", "string", "number"]),
             Some(Value::String(s)) => vec![s.as_str()],
             Some(Value::Array(a)) => a.iter().map(|v| v.as_str().unwrap_or("?")).collect(),

@@ -27,7 +27,7 @@ use super::validate::is_of_type;
 /// lengths; a regular complement, [`super::keywords::NOT_STRING`]); `not` of `anyOf`/`allOf`
 /// (De Morgan).
 pub(super) fn rewrite_not(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let not = obj.get("not")?.as_object()?;
+    let not = super::keywords::get(obj, "not")?.as_object()?;
     let rest = without(obj, "not");
     rewrite_not_of(rest, not)
 }

@@ -152,7 +152,7 @@ fn whole(n: &serde_json::Number, v: f64) -> (Option<i128>, bool) {
 
 fn bounds(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Bounds> {
     let num = |kw: &'static str, ex: bool| -> Result<Option<Bound>> {
-        match obj.get(kw) {
+        match super::keywords::get(obj, kw) {
             None => Ok(None),
             Some(Value::Number(n)) => Ok(n.as_f64().map(|v| {
                 let (whole, literal) = whole(n, v);
@@ -163,7 +163,7 @@ fn bounds(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Bound
         }
     };
     // draft-04: exclusiveMinimum/Maximum are booleans modifying minimum/maximum.
-    let draft4 = |kw: &str| obj.get(kw).and_then(Value::as_bool).unwrap_or(false);
+    let draft4 = |kw: &str| super::keywords::get(obj, kw).and_then(Value::as_bool).unwrap_or(false);
     let mut lo = num("minimum", draft4("exclusiveMinimum"))?;
     let mut hi = num("maximum", draft4("exclusiveMaximum"))?;
     if let Some(x) = num("exclusiveMinimum", true)? {
@@ -180,7 +180,7 @@ fn bounds(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Bound
 }
 
 fn multiple_of(c: &Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<f64>> {
-    match obj.get("multipleOf") {
+    match super::keywords::get(obj, "multipleOf") {
         None => Ok(None),
         Some(v) => match v.as_f64() {
             Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
@@ -324,7 +324,7 @@ fn integer_inner(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> R
     }
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
-            let range = match obj.get("format").and_then(Value::as_str) {
+            let range = match super::keywords::get(obj, "format").and_then(Value::as_str) {
                 Some(f) if sensible_int_range(obj) != sensible_int_range(&Map::new()) => format!("`format: {f}`"),
                 _ => "`i64`".into(),
             };
@@ -412,7 +412,7 @@ fn listed_multiples(m: f64, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> 
 /// `uint64` as ±`i64::MAX` and `0..=i64::MAX`), else `-i64::MAX..=i64::MAX` (so every integer
 /// fits an `i64`, and the grammar never writes 100-digit numbers).
 fn sensible_int_range(obj: &Map<String, Value>) -> (i64, i64) {
-    match obj.get("format").and_then(Value::as_str) {
+    match super::keywords::get(obj, "format").and_then(Value::as_str) {
         Some("int8") => (i8::MIN as i64, i8::MAX as i64),
         Some("uint8") => (0, u8::MAX as i64),
         Some("int16") => (i16::MIN as i64, i16::MAX as i64),

@@ -35,7 +35,7 @@ use crate::grammar::Expr;
 const MAX_ONE_OF_ATTEMPTS: usize = 500;
 
 pub(super) fn any_one_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
-    let (kw, branches) = match (obj.get("anyOf"), obj.get("oneOf")) {
+    let (kw, branches) = match (super::keywords::get(obj, "anyOf"), super::keywords::get(obj, "oneOf")) {
         (Some(_), Some(_)) => {
             // Both: anyOf ∧ oneOf — split into allOf of the two.
             let mut a = obj.clone();
@@ -173,7 +173,7 @@ fn any_of_patterns(c: &mut Compiler, obj: &Map<String, Value>, branches: &[Value
 /// (then exactly one holds if and only if one does); `None` otherwise or without a `oneOf`.
 pub(super) fn one_of_as_any_of(c: &Compiler, s: &Value) -> Option<Value> {
     let o = s.as_object()?;
-    let branches = o.get("oneOf")?.as_array()?;
+    let branches = super::keywords::get(o, "oneOf")?.as_array()?;
     if o.contains_key("anyOf") || branches.len() > 64 {
         return None;
     }
@@ -276,7 +276,7 @@ fn merged_view(c: &Compiler, s: &Value) -> Value {
     ];
     for part in parts {
         let part = c.resolve_shallow(part);
-        if part.as_object().is_some_and(|o| HARD.iter().any(|k| o.contains_key(*k))) {
+        if part.as_object().is_some_and(|o| super::keywords::has_any(o, &HARD)) {
             return s.clone();
         }
         match merge(merged, &part, &c.limits) {
@@ -296,7 +296,7 @@ fn discriminated(resolved: &[Value], overlapping: &dyn Fn(&[Value], usize, usize
         let mut strict = resolved.to_vec();
         for b in strict.iter_mut() {
             let Value::Object(o) = b else { break 'key };
-            let mut req = o.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut req = super::keywords::get(o, "required").and_then(Value::as_array).cloned().unwrap_or_default();
             if !req.iter().any(|r| r == key.as_str()) {
                 req.push(Value::String(key.clone()));
             }
@@ -331,7 +331,7 @@ fn remove_type(b: &mut Value, t: &str) {
         *b = Value::Object(Map::new());
     }
     let Value::Object(o) = b else { return };
-    let current: Vec<String> = match o.get("type") {
+    let current: Vec<String> = match super::keywords::get(o, "type") {
         None => ALL.iter().map(|s| s.to_string()).collect(),
         Some(v) => type_list(v).iter().map(|s| s.to_string()).collect(),
     };

@@ -122,7 +122,7 @@ fn walk(v: &Value, location: &mut String, base: &str, index: &mut Index, depth: 
     let mut base = std::borrow::Cow::Borrowed(base);
     // Draft-03/04 spell it `id` (and `$id` means nothing there); later drafts `$id`.
     let id_key = if index.legacy_id { "id" } else { "$id" };
-    let id = if in_data { None } else { o.get(id_key).and_then(Value::as_str) };
+    let id = if in_data { None } else { super::keywords::get(o, id_key).and_then(Value::as_str) };
     if let Some(id) = id {
         match id.strip_prefix('#') {
             // draft-06/07: `"$id": "#name"` is an anchor.
@@ -134,7 +134,7 @@ fn walk(v: &Value, location: &mut String, base: &str, index: &mut Index, depth: 
         }
     }
     for key in ["$anchor", "$dynamicAnchor"].into_iter().filter(|_| !in_data) {
-        if let Some(a) = o.get(key).and_then(Value::as_str) {
+        if let Some(a) = super::keywords::get(o, key).and_then(Value::as_str) {
             index.record(format!("{base}#{a}"), location);
         }
     }

@@ -51,7 +51,7 @@ pub fn strict_violation(schema: &Value) -> Option<(String, String)> {
 
 /// Does this schema describe objects (its `type` names `object`, or it has `properties`)?
 fn is_object_schema(o: &Map<String, Value>) -> bool {
-    let typed = match o.get("type") {
+    let typed = match super::keywords::get(o, "type") {
         Some(Value::String(t)) => t == "object",
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
         _ => false,
@@ -73,7 +73,7 @@ fn check(schema: &Value, pointer: &str, depth: usize) -> Option<(String, String)
         if depth > MAX_STRICT_DEPTH {
             return Some((pointer.to_string(), format!("objects nest deeper than {MAX_STRICT_DEPTH} levels")));
         }
-        if o.get("additionalProperties") != Some(&Value::Bool(false)) {
+        if super::keywords::get(o, "additionalProperties") != Some(&Value::Bool(false)) {
             return Some((
                 join(pointer, "additionalProperties"),
                 "strict mode needs `\"additionalProperties\": false` in every object".into(),
@@ -84,7 +84,7 @@ fn check(schema: &Value, pointer: &str, depth: usize) -> Option<(String, String)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        if let Some(Value::Object(props)) = o.get("properties") {
+        if let Some(Value::Object(props)) = super::keywords::get(o, "properties") {
             if let Some(k) = props.keys().find(|k| !required.contains(&k.as_str())) {
                 return Some((
                     join(pointer, "required"),
@@ -96,7 +96,7 @@ fn check(schema: &Value, pointer: &str, depth: usize) -> Option<(String, String)
     // Subschemas: by map (`properties`, `$defs`, `definitions`), by list (`anyOf`,
     // `prefixItems`), and single (`items`, `additionalProperties`).
     for kw in ["properties", "$defs", "definitions"] {
-        if let Some(Value::Object(m)) = o.get(kw) {
+        if let Some(Value::Object(m)) = super::keywords::get(o, kw) {
             for (k, s) in m {
                 let d = if kw == "properties" { depth } else { 0 };
                 if let Some(v) = check(s, &join(&join(pointer, kw), k), d) {
@@ -106,7 +106,7 @@ fn check(schema: &Value, pointer: &str, depth: usize) -> Option<(String, String)
         }
     }
     for kw in ["anyOf", "oneOf", "prefixItems"] {
-        if let Some(Value::Array(a)) = o.get(kw) {
+        if let Some(Value::Array(a)) = super::keywords::get(o, kw) {
             for (i, s) in a.iter().enumerate() {
                 if let Some(v) = check(s, &join(&join(pointer, kw), &i.to_string()), depth) {
                     return Some(v);
@@ -115,7 +115,7 @@ fn check(schema: &Value, pointer: &str, depth: usize) -> Option<(String, String)
         }
     }
     for kw in ["items", "additionalProperties"] {
-        if let Some(s) = o.get(kw) {
+        if let Some(s) = super::keywords::get(o, kw) {
             if let Some(v) = check(s, &join(pointer, kw), depth) {
                 return Some(v);
             }

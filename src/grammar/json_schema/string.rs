@@ -104,7 +104,7 @@ pub(super) fn any_string() -> Expr {
 const STRING_KEYWORDS: [&str; 6] = ["pattern", "format", "minLength", "maxLength", EXCLUDE_STRINGS, NOT_STRING];
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
-    if !STRING_KEYWORDS.iter().any(|k| obj.contains_key(*k)) {
+    if !super::keywords::has_any(obj, &STRING_KEYWORDS) {
         // Any string (most string schemas), without building its regex to find that out.
         return Ok(any_string());
     }
@@ -170,7 +170,7 @@ pub(super) fn string_lexeme_as(
         return Ok(None);
     }
     let mut parts: Vec<Lexeme> = Vec::new();
-    if let Some(p) = obj.get("pattern") {
+    if let Some(p) = super::keywords::get(obj, "pattern") {
         let p = p.as_str().ok_or_else(|| c.bad(&join(pointer, "pattern"), "`pattern` must be a string"))?;
         match pattern_lexeme_as(p, form) {
             // Every string matches: nothing to intersect with.
@@ -179,7 +179,7 @@ pub(super) fn string_lexeme_as(
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
     }
-    if let Some(f) = obj.get("format") {
+    if let Some(f) = super::keywords::get(obj, "format") {
         let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
         match format_regex(f) {
             Some(Ok(re)) => {
@@ -299,7 +299,7 @@ pub(super) fn lexeme_is_empty(lexeme: &Lexeme, limits: crate::regular::DfaLimits
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, ...).
 pub(super) fn count(c: &Compiler, obj: &Map<String, Value>, pointer: &str, kw: &str) -> Result<Option<u64>> {
-    match obj.get(kw) {
+    match super::keywords::get(obj, kw) {
         None => Ok(None),
         Some(v) => {
             match v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)) {

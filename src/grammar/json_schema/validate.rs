@@ -175,7 +175,7 @@ fn array_holds(v: &Value, k: &str, s: &Value, obj: &Map<String, Value>, limits: 
         "items" if !s.is_array() => match v.as_array() {
             None => true,
             Some(a) => {
-                let from = obj.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
+                let from = super::keywords::get(obj, "prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
                 let mut ok = true;
                 for x in a.iter().skip(from) {
                     ok &= simple_validate(x, s, limits)?;

@@ -23,9 +23,9 @@ use crate::error::Result;
 use crate::grammar::Expr;
 
 pub(super) fn enum_const(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
-    let (values, kw): (Vec<&Value>, &str) = if let Some(v) = obj.get("const") {
+    let (values, kw): (Vec<&Value>, &str) = if let Some(v) = super::keywords::get(obj, "const") {
         (vec![v], "const")
-    } else if let Some(e) = obj.get("enum") {
+    } else if let Some(e) = super::keywords::get(obj, "enum") {
         let a = e.as_array().ok_or_else(|| c.bad(&join(pointer, "enum"), "`enum` must be an array"))?;
         if a.len() > MAX_ENUM {
             return Err(crate::error::Error::Limit {
@@ -217,7 +217,7 @@ pub(super) fn finite_values(c: &Compiler, schema: &Value) -> Option<Vec<Value>> 
     let candidates: Vec<Value> = if let Some(v) = value_set(&s) {
         v.into_iter().cloned().collect()
     } else {
-        let types = type_list(o.get("type")?);
+        let types = type_list(super::keywords::get(o, "type")?);
         if types.iter().any(|t| !matches!(*t, "boolean" | "null")) {
             return None;
         }
