@@ -2,13 +2,12 @@
 //! ([`Dfa::union`]), states numbered by a dense slot where the tuple space is small, else by
 //! hash.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::explore::SlotIds;
 use super::{next_id, number_bytes, Counter, Dfa, DfaLimits, StateId};
 use crate::error::{Error, LimitKind, Result};
-use crate::regular::FxBuild;
+use crate::regular::fxhash::FxHasher;
 
 impl Dfa {
     /// The product of `parts`: it accepts a string when every part accepts it, or, for a part
@@ -153,15 +152,15 @@ impl Dfa {
                 settle(buf);
                 let t = if !live(buf) {
                     StateId::DEAD
-                } else if let Some(id) = ids.get(buf) {
+                } else if let Some(id) = ids.get(buf, &tuples) {
                     id
                 } else {
                     n += 1;
                     if n >= limits.states {
                         return Err(too_many());
                     }
-                    ids.insert(buf, StateId(n as u32));
                     tuples.extend_from_slice(buf);
+                    ids.insert(&tuples, StateId(n as u32));
                     StateId(n as u32)
                 };
                 trans.push(t);
@@ -238,7 +237,9 @@ fn product_classes(parts: &[(&Dfa, bool)], combine: Combine) -> ([u8; 256], Vec<
 }
 
 /// The state ids of a product's tuples: by a dense slot (mixed radix over the parts' state
-/// counts) where there are at most `max_dense` tuples, else by hash.
+/// counts) where there are at most `max_dense` tuples, else by hash. Hashed ids index the
+/// product's flat tuple buffer (state `i`'s tuple is `tuples[(i - 1) * k..i * k]`): no copy of
+/// a tuple per state, and a lookup compares against the buffer.
 struct TupleIds {
     /// (part, its state count), the largest part first: the slot's digits, most significant
     /// first. The tuples that share the largest part's state are one run of slots, and where it
@@ -247,7 +248,7 @@ struct TupleIds {
     /// length product went to slot lookups).
     radix: Vec<(usize, usize)>,
     slots: Option<SlotIds>,
-    hashed: HashMap<Box<[StateId]>, StateId, FxBuild>,
+    hashed: hashbrown::HashTable<StateId>,
 }
 
 impl TupleIds {
@@ -259,7 +260,7 @@ impl TupleIds {
             .map(SlotIds::new);
         let mut radix: Vec<(usize, usize)> = parts.iter().map(|(d, _)| d.accept.len()).enumerate().collect();
         radix.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-        TupleIds { radix, slots, hashed: HashMap::default() }
+        TupleIds { radix, slots, hashed: hashbrown::HashTable::new() }
     }
 
     /// The slot of tuple `t`.
@@ -268,22 +269,38 @@ impl TupleIds {
         radix.iter().fold(0usize, |acc, &(j, n)| acc * n + t[j].index())
     }
 
-    /// The id of tuple `t`, if it has one.
     #[inline]
-    fn get(&self, t: &[StateId]) -> Option<StateId> {
+    fn hash(t: &[StateId]) -> u64 {
+        use std::hash::Hasher;
+        let mut h = FxHasher::default();
+        t.iter().for_each(|s| h.write_u32(s.0));
+        h.finish()
+    }
+
+    /// State `id`'s tuple in the flat buffer.
+    #[inline]
+    fn tuple(tuples: &[StateId], k: usize, id: StateId) -> &[StateId] {
+        &tuples[(id.index() - 1) * k..id.index() * k]
+    }
+
+    /// The id of tuple `t`, if it has one; `tuples`: the numbered tuples so far.
+    #[inline]
+    fn get(&self, t: &[StateId], tuples: &[StateId]) -> Option<StateId> {
         match &self.slots {
             Some(v) => Some(v.get(Self::slot(&self.radix, t))).filter(|&id| id != StateId::DEAD),
-            None => self.hashed.get(t).copied(),
+            None => self.hashed.find(Self::hash(t), |&id| Self::tuple(tuples, t.len(), id) == t).copied(),
         }
     }
 
-    /// Numbers tuple `t` as `id`.
+    /// Numbers the last tuple of `tuples` as `id`.
     #[inline]
-    fn insert(&mut self, t: &[StateId], id: StateId) {
+    fn insert(&mut self, tuples: &[StateId], id: StateId) {
+        let k = self.radix.len();
+        let t = Self::tuple(tuples, k, id);
         match &mut self.slots {
             Some(v) => v.set(Self::slot(&self.radix, t), id),
             None => {
-                self.hashed.insert(t.into(), id);
+                self.hashed.insert_unique(Self::hash(t), id, |&other| Self::hash(Self::tuple(tuples, k, other)));
             }
         }
     }
