@@ -260,19 +260,15 @@ impl<'a> Lowering<'a> {
     /// Regular and small enough to be one lexeme. (A weight within the bound means every
     /// rule it references is regular: a rule's size is within it exactly when it is.)
     fn is_regular(&self, e: &Expr) -> bool {
-        self.regular_weight(e).is_some()
+        regular_at_any_weight(e) || self.rules.weights.weight(e) <= MAX_LEXEME_WEIGHT
     }
 
     /// [`Weights::weight`] of `e` where it [`is_regular`](Lowering::is_regular) (possibly
-    /// `u64::MAX`: a literal set or a regex of any size is regular), `None` where not.
+    /// `u64::MAX`: see [`regular_at_any_weight`]), `None` where not: one walk where a run
+    /// needs both answers.
     fn regular_weight(&self, e: &Expr) -> Option<u64> {
-        // A set of literals of any size (an `enum` of hundreds of values) is one finite lexeme
-        // too: its trie DFA is linear in its size, so the weight bound (a guard against regexes
-        // that blow up) does not apply; as one alternative per value it was hundreds of
-        // terminals, scanned side by side at every mask.
-        let literal_set = matches!(e, Expr::Alt(xs) if xs.iter().all(|x| matches!(x, Expr::Literal(_))));
         let w = self.rules.weights.weight(e);
-        (matches!(e, Expr::Literal(_) | Expr::Regex(_)) || literal_set || w <= MAX_LEXEME_WEIGHT).then_some(w)
+        (regular_at_any_weight(e) || w <= MAX_LEXEME_WEIGHT).then_some(w)
     }
 
     fn new_nt(&mut self, name: String) -> NtId {
@@ -538,6 +534,19 @@ impl<'a> Lowering<'a> {
             return Ok(self.regular_term(&[e])?.0);
         }
         self.sym(e)
+    }
+}
+
+/// A literal, a regex, or a set of literals: one lexeme whatever its weight. A set of literals
+/// of any size (an `enum` of hundreds of values) is one finite lexeme too: its trie DFA is
+/// linear in its size, so the weight bound (a guard against regexes that blow up) does not
+/// apply; as one alternative per value it was hundreds of terminals, scanned side by side at
+/// every mask.
+fn regular_at_any_weight(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(_) | Expr::Regex(_) => true,
+        Expr::Alt(xs) => xs.iter().all(|x| matches!(x, Expr::Literal(_))),
+        _ => false,
     }
 }
 
