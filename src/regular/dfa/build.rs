@@ -328,5 +328,6 @@ impl Dfa {
             || Error::limit(LimitKind::DfaStates, "DFA states for this regular expression", limits.states),
             None,
         )
+        .map(Dfa::with_alike_classes_merged)
     }
 }

@@ -7,7 +7,10 @@
 //! - every state from which no accepting state is reachable is merged into the dead state, so
 //!   "not dead" means "this prefix can still be completed" — exactly what a mask needs;
 //! - `accept[s]` says the bytes read so far are a complete match (regex-automata reports
-//!   matches one byte late, so we ask its end-of-input transition).
+//!   matches one byte late, so we ask its end-of-input transition);
+//! - byte classes that every state reads alike are one class ([`Dfa::alike_classes`]):
+//!   regex-automata's classes are ranges of bytes, and a product multiplies the classes it
+//!   is given.
 //!
 //! Other constructions build the same kind of table directly (finite sets of strings as minimal
 //! acyclic automata, splices, products for intersections, complements and an alternation's
@@ -219,6 +222,42 @@ impl Dfa {
             }
         }
         out
+    }
+
+    /// Per byte, the first class (of this table's) whose column equals its class's: every
+    /// state goes to the same state on both.
+    pub(super) fn alike_classes(&self) -> [u8; 256] {
+        let stride = self.stride;
+        // A hash of each column, in one pass over the rows; equal hashes are checked.
+        let mut hashes = vec![0u64; stride];
+        for row in self.trans.chunks_exact(stride) {
+            for (h, t) in hashes.iter_mut().zip(row) {
+                *h = (h.rotate_left(5) ^ u64::from(t.0)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            }
+        }
+        let column = |c: usize| self.trans.iter().skip(c).step_by(stride);
+        let first: Vec<u8> = (0..stride)
+            .map(|c| (0..c).find(|&e| hashes[e] == hashes[c] && column(e).eq(column(c))).unwrap_or(c) as u8)
+            .collect();
+        self.classes.map(|c| first[c as usize])
+    }
+
+    /// This table with its classes [read alike](Dfa::alike_classes) merged: the same states
+    /// and language over fewer, wider classes (a regex's classes are ranges, so letters it
+    /// treats alike on either side of one it tells apart are two classes, `[a-b]` and `[d-z]`
+    /// around `c`; every class is a column of every row, and a product multiplies them).
+    fn with_alike_classes_merged(self) -> Dfa {
+        if self.counter.is_some() {
+            return self;
+        }
+        let alike = self.alike_classes();
+        let (classes, reps) = number_bytes(self.stride, |b| alike[b as usize] as usize);
+        if reps.len() == self.stride {
+            return self;
+        }
+        let old: Vec<usize> = reps.iter().map(|&b| self.classes[b as usize] as usize).collect();
+        let trans = self.trans.chunks_exact(self.stride).flat_map(|row| old.iter().map(|&c| row[c])).collect();
+        Dfa { classes, stride: reps.len(), trans, dist_memo: OnceLock::new(), class_bytes: OnceLock::new(), ..self }
     }
 
     /// One byte per class, the least of each, in class order.

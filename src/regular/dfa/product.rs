@@ -1,6 +1,8 @@
 //! Products: intersections and complements of DFAs ([`Dfa::product`]) and unions
 //! ([`Dfa::union`]), states numbered by a dense slot where the tuple space is small, else by
-//! hash.
+//! hash. A product's byte classes refine its parts' classes read alike (fewer columns per
+//! row); a negated part that is also a positive one leaves its clause (`a ∧ ¬a` is empty
+//! before any tuple is built).
 
 use std::sync::OnceLock;
 
@@ -71,12 +73,24 @@ impl Dfa {
         combine: Combine,
     ) -> Result<(Dfa, Vec<StateId>)> {
         let k = parts.len();
-        let clause_of: Vec<Option<u32>> = parts.iter().map(|(_, c)| *c).collect();
+        // A negated part that is also a positive one (the same table) accepts wherever the
+        // tuple does: it leaves its clause and stays in the tuple as a positive part (in
+        // lockstep with its twin, it adds no tuple). A clause left with no part is `¬true`:
+        // the product is empty, known before any tuple is built (`a ∧ ¬a`, which an `anyOf`
+        // of `not`s distributed over an `allOf` of the same patterns makes).
+        let positive: Vec<u64> = parts.iter().filter(|(_, c)| c.is_none()).map(|(d, _)| d.id()).collect();
+        let clause_of: Vec<Option<u32>> =
+            parts.iter().map(|(d, c)| c.filter(|_| !positive.contains(&d.id()))).collect();
+        let vanished = parts.iter().filter_map(|(_, c)| *c).any(|c| !clause_of.contains(&Some(c)));
         // A counter computed on the fly is tabled first: the product reads each of its rows
         // once per tuple it appears in, and a table lookup is several times cheaper.
         let tabled: Vec<Option<Dfa>> = parts.iter().map(|(d, _)| d.counter.as_ref().map(|c| d.tabled(c))).collect();
-        let parts: Vec<(&Dfa, bool)> =
-            parts.iter().zip(&tabled).map(|((d, clause), t)| (t.as_ref().unwrap_or(&**d), clause.is_some())).collect();
+        let parts: Vec<(&Dfa, bool)> = parts
+            .iter()
+            .zip(&tabled)
+            .zip(&clause_of)
+            .map(|(((d, _), t), c)| (t.as_ref().unwrap_or(&**d), c.is_some()))
+            .collect();
         let parts = &parts[..];
         // The negated clauses, as part indices (a negated part alone is a clause of one).
         let mut negated: Vec<(u32, Vec<usize>)> = Vec::new();
@@ -117,7 +131,7 @@ impl Dfa {
         let mut ids = TupleIds::new(parts, max_dense);
         let mut tuples: Vec<StateId> = parts.iter().map(|(d, _)| d.start).collect();
         settle(&mut tuples);
-        let start = if live(&tuples) {
+        let start = if !vanished && live(&tuples) {
             if limits.states <= 1 {
                 return Err(too_many());
             }
@@ -148,9 +162,14 @@ impl Dfa {
             trans.reserve(stride);
             // (By index, not `chunks_exact_mut`: a product of no parts has empty tuples.)
             for c in 0..stride {
-                let buf = &mut next[c * k..(c + 1) * k];
+                let (before, buf) = next.split_at_mut(c * k);
+                let buf = &mut buf[..k];
                 settle(buf);
-                let t = if !live(buf) {
+                // Neighbouring classes often lead to the same tuple (a part that tells them
+                // apart is in a state that does not): the last class's answer, unhashed.
+                let t = if c > 0 && before[(c - 1) * k..] == *buf {
+                    trans[trans.len() - 1]
+                } else if !live(buf) {
                     StateId::DEAD
                 } else if let Some(id) = ids.get(buf, &tuples) {
                     id
@@ -233,7 +252,11 @@ fn product_classes(parts: &[(&Dfa, bool)], combine: Combine) -> ([u8; 256], Vec<
             }
         }
     }
-    common_classes(parts.iter().map(|(d, _)| *d), &dead_bytes)
+    // Each part's classes with equal columns taken as one: a regex's classes are contiguous
+    // ranges, so letters it treats alike on either side of one it tells apart are two classes
+    // (`[a-b]`, `[d-z]` around `c`), and every class a product keeps multiplies its rows.
+    let alike: Vec<[u8; 256]> = parts.iter().map(|(d, _)| d.alike_classes()).collect();
+    refine(parts.iter().zip(&alike).map(|((d, _), a)| (a, d.stride)), &dead_bytes)
 }
 
 /// The state ids of a product's tuples: by a dense slot (mixed radix over the parts' state
@@ -312,13 +335,18 @@ impl TupleIds {
 /// classes would number them), refined one DFA at a time: a byte's class so far and its class
 /// in the next DFA name its new class.
 pub(super) fn common_classes<'a>(dfas: impl Iterator<Item = &'a Dfa>, dead: &[bool; 256]) -> ([u8; 256], Vec<u8>) {
+    refine(dfas.map(|d| (&d.classes, d.stride)), dead)
+}
+
+/// [`common_classes`] of class tables (per byte a class below `stride`).
+fn refine<'a>(tables: impl Iterator<Item = (&'a [u8; 256], usize)>, dead: &[bool; 256]) -> ([u8; 256], Vec<u8>) {
     // Before any DFA: the dead bytes, and the others.
     let mut refined = number_bytes(2, |b| usize::from(!dead[b as usize]));
-    for d in dfas {
-        let ((so_far, reps), stride) = (refined, d.stride);
+    for (classes, stride) in tables {
+        let (so_far, reps) = refined;
         refined = number_bytes(reps.len() * stride, |b| {
             // Dead bytes keep one class whatever the DFAs say.
-            let next = if dead[b as usize] { 0 } else { d.classes[b as usize] as usize };
+            let next = if dead[b as usize] { 0 } else { classes[b as usize] as usize };
             so_far[b as usize] as usize * stride + next
         });
     }
