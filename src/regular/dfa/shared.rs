@@ -18,10 +18,55 @@ const MAX_SHARED_TABLE: usize = SHARED_DFA_BYTES / 16;
 
 type SharedKey = (String, usize, usize, usize);
 
-#[derive(Default)]
+/// The cache's entries, least recently used first out: past its budget, the oldest entries
+/// go until a quarter of the budget is free (one sort per quarter of new tables, not one per
+/// insert). Emptying it whole instead made every lexeme of the next schemas a miss at once.
 struct Shared {
-    map: HashMap<SharedKey, Arc<Dfa>>,
+    map: HashMap<SharedKey, Entry>,
     bytes: usize,
+    budget: usize,
+    /// Ticks once per lookup: an entry's `used` is the tick of its last hit or insert.
+    tick: u64,
+}
+
+struct Entry {
+    dfa: Arc<Dfa>,
+    bytes: usize,
+    used: u64,
+}
+
+impl Shared {
+    fn new(budget: usize) -> Shared {
+        Shared { map: HashMap::new(), bytes: 0, budget, tick: 0 }
+    }
+
+    fn get(&mut self, key: &SharedKey) -> Option<Arc<Dfa>> {
+        self.tick += 1;
+        let e = self.map.get_mut(key)?;
+        e.used = self.tick;
+        Some(e.dfa.clone())
+    }
+
+    /// Keeps `dfa` (of `bytes`) under `key`, the least recently used entries out first where
+    /// it would not fit.
+    fn insert(&mut self, key: SharedKey, dfa: Arc<Dfa>, bytes: usize) {
+        if self.bytes + bytes > self.budget {
+            let mut by_age: Vec<(u64, SharedKey)> = self.map.iter().map(|(k, e)| (e.used, k.clone())).collect();
+            by_age.sort_unstable_by_key(|&(used, _)| used);
+            let target = (self.budget - self.budget / 4).saturating_sub(bytes);
+            for (_, k) in by_age {
+                if self.bytes <= target {
+                    break;
+                }
+                if let Some(e) = self.map.remove(&k) {
+                    self.bytes -= e.bytes;
+                }
+            }
+        }
+        self.tick += 1;
+        let old = self.map.insert(key, Entry { dfa, bytes, used: self.tick });
+        self.bytes = self.bytes + bytes - old.map_or(0, |e| e.bytes);
+    }
 }
 
 static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
@@ -40,8 +85,8 @@ impl Dfa {
     /// is determinized once per process, not once per compile. Determinization was most of
     /// compile time. Failures are not kept (a limit error is computed again).
     ///
-    /// Bounded: past [`SHARED_DFA_BYTES`] of tables the cache is emptied and starts again
-    /// (entries still in use stay alive in their `Arc`s); a table above 1/16 of that is not kept.
+    /// Bounded: past [`SHARED_DFA_BYTES`] of tables the least recently used go (entries still
+    /// in use stay alive in their `Arc`s); a table above 1/16 of that is not kept.
     pub fn shared(lexeme: &Lexeme, limits: DfaLimits) -> Result<Arc<Dfa>> {
         Dfa::cached(lexeme.key(), limits, || Dfa::build_lexeme(lexeme, limits))
     }
@@ -50,7 +95,7 @@ impl Dfa {
     /// new (new ids, so nothing cached per DFA id applies to them). For measurements.
     pub(crate) fn clear_shared() {
         if let Some(cache) = SHARED.get() {
-            *cache.lock().unwrap_or_else(|e| e.into_inner()) = Shared::default();
+            *cache.lock().unwrap_or_else(|e| e.into_inner()) = Shared::new(SHARED_DFA_BYTES);
         }
     }
 
@@ -67,25 +112,56 @@ impl Dfa {
     /// The cache itself: the table under `key` and `limits`, or `build`'s, kept.
     fn cached(key: String, limits: DfaLimits, build: impl FnOnce() -> Result<Dfa>) -> Result<Arc<Dfa>> {
         let key = (key, limits.nfa_bytes, limits.dfa_bytes, limits.states);
-        let cache = SHARED.get_or_init(Default::default);
-        if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
-            return Ok(d.clone());
+        let cache = SHARED.get_or_init(|| Mutex::new(Shared::new(SHARED_DFA_BYTES)));
+        if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(d);
         }
         // Built outside the lock: another thread may build the same DFA meanwhile (same value).
         let dfa = Arc::new(build()?);
-        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
         let bytes = dfa.heap_bytes() + key.0.len() + 64;
-        if c.bytes + bytes > SHARED_DFA_BYTES {
-            c.map.clear();
-            c.bytes = 0;
-        }
         // Very large tables are rare and particular to one schema: kept, they would flush the
         // common lexemes out. (Common formats with a length are large: an email of at most 254
         // characters is 16,000 states, 2 MB, 10-20 ms to build, in many schemas.)
         if bytes <= MAX_SHARED_TABLE {
-            c.bytes += bytes;
-            c.map.insert(key, dfa.clone());
+            cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, dfa.clone(), bytes);
         }
         Ok(dfa)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: usize) -> SharedKey {
+        (format!("k{i}"), 0, 0, 0)
+    }
+
+    /// Past its budget the cache drops its least recently used entries (a hit counts as a
+    /// use) until a quarter of the budget is free, and never holds more than the budget.
+    #[test]
+    fn the_least_recently_used_tables_go_first() {
+        let dfa = Arc::new(Dfa::from_strings(vec![b"x".to_vec()], DfaLimits::default()).unwrap());
+        let mut c = Shared::new(100);
+        for i in 0..10 {
+            c.insert(key(i), dfa.clone(), 10);
+        }
+        assert_eq!((c.map.len(), c.bytes), (10, 100));
+        // Entries 0 and 1 used again: the oldest are now 2, 3, ...
+        assert!(c.get(&key(0)).is_some() && c.get(&key(1)).is_some());
+        c.insert(key(10), dfa.clone(), 10);
+        // Down to at most 75 with the new entry in: 2, 3, 4 and 5 went.
+        assert_eq!(c.bytes, 70);
+        for i in [0, 1, 6, 7, 8, 9, 10] {
+            assert!(c.get(&key(i)).is_some(), "entry {i} kept");
+        }
+        for i in [2, 3, 4, 5] {
+            assert!(c.get(&key(i)).is_none(), "entry {i} dropped");
+        }
+        // The same key again replaces its entry's size, not adds to it.
+        c.insert(key(10), dfa.clone(), 20);
+        assert_eq!(c.bytes, 80);
+        let total: usize = c.map.values().map(|e| e.bytes).sum();
+        assert_eq!(total, c.bytes);
     }
 }
