@@ -51,16 +51,22 @@ impl Shared {
     /// it would not fit.
     fn insert(&mut self, key: SharedKey, dfa: Arc<Dfa>, bytes: usize) {
         if self.bytes + bytes > self.budget {
-            let mut by_age: Vec<(u64, SharedKey)> = self.map.iter().map(|(k, e)| (e.used, k.clone())).collect();
-            by_age.sort_unstable_by_key(|&(used, _)| used);
+            // The newest use that goes (ticks are distinct): the oldest entries, oldest first,
+            // until the rest fit in three quarters of the budget.
+            let mut by_age: Vec<(u64, usize)> = self.map.values().map(|e| (e.used, e.bytes)).collect();
+            by_age.sort_unstable();
             let target = (self.budget - self.budget / 4).saturating_sub(bytes);
-            for (_, k) in by_age {
-                if self.bytes <= target {
+            let mut left = self.bytes;
+            let mut cutoff = None;
+            for (used, b) in by_age {
+                if left <= target {
                     break;
                 }
-                if let Some(e) = self.map.remove(&k) {
-                    self.bytes -= e.bytes;
-                }
+                (left, cutoff) = (left - b, Some(used));
+            }
+            if let Some(cutoff) = cutoff {
+                self.map.retain(|_, e| e.used > cutoff);
+                self.bytes = left;
             }
         }
         self.tick += 1;
