@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use serde_json::{Map, Value};
 
 use super::conditional::rewrite_conditionals;
-use super::keywords::{keyword, type_list, ANNOTATIONS, VALIDATION};
+use super::keywords::{keyword, type_list, ALSO_FORMATS, ANNOTATIONS, VALIDATION};
 use super::not::rewrite_not;
 use super::validate::pattern_matches;
 use super::{join, Compiler};
@@ -37,11 +37,18 @@ use crate::regular::DfaLimits;
 /// (the same JSON but for its own annotations, by a 128-bit hash, at the same indentation) is
 /// a recursion: it becomes a rule, and the inner meeting refers to it. Same schema, same
 /// language: the rule is exact.
+///
+/// A schema merged before is not merged again: meeting it compiles to what it compiled to then,
+/// shared as a rule. (A `$ref: "#"` with siblings under every property of the root merged the
+/// whole root once per path to it: renovate's schema took seconds.)
 pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
     if !obj.contains_key("allOf") && !ref_with_siblings(obj) {
         return Ok(None);
     }
     let key = (schema_hash(obj), c.indent_key());
+    if let Some(done) = c.merged.get(&key) {
+        return Ok(Some(done.clone()));
+    }
     if let Some(&known) = c.merging.get(&key) {
         let rule = known.unwrap_or_else(|| c.new_rule("allOf"));
         c.merging.insert(key, Some(rule));
@@ -53,13 +60,16 @@ pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
         other => other.map(|_| None),
     };
     let rule = c.merging.remove(&key).flatten();
-    Ok(match (body?, rule) {
+    let e = match (body?, rule) {
         (Some(body), Some(rule)) => {
             c.set_body(rule, body);
-            Some(Expr::Rule(rule))
+            Expr::Rule(rule)
         }
-        (body, _) => body,
-    })
+        (Some(body), None) => c.share("allOf", body),
+        (None, _) => return Ok(None),
+    };
+    c.merged.insert(key, e.clone());
+    Ok(Some(e))
 }
 
 /// A 128-bit hash of `obj` but for its own annotations (a `description` per place of use does
@@ -276,14 +286,46 @@ fn merge_changes(
             out.insert(k.clone(), bv.clone());
             continue;
         };
-        if av == bv {
-            continue;
+        if av == bv || k == "format" || k == ALSO_FORMATS {
+            continue; // formats are merged together below
         }
         merge_keyword(k, av, bv, &mut out)?;
     }
+    merge_formats(a, b, &mut out)?;
     merge_items(a, b, &mut out);
     merge_members(a, b, &mut out, limits)?;
     Ok(Merged::Changes(out))
+}
+
+/// Two different formats: the value must satisfy both, so `a`'s `format` stays and `b`'s
+/// joins [`ALSO_FORMATS`] (with both sides' own), which the string and number rules read with
+/// it. A format is a language of its own like a pattern; two are its intersection.
+fn merge_formats(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) -> std::result::Result<(), String> {
+    let (Some(_), Some(_)) = (a.get("format"), b.get("format").or(b.get(ALSO_FORMATS))) else {
+        return Ok(()); // one side has none: taken over as it is by the loop
+    };
+    let names = |o: &Map<String, Value>| -> std::result::Result<Vec<Value>, String> {
+        let also = o.get(ALSO_FORMATS).and_then(Value::as_array).into_iter().flatten();
+        o.get("format")
+            .into_iter()
+            .chain(also)
+            .map(|f| match f {
+                Value::String(_) => Ok(f.clone()),
+                _ => Err("`format` must be a string".to_string()),
+            })
+            .collect()
+    };
+    let mut all = names(a)?;
+    let ours = all.len();
+    for f in names(b)? {
+        if !all.contains(&f) {
+            all.push(f);
+        }
+    }
+    if all.len() > ours {
+        out.insert(ALSO_FORMATS.into(), Value::Array(all.split_off(1)));
+    }
+    Ok(())
 }
 
 /// Nested references or `allOf` on one side: the other side with an `allOf` of that side's

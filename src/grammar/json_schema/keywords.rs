@@ -2,9 +2,9 @@
 //! schemas as JSON values.
 //!
 //! - [`VALIDATION`]: every keyword that affects validation (drafts 4 to 2020-12, and the
-//!   internal keywords the `not` rewrites make: [`EXCLUDE_STRINGS`],
-//!   [`NOT_STRING`], [`EXCLUDE_NUMBERS`], [`NOT_INTEGER`],
-//!   [`SOME_KEY_NOT_IN`]); anything else is an annotation. [`ANNOTATIONS`] lists the
+//!   internal keywords the `not` rewrites make: [`EXCLUDE_STRINGS`], [`NOT_STRING`],
+//!   [`EXCLUDE_NUMBERS`], [`NOT_INTEGER`], [`SOME_KEY_NOT_IN`]; and the one `allOf` merges
+//!   make: [`ALSO_FORMATS`]); anything else is an annotation. [`ANNOTATIONS`] lists the
 //!   well-known annotations, which the merges and `oneOf` checks skip by name.
 //! - [`keyword_type`]: the one JSON type a keyword constrains (`None`: any value).
 //! - [`keyword`], [`without`], [`add_to_all_of`], [`type_list`]: schema values built and read
@@ -38,6 +38,11 @@ pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
 /// (`w` in [`Builder::build`]): set by a declared member outside the list, or an additional
 /// member whose key is outside it.
 pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
+
+/// Internal keyword (made by `allOf` merges, see `all_of::merge_changes`): further `format`
+/// names that a value must satisfy beside its `format` (two different formats merged); read
+/// with it through [`formats`].
+pub(super) const ALSO_FORMATS: &str = "x-strictly-also-formats";
 
 /// Keywords with no effect on validation.
 pub(super) const ANNOTATIONS: &[&str] = &[
@@ -118,6 +123,7 @@ pub(super) const VALIDATION: &[&str] = &[
     EXCLUDE_NUMBERS,
     SOME_KEY_NOT_IN,
     NOT_INTEGER,
+    ALSO_FORMATS,
 ];
 
 pub(super) fn is_validation_keyword(k: &str) -> bool {
@@ -129,7 +135,7 @@ pub(super) fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
         "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | EXCLUDE_NUMBERS
         | NOT_INTEGER => "number",
-        "maxLength" | "minLength" | "pattern" | "format" | NOT_STRING | EXCLUDE_STRINGS => "string",
+        "maxLength" | "minLength" | "pattern" | "format" | NOT_STRING | EXCLUDE_STRINGS | ALSO_FORMATS => "string",
         "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains" | "items" | "prefixItems"
         | "additionalItems" | "contains" | "unevaluatedItems" => "array",
         "maxProperties"
@@ -200,6 +206,13 @@ pub(super) fn get<'v>(obj: &'v Map<String, Value>, key: &str) -> Option<&'v Valu
     } else {
         obj.get(key)
     }
+}
+
+/// Every format a value must satisfy: `format` and the [`ALSO_FORMATS`] that merges added (a
+/// name that is not a string is skipped here; `format` itself is checked where it is read).
+pub(super) fn formats(obj: &Map<String, Value>) -> impl Iterator<Item = &str> {
+    let also = get(obj, ALSO_FORMATS).and_then(Value::as_array).into_iter().flatten();
+    get(obj, "format").into_iter().chain(also).filter_map(Value::as_str)
 }
 
 /// Up to this many keys, [`get`] scans.

@@ -50,7 +50,9 @@
 //!   `string.rs` (strings, lengths, `pattern`, `format`, key languages), `ecma.rs` (ECMA-262
 //!   patterns, lookaheads where regular), `number.rs` (numbers, integers, bounds, `multipleOf`);
 //! - `values.rs` (`enum`/`const`), `one_of.rs` (`anyOf`/`oneOf`), `all_of.rs` (`allOf`
-//!   merging; a schema met again while it is merged is a recursion, made a rule), `not.rs` (`not` rewrites), `conditional.rs` (`if`/`then`/`else`, dependencies),
+//!   merging; a schema met again while it is merged is a recursion, made a rule; one met
+//!   again after it was merged is the rule it compiled to), `not.rs` (`not` rewrites),
+//!   `conditional.rs` (`if`/`then`/`else`, dependencies),
 //!   `refs.rs` (`$ref`, `$defs`, `$id`, anchors);
 //! - `strict.rs` (OpenAI's strict-mode rules, for the server's `strict: true`);
 //! - `layout.rs` (the whitespace of one object or array), `keywords.rs` (which keywords validate, the type each constrains, schema-building
@@ -345,6 +347,9 @@ pub(crate) struct Compiler<'s> {
     /// Schemas being merged (`allOf`, `$ref` with siblings), by a hash and indentation key:
     /// the rule a recursion back into one refers to (see `all_of::merged`).
     merging: HashMap<(u128, usize), Option<RuleId>>,
+    /// Schemas merged and compiled, by the same key: what meeting one again compiles to (a
+    /// leaf or a rule; see `all_of::merged`).
+    merged: HashMap<(u128, usize), Expr>,
     /// Shared helper rules by name (any value, any object, ...) and [`Compiler::indent_key`].
     named: HashMap<(&'static str, usize), RuleId>,
     unenforced: Vec<Unenforced>,
@@ -390,6 +395,7 @@ impl<'s> Compiler<'s> {
             shapes: Vec::new(),
             ref_rules: HashMap::new(),
             merging: HashMap::new(),
+            merged: HashMap::new(),
             named: HashMap::new(),
             unenforced: Vec::new(),
             empty: Vec::new(),
@@ -439,9 +445,11 @@ impl<'s> Compiler<'s> {
     /// Runs `f`; if it fails, undoes what it did to the compiler (rules, caches, notes), so the
     /// caller can try another way.
     ///
-    /// `ref_rules` and `named` only ever gain entries, each naming a rule created with it, so
-    /// the entries that `f` added are exactly those naming rules past the mark (no copy of the
-    /// maps per attempt: a large schema makes thousands of attempts).
+    /// `ref_rules`, `named` and `merged` only ever gain entries, each naming a rule created
+    /// with it (or a leaf, which names none), so the entries that `f` added are exactly those
+    /// naming rules past the mark (no copy of the maps per attempt: a large schema makes
+    /// thousands of attempts). A merge still in progress forgets a recursion rule made past
+    /// the mark; a later recursion makes it again.
     fn attempt<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let (rules, unenforced, empty, depth, level) =
             (self.rules.len(), self.unenforced.len(), self.empty.len(), self.depth, self.level);
@@ -451,6 +459,12 @@ impl<'s> Compiler<'s> {
             self.shapes.truncate(rules);
             self.ref_rules.retain(|_, r| (r.0 as usize) < rules);
             self.named.retain(|_, r| (r.0 as usize) < rules);
+            self.merged.retain(|_, e| !matches!(e, Expr::Rule(r) if r.0 as usize >= rules));
+            for r in self.merging.values_mut() {
+                if r.is_some_and(|r| r.0 as usize >= rules) {
+                    *r = None;
+                }
+            }
             self.unenforced.truncate(unenforced);
             self.empty.truncate(empty);
             self.depth = depth;

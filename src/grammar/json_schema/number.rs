@@ -412,14 +412,22 @@ fn listed_multiples(m: f64, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> 
 /// `uint64` as ±`i64::MAX` and `0..=i64::MAX`), else `-i64::MAX..=i64::MAX` (so every integer
 /// fits an `i64`, and the grammar never writes 100-digit numbers).
 fn sensible_int_range(obj: &Map<String, Value>) -> (i64, i64) {
-    match super::keywords::get(obj, "format").and_then(Value::as_str) {
-        Some("int8") => (i8::MIN as i64, i8::MAX as i64),
-        Some("uint8") => (0, u8::MAX as i64),
-        Some("int16") => (i16::MIN as i64, i16::MAX as i64),
-        Some("uint16") => (0, u16::MAX as i64),
-        Some("int32") => (i32::MIN as i64, i32::MAX as i64),
-        Some("uint32") => (0, u32::MAX as i64),
-        Some("uint64" | "uint" | "uint128") => (0, i64::MAX),
+    // Merged formats (`allOf`) must all hold: the ranges intersect.
+    super::keywords::formats(obj)
+        .map(format_int_range)
+        .fold((-i64::MAX, i64::MAX), |(l, h), (fl, fh)| (l.max(fl), h.min(fh)))
+}
+
+/// One format's integer range (see [`sensible_int_range`]).
+fn format_int_range(f: &str) -> (i64, i64) {
+    match f {
+        "int8" => (i8::MIN as i64, i8::MAX as i64),
+        "uint8" => (0, u8::MAX as i64),
+        "int16" => (i16::MIN as i64, i16::MAX as i64),
+        "uint16" => (0, u16::MAX as i64),
+        "int32" => (i32::MIN as i64, i32::MAX as i64),
+        "uint32" => (0, u32::MAX as i64),
+        "uint64" | "uint" | "uint128" => (0, i64::MAX),
         _ => (-i64::MAX, i64::MAX),
     }
 }

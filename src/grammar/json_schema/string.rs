@@ -11,7 +11,7 @@
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 use serde_json::{Map, Value};
 
-use super::keywords::{EXCLUDE_STRINGS, NOT_STRING};
+use super::keywords::{ALSO_FORMATS, EXCLUDE_STRINGS, NOT_STRING};
 use super::{join, Compiler, MAX_COUNT};
 use crate::error::Result;
 use crate::grammar::Expr;
@@ -101,7 +101,8 @@ pub(super) fn any_string() -> Expr {
 }
 
 /// The keywords that constrain a string ([`string_lexeme_as`] reads no others).
-const STRING_KEYWORDS: [&str; 6] = ["pattern", "format", "minLength", "maxLength", EXCLUDE_STRINGS, NOT_STRING];
+const STRING_KEYWORDS: [&str; 7] =
+    ["pattern", "format", "minLength", "maxLength", EXCLUDE_STRINGS, NOT_STRING, ALSO_FORMATS];
 
 pub(super) fn string(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Expr> {
     if !super::keywords::has_any(obj, &STRING_KEYWORDS) {
@@ -179,8 +180,10 @@ pub(super) fn string_lexeme_as(
             Err(why) => c.unenforced(pointer, "pattern", why)?,
         }
     }
-    if let Some(f) = super::keywords::get(obj, "format") {
-        let f = f.as_str().ok_or_else(|| c.bad(&join(pointer, "format"), "`format` must be a string"))?;
+    if super::keywords::get(obj, "format").is_some_and(|f| !f.is_string()) {
+        return Err(c.bad(&join(pointer, "format"), "`format` must be a string"));
+    }
+    for f in super::keywords::formats(obj) {
         match format_regex(f) {
             Some(Ok(re)) => {
                 parts.push(form.wrap(form.encode(&hir(re)).expect("built-in formats encode")));

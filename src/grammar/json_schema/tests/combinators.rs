@@ -238,3 +238,73 @@ fn exclusive_conditionals_over_a_large_object_compile_once_per_way() {
     // 16 branches, 5 satisfiable: 280 subschemas compiled when all 16 were merged (214 now).
     assert!(c.visits < 240, "{} subschemas compiled: the unsatisfiable branches were merged", c.visits);
 }
+
+/// A `$ref` to the root beside other keywords under every property of the root (as
+/// renovate's schema writes it): each distinct set of siblings is one merge, compiled once and
+/// then shared. Merged again on every path through the others, the compile grew as the
+/// factorial of their count (six sets: thousands of merges).
+#[test]
+fn a_schema_merged_once_is_shared_wherever_it_is_met_again() {
+    let siblings = [
+        json!({}),
+        json!({"minProperties": 0}),
+        json!({"maxProperties": 9}),
+        json!({"required": []}),
+        json!({"type": ["object", "null"]}),
+        json!({"properties": {"z": {"type": "integer"}}}),
+    ];
+    let mut props = serde_json::Map::new();
+    for (i, s) in siblings.iter().enumerate() {
+        let mut p = s.as_object().unwrap().clone();
+        p.insert("$ref".into(), json!("#"));
+        p.insert("description".into(), json!(format!("member {i}")));
+        props.insert(format!("p{i}"), Value::Object(p));
+    }
+    let schema = json!({"type": "object", "properties": props, "additionalProperties": false});
+    let instances = [
+        "{}",
+        r#"{"p0":{}}"#,
+        r#"{"p0":{"p1":{"p2":{"p3":{"p4":null,"p5":{"z":1}}}}}}"#,
+        r#"{"p5":{"p0":{"z":1}}}"#,
+        r#"{"p5":{"z":1,"p0":{}}}"#,
+        r#"{"p4":null}"#,
+        r#"{"p3":null}"#,
+        r#"{"p2":{"p0":{},"p1":{},"p2":{},"p3":{},"p4":{},"p5":{},"p6":{}}}"#,
+        r#"{"p5":{"z":"one"}}"#,
+    ];
+    agrees_with_validator(std::slice::from_ref(&schema), &instances);
+    let opts = JsonSchemaOptions::exact();
+    let (prepared, docs, index) = prepare(&schema, &opts).unwrap();
+    let mut c = Compiler::new(&prepared, &docs, index, &opts, DfaLimits::default());
+    c.schema(&prepared, "").unwrap();
+    // 51 subschemas compiled; 4,824 when every path merged again.
+    assert!(c.visits < 100, "{} subschemas compiled: merges were repeated", c.visits);
+}
+
+/// Two different formats that an `allOf` (or a `$ref` with siblings) merges: both hold, as
+/// two patterns do. The validator agrees where the formats' regular subsets are the formats.
+#[test]
+fn two_formats_merged_both_hold() {
+    let s = json!({"type": "string", "allOf": [{"format": "hostname"}, {"format": "ipv4"}]});
+    let instances = [r#""10.0.0.1""#, r#""example.com""#, r#""256.1.1.1""#, r#""1.2.3.4.5""#, r#""""#, "3"];
+    agrees_with_validator(std::slice::from_ref(&s), &instances);
+    // Three formats over a `$ref` chain; the ones already there are not repeated.
+    let s = json!({"$defs": {"h": {"format": "hostname"}, "v4": {"$ref": "#/$defs/h", "format": "ipv4"}},
+        "allOf": [{"$ref": "#/$defs/v4"}, {"format": "hostname"}, {"format": "ipv4"}]});
+    assert!(accepts(&s, r#""10.0.0.1""#) && !accepts(&s, r#""example.com""#) && accepts(&s, "7"));
+    // Formats with no common value: no string (the rest of the schema stays).
+    let s = json!({"type": ["string", "null"], "allOf": [{"format": "uuid"}, {"format": "ipv4"}]});
+    assert!(accepts(&s, "null") && !accepts(&s, r#""10.0.0.1""#));
+    assert!(!accepts(&s, r#""123e4567-e89b-12d3-a456-426614174000""#));
+    // A format no validator knows is an annotation, merged or not.
+    let s = json!({"allOf": [{"format": "ipv4"}, {"format": "x-custom"}]});
+    assert!(accepts(&s, r#""10.0.0.1""#) && !accepts(&s, r#""x""#));
+    // Integer formats (the sensible language keeps to their ranges): both ranges hold.
+    let s = json!({"type": "integer", "allOf": [{"format": "int8"}, {"format": "uint16"}]});
+    let sensible = JsonSchemaOptions::default();
+    assert!(accepts_with(&s, &sensible, "127") && accepts_with(&s, &sensible, "0"));
+    assert!(!accepts_with(&s, &sensible, "128") && !accepts_with(&s, &sensible, "-1"));
+    // A format that is not a string is still an error, merged or not.
+    let e = compile(&json!({"allOf": [{"format": "ipv4"}, {"format": 4}]}), &JsonSchemaOptions::exact()).unwrap_err();
+    assert!(e.to_string().contains("format"), "{e}");
+}
