@@ -203,15 +203,30 @@ fn jsonschemabench() {
     ratchet("jsonschemabench", counts, &bad);
 }
 
-/// A schema whose rewrites multiply at every level of a recursion stops at the rules limit
-/// with a clear error, in bounded memory (the meta-schema for the security assessment of JSON
-/// Schemas: `anyOf` and `dependencies` at every level; it ran out of memory once recursions
-/// through merged schemas stopped unfolding to the depth limit).
+/// A schema whose rewrites multiply at every level of a recursion (the meta-schema for the
+/// security assessment of JSON Schemas: `anyOf` and `dependencies` at every level) compiles
+/// each distinct merge once, in bounded memory. It ran out of memory once recursions through
+/// merged schemas stopped unfolding to the depth limit; then it stopped at the rules limit,
+/// the same merges made again on every path to them.
 #[test]
-fn a_schema_that_multiplies_stops_at_the_rules_limit() {
+fn a_schema_that_multiplies_compiles_each_merge_once() {
     let Some(data) = shared_data() else { return };
     let path = data.join("jsonschemabench/Github_medium/o39217.json");
     let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let e = strictly::grammar::json_schema::compile(&doc["schema"], &JsonSchemaOptions::exact()).err().unwrap();
-    assert!(e.to_string().contains("grammar rules built for this schema"), "{e}");
+    let g = strictly::grammar::json_schema::compile(&doc["schema"], &JsonSchemaOptions::exact()).unwrap();
+    // 8,792 rules (the limit is 100,000).
+    assert!(g.grammar.rules.len() < 20_000, "{} rules", g.grammar.rules.len());
+}
+
+/// A schema past the rules limit stops there with a clear error that says where, early (a
+/// hundred objects of a hundred array members, each some ten rules).
+#[test]
+fn a_schema_past_the_rules_limit_stops_with_a_clear_error() {
+    let leaf = json!({"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}});
+    let inner: serde_json::Map<String, Value> = (0..100).map(|j| (format!("q{j}"), leaf.clone())).collect();
+    let outer: serde_json::Map<String, Value> =
+        (0..120).map(|i| (format!("p{i}"), json!({"type": "object", "properties": inner}))).collect();
+    let schema = json!({"type": "object", "properties": outer});
+    let e = strictly::grammar::json_schema::compile(&schema, &JsonSchemaOptions::exact()).err().unwrap().to_string();
+    assert!(e.contains("grammar rules built for this schema") && e.contains("/properties/p"), "{e}");
 }

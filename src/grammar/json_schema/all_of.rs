@@ -42,7 +42,7 @@ use crate::regular::DfaLimits;
 /// shared as a rule. (A `$ref: "#"` with siblings under every property of the root merged the
 /// whole root once per path to it: renovate's schema took seconds.)
 pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Expr>> {
-    if !obj.contains_key("allOf") && !ref_with_siblings(obj) {
+    if !obj.contains_key("allOf") && (!ref_with_siblings(obj) || siblings_in_target(c, obj)) {
         return Ok(None);
     }
     let key = (schema_hash(obj), c.indent_key());
@@ -111,6 +111,16 @@ fn ref_with_siblings(obj: &Map<String, Value>) -> bool {
     obj.contains_key("$ref") && obj.keys().any(|k| k != "$ref" && !ANNOTATIONS.contains(&k.as_str()))
 }
 
+/// A `$ref` whose siblings its target has too, with the same values (`{"type": "object",
+/// "$ref": "#"}` under a root of type object): they add nothing, so it is the `$ref` alone,
+/// one shared rule per target instead of a merge per place.
+fn siblings_in_target(c: &Compiler, obj: &Map<String, Value>) -> bool {
+    let Some(Value::Object(target)) = obj.get("$ref").and_then(Value::as_str).and_then(|r| c.ref_value(r)) else {
+        return false;
+    };
+    obj.iter().all(|(k, v)| k == "$ref" || !VALIDATION.contains(&k.as_str()) || target.get(k) == Some(v))
+}
+
 /// Merges `allOf` (and `$ref` with constraining siblings) into one schema; `None` if there is
 /// nothing to merge.
 pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) -> Result<Option<Value>> {
@@ -132,6 +142,11 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
     let mut queue: VecDeque<Cow<'_, Value>> = VecDeque::new();
     if let Some(all) = super::keywords::get(obj, "allOf") {
         let a = all.as_array().ok_or_else(|| c.bad(&join(pointer, "allOf"), "`allOf` must be an array"))?;
+        if !has_common_type(c, obj, a) {
+            // No value at all: nothing to merge (each part's copy, a large `$ref` target's
+            // included, would be made only to find that out).
+            return Ok(Some(keyword("type", Value::Array(vec![]))));
+        }
         queue.extend(a.iter().map(Cow::Borrowed));
     }
     if ref_with_siblings {
@@ -146,6 +161,14 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
             return Err(c.bad(pointer, "`allOf` expands to more than 1000 parts (a cycle of `$ref`s through `allOf`?)"));
         }
         let part = match part.get("$ref") {
+            // A `$ref` alone is its target, read where it is (renovate's root, merged into
+            // each of its members that refer back to it, was copied once per member).
+            Some(r) if part.as_object().is_some_and(|o| o.len() == 1) => {
+                match r.as_str().and_then(|r| c.ref_value(r)) {
+                    Some(target) => Cow::Borrowed(target),
+                    None => part,
+                }
+            }
             Some(_) => Cow::Owned(c.resolve_shallow_owned(part.into_owned())),
             None => part,
         };
@@ -162,6 +185,44 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
         }
     }
     Ok(Some(merged))
+}
+
+/// Is some JSON type allowed by `obj`'s own `type` and by every part of its `allOf`, as far as
+/// reading them where they are tells (a part's `type`, else its `$ref` target's)? Only a
+/// certain `false` counts: any type name this does not know, and any part it cannot read,
+/// allows every type.
+fn has_common_type(c: &Compiler, obj: &Map<String, Value>, parts: &[Value]) -> bool {
+    const ALL: u8 = 0x7f;
+    let types = |v: Option<&Value>| -> u8 {
+        let Some(v) = v else { return ALL };
+        let mut m = 0;
+        for t in type_list(v) {
+            m |= match t {
+                "null" => 1,
+                "boolean" => 2,
+                "object" => 4,
+                "array" => 8,
+                "string" => 16,
+                "integer" => 32,
+                "number" => 32 | 64,
+                _ => return ALL,
+            };
+        }
+        if type_list(v).is_empty() && !v.as_array().is_some_and(Vec::is_empty) {
+            return ALL; // not a type list (the compile reports it)
+        }
+        m
+    };
+    let part_types = |p: &Value| match p {
+        Value::Bool(b) => [0, ALL][usize::from(*b)],
+        Value::Object(o) => match (o.get("type"), o.get("$ref").and_then(Value::as_str)) {
+            (Some(t), _) => types(Some(t)),
+            (None, Some(r)) => types(c.ref_value(r).and_then(|t| t.get("type"))),
+            (None, None) => ALL,
+        },
+        _ => ALL,
+    };
+    parts.iter().fold(types(obj.get("type")), |m, p| m & part_types(p)) != 0
 }
 
 /// An `allOf` part rewritten before it is merged (`None`: merged as it is): its own

@@ -252,6 +252,8 @@ fn a_schema_merged_once_is_shared_wherever_it_is_met_again() {
         json!({"required": []}),
         json!({"type": ["object", "null"]}),
         json!({"properties": {"z": {"type": "integer"}}}),
+        // The target's own `type`: adds nothing, so it is the `$ref` alone (no merge).
+        json!({"type": "object"}),
     ];
     let mut props = serde_json::Map::new();
     for (i, s) in siblings.iter().enumerate() {
@@ -271,6 +273,8 @@ fn a_schema_merged_once_is_shared_wherever_it_is_met_again() {
         r#"{"p3":null}"#,
         r#"{"p2":{"p0":{},"p1":{},"p2":{},"p3":{},"p4":{},"p5":{},"p6":{}}}"#,
         r#"{"p5":{"z":"one"}}"#,
+        r#"{"p6":{"p6":{"p5":{"z":2}}}}"#,
+        r#"{"p6":{"p6":null}}"#,
     ];
     agrees_with_validator(std::slice::from_ref(&schema), &instances);
     let opts = JsonSchemaOptions::exact();
@@ -307,4 +311,31 @@ fn two_formats_merged_both_hold() {
     // A format that is not a string is still an error, merged or not.
     let e = compile(&json!({"allOf": [{"format": "ipv4"}, {"format": 4}]}), &JsonSchemaOptions::exact()).unwrap_err();
     assert!(e.to_string().contains("format"), "{e}");
+}
+
+/// `allOf` parts (a `$ref` target's type read where it is) with no JSON type in common: no
+/// value, found before any part is copied; types that meet (`number` and `integer`) merge.
+#[test]
+fn all_of_parts_without_a_common_type_are_no_value() {
+    let defs = json!({"s": {"type": "string", "minLength": 2}, "n": {"type": "number", "maximum": 5}});
+    let disjoint = json!({"$defs": defs, "type": "object", "properties": {
+        "a": {"allOf": [{"$ref": "#/$defs/s"}, {"type": "integer"}]},
+        "b": {"type": ["string", "null"], "allOf": [{"$ref": "#/$defs/n"}]},
+        "c": {"allOf": [{"$ref": "#/$defs/n"}, {"type": "integer"}]},
+        "d": {"allOf": [{"$ref": "#/$defs/s"}, {"maxLength": 3}]}
+    }});
+    let instances = [
+        "{}",
+        r#"{"a":1}"#,
+        r#"{"a":"xx"}"#,
+        r#"{"b":null}"#,
+        r#"{"b":3}"#,
+        r#"{"c":3}"#,
+        r#"{"c":3.5}"#,
+        r#"{"c":7}"#,
+        r#"{"d":"xyz"}"#,
+        r#"{"d":"x"}"#,
+        r#"{"d":"wxyz"}"#,
+    ];
+    agrees_with_validator(std::slice::from_ref(&disjoint), &instances);
 }
