@@ -73,15 +73,21 @@ pub(super) fn merged(c: &mut Compiler, obj: &Map<String, Value>, pointer: &str) 
 }
 
 /// A 128-bit hash of `obj` but for its own annotations (a `description` per place of use does
-/// not change the language), the key of [`merged`]'s recursions: hashing walks the schema once
-/// without allocating (formatting it as text made large merges a third slower).
+/// not change the language), the key of [`merged`]'s recursions and of the merges it made:
+/// hashing walks the schema once, into both halves at a time, without allocating (formatting
+/// it as text made large merges a third slower).
 fn schema_hash(obj: &Map<String, Value>) -> u128 {
     use std::hash::{BuildHasher, Hash, Hasher};
     fn walk(v: &Value, h: &mut impl Hasher) {
         match v {
             Value::Null => 0u8.hash(h),
             Value::Bool(b) => (1u8, b).hash(h),
-            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            // As written: `1` and `1.0`, `0.0` and `-0.0` stay apart (their text does).
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (2u8, 0u8, u).hash(h),
+                (None, Some(i)) => (2u8, 1u8, i).hash(h),
+                (None, None) => (2u8, 2u8, n.as_f64().map(f64::to_bits)).hash(h),
+            },
             Value::String(s) => (3u8, s).hash(h),
             Value::Array(xs) => {
                 (4u8, xs.len()).hash(h);
@@ -97,12 +103,23 @@ fn schema_hash(obj: &Map<String, Value>) -> u128 {
             walk(v, h);
         }
     }
+    /// Two hashers fed by one walk.
+    struct Both<H>([H; 2]);
+    impl<H: Hasher> Hasher for Both<H> {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0[0].write(bytes);
+            self.0[1].write(bytes);
+        }
+        fn finish(&self) -> u64 {
+            self.0[0].finish()
+        }
+    }
     // Two SipHashes with keys of this process's own: a schema cannot be written to collide.
     static KEYS: std::sync::OnceLock<[std::hash::RandomState; 2]> = std::sync::OnceLock::new();
     let keys = KEYS.get_or_init(Default::default);
-    let [mut a, mut b] = [keys[0].build_hasher(), keys[1].build_hasher()];
-    members(obj, &mut a, true);
-    members(obj, &mut b, true);
+    let mut h = Both([keys[0].build_hasher(), keys[1].build_hasher()]);
+    members(obj, &mut h, true);
+    let [a, b] = h.0;
     (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }
 
