@@ -210,25 +210,23 @@ pub(super) fn merge_all_of(c: &mut Compiler, obj: &Map<String, Value>, pointer: 
 /// allows every type.
 fn has_common_type(c: &Compiler, obj: &Map<String, Value>, parts: &[Value]) -> bool {
     const ALL: u8 = 0x7f;
+    let bits = |t: &str| match t {
+        "null" => Some(1),
+        "boolean" => Some(2),
+        "object" => Some(4),
+        "array" => Some(8),
+        "string" => Some(16),
+        "integer" => Some(32),
+        "number" => Some(32 | 64),
+        _ => None,
+    };
+    // A list of known names; anything else (the compile reports it) allows every type.
     let types = |v: Option<&Value>| -> u8 {
-        let Some(v) = v else { return ALL };
-        let mut m = 0;
-        for t in type_list(v) {
-            m |= match t {
-                "null" => 1,
-                "boolean" => 2,
-                "object" => 4,
-                "array" => 8,
-                "string" => 16,
-                "integer" => 32,
-                "number" => 32 | 64,
-                _ => return ALL,
-            };
+        match v {
+            Some(Value::String(t)) => bits(t).unwrap_or(ALL),
+            Some(Value::Array(a)) => a.iter().try_fold(0, |m, t| Some(m | bits(t.as_str()?)?)).unwrap_or(ALL),
+            _ => ALL,
         }
-        if type_list(v).is_empty() && !v.as_array().is_some_and(Vec::is_empty) {
-            return ALL; // not a type list (the compile reports it)
-        }
-        m
     };
     let part_types = |p: &Value| match p {
         Value::Bool(b) => [0, ALL][usize::from(*b)],
@@ -379,29 +377,21 @@ fn merge_changes(
 /// joins [`ALSO_FORMATS`] (with both sides' own), which the string and number rules read with
 /// it. A format is a language of its own like a pattern; two are its intersection.
 fn merge_formats(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Changes) -> std::result::Result<(), String> {
-    let (Some(_), Some(_)) = (a.get("format"), b.get("format").or(b.get(ALSO_FORMATS))) else {
+    if a.get("format").is_none() || b.get("format").is_none() {
         return Ok(()); // one side has none: taken over as it is by the loop
-    };
-    let names = |o: &Map<String, Value>| -> std::result::Result<Vec<Value>, String> {
-        let also = o.get(ALSO_FORMATS).and_then(Value::as_array).into_iter().flatten();
-        o.get("format")
-            .into_iter()
-            .chain(also)
-            .map(|f| match f {
-                Value::String(_) => Ok(f.clone()),
-                _ => Err("`format` must be a string".to_string()),
-            })
-            .collect()
-    };
-    let mut all = names(a)?;
+    }
+    if [a, b].iter().any(|o| o.get("format").is_some_and(|f| !f.is_string())) {
+        return Err("`format` must be a string".into());
+    }
+    let mut all: Vec<&str> = super::keywords::formats(a).collect();
     let ours = all.len();
-    for f in names(b)? {
+    for f in super::keywords::formats(b) {
         if !all.contains(&f) {
             all.push(f);
         }
     }
     if all.len() > ours {
-        out.insert(ALSO_FORMATS.into(), Value::Array(all.split_off(1)));
+        out.insert(ALSO_FORMATS.into(), all[1..].iter().map(|&f| Value::from(f)).collect());
     }
     Ok(())
 }

@@ -39,7 +39,7 @@ pub(super) const NOT_INTEGER: &str = "x-strictly-not-integer";
 /// member whose key is outside it.
 pub(super) const SOME_KEY_NOT_IN: &str = "x-strictly-some-key-not-in";
 
-/// Internal keyword (made by `allOf` merges, see `all_of::merge_changes`): further `format`
+/// Internal keyword (made by `allOf` merges, see `all_of::merge_formats`): further `format`
 /// names that a value must satisfy beside its `format` (two different formats merged); read
 /// with it through [`formats`].
 pub(super) const ALSO_FORMATS: &str = "x-strictly-also-formats";
