@@ -60,6 +60,10 @@ fn schemas() -> Vec<serde_json::Value> {
         // Long length bounds: counted strings computed on the fly instead of tabled.
         json!({"type": "object", "properties": {"long": {"type": "string", "minLength": 2, "maxLength": 2000}, "tag": {"type": "string", "maxLength": 600}},
                "required": ["long", "tag"]}),
+        // Words in a long string, counted on the fly: each word a new place, its searches by
+        // place (rows far from the bound read alike).
+        json!({"type": "object", "properties": {"words": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "^(?:\\S+\\s+){0,49}\\S+$"}},
+               "required": ["words"]}),
     ]
 }
 

@@ -1,7 +1,8 @@
 //! String content, the language the body slices are cut from, and the means the slice
 //! searches share: the content DFA ([`content_dfa`]), one representative byte per pair of
 //! byte classes ([`class_reps`], [`content_reps`]), and the set of (lexeme state, content
-//! state) pairs a search has met ([`Visited`]).
+//! state) pairs a search has met ([`Visited`]), told apart by state or, for a count computed on
+//! the fly, by place ([`PairKeys`]).
 //!
 //! Every search in [`wholesale`](super::wholesale) and [`hazards`](super::hazards) runs over
 //! such pairs: a lexeme DFA and the content DFA side by side, over the bytes that are string
@@ -12,7 +13,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
-use crate::regular::{Dfa, FxBuild, StateId};
+use crate::regular::{CountedBase, Dfa, FxBuild, StateId};
 
 /// The longest character in UTF-8.
 pub(super) const MAX_CHAR_BYTES: usize = 4;
@@ -119,5 +120,44 @@ impl Visited {
             }
             Visited::Sparse(set) => set.insert((d, c)),
         }
+    }
+}
+
+/// What a search tells its pairs apart by: the DFA state, or for a count computed on the fly
+/// whose rows within the search's reach read alike, the place (every byte reaches a new row, so
+/// by state nothing is met twice and the search runs to its work bound; by place it ends as
+/// over a table). Exact: the first visit of a place is at the least depth, and a later one at
+/// another row reads the rest of the search alike (the same deaths, acceptances and ends).
+pub(super) struct PairKeys<'a> {
+    base: Option<CountedBase<'a>>,
+    /// The number of keys.
+    pub(super) count: usize,
+}
+
+impl<'a> PairKeys<'a> {
+    /// The keys of a search from `state` over strings of at most `max` bytes.
+    pub(super) fn new(dfa: &'a Dfa, state: StateId, max: usize) -> PairKeys<'a> {
+        let depth = u32::try_from(max).unwrap_or(u32::MAX);
+        match dfa.counted_base().filter(|base| base.places_read_alike(state, depth)) {
+            Some(base) => PairKeys { base: Some(base), count: base.table().state_count() },
+            None => PairKeys::by_state(dfa),
+        }
+    }
+
+    /// By state (what [`new`](Self::new) falls back to).
+    pub(super) fn by_state(dfa: &Dfa) -> PairKeys<'a> {
+        PairKeys { base: None, count: dfa.state_count() }
+    }
+
+    /// Are pairs told apart by place?
+    #[cfg(test)]
+    pub(super) fn by_place(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// The key of a pair whose DFA state is `state`.
+    #[inline]
+    pub(super) fn of(&self, state: StateId) -> StateId {
+        self.base.map_or(state, |base| base.place(state))
     }
 }

@@ -17,9 +17,9 @@
 
 use std::sync::Arc;
 
-use super::content::{class_reps, content_dfa, content_reps, Visited};
+use super::content::{class_reps, content_dfa, content_reps, PairKeys, Visited};
 use super::{MaskCache, ScanKey};
-use crate::regular::{CountedBase, Dfa, StateId};
+use crate::regular::{Dfa, StateId};
 use crate::vocab::trie::ByteSet;
 
 /// What string content can do to a scan from one of its states, for taking slices wholesale
@@ -232,44 +232,6 @@ fn search_depths(
         }
     }
     Depths { levels, horizon }
-}
-
-/// What the searches of [`content_hazards`] tell pairs apart by: the DFA state, or for a count
-/// computed on the fly whose rows within the search's reach read alike, the place (every byte
-/// reaches a new row, so by state nothing is met twice and the search runs to its work bound;
-/// by place it ends as over a table). Exact: the first visit of a place is at the least depth,
-/// and a later one at another row reads the rest of the search alike.
-pub(super) struct PairKeys<'a> {
-    base: Option<CountedBase<'a>>,
-    /// The number of keys.
-    count: usize,
-}
-
-impl<'a> PairKeys<'a> {
-    pub(super) fn new(dfa: &'a Dfa, state: StateId, max: usize) -> PairKeys<'a> {
-        let depth = u32::try_from(max).unwrap_or(u32::MAX);
-        match dfa.counted_base().filter(|base| base.places_read_alike(state, depth)) {
-            Some(base) => PairKeys { base: Some(base), count: base.table().state_count() },
-            None => PairKeys { base: None, count: dfa.state_count() },
-        }
-    }
-
-    /// By state (what [`new`](Self::new) falls back to).
-    #[cfg(test)]
-    pub(super) fn by_state(dfa: &Dfa) -> PairKeys<'a> {
-        PairKeys { base: None, count: dfa.state_count() }
-    }
-
-    /// Are pairs told apart by place?
-    #[cfg(test)]
-    pub(super) fn by_place(&self) -> bool {
-        self.base.is_some()
-    }
-
-    #[inline]
-    fn of(&self, state: StateId) -> StateId {
-        self.base.map_or(state, |base| base.place(state))
-    }
 }
 
 /// For tokens of at most `hi` bytes, the scan to keep alive and the bytes to avoid: string

@@ -1,8 +1,9 @@
 //! The slice searches checked against their definitions: reach tables against one search per
 //! state, scans together against each alone, hazards against the bytes they name.
 
-use super::hazards::{avoid_set, content_hazards, content_hazards_by, Depths, PairKeys};
-use super::wholesale::{content_dead_all, content_reach, reach_table, NEVER};
+use super::content::PairKeys;
+use super::hazards::{avoid_set, content_hazards, content_hazards_by, Depths};
+use super::wholesale::{content_dead_all, content_reach, content_reach_by, reach_table, NEVER};
 use crate::regular::{Dfa, StateId};
 use crate::vocab::trie::ByteSet;
 
@@ -148,4 +149,40 @@ fn hazards_of_a_count_by_place_are_those_by_state() {
         }
     }
     assert!(by_place > 0 && by_place < 40, "{by_place} states searched by place");
+}
+
+#[test]
+fn reach_of_a_count_by_place_is_that_by_state() {
+    // Counted on the fly, each byte of content a new row: by state a search meets every (place,
+    // row) pair within reach; by place, far from the bound, each place once. Both agree, cut
+    // off anywhere, for the first event or both. Two strings of at most 3,000 characters: any
+    // content (a search by place near the bound would stop before the 3,001st character kills
+    // it), and words (at most 21) in it.
+    let parse = |re: &str| crate::regular::regex::parse(re).unwrap();
+    let counted = || crate::regular::Lexeme::counted(b"\"", parse(r#"[^"\\]|\\["\\n]"#), 1, Some(3000), b"\"");
+    let words = crate::regular::Lexeme::Regex(parse(r#""(?:[^ "\\]+ +){0,20}[^ "\\]*""#));
+    let mut by_place = 0;
+    for lexeme in [counted(), crate::regular::Lexeme::and(vec![words, counted()])] {
+        let dfa = Dfa::shared(&lexeme, Default::default()).unwrap();
+        assert!(dfa.is_counter(), "a count computed on the fly ({} states)", dfa.state_count());
+        for row in [0, 1, 3, 40, 1500, 2970, 2985, 2995, 2999] {
+            for tail in [&b""[..], b" ", b"  ", &[0xc3], &[0xe2, 0x80]] {
+                let text = "ab ".repeat(row / 3) + &"a".repeat(row % 3);
+                let s = dfa.run(dfa.start(), &[b"\"".as_slice(), text.as_bytes(), tail].concat());
+                if s == StateId::DEAD {
+                    continue;
+                }
+                for max in [1, 4, 16, 40] {
+                    for first in [false, true] {
+                        let keys = PairKeys::new(&dfa, s, max);
+                        by_place += usize::from(keys.by_place());
+                        let fast = content_reach_by(&dfa, s, max, first, usize::MAX, keys);
+                        let slow = content_reach_by(&dfa, s, max, first, usize::MAX, PairKeys::by_state(&dfa));
+                        assert_eq!(fast, slow, "row {row} tail {tail:?} within {max} first {first}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(by_place > 100, "{by_place} searches by place");
 }

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::content::{content_dfa, content_reps, Visited, MAX_CHAR_BYTES};
+use super::content::{content_dfa, content_reps, PairKeys, Visited, MAX_CHAR_BYTES};
 use super::hazards::{avoid_set, Hazards};
 use super::{Inner, MaskCache, ScanKey};
 use crate::automaton::VocabEnv;
@@ -162,11 +162,23 @@ impl Inner {
 /// With `first`, the search stops at the first depth where either is found (the other may
 /// then be reported as not found): enough where only the smaller of the two matters. `None`
 /// past `work` (pair, byte class) steps.
-pub(super) fn content_reach(dfa: &Dfa, state: StateId, max: usize, first: bool, mut work: usize) -> Option<Reach> {
+pub(super) fn content_reach(dfa: &Dfa, state: StateId, max: usize, first: bool, work: usize) -> Option<Reach> {
+    content_reach_by(dfa, state, max, first, work, PairKeys::new(dfa, state, max))
+}
+
+/// [`content_reach`] with its pairs told apart by `keys`.
+pub(super) fn content_reach_by(
+    dfa: &Dfa,
+    state: StateId,
+    max: usize,
+    first: bool,
+    mut work: usize,
+    keys: PairKeys<'_>,
+) -> Option<Reach> {
     let q = content_dfa();
     let reps = content_reps(dfa);
     let (mut accept, mut dead) = (NEVER, NEVER);
-    let mut visited = Visited::new(dfa.state_count(), q.state_count());
+    let mut visited = Visited::new(keys.count, q.state_count());
     let mut frontier = vec![(state, q.start())];
     let mut depth = 0;
     let done = |accept: usize, dead: usize| {
@@ -190,7 +202,7 @@ pub(super) fn content_reach(dfa: &Dfa, state: StateId, max: usize, first: bool, 
                 if dfa.is_accepting(d2) {
                     accept = accept.min(depth);
                 }
-                if visited.insert(d2, c2) {
+                if visited.insert(keys.of(d2), c2) {
                     next.push((d2, c2));
                 }
             }
