@@ -26,6 +26,31 @@ pub struct Slice {
     pub trie: TokenTrie,
     /// Per node of `trie`, the bytes of the tokens at or below it ([`TokenTrie::byte_sets`]).
     pub bytes: Vec<ByteSet>,
+    /// Per byte, the nodes of `trie` whose `bytes` hold it: what a walk pruned to the
+    /// subtrees holding that byte visits, at most.
+    pub nodes_with: Box<[u32; 256]>,
+}
+
+impl Slice {
+    fn new(hi: usize, mask: TokenSet, trie: TokenTrie) -> Slice {
+        let bytes = trie.byte_sets();
+        let mut nodes_with = Box::new([0u32; 256]);
+        for set in &bytes {
+            for (w, &word) in set.0.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    nodes_with[w * 64 + bits.trailing_zeros() as usize] += 1;
+                    bits &= bits - 1;
+                }
+            }
+        }
+        Slice { hi, mask, trie, bytes, nodes_with }
+    }
+
+    /// At most how many nodes a walk pruned to the subtrees holding a byte of `avoid` visits.
+    pub fn pruned_walk_nodes(&self, avoid: &ByteSet) -> usize {
+        (0..=255u8).filter(|&b| avoid.contains(b)).map(|b| self.nodes_with[b as usize] as usize).sum()
+    }
 }
 
 pub struct Slices {
@@ -70,8 +95,7 @@ impl Slices {
                 let mut mask = TokenSet::new(width);
                 part.iter().for_each(|&(_, id)| mask.insert(id));
                 let hi = part.iter().map(|(b, _)| b.len()).max().unwrap_or(0);
-                let trie = TokenTrie::build(part.into_iter());
-                Slice { hi, mask, bytes: trie.byte_sets(), trie }
+                Slice::new(hi, mask, TokenTrie::build(part.into_iter()))
             })
             .collect();
         Slices { body, rest: TokenTrie::build(rest.into_iter()), longest }

@@ -24,6 +24,10 @@
 //! Those of plain string content (any string bounded by length alone) are built ahead by
 //! [`VocabEnv::prepare`] ([`MaskCache::prepare_content_tries`]).
 //!
+//! One entry's builds together read at most as many nodes as the largest slice has: past that,
+//! a build waits for a later entry and the walk rents meanwhile, so the first mask in a new
+//! string does not pay for every slice's class trie at once.
+//!
 //! Invariant: a walk through a class trie builds the very entry the walk of the slice's own
 //! trie would (the same ids, groups, members in the same order and distances).
 
@@ -204,13 +208,19 @@ pub enum ClassPolicy {
 impl MaskCache {
     /// The class trie for a walk of slice `part` with `dfa` from `state` (see the module
     /// docs), or the key to count the walk of the slice's own trie under
-    /// ([`walked`](Self::walked); `None`: no class trie will be built for it).
+    /// ([`walked`](Self::walked); `None`: no class trie will be built for it). `pruned`: at
+    /// most how many nodes the walk visits, pruned to the tokens holding a few bytes.
+    /// `budget`: the slice nodes that builds for this entry may still read; a build takes its
+    /// slice's nodes from it, and one past it waits for a later entry (the walk is rented
+    /// meanwhile), so that no one mask pays for the tries of every slice at once.
     pub(super) fn class_trie(
         &self,
         env: &VocabEnv,
         part: usize,
         dfa: &Dfa,
         state: StateId,
+        pruned: Option<usize>,
+        budget: &mut usize,
     ) -> Result<Arc<ClassTrie>, Option<WalkKey>> {
         let slices = env.slices();
         let trie = slices.trie(part);
@@ -228,10 +238,14 @@ impl MaskCache {
             inner.walked.get(&rent).copied().unwrap_or(0)
         };
         // What one walk costs: as the walks so far measured it, or before the first, the
-        // nodes below the first bytes the DFA reads (an upper bound). Rented while even the
-        // most walks expected would not pay for the build.
+        // nodes below the first bytes the DFA reads, or where it is pruned the nodes holding
+        // the bytes it keeps to (upper bounds). Rented while even the most walks expected
+        // would not pay for the build.
         let walk = match walked {
-            0 => trie.first_bytes().filter(|&(b, _)| dfa.next(state, b) != StateId::DEAD).map(|(_, n)| n).sum(),
+            0 => {
+                let reads = trie.first_bytes().filter(|&(b, _)| dfa.next(state, b) != StateId::DEAD).map(|(_, n)| n);
+                reads.sum::<usize>().min(pruned.unwrap_or(usize::MAX))
+            }
             w => w,
         };
         if policy != ClassPolicy::Eager && walk.saturating_mul(MAX_LIKELY_WALKS) < nodes {
@@ -246,9 +260,10 @@ impl MaskCache {
             Some(Slot::Refused) => return Err(None),
             None => {}
         }
-        if policy != ClassPolicy::Eager && walk.saturating_mul(likely) < nodes {
+        if policy != ClassPolicy::Eager && (walk.saturating_mul(likely) < nodes || nodes > *budget) {
             return Err(Some(rent));
         }
+        *budget = budget.saturating_sub(nodes);
         match self.build_class_trie(env, key) {
             Slot::Built(t) => Ok(t),
             Slot::Refused => Err(None),
@@ -339,6 +354,7 @@ impl MaskCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::trie::ByteSet;
     use crate::vocab::Vocab;
 
     fn dfa(re: &str) -> Dfa {
@@ -377,7 +393,10 @@ mod tests {
         let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
         let built = cache.lock().class_tries.len();
         assert!(built >= 1, "prepare builds the content tries");
-        assert!(cache.class_trie(&env, part, &bounded, near).is_ok(), "the prepared trie, at once");
+        assert!(
+            cache.class_trie(&env, part, &bounded, near, None, &mut usize::MAX).is_ok(),
+            "the prepared trie, at once"
+        );
         assert_eq!(cache.lock().class_tries.len(), built, "no other built");
         assert!(cache.lock().walked.is_empty(), "no walk rented");
     }
@@ -412,10 +431,52 @@ mod tests {
         let cache = env.mask_cache();
         let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
         let key = dfa(r#"abc"|abd""#);
-        let walk = cache.class_trie(&env, part, &key, key.start());
+        let walk = cache.class_trie(&env, part, &key, key.start(), None, &mut usize::MAX);
         assert!(matches!(walk, Err(Some(_))), "a key's first walk is rented");
         let letters = dfa(r#""[a-z]{0,40}""#);
         let s = letters.run(letters.start(), b"\"");
-        assert!(cache.class_trie(&env, part, &letters, s).is_ok(), "a count over every letter buys");
+        assert!(
+            cache.class_trie(&env, part, &letters, s, None, &mut usize::MAX).is_ok(),
+            "a count over every letter buys"
+        );
+    }
+
+    /// A walk pruned to the tokens holding a few bytes rents, though the DFA reads every
+    /// letter: the slice's nodes that hold those bytes bound it.
+    #[test]
+    fn a_pruned_walk_rents() {
+        let env = env();
+        let cache = env.mask_cache();
+        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let slice = &env.slices().body[part];
+        let mut avoid = ByteSet::default();
+        avoid.insert("日".as_bytes()[0]);
+        let pruned = slice.pruned_walk_nodes(&avoid);
+        assert!(pruned > 0 && pruned * 8 < slice.trie.node_count(), "{pruned} of {}", slice.trie.node_count());
+        let letters = dfa(r#""[a-z]{0,40}""#);
+        let s = letters.run(letters.start(), b"\"");
+        assert!(
+            matches!(cache.class_trie(&env, part, &letters, s, Some(pruned), &mut usize::MAX), Err(Some(_))),
+            "rented"
+        );
+        assert!(cache.class_trie(&env, part, &letters, s, None, &mut usize::MAX).is_ok(), "unpruned, it buys");
+    }
+
+    /// A build takes its slice's nodes from the entry's budget; one past what is left waits
+    /// (the walk rents) for an entry with budget to spare.
+    #[test]
+    fn builds_past_the_budget_wait() {
+        let env = env();
+        let cache = env.mask_cache();
+        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let nodes = env.slices().body[part].trie.node_count();
+        let letters = dfa(r#""[a-z]{0,40}""#);
+        let s = letters.run(letters.start(), b"\"");
+        let mut budget = nodes - 1;
+        assert!(matches!(cache.class_trie(&env, part, &letters, s, None, &mut budget), Err(Some(_))), "waits");
+        assert_eq!(budget, nodes - 1, "nothing built, nothing taken");
+        let mut budget = nodes + 5;
+        assert!(cache.class_trie(&env, part, &letters, s, None, &mut budget).is_ok(), "built");
+        assert_eq!(budget, 5);
     }
 }

@@ -80,20 +80,26 @@ fn content_reps_of(dfa: &Dfa) -> Vec<Vec<(u8, StateId)>> {
 
 /// The (DFA state, content state) pairs a search has met: a bitset over all pairs when that is
 /// at most [`DENSE_VISITED_BITS`] bits (a hash set's inserts were most of a search), else a
-/// hash set.
+/// hash set. The bitset is paged, each page of [`PAGE_BITS`] zeroed when first marked: a search
+/// meets few of a large DFA's pairs, and zeroing megabytes per search was most of the first
+/// mask inside a long counted string.
 pub(super) enum Visited {
-    Dense { bits: Vec<u64>, nq: usize },
+    Dense { pages: Vec<Option<Box<[u64; PAGE_WORDS]>>>, nq: usize },
     Sparse(HashSet<(StateId, StateId), FxBuild>),
 }
 
-/// Largest pair space [`Visited`] keeps as a bitset (2 MiB).
+/// Largest pair space [`Visited`] keeps as a bitset (2 MiB when every page is marked).
 const DENSE_VISITED_BITS: usize = 1 << 24;
+
+/// Words per page of a [`Visited`] bitset, and its bits.
+const PAGE_WORDS: usize = 64;
+const PAGE_BITS: usize = PAGE_WORDS * 64;
 
 impl Visited {
     /// The empty set over `nd` DFA states and `nq` content states.
     pub(super) fn new(nd: usize, nq: usize) -> Visited {
         match nd.checked_mul(nq).filter(|&n| n <= DENSE_VISITED_BITS) {
-            Some(n) => Visited::Dense { bits: vec![0; n.div_ceil(64)], nq },
+            Some(n) => Visited::Dense { pages: vec![None; n.div_ceil(PAGE_BITS)], nq },
             None => Visited::Sparse(HashSet::default()),
         }
     }
@@ -101,9 +107,9 @@ impl Visited {
     /// Is `(d, c)` marked?
     pub(super) fn contains(&self, d: StateId, c: StateId) -> bool {
         match self {
-            Visited::Dense { bits, nq } => {
+            Visited::Dense { pages, nq } => {
                 let i = d.index() * *nq + c.index();
-                bits[i / 64] >> (i % 64) & 1 == 1
+                pages[i / PAGE_BITS].as_ref().is_some_and(|p| p[i % PAGE_BITS / 64] >> (i % 64) & 1 == 1)
             }
             Visited::Sparse(set) => set.contains(&(d, c)),
         }
@@ -112,10 +118,12 @@ impl Visited {
     /// Marks `(d, c)`; `true` if it was new.
     pub(super) fn insert(&mut self, d: StateId, c: StateId) -> bool {
         match self {
-            Visited::Dense { bits, nq } => {
+            Visited::Dense { pages, nq } => {
                 let i = d.index() * *nq + c.index();
-                let new = bits[i / 64] >> (i % 64) & 1 == 0;
-                bits[i / 64] |= 1 << (i % 64);
+                let page = pages[i / PAGE_BITS].get_or_insert_with(|| Box::new([0; PAGE_WORDS]));
+                let word = &mut page[i % PAGE_BITS / 64];
+                let new = *word >> (i % 64) & 1 == 0;
+                *word |= 1 << (i % 64);
                 new
             }
             Visited::Sparse(set) => set.insert((d, c)),

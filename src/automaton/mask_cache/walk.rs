@@ -180,6 +180,9 @@ struct LexWalk<'a> {
     /// Nodes where no scan goes on, while pruning: their tokens and those below them leave
     /// `inside` after the walk.
     dropped: Vec<u32>,
+    /// The slice nodes that class tries built for this entry may still read (see
+    /// [`MaskCache::class_trie`]).
+    build_budget: usize,
 }
 
 impl<'a> LexWalk<'a> {
@@ -201,6 +204,7 @@ impl<'a> LexWalk<'a> {
             avoid: None,
             prune: None,
             dropped: Vec::new(),
+            build_budget: (0..=slices.body.len()).map(|p| slices.trie(p).node_count()).max().unwrap_or(0),
         }
     }
 
@@ -251,7 +255,10 @@ impl<'a> LexWalk<'a> {
         self.part = part as u32;
         let trie = self.slices.trie(part);
         if let [dfa] = self.dfas {
-            match walks.cache.class_trie(walks.env, part, dfa, states[0]) {
+            // Where the slice is taken but for the tokens holding a few bytes, the pruned walk
+            // visits at most the subtrees holding them.
+            let pruned = self.avoid.map(|(_, avoid)| self.slices.body[part].pruned_walk_nodes(&avoid));
+            match walks.cache.class_trie(walks.env, part, dfa, states[0], pruned, &mut self.build_budget) {
                 Ok(by_class) => {
                     self.avoid = None;
                     self.walk_classes(dfa, states[0], trie, &by_class);
