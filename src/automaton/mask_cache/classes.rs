@@ -394,7 +394,7 @@ mod tests {
         let built = cache.lock().class_tries.len();
         assert!(built >= 1, "prepare builds the content tries");
         assert!(
-            cache.class_trie(&env, part, &bounded, near, None, &mut usize::MAX).is_ok(),
+            cache.class_trie(&env, part, &bounded, near, None, &mut { usize::MAX }).is_ok(),
             "the prepared trie, at once"
         );
         assert_eq!(cache.lock().class_tries.len(), built, "no other built");
@@ -431,12 +431,12 @@ mod tests {
         let cache = env.mask_cache();
         let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
         let key = dfa(r#"abc"|abd""#);
-        let walk = cache.class_trie(&env, part, &key, key.start(), None, &mut usize::MAX);
+        let walk = cache.class_trie(&env, part, &key, key.start(), None, &mut { usize::MAX });
         assert!(matches!(walk, Err(Some(_))), "a key's first walk is rented");
         let letters = dfa(r#""[a-z]{0,40}""#);
         let s = letters.run(letters.start(), b"\"");
         assert!(
-            cache.class_trie(&env, part, &letters, s, None, &mut usize::MAX).is_ok(),
+            cache.class_trie(&env, part, &letters, s, None, &mut { usize::MAX }).is_ok(),
             "a count over every letter buys"
         );
     }
@@ -456,10 +456,10 @@ mod tests {
         let letters = dfa(r#""[a-z]{0,40}""#);
         let s = letters.run(letters.start(), b"\"");
         assert!(
-            matches!(cache.class_trie(&env, part, &letters, s, Some(pruned), &mut usize::MAX), Err(Some(_))),
+            matches!(cache.class_trie(&env, part, &letters, s, Some(pruned), &mut { usize::MAX }), Err(Some(_))),
             "rented"
         );
-        assert!(cache.class_trie(&env, part, &letters, s, None, &mut usize::MAX).is_ok(), "unpruned, it buys");
+        assert!(cache.class_trie(&env, part, &letters, s, None, &mut { usize::MAX }).is_ok(), "unpruned, it buys");
     }
 
     /// A build takes its slice's nodes from the entry's budget; one past what is left waits
