@@ -374,6 +374,11 @@ mod tests {
         VocabEnv::new(Arc::new(Vocab::from_byte_tokens(toks, &[])))
     }
 
+    /// The slice of [`env`]'s three-byte tokens.
+    fn three_byte_part(env: &VocabEnv) -> usize {
+        (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap()
+    }
+
     /// A string bounded by length alone splits content bytes as plain content does (the
     /// numbering by least byte makes the maps equal), so near its bound it walks the class
     /// tries `prepare` built: none is built or rented for it. A pattern splits them otherwise.
@@ -390,7 +395,7 @@ mod tests {
         let env = env();
         env.prepare();
         let cache = env.mask_cache();
-        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let part = three_byte_part(&env);
         let built = cache.lock().class_tries.len();
         assert!(built >= 1, "prepare builds the content tries");
         assert!(
@@ -429,7 +434,7 @@ mod tests {
     fn the_first_walk_rents_unless_it_would_pay() {
         let env = env();
         let cache = env.mask_cache();
-        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let part = three_byte_part(&env);
         let key = dfa(r#"abc"|abd""#);
         let walk = cache.class_trie(&env, part, &key, key.start(), None, &mut { usize::MAX });
         assert!(matches!(walk, Err(Some(_))), "a key's first walk is rented");
@@ -447,7 +452,7 @@ mod tests {
     fn a_pruned_walk_rents() {
         let env = env();
         let cache = env.mask_cache();
-        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let part = three_byte_part(&env);
         let slice = &env.slices().body[part];
         let mut avoid = ByteSet::default();
         avoid.insert("日".as_bytes()[0]);
@@ -468,7 +473,7 @@ mod tests {
     fn builds_past_the_budget_wait() {
         let env = env();
         let cache = env.mask_cache();
-        let part = (0..env.slices().body.len()).find(|&p| env.slices().body[p].hi == 3).unwrap();
+        let part = three_byte_part(&env);
         let nodes = env.slices().body[part].trie.node_count();
         let letters = dfa(r#""[a-z]{0,40}""#);
         let s = letters.run(letters.start(), b"\"");
